@@ -1,0 +1,97 @@
+#include "core/io/checkpoint.h"
+
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "core/util/error.h"
+#include "core/util/file.h"
+
+namespace llmcpu {
+
+namespace {
+
+CheckpointInfo parse_header(const MappedFile& file) {
+  const int32_t* h = file.llmc_header("llm.c checkpoint");
+  const std::string& path = file.path();
+  if (h[0] != kCheckpointMagic) {
+    throw FileError(path, "bad magic " + std::to_string(h[0]) + ", expected " +
+                              std::to_string(kCheckpointMagic) + " (an llm.c model checkpoint)");
+  }
+  CheckpointInfo info;
+  info.version = h[1];
+  if (info.version != kCheckpointFp32 && info.version != kCheckpointBf16) {
+    throw FileError(path, "unsupported checkpoint version " + std::to_string(h[1]) +
+                              ", expected 3 (fp32) or 5 (bf16)");
+  }
+  ModelConfig& c = info.config;
+  c.max_seq_len = h[2];
+  c.vocab_size = h[3];
+  c.num_layers = h[4];
+  c.num_heads = h[5];
+  c.channels = h[6];
+  c.padded_vocab_size = h[7];
+  try {
+    validate(c, path + " header");
+  } catch (const ShapeError& e) {
+    throw FileError(path, std::string("invalid header: ") + e.what());
+  }
+  const size_t bytes_per = info.version == kCheckpointFp32 ? 4 : 2;
+  const size_t expected = kLlmcHeaderBytes + ParameterLayout(c).total() * bytes_per;
+  if (file.size() != expected) {
+    throw FileError(path, "file is " + std::to_string(file.size()) + " bytes, but a version " +
+                              std::to_string(info.version) + " checkpoint of " + describe(c) +
+                              " is " + std::to_string(expected) + " bytes" +
+                              (file.size() < expected ? " (truncated?)" : ""));
+  }
+  return info;
+}
+
+}  // namespace
+
+CheckpointInfo read_checkpoint_header(const std::string& path) {
+  return parse_header(MappedFile(path));
+}
+
+void load_checkpoint(const std::string& path, Gpt2& model) {
+  const MappedFile file(path);
+  const CheckpointInfo info = parse_header(file);
+  if (!(info.config == model.config())) {
+    throw FileError(path, "holds a model of shape " + describe(info.config) + ", expected " +
+                              describe(model.config()));
+  }
+  const size_t n = model.num_parameters();
+  const uint8_t* body = file.data() + kLlmcHeaderBytes;
+  float* dst = model.params_flat();
+  if (info.version == kCheckpointFp32) {
+    std::memcpy(dst, body, n * sizeof(float));
+  } else {
+    // bf16 is the top half of an fp32: widening is exact.
+#pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < n; ++i) {
+      uint16_t b;
+      std::memcpy(&b, body + 2 * i, 2);
+      const uint32_t bits = uint32_t(b) << 16;
+      std::memcpy(dst + i, &bits, 4);
+    }
+  }
+}
+
+void save_checkpoint(const std::string& path, const Gpt2& model) {
+  const ModelConfig& c = model.config();
+  int32_t header[kLlmcHeaderInts] = {};
+  header[0] = kCheckpointMagic;
+  header[1] = kCheckpointFp32;
+  header[2] = c.max_seq_len;
+  header[3] = c.vocab_size;
+  header[4] = c.num_layers;
+  header[5] = c.num_heads;
+  header[6] = c.channels;
+  header[7] = c.padded_vocab_size;
+  AtomicFileWriter out(path);
+  out.write(header, sizeof(header));
+  out.write(model.params_flat(), model.num_parameters() * sizeof(float));
+  out.commit();
+}
+
+}  // namespace llmcpu

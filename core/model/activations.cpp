@@ -1,0 +1,72 @@
+#include "core/model/activations.h"
+
+#include <initializer_list>
+#include <utility>
+#include <vector>
+
+namespace llmcpu {
+
+namespace {
+
+// Lays out views back to back in one buffer, each rounded up to 16 floats (64 bytes).
+class Carver {
+ public:
+  explicit Carver(std::initializer_list<std::pair<float**, size_t>> views) : views_(views) {
+    for (auto& [slot, n] : views_) total_ += round_up(n);
+  }
+  size_t total() const { return total_; }
+  void carve(float* base) const {
+    size_t offset = 0;
+    for (auto& [slot, n] : views_) {
+      *slot = base + offset;
+      offset += round_up(n);
+    }
+  }
+
+ private:
+  static size_t round_up(size_t n) { return (n + 15) / 16 * 16; }
+  std::vector<std::pair<float**, size_t>> views_;
+  size_t total_ = 0;
+};
+
+}  // namespace
+
+ActivationArena::ActivationArena(const ModelConfig& c, int B, int T) : B_(B), T_(T) {
+  const size_t L = c.num_layers, NH = c.num_heads, C = c.channels, Vp = c.padded_vocab_size;
+  const size_t BT = (size_t)B * T;
+  ActivationViews& a = acts;
+  const Carver fwd({{&a.encoded, BT * C},
+                    {&a.ln1, L * BT * C},
+                    {&a.ln1_mean, L * BT},
+                    {&a.ln1_rstd, L * BT},
+                    {&a.qkv, L * BT * 3 * C},
+                    {&a.atty, L * BT * C},
+                    {&a.att, L * B * NH * T * T},
+                    {&a.residual2, L * BT * C},
+                    {&a.ln2, L * BT * C},
+                    {&a.ln2_mean, L * BT},
+                    {&a.ln2_rstd, L * BT},
+                    {&a.fch, L * BT * 4 * C},
+                    {&a.fch_gelu, L * BT * 4 * C},
+                    {&a.residual3, L * BT * C},
+                    {&a.lnf, BT * C},
+                    {&a.lnf_mean, BT},
+                    {&a.lnf_rstd, BT},
+                    {&a.logits, BT * Vp},
+                    {&a.lse, BT},
+                    {&a.losses, BT}});
+  forward_ = AlignedBuffer<float>(fwd.total());
+  fwd.carve(forward_.data());
+
+  ActivationGradViews& g = grads;
+  const Carver bwd({{&g.dresidual, BT * C},
+                    {&g.dln, BT * C},
+                    {&g.datty, BT * C},
+                    {&g.dqkv, BT * 3 * C},
+                    {&g.dfch, BT * 4 * C},
+                    {&g.dscores, B * NH * T}});
+  backward_ = AlignedBuffer<float>(bwd.total());
+  bwd.carve(backward_.data());
+}
+
+}  // namespace llmcpu

@@ -1,0 +1,67 @@
+// The 16 parameter tensors of GPT-2 in llm.c's order, as named views into one flat arena. The same
+// layout serves the parameters, their gradients and the AdamW moments, so the optimizer, checkpoint
+// writer and gradient clipping each see one flat span.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "core/model/config.h"
+
+namespace llmcpu {
+
+inline constexpr int kNumParameterTensors = 16;
+
+// Sizes (in elements), names and shapes of the 16 tensors, with their offsets in the flat arena.
+class ParameterLayout {
+ public:
+  explicit ParameterLayout(const ModelConfig& config);
+
+  size_t total() const { return total_; }
+  size_t size(int i) const { return sizes_[i]; }
+  size_t offset(int i) const { return offsets_[i]; }
+  static const char* name(int i);
+  // "(L, 3*C, C) = (2, 144, 48)"
+  std::string shape(int i) const;
+  const std::vector<size_t>& dims(int i) const { return dims_[i]; }
+
+ private:
+  std::array<size_t, kNumParameterTensors> sizes_{};
+  std::array<size_t, kNumParameterTensors> offsets_{};
+  std::array<std::vector<size_t>, kNumParameterTensors> dims_;
+  size_t total_ = 0;
+};
+
+// Named views into a flat arena laid out by ParameterLayout.
+template <typename F>
+struct ParameterViews {
+  F* wte;       // (Vp, C)
+  F* wpe;       // (maxT, C)
+  F* ln1w;      // (L, C)
+  F* ln1b;      // (L, C)
+  F* qkvw;      // (L, 3*C, C)
+  F* qkvb;      // (L, 3*C)
+  F* attprojw;  // (L, C, C)
+  F* attprojb;  // (L, C)
+  F* ln2w;      // (L, C)
+  F* ln2b;      // (L, C)
+  F* fcw;       // (L, 4*C, C)
+  F* fcb;       // (L, 4*C)
+  F* fcprojw;   // (L, C, 4*C)
+  F* fcprojb;   // (L, C)
+  F* lnfw;      // (C)
+  F* lnfb;      // (C)
+
+  static ParameterViews carve(F* base, const ParameterLayout& layout) {
+    ParameterViews v;
+    F** slots[kNumParameterTensors] = {&v.wte,  &v.wpe,  &v.ln1w,    &v.ln1b,     &v.qkvw, &v.qkvb,
+                                       &v.attprojw, &v.attprojb, &v.ln2w, &v.ln2b, &v.fcw,  &v.fcb,
+                                       &v.fcprojw,  &v.fcprojb,  &v.lnfw, &v.lnfb};
+    for (int i = 0; i < kNumParameterTensors; ++i) *slots[i] = base + layout.offset(i);
+    return v;
+  }
+};
+
+}  // namespace llmcpu

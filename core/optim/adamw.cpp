@@ -1,0 +1,32 @@
+#include "core/optim/adamw.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace llmcpu {
+
+AdamW::AdamW(size_t n, const AdamWConfig& config, const KernelTable& kernels)
+    : config_(config), kernels_(kernels), m_(n), v_(n) {
+  std::fill_n(m_.data(), n, 0.0f);
+  std::fill_n(v_.data(), n, 0.0f);
+}
+
+void AdamW::step(float* params, const float* grads, double lr) {
+  ++t_;
+  const AdamWStep s{lr, config_.beta1, config_.beta2, config_.eps, config_.weight_decay, t_};
+  kernels_.adamw_update(params, m_.data(), v_.data(), grads, m_.size(), s);
+}
+
+double global_norm(const float* grads, size_t n, const KernelTable& kernels) {
+  return std::sqrt(kernels.sum_squares(grads, n));
+}
+
+float clip_to_norm(float* grads, size_t n, double norm, double max_norm, const KernelTable& kernels) {
+  if (max_norm <= 0) return 1.0f;
+  const double factor = max_norm / (norm + 1e-6);
+  if (factor >= 1.0) return 1.0f;
+  kernels.scale(grads, static_cast<float>(factor), n);
+  return static_cast<float>(factor);
+}
+
+}  // namespace llmcpu

@@ -1,0 +1,43 @@
+// llm.c's test_gpt2 procedure: run the model on a debug state's batch and compare, tensor by tensor,
+// the logits (first V of each row), the loss and the 16 parameter gradients with the state's.
+// Comparison is by normalized error ||ours - ref|| / ||ref|| (2-norms, in double), with the largest
+// absolute difference reported alongside.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "core/io/debug_state.h"
+#include "core/model/gpt2.h"
+
+namespace llmcpu {
+
+struct TensorComparison {
+  std::string name;
+  size_t count = 0;
+  double max_abs_diff = 0;
+  double rel_error = 0;  // ||ours - ref|| / ||ref||; infinite if ref is zero and ours is not
+  double tolerance = 0;
+  bool ok = false;       // rel_error <= tolerance (false for NaN)
+};
+
+TensorComparison compare_tensors(const std::string& name, const float* ours, const float* ref,
+                                 size_t n, double tolerance);
+
+struct VerifyTolerances {
+  double logits = 1e-5;  // also used for the loss
+  double grads = 1e-4;
+};
+
+struct VerifyReport {
+  std::vector<TensorComparison> rows;  // logits, loss, then the 16 gradients in checkpoint order
+  bool ok = false;
+};
+
+// Runs forward and backward on `ref`'s batch. If `ours` is non-null it receives this program's batch,
+// logits, loss and gradients in debug-state form.
+VerifyReport verify_against_state(Gpt2& model, const DebugState& ref, const VerifyTolerances& tol,
+                                  DebugState* ours = nullptr);
+
+}  // namespace llmcpu

@@ -1,0 +1,64 @@
+// The kernel boundary: the engine calls every layer through one table of function pointers, so a
+// vectorized target (AVX2, AVX-512, NEON, ...) slots in by filling its own table. The scalar table is
+// always present: it is the reference every other target is tested against.
+// This header says nothing about how a kernel is implemented; see simd/scalar/ for the math.
+#pragma once
+
+#include <cstddef>
+#include <string_view>
+
+#include "simd/scalar/adamw.h"
+
+namespace llmcpu {
+
+using scalar::AdamWStep;
+
+// fp32 kernels. Shapes use the project's letters: N rows (= B*T), C channels, OC output channels,
+// V vocabulary, Vp padded vocabulary, NH heads. "+=" marks outputs that accumulate.
+struct KernelTable {
+  std::string_view target;  // "scalar", later "avx2", "avx512", "neon", ...
+
+  void (*encoder_forward)(float* out, const int* inp, const float* wte, const float* wpe, int B,
+                          int T, int C);
+  void (*encoder_backward)(float* dwte /*+=*/, float* dwpe /*+=*/, const float* dout,
+                           const int* inp, int B, int T, int C);
+
+  void (*layernorm_forward)(float* out, float* mean, float* rstd, const float* inp,
+                            const float* weight, const float* bias, size_t N, int C);
+  void (*layernorm_backward)(float* dinp /*+=*/, float* dweight /*+=*/, float* dbias /*+=*/,
+                             const float* dout, const float* inp, const float* weight,
+                             const float* mean, const float* rstd, size_t N, int C);
+
+  void (*matmul_forward)(float* out, const float* inp, const float* weight, const float* bias,
+                         size_t N, int C, int OC);
+  void (*matmul_backward)(float* dinp, float* dweight /*+=*/, float* dbias /*+=*/,
+                          const float* dout, const float* inp, const float* weight, size_t N,
+                          int C, int OC);
+
+  void (*attention_forward)(float* out, float* att, const float* qkv, int B, int T, int C, int NH);
+  void (*attention_backward)(float* dqkv, float* scratch, const float* dout, const float* qkv,
+                             const float* att, int B, int T, int C, int NH);
+
+  void (*gelu_forward)(float* out, const float* inp, size_t N);
+  void (*gelu_backward)(float* dinp, const float* inp, const float* dout, size_t N);
+
+  void (*residual_forward)(float* out, const float* a, const float* b, size_t N);
+
+  void (*softmax_xent_forward)(float* losses, float* lse, const float* logits, const int* targets,
+                               size_t N, int V, int Vp);
+  void (*softmax_xent_backward)(float* logits, const float* lse, const int* targets, float dloss,
+                                size_t N, int V, int Vp);
+
+  void (*adamw_update)(float* param, float* m, float* v, const float* grad, size_t N,
+                       const AdamWStep& step);
+  double (*sum_squares)(const float* x, size_t N);
+  void (*scale)(float* x, float factor, size_t N);
+};
+
+// The scalar reference table.
+const KernelTable& scalar_kernels();
+
+// The table the engine uses: the best target this CPU runs (only "scalar" so far).
+const KernelTable& active_kernels();
+
+}  // namespace llmcpu

@@ -1,0 +1,106 @@
+// Causal multi-head self-attention, forward and backward (scalar reference).
+// qkv holds, per token, the query, key and value vectors side by side: [q (C) | k (C) | v (C)], and
+// head h uses channels [h*hs, (h+1)*hs) of each, hs = C / NH. With scale = 1/sqrt(hs):
+//   s[t,u]   = scale * q_t . k_u                      for u <= t (causal mask: u > t excluded)
+//   a[t,u]   = exp(s[t,u] - max_u s) / sum_u exp(...)  (softmax over u <= t; stored, zero above diagonal)
+//   y_t      = sum_{u<=t} a[t,u] v_u
+// Backward, per row t (softmax identity ds_u = a_u (da_u - sum_w a_w da_w)):
+//   da[t,u] = dy_t . v_u;   dv_u += a[t,u] dy_t;   ds[t,u] = a[t,u] (da[t,u] - sum_w a[t,w] da[t,w])
+//   dq_t += scale * sum_u ds[t,u] k_u;   dk_u += scale * ds[t,u] q_t
+// Threads split over (batch, head) pairs, which own disjoint slices of dqkv: no races, fixed order.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+
+#include "simd/scalar/common.h"
+
+namespace llmcpu::scalar {
+
+template <typename F>
+void attention_forward(F* out,        // (B,T,C)
+                       F* att,        // (B,NH,T,T) softmax weights
+                       const F* qkv,  // (B,T,3C)
+                       int B, int T, int C, int NH) {
+  const int hs = C / NH;
+  const F scale = F(1) / std::sqrt(F(hs));
+  const size_t C3 = (size_t)C * 3;
+#pragma omp parallel for collapse(3) schedule(static)
+  for (int b = 0; b < B; ++b) {
+    for (int h = 0; h < NH; ++h) {
+      for (int t = 0; t < T; ++t) {
+        const F* q = qkv + ((size_t)b * T + t) * C3 + h * hs;
+        F* a = att + (((size_t)b * NH + h) * T + t) * T;
+        F maxval = -INFINITY;
+        for (int u = 0; u <= t; ++u) {
+          const F* k = qkv + ((size_t)b * T + u) * C3 + C + h * hs;
+          a[u] = scale * dot(q, k, hs);
+          maxval = std::max(maxval, a[u]);
+        }
+        F acc[kLanes] = {};
+        for (int u = 0; u <= t; ++u) {
+          a[u] = std::exp(a[u] - maxval);
+          acc[u % kLanes] += a[u];
+        }
+        const F inv = F(1) / combine_lanes(acc);
+        for (int u = 0; u <= t; ++u) a[u] *= inv;
+        for (int u = t + 1; u < T; ++u) a[u] = 0;
+        F* y = out + ((size_t)b * T + t) * C + h * hs;
+        for (int i = 0; i < hs; ++i) y[i] = 0;
+        for (int u = 0; u <= t; ++u) {
+          const F* v = qkv + ((size_t)b * T + u) * C3 + 2 * C + h * hs;
+          for (int i = 0; i < hs; ++i) y[i] += a[u] * v[i];
+        }
+      }
+    }
+  }
+}
+
+template <typename F>
+void attention_backward(F* dqkv,        // (B,T,3C) overwritten
+                        F* scratch,     // (B,NH,T) one row of da/ds per (batch, head)
+                        const F* dout,  // (B,T,C)
+                        const F* qkv,   // (B,T,3C)
+                        const F* att,   // (B,NH,T,T)
+                        int B, int T, int C, int NH) {
+  const int hs = C / NH;
+  const F scale = F(1) / std::sqrt(F(hs));
+  const size_t C3 = (size_t)C * 3;
+#pragma omp parallel for collapse(2) schedule(static)
+  for (int b = 0; b < B; ++b) {
+    for (int h = 0; h < NH; ++h) {
+      F* ds = scratch + ((size_t)b * NH + h) * T;
+      for (int t = 0; t < T; ++t) {
+        F* d = dqkv + ((size_t)b * T + t) * C3 + h * hs;
+        for (int i = 0; i < hs; ++i) d[i] = d[C + i] = d[2 * C + i] = 0;
+      }
+      for (int t = 0; t < T; ++t) {
+        const F* a = att + (((size_t)b * NH + h) * T + t) * T;
+        const F* dy = dout + ((size_t)b * T + t) * C + h * hs;
+        const F* q = qkv + ((size_t)b * T + t) * C3 + h * hs;
+        F* dq = dqkv + ((size_t)b * T + t) * C3 + h * hs;
+        F acc[kLanes] = {};
+        for (int u = 0; u <= t; ++u) {
+          const F* v = qkv + ((size_t)b * T + u) * C3 + 2 * C + h * hs;
+          F* dv = dqkv + ((size_t)b * T + u) * C3 + 2 * C + h * hs;
+          ds[u] = dot(dy, v, hs);
+          acc[u % kLanes] += a[u] * ds[u];
+          for (int i = 0; i < hs; ++i) dv[i] += a[u] * dy[i];
+        }
+        const F a_da = combine_lanes(acc);
+        for (int u = 0; u <= t; ++u) {
+          const F g = scale * a[u] * (ds[u] - a_da);
+          const F* k = qkv + ((size_t)b * T + u) * C3 + C + h * hs;
+          F* dk = dqkv + ((size_t)b * T + u) * C3 + C + h * hs;
+          for (int i = 0; i < hs; ++i) {
+            dq[i] += g * k[i];
+            dk[i] += g * q[i];
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace llmcpu::scalar

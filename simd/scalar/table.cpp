@@ -1,0 +1,39 @@
+// Instantiates the scalar reference kernels in fp32 and gathers them into a KernelTable.
+#include "simd/kernels.h"
+#include "simd/scalar/attention.h"
+#include "simd/scalar/encoder.h"
+#include "simd/scalar/gelu.h"
+#include "simd/scalar/layernorm.h"
+#include "simd/scalar/matmul.h"
+#include "simd/scalar/reduce.h"
+#include "simd/scalar/residual.h"
+#include "simd/scalar/softmax_xent.h"
+
+namespace llmcpu {
+
+const KernelTable& scalar_kernels() {
+  static const KernelTable table = {
+      .target = "scalar",
+      .encoder_forward = scalar::encoder_forward<float>,
+      .encoder_backward = scalar::encoder_backward<float>,
+      .layernorm_forward = scalar::layernorm_forward<float>,
+      .layernorm_backward = scalar::layernorm_backward<float>,
+      .matmul_forward = scalar::matmul_forward<float>,
+      .matmul_backward = scalar::matmul_backward<float>,
+      .attention_forward = scalar::attention_forward<float>,
+      .attention_backward = scalar::attention_backward<float>,
+      .gelu_forward = scalar::gelu_forward<float>,
+      .gelu_backward = scalar::gelu_backward<float>,
+      .residual_forward = scalar::residual_forward<float>,
+      .softmax_xent_forward = scalar::softmax_xent_forward<float>,
+      .softmax_xent_backward = scalar::softmax_xent_backward<float>,
+      .adamw_update = scalar::adamw_update<float>,
+      .sum_squares = scalar::sum_squares<float>,
+      .scale = scalar::scale<float>,
+  };
+  return table;
+}
+
+const KernelTable& active_kernels() { return scalar_kernels(); }
+
+}  // namespace llmcpu

@@ -1,0 +1,125 @@
+#include "tools/llmcpu/args.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+
+#include "core/util/error.h"
+
+namespace llmcpu {
+
+ArgParser::ArgParser(std::string command, std::string summary)
+    : command_(std::move(command)), summary_(std::move(summary)) {}
+
+void ArgParser::add(const char* name, char short_name, Target target, const char* metavar,
+                    const char* help) {
+  entries_.push_back({name, short_name, target, metavar ? metavar : "", help});
+}
+
+void ArgParser::flag(const char* name, char s, bool* t, const char* help) { add(name, s, t, nullptr, help); }
+void ArgParser::option(const char* name, char s, std::string* t, const char* mv, const char* help) {
+  add(name, s, t, mv, help);
+}
+void ArgParser::option(const char* name, char s, int* t, const char* mv, const char* help) {
+  add(name, s, t, mv, help);
+}
+void ArgParser::option(const char* name, char s, double* t, const char* mv, const char* help) {
+  add(name, s, t, mv, help);
+}
+void ArgParser::option(const char* name, char s, uint64_t* t, const char* mv, const char* help) {
+  add(name, s, t, mv, help);
+}
+
+ArgParser::Entry* ArgParser::find(const std::string& word) {
+  for (Entry& e : entries_) {
+    if (word == "--" + e.name || (e.short_name && word == std::string("-") + e.short_name)) return &e;
+  }
+  return nullptr;
+}
+
+bool ArgParser::given(const char* name) const {
+  for (const Entry& e : entries_) {
+    if (e.name == name) return e.given;
+  }
+  return false;
+}
+
+void ArgParser::assign(Entry& e, const std::string& value) {
+  const std::string flag = "--" + e.name;
+  auto bad = [&](const char* expected) {
+    return UsageError(command_ + ": " + flag + " '" + value + "' is not " + expected);
+  };
+  const char* s = value.c_str();
+  char* end = nullptr;
+  errno = 0;
+  if (auto* p = std::get_if<std::string*>(&e.target)) {
+    **p = value;
+  } else if (auto* pi = std::get_if<int*>(&e.target)) {
+    const long v = std::strtol(s, &end, 10);
+    if (value.empty() || *end || errno || v < INT32_MIN || v > INT32_MAX) throw bad("an integer");
+    **pi = static_cast<int>(v);
+  } else if (auto* pu = std::get_if<uint64_t*>(&e.target)) {
+    const unsigned long long v = std::strtoull(s, &end, 10);
+    if (value.empty() || *end || errno || value[0] == '-') throw bad("a non-negative integer");
+    **pu = v;
+  } else if (auto* pd = std::get_if<double*>(&e.target)) {
+    const double v = std::strtod(s, &end);
+    if (value.empty() || *end || errno) throw bad("a number");
+    **pd = v;
+  }
+}
+
+bool ArgParser::parse(const std::vector<std::string>& args) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& word = args[i];
+    if (word == "--help" || word == "-h") {
+      std::fputs(help().c_str(), stdout);
+      return false;
+    }
+    std::string key = word, value;
+    bool inline_value = false;
+    if (word.rfind("--", 0) == 0 && word.find('=') != std::string::npos) {
+      key = word.substr(0, word.find('='));
+      value = word.substr(word.find('=') + 1);
+      inline_value = true;
+    }
+    Entry* e = find(key);
+    if (!e) {
+      if (word.empty() || word[0] != '-') {
+        throw UsageError(command_ + ": unexpected argument '" + word + "' (see llmcpu " + command_ +
+                         " --help)");
+      }
+      throw UsageError(command_ + ": unknown flag '" + key + "' (see llmcpu " + command_ + " --help)");
+    }
+    e->given = true;
+    if (auto* b = std::get_if<bool*>(&e->target)) {
+      if (inline_value) throw UsageError(command_ + ": --" + e->name + " takes no value");
+      **b = true;
+      continue;
+    }
+    if (!inline_value) {
+      if (i + 1 >= args.size()) {
+        throw UsageError(command_ + ": --" + e->name + " needs a value (" + e->metavar + ")");
+      }
+      value = args[++i];
+    }
+    assign(*e, value);
+  }
+  return true;
+}
+
+std::string ArgParser::help() const {
+  std::string out = "usage: llmcpu " + command_ + " [flags]\n" + summary_ + "\n\nflags:\n";
+  for (const Entry& e : entries_) {
+    std::string left = "  ";
+    left += e.short_name ? std::string("-") + e.short_name + ", " : "    ";
+    left += "--" + e.name + (e.metavar.empty() ? "" : " " + e.metavar);
+    if (left.size() < 30) left.resize(30, ' ');
+    else left += "  ";
+    out += left + e.help + "\n";
+  }
+  out += "  -h, --help                  this text\n";
+  return out;
+}
+
+}  // namespace llmcpu

@@ -1,0 +1,58 @@
+// `llmcpu verify`: llm.c's test_gpt2 check of a model against a debug state.
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "core/io/checkpoint.h"
+#include "core/io/debug_state.h"
+#include "core/util/error.h"
+#include "core/verify/verify.h"
+#include "tools/llmcpu/args.h"
+#include "tools/llmcpu/commands.h"
+
+namespace llmcpu {
+
+int run_verify(const std::vector<std::string>& args) {
+  std::string model_path, state_path, write_state, precision = "fp32";
+  int threads = 0;
+  ArgParser p("verify",
+              "Runs forward and backward on a debug state's batch and compares logits, loss and all\n"
+              "16 gradient tensors with it. Exit status 0: OK, 1: FAIL, 2: error.");
+  p.option("model", 'e', &model_path, "M.bin", "llm.c checkpoint (version 3 fp32 or 5 bf16)");
+  p.option("state", 's', &state_path, "S.bin", "llm.c debug state (version 2) to compare with");
+  p.option("write-state", 0, &write_state, "OUT.bin", "also write this program's batch, logits, loss, gradients");
+  p.option("precision", 0, &precision, "P", "fp32 (default)");
+  p.option("threads", 0, &threads, "N", "OpenMP threads (default: all)");
+  if (!p.parse(args)) return 0;
+  if (model_path.empty()) throw UsageError("verify: --model is required");
+  if (state_path.empty()) throw UsageError("verify: --state is required");
+  if (precision != "fp32") {
+    throw UsageError("verify: --precision '" + precision + "' is not available; expected fp32");
+  }
+  const int nthreads = apply_thread_count(threads, "verify");
+
+  const CheckpointInfo info = read_checkpoint_header(model_path);
+  Gpt2 model(info.config);
+  load_checkpoint(model_path, model);
+  const DebugState ref = load_debug_state(state_path, info.config);
+  std::printf("verify: model %s (%s, version %d), state %s (B=%d T=%d), %s kernels, %d threads\n",
+              model_path.c_str(), describe(info.config).c_str(), info.version, state_path.c_str(),
+              ref.B, ref.T, std::string(model.kernels().target).c_str(), nthreads);
+
+  DebugState ours;
+  const VerifyReport report =
+      verify_against_state(model, ref, VerifyTolerances{}, write_state.empty() ? nullptr : &ours);
+  std::printf("%-10s %12s %14s %14s %10s\n", "tensor", "elements", "max|diff|", "rel.error", "limit");
+  for (const TensorComparison& c : report.rows) {
+    std::printf("%-10s %12zu %14.6e %14.6e %10.0e %s\n", c.name.c_str(), c.count, c.max_abs_diff,
+                c.rel_error, c.tolerance, c.ok ? "ok" : "FAIL");
+  }
+  if (!write_state.empty()) {
+    save_debug_state(write_state, info.config, ours);
+    std::printf("verify: wrote this program's state to %s\n", write_state.c_str());
+  }
+  std::printf("verify: %s\n", report.ok ? "OK" : "FAIL");
+  return report.ok ? 0 : 1;
+}
+
+}  // namespace llmcpu
