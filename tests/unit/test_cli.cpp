@@ -1,0 +1,173 @@
+// The `llmcpu` program as a user runs it: exit statuses, the verify report, train's log lines, and
+// clear errors (naming the flag or the file) for bad flags and bad files.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cmath>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "core/io/token_shard.h"
+#include "tests/unit/fixture_paths.h"
+
+namespace llmcpu {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::fixture;
+
+struct Outcome {
+  int status;
+  std::string output;  // stdout and stderr together
+};
+
+Outcome run(const std::string& args) {
+  const std::string cmd = std::string(LLMCPU_BINARY) + " " + args + " 2>&1";
+  FILE* pipe = popen(cmd.c_str(), "r");
+  if (!pipe) return {-1, "popen failed"};
+  std::string out;
+  char buf[4096];
+  for (size_t n; (n = fread(buf, 1, sizeof buf, pipe)) > 0;) out.append(buf, n);
+  const int status = pclose(pipe);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+class Cli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::path(::testing::TempDir()) /
+           ("llmcpu_cli_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+  fs::path dir_;
+};
+
+TEST_F(Cli, VerifyPassesOnFixture) {
+  const Outcome r = run("verify --model " + fixture("tiny", "model.bin") + " --state " +
+                        fixture("tiny", "state.bin"));
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("verify: OK"), std::string::npos) << r.output;
+  // One line per compared tensor: logits, loss and the 16 gradients.
+  for (const char* t : {"logits", "loss", "wte", "wpe", "qkvw", "fcprojb", "lnfb"}) {
+    EXPECT_TRUE(std::regex_search(r.output, std::regex(std::string("\n") + t + " +[0-9]+ +[0-9.e+-]+ +[0-9.e+-]+")))
+        << t << " missing in\n" << r.output;
+  }
+}
+
+TEST_F(Cli, VerifyFailsOnWrongReferenceAndWritesItsOwnState) {
+  // Perturb one gradient of the reference: verify must notice and exit 1.
+  fs::copy_file(fixture("tiny", "state.bin"), path("bad_state.bin"));
+  {
+    std::fstream f(path("bad_state.bin"), std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(-4 * 10, std::ios::end);  // inside lnfb's gradient
+    const float big = 123.0f;
+    f.write(reinterpret_cast<const char*>(&big), 4);
+  }
+  const Outcome bad = run("verify --model " + fixture("tiny", "model.bin") + " --state " +
+                          path("bad_state.bin") + " --write-state " + path("ours.bin"));
+  EXPECT_EQ(bad.status, 1) << bad.output;
+  EXPECT_NE(bad.output.find("verify: FAIL"), std::string::npos) << bad.output;
+  EXPECT_TRUE(std::regex_search(bad.output, std::regex("\nlnfb .* FAIL"))) << bad.output;
+  // The state this program wrote is itself a valid reference that verifies exactly.
+  const Outcome again =
+      run("verify --model " + fixture("tiny", "model.bin") + " --state " + path("ours.bin"));
+  EXPECT_EQ(again.status, 0) << again.output;
+}
+
+TEST_F(Cli, TrainWritesLlmcLogLines) {
+  const Outcome r = run("train --model " + fixture("edge", "model.bin") + " --train-data " +
+                        fixture("edge", "train.bin") + " -b 1 -t 7 --steps 3 --no-shuffle --log " +
+                        path("log.txt") + " --save " + path("out.bin"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(std::regex_search(r.output, std::regex("step +3/3 \\| loss [0-9.]+ .*tok/s")))
+      << r.output;
+  std::ifstream log(path("log.txt"));
+  std::string line;
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(std::getline(log, line));
+    EXPECT_TRUE(std::regex_match(line, std::regex("s:" + std::to_string(i) + " trl:[0-9]+\\.[0-9]{6}")))
+        << line;
+  }
+  // The saved model is a checkpoint that verify accepts.
+  EXPECT_EQ(fs::file_size(path("out.bin")), fs::file_size(fixture("edge", "model.bin")));
+}
+
+TEST_F(Cli, TrainFromPresetLearns) {
+  // A repeating pattern over GPT-2's vocabulary: a small model from scratch must bring the loss down.
+  std::vector<uint16_t> tokens;
+  for (int i = 0; i < 4000; ++i) tokens.push_back(static_cast<uint16_t>((i % 17) * 2963 % 50257));
+  write_token_shard(path("pattern.bin"), tokens);
+  const Outcome r = run("train --model gpt2-d2 --train-data " + path("pattern.bin") +
+                        " -b 2 -t 32 --steps 12 --lr 3e-3 --log " + path("log.txt"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("GPT-2 initialisation"), std::string::npos) << r.output;
+  std::ifstream log(path("log.txt"));
+  std::vector<double> losses;
+  for (std::string line; std::getline(log, line);) losses.push_back(std::stod(line.substr(line.find("trl:") + 4)));
+  ASSERT_EQ(losses.size(), 12u);
+  EXPECT_NEAR(losses[0], std::log(50257.0), 0.5);  // GPT-2 initialisation starts near uniform
+  EXPECT_LT(losses.back(), losses[0] - 1.0);
+}
+
+TEST_F(Cli, UnknownFlagIsNamed) {
+  const Outcome r = run("train --modle x.bin");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.output.find("unknown flag '--modle'"), std::string::npos) << r.output;
+}
+
+TEST_F(Cli, BadValuesAreNamed) {
+  Outcome r = run("train --model gpt2-d2 --train-data x.bin --lr fast");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.output.find("--lr 'fast' is not a number"), std::string::npos) << r.output;
+  r = run("train --model gpt2-d2 --train-data " + fixture("tiny", "train.bin") + " --lr-schedule linear");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.output.find("--lr-schedule"), std::string::npos) << r.output;
+  r = run("train --model no-such-preset --train-data " + fixture("tiny", "train.bin"));
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.output.find("no-such-preset"), std::string::npos) << r.output;
+  r = run("verify --model " + fixture("tiny", "model.bin"));
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.output.find("--state is required"), std::string::npos) << r.output;
+  r = run("frobnicate");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.output.find("unknown command 'frobnicate'"), std::string::npos) << r.output;
+}
+
+TEST_F(Cli, BadFilesAreNamed) {
+  // A truncated checkpoint.
+  fs::copy_file(fixture("tiny", "model.bin"), path("cut.bin"));
+  fs::resize_file(path("cut.bin"), fs::file_size(path("cut.bin")) - 100);
+  Outcome r = run("verify --model " + path("cut.bin") + " --state " + fixture("tiny", "state.bin"));
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.output.find(path("cut.bin")), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("truncated"), std::string::npos) << r.output;
+  // A state made for another model shape.
+  r = run("verify --model " + fixture("tiny", "model.bin") + " --state " + fixture("small", "state.bin"));
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.output.find(fixture("small", "state.bin")), std::string::npos) << r.output;
+  // A shard with tokens beyond the model's vocabulary (small has V=500, tiny V=311).
+  r = run("train --model " + fixture("tiny", "model.bin") + " --train-data " +
+          fixture("small", "train.bin") + " -b 1 -t 8 --steps 1");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.output.find("outside the model's vocabulary"), std::string::npos) << r.output;
+  // A missing file.
+  r = run("train --model " + fixture("tiny", "model.bin") + " --train-data " + path("none.bin") + " -b 1 -t 8");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.output.find(path("none.bin")), std::string::npos) << r.output;
+  // A sequence longer than the model's context.
+  r = run("train --model " + fixture("edge", "model.bin") + " --train-data " +
+          fixture("edge", "train.bin") + " -t 17");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.output.find("maxT"), std::string::npos) << r.output;
+}
+
+}  // namespace
+}  // namespace llmcpu
