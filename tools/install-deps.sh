@@ -1,0 +1,11 @@
+#!/bin/sh
+# Installs everything llmcpu needs to build and test, from Debian packages. Run as root (or with sudo).
+set -eu
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO=sudo
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends \
+  g++ cmake ninja-build pkg-config \
+  libgtest-dev libbenchmark-dev libtomlplusplus-dev \
+  python3 python3-torch python3-numpy
