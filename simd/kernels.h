@@ -38,6 +38,8 @@ struct KernelTable {
   void (*attention_forward)(float* out, float* att, const float* qkv, int B, int T, int C, int NH);
   void (*attention_backward)(float* dqkv, float* scratch, const float* dout, const float* qkv,
                              const float* att, int B, int T, int C, int NH);
+  void (*attention_decode)(float* out, float* scores, const float* q, const float* kcache,
+                           const float* vcache, int pos, int C, int NH);
 
   void (*gelu_forward)(float* out, const float* inp, size_t N);
   void (*gelu_backward)(float* dinp, const float* inp, const float* dout, size_t N);

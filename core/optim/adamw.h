@@ -24,6 +24,7 @@ class AdamW {
   void step(float* params, const float* grads, double lr);
 
   long long steps_taken() const { return t_; }
+  void set_steps_taken(long long t) { t_ = t; }  // when resuming
   float* m() { return m_.data(); }
   float* v() { return v_.data(); }
   size_t size() const { return m_.size(); }

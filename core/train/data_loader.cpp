@@ -1,45 +1,138 @@
 #include "core/train/data_loader.h"
 
+#include <glob.h>
+
+#include <algorithm>
 #include <numeric>
 
 #include "core/util/error.h"
 
 namespace llmcpu {
 
-DataLoader::DataLoader(const std::string& shard_path, int B, int T, int vocab_size, bool shuffle,
+std::vector<std::string> expand_glob(const std::string& pattern) {
+  glob_t g{};
+  const int rc = ::glob(pattern.c_str(), GLOB_ERR, nullptr, &g);
+  std::vector<std::string> files;
+  if (rc == 0) files.assign(g.gl_pathv, g.gl_pathv + g.gl_pathc);
+  ::globfree(&g);
+  if (files.empty()) throw FileError(pattern, "no such file (or no file matches this pattern)");
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+namespace {
+
+// Fisher-Yates with our RNG: the same permutation on every platform.
+void shuffle(std::vector<uint32_t>& v, Rng& rng) {
+  for (size_t i = v.size(); i > 1; --i) std::swap(v[i - 1], v[rng.below(i)]);
+}
+
+}  // namespace
+
+DataLoader::DataLoader(const std::string& pattern, int B, int T, int vocab_size, bool shuffle,
                        uint64_t seed)
-    : shard_(shard_path), B_(B), T_(T), shuffle_(shuffle), rng_(seed) {
+    : pattern_(pattern), B_(B), T_(T), shuffle_(shuffle), seed_(seed), rng_(seed) {
   const size_t need = (size_t)B * T + 1;
-  if (shard_.size() < need) {
-    throw FileError(shard_path, "holds " + std::to_string(shard_.size()) +
-                                    " tokens, fewer than one batch needs (B*T+1 = " +
-                                    std::to_string(need) + ")");
+  for (const std::string& file : expand_glob(pattern)) {
+    shards_.emplace_back(file);
+    const TokenShard& s = shards_.back();
+    if (s.size() < need) {
+      throw FileError(file, "holds " + std::to_string(s.size()) +
+                                " tokens, fewer than one batch needs (B*T+1 = " +
+                                std::to_string(need) + ")");
+    }
+    s.check_vocab(vocab_size);
   }
-  shard_.check_vocab(vocab_size);
-  num_batches_ = (shard_.size() - 1) / ((size_t)B * T);
-  order_.resize(num_batches_);
+  reset();
+}
+
+uint64_t DataLoader::samples_in(uint32_t shard) const {
+  return (shards_[shard].size() - 1) / ((uint64_t)B_ * T_);
+}
+
+uint64_t DataLoader::total_samples() const {
+  uint64_t n = 0;
+  for (uint32_t i = 0; i < shards_.size(); ++i) n += samples_in(i);
+  return n;
+}
+
+void DataLoader::reset() {
+  rng_ = Rng(seed_);
+  pos_.epoch = 0;
   start_epoch();
 }
 
 void DataLoader::start_epoch() {
-  std::iota(order_.begin(), order_.end(), 0u);
+  pos_.shard_order.resize(shards_.size());
+  std::iota(pos_.shard_order.begin(), pos_.shard_order.end(), 0u);
+  if (shuffle_) shuffle(pos_.shard_order, rng_);
+  pos_.shard = 0;
+  begin_shard();
+}
+
+void DataLoader::begin_shard() {
+  pos_.sample = 0;
+  pos_.sample_order.clear();
   if (shuffle_) {
-    for (size_t i = order_.size() - 1; i > 0; --i) std::swap(order_[i], order_[rng_.below(i + 1)]);
+    pos_.sample_order.resize(samples_in(pos_.shard_order[pos_.shard]));
+    std::iota(pos_.sample_order.begin(), pos_.sample_order.end(), 0u);
+    shuffle(pos_.sample_order, rng_);
   }
-  cursor_ = 0;
 }
 
 void DataLoader::next_batch(int* inputs, int* targets) {
-  if (cursor_ == num_batches_) {
-    ++epoch_;
-    start_epoch();
+  if (pos_.sample >= samples_in(pos_.shard_order[pos_.shard])) {
+    if (++pos_.shard == shards_.size()) {
+      ++pos_.epoch;
+      start_epoch();
+    } else {
+      begin_shard();
+    }
   }
+  const uint64_t k = shuffle_ ? pos_.sample_order[pos_.sample] : pos_.sample;
+  ++pos_.sample;
   const size_t BT = (size_t)B_ * T_;
-  const uint16_t* t = shard_.tokens() + (size_t)order_[cursor_++] * BT;
+  const uint16_t* t = shards_[pos_.shard_order[pos_.shard]].tokens() + k * BT;
   for (size_t i = 0; i < BT; ++i) {
     inputs[i] = t[i];
     targets[i] = t[i + 1];
   }
+}
+
+DataPosition DataLoader::position() const {
+  DataPosition p = pos_;
+  p.rng_state = rng_.state();
+  return p;
+}
+
+void DataLoader::restore(const DataPosition& p) {
+  auto refuse = [&](const std::string& why) {
+    throw Error("data position does not fit the shards of " + pattern_ + ": " + why);
+  };
+  const uint32_t n = static_cast<uint32_t>(shards_.size());
+  if (p.shard_order.size() != n) {
+    refuse("saved with " + std::to_string(p.shard_order.size()) + " shards, found " +
+           std::to_string(n));
+  }
+  std::vector<uint32_t> sorted = p.shard_order;
+  std::sort(sorted.begin(), sorted.end());
+  for (uint32_t i = 0; i < n; ++i) {
+    if (sorted[i] != i) refuse("the shard order is not a permutation");
+  }
+  if (p.shard >= n) refuse("shard index out of range");
+  const uint64_t samples = samples_in(p.shard_order[p.shard]);
+  if (p.sample > samples) refuse("sample index beyond the shard");
+  if (shuffle_ != !p.sample_order.empty() && samples > 0) {
+    refuse(shuffle_ ? "saved without shuffling" : "saved with shuffling");
+  }
+  if (shuffle_) {
+    if (p.sample_order.size() != samples) refuse("the sample order does not match the shard");
+    for (uint32_t k : p.sample_order) {
+      if (k >= samples) refuse("sample order entry out of range");
+    }
+  }
+  pos_ = p;
+  rng_.set_state(p.rng_state);
 }
 
 }  // namespace llmcpu

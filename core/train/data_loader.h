@@ -1,7 +1,10 @@
-// Batches of (inputs, targets) from a token shard, llm.c style: batch k covers the B*T + 1 tokens
-// starting at its position; targets are the inputs shifted by one. Sequential (batch k starts at
-// token k*B*T, wrapping at the end of the shard) or, by default, positions shuffled with a seeded
-// RNG at the start of every epoch.
+// Batches of (inputs, targets) from llm.c token shards, with llm.c's DataLoader semantics.
+// A shard of n tokens holds (n - 1) / (B*T) samples; sample k covers tokens [k*B*T, k*B*T + B*T + 1)
+// and its targets are its inputs shifted by one. Sequential reading walks the shards in sorted order
+// and each shard's samples in order, wrapping around at the end. With shuffling, the order of the
+// shards and the order of the samples inside each shard are drawn anew (seeded) for every epoch and
+// every shard. The whole position is a value (DataPosition) that a training-state file carries, so a
+// resumed run reads exactly the batches the uninterrupted run would have read.
 #pragma once
 
 #include <cstdint>
@@ -14,28 +17,50 @@
 
 namespace llmcpu {
 
+struct DataPosition {
+  uint64_t epoch = 0;
+  uint64_t rng_state = 0;
+  uint32_t shard = 0;            // index into shard_order
+  uint64_t sample = 0;           // index into sample_order (or the sample itself when sequential)
+  std::vector<uint32_t> shard_order;
+  std::vector<uint32_t> sample_order;  // empty when sequential
+};
+
 class DataLoader {
  public:
-  // Throws FileError if the shard holds fewer than B*T + 1 tokens or a token >= vocab_size.
-  DataLoader(const std::string& shard_path, int B, int T, int vocab_size, bool shuffle, uint64_t seed);
+  // `pattern`: a file or a glob (shards are taken in sorted order). Throws FileError when nothing
+  // matches, a shard is malformed, holds fewer than B*T + 1 tokens, or has a token >= vocab_size.
+  DataLoader(const std::string& pattern, int B, int T, int vocab_size, bool shuffle, uint64_t seed);
 
-  // Fills inputs and targets, B*T ints each, and moves to the next batch.
+  // Fills inputs and targets, B*T ints each, and moves to the next sample.
   void next_batch(int* inputs, int* targets);
+  // Back to the first sample of the first shard (sequential order), as before each validation.
+  void reset();
 
-  size_t batches_per_epoch() const { return num_batches_; }
-  size_t epoch() const { return epoch_; }
+  DataPosition position() const;
+  // Restores a position saved from a loader over the same shards; throws Error if it cannot belong.
+  void restore(const DataPosition& position);
+
+  size_t num_shards() const { return shards_.size(); }
+  uint64_t total_samples() const;
+  const std::string& pattern() const { return pattern_; }
 
  private:
-  void start_epoch();
+  uint64_t samples_in(uint32_t shard) const;
+  void start_epoch();  // draws the shard order when shuffling, then starts the first shard
+  void begin_shard();  // draws the sample order of the current shard when shuffling
 
-  TokenShard shard_;
+  std::string pattern_;
+  std::vector<TokenShard> shards_;
   int B_, T_;
   bool shuffle_;
+  uint64_t seed_;
   Rng rng_;
-  size_t num_batches_;
-  std::vector<uint32_t> order_;  // batch indices of the current epoch
-  size_t cursor_ = 0;
-  size_t epoch_ = 0;
+  DataPosition pos_;
 };
+
+// Expands a glob pattern into sorted file names; a plain existing file is returned as is. Throws
+// FileError naming the pattern when nothing matches.
+std::vector<std::string> expand_glob(const std::string& pattern);
 
 }  // namespace llmcpu

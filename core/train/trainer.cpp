@@ -1,13 +1,18 @@
 #include "core/train/trainer.h"
 
 #include <chrono>
+#include <cinttypes>
 #include <cstring>
 #include <filesystem>
-#include <vector>
+#include <regex>
 
 #include "core/io/checkpoint.h"
+#include "core/io/train_state.h"
+#include "core/model/generate.h"
 #include "core/model/preset.h"
+#include "core/train/interrupt.h"
 #include "core/util/error.h"
+#include "core/util/rng.h"
 
 namespace llmcpu {
 
@@ -35,21 +40,62 @@ std::unique_ptr<Gpt2> make_model(const std::string& spec, uint64_t seed, std::st
   return model;
 }
 
+std::string checkpoint_model_path(const std::string& dir, int64_t step) {
+  char name[64];
+  std::snprintf(name, sizeof name, "model_%08" PRId64 ".bin", step);
+  return (fs::path(dir) / name).string();
+}
+
+std::string checkpoint_state_path(const std::string& dir, int64_t step) {
+  char name[64];
+  std::snprintf(name, sizeof name, "state_%08" PRId64 ".bin", step);
+  return (fs::path(dir) / name).string();
+}
+
+int64_t latest_checkpoint(const std::string& dir) {
+  std::error_code ec;
+  int64_t best = -1;
+  const std::regex pattern("state_([0-9]{8,})\\.bin");
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    std::smatch m;
+    const std::string name = entry.path().filename().string();
+    if (!std::regex_match(name, m, pattern)) continue;
+    const int64_t step = std::stoll(m[1]);
+    if (step > best && fs::is_regular_file(checkpoint_model_path(dir, step), ec)) best = step;
+  }
+  return best;
+}
+
 namespace {
 
 void check_options(const TrainOptions& o) {
   auto require = [](bool ok, const std::string& message) {
     if (!ok) throw UsageError(message);
   };
-  require(!o.train_data.empty(), "--train-data: required (an llm.c token shard)");
+  require(!o.train_data.empty(), "--train-data: required (an llm.c token shard or a glob of shards)");
+  require(!o.model.empty() || !o.resume.empty(),
+          "--model: required (a checkpoint file or a preset name), unless --resume is given");
   require(o.batch > 0, "--batch: must be positive, got " + std::to_string(o.batch));
   require(o.seq_len > 0, "--seq-len: must be positive, got " + std::to_string(o.seq_len));
+  require(o.total_batch >= 0, "--total-batch: must not be negative");
+  require(o.total_batch == 0 || o.total_batch % (o.batch * o.seq_len) == 0,
+          "--total-batch " + std::to_string(o.total_batch) + " must be a multiple of B*T = " +
+              std::to_string(o.batch * o.seq_len));
   require(o.steps >= 0, "--steps: must not be negative, got " + std::to_string(o.steps));
   require(o.lr >= 0, "--lr: must not be negative");
   require(o.weight_decay >= 0, "--weight-decay: must not be negative");
   require(o.warmup >= 0, "--warmup: must not be negative");
   require(o.lr_floor >= 0 && o.lr_floor <= 1, "--lr-floor: must be a fraction in 0..1");
   require(o.grad_clip >= 0, "--grad-clip: must not be negative (0 turns clipping off)");
+  require(o.val_every >= 0, "--val-every: must not be negative");
+  require(o.val_batches > 0, "--val-batches: must be positive");
+  require(o.val_every == 0 || !o.val_data.empty(), "--val-every needs --val-data");
+  require(o.sample_every >= 0, "--sample-every: must not be negative");
+  require(o.sample_tokens > 0, "--sample-tokens: must be positive");
+  require(o.checkpoint_every >= 0, "--checkpoint-every: must not be negative");
+  require(o.checkpoint_every == 0 || !o.checkpoint_dir.empty(),
+          "--checkpoint-every needs --checkpoint-dir");
+  require(o.keep_checkpoints >= 0, "--keep-checkpoints: must not be negative");
 }
 
 }  // namespace
@@ -58,20 +104,48 @@ Trainer::Trainer(const TrainOptions& options)
     : opt_(options),
       schedule_((check_options(options), parse_lr_schedule(options.lr_schedule, "--lr-schedule")),
                 options.lr, options.warmup, options.steps, options.lr_floor) {
-  model_ = make_model(opt_.model, opt_.seed, &origin_);
+  if (!opt_.resume.empty() && opt_.checkpoint_dir.empty()) opt_.checkpoint_dir = opt_.resume;
+  if (!opt_.resume.empty()) {
+    resume_from(opt_.resume);
+  } else {
+    model_ = make_model(opt_.model, opt_.seed, &origin_);
+  }
   const ModelConfig& c = model_->config();
   if (opt_.seq_len > c.max_seq_len) {
     throw UsageError("--seq-len " + std::to_string(opt_.seq_len) + " exceeds the model's maxT " +
                      std::to_string(c.max_seq_len));
   }
+  grad_accum_ = opt_.total_batch == 0 ? 1 : opt_.total_batch / (opt_.batch * opt_.seq_len);
   model_->plan_batch(opt_.batch, opt_.seq_len);
-  data_ = std::make_unique<DataLoader>(opt_.train_data, opt_.batch, opt_.seq_len, c.vocab_size,
-                                       opt_.shuffle, opt_.seed);
-  AdamWConfig adamw;
-  adamw.weight_decay = opt_.weight_decay;
-  optimizer_ = std::make_unique<AdamW>(model_->num_parameters(), adamw, model_->kernels());
+  train_ = std::make_unique<DataLoader>(opt_.train_data, opt_.batch, opt_.seq_len, c.vocab_size,
+                                        opt_.shuffle, opt_.seed);
+  if (!opt_.val_data.empty()) {
+    val_ = std::make_unique<DataLoader>(opt_.val_data, opt_.batch, opt_.seq_len, c.vocab_size,
+                                        /*shuffle=*/false, 0);
+  }
+  if (!optimizer_) {
+    AdamWConfig adamw;
+    adamw.weight_decay = opt_.weight_decay;
+    optimizer_ = std::make_unique<AdamW>(model_->num_parameters(), adamw, model_->kernels());
+  }
+  if (!opt_.resume.empty()) {
+    // The state was read in resume_from(); its data position needs the loader built above.
+    const TrainState s = load_train_state(checkpoint_state_path(opt_.resume, step_));
+    try {
+      train_->restore(s.data);
+    } catch (const Error& e) {
+      throw UsageError("--resume " + opt_.resume + ": " + e.what());
+    }
+  }
+  if (!opt_.checkpoint_dir.empty()) {
+    std::error_code ec;
+    fs::create_directories(opt_.checkpoint_dir, ec);
+    if (!fs::is_directory(opt_.checkpoint_dir)) {
+      throw FileError(opt_.checkpoint_dir, "cannot create the checkpoint folder: " + ec.message());
+    }
+  }
   if (!opt_.log_path.empty()) {
-    log_ = std::fopen(opt_.log_path.c_str(), "w");
+    log_ = std::fopen(opt_.log_path.c_str(), opt_.resume.empty() ? "w" : "a");
     if (!log_) throw FileError(opt_.log_path, std::string("cannot open log: ") + std::strerror(errno));
   }
 }
@@ -80,29 +154,185 @@ Trainer::~Trainer() {
   if (log_) std::fclose(log_);
 }
 
-void Trainer::run(const std::function<void(const StepReport&)>& on_step) {
+void Trainer::resume_from(const std::string& dir) {
+  const int64_t step = latest_checkpoint(dir);
+  if (step < 0) {
+    throw UsageError("--resume " + dir + ": no checkpoint there (expected model_NNNNNNNN.bin and " +
+                     "state_NNNNNNNN.bin)");
+  }
+  const std::string state_path = checkpoint_state_path(dir, step);
+  const TrainState s = load_train_state(state_path);
+  if (!opt_.model.empty()) {
+    // The model asked for must have the checkpoint's shape.
+    std::string spec_origin;
+    const ModelConfig asked = make_model(opt_.model, opt_.seed, &spec_origin)->config();
+    if (!(asked == s.config)) {
+      throw UsageError("--resume " + dir + ": the checkpoint holds a model of shape " +
+                       describe(s.config) + ", but --model " + opt_.model + " is " + describe(asked));
+    }
+  }
+  auto mismatch = [&](const char* flag, long long saved, long long now) {
+    if (saved != now) {
+      throw UsageError("--resume " + dir + ": the run was saved with " + flag + " " +
+                       std::to_string(saved) + ", now " + std::to_string(now) +
+                       "; exact resume needs the same value");
+    }
+  };
+  mismatch("--batch", s.B, opt_.batch);
+  mismatch("--seq-len", s.T, opt_.seq_len);
+  const int accum = opt_.total_batch == 0 ? 1 : opt_.total_batch / (opt_.batch * opt_.seq_len);
+  mismatch("gradient accumulation (--total-batch / (B*T))", s.grad_accum, accum);
+  if (s.shuffle != opt_.shuffle) {
+    throw UsageError("--resume " + dir + ": the run was saved " +
+                     (s.shuffle ? "with shuffling, now --no-shuffle" : "with --no-shuffle, now shuffling"));
+  }
+  if (s.seed != opt_.seed) mismatch("--seed", (long long)s.seed, (long long)opt_.seed);
+  model_ = std::make_unique<Gpt2>(s.config);
+  std::copy(s.params.begin(), s.params.end(), model_->params_flat());
+  AdamWConfig adamw;
+  adamw.weight_decay = opt_.weight_decay;
+  optimizer_ = std::make_unique<AdamW>(model_->num_parameters(), adamw, model_->kernels());
+  std::copy(s.m.begin(), s.m.end(), optimizer_->m());
+  std::copy(s.v.begin(), s.v.end(), optimizer_->v());
+  optimizer_->set_steps_taken(s.adamw_t);
+  step_ = static_cast<int>(s.step);
+  origin_ = "resumed from " + state_path + " at step " + std::to_string(step_);
+}
+
+std::string Trainer::save_checkpoint_now() {
+  const std::string model_path = checkpoint_model_path(opt_.checkpoint_dir, step_);
+  save_checkpoint(model_path, *model_);
+  TrainState s;
+  s.config = model_->config();
+  s.B = opt_.batch;
+  s.T = opt_.seq_len;
+  s.grad_accum = grad_accum_;
+  s.shuffle = opt_.shuffle;
+  s.seed = opt_.seed;
+  s.step = step_;
+  s.adamw_t = optimizer_->steps_taken();
+  s.data = train_->position();
+  const size_t P = model_->num_parameters();
+  s.params.assign(model_->params_flat(), model_->params_flat() + P);
+  s.m.assign(optimizer_->m(), optimizer_->m() + P);
+  s.v.assign(optimizer_->v(), optimizer_->v() + P);
+  save_train_state(checkpoint_state_path(opt_.checkpoint_dir, step_), s);
+  if (opt_.keep_checkpoints > 0) {
+    // Remove the older checkpoints beyond the newest keep_checkpoints.
+    std::vector<int64_t> steps;
+    std::error_code ec;
+    const std::regex pattern("state_([0-9]{8,})\\.bin");
+    for (const auto& entry : fs::directory_iterator(opt_.checkpoint_dir, ec)) {
+      std::smatch m;
+      const std::string name = entry.path().filename().string();
+      if (std::regex_match(name, m, pattern)) steps.push_back(std::stoll(m[1]));
+    }
+    std::sort(steps.rbegin(), steps.rend());
+    for (size_t i = opt_.keep_checkpoints; i < steps.size(); ++i) {
+      fs::remove(checkpoint_state_path(opt_.checkpoint_dir, steps[i]), ec);
+      fs::remove(checkpoint_model_path(opt_.checkpoint_dir, steps[i]), ec);
+    }
+  }
+  return model_path;
+}
+
+float Trainer::validate() {
+  const size_t BT = (size_t)opt_.batch * opt_.seq_len;
+  std::vector<int> inputs(BT), targets(BT);
+  val_->reset();
+  const uint64_t batches = std::min<uint64_t>(opt_.val_batches, val_->total_samples());
+  double total = 0;
+  for (uint64_t i = 0; i < batches; ++i) {
+    val_->next_batch(inputs.data(), targets.data());
+    total += model_->forward(inputs.data(), targets.data(), opt_.batch, opt_.seq_len);
+  }
+  return static_cast<float>(total / double(batches));
+}
+
+std::vector<int> Trainer::sample(int step) {
+  // Its own RNG, seeded from the run's seed and the step: sampling never disturbs training.
+  Rng rng(opt_.seed ^ (0xA5A5A5A5ull + uint64_t(step) * 0x9E3779B97F4A7C15ull));
+  const ModelConfig& c = model_->config();
+  const int n = std::min(opt_.sample_tokens, c.max_seq_len);
+  Generator gen(*model_, n);
+  const int eot = c.vocab_size > 50256 ? 50256 : c.vocab_size - 1;
+  std::vector<int> tokens;
+  int token = eot;
+  while (gen.position() < n) {
+    const float* logits = gen.step(token);
+    token = sample_token(logits, c.vocab_size, 1.0f, 0, rng);
+    tokens.push_back(token);
+  }
+  return tokens;
+}
+
+void Trainer::log_line(const char* fmt, int step, float value) {
+  if (!log_) return;
+  std::fprintf(log_, fmt, step, value);
+  std::fflush(log_);
+}
+
+bool Trainer::run(const TrainObserver& obs) {
   const size_t BT = (size_t)opt_.batch * opt_.seq_len;
   std::vector<int> inputs(BT), targets(BT);
   Gpt2& m = *model_;
-  for (int step = 0; step < opt_.steps; ++step) {
+  double smoothed_ms = 0;
+  bool interrupted = false;
+  const int first = step_;
+  for (int step = step_;; ++step) {
+    const bool last = step == opt_.steps;
+    // A resumed run does not repeat the validation and sample of the step it resumes at.
+    const bool resumed_here = !opt_.resume.empty() && step == first;
+    if (val_ && opt_.val_every > 0 && !resumed_here && (step % opt_.val_every == 0 || last)) {
+      const float val_loss = validate();
+      log_line("s:%d tel:%f\n", step, val_loss);
+      if (obs.on_val) obs.on_val(step, val_loss);
+    }
+    if (opt_.sample_every > 0 && obs.on_sample && step > 0 && !resumed_here &&
+        (step % opt_.sample_every == 0 || last)) {
+      obs.on_sample(step, sample(step));
+    }
+    if (last || step > opt_.steps) break;
+    if (interrupt_requested()) {
+      interrupted = true;
+      break;
+    }
+
     const auto start = std::chrono::steady_clock::now();
-    data_->next_batch(inputs.data(), targets.data());
-    const float loss = m.forward(inputs.data(), targets.data(), opt_.batch, opt_.seq_len);
     m.zero_grad();
-    m.backward();
+    double loss = 0;
+    for (int micro = 0; micro < grad_accum_; ++micro) {
+      train_->next_batch(inputs.data(), targets.data());
+      loss += m.forward(inputs.data(), targets.data(), opt_.batch, opt_.seq_len);
+      m.backward(1.0f / float(grad_accum_));
+    }
+    loss /= grad_accum_;
     const double norm = global_norm(m.grads_flat(), m.num_parameters(), m.kernels());
     clip_to_norm(m.grads_flat(), m.num_parameters(), norm, opt_.grad_clip, m.kernels());
     const double lr = schedule_.at(step);
     optimizer_->step(m.params_flat(), m.grads_flat(), lr);
+    step_ = step + 1;
     const double ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-    if (log_) {
-      std::fprintf(log_, "s:%d trl:%f\n", step, loss);
-      std::fflush(log_);
+    smoothed_ms = smoothed_ms == 0 ? ms : 0.9 * smoothed_ms + 0.1 * ms;
+    log_line("s:%d trl:%f\n", step, static_cast<float>(loss));
+    if (obs.on_step) {
+      obs.on_step({step, opt_.steps, static_cast<float>(loss), lr, norm, ms,
+                   double(BT * grad_accum_) / (ms / 1000.0),
+                   smoothed_ms * (opt_.steps - step - 1) / 1000.0});
     }
-    on_step({step, opt_.steps, loss, lr, norm, ms, double(BT) / (ms / 1000.0)});
+    if (!opt_.checkpoint_dir.empty() && opt_.checkpoint_every > 0 &&
+        step_ % opt_.checkpoint_every == 0 && step_ != opt_.steps) {
+      const std::string path = save_checkpoint_now();
+      if (obs.on_checkpoint) obs.on_checkpoint(step_, path);
+    }
   }
-  if (!opt_.save_path.empty()) save_checkpoint(opt_.save_path, m);
+  if (!opt_.checkpoint_dir.empty()) {
+    const std::string path = save_checkpoint_now();
+    if (obs.on_checkpoint) obs.on_checkpoint(step_, path);
+  }
+  if (!opt_.save_path.empty() && !interrupted) save_checkpoint(opt_.save_path, m);
+  return !interrupted;
 }
 
 }  // namespace llmcpu

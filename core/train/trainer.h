@@ -1,6 +1,9 @@
-// The training loop: model from a checkpoint or a preset, batches from a shard, forward, backward,
-// optional global-norm clipping, AdamW with a learning-rate schedule; a report per step and llm.c's
-// log lines. The command-line flags map one to one onto TrainOptions.
+// The training loop, llm.c's shape: validation loss every N steps (and at the start and the end),
+// gradient accumulation up to a total batch in tokens, global-norm clipping, AdamW under a
+// learning-rate schedule, samples every N steps, and checkpoints (an llm.c model file plus a
+// training-state file, both written atomically) every N steps, at the end and on Ctrl-C, from which
+// --resume continues bit for bit. Command-line flags and config keys map one to one onto TrainOptions.
+// Deliberately not here: tokenization (samples are reported as token ids) and console formatting.
 #pragma once
 
 #include <cstdint>
@@ -8,6 +11,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/model/gpt2.h"
 #include "core/optim/adamw.h"
@@ -18,9 +22,11 @@ namespace llmcpu {
 
 struct TrainOptions {
   std::string model;       // an llm.c checkpoint file, a preset file (.toml) or a preset name
-  std::string train_data;  // a token shard
+  std::string train_data;  // a token shard or a glob of shards
+  std::string val_data;    // optional, a shard or a glob
   int batch = 4;           // B
   int seq_len = 64;        // T
+  int total_batch = 0;     // tokens per optimizer step; 0: B*T (no accumulation)
   int steps = 10;
   double lr = 3e-4;
   double weight_decay = 0.0;
@@ -30,8 +36,16 @@ struct TrainOptions {
   double grad_clip = 0.0;  // 0: off
   uint64_t seed = 1337;
   bool shuffle = true;
-  std::string log_path;   // llm.c log lines (s:STEP trl:LOSS)
-  std::string save_path;  // checkpoint written at the end
+  std::string log_path;    // llm.c log lines (s:STEP trl:LOSS, s:STEP tel:LOSS)
+  int val_every = 0;       // 0: never
+  int val_batches = 20;
+  int sample_every = 0;    // 0: never
+  int sample_tokens = 64;
+  std::string checkpoint_dir;
+  int checkpoint_every = 0;  // 0: only at the end (and on Ctrl-C) when checkpoint_dir is set
+  int keep_checkpoints = 0;  // 0: keep all
+  std::string resume;        // a checkpoint folder to continue from
+  std::string save_path;     // an extra llm.c model file written at the end
 };
 
 struct StepReport {
@@ -42,29 +56,54 @@ struct StepReport {
   double grad_norm;
   double ms;
   double tokens_per_second;
+  double eta_seconds;
+};
+
+struct TrainObserver {
+  std::function<void(const StepReport&)> on_step;
+  std::function<void(int step, float val_loss)> on_val;
+  std::function<void(int step, const std::vector<int>& tokens)> on_sample;
+  std::function<void(int step, const std::string& model_path)> on_checkpoint;
 };
 
 // Builds a model from `spec`: an existing checkpoint file, a preset file (*.toml), or the name of a
 // preset in conf/models/ (initialised with init_gpt2(seed)). `origin` receives a line saying which.
 std::unique_ptr<Gpt2> make_model(const std::string& spec, uint64_t seed, std::string* origin);
 
+// The newest complete checkpoint in `dir` (its step), or -1 if there is none.
+int64_t latest_checkpoint(const std::string& dir);
+std::string checkpoint_model_path(const std::string& dir, int64_t step);
+std::string checkpoint_state_path(const std::string& dir, int64_t step);
+
 class Trainer {
  public:
-  // Validates the options (UsageError naming the flag), loads the model and the data.
+  // Validates the options (UsageError naming the flag), loads or resumes the model and the data.
   explicit Trainer(const TrainOptions& options);
   ~Trainer();
 
-  // Runs options.steps steps, calling on_step after each.
-  void run(const std::function<void(const StepReport&)>& on_step);
+  // Runs from the current step up to options.steps. Returns false if stopped by an interrupt.
+  bool run(const TrainObserver& observer);
 
   Gpt2& model() { return *model_; }
   const std::string& model_origin() const { return origin_; }
+  int grad_accum() const { return grad_accum_; }
+  int steps_done() const { return step_; }  // completed optimizer steps
+  const TrainOptions& options() const { return opt_; }
+  float validate();
+  std::string save_checkpoint_now();  // returns the model file's path
 
  private:
+  void resume_from(const std::string& dir);
+  std::vector<int> sample(int step);
+  void log_line(const char* fmt, int step, float value);
+
   TrainOptions opt_;
   std::unique_ptr<Gpt2> model_;
   std::string origin_;
-  std::unique_ptr<DataLoader> data_;
+  int grad_accum_ = 1;
+  int step_ = 0;  // completed optimizer steps
+  std::unique_ptr<DataLoader> train_;
+  std::unique_ptr<DataLoader> val_;
   std::unique_ptr<AdamW> optimizer_;
   LrSchedule schedule_;
   std::FILE* log_ = nullptr;

@@ -104,3 +104,37 @@ void attention_backward(F* dqkv,        // (B,T,3C) overwritten
 }
 
 }  // namespace llmcpu::scalar
+
+namespace llmcpu::scalar {
+
+// One new query position against a KV cache (generation): for each head h, with t = pos,
+//   y_h = sum_{u<=t} softmax_u(scale * q_h . k_u,h) v_u,h
+// q is (C); kcache and vcache are (maxT, C) with rows 0..pos filled; scores is (pos+1) scratch.
+template <typename F>
+void attention_decode(F* out, F* scores, const F* q, const F* kcache, const F* vcache, int pos,
+                      int C, int NH) {
+  const int hs = C / NH;
+  const F scale = F(1) / std::sqrt(F(hs));
+  for (int h = 0; h < NH; ++h) {
+    F maxval = -INFINITY;
+    for (int u = 0; u <= pos; ++u) {
+      scores[u] = scale * dot(q + h * hs, kcache + (size_t)u * C + h * hs, hs);
+      maxval = std::max(maxval, scores[u]);
+    }
+    F acc[kLanes] = {};
+    for (int u = 0; u <= pos; ++u) {
+      scores[u] = std::exp(scores[u] - maxval);
+      acc[u % kLanes] += scores[u];
+    }
+    const F inv = F(1) / combine_lanes(acc);
+    F* y = out + h * hs;
+    for (int i = 0; i < hs; ++i) y[i] = 0;
+    for (int u = 0; u <= pos; ++u) {
+      const F a = scores[u] * inv;
+      const F* v = vcache + (size_t)u * C + h * hs;
+      for (int i = 0; i < hs; ++i) y[i] += a * v[i];
+    }
+  }
+}
+
+}  // namespace llmcpu::scalar

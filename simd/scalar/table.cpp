@@ -22,6 +22,7 @@ const KernelTable& scalar_kernels() {
       .matmul_backward = scalar::matmul_backward<float>,
       .attention_forward = scalar::attention_forward<float>,
       .attention_backward = scalar::attention_backward<float>,
+      .attention_decode = scalar::attention_decode<float>,
       .gelu_forward = scalar::gelu_forward<float>,
       .gelu_backward = scalar::gelu_backward<float>,
       .residual_forward = scalar::residual_forward<float>,

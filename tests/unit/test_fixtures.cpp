@@ -58,7 +58,9 @@ TEST_P(PyTorchFixture, TenAdamWStepsFollowPyTorch) {
   o.shuffle = false;
   Trainer trainer(o);
   std::vector<float> losses;
-  trainer.run([&](const StepReport& r) { losses.push_back(r.loss); });
+  TrainObserver obs;
+  obs.on_step = [&](const StepReport& r) { losses.push_back(r.loss); };
+  ASSERT_TRUE(trainer.run(obs));
   ASSERT_EQ(losses.size(), 10u);
   for (int i = 0; i < 10; ++i) {
     EXPECT_NEAR(losses[i], expected[i], 2e-4) << name << " step " << i;

@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <toml++/toml.h>
 
 #include "core/util/error.h"
 
@@ -44,10 +45,51 @@ bool ArgParser::given(const char* name) const {
   return false;
 }
 
-void ArgParser::assign(Entry& e, const std::string& value) {
-  const std::string flag = "--" + e.name;
+void ArgParser::config_flag(const char* name, char short_name,
+                            std::string (*resolve)(const std::string&), const char* help) {
+  config_name_ = name;
+  config_short_ = short_name;
+  config_resolve_ = resolve;
+  add(name, short_name, &config_path_, "FILE", help);
+}
+
+void ArgParser::apply_config(const std::string& path) {
+  toml::table table;
+  try {
+    table = toml::parse_file(path);
+  } catch (const toml::parse_error& e) {
+    throw FileError(path, "not valid TOML: " + std::string(e.description()) + " at line " +
+                              std::to_string(e.source().begin.line));
+  }
+  for (const auto& [key, node] : table) {
+    std::string name(key.str());
+    for (char& c : name) c = c == '_' ? '-' : c;
+    Entry* e = find("--" + name);
+    if (!e || e->name == config_name_) {
+      throw UsageError(path + ": unknown key '" + std::string(key.str()) + "' for llmcpu " +
+                       command_ + " (keys are the long flag names; see llmcpu " + command_ +
+                       " --help)");
+    }
+    const std::string where = path + ": key '" + std::string(key.str()) + "'";
+    if (auto* b = std::get_if<bool*>(&e->target)) {
+      if (!node.is_boolean()) throw UsageError(where + " must be true or false");
+      **b = *node.value<bool>();
+    } else if (std::holds_alternative<std::string*>(e->target)) {
+      if (!node.is_string()) throw UsageError(where + " must be a string");
+      assign(*e, *node.value<std::string>(), where);
+    } else if (std::holds_alternative<double*>(e->target)) {
+      if (!node.is_number()) throw UsageError(where + " must be a number");
+      *std::get<double*>(e->target) = *node.value<double>();
+    } else {
+      if (!node.is_integer()) throw UsageError(where + " must be an integer");
+      assign(*e, std::to_string(*node.value<int64_t>()), where);
+    }
+  }
+}
+
+void ArgParser::assign(Entry& e, const std::string& value, const std::string& where) {
   auto bad = [&](const char* expected) {
-    return UsageError(command_ + ": " + flag + " '" + value + "' is not " + expected);
+    return UsageError(where + " '" + value + "' is not " + expected);
   };
   const char* s = value.c_str();
   char* end = nullptr;
@@ -70,6 +112,23 @@ void ArgParser::assign(Entry& e, const std::string& value) {
 }
 
 bool ArgParser::parse(const std::vector<std::string>& args) {
+  // The config file first, wherever it stands, so that every other flag overrides it.
+  if (!config_name_.empty()) {
+    for (size_t i = 0; i < args.size(); ++i) {
+      const std::string& w = args[i];
+      const std::string long_flag = "--" + config_name_;
+      std::string value;
+      if (w == long_flag || (config_short_ && w == std::string("-") + config_short_)) {
+        if (i + 1 >= args.size()) throw UsageError(command_ + ": " + long_flag + " needs a value (FILE)");
+        value = args[i + 1];
+      } else if (w.rfind(long_flag + "=", 0) == 0) {
+        value = w.substr(long_flag.size() + 1);
+      } else {
+        continue;
+      }
+      apply_config(config_resolve_ ? config_resolve_(value) : value);
+    }
+  }
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& word = args[i];
     if (word == "--help" || word == "-h") {
@@ -103,7 +162,7 @@ bool ArgParser::parse(const std::vector<std::string>& args) {
       }
       value = args[++i];
     }
-    assign(*e, value);
+    assign(*e, value, command_ + ": --" + e->name);
   }
   return true;
 }

@@ -1,6 +1,8 @@
 // Command-line flags for the subcommands: a table of long names (and llm.c-style short names) bound to
-// variables, with --name VALUE, --name=VALUE and -x VALUE forms. Unknown flags, missing values and
-// values that do not parse are UsageErrors that name the flag.
+// variables, with --name VALUE, --name=VALUE and -x VALUE forms. The same table reads a TOML config
+// file whose keys are the long names (train-data or train_data); flags given on the command line
+// override the file. Unknown flags or keys, missing values and values that do not parse or have the
+// wrong type are UsageErrors that name the flag (or the file and key).
 #pragma once
 
 #include <cstdint>
@@ -24,8 +26,12 @@ class ArgParser {
               const char* help);
 
   // Parses args (the words after the subcommand). Returns false when --help was asked for, after
-  // printing the help.
+  // printing the help. If a flag registered with config_flag() is given, that file is applied
+  // first, so the other flags override it.
   bool parse(const std::vector<std::string>& args);
+  // Makes --NAME (and -S) name a TOML file of defaults; `resolve` maps the value to a path.
+  void config_flag(const char* name, char short_name, std::string (*resolve)(const std::string&),
+                   const char* help);
   // True if the flag appeared on the command line.
   bool given(const char* name) const;
   std::string help() const;
@@ -42,11 +48,16 @@ class ArgParser {
   };
   void add(const char* name, char short_name, Target target, const char* metavar, const char* help);
   Entry* find(const std::string& word);
-  void assign(Entry& e, const std::string& value);
+  void assign(Entry& e, const std::string& value, const std::string& where);
+  void apply_config(const std::string& path);
 
   std::string command_;
   std::string summary_;
   std::vector<Entry> entries_;
+  std::string config_name_;
+  char config_short_ = 0;
+  std::string config_path_;
+  std::string (*config_resolve_)(const std::string&) = nullptr;
 };
 
 }  // namespace llmcpu

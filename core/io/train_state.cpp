@@ -1,0 +1,197 @@
+#include "core/io/train_state.h"
+
+#include <cstring>
+
+#include "core/model/parameters.h"
+#include "core/util/error.h"
+#include "core/util/file.h"
+
+namespace llmcpu {
+
+namespace {
+
+// A 64-bit checksum over bytes, 8 at a time (multiply-xorshift); catches torn or corrupted files.
+class Checksum {
+ public:
+  void add(const void* data, size_t n) {
+    const auto* p = static_cast<const uint8_t*>(data);
+    for (; n > 0 && filled_ != 0; --n) {
+      word_ |= uint64_t(*p++) << (8 * filled_);
+      if (++filled_ == 8) flush();
+    }
+    for (; n >= 8; n -= 8, p += 8) {  // whole words: the same result as byte by byte, faster
+      std::memcpy(&word_, p, 8);
+      flush();
+    }
+    for (; n > 0; --n) {
+      word_ |= uint64_t(*p++) << (8 * filled_);
+      if (++filled_ == 8) flush();
+    }
+  }
+  uint64_t value() {
+    if (filled_) flush();
+    return h_ ^ (h_ >> 29);
+  }
+
+ private:
+  void flush() {
+    h_ = (h_ ^ word_) * 0x9E3779B97F4A7C15ull;
+    h_ ^= h_ >> 32;
+    word_ = 0;
+    filled_ = 0;
+  }
+  uint64_t h_ = 0xCBF29CE484222325ull;
+  uint64_t word_ = 0;
+  int filled_ = 0;
+};
+
+class Writer {
+ public:
+  explicit Writer(AtomicFileWriter& out) : out_(out) {}
+  template <typename T>
+  void put(const T& v) { bytes(&v, sizeof(T)); }
+  template <typename T>
+  void array(const std::vector<T>& v) { bytes(v.data(), v.size() * sizeof(T)); }
+  void bytes(const void* p, size_t n) {
+    sum_.add(p, n);
+    out_.write(p, n);
+  }
+  uint64_t checksum() { return sum_.value(); }
+
+ private:
+  AtomicFileWriter& out_;
+  Checksum sum_;
+};
+
+class Reader {
+ public:
+  explicit Reader(const MappedFile& f) : f_(f) {}
+  template <typename T>
+  T get(const char* what) {
+    T v;
+    need(sizeof(T), what);
+    std::memcpy(&v, f_.data() + off_, sizeof(T));
+    off_ += sizeof(T);
+    return v;
+  }
+  template <typename T>
+  void array(std::vector<T>& v, uint64_t n, const char* what) {
+    if (n > (f_.size() - off_) / sizeof(T)) need(SIZE_MAX, what);
+    v.resize(n);
+    std::memcpy(v.data(), f_.data() + off_, n * sizeof(T));
+    off_ += n * sizeof(T);
+  }
+  size_t offset() const { return off_; }
+
+ private:
+  void need(size_t n, const char* what) {
+    if (n > f_.size() - off_) {
+      throw FileError(f_.path(), std::string("truncated: ends inside ") + what + " at byte " +
+                                     std::to_string(f_.size()));
+    }
+  }
+  const MappedFile& f_;
+  size_t off_ = 0;
+};
+
+}  // namespace
+
+void save_train_state(const std::string& path, const TrainState& s) {
+  const size_t P = ParameterLayout(s.config).total();
+  if (s.params.size() != P || s.m.size() != P || s.v.size() != P) {
+    throw Error("save_train_state(" + path + "): tensor sizes do not match the model");
+  }
+  AtomicFileWriter out(path);
+  Writer w(out);
+  w.put(kTrainStateMagic);
+  w.put(kTrainStateVersion);
+  const ModelConfig& c = s.config;
+  for (int v : {c.max_seq_len, c.vocab_size, c.num_layers, c.num_heads, c.channels,
+                c.padded_vocab_size, s.B, s.T, s.grad_accum}) {
+    w.put(int32_t(v));
+  }
+  w.put(uint8_t(s.shuffle));
+  w.put(s.seed);
+  w.put(s.step);
+  w.put(s.adamw_t);
+  w.put(s.data.epoch);
+  w.put(s.data.rng_state);
+  w.put(s.data.shard);
+  w.put(s.data.sample);
+  w.put(uint32_t(s.data.shard_order.size()));
+  w.array(s.data.shard_order);
+  w.put(uint64_t(s.data.sample_order.size()));
+  w.array(s.data.sample_order);
+  w.put(uint64_t(P));
+  w.array(s.params);
+  w.array(s.m);
+  w.array(s.v);
+  const uint64_t sum = w.checksum();
+  out.write(&sum, sizeof(sum));
+  out.commit();
+}
+
+TrainState load_train_state(const std::string& path) {
+  const MappedFile f(path);
+  Reader r(f);
+  if (f.size() < 8 || r.get<uint32_t>("the magic") != kTrainStateMagic) {
+    throw FileError(path, "not an llmcpu training state (bad magic; expected \"LCTS\")");
+  }
+  const uint32_t version = r.get<uint32_t>("the version");
+  if (version != kTrainStateVersion) {
+    throw FileError(path, "unsupported training state version " + std::to_string(version) +
+                              ", expected " + std::to_string(kTrainStateVersion));
+  }
+  if (f.size() < 8 + sizeof(uint64_t)) throw FileError(path, "truncated");
+  Checksum sum;
+  sum.add(f.data(), f.size() - 8);
+  uint64_t stored;
+  std::memcpy(&stored, f.data() + f.size() - 8, 8);
+  if (sum.value() != stored) {
+    throw FileError(path, "checksum mismatch: the file is corrupt or was not written completely");
+  }
+  TrainState s;
+  ModelConfig& c = s.config;
+  c.max_seq_len = r.get<int32_t>("the model shape");
+  c.vocab_size = r.get<int32_t>("the model shape");
+  c.num_layers = r.get<int32_t>("the model shape");
+  c.num_heads = r.get<int32_t>("the model shape");
+  c.channels = r.get<int32_t>("the model shape");
+  c.padded_vocab_size = r.get<int32_t>("the model shape");
+  try {
+    validate(c, path);
+  } catch (const ShapeError& e) {
+    throw FileError(path, std::string("invalid model shape: ") + e.what());
+  }
+  s.B = r.get<int32_t>("B");
+  s.T = r.get<int32_t>("T");
+  s.grad_accum = r.get<int32_t>("grad_accum");
+  s.shuffle = r.get<uint8_t>("shuffle") != 0;
+  s.seed = r.get<uint64_t>("seed");
+  s.step = r.get<int64_t>("step");
+  s.adamw_t = r.get<int64_t>("adamw_t");
+  if (s.B <= 0 || s.T <= 0 || s.grad_accum <= 0 || s.step < 0 || s.adamw_t < 0) {
+    throw FileError(path, "invalid batch shape or step count");
+  }
+  s.data.epoch = r.get<uint64_t>("the data position");
+  s.data.rng_state = r.get<uint64_t>("the data position");
+  s.data.shard = r.get<uint32_t>("the data position");
+  s.data.sample = r.get<uint64_t>("the data position");
+  r.array(s.data.shard_order, r.get<uint32_t>("the shard order"), "the shard order");
+  r.array(s.data.sample_order, r.get<uint64_t>("the sample order"), "the sample order");
+  const uint64_t P = r.get<uint64_t>("the parameter count");
+  if (P != ParameterLayout(c).total()) {
+    throw FileError(path, "holds " + std::to_string(P) + " parameters, but the model " +
+                              describe(c) + " has " + std::to_string(ParameterLayout(c).total()));
+  }
+  r.array(s.params, P, "the weights");
+  r.array(s.m, P, "the AdamW moments");
+  r.array(s.v, P, "the AdamW moments");
+  if (r.offset() + 8 != f.size()) {
+    throw FileError(path, "length mismatch: " + std::to_string(f.size() - 8 - r.offset()) +
+                              " unexpected bytes before the checksum");
+  }
+  return s;
+}
+
+}  // namespace llmcpu

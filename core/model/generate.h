@@ -1,0 +1,41 @@
+// Text generation: one token at a time through a KV cache, so each new token costs one position
+// (not a whole forward pass over the sequence so far), and sampling from the logits with temperature
+// and top-k. Inference only; the training path is Gpt2::forward.
+#pragma once
+
+#include <vector>
+
+#include "core/model/gpt2.h"
+#include "core/util/aligned_buffer.h"
+#include "core/util/rng.h"
+
+namespace llmcpu {
+
+class Generator {
+ public:
+  // Holds keys and values for up to max_len positions (<= the model's maxT).
+  Generator(const Gpt2& model, int max_len);
+
+  // Forgets the sequence so far.
+  void reset() { pos_ = 0; }
+  // Runs `token` at the next position and returns the logits there: (Vp), the first V meaningful.
+  // Throws ShapeError when the cache is full or the token is outside the vocabulary.
+  const float* step(int token);
+  int position() const { return pos_; }
+  int capacity() const { return max_len_; }
+
+ private:
+  const Gpt2& model_;
+  int max_len_;
+  int pos_ = 0;
+  AlignedBuffer<float> kcache_;  // (L, max_len, C)
+  AlignedBuffer<float> vcache_;  // (L, max_len, C)
+  AlignedBuffer<float> scratch_;
+  float *x_, *ln_, *qkv_, *atty_, *fch_, *fch_gelu_, *tmp_, *scores_, *logits_, *stats_;
+};
+
+// Draws a token from the first V logits: greedy when temperature <= 0, otherwise from
+// softmax(logits / temperature) restricted to the top_k largest (top_k <= 0: all of them).
+int sample_token(const float* logits, int V, float temperature, int top_k, Rng& rng);
+
+}  // namespace llmcpu

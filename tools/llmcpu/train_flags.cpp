@@ -1,0 +1,62 @@
+#include "tools/llmcpu/train_flags.h"
+
+#include <cstdio>
+#include <filesystem>
+
+#include "core/model/preset.h"
+#include "core/util/error.h"
+
+namespace llmcpu {
+
+std::string resolve_run_config(const std::string& name) {
+  std::error_code ec;
+  if (std::filesystem::is_regular_file(name, ec)) return name;
+  const std::string found = find_conf_file("runs", name);
+  if (found.empty()) {
+    throw UsageError("--config " + name + ": no such file, and no conf/runs/" + name + ".toml");
+  }
+  return found;
+}
+
+void add_train_flags(ArgParser& p, TrainOptions* o, TrainCliExtras* x) {
+  p.config_flag("config", 0, resolve_run_config, "TOML file (or conf/runs/ name) of these flags' keys");
+  p.option("model", 'e', &o->model, "M", "checkpoint file, preset file (.toml) or preset name (gpt2-d2 ...)");
+  p.option("train-data", 'i', &o->train_data, "GLOB", "llm.c token shard(s) to train on");
+  p.option("val-data", 'j', &o->val_data, "GLOB", "llm.c token shard(s) for the validation loss");
+  p.option("batch", 'b', &o->batch, "B", "sequences per micro-batch (default 4)");
+  p.option("seq-len", 't', &o->seq_len, "T", "tokens per sequence (default 64)");
+  p.option("total-batch", 'd', &o->total_batch, "TOKENS", "tokens per step, by gradient accumulation (default B*T)");
+  p.option("steps", 'x', &o->steps, "N", "optimizer steps (default 10)");
+  p.option("lr", 'l', &o->lr, "LR", "peak learning rate (default 3e-4)");
+  p.option("lr-schedule", 'k', &o->lr_schedule, "S", "constant (default) or cosine");
+  p.option("warmup", 'u', &o->warmup, "N", "linear warmup steps (default 0)");
+  p.option("lr-floor", 'q', &o->lr_floor, "F", "cosine decays to F * lr (default 0)");
+  p.option("weight-decay", 'c', &o->weight_decay, "WD", "AdamW decoupled weight decay (default 0)");
+  p.option("grad-clip", 0, &o->grad_clip, "X", "clip the global gradient norm to X (default 0: off)");
+  p.option("seed", 0, &o->seed, "S", "initialisation and shuffling seed (default 1337)");
+  p.flag("no-shuffle", 0, &x->no_shuffle, "read batches in order: batch k starts at token k*B*T");
+  p.option("val-every", 'v', &o->val_every, "N", "validation loss every N steps (default 0: never)");
+  p.option("val-batches", 'm', &o->val_batches, "N", "batches per validation (default 20)");
+  p.option("sample-every", 's', &o->sample_every, "N", "print a sample every N steps (default 0: never)");
+  p.option("sample-tokens", 'g', &o->sample_tokens, "N", "tokens per sample (default 64)");
+  p.option("tokenizer", 0, &x->tokenizer, "PATH", "tokenizer for samples (folder with encoder.json, or gpt2_tokenizer.bin)");
+  p.option("checkpoint-dir", 'o', &o->checkpoint_dir, "DIR", "write checkpoints here (model + training state)");
+  p.option("checkpoint-every", 'n', &o->checkpoint_every, "N", "checkpoint every N steps (default 0: at the end)");
+  p.option("keep-checkpoints", 0, &o->keep_checkpoints, "N", "keep only the newest N checkpoints (default 0: all)");
+  p.option("resume", 0, &o->resume, "DIR", "continue exactly from the newest checkpoint in DIR");
+  p.option("log", 0, &o->log_path, "FILE", "write llm.c log lines (s:N trl:X, s:N tel:X)");
+  p.option("save", 0, &o->save_path, "M.bin", "also write the final model here (atomically)");
+  p.option("threads", 0, &x->threads, "N", "OpenMP threads (default: all)");
+}
+
+SampleDecoder make_sample_decoder(const TrainCliExtras& extra, bool needed) {
+  (void)extra;
+  (void)needed;
+  return [](const std::vector<int>& tokens) {
+    std::string out;
+    for (int t : tokens) out += std::to_string(t) + " ";
+    return out;
+  };
+}
+
+}  // namespace llmcpu

@@ -1,0 +1,30 @@
+// The flag table of `llmcpu train` (long names, llm.c's short flags where llm.c has them), shared by
+// the command and its tests, and the decoder that turns sampled token ids into text.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/train/trainer.h"
+#include "tools/llmcpu/args.h"
+
+namespace llmcpu {
+
+struct TrainCliExtras {
+  bool no_shuffle = false;
+  int threads = 0;
+  std::string tokenizer;  // for samples; default: the cache's tokenizer folder
+};
+
+void add_train_flags(ArgParser& p, TrainOptions* o, TrainCliExtras* extra);
+
+// A run config named on the command line: an existing file, or conf/runs/NAME.toml.
+std::string resolve_run_config(const std::string& name);
+
+using SampleDecoder = std::function<std::string(const std::vector<int>&)>;
+// Decodes with the tokenizer when `needed`; falls back to printing ids (with a warning) when the
+// tokenizer cannot be loaded.
+SampleDecoder make_sample_decoder(const TrainCliExtras& extra, bool needed);
+
+}  // namespace llmcpu
