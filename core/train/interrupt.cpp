@@ -31,6 +31,7 @@ void install_interrupt_handler() {
 }
 
 bool interrupt_requested() { return g_signals.load() > 0; }
+void request_interrupt() { g_signals.store(1); }
 void clear_interrupt() { g_signals.store(0); }
 
 }  // namespace llmcpu

@@ -7,6 +7,7 @@ namespace llmcpu {
 
 void install_interrupt_handler();
 bool interrupt_requested();
+void request_interrupt();  // what the first SIGINT does; also for observers and tests
 void clear_interrupt();  // for tests
 
 }  // namespace llmcpu

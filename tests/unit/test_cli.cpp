@@ -14,6 +14,7 @@
 
 #include "core/io/token_shard.h"
 #include "tests/unit/fixture_paths.h"
+#include "tests/unit/run_program.h"
 
 namespace llmcpu {
 namespace {
@@ -21,21 +22,8 @@ namespace {
 namespace fs = std::filesystem;
 using testing::fixture;
 
-struct Outcome {
-  int status;
-  std::string output;  // stdout and stderr together
-};
-
-Outcome run(const std::string& args) {
-  const std::string cmd = std::string(LLMCPU_BINARY) + " " + args + " 2>&1";
-  FILE* pipe = popen(cmd.c_str(), "r");
-  if (!pipe) return {-1, "popen failed"};
-  std::string out;
-  char buf[4096];
-  for (size_t n; (n = fread(buf, 1, sizeof buf, pipe)) > 0;) out.append(buf, n);
-  const int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
+using testing::Outcome;
+Outcome run(const std::string& args) { return testing::run_llmcpu(args); }
 
 class Cli : public ::testing::Test {
  protected:

@@ -1,0 +1,365 @@
+// The training loop as a user relies on it: exact resume (bit for bit), gradient accumulation that
+// does not depend on how the batch is split, checkpoints that survive a killed write, Ctrl-C, the
+// llm.c data loader's order, config files, and generation through the KV cache.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include "core/io/checkpoint.h"
+#include "core/io/token_shard.h"
+#include "core/io/train_state.h"
+#include "core/model/generate.h"
+#include "core/train/interrupt.h"
+#include "core/train/trainer.h"
+#include "core/util/error.h"
+#include "core/util/file.h"
+#include "core/util/rng.h"
+#include "core/verify/verify.h"
+#include "tests/unit/fixture_paths.h"
+#include "tests/unit/run_program.h"
+#include "tools/llmcpu/train_flags.h"
+
+namespace llmcpu {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::fixture;
+
+std::vector<uint8_t> read_bytes(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(f), {}};
+}
+
+class Training : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::path(::testing::TempDir()) /
+           ("llmcpu_train_" +
+            std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    // Two train shards and a val shard of random tokens for the tiny fixture (V = 311).
+    Rng rng(5);
+    for (auto [name, n] : {std::pair{"train_000000.bin", 3000}, {"train_000001.bin", 2100},
+                           {"val_000000.bin", 900}}) {
+      std::vector<uint16_t> tokens(n);
+      for (auto& t : tokens) t = static_cast<uint16_t>(rng.below(311));
+      write_token_shard(path(name), tokens);
+    }
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+
+  TrainOptions tiny_options(int steps) const {
+    TrainOptions o;
+    o.model = fixture("tiny", "model.bin");
+    o.train_data = path("train_*.bin");
+    o.val_data = path("val_*.bin");
+    o.val_every = 4;
+    o.val_batches = 3;
+    o.batch = 2;
+    o.seq_len = 13;
+    o.total_batch = 2 * 2 * 13;  // two micro-batches per step
+    o.steps = steps;
+    o.lr = 1e-3;
+    o.weight_decay = 0.1;
+    o.lr_schedule = "cosine";
+    o.warmup = 3;
+    o.grad_clip = 1.0;
+    return o;
+  }
+  fs::path dir_;
+};
+
+TEST_F(Training, ResumeIsBitExact) {
+  // 20 steps in one run...
+  TrainOptions a = tiny_options(20);
+  a.checkpoint_dir = path("a");
+  a.log_path = path("a.log");
+  ASSERT_TRUE(Trainer(a).run({}));
+  // ...equal the same 20-step run stopped after 10 (by the Ctrl-C path, which checkpoints) and
+  // resumed, bit for bit: weights, AdamW moments, data order (shuffled) and the log.
+  TrainOptions b = tiny_options(20);
+  b.checkpoint_dir = path("b");
+  b.log_path = path("b.log");
+  TrainObserver stop_at_10;
+  stop_at_10.on_step = [](const StepReport& r) {
+    if (r.step == 9) request_interrupt();
+  };
+  EXPECT_FALSE(Trainer(b).run(stop_at_10));
+  clear_interrupt();
+  EXPECT_EQ(latest_checkpoint(path("b")), 10);
+  TrainOptions c = tiny_options(20);
+  c.model.clear();
+  c.resume = path("b");
+  c.log_path = path("b.log");
+  Trainer resumed(c);
+  EXPECT_EQ(resumed.steps_done(), 10);
+  ASSERT_TRUE(resumed.run({}));
+  EXPECT_EQ(read_bytes(checkpoint_model_path(path("a"), 20)),
+            read_bytes(checkpoint_model_path(path("b"), 20)));
+  EXPECT_EQ(read_bytes(checkpoint_state_path(path("a"), 20)),
+            read_bytes(checkpoint_state_path(path("b"), 20)));
+  EXPECT_EQ(read_bytes(path("a.log")), read_bytes(path("b.log")));
+}
+
+TEST_F(Training, ResumeRefusesAnotherShapeOrBatch) {
+  TrainOptions b = tiny_options(2);
+  b.checkpoint_dir = path("b");
+  ASSERT_TRUE(Trainer(b).run({}));
+  TrainOptions other = tiny_options(4);
+  other.resume = path("b");
+  other.model = fixture("small", "model.bin");
+  try {
+    Trainer t(other);
+    FAIL() << "resumed a checkpoint into another shape";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("L=2 NH=4 C=48"), std::string::npos) << e.what();
+  }
+  other.model.clear();
+  other.seq_len = 12;
+  other.total_batch = 2 * 2 * 12;
+  EXPECT_THROW(Trainer t(other), UsageError);
+  other = tiny_options(4);
+  other.resume = path("empty");
+  EXPECT_THROW(Trainer t(other), UsageError);
+}
+
+TEST_F(Training, GradientAccumulationDoesNotDependOnTheSplit) {
+  // 4 sequences per step as 1x4, 2x2 or 4x1: the same tokens, the same mean loss, the same update,
+  // up to fp32 rounding of a different summation order.
+  std::vector<std::vector<float>> losses;
+  std::vector<std::vector<float>> weights;
+  for (int B : {4, 2, 1}) {
+    TrainOptions o = tiny_options(3);
+    o.val_data.clear();
+    o.val_every = 0;
+    o.shuffle = false;
+    o.batch = B;
+    o.total_batch = 4 * 13;
+    Trainer t(o);
+    EXPECT_EQ(t.grad_accum(), 4 / B);
+    std::vector<float> l;
+    TrainObserver obs;
+    obs.on_step = [&](const StepReport& r) { l.push_back(r.loss); };
+    ASSERT_TRUE(t.run(obs));
+    losses.push_back(l);
+    weights.emplace_back(t.model().params_flat(), t.model().params_flat() + t.model().num_parameters());
+  }
+  for (int i = 1; i < 3; ++i) {
+    for (int s = 0; s < 3; ++s) EXPECT_NEAR(losses[i][s], losses[0][s], 2e-6) << "split " << i;
+    // eps_fp32 (6e-8) x a few hundred accumulated terms: 1e-5 is a generous bound.
+    const TensorComparison c = compare_tensors("params", weights[i].data(), weights[0].data(),
+                                               weights[0].size(), 1e-5);
+    EXPECT_TRUE(c.ok) << "split " << i << ": rel. error " << c.rel_error;
+  }
+}
+
+TEST_F(Training, KilledWriteLeavesThePreviousCheckpointLoadable) {
+  const std::string target = path("model.bin");
+  fs::copy_file(fixture("tiny", "model.bin"), target);
+  const std::vector<uint8_t> before = read_bytes(target);
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    // Overwrite with a different model, but die halfway through the write.
+    AtomicFileWriter out(target);
+    const std::vector<uint8_t> junk(before.size() / 2, 0xAB);
+    out.write(junk.data(), junk.size());
+    ::kill(::getpid(), SIGKILL);
+    ::_exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFSIGNALED(status));
+  EXPECT_EQ(read_bytes(target), before);
+  const CheckpointInfo info = read_checkpoint_header(target);
+  Gpt2 model(info.config);
+  EXPECT_NO_THROW(load_checkpoint(target, model));
+}
+
+TEST_F(Training, KilledRunLeavesResumableCheckpoints) {
+  // Kill a training run at several moments while it writes a checkpoint after every step: whatever
+  // state_*.bin / model_*.bin files exist are complete, and the run resumes from the newest.
+  const std::string ckpt = path("ck");
+  for (int delay_ms : {300, 700, 1200}) {
+    const pid_t pid = testing::spawn_llmcpu(
+        {"train", "--model", "gpt2-d2", "--train-data", path("train_*.bin"), "-b", "1", "-t", "16",
+         "--steps", "1000", "-n", "1", "-o", ckpt, "--threads", "1"},
+        path("out.txt"));
+    ASSERT_GT(pid, 0);
+    std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
+    ::kill(pid, SIGKILL);
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  }
+  ASSERT_TRUE(fs::is_directory(ckpt)) << "the run never got to its first checkpoint";
+  int complete = 0;
+  for (const auto& e : fs::directory_iterator(ckpt)) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind("model_", 0) == 0 && name.find(".tmp") == std::string::npos) {
+      EXPECT_NO_THROW(read_checkpoint_header(e.path().string())) << name;
+      ++complete;
+    }
+    if (name.rfind("state_", 0) == 0 && name.find(".tmp") == std::string::npos) {
+      EXPECT_NO_THROW(load_train_state(e.path().string())) << name;
+    }
+  }
+  const int64_t latest = latest_checkpoint(ckpt);
+  if (latest >= 0) {
+    const auto r = testing::run_llmcpu("train --resume " + ckpt + " --train-data '" +
+                                       path("train_*.bin") + "' -b 1 -t 16 --steps " +
+                                       std::to_string(latest + 1) + " --threads 1");
+    EXPECT_EQ(r.status, 0) << r.output;
+    EXPECT_NE(r.output.find("resumed from"), std::string::npos) << r.output;
+  }
+  RecordProperty("complete_checkpoints", complete);
+}
+
+TEST_F(Training, InterruptWritesACheckpointAndExitsCleanly) {
+  const std::string ckpt = path("ck");
+  const std::string log = path("run.log");
+  const pid_t pid = testing::spawn_llmcpu(
+      {"train", "--model", fixture("tiny", "model.bin"), "--train-data", path("train_*.bin"), "-b",
+       "2", "-t", "13", "--steps", "100000", "-o", ckpt, "--log", log},
+      path("out.txt"));
+  ASSERT_GT(pid, 0);
+  // Wait until it has logged a few steps, then press Ctrl-C.
+  for (int i = 0; i < 500; ++i) {
+    std::ifstream f(log);
+    int lines = 0;
+    for (std::string l; std::getline(f, l);) ++lines;
+    if (lines >= 3) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_EQ(::kill(pid, SIGINT), 0);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status)) << "killed by a signal instead of stopping cleanly";
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  std::ifstream out(path("out.txt"));
+  const std::string text((std::istreambuf_iterator<char>(out)), {});
+  EXPECT_NE(text.find("interrupted after step"), std::string::npos) << text;
+  // The checkpoint is at the last completed step, which is the number of logged steps.
+  std::ifstream f(log);
+  int steps = 0;
+  for (std::string l; std::getline(f, l);) ++steps;
+  EXPECT_EQ(latest_checkpoint(ckpt), steps);
+  EXPECT_NO_THROW(load_train_state(checkpoint_state_path(ckpt, steps)));
+}
+
+TEST_F(Training, SequentialLoaderWalksShardsInOrder) {
+  DataLoader loader(path("train_*.bin"), 2, 13, 311, /*shuffle=*/false, 1);
+  const TokenShard s0(path("train_000000.bin")), s1(path("train_000001.bin"));
+  const uint64_t n0 = (s0.size() - 1) / 26, n1 = (s1.size() - 1) / 26;
+  EXPECT_EQ(loader.total_samples(), n0 + n1);
+  std::vector<int> x(26), y(26);
+  for (uint64_t k = 0; k < n0 + n1 + 1; ++k) {
+    loader.next_batch(x.data(), y.data());
+    const TokenShard& s = k < n0 ? s0 : (k < n0 + n1 ? s1 : s0);  // wraps to the first shard
+    const uint64_t start = (k < n0 ? k : (k < n0 + n1 ? k - n0 : 0)) * 26;
+    for (int i = 0; i < 26; ++i) {
+      ASSERT_EQ(x[i], s.tokens()[start + i]) << "sample " << k;
+      ASSERT_EQ(y[i], s.tokens()[start + i + 1]) << "sample " << k;
+    }
+  }
+}
+
+TEST_F(Training, ShuffledLoaderVisitsEverySampleOncePerEpoch) {
+  DataLoader loader(path("train_*.bin"), 2, 13, 311, /*shuffle=*/true, 9);
+  DataLoader again(path("train_*.bin"), 2, 13, 311, /*shuffle=*/true, 9);
+  std::vector<int> x(26), y(26), x2(26), y2(26);
+  for (int epoch = 0; epoch < 2; ++epoch) {
+    std::set<std::vector<int>> seen;
+    for (uint64_t k = 0; k < loader.total_samples(); ++k) {
+      loader.next_batch(x.data(), y.data());
+      again.next_batch(x2.data(), y2.data());
+      EXPECT_EQ(x, x2);  // same seed, same order
+      seen.insert(x);
+    }
+    EXPECT_EQ(seen.size(), loader.total_samples());
+  }
+  // A position saved and restored continues identically.
+  const DataPosition pos = loader.position();
+  loader.next_batch(x.data(), y.data());
+  DataLoader restored(path("train_*.bin"), 2, 13, 311, true, 9);
+  restored.restore(pos);
+  restored.next_batch(x2.data(), y2.data());
+  EXPECT_EQ(x, x2);
+  DataPosition bad = pos;
+  bad.shard_order = {0, 0};
+  EXPECT_THROW(restored.restore(bad), Error);
+}
+
+TEST_F(Training, ConfigFileKeysAndFlagOverrides) {
+  std::ofstream(path("run.toml")) << "lr = 0.5\nbatch = 3\ntrain_data = \"x.bin\"\nno-shuffle = true\n";
+  TrainOptions o;
+  TrainCliExtras x;
+  ArgParser p("train", "");
+  add_train_flags(p, &o, &x);
+  ASSERT_TRUE(p.parse({"--lr", "0.1", "--config", path("run.toml")}));
+  EXPECT_DOUBLE_EQ(o.lr, 0.1);  // the flag wins, wherever it stands
+  EXPECT_EQ(o.batch, 3);
+  EXPECT_EQ(o.train_data, "x.bin");
+  EXPECT_TRUE(x.no_shuffle);
+
+  std::ofstream(path("typo.toml")) << "learning_rate = 0.1\n";
+  TrainOptions o2;
+  ArgParser p2("train", "");
+  add_train_flags(p2, &o2, &x);
+  try {
+    p2.parse({"--config", path("typo.toml")});
+    FAIL() << "unknown key accepted";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("learning_rate"), std::string::npos) << e.what();
+  }
+  std::ofstream(path("type.toml")) << "batch = \"four\"\n";
+  ArgParser p3("train", "");
+  add_train_flags(p3, &o2, &x);
+  EXPECT_THROW(p3.parse({"--config", path("type.toml")}), UsageError);
+  ArgParser p4("train", "");
+  add_train_flags(p4, &o2, &x);
+  EXPECT_THROW(p4.parse({"--config", path("no_such.toml")}), UsageError);
+}
+
+TEST(Generator, KvCacheMatchesFullForward) {
+  const CheckpointInfo info = read_checkpoint_header(fixture("small", "model.bin"));
+  Gpt2 model(info.config);
+  load_checkpoint(fixture("small", "model.bin"), model);
+  const int n = 23, V = info.config.vocab_size, Vp = info.config.padded_vocab_size;
+  Rng rng(3);
+  std::vector<int> tokens(n);
+  for (int& t : tokens) t = int(rng.below(V));
+  model.forward(tokens.data(), nullptr, 1, n);
+  std::vector<float> full(model.logits(), model.logits() + (size_t)n * Vp);
+  Generator gen(model, n);
+  for (int t = 0; t < n; ++t) {
+    const float* logits = gen.step(tokens[t]);
+    const TensorComparison c = compare_tensors("logits", logits, full.data() + (size_t)t * Vp, V, 1e-5);
+    EXPECT_TRUE(c.ok) << "position " << t << ": rel. error " << c.rel_error;
+  }
+  EXPECT_THROW(gen.step(0), ShapeError);  // the cache is full
+}
+
+TEST(Generator, SamplingRespectsTopKAndTemperature) {
+  const std::vector<float> logits = {0.0f, 5.0f, 1.0f, 4.0f, -2.0f};
+  Rng rng(1);
+  EXPECT_EQ(sample_token(logits.data(), 5, 0.0f, 0, rng), 1);  // greedy
+  std::vector<int> counts(5);
+  for (int i = 0; i < 4000; ++i) counts[sample_token(logits.data(), 5, 1.0f, 2, rng)]++;
+  EXPECT_EQ(counts[0] + counts[2] + counts[4], 0);  // only the top 2
+  // p(1)/p(3) = e^(5-4) = 2.718: the empirical ratio within 4 standard deviations.
+  const double ratio = double(counts[1]) / counts[3];
+  EXPECT_NEAR(ratio, std::exp(1.0), 0.35);
+}
+
+}  // namespace
+}  // namespace llmcpu
