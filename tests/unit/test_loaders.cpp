@@ -1,0 +1,605 @@
+// The llm.c file loaders on good and bad input: checkpoints (fp32 v3 and bf16 v5), token shards and
+// debug states. A bad file must give a FileError whose message names the path and the problem (the
+// field, the expected value or byte count), never a crash; the sanitizer build runs these too.
+// Also the atomic writer: an interrupted write leaves the old file as it was and no temporary
+// behind. Files are written into a fresh folder per test; the committed fixtures are not touched
+// here.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <initializer_list>
+#include <iterator>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/io/checkpoint.h"
+#include "core/io/debug_state.h"
+#include "core/io/token_shard.h"
+#include "core/model/config.h"
+#include "core/model/gpt2.h"
+#include "core/model/parameters.h"
+#include "core/util/error.h"
+#include "core/util/file.h"
+
+namespace llmcpu {
+namespace {
+
+namespace fs = std::filesystem;
+using Bytes = std::vector<uint8_t>;
+
+// A tiny, ragged model: head size 4, Vp > V.
+ModelConfig tiny_config() {
+  ModelConfig c;
+  c.max_seq_len = 8;
+  c.vocab_size = 11;
+  c.padded_vocab_size = 16;
+  c.num_layers = 2;
+  c.num_heads = 3;
+  c.channels = 12;
+  return c;
+}
+
+Bytes read_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return Bytes(std::istreambuf_iterator<char>(in), {});
+}
+
+void write_bytes(const std::string& path, const Bytes& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(reinterpret_cast<const char*>(bytes.data()), (std::streamsize)bytes.size());
+  ASSERT_TRUE(out.good()) << path;
+}
+
+// The 1024-byte llm.c header, given its first ints.
+Bytes header(std::initializer_list<int32_t> fields) {
+  std::vector<int32_t> h(kLlmcHeaderInts, 0);
+  std::copy(fields.begin(), fields.end(), h.begin());
+  Bytes b(kLlmcHeaderBytes);
+  std::memcpy(b.data(), h.data(), kLlmcHeaderBytes);
+  return b;
+}
+
+void set_int(Bytes& file, int index, int32_t value) {
+  std::memcpy(file.data() + 4 * index, &value, 4);
+}
+
+template <typename T>
+void append(Bytes& file, const T* data, size_t n) {
+  const auto* p = reinterpret_cast<const uint8_t*>(data);
+  file.insert(file.end(), p, p + n * sizeof(T));
+}
+
+// Lengths to cut a file of `size` bytes to: the first bytes, both sides of the header's end, every
+// 37th byte, and the last few.
+std::vector<size_t> cut_lengths(size_t size) {
+  std::vector<size_t> n;
+  for (size_t i = 0; i < size; ++i) {
+    if (i < 16 || (i + 16 >= kLlmcHeaderBytes && i <= kLlmcHeaderBytes + 16) || i % 37 == 0 ||
+        i + 4 >= size) {
+      n.push_back(i);
+    }
+  }
+  return n;
+}
+
+// Runs `load`, which must throw a FileError for `path` whose message contains every one of `words`.
+void expect_file_error(const std::function<void()>& load, const std::string& path,
+                       std::initializer_list<std::string> words) {
+  try {
+    load();
+    ADD_FAILURE() << path << ": loaded without an error";
+  } catch (const FileError& e) {
+    const std::string what = e.what();
+    EXPECT_EQ(e.path(), path);
+    EXPECT_NE(what.find(path), std::string::npos) << "the message does not name the file: " << what;
+    for (const std::string& w : words) {
+      EXPECT_NE(what.find(w), std::string::npos) << "'" << w << "' missing in: " << what;
+    }
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << path << ": expected a FileError, got another exception: " << e.what();
+  }
+}
+
+// A fresh folder per test, removed afterwards.
+class TempDirTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    dir_ = fs::path(::testing::TempDir()) / ("llmcpu_" + std::string(info->test_suite_name()) +
+                                             "_" + info->name() + "_" + std::to_string(::getpid()));
+    fs::remove_all(dir_);
+    ASSERT_TRUE(fs::create_directories(dir_)) << dir_;
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+  std::vector<std::string> listing() const {
+    std::vector<std::string> names;
+    for (const auto& entry : fs::directory_iterator(dir_)) names.push_back(entry.path().filename());
+    std::sort(names.begin(), names.end());
+    return names;
+  }
+
+  fs::path dir_;
+};
+
+// ---------------------------------------------------------------------------------------------------
+// Checkpoints
+
+class LoaderCheckpoint : public TempDirTest {
+ protected:
+  // A version-3 checkpoint of a GPT-2-initialised tiny model, as bytes.
+  Bytes good_checkpoint() {
+    Gpt2 model(tiny_config());
+    init_gpt2(model, 42);
+    save_checkpoint(path("good.bin"), model);
+    return read_bytes(path("good.bin"));
+  }
+  size_t fp32_bytes() const {
+    return kLlmcHeaderBytes + ParameterLayout(tiny_config()).total() * 4;
+  }
+};
+
+TEST_F(LoaderCheckpoint, Fp32RoundTrip) {
+  Gpt2 model(tiny_config());
+  init_gpt2(model, 7);
+  save_checkpoint(path("model.bin"), model);
+  EXPECT_EQ(fs::file_size(path("model.bin")), fp32_bytes());
+
+  const CheckpointInfo info = read_checkpoint_header(path("model.bin"));
+  EXPECT_EQ(info.version, kCheckpointFp32);
+  EXPECT_EQ(info.config, tiny_config());
+
+  Gpt2 loaded(tiny_config());
+  load_checkpoint(path("model.bin"), loaded);
+  ASSERT_EQ(loaded.num_parameters(), model.num_parameters());
+  EXPECT_EQ(std::memcmp(loaded.params_flat(), model.params_flat(), model.num_parameters() * 4), 0);
+}
+
+TEST_F(LoaderCheckpoint, Bf16Version5WidensExactly) {
+  const ModelConfig c = tiny_config();
+  const size_t P = ParameterLayout(c).total();
+  Bytes file = header({kCheckpointMagic, kCheckpointBf16, c.max_seq_len, c.vocab_size, c.num_layers,
+                       c.num_heads, c.channels, c.padded_vocab_size});
+  std::vector<uint16_t> bf16(P);
+  std::mt19937 rng(3);
+  for (uint16_t& b : bf16) b = static_cast<uint16_t>(rng());
+  // 1.0, -0.0, +inf, the smallest subnormal, the largest finite, a NaN.
+  const uint16_t special[] = {0x3f80, 0x8000, 0x7f80, 0x0001, 0x7f7f, 0x7fc1};
+  std::copy(std::begin(special), std::end(special), bf16.begin());
+  append(file, bf16.data(), P);
+  write_bytes(path("bf16.bin"), file);
+
+  EXPECT_EQ(read_checkpoint_header(path("bf16.bin")).version, kCheckpointBf16);
+  Gpt2 model(c);
+  load_checkpoint(path("bf16.bin"), model);
+  for (size_t i = 0; i < P; ++i) {
+    uint32_t bits;
+    std::memcpy(&bits, model.params_flat() + i, 4);
+    ASSERT_EQ(bits, uint32_t(bf16[i]) << 16) << "parameter " << i;
+  }
+  EXPECT_EQ(model.params_flat()[0], 1.0f);
+}
+
+TEST_F(LoaderCheckpoint, Bf16HeaderWithFp32BodyIsRejected) {
+  Bytes file = good_checkpoint();
+  set_int(file, 1, kCheckpointBf16);
+  write_bytes(path("v5.bin"), file);
+  const size_t expected = kLlmcHeaderBytes + ParameterLayout(tiny_config()).total() * 2;
+  expect_file_error([&] { read_checkpoint_header(path("v5.bin")); }, path("v5.bin"),
+                    {"version 5", std::to_string(expected) + " bytes"});
+}
+
+TEST_F(LoaderCheckpoint, EmptyFile) {
+  write_bytes(path("empty.bin"), {});
+  Gpt2 model(tiny_config());
+  expect_file_error([&] { load_checkpoint(path("empty.bin"), model); }, path("empty.bin"),
+                    {"too short", "0 bytes", "1024"});
+}
+
+TEST_F(LoaderCheckpoint, ShorterThanHeader) {
+  Bytes file = good_checkpoint();
+  file.resize(1000);
+  write_bytes(path("short.bin"), file);
+  expect_file_error([&] { read_checkpoint_header(path("short.bin")); }, path("short.bin"),
+                    {"too short", "1000 bytes", "1024"});
+}
+
+TEST_F(LoaderCheckpoint, TruncatedBody) {
+  Bytes file = good_checkpoint();
+  file.resize(file.size() - 6);
+  write_bytes(path("cut.bin"), file);
+  Gpt2 model(tiny_config());
+  expect_file_error([&] { load_checkpoint(path("cut.bin"), model); }, path("cut.bin"),
+                    {"truncated", std::to_string(file.size()) + " bytes",
+                     std::to_string(fp32_bytes()) + " bytes", describe(tiny_config())});
+}
+
+TEST_F(LoaderCheckpoint, ExtraBytes) {
+  Bytes file = good_checkpoint();
+  file.push_back(0);
+  write_bytes(path("long.bin"), file);
+  Gpt2 model(tiny_config());
+  expect_file_error([&] { load_checkpoint(path("long.bin"), model); }, path("long.bin"),
+                    {std::to_string(fp32_bytes() + 1) + " bytes", std::to_string(fp32_bytes())});
+  try {
+    load_checkpoint(path("long.bin"), model);
+  } catch (const FileError& e) {
+    EXPECT_EQ(std::string(e.what()).find("truncated"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(LoaderCheckpoint, BadMagic) {
+  Bytes file = good_checkpoint();
+  set_int(file, 0, kShardMagic);  // a token shard's magic: the wrong kind of file
+  write_bytes(path("magic.bin"), file);
+  expect_file_error([&] { read_checkpoint_header(path("magic.bin")); }, path("magic.bin"),
+                    {"magic", std::to_string(kShardMagic), std::to_string(kCheckpointMagic)});
+}
+
+TEST_F(LoaderCheckpoint, Version4IsRejected) {
+  Bytes file = good_checkpoint();
+  set_int(file, 1, 4);
+  write_bytes(path("v4.bin"), file);
+  Gpt2 model(tiny_config());
+  expect_file_error([&] { load_checkpoint(path("v4.bin"), model); }, path("v4.bin"),
+                    {"version 4", "3", "5"});
+}
+
+TEST_F(LoaderCheckpoint, InvalidHeaderFields) {
+  struct Case {
+    const char* what;
+    int index;  // header int: 2 maxT, 3 V, 4 L, 5 NH, 6 C, 7 Vp
+    int32_t value;
+    const char* expected_in_message;
+  };
+  const Case cases[] = {
+      {"C not a multiple of NH", 6, 13, "multiple of NH"},
+      {"zero layers", 4, 0, "L must be"},
+      {"negative layers", 4, -2, "L must be"},
+      {"zero heads", 5, 0, "NH must be"},
+      {"Vp below V", 7, 10, "Vp must be"},
+      {"negative Vp", 7, -16, "Vp must be"},
+      {"zero V", 3, 0, "V must be"},
+      {"negative maxT", 2, -8, "maxT must be"},
+      {"huge maxT", 2, INT32_MAX, "maxT must be"},
+      {"huge V", 3, INT32_MAX, "V must be"},
+      {"huge C", 6, INT32_MAX, "C must be"},
+      {"huge L", 4, INT32_MAX, "L must be"},
+      {"INT_MIN C", 6, INT32_MIN, "C must be"},
+  };
+  for (const Case& k : cases) {
+    SCOPED_TRACE(k.what);
+    Bytes file = good_checkpoint();
+    set_int(file, k.index, k.value);
+    write_bytes(path("bad.bin"), file);
+    expect_file_error([&] { read_checkpoint_header(path("bad.bin")); }, path("bad.bin"),
+                      {"invalid header", k.expected_in_message});
+    Gpt2 model(tiny_config());
+    expect_file_error([&] { load_checkpoint(path("bad.bin"), model); }, path("bad.bin"),
+                      {"invalid header", k.expected_in_message});
+  }
+  // Every field in range, but together 12 L C^2 ~ 2^49 parameters: refused before any size is used.
+  Bytes file = good_checkpoint();
+  set_int(file, 4, 4096);   // L
+  set_int(file, 5, 1);      // NH
+  set_int(file, 6, 65536);  // C
+  write_bytes(path("huge.bin"), file);
+  expect_file_error([&] { read_checkpoint_header(path("huge.bin")); }, path("huge.bin"),
+                    {"invalid header", "too many parameters"});
+}
+
+TEST_F(LoaderCheckpoint, ModelOfAnotherShape) {
+  good_checkpoint();
+  ModelConfig other = tiny_config();
+  other.num_layers = 3;
+  Gpt2 model(other);
+  expect_file_error([&] { load_checkpoint(path("good.bin"), model); }, path("good.bin"),
+                    {"shape", describe(tiny_config()), describe(other)});
+}
+
+TEST_F(LoaderCheckpoint, DirectoryIsRejected) {
+  const std::string dir = dir_.string();
+  Gpt2 model(tiny_config());
+  expect_file_error([&] { load_checkpoint(dir, model); }, dir, {"not a regular file"});
+}
+
+TEST_F(LoaderCheckpoint, MissingFile) {
+  Gpt2 model(tiny_config());
+  expect_file_error([&] { load_checkpoint(path("nope.bin"), model); }, path("nope.bin"),
+                    {"cannot open", "No such file"});
+}
+
+// Never a crash: every cut of a good file, and every header field set to hostile values, gives a
+// FileError (or, for values that happen to describe the same file, a clean load).
+TEST_F(LoaderCheckpoint, EveryTruncationAndHostileHeaderFails) {
+  const Bytes good = good_checkpoint();
+  Gpt2 model(tiny_config());
+  for (size_t n : cut_lengths(good.size())) {
+    write_bytes(path("cut.bin"), Bytes(good.begin(), good.begin() + (long)n));
+    EXPECT_THROW(load_checkpoint(path("cut.bin"), model), FileError) << n << " bytes";
+  }
+  const int32_t hostile[] = {0,         -1,       1, 2, 3, 5, 4097, 65537, 1 << 24, (1 << 24) + 1,
+                             INT32_MAX, INT32_MIN};
+  for (int index = 0; index < 8; ++index) {
+    for (int32_t value : hostile) {
+      Bytes file = good;
+      set_int(file, index, value);
+      write_bytes(path("hostile.bin"), file);
+      int32_t original;
+      std::memcpy(&original, good.data() + 4 * index, 4);
+      try {
+        load_checkpoint(path("hostile.bin"), model);
+        EXPECT_EQ(value, original) << "field " << index << ": a changed header loaded";
+      } catch (const FileError&) {
+      }
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Token shards
+
+class LoaderTokenShard : public TempDirTest {};
+
+TEST_F(LoaderTokenShard, RoundTrip) {
+  const std::vector<uint16_t> tokens = {0, 1, 50256, 65535, 7, 7, 300};
+  write_token_shard(path("shard.bin"), tokens);
+  EXPECT_EQ(fs::file_size(path("shard.bin")), kLlmcHeaderBytes + 2 * tokens.size());
+  const TokenShard shard(path("shard.bin"));
+  EXPECT_EQ(shard.path(), path("shard.bin"));
+  ASSERT_EQ(shard.size(), tokens.size());
+  EXPECT_EQ(std::vector<uint16_t>(shard.tokens(), shard.tokens() + shard.size()), tokens);
+  EXPECT_NO_THROW(shard.check_vocab(65536));
+}
+
+TEST_F(LoaderTokenShard, EmptyShardRoundTrip) {
+  write_token_shard(path("empty.bin"), {});
+  const TokenShard shard(path("empty.bin"));
+  EXPECT_EQ(shard.size(), 0u);
+  EXPECT_NO_THROW(shard.check_vocab(1));
+}
+
+TEST_F(LoaderTokenShard, BadMagic) {
+  Bytes file = header({kCheckpointMagic, kShardVersion, 0});
+  write_bytes(path("magic.bin"), file);
+  expect_file_error([&] { TokenShard s(path("magic.bin")); }, path("magic.bin"),
+                    {"magic", std::to_string(kCheckpointMagic), std::to_string(kShardMagic)});
+}
+
+TEST_F(LoaderTokenShard, BadVersion) {
+  write_bytes(path("v2.bin"), header({kShardMagic, 2, 0}));
+  expect_file_error([&] { TokenShard s(path("v2.bin")); }, path("v2.bin"),
+                    {"version 2", "expected 1"});
+}
+
+TEST_F(LoaderTokenShard, NegativeCount) {
+  write_bytes(path("neg.bin"), header({kShardMagic, kShardVersion, -5}));
+  expect_file_error([&] { TokenShard s(path("neg.bin")); }, path("neg.bin"), {"negative", "-5"});
+}
+
+TEST_F(LoaderTokenShard, Truncated) {
+  Bytes file = header({kShardMagic, kShardVersion, 100});
+  file.resize(file.size() + 2 * 99 + 1);
+  write_bytes(path("cut.bin"), file);
+  expect_file_error([&] { TokenShard s(path("cut.bin")); }, path("cut.bin"),
+                    {"truncated", "100 tokens", std::to_string(kLlmcHeaderBytes + 200) + " bytes",
+                     std::to_string(file.size()) + " bytes"});
+}
+
+TEST_F(LoaderTokenShard, ShorterThanHeaderAndEmpty) {
+  write_bytes(path("empty.bin"), {});
+  expect_file_error([&] { TokenShard s(path("empty.bin")); }, path("empty.bin"),
+                    {"too short", "token shard", "0 bytes"});
+  write_bytes(path("short.bin"), Bytes(12, 0));
+  expect_file_error([&] { TokenShard s(path("short.bin")); }, path("short.bin"),
+                    {"too short", "12 bytes"});
+}
+
+TEST_F(LoaderTokenShard, CheckVocabNamesTokenAndPosition) {
+  write_token_shard(path("shard.bin"), {5, 50256, 50257, 3, 60000});
+  const TokenShard shard(path("shard.bin"));
+  EXPECT_NO_THROW(shard.check_vocab(60001));
+  expect_file_error([&] { shard.check_vocab(50257); }, path("shard.bin"),
+                    {"token 50257 at position 2", "0..50256"});
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Debug states
+
+class LoaderDebugState : public TempDirTest {
+ protected:
+  static constexpr int B = 2, T = 5;
+  DebugState make_state() const {
+    const ModelConfig c = tiny_config();
+    DebugState s;
+    s.B = B;
+    s.T = T;
+    std::mt19937 rng(9);
+    for (int i = 0; i < B * T; ++i) {
+      s.inputs.push_back(int(rng() % c.vocab_size));
+      s.targets.push_back(int(rng() % c.vocab_size));
+    }
+    std::normal_distribution<float> normal;
+    s.logits.resize((size_t)B * T * c.vocab_size);
+    for (float& x : s.logits) x = normal(rng);
+    s.loss = 2.5f;
+    s.grads.resize(ParameterLayout(c).total());
+    for (float& x : s.grads) x = normal(rng);
+    return s;
+  }
+  // A good state file as bytes.
+  Bytes good_state() {
+    save_debug_state(path("good.bin"), tiny_config(), make_state());
+    return read_bytes(path("good.bin"));
+  }
+  std::function<void()> load(const std::string& name) const {
+    return [p = path(name)] { load_debug_state(p, tiny_config()); };
+  }
+};
+
+TEST_F(LoaderDebugState, RoundTrip) {
+  const DebugState s = make_state();
+  save_debug_state(path("state.bin"), tiny_config(), s);
+  const DebugState r = load_debug_state(path("state.bin"), tiny_config());
+  EXPECT_EQ(r.B, B);
+  EXPECT_EQ(r.T, T);
+  EXPECT_EQ(r.inputs, s.inputs);
+  EXPECT_EQ(r.targets, s.targets);
+  EXPECT_EQ(r.logits, s.logits);
+  EXPECT_EQ(r.loss, s.loss);
+  EXPECT_EQ(r.grads, s.grads);
+}
+
+TEST_F(LoaderDebugState, BadMagic) {
+  Bytes file = good_state();
+  set_int(file, 0, kCheckpointMagic);
+  write_bytes(path("magic.bin"), file);
+  expect_file_error(load("magic.bin"), path("magic.bin"),
+                    {"magic", std::to_string(kCheckpointMagic), std::to_string(kDebugStateMagic)});
+}
+
+TEST_F(LoaderDebugState, Version1IsExplained) {
+  Bytes file = good_state();
+  set_int(file, 1, 1);
+  write_bytes(path("v1.bin"), file);
+  expect_file_error(load("v1.bin"), path("v1.bin"), {"version 1", "expected 2", "padded"});
+}
+
+TEST_F(LoaderDebugState, TLongerThanMaxT) {
+  Bytes file = good_state();
+  set_int(file, 3, tiny_config().max_seq_len + 1);
+  write_bytes(path("t.bin"), file);
+  expect_file_error(load("t.bin"), path("t.bin"), {"T=9", "maxT=8"});
+}
+
+TEST_F(LoaderDebugState, NonPositiveB) {
+  for (int32_t b : {0, -3, INT32_MIN}) {
+    Bytes file = good_state();
+    set_int(file, 2, b);
+    write_bytes(path("b.bin"), file);
+    expect_file_error(load("b.bin"), path("b.bin"), {"B=" + std::to_string(b)});
+  }
+}
+
+TEST_F(LoaderDebugState, Truncated) {
+  Bytes file = good_state();
+  const size_t full = file.size();
+  file.resize(full - 4);  // the last gradient
+  write_bytes(path("cut.bin"), file);
+  expect_file_error(
+      load("cut.bin"), path("cut.bin"),
+      {"truncated", std::to_string(full - 4) + " bytes", std::to_string(full) + " bytes"});
+  write_bytes(path("empty.bin"), {});
+  expect_file_error(load("empty.bin"), path("empty.bin"), {"too short", "debug state"});
+}
+
+TEST_F(LoaderDebugState, TokenOutsideVocabulary) {
+  const int V = tiny_config().vocab_size;
+  Bytes file = good_state();
+  set_int(file, kLlmcHeaderInts + 3, V);  // inputs[3]
+  write_bytes(path("in.bin"), file);
+  expect_file_error(load("in.bin"), path("in.bin"), {"input token 11 at position 3", "0..10"});
+
+  file = good_state();
+  set_int(file, kLlmcHeaderInts + B * T + 7, -1);  // targets[7]
+  write_bytes(path("tgt.bin"), file);
+  expect_file_error(load("tgt.bin"), path("tgt.bin"), {"target token -1 at position 7"});
+}
+
+TEST_F(LoaderDebugState, EveryTruncationAndHostileHeaderFails) {
+  const Bytes good = good_state();
+  for (size_t n : cut_lengths(good.size())) {
+    write_bytes(path("cut.bin"), Bytes(good.begin(), good.begin() + (long)n));
+    EXPECT_THROW(load_debug_state(path("cut.bin"), tiny_config()), FileError) << n << " bytes";
+  }
+  const int32_t hostile[] = {0, -1, 1, 1 << 20, (1 << 20) + 1, INT32_MAX, INT32_MIN};
+  for (int index = 0; index < 4; ++index) {
+    for (int32_t value : hostile) {
+      Bytes file = good;
+      set_int(file, index, value);
+      write_bytes(path("hostile.bin"), file);
+      EXPECT_THROW(load_debug_state(path("hostile.bin"), tiny_config()), FileError)
+          << "field " << index << " = " << value;
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Atomic writing
+
+class AtomicWrite : public TempDirTest {};
+
+TEST_F(AtomicWrite, UncommittedWriterLeavesFileUntouched) {
+  Gpt2 model(tiny_config());
+  init_gpt2(model, 1);
+  save_checkpoint(path("model.bin"), model);
+  const Bytes before = read_bytes(path("model.bin"));
+  {
+    AtomicFileWriter writer(path("model.bin"));
+    const Bytes junk(5000, 0xAB);
+    writer.write(junk.data(), junk.size());
+    EXPECT_EQ(listing().size(), 2u) << "the temporary file should exist while writing";
+    EXPECT_EQ(read_bytes(path("model.bin")), before);
+  }  // destroyed without commit(): an interrupted save
+  EXPECT_EQ(read_bytes(path("model.bin")), before);
+  EXPECT_EQ(listing(), std::vector<std::string>{"model.bin"}) << "a temporary file was left behind";
+  Gpt2 loaded(tiny_config());
+  load_checkpoint(path("model.bin"), loaded);
+}
+
+TEST_F(AtomicWrite, CommitReplacesFile) {
+  write_bytes(path("f.bin"), Bytes(100, 1));
+  {
+    AtomicFileWriter writer(path("f.bin"));
+    const Bytes data = {1, 2, 3};
+    writer.write(data.data(), data.size());
+    writer.commit();
+  }
+  EXPECT_EQ(read_bytes(path("f.bin")), (Bytes{1, 2, 3}));
+  EXPECT_EQ(listing(), std::vector<std::string>{"f.bin"});
+}
+
+TEST_F(AtomicWrite, SaveCheckpointReplacesExistingFileCompletely) {
+  // A longer file of another kind first: nothing of it may survive.
+  write_bytes(path("model.bin"), Bytes(200000, 0xCD));
+  Gpt2 model(tiny_config());
+  init_gpt2(model, 2);
+  save_checkpoint(path("model.bin"), model);
+  save_checkpoint(path("reference.bin"), model);
+  EXPECT_EQ(read_bytes(path("model.bin")), read_bytes(path("reference.bin")));
+  // And over a checkpoint of another, bigger model.
+  ModelConfig bigger = tiny_config();
+  bigger.num_layers = 4;
+  Gpt2 big(bigger);
+  init_gpt2(big, 3);
+  save_checkpoint(path("model.bin"), big);
+  save_checkpoint(path("model.bin"), model);
+  EXPECT_EQ(read_bytes(path("model.bin")), read_bytes(path("reference.bin")));
+  EXPECT_EQ(listing(), (std::vector<std::string>{"model.bin", "reference.bin"}));
+}
+
+TEST_F(AtomicWrite, FailedSaveNamesPathAndLeavesNothing) {
+  Gpt2 model(tiny_config());
+  // Into a folder that does not exist.
+  expect_file_error([&] { save_checkpoint(path("missing/model.bin"), model); },
+                    path("missing/model.bin"), {"cannot create", "No such file"});
+  // Over a folder: the rename fails; the folder is kept and the temporary removed.
+  fs::create_directory(path("taken"));
+  write_bytes(path("taken/inside.txt"), {'x'});
+  expect_file_error([&] { save_checkpoint(path("taken"), model); }, path("taken"),
+                    {"cannot rename"});
+  EXPECT_EQ(listing(), std::vector<std::string>{"taken"});
+  EXPECT_EQ(read_bytes(path("taken/inside.txt")), Bytes{'x'});
+}
+
+}  // namespace
+}  // namespace llmcpu
