@@ -18,25 +18,40 @@ namespace llmcpu {
 
 namespace fs = std::filesystem;
 
-std::unique_ptr<Gpt2> make_model(const std::string& spec, uint64_t seed, std::string* origin) {
+namespace {
+
+// What --model names: an llm.c checkpoint (returned in `checkpoint`) or a preset file (`preset`).
+ModelConfig resolve_model_spec(const std::string& spec, std::string* checkpoint, std::string* preset) {
   if (spec.empty()) throw UsageError("--model: required (a checkpoint file or a preset name)");
   std::error_code ec;
   const bool is_file = fs::is_regular_file(spec, ec);
   if (is_file && fs::path(spec).extension() != ".toml") {
-    const CheckpointInfo info = read_checkpoint_header(spec);
-    auto model = std::make_unique<Gpt2>(info.config);
-    load_checkpoint(spec, *model);
-    if (origin) *origin = "checkpoint " + spec + " (version " + std::to_string(info.version) + ")";
-    return model;
+    *checkpoint = spec;
+    return read_checkpoint_header(spec).config;
   }
-  std::string preset = is_file ? spec : find_conf_file("models", spec);
-  if (preset.empty()) {
+  *preset = is_file ? spec : find_conf_file("models", spec);
+  if (preset->empty()) {
     throw UsageError("--model " + spec + ": no such checkpoint file, and no preset conf/models/" +
                      spec + ".toml (try gpt2-d2, gpt2-d4, gpt2-d6, gpt2-124m)");
   }
-  auto model = std::make_unique<Gpt2>(load_model_preset(preset));
-  init_gpt2(*model, seed);
-  if (origin) *origin = "preset " + preset + ", GPT-2 initialisation, seed " + std::to_string(seed);
+  return load_model_preset(*preset);
+}
+
+}  // namespace
+
+std::unique_ptr<Gpt2> make_model(const std::string& spec, uint64_t seed, std::string* origin) {
+  std::string checkpoint, preset;
+  auto model = std::make_unique<Gpt2>(resolve_model_spec(spec, &checkpoint, &preset));
+  if (!checkpoint.empty()) {
+    load_checkpoint(checkpoint, *model);
+    if (origin) {
+      *origin = "checkpoint " + checkpoint + " (version " +
+                std::to_string(read_checkpoint_header(checkpoint).version) + ")";
+    }
+  } else {
+    init_gpt2(*model, seed);
+    if (origin) *origin = "preset " + preset + ", GPT-2 initialisation, seed " + std::to_string(seed);
+  }
   return model;
 }
 
@@ -52,18 +67,24 @@ std::string checkpoint_state_path(const std::string& dir, int64_t step) {
   return (fs::path(dir) / name).string();
 }
 
-int64_t latest_checkpoint(const std::string& dir) {
+std::vector<int64_t> list_checkpoints(const std::string& dir) {
   std::error_code ec;
-  int64_t best = -1;
+  std::vector<int64_t> steps;
   const std::regex pattern("state_([0-9]{8,})\\.bin");
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
     std::smatch m;
     const std::string name = entry.path().filename().string();
     if (!std::regex_match(name, m, pattern)) continue;
     const int64_t step = std::stoll(m[1]);
-    if (step > best && fs::is_regular_file(checkpoint_model_path(dir, step), ec)) best = step;
+    if (fs::is_regular_file(checkpoint_model_path(dir, step), ec)) steps.push_back(step);
   }
-  return best;
+  std::sort(steps.begin(), steps.end());
+  return steps;
+}
+
+int64_t latest_checkpoint(const std::string& dir) {
+  const std::vector<int64_t> steps = list_checkpoints(dir);
+  return steps.empty() ? -1 : steps.back();
 }
 
 namespace {
@@ -164,8 +185,8 @@ void Trainer::resume_from(const std::string& dir) {
   const TrainState s = load_train_state(state_path);
   if (!opt_.model.empty()) {
     // The model asked for must have the checkpoint's shape.
-    std::string spec_origin;
-    const ModelConfig asked = make_model(opt_.model, opt_.seed, &spec_origin)->config();
+    std::string checkpoint, preset;
+    const ModelConfig asked = resolve_model_spec(opt_.model, &checkpoint, &preset);
     if (!(asked == s.config)) {
       throw UsageError("--resume " + dir + ": the checkpoint holds a model of shape " +
                        describe(s.config) + ", but --model " + opt_.model + " is " + describe(asked));
@@ -218,17 +239,9 @@ std::string Trainer::save_checkpoint_now() {
   s.v.assign(optimizer_->v(), optimizer_->v() + P);
   save_train_state(checkpoint_state_path(opt_.checkpoint_dir, step_), s);
   if (opt_.keep_checkpoints > 0) {
-    // Remove the older checkpoints beyond the newest keep_checkpoints.
-    std::vector<int64_t> steps;
+    const std::vector<int64_t> steps = list_checkpoints(opt_.checkpoint_dir);
     std::error_code ec;
-    const std::regex pattern("state_([0-9]{8,})\\.bin");
-    for (const auto& entry : fs::directory_iterator(opt_.checkpoint_dir, ec)) {
-      std::smatch m;
-      const std::string name = entry.path().filename().string();
-      if (std::regex_match(name, m, pattern)) steps.push_back(std::stoll(m[1]));
-    }
-    std::sort(steps.rbegin(), steps.rend());
-    for (size_t i = opt_.keep_checkpoints; i < steps.size(); ++i) {
+    for (size_t i = 0; i + opt_.keep_checkpoints < steps.size(); ++i) {
       fs::remove(checkpoint_state_path(opt_.checkpoint_dir, steps[i]), ec);
       fs::remove(checkpoint_model_path(opt_.checkpoint_dir, steps[i]), ec);
     }

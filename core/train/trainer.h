@@ -70,6 +70,8 @@ struct TrainObserver {
 // preset in conf/models/ (initialised with init_gpt2(seed)). `origin` receives a line saying which.
 std::unique_ptr<Gpt2> make_model(const std::string& spec, uint64_t seed, std::string* origin);
 
+// The steps of the complete checkpoints (state and model file both present) in `dir`, ascending.
+std::vector<int64_t> list_checkpoints(const std::string& dir);
 // The newest complete checkpoint in `dir` (its step), or -1 if there is none.
 int64_t latest_checkpoint(const std::string& dir);
 std::string checkpoint_model_path(const std::string& dir, int64_t step);

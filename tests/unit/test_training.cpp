@@ -133,6 +133,18 @@ TEST_F(Training, ResumeRefusesAnotherShapeOrBatch) {
   EXPECT_THROW(Trainer t(other), UsageError);
 }
 
+TEST_F(Training, KeepsOnlyTheNewestCheckpoints) {
+  TrainOptions o = tiny_options(5);
+  o.checkpoint_dir = path("ck");
+  o.checkpoint_every = 1;
+  o.keep_checkpoints = 2;
+  ASSERT_TRUE(Trainer(o).run({}));
+  EXPECT_EQ(list_checkpoints(path("ck")), (std::vector<int64_t>{4, 5}));
+  int files = 0;
+  for ([[maybe_unused]] const auto& e : fs::directory_iterator(path("ck"))) ++files;
+  EXPECT_EQ(files, 4);  // two models, two states, no temporaries
+}
+
 TEST_F(Training, GradientAccumulationDoesNotDependOnTheSplit) {
   // 4 sequences per step as 1x4, 2x2 or 4x1: the same tokens, the same mean loss, the same update,
   // up to fp32 rounding of a different summation order.
