@@ -2,22 +2,30 @@
 // split by phase. Tokens are random ids; the model is GPT-2-initialised. Reports the median step
 // time over repetitions, tokens/s, and each phase's share.
 //   ./build/bench_step --benchmark_filter=124m --benchmark_repetitions=3
+// Threads are placed as `llmcpu train` places them; the environment picks the policy:
+//   LLMCPU_BIND=compact|spread|none (default compact), LLMCPU_NUMA=local|interleave|off (default
+//   local), LLMCPU_THREADS=N (default one per core). The plan is printed in one line at start.
 #include <benchmark/benchmark.h>
 #include <omp.h>
 
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <vector>
 
 #include "core/model/gpt2.h"
 #include "core/model/preset.h"
 #include "core/optim/adamw.h"
+#include "core/runtime/placement.h"
+#include "core/util/error.h"
 #include "core/util/rng.h"
 
 namespace llmcpu {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+BindPolicy g_bind = BindPolicy::kCompact;  // the policy main() applied
 double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
@@ -56,7 +64,8 @@ void BM_TrainStep(benchmark::State& state, const char* preset) {
   state.counters["bwd%"] = 100 * bwd / total;
   state.counters["adamw%"] = 100 * upd / total;
   state.counters["threads"] = omp_get_max_threads();
-  state.SetLabel(std::string(model.kernels().target) + " kernels");
+  state.SetLabel(std::string(model.kernels().target) + " kernels, bind " +
+                 bind_policy_name(g_bind));
 }
 
 BENCHMARK_CAPTURE(BM_TrainStep, gpt2_d2, "gpt2-d2")->Args({4, 64})->Unit(benchmark::kMillisecond);
@@ -66,7 +75,41 @@ BENCHMARK_CAPTURE(BM_TrainStep, gpt2_124m, "gpt2-124m")
     ->Iterations(3)
     ->Unit(benchmark::kMillisecond);
 
+// Placement from LLMCPU_BIND, LLMCPU_NUMA and LLMCPU_THREADS; UsageErrors name the variable.
+Placement place_from_environment() {
+  PlacementOptions o;
+  if (const char* s = std::getenv("LLMCPU_BIND")) o.bind = s;
+  if (const char* s = std::getenv("LLMCPU_NUMA")) o.numa = s;
+  if (const char* s = std::getenv("LLMCPU_THREADS")) {
+    char* end = nullptr;
+    const long v = std::strtol(s, &end, 10);
+    if (!*s || *end || v < 0 || v > 1 << 20) {
+      throw UsageError(std::string("LLMCPU_THREADS '") + s + "' is not a non-negative integer");
+    }
+    o.threads = int(v);
+  }
+  g_bind = parse_bind_policy(o.bind, "LLMCPU_BIND");
+  parse_numa_mode(o.numa, "LLMCPU_NUMA");
+  return apply_placement(o);
+}
+
 }  // namespace
 }  // namespace llmcpu
 
-BENCHMARK_MAIN();
+int main(int argc, char** argv) {
+  try {
+    const llmcpu::Placement placement = llmcpu::place_from_environment();
+    std::printf("%s\n", placement.summary.c_str());
+    std::fflush(stdout);
+    benchmark::AddCustomContext("placement",
+                                placement.summary.substr(placement.summary.find(' ') + 1));
+  } catch (const llmcpu::Error& e) {
+    std::fprintf(stderr, "bench_step: error: %s\n", e.what());
+    return 2;
+  }
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -4,6 +4,8 @@
 #include <utility>
 #include <vector>
 
+#include "core/runtime/numa_memory.h"
+
 namespace llmcpu {
 
 namespace {
@@ -56,6 +58,7 @@ ActivationArena::ActivationArena(const ModelConfig& c, int B, int T) : B_(B), T_
                     {&a.lse, BT},
                     {&a.losses, BT}});
   forward_ = AlignedBuffer<float>(fwd.total());
+  place_arena(forward_.data(), forward_.size() * sizeof(float));  // first touch: the kernels
   fwd.carve(forward_.data());
 
   ActivationGradViews& g = grads;
@@ -66,6 +69,7 @@ ActivationArena::ActivationArena(const ModelConfig& c, int B, int T) : B_(B), T_
                     {&g.dfch, BT * 4 * C},
                     {&g.dscores, B * NH * T}});
   backward_ = AlignedBuffer<float>(bwd.total());
+  place_arena(backward_.data(), backward_.size() * sizeof(float));
   bwd.carve(backward_.data());
 }
 

@@ -6,6 +6,7 @@
 #include <limits>
 #include <string>
 
+#include "core/runtime/numa_memory.h"
 #include "core/util/error.h"
 #include "core/util/rng.h"
 
@@ -16,8 +17,8 @@ Gpt2::Gpt2(const ModelConfig& config, const KernelTable& kernels)
   validate(config_, "model");
   params_ = AlignedBuffer<float>(layout_.total());
   grads_ = AlignedBuffer<float>(layout_.total());
-  std::fill_n(params_.data(), params_.size(), 0.0f);
-  std::fill_n(grads_.data(), grads_.size(), 0.0f);
+  first_touch_zero(params_.data(), params_.size());  // NUMA: pages land where the threads use them
+  first_touch_zero(grads_.data(), grads_.size());
   p_ = ParameterViews<float>::carve(params_.data(), layout_);
   g_ = ParameterViews<float>::carve(grads_.data(), layout_);
 }
@@ -97,7 +98,12 @@ float Gpt2::forward(const int* inputs, const int* targets, int B, int T) {
   return static_cast<float>(total / double(BT));
 }
 
-void Gpt2::zero_grad() { std::fill_n(grads_.data(), grads_.size(), 0.0f); }
+void Gpt2::zero_grad() {
+  float* g = grads_.data();
+  const size_t n = grads_.size();
+#pragma omp parallel for schedule(static)
+  for (size_t i = 0; i < n; ++i) g[i] = 0.0f;
+}
 
 void Gpt2::backward(float loss_scale) {
   if (!have_targets_) throw Error("backward() needs a forward pass with targets just before it");

@@ -3,12 +3,14 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/runtime/numa_memory.h"
+
 namespace llmcpu {
 
 AdamW::AdamW(size_t n, const AdamWConfig& config, const KernelTable& kernels)
     : config_(config), kernels_(kernels), m_(n), v_(n) {
-  std::fill_n(m_.data(), n, 0.0f);
-  std::fill_n(v_.data(), n, 0.0f);
+  first_touch_zero(m_.data(), n);  // AdamW kernel's partition: pages land on its threads' nodes
+  first_touch_zero(v_.data(), n);
 }
 
 void AdamW::step(float* params, const float* grads, double lr) {

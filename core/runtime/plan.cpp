@@ -1,0 +1,179 @@
+#include "core/runtime/plan.h"
+
+#include <algorithm>
+#include <cctype>
+#include <string>
+
+#include "core/util/error.h"
+
+namespace llmcpu {
+
+namespace {
+
+// PU indexes (into Topology::pus) a core offers: every usable PU with smt, else the first one.
+std::vector<int> usable_pus_of(const CoreInfo& core, const std::vector<bool>& usable) {
+  std::vector<int> out;
+  for (int p : core.pus) {
+    if (usable[p]) out.push_back(p);
+  }
+  return out;
+}
+
+}  // namespace
+
+BindPolicy parse_bind_policy(const std::string& word, const std::string& flag) {
+  if (word == "compact") return BindPolicy::kCompact;
+  if (word == "spread") return BindPolicy::kSpread;
+  if (word == "none") return BindPolicy::kNone;
+  throw UsageError(flag + " '" + word +
+                   "' is not a placement policy; expected compact, spread or none");
+}
+
+const char* bind_policy_name(BindPolicy policy) {
+  switch (policy) {
+    case BindPolicy::kCompact:
+      return "compact";
+    case BindPolicy::kSpread:
+      return "spread";
+    case BindPolicy::kNone:
+      return "none";
+  }
+  return "?";
+}
+
+std::vector<int> parse_cpu_list(const std::string& list, const std::string& flag) {
+  constexpr long kMaxIndex = 1 << 20;  // far beyond any machine; keeps a typo from allocating GiBs
+  auto bad = [&](const std::string& why) {
+    return UsageError(flag + " '" + list + "': " + why +
+                      "; expected PU OS indexes and ranges such as \"0-3,8\"");
+  };
+  if (list.empty()) throw bad("the list is empty");
+  std::vector<int> out;
+  size_t i = 0;
+  auto number = [&]() -> long {
+    if (i >= list.size() || !std::isdigit(static_cast<unsigned char>(list[i]))) {
+      throw bad(i >= list.size() ? "a number is missing at the end"
+                                 : std::string("unexpected '") + list[i] + "'");
+    }
+    long v = 0;
+    while (i < list.size() && std::isdigit(static_cast<unsigned char>(list[i]))) {
+      v = v * 10 + (list[i++] - '0');
+      if (v > kMaxIndex) throw bad("index too large");
+    }
+    return v;
+  };
+  while (true) {
+    const long first = number();
+    long last = first;
+    if (i < list.size() && list[i] == '-') {
+      ++i;
+      last = number();
+      if (last < first) {
+        throw bad("the range " + std::to_string(first) + "-" + std::to_string(last) +
+                  " runs backwards");
+      }
+    }
+    for (long v = first; v <= last; ++v) out.push_back(int(v));
+    if (i == list.size()) break;
+    if (list[i] != ',') throw bad(std::string("unexpected '") + list[i] + "'");
+    ++i;
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+Plan make_plan(const Topology& topo, const PlanRequest& req) {
+  if (req.threads < 0) {
+    throw UsageError("--threads " + std::to_string(req.threads) +
+                     ": must not be negative (0: one per core)");
+  }
+  std::vector<bool> usable(topo.pus.size());
+  for (size_t i = 0; i < topo.pus.size(); ++i) usable[i] = topo.pus[i].allowed;
+  if (!req.cpus.empty()) {
+    const std::vector<int> allowed = topo.allowed_os_indexes();
+    std::vector<bool> listed(topo.pus.size(), false);
+    for (int os : parse_cpu_list(req.cpus)) {
+      const int p = topo.find_pu(os);
+      if (p < 0 || !topo.pus[p].allowed) {
+        throw UsageError(
+            "--cpus '" + req.cpus + "': PU " + std::to_string(os) +
+            (p < 0 ? " is not on this machine" : " is outside the process's allowed cpuset") +
+            " (allowed PUs: " + format_index_list(allowed) + ")");
+      }
+      listed[p] = true;
+    }
+    for (size_t i = 0; i < usable.size(); ++i) usable[i] = usable[i] && listed[i];
+  }
+
+  // Slots per NUMA node, each node's cores in logical order.
+  std::vector<std::vector<int>> node_slots(topo.numa_nodes.size());  // indexes into topo.pus
+  for (size_t n = 0; n < topo.numa_nodes.size(); ++n) {
+    std::vector<std::vector<int>> per_core;
+    for (int c : topo.numa_nodes[n].cores) {
+      std::vector<int> pus = usable_pus_of(topo.cores[c], usable);
+      if (!pus.empty()) per_core.push_back(std::move(pus));
+    }
+    std::vector<int>& slots = node_slots[n];
+    if (!req.smt) {
+      for (const auto& pus : per_core) slots.push_back(pus.front());
+    } else if (req.policy == BindPolicy::kSpread) {
+      for (size_t k = 0;; ++k) {  // every core's k-th PU, then the (k+1)-th
+        bool any = false;
+        for (const auto& pus : per_core) {
+          if (k < pus.size()) slots.push_back(pus[k]), any = true;
+        }
+        if (!any) break;
+      }
+    } else {
+      for (const auto& pus : per_core) slots.insert(slots.end(), pus.begin(), pus.end());
+    }
+  }
+
+  std::vector<int> order;  // the plan's slot order
+  if (req.policy == BindPolicy::kSpread) {
+    for (size_t k = 0;; ++k) {
+      bool any = false;
+      for (const auto& slots : node_slots) {
+        if (k < slots.size()) order.push_back(slots[k]), any = true;
+      }
+      if (!any) break;
+    }
+  } else {
+    for (const auto& slots : node_slots) order.insert(order.end(), slots.begin(), slots.end());
+  }
+  if (order.empty()) {
+    throw UsageError("no usable " + std::string(req.smt ? "PU" : "core") + " on " + topo.source +
+                     (req.cpus.empty() ? "" : " with --cpus '" + req.cpus + "'"));
+  }
+
+  Plan plan;
+  plan.policy = req.policy;
+  plan.smt = req.smt;
+  plan.slots = int(order.size());
+  const int n = req.threads > 0 ? req.threads : plan.slots;
+  for (int t = 0; t < n; ++t) {
+    ThreadPlace tp;
+    tp.thread = t;
+    if (req.policy != BindPolicy::kNone) {
+      const PuInfo& p = topo.pus[order[t % order.size()]];
+      tp.pu = p.os_index;
+      tp.core = p.core;
+      tp.numa = p.numa;
+    }
+    plan.threads.push_back(tp);
+  }
+  return plan;
+}
+
+std::string plan_json(const Plan& plan) {
+  std::string out = "{\"threads\":[";
+  for (const ThreadPlace& t : plan.threads) {
+    if (t.thread > 0) out += ',';
+    out += "{\"thread\":" + std::to_string(t.thread) + ",\"pu\":" + std::to_string(t.pu) +
+           ",\"core\":" + std::to_string(t.core) + ",\"numa\":" + std::to_string(t.numa) + "}";
+  }
+  return out + "]}";
+}
+
+}  // namespace llmcpu
