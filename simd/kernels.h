@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <string_view>
+#include <vector>
 
 #include "simd/scalar/adamw.h"
 
@@ -16,7 +17,7 @@ using scalar::AdamWStep;
 // fp32 kernels. Shapes use the project's letters: N rows (= B*T), C channels, OC output channels,
 // V vocabulary, Vp padded vocabulary, NH heads. "+=" marks outputs that accumulate.
 struct KernelTable {
-  std::string_view target;  // "scalar", later "avx2", "avx512", "neon", ...
+  std::string_view target;  // "scalar", "avx2", "avx512", "avx512+xsmm", "neon", ...
 
   void (*encoder_forward)(float* out, const int* inp, const float* wte, const float* wpe, int B,
                           int T, int C);
@@ -60,7 +61,18 @@ struct KernelTable {
 // The scalar reference table.
 const KernelTable& scalar_kernels();
 
-// The table the engine uses: the best target this CPU runs (only "scalar" so far).
+// The table the engine uses: the one named by the environment variable LLMCPU_TARGET when it is set,
+// else the best target this CPU runs. Throws UsageError naming LLMCPU_TARGET and the valid values
+// when the name is unknown or this CPU cannot run it.
 const KernelTable& active_kernels();
+
+// The table of one target: "scalar" (the reference), a Highway target ("avx512", "avx2",
+// "hwy_scalar", "neon", ...) or one of those with libxsmm GEMMs ("avx512+xsmm", "avx2+xsmm").
+// Throws UsageError (naming `what`, e.g. "LLMCPU_TARGET") when unknown or not supported here.
+const KernelTable& kernels_for_target(std::string_view name, std::string_view what = "kernel target");
+
+// The names kernels_for_target accepts on this CPU: "scalar" first, then the vectorized tables,
+// best ISA first.
+std::vector<std::string_view> available_targets();
 
 }  // namespace llmcpu

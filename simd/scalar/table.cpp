@@ -35,6 +35,4 @@ const KernelTable& scalar_kernels() {
   return table;
 }
 
-const KernelTable& active_kernels() { return scalar_kernels(); }
-
 }  // namespace llmcpu

@@ -105,6 +105,31 @@ TEST_F(Cli, TrainFromPresetLearns) {
   EXPECT_LT(losses.back(), losses[0] - 1.0);
 }
 
+TEST_F(Cli, SampleContinuesThePromptReproducibly) {
+  // Needs the GPT-2 tokenizer in the cache folder (tools/fetch-data.sh puts it there).
+  std::vector<uint16_t> tokens;
+  for (int i = 0; i < 2000; ++i) tokens.push_back(static_cast<uint16_t>((i % 13) * 3571 % 50257));
+  write_token_shard(path("pattern.bin"), tokens);
+  Outcome r = run("train --model gpt2-d2 --train-data " + path("pattern.bin") +
+                  " -b 1 -t 32 --steps 2 --save " + path("d2.bin"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  const std::string cmd = "sample --model " + path("d2.bin") + " --prompt 'Once upon a time' --tokens 12 --seed 5 --top-k 50";
+  const Outcome a = run(cmd), b = run(cmd);
+  ASSERT_EQ(a.status, 0) << a.output << "\n(is the tokenizer fetched? run tools/fetch-data.sh)";
+  // After the placement line (on stderr), the prompt and its continuation.
+  EXPECT_TRUE(std::regex_search(a.output, std::regex("(^|\\n)Once upon a time"))) << a.output;
+  EXPECT_TRUE(std::regex_search(a.output, std::regex("sample: [0-9]+ tokens after a 5-token context")))
+      << a.output;
+  // Same seed, same text (the timing line aside).
+  EXPECT_EQ(a.output.substr(0, a.output.find("\nsample:")), b.output.substr(0, b.output.find("\nsample:")));
+  r = run("sample --model " + path("d2.bin") + " --tokens 5000");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.output.find("exceed the model's context of 1024"), std::string::npos) << r.output;
+  r = run("sample --model " + fixture("tiny", "model.bin"));
+  EXPECT_EQ(r.status, 2);  // a 311-token model cannot hold GPT-2's tokenizer
+  EXPECT_NE(r.output.find("has 50257 tokens"), std::string::npos) << r.output;
+}
+
 TEST_F(Cli, UnknownFlagIsNamed) {
   const Outcome r = run("train --modle x.bin");
   EXPECT_EQ(r.status, 2);

@@ -17,6 +17,7 @@
 #include "core/io/token_shard.h"
 #include "core/io/train_state.h"
 #include "core/model/generate.h"
+#include "core/model/preset.h"
 #include "core/train/interrupt.h"
 #include "core/train/trainer.h"
 #include "core/util/error.h"
@@ -340,6 +341,30 @@ TEST_F(Training, ConfigFileKeysAndFlagOverrides) {
   ArgParser p4("train", "");
   add_train_flags(p4, &o2, &x);
   EXPECT_THROW(p4.parse({"--config", path("no_such.toml")}), UsageError);
+}
+
+// Every shipped preset and run config parses: no unknown keys, types right, shapes valid.
+TEST(Conf, ShippedFilesAreValid) {
+  const fs::path conf = fs::path(LLMCPU_FIXTURE_DIR) / ".." / ".." / "conf";
+  int models = 0, runs = 0;
+  for (const auto& e : fs::directory_iterator(conf / "models")) {
+    const ModelConfig c = load_model_preset(e.path().string());
+    EXPECT_EQ(c.padded_vocab_size % 128, 0) << e.path();
+    ++models;
+  }
+  for (const auto& e : fs::directory_iterator(conf / "runs")) {
+    TrainOptions o;
+    TrainCliExtras x;
+    ArgParser p("train", "");
+    add_train_flags(p, &o, &x);
+    EXPECT_NO_THROW(p.parse({"--config", e.path().string()})) << e.path();
+    ++runs;
+  }
+  EXPECT_GE(models, 7);
+  EXPECT_GE(runs, 2);
+  // The 124M preset is OpenAI's GPT-2 small.
+  const ModelConfig small = load_model_preset((conf / "models" / "gpt2-124m.toml").string());
+  EXPECT_EQ(ParameterLayout(small).total(), 124475904u);
 }
 
 TEST(Generator, KvCacheMatchesFullForward) {

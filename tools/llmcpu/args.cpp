@@ -119,7 +119,7 @@ bool ArgParser::parse(const std::vector<std::string>& args) {
       const std::string long_flag = "--" + config_name_;
       std::string value;
       if (w == long_flag || (config_short_ && w == std::string("-") + config_short_)) {
-        if (i + 1 >= args.size()) throw UsageError(command_ + ": " + long_flag + " needs a value (FILE)");
+        if (i + 1 >= args.size()) throw UsageError(long_flag + " needs a value (FILE)");
         value = args[i + 1];
       } else if (w.rfind(long_flag + "=", 0) == 0) {
         value = w.substr(long_flag.size() + 1);
@@ -145,24 +145,24 @@ bool ArgParser::parse(const std::vector<std::string>& args) {
     Entry* e = find(key);
     if (!e) {
       if (word.empty() || word[0] != '-') {
-        throw UsageError(command_ + ": unexpected argument '" + word + "' (see llmcpu " + command_ +
+        throw UsageError("unexpected argument '" + word + "' (see llmcpu " + command_ +
                          " --help)");
       }
-      throw UsageError(command_ + ": unknown flag '" + key + "' (see llmcpu " + command_ + " --help)");
+      throw UsageError("unknown flag '" + key + "' (see llmcpu " + command_ + " --help)");
     }
     e->given = true;
     if (auto* b = std::get_if<bool*>(&e->target)) {
-      if (inline_value) throw UsageError(command_ + ": --" + e->name + " takes no value");
+      if (inline_value) throw UsageError("--" + e->name + " takes no value");
       **b = true;
       continue;
     }
     if (!inline_value) {
       if (i + 1 >= args.size()) {
-        throw UsageError(command_ + ": --" + e->name + " needs a value (" + e->metavar + ")");
+        throw UsageError("--" + e->name + " needs a value (" + e->metavar + ")");
       }
       value = args[++i];
     }
-    assign(*e, value, command_ + ": --" + e->name);
+    assign(*e, value, "--" + e->name);
   }
   return true;
 }

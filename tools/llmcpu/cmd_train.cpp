@@ -10,6 +10,7 @@
 #include "core/util/error.h"
 #include "tools/llmcpu/args.h"
 #include "tools/llmcpu/commands.h"
+#include "tools/llmcpu/placement_flags.h"
 #include "tools/llmcpu/train_flags.h"
 
 namespace llmcpu {
@@ -36,7 +37,9 @@ int run_train(const std::vector<std::string>& args) {
   add_train_flags(p, &o, &extra);
   if (!p.parse(args)) return 0;
   o.shuffle = !extra.no_shuffle;
-  const int nthreads = apply_thread_count(extra.threads, "train");
+  const Placement placed = apply_placement_flags(extra.placement);
+  std::printf("%s\n", placed.summary.c_str());
+  const int nthreads = placed.plan.num_threads();
 
   Trainer trainer(o);
   const Gpt2& m = trainer.model();

@@ -9,12 +9,13 @@
 #include "core/verify/verify.h"
 #include "tools/llmcpu/args.h"
 #include "tools/llmcpu/commands.h"
+#include "tools/llmcpu/placement_flags.h"
 
 namespace llmcpu {
 
 int run_verify(const std::vector<std::string>& args) {
   std::string model_path, state_path, write_state, precision = "fp32";
-  int threads = 0;
+  PlacementOptions placement;
   ArgParser p("verify",
               "Runs forward and backward on a debug state's batch and compares logits, loss and all\n"
               "16 gradient tensors with it. Exit status 0: OK, 1: FAIL, 2: error.");
@@ -22,14 +23,16 @@ int run_verify(const std::vector<std::string>& args) {
   p.option("state", 's', &state_path, "S.bin", "llm.c debug state (version 2) to compare with");
   p.option("write-state", 0, &write_state, "OUT.bin", "also write this program's batch, logits, loss, gradients");
   p.option("precision", 0, &precision, "P", "fp32 (default)");
-  p.option("threads", 0, &threads, "N", "OpenMP threads (default: all)");
+  add_placement_flags(p, &placement);
   if (!p.parse(args)) return 0;
-  if (model_path.empty()) throw UsageError("verify: --model is required");
-  if (state_path.empty()) throw UsageError("verify: --state is required");
+  if (model_path.empty()) throw UsageError("--model is required");
+  if (state_path.empty()) throw UsageError("--state is required");
   if (precision != "fp32") {
-    throw UsageError("verify: --precision '" + precision + "' is not available; expected fp32");
+    throw UsageError("--precision '" + precision + "' is not available; expected fp32");
   }
-  const int nthreads = apply_thread_count(threads, "verify");
+  const Placement placed = apply_placement_flags(placement);
+  std::printf("%s\n", placed.summary.c_str());
+  const int nthreads = placed.plan.num_threads();
 
   const CheckpointInfo info = read_checkpoint_header(model_path);
   Gpt2 model(info.config);

@@ -9,8 +9,9 @@ namespace llmcpu {
 
 int run_train(const std::vector<std::string>& args);
 int run_verify(const std::vector<std::string>& args);
-
-// Applies --threads (0: OpenMP's default) and returns the thread count in force.
-int apply_thread_count(int threads, const char* command);
+int run_sample(const std::vector<std::string>& args);
+int run_topo(const std::vector<std::string>& args);
+int run_tokenize(const std::vector<std::string>& args);
+int run_prepare(const std::vector<std::string>& args);
 
 }  // namespace llmcpu

@@ -1,7 +1,5 @@
 // llmcpu: trains GPT-2-family language models on CPUs. This file only dispatches subcommands and
 // turns errors into a message and a non-zero exit status.
-#include <omp.h>
-
 #include <cstdio>
 #include <exception>
 #include <string>
@@ -9,16 +7,6 @@
 
 #include "core/util/error.h"
 #include "tools/llmcpu/commands.h"
-
-namespace llmcpu {
-
-int apply_thread_count(int threads, const char* command) {
-  if (threads < 0) throw UsageError(std::string(command) + ": --threads must not be negative");
-  if (threads > 0) omp_set_num_threads(threads);
-  return omp_get_max_threads();
-}
-
-}  // namespace llmcpu
 
 namespace {
 
@@ -28,6 +16,10 @@ constexpr const char* kUsage =
     "commands:\n"
     "  train     train or fine-tune a GPT-2 model on a token shard\n"
     "  verify    compare forward and backward with an llm.c debug state (test_gpt2's check)\n"
+    "  topo      show the machine (packages, NUMA nodes, cores, caches) and the thread plan\n"
+    "  tokenize  GPT-2 token ids of a text file, or (--decode) the text of token ids\n"
+    "  prepare   encode text files into llm.c token shards (val and train)\n"
+    "  sample    generate text from a checkpoint (KV cache, temperature, top-k)\n"
     "  help      this text\n"
     "\n"
     "`llmcpu <command> --help` lists a command's flags.\n";
@@ -44,6 +36,10 @@ int main(int argc, char** argv) {
   try {
     if (command == "train") return llmcpu::run_train(args);
     if (command == "verify") return llmcpu::run_verify(args);
+    if (command == "topo") return llmcpu::run_topo(args);
+    if (command == "tokenize") return llmcpu::run_tokenize(args);
+    if (command == "prepare") return llmcpu::run_prepare(args);
+    if (command == "sample") return llmcpu::run_sample(args);
     if (command == "help" || command == "--help" || command == "-h") {
       std::fputs(kUsage, stdout);
       return 0;

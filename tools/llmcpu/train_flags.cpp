@@ -2,9 +2,12 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <memory>
 
 #include "core/model/preset.h"
+#include "core/tokenizer/tokenizer.h"
 #include "core/util/error.h"
+#include "tools/llmcpu/placement_flags.h"
 
 namespace llmcpu {
 
@@ -46,17 +49,32 @@ void add_train_flags(ArgParser& p, TrainOptions* o, TrainCliExtras* x) {
   p.option("resume", 0, &o->resume, "DIR", "continue exactly from the newest checkpoint in DIR");
   p.option("log", 0, &o->log_path, "FILE", "write llm.c log lines (s:N trl:X, s:N tel:X)");
   p.option("save", 0, &o->save_path, "M.bin", "also write the final model here (atomically)");
-  p.option("threads", 0, &x->threads, "N", "OpenMP threads (default: all)");
+  add_placement_flags(p, &x->placement);
 }
 
 SampleDecoder make_sample_decoder(const TrainCliExtras& extra, bool needed) {
-  (void)extra;
-  (void)needed;
-  return [](const std::vector<int>& tokens) {
+  auto ids = [](const std::vector<int>& tokens) {
     std::string out;
     for (int t : tokens) out += std::to_string(t) + " ";
     return out;
   };
+  if (!needed) return ids;
+  const std::string path = extra.tokenizer.empty() ? default_tokenizer_dir() : extra.tokenizer;
+  try {
+    auto tok = std::make_shared<Tokenizer>(Tokenizer::load(path));
+    return [tok](const std::vector<int>& tokens) {
+      std::vector<int> text;  // stop at the first <|endoftext|>, like llm.c's sampler
+      for (int t : tokens) {
+        if (t == tok->eot_token()) break;
+        text.push_back(t);
+      }
+      return tok->decode(text.data(), text.size());
+    };
+  } catch (const Error& e) {
+    if (!extra.tokenizer.empty()) throw;  // asked for explicitly: a real error
+    std::fprintf(stderr, "train: samples are shown as token ids (no tokenizer: %s)\n", e.what());
+    return ids;
+  }
 }
 
 }  // namespace llmcpu

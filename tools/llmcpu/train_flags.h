@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "core/runtime/placement.h"
 #include "core/train/trainer.h"
 #include "tools/llmcpu/args.h"
 
@@ -13,7 +14,7 @@ namespace llmcpu {
 
 struct TrainCliExtras {
   bool no_shuffle = false;
-  int threads = 0;
+  PlacementOptions placement;  // --threads, --bind, --smt, --cpus, --numa
   std::string tokenizer;  // for samples; default: the cache's tokenizer folder
 };
 

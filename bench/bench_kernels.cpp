@@ -1,0 +1,368 @@
+// Every layer kernel, forward and backward, on GPT-2 124M shapes (B=4, T=64, C=768, NH=12, V=50257,
+// Vp=50304), for every kernel table this CPU runs, including the five matmul shapes separately.
+//   ./build/bench_kernels                                   all tables (scalar is slow: minutes)
+//   ./build/bench_kernels --benchmark_filter='^avx512/'     one table
+//   ./build/bench_kernels --benchmark_filter='/matmul_'     the GEMMs of every table
+// Each row reports GFLOP/s, GB/s of compulsory traffic (every tensor read or written once), and roof%:
+// the time the kernel would take on this machine's roofline, max(FLOPs / FMA peak, bytes / stream
+// bandwidth), over the measured time. Both roofs are measured at start with the same threads: a
+// register-resident FMA loop (bench/peak_fma.cc) and a stream triad. Inputs rotate over enough
+// copies to exceed 128 MiB, so each call starts from DRAM as in a training step, where the other
+// layers' tensors have evicted this one's. A markdown summary is printed at the end.
+#include <benchmark/benchmark.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/util/aligned_buffer.h"
+#include "simd/kernels.h"
+
+namespace llmcpu::bench {
+
+double fma_loop(size_t iterations, float seed);  // bench/peak_fma.cc
+
+namespace {
+
+constexpr int B = 4, T = 64, C = 768, NH = 12, V = 50257, Vp = 50304;
+constexpr size_t BT = size_t(B) * T;
+constexpr size_t kParams = 124475904;  // GPT-2 124M with the vocabulary padded to Vp
+constexpr size_t kColdBytes = size_t(128) << 20;
+
+using Clock = std::chrono::steady_clock;
+double seconds(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+struct Roof {
+  double flops = 0;  // FLOP/s, all threads
+  double bytes = 0;  // B/s, stream triad
+};
+Roof g_roof;
+
+double measure_peak_flops() {
+  double best = 0;
+  for (int rep = 0; rep < 5; ++rep) {
+    double flops = 0;
+    const auto t0 = Clock::now();
+#pragma omp parallel reduction(+ : flops)
+    flops += fma_loop(size_t(1) << 24, 1.0f + float(omp_get_thread_num()));
+    best = std::max(best, flops / seconds(t0, Clock::now()));
+  }
+  return best;
+}
+
+// a = b + s c over arrays far larger than the caches, STREAM's count: 3 x 4 bytes per element.
+double measure_triad_bytes() {
+  const size_t n = size_t(32) << 20;
+  AlignedBuffer<float> a(n), b(n), c(n);
+#pragma omp parallel for schedule(static)
+  for (size_t i = 0; i < n; ++i) a[i] = 0, b[i] = 1, c[i] = 2;
+  double best = 0;
+  for (int rep = 0; rep < 5; ++rep) {
+    const auto t0 = Clock::now();
+    const float s = 0.5f + float(rep);
+#pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < n; ++i) a[i] = b[i] + s * c[i];
+    best = std::max(best, 3.0 * 4.0 * double(n) / seconds(t0, Clock::now()));
+  }
+  benchmark::DoNotOptimize(a.data());
+  return best;
+}
+
+// The tensors of one benchmark, `copies` times over; the last benchmark's tensors are freed when
+// the next one starts.
+struct Work {
+  std::string key;
+  size_t copies = 1;
+  std::vector<size_t> sizes;
+  std::vector<AlignedBuffer<float>> data;  // copy-major: data[copy * sizes.size() + t]
+  std::vector<int> tokens;                 // (B, T) ids below V
+  float* get(size_t copy, size_t t) { return data[copy * sizes.size() + t].data(); }
+};
+
+Work& work(const std::string& key, const std::vector<size_t>& sizes, bool* fresh) {
+  static std::unique_ptr<Work> current;
+  *fresh = !current || current->key != key;
+  if (!*fresh) return *current;
+  current.reset();
+  auto w = std::make_unique<Work>();
+  w->key = key;
+  w->sizes = sizes;
+  size_t bytes = 0;
+  for (size_t n : sizes) bytes += n * sizeof(float);
+  w->copies = std::max<size_t>(1, (kColdBytes + bytes - 1) / bytes);
+  uint32_t state = 12345;
+  for (size_t c = 0; c < w->copies; ++c) {
+    for (size_t n : sizes) {
+      AlignedBuffer<float> buf(n);
+      for (size_t i = 0; i < n; ++i) {  // values in [-1, 1): no denormals, no overflow
+        state = state * 1664525u + 1013904223u;
+        buf[i] = float(int32_t(state >> 8) - (1 << 23)) / float(1 << 23);
+      }
+      w->data.push_back(std::move(buf));
+    }
+  }
+  w->tokens.resize(BT);
+  for (size_t i = 0; i < BT; ++i) w->tokens[i] = int((i * 2654435761u) % V);
+  current = std::move(w);
+  return *current;
+}
+
+struct Row {
+  std::string name;
+  double ms, gflops, gbs, roof_pct;
+  bool compute_bound;
+};
+std::vector<Row> g_rows;
+std::string g_current;  // name of the benchmark running now
+
+struct Cost {
+  double flops, bytes;
+};
+
+// Times fn(copy) over rotating copies; one untimed call first (JIT, scratch growth).
+void measure(benchmark::State& state, Work& w, Cost cost, const std::function<void(size_t)>& fn) {
+  fn(0);
+  size_t copy = 0;
+  const auto t0 = Clock::now();
+  for (auto _ : state) {
+    copy = (copy + 1) % w.copies;
+    fn(copy);
+  }
+  const double secs = seconds(t0, Clock::now()) / double(state.iterations());
+  const double t_flops = cost.flops / g_roof.flops, t_bytes = cost.bytes / g_roof.bytes;
+  const double roof_pct = 100.0 * std::max(t_flops, t_bytes) / secs;
+  state.counters["GFLOP/s"] = cost.flops / secs / 1e9;
+  state.counters["GB/s"] = cost.bytes / secs / 1e9;
+  state.counters["roof%"] = roof_pct;
+  state.SetLabel(t_flops > t_bytes ? "compute-bound" : "memory-bound");
+  // Keep the last run of each name (the framework runs a benchmark more than once while sizing).
+  Row row{g_current, secs * 1e3, cost.flops / secs / 1e9, cost.bytes / secs / 1e9, roof_pct,
+          t_flops > t_bytes};
+  auto it = std::find_if(g_rows.begin(), g_rows.end(), [&](const Row& r) { return r.name == row.name; });
+  if (it != g_rows.end()) *it = row; else g_rows.push_back(row);
+}
+
+using Bench = std::function<void(benchmark::State&, const KernelTable&)>;
+constexpr double F = sizeof(float);
+
+struct MatmulShape {
+  const char* name;
+  int C, OC;
+  bool bias;
+};
+constexpr MatmulShape kMatmuls[] = {{"qkv", C, 3 * C, true},
+                                    {"attproj", C, C, true},
+                                    {"fc", C, 4 * C, true},
+                                    {"fcproj", 4 * C, C, true},
+                                    {"lm_head", C, Vp, false}};
+
+std::vector<std::pair<std::string, Bench>> kernels() {
+  std::vector<std::pair<std::string, Bench>> r;
+  const size_t NC = BT * C, N4C = BT * 4 * C, N3C = BT * 3 * C;
+  const int hs = C / NH;
+  const double causal = double(hs) * T * (T + 1) * B * NH;  // FLOPs of one causal T x T x hs product
+
+  r.emplace_back("encoder_fwd", [=](benchmark::State& s, const KernelTable& k) {
+    bool fresh;
+    Work& w = work("encoder", {NC, size_t(Vp) * C, size_t(T) * C}, &fresh);
+    measure(s, w, {double(NC), (2.0 * NC + T * C) * F}, [&](size_t c) {
+      k.encoder_forward(w.get(c, 0), w.tokens.data(), w.get(c, 1), w.get(c, 2), B, T, C);
+    });
+  });
+  r.emplace_back("encoder_bwd", [=](benchmark::State& s, const KernelTable& k) {
+    bool fresh;
+    Work& w = work("encoder", {NC, size_t(Vp) * C, size_t(T) * C}, &fresh);
+    measure(s, w, {2.0 * NC, (3.0 * NC + 2.0 * T * C) * F}, [&](size_t c) {
+      k.encoder_backward(w.get(c, 1), w.get(c, 2), w.get(c, 0), w.tokens.data(), B, T, C);
+    });
+  });
+  r.emplace_back("layernorm_fwd", [=](benchmark::State& s, const KernelTable& k) {
+    bool fresh;
+    Work& w = work("layernorm", {NC, BT, BT, NC, size_t(C), size_t(C), NC, NC, size_t(C), size_t(C)},
+                   &fresh);
+    measure(s, w, {7.0 * NC, 2.0 * NC * F}, [&](size_t c) {
+      k.layernorm_forward(w.get(c, 0), w.get(c, 1), w.get(c, 2), w.get(c, 3), w.get(c, 4),
+                          w.get(c, 5), BT, C);
+    });
+  });
+  r.emplace_back("layernorm_bwd", [=](benchmark::State& s, const KernelTable& k) {
+    bool fresh;
+    Work& w = work("layernorm", {NC, BT, BT, NC, size_t(C), size_t(C), NC, NC, size_t(C), size_t(C)},
+                   &fresh);
+    if (fresh) {  // valid statistics
+      for (size_t c = 0; c < w.copies; ++c) {
+        k.layernorm_forward(w.get(c, 0), w.get(c, 1), w.get(c, 2), w.get(c, 3), w.get(c, 4),
+                            w.get(c, 5), BT, C);
+      }
+    }
+    measure(s, w, {12.0 * NC, 4.0 * NC * F}, [&](size_t c) {
+      k.layernorm_backward(w.get(c, 6), w.get(c, 8), w.get(c, 9), w.get(c, 7), w.get(c, 3),
+                           w.get(c, 4), w.get(c, 1), w.get(c, 2), BT, C);
+    });
+  });
+  for (const MatmulShape& m : kMatmuls) {
+    const size_t in = BT * m.C, out = BT * m.OC, wn = size_t(m.OC) * m.C;
+    const double flops = 2.0 * BT * m.C * m.OC;
+    const std::string key = std::string("matmul_") + m.name;
+    r.emplace_back(key + "_fwd", [=](benchmark::State& s, const KernelTable& k) {
+      bool fresh;
+      Work& w = work(key, {out, in, wn, size_t(m.OC), in, wn, size_t(m.OC), out}, &fresh);
+      measure(s, w, {flops, double(in + out + wn) * F}, [&](size_t c) {
+        k.matmul_forward(w.get(c, 0), w.get(c, 1), w.get(c, 2), m.bias ? w.get(c, 3) : nullptr, BT,
+                         m.C, m.OC);
+      });
+    });
+    r.emplace_back(key + "_bwd", [=](benchmark::State& s, const KernelTable& k) {
+      bool fresh;
+      Work& w = work(key, {out, in, wn, size_t(m.OC), in, wn, size_t(m.OC), out}, &fresh);
+      measure(s, w, {2 * flops, double(2 * in + out + 3 * wn) * F}, [&](size_t c) {
+        k.matmul_backward(w.get(c, 4), w.get(c, 5), m.bias ? w.get(c, 6) : nullptr, w.get(c, 7),
+                          w.get(c, 1), w.get(c, 2), BT, m.C, m.OC);
+      });
+    });
+  }
+  const size_t att = size_t(B) * NH * T * T;
+  r.emplace_back("attention_fwd", [=](benchmark::State& s, const KernelTable& k) {
+    bool fresh;
+    Work& w = work("attention", {NC, att, N3C, N3C, size_t(B) * NH * T, NC}, &fresh);
+    measure(s, w, {2 * causal, double(N3C + att + NC) * F}, [&](size_t c) {
+      k.attention_forward(w.get(c, 0), w.get(c, 1), w.get(c, 2), B, T, C, NH);
+    });
+  });
+  r.emplace_back("attention_bwd", [=](benchmark::State& s, const KernelTable& k) {
+    bool fresh;
+    Work& w = work("attention", {NC, att, N3C, N3C, size_t(B) * NH * T, NC}, &fresh);
+    if (fresh) {  // att must be softmax rows
+      for (size_t c = 0; c < w.copies; ++c) {
+        k.attention_forward(w.get(c, 0), w.get(c, 1), w.get(c, 2), B, T, C, NH);
+      }
+    }
+    measure(s, w, {4 * causal, double(2 * N3C + att + NC) * F}, [&](size_t c) {
+      k.attention_backward(w.get(c, 3), w.get(c, 4), w.get(c, 5), w.get(c, 2), w.get(c, 1), B, T,
+                           C, NH);
+    });
+  });
+  r.emplace_back("attention_decode", [=](benchmark::State& s, const KernelTable& k) {
+    bool fresh;
+    Work& w = work("decode", {size_t(C), size_t(T), size_t(C), size_t(T) * C, size_t(T) * C}, &fresh);
+    measure(s, w, {4.0 * T * C, (2.0 * T * C + 2 * C) * F}, [&](size_t c) {
+      k.attention_decode(w.get(c, 0), w.get(c, 1), w.get(c, 2), w.get(c, 3), w.get(c, 4), T - 1, C,
+                         NH);
+    });
+  });
+  r.emplace_back("gelu_fwd", [=](benchmark::State& s, const KernelTable& k) {
+    bool fresh;
+    Work& w = work("gelu", {N4C, N4C, N4C}, &fresh);
+    measure(s, w, {20.0 * N4C, 2.0 * N4C * F},
+            [&](size_t c) { k.gelu_forward(w.get(c, 0), w.get(c, 1), N4C); });
+  });
+  r.emplace_back("gelu_bwd", [=](benchmark::State& s, const KernelTable& k) {
+    bool fresh;
+    Work& w = work("gelu", {N4C, N4C, N4C}, &fresh);
+    measure(s, w, {30.0 * N4C, 3.0 * N4C * F},
+            [&](size_t c) { k.gelu_backward(w.get(c, 0), w.get(c, 1), w.get(c, 2), N4C); });
+  });
+  r.emplace_back("residual_fwd", [=](benchmark::State& s, const KernelTable& k) {
+    bool fresh;
+    Work& w = work("residual", {NC, NC}, &fresh);
+    measure(s, w, {double(NC), 3.0 * NC * F},  // in place, as the model calls it
+            [&](size_t c) { k.residual_forward(w.get(c, 0), w.get(c, 0), w.get(c, 1), NC); });
+  });
+  const size_t logits = BT * Vp;
+  r.emplace_back("softmax_xent_fwd", [=](benchmark::State& s, const KernelTable& k) {
+    bool fresh;
+    Work& w = work("softmax", {logits, BT, BT}, &fresh);
+    measure(s, w, {20.0 * BT * V, double(logits) * F}, [&](size_t c) {
+      k.softmax_xent_forward(w.get(c, 1), w.get(c, 2), w.get(c, 0), w.tokens.data(), BT, V, Vp);
+    });
+  });
+  r.emplace_back("softmax_xent_bwd", [=](benchmark::State& s, const KernelTable& k) {
+    bool fresh;
+    Work& w = work("softmax", {logits, BT, BT}, &fresh);
+    if (fresh) {
+      for (size_t c = 0; c < w.copies; ++c) {
+        k.softmax_xent_forward(w.get(c, 1), w.get(c, 2), w.get(c, 0), w.tokens.data(), BT, V, Vp);
+      }
+    }
+    measure(s, w, {20.0 * BT * V, 2.0 * logits * F}, [&](size_t c) {
+      k.softmax_xent_backward(w.get(c, 0), w.get(c, 2), w.tokens.data(), 1.0f / BT, BT, V, Vp);
+    });
+  });
+  r.emplace_back("adamw", [=](benchmark::State& s, const KernelTable& k) {
+    bool fresh;
+    Work& w = work("params4", {kParams, kParams, kParams, kParams}, &fresh);
+    if (fresh) {
+      float* v = w.get(0, 2);
+      for (size_t i = 0; i < kParams; ++i) v[i] = std::fabs(v[i]) * 1e-4f;  // second moments >= 0
+    }
+    const AdamWStep step{1e-4, 0.9, 0.999, 1e-8, 0.1, 10};
+    measure(s, w, {15.0 * kParams, 7.0 * kParams * F}, [&](size_t c) {
+      k.adamw_update(w.get(c, 0), w.get(c, 1), w.get(c, 2), w.get(c, 3), kParams, step);
+    });
+  });
+  r.emplace_back("sum_squares", [=](benchmark::State& s, const KernelTable& k) {
+    bool fresh;
+    Work& w = work("params1", {kParams}, &fresh);
+    measure(s, w, {2.0 * kParams, double(kParams) * F},
+            [&](size_t c) { benchmark::DoNotOptimize(k.sum_squares(w.get(c, 0), kParams)); });
+  });
+  r.emplace_back("scale", [=](benchmark::State& s, const KernelTable& k) {
+    bool fresh;
+    Work& w = work("params1", {kParams}, &fresh);
+    measure(s, w, {double(kParams), 2.0 * kParams * F},
+            [&](size_t c) { k.scale(w.get(c, 0), 1.0f, kParams); });
+  });
+  return r;
+}
+
+void print_summary() {
+  if (g_rows.empty()) return;
+  std::printf("\n| kernel (table/layer) | ms | GFLOP/s | GB/s | bound | roof%% |\n");
+  std::printf("|---|---|---|---|---|---|\n");
+  for (const Row& r : g_rows) {
+    std::printf("| %s | %.3f | %.1f | %.1f | %s | %.0f |\n", r.name.c_str(), r.ms, r.gflops, r.gbs,
+                r.compute_bound ? "compute" : "memory", r.roof_pct);
+  }
+}
+
+}  // namespace
+}  // namespace llmcpu::bench
+
+int main(int argc, char** argv) {
+  using namespace llmcpu;
+  using namespace llmcpu::bench;
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  g_roof.flops = measure_peak_flops();
+  g_roof.bytes = measure_triad_bytes();
+  std::printf("roofline: %d threads, FMA peak %.1f GFLOP/s, stream triad %.1f GB/s\n",
+              omp_get_max_threads(), g_roof.flops / 1e9, g_roof.bytes / 1e9);
+  benchmark::AddCustomContext("fma_peak_gflops", std::to_string(g_roof.flops / 1e9));
+  benchmark::AddCustomContext("triad_gbs", std::to_string(g_roof.bytes / 1e9));
+  for (std::string_view target : available_targets()) {
+    const KernelTable& table = kernels_for_target(target);
+    for (auto& [name, fn] : kernels()) {
+      const std::string full = std::string(target) + "/" + name;
+      benchmark::RegisterBenchmark(full.c_str(),
+                                   [fn = fn, &table, full](benchmark::State& s) {
+                                     g_current = full;
+                                     fn(s, table);
+                                   })
+          ->UseRealTime()
+          ->Unit(benchmark::kMillisecond)
+          ->MinTime(0.5);
+    }
+  }
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  print_summary();
+  return 0;
+}

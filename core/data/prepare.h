@@ -1,0 +1,51 @@
+// Text files -> llm.c token shards (`llmcpu prepare`). Each input file is one document; like llm.c's
+// data scripts, every document is preceded by <|endoftext|>, so the stream reads
+// [eot, doc 1 ..., eot, doc 2 ..., ...]; the stream is split into val and train shards by ShardWriter.
+// Large documents are encoded in pieces of about a megabyte, cut where GPT-2's pre-tokenisation cannot
+// join across the cut, so the ids are those of encoding each document whole.
+// Not here: downloading data, any cleaning or normalisation of the text.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/tokenizer/tokenizer.h"
+
+namespace llmcpu {
+
+struct PrepareOptions {
+  std::vector<std::string> inputs;
+  std::string out_dir;
+  std::string name = "data";
+  int64_t val_tokens = -1;  // -1: 10% of all tokens, at most one shard
+  int64_t shard_tokens = 100'000'000;
+};
+
+struct PrepareProgress {
+  uint64_t bytes_done = 0, bytes_total = 0;
+  uint64_t tokens = 0;
+  size_t files_done = 0, files_total = 0;
+  double seconds = 0;
+};
+
+struct PrepareResult {
+  std::vector<std::string> val_files, train_files;
+  uint64_t val_tokens = 0, train_tokens = 0, bytes = 0;
+  double seconds = 0;
+  // Shards named like ours in out_dir that this run did not write (left over from an earlier run).
+  std::vector<std::string> stale_files;
+};
+
+// Checks every input (exists, non-empty) and the output folder (created if missing, writable) before
+// encoding anything; errors are FileErrors naming the file. `progress` is called after each piece.
+PrepareResult prepare_shards(const Tokenizer& tokenizer, const PrepareOptions& options,
+                             const std::function<void(const PrepareProgress&)>& progress = {});
+
+// Where encoding may cut `text` near `from + target` without changing the ids: just before a '\n'
+// that follows a printable ASCII character. Returns text.size() if there is no such place after it.
+size_t next_safe_cut(std::string_view text, size_t from, size_t target);
+
+}  // namespace llmcpu

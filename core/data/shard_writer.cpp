@@ -1,0 +1,90 @@
+#include "core/data/shard_writer.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "core/io/token_shard.h"
+#include "core/util/error.h"
+
+namespace llmcpu {
+
+ShardWriter::ShardWriter(std::string dir, std::string name, int64_t shard_tokens, int64_t val_tokens)
+    : dir_(std::move(dir)), name_(std::move(name)), val_left_(val_tokens) {
+  if (shard_tokens < 1 || shard_tokens > INT32_MAX) {
+    throw UsageError("shard size " + std::to_string(shard_tokens) +
+                     " tokens is outside 1..2147483647 (an llm.c shard counts its tokens in an int32)");
+  }
+  if (val_tokens < kAutoVal) {
+    throw UsageError("val token count " + std::to_string(val_tokens) + " is negative");
+  }
+  shard_tokens_ = static_cast<size_t>(shard_tokens);
+}
+
+std::string ShardWriter::shard_path(const std::string& dir, const std::string& name,
+                                    const char* split, size_t index) {
+  char num[32];
+  std::snprintf(num, sizeof num, "%06zu", index);
+  return dir + "/" + name + "_" + split + "_" + num + ".bin";
+}
+
+void ShardWriter::add(const int* ids, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    if (ids[i] < 0 || ids[i] > UINT16_MAX) {
+      throw ShapeError("token id " + std::to_string(ids[i]) +
+                       " does not fit an llm.c token shard (uint16 ids, 0..65535)");
+    }
+    pending_.push_back(static_cast<uint16_t>(ids[i]));
+  }
+  total_ += n;
+  // Once there are 10 shards' worth of tokens, 10% of the total is at least one shard: val is decided.
+  if (val_left_ == kAutoVal && total_ >= 10 * static_cast<uint64_t>(shard_tokens_)) {
+    val_left_ = static_cast<int64_t>(shard_tokens_);
+  }
+  drain(false);
+}
+
+void ShardWriter::write_next(bool val, size_t n) {
+  std::vector<std::string>& files = val ? val_files_ : train_files_;
+  const std::string path = shard_path(dir_, name_, val ? "val" : "train", files.size());
+  write_token_shard(path, std::vector<uint16_t>(pending_.begin() + head_,
+                                                pending_.begin() + head_ + n));
+  files.push_back(path);
+  (val ? val_written_ : train_written_) += n;
+  head_ += n;
+  if (head_ * 2 > pending_.size()) {  // drop the written tokens now and then, not at every shard
+    pending_.erase(pending_.begin(), pending_.begin() + head_);
+    head_ = 0;
+  }
+}
+
+void ShardWriter::drain(bool final) {
+  if (val_left_ == kAutoVal) return;
+  for (;;) {
+    const size_t avail = pending_.size() - head_;
+    if (val_left_ > 0) {
+      const size_t want = std::min(static_cast<size_t>(val_left_), shard_tokens_);
+      const size_t n = avail >= want ? want : final ? avail : 0;
+      if (n == 0) return;
+      write_next(true, n);
+      val_left_ -= static_cast<int64_t>(n);
+      continue;
+    }
+    const size_t n = avail >= shard_tokens_ ? shard_tokens_ : final ? avail : 0;
+    if (n == 0) return;
+    write_next(false, n);
+  }
+}
+
+void ShardWriter::finish() {
+  if (val_left_ == kAutoVal) {
+    val_left_ = static_cast<int64_t>(std::min<uint64_t>(total_ / 10, shard_tokens_));
+  }
+  const int64_t val_asked = static_cast<int64_t>(val_written_) + val_left_;
+  drain(true);
+  if (train_files_.empty()) {
+    throw Error("the inputs make " + std::to_string(total_) + " tokens and the validation split takes " +
+                std::to_string(val_asked) + " of them: none is left for training (lower --val-tokens)");
+  }
+}
+
+}  // namespace llmcpu

@@ -1,0 +1,50 @@
+// Splits a stream of token ids into llm.c token shards, as llm.c's data scripts do: the first val_tokens
+// tokens go to DIR/NAME_val_000000.bin (more val files only if val_tokens exceeds one shard), the rest
+// to DIR/NAME_train_000000.bin, NAME_train_000001.bin, ... of shard_tokens each (the last one shorter).
+// With val_tokens unset, val is 10% of all tokens, at most one shard; until that is known (the end of
+// the stream, or 10 shards' worth of tokens) the tokens wait in memory, 2 bytes each.
+// Not here: tokenizing, reading inputs (prepare.h).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace llmcpu {
+
+class ShardWriter {
+ public:
+  static constexpr int64_t kAutoVal = -1;
+
+  // Throws UsageError for shard_tokens outside 1..2^31-1 or val_tokens < -1.
+  ShardWriter(std::string dir, std::string name, int64_t shard_tokens, int64_t val_tokens);
+
+  // Throws ShapeError for an id that does not fit a shard's uint16.
+  void add(const int* ids, size_t n);
+  // Writes what is left. Throws Error when no token is left for training.
+  void finish();
+
+  const std::vector<std::string>& val_files() const { return val_files_; }
+  const std::vector<std::string>& train_files() const { return train_files_; }
+  uint64_t val_tokens() const { return val_written_; }
+  uint64_t train_tokens() const { return train_written_; }
+  uint64_t total_tokens() const { return total_; }
+
+  // DIR/NAME_SPLIT_NNNNNN.bin
+  static std::string shard_path(const std::string& dir, const std::string& name, const char* split,
+                                size_t index);
+
+ private:
+  void drain(bool final);
+  void write_next(bool val, size_t n);
+
+  std::string dir_, name_;
+  size_t shard_tokens_;
+  int64_t val_left_;                 // tokens still owed to val; kAutoVal until decided
+  std::vector<uint16_t> pending_;    // tokens not yet written: pending_[head_ ..]
+  size_t head_ = 0;
+  uint64_t total_ = 0, val_written_ = 0, train_written_ = 0;
+  std::vector<std::string> val_files_, train_files_;
+};
+
+}  // namespace llmcpu

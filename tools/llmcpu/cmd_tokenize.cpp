@@ -1,0 +1,119 @@
+// `llmcpu tokenize`: GPT-2 token ids of a file (one line, separated by spaces), or with --decode the
+// exact bytes of the text that ids read from standard input (or a file) stand for.
+#include <algorithm>
+#include <charconv>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "core/tokenizer/tokenizer.h"
+#include "core/util/error.h"
+#include "tools/llmcpu/args.h"
+#include "tools/llmcpu/commands.h"
+#include "tools/llmcpu/positional_args.h"
+
+namespace llmcpu {
+
+namespace {
+
+// All of a file's bytes ("-": standard input).
+std::string read_all(const std::string& path) {
+  FILE* f = path == "-" ? stdin : std::fopen(path.c_str(), "rb");
+  if (!f) throw FileError(path, std::string("cannot open for reading: ") + std::strerror(errno));
+  std::string out;
+  char buf[1 << 16];
+  for (size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) out.append(buf, n);
+  const bool failed = std::ferror(f);
+  if (f != stdin) std::fclose(f);
+  if (failed) throw FileError(path == "-" ? "standard input" : path, "read failed");
+  return out;
+}
+
+void write_all(const std::string& bytes) {
+  if (std::fwrite(bytes.data(), 1, bytes.size(), stdout) != bytes.size() || std::fflush(stdout) != 0) {
+    throw FileError("standard output", "write failed");
+  }
+}
+
+// Ids separated by spaces, tabs or newlines.
+std::vector<int> parse_ids(const std::string& text, const std::string& where) {
+  std::vector<int> ids;
+  size_t word = 0;
+  for (size_t i = 0; i < text.size();) {
+    if (text[i] == ' ' || text[i] == '\t' || text[i] == '\n' || text[i] == '\r') {
+      ++i;
+      continue;
+    }
+    size_t end = i;
+    while (end < text.size() && text[end] != ' ' && text[end] != '\t' && text[end] != '\n' &&
+           text[end] != '\r') {
+      ++end;
+    }
+    ++word;
+    int v = 0;
+    const auto [ptr, ec] = std::from_chars(text.data() + i, text.data() + end, v);
+    if (ec != std::errc() || ptr != text.data() + end) {
+      throw UsageError("tokenize --decode: " + where + ": word " + std::to_string(word) + " '" +
+                       text.substr(i, std::min<size_t>(end - i, 40)) + "' is not a token id");
+    }
+    ids.push_back(v);
+    i = end;
+  }
+  return ids;
+}
+
+}  // namespace
+
+int run_tokenize(const std::vector<std::string>& args) {
+  std::string tokenizer_path;
+  bool decode = false;
+  ArgParser p("tokenize",
+              "Prints the GPT-2 token ids of FILE ('-': standard input) on one line, separated by\n"
+              "spaces. With --decode, reads ids (separated by spaces or newlines) from standard input\n"
+              "or FILE and writes exactly the bytes they stand for.\n"
+              "usage: llmcpu tokenize [--tokenizer PATH] FILE\n"
+              "       llmcpu tokenize --decode [--tokenizer PATH] [FILE]");
+  p.option("tokenizer", 0, &tokenizer_path, "PATH",
+           "folder with encoder.json and vocab.bpe, or an llm.c gpt2_tokenizer.bin (decode only);\n"
+           "                              default: the cache folder's tokenizer/ (tools/fetch-data.sh)");
+  p.flag("decode", 'd', &decode, "ids to text");
+  const SplitArgs split = split_args(args, {"--tokenizer"});
+  if (!p.parse(split.flags)) return 0;
+  if (split.plain.size() > 1) {
+    throw UsageError("tokenize: expected one FILE, got " + std::to_string(split.plain.size()) +
+                     " (see llmcpu tokenize --help)");
+  }
+  if (!decode && split.plain.empty()) {
+    throw UsageError("tokenize: FILE is required ('-' reads standard input; see llmcpu tokenize --help)");
+  }
+  if (tokenizer_path.empty()) tokenizer_path = default_tokenizer_dir();
+  const Tokenizer tok = Tokenizer::load(tokenizer_path);
+
+  if (decode) {
+    const std::string src = split.plain.empty() ? "-" : split.plain[0];
+    const std::vector<int> ids = parse_ids(read_all(src), src == "-" ? "standard input" : src);
+    write_all(tok.decode(ids.data(), ids.size()));
+    return 0;
+  }
+  if (!tok.can_encode()) {
+    throw UsageError("tokenize: " + tokenizer_path +
+                     " can only decode (an llm.c gpt2_tokenizer.bin); encoding needs a folder with "
+                     "encoder.json and vocab.bpe");
+  }
+  const std::vector<int> ids = tok.encode(read_all(split.plain[0]));
+  std::string out;
+  out.reserve(ids.size() * 6 + 1);
+  char num[16];
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (i) out += ' ';
+    const auto [end, ec] = std::to_chars(num, num + sizeof num, ids[i]);
+    out.append(num, end);
+  }
+  out += '\n';
+  write_all(out);
+  return 0;
+}
+
+}  // namespace llmcpu
