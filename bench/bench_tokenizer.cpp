@@ -1,9 +1,9 @@
 // GPT-2 tokenizer speed on one core: encode and decode MB/s (bytes of text per second) on realistic
-// English, the Brown corpus as tools/fetch-data.sh leaves it in the cache (all 500 texts, about 6 MB),
-// or, without it, a generated English-like text of the same size.
+// English, the Brown corpus as tools/fetch-data.sh leaves it in the cache (all 500 texts, about 6
+// MB), or, without it, a generated English-like text of the same size.
 //   ./build/bench_tokenizer
-// Encode/first_pass starts each iteration from a fresh tokenizer (empty merge cache, as `llmcpu prepare`
-// on new text); Encode/warm reuses one, so most pieces are cache hits.
+// Encode/first_pass starts each iteration from a fresh tokenizer (empty merge cache, as `llmcpu
+// prepare` on new text); Encode/warm reuses one, so most pieces are cache hits.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -25,23 +25,24 @@ namespace fs = std::filesystem;
 
 // English-like filler: common words, capitals, punctuation, numbers and line breaks.
 std::string generated_text(size_t bytes) {
-  const char* words[] = {"the", "of", "and", "to", "in", "that", "was", "he", "for", "it", "with",
-                         "as", "his", "on", "be", "at", "by", "had", "not", "are", "but", "from",
-                         "or", "have", "an", "they", "which", "one", "you", "were", "her", "all",
-                         "she", "there", "would", "their", "we", "him", "been", "has", "when",
-                         "who", "will", "more", "no", "if", "out", "so", "said", "what", "up",
-                         "its", "about", "into", "than", "them", "can", "only", "other", "new",
-                         "some", "could", "time", "these", "two", "may", "then", "do", "first",
-                         "any", "my", "now", "such", "like", "our", "over", "man", "me", "even",
-                         "most", "made", "after", "also", "did", "many", "before", "must",
-                         "through", "back", "years", "where", "much", "your", "way", "well",
-                         "down", "should", "because", "each", "just", "those", "people", "Mr.",
-                         "how", "too", "little", "state", "good", "very", "make", "world",
-                         "still", "own", "see", "men", "work", "long", "get", "here", "between",
-                         "both", "life", "being", "under", "never", "day", "same", "another",
-                         "know", "while", "last", "might", "us", "great", "old", "year", "off",
-                         "come", "since", "against", "go", "came", "right", "used", "take",
-                         "three", "Fulton", "County", "Atlanta", "jury", "election", "Georgia"};
+  const char* words[] = {
+      "the",   "of",      "and",     "to",     "in",      "that",  "was",      "he",      "for",
+      "it",    "with",    "as",      "his",    "on",      "be",    "at",       "by",      "had",
+      "not",   "are",     "but",     "from",   "or",      "have",  "an",       "they",    "which",
+      "one",   "you",     "were",    "her",    "all",     "she",   "there",    "would",   "their",
+      "we",    "him",     "been",    "has",    "when",    "who",   "will",     "more",    "no",
+      "if",    "out",     "so",      "said",   "what",    "up",    "its",      "about",   "into",
+      "than",  "them",    "can",     "only",   "other",   "new",   "some",     "could",   "time",
+      "these", "two",     "may",     "then",   "do",      "first", "any",      "my",      "now",
+      "such",  "like",    "our",     "over",   "man",     "me",    "even",     "most",    "made",
+      "after", "also",    "did",     "many",   "before",  "must",  "through",  "back",    "years",
+      "where", "much",    "your",    "way",    "well",    "down",  "should",   "because", "each",
+      "just",  "those",   "people",  "Mr.",    "how",     "too",   "little",   "state",   "good",
+      "very",  "make",    "world",   "still",  "own",     "see",   "men",      "work",    "long",
+      "get",   "here",    "between", "both",   "life",    "being", "under",    "never",   "day",
+      "same",  "another", "know",    "while",  "last",    "might", "us",       "great",   "old",
+      "year",  "off",     "come",    "since",  "against", "go",    "came",     "right",   "used",
+      "take",  "three",   "Fulton",  "County", "Atlanta", "jury",  "election", "Georgia"};
   const size_t nwords = sizeof(words) / sizeof(words[0]);
   uint64_t s = 42;
   auto next = [&s] {
@@ -160,7 +161,10 @@ void BM_Decode(benchmark::State& state) {
   report(state, text.size(), ids.size());
 }
 
-BENCHMARK(BM_EncodeFirstPass)->Name("Encode/first_pass")->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_EncodeFirstPass)
+    ->Name("Encode/first_pass")
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 BENCHMARK(BM_EncodeWarm)->Name("Encode/warm")->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_Decode)->Name("Decode")->Unit(benchmark::kMillisecond)->UseRealTime();
 

@@ -41,9 +41,10 @@ std::vector<std::string> stale_shards(const std::string& dir, const std::string&
 }  // namespace
 
 size_t next_safe_cut(std::string_view text, size_t from, size_t target) {
-  // Just before such a '\n' every piece of GPT-2's pattern ends (the printable character cannot share
-  // a piece with whitespace), and no alternative looks past its own end except (?!\S), which sees
-  // whitespace there in the whole text and the end of the subject in the piece: both let it match.
+  // Just before such a '\n' every piece of GPT-2's pattern ends (the printable character cannot
+  // share a piece with whitespace), and no alternative looks past its own end except (?!\S), which
+  // sees whitespace there in the whole text and the end of the subject in the piece: both let it
+  // match.
   for (size_t p = from + target; p < text.size(); ++p) {
     if (text[p] == '\n' && text[p - 1] > ' ' && text[p - 1] < 0x7f) return p;
   }
@@ -55,7 +56,8 @@ PrepareResult prepare_shards(const Tokenizer& tokenizer, const PrepareOptions& o
   if (o.inputs.empty()) throw UsageError("prepare: no input files (--input FILE...)");
   if (o.out_dir.empty()) throw UsageError("prepare: --out-dir is required");
   if (o.name.empty() || o.name.find('/') != std::string::npos) {
-    throw UsageError("prepare: --name '" + o.name + "' must be a non-empty file name prefix without '/'");
+    throw UsageError("prepare: --name '" + o.name +
+                     "' must be a non-empty file name prefix without '/'");
   }
   if (!tokenizer.can_encode()) {
     throw UsageError("prepare: the tokenizer " + tokenizer.source() +
@@ -81,7 +83,8 @@ PrepareResult prepare_shards(const Tokenizer& tokenizer, const PrepareOptions& o
       throw FileError(o.out_dir, "cannot create the output folder" +
                                      (ec ? ": " + ec.message() : std::string(": not a folder")));
     }
-    AtomicFileWriter probe(o.out_dir + "/." + o.name + ".probe");  // throws if the folder is not writable
+    AtomicFileWriter probe(o.out_dir + "/." + o.name +
+                           ".probe");  // throws if the folder is not writable
   }
 
   ShardWriter writer(o.out_dir, o.name, o.shard_tokens, o.val_tokens);

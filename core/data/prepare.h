@@ -1,7 +1,7 @@
-// Text files -> llm.c token shards (`llmcpu prepare`). Each input file is one document; like llm.c's
-// data scripts, every document is preceded by <|endoftext|>, so the stream reads
-// [eot, doc 1 ..., eot, doc 2 ..., ...]; the stream is split into val and train shards by ShardWriter.
-// Large documents are encoded in pieces of about a megabyte, cut where GPT-2's pre-tokenisation cannot
+// Text files -> llm.c token shards (`llmcpu prepare`). Each input file is one document; like
+// llm.c's data scripts, every document is preceded by <|endoftext|>, so the stream reads [eot, doc
+// 1 ..., eot, doc 2 ..., ...]; the stream is split into val and train shards by ShardWriter. Large
+// documents are encoded in pieces of about a megabyte, cut where GPT-2's pre-tokenisation cannot
 // join across the cut, so the ids are those of encoding each document whole.
 // Not here: downloading data, any cleaning or normalisation of the text.
 #pragma once
@@ -39,8 +39,9 @@ struct PrepareResult {
   std::vector<std::string> stale_files;
 };
 
-// Checks every input (exists, non-empty) and the output folder (created if missing, writable) before
-// encoding anything; errors are FileErrors naming the file. `progress` is called after each piece.
+// Checks every input (exists, non-empty) and the output folder (created if missing, writable)
+// before encoding anything; errors are FileErrors naming the file. `progress` is called after each
+// piece.
 PrepareResult prepare_shards(const Tokenizer& tokenizer, const PrepareOptions& options,
                              const std::function<void(const PrepareProgress&)>& progress = {});
 

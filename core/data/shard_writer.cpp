@@ -8,11 +8,13 @@
 
 namespace llmcpu {
 
-ShardWriter::ShardWriter(std::string dir, std::string name, int64_t shard_tokens, int64_t val_tokens)
+ShardWriter::ShardWriter(std::string dir, std::string name, int64_t shard_tokens,
+                         int64_t val_tokens)
     : dir_(std::move(dir)), name_(std::move(name)), val_left_(val_tokens) {
   if (shard_tokens < 1 || shard_tokens > INT32_MAX) {
-    throw UsageError("shard size " + std::to_string(shard_tokens) +
-                     " tokens is outside 1..2147483647 (an llm.c shard counts its tokens in an int32)");
+    throw UsageError(
+        "shard size " + std::to_string(shard_tokens) +
+        " tokens is outside 1..2147483647 (an llm.c shard counts its tokens in an int32)");
   }
   if (val_tokens < kAutoVal) {
     throw UsageError("val token count " + std::to_string(val_tokens) + " is negative");
@@ -36,7 +38,8 @@ void ShardWriter::add(const int* ids, size_t n) {
     pending_.push_back(static_cast<uint16_t>(ids[i]));
   }
   total_ += n;
-  // Once there are 10 shards' worth of tokens, 10% of the total is at least one shard: val is decided.
+  // Once there are 10 shards' worth of tokens, 10% of the total is at least one shard: val is
+  // decided.
   if (val_left_ == kAutoVal && total_ >= 10 * static_cast<uint64_t>(shard_tokens_)) {
     val_left_ = static_cast<int64_t>(shard_tokens_);
   }
@@ -46,8 +49,8 @@ void ShardWriter::add(const int* ids, size_t n) {
 void ShardWriter::write_next(bool val, size_t n) {
   std::vector<std::string>& files = val ? val_files_ : train_files_;
   const std::string path = shard_path(dir_, name_, val ? "val" : "train", files.size());
-  write_token_shard(path, std::vector<uint16_t>(pending_.begin() + head_,
-                                                pending_.begin() + head_ + n));
+  write_token_shard(path,
+                    std::vector<uint16_t>(pending_.begin() + head_, pending_.begin() + head_ + n));
   files.push_back(path);
   (val ? val_written_ : train_written_) += n;
   head_ += n;
@@ -82,8 +85,9 @@ void ShardWriter::finish() {
   const int64_t val_asked = static_cast<int64_t>(val_written_) + val_left_;
   drain(true);
   if (train_files_.empty()) {
-    throw Error("the inputs make " + std::to_string(total_) + " tokens and the validation split takes " +
-                std::to_string(val_asked) + " of them: none is left for training (lower --val-tokens)");
+    throw Error("the inputs make " + std::to_string(total_) +
+                " tokens and the validation split takes " + std::to_string(val_asked) +
+                " of them: none is left for training (lower --val-tokens)");
   }
 }
 

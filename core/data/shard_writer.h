@@ -1,9 +1,9 @@
-// Splits a stream of token ids into llm.c token shards, as llm.c's data scripts do: the first val_tokens
-// tokens go to DIR/NAME_val_000000.bin (more val files only if val_tokens exceeds one shard), the rest
-// to DIR/NAME_train_000000.bin, NAME_train_000001.bin, ... of shard_tokens each (the last one shorter).
-// With val_tokens unset, val is 10% of all tokens, at most one shard; until that is known (the end of
-// the stream, or 10 shards' worth of tokens) the tokens wait in memory, 2 bytes each.
-// Not here: tokenizing, reading inputs (prepare.h).
+// Splits a stream of token ids into llm.c token shards, as llm.c's data scripts do: the first
+// val_tokens tokens go to DIR/NAME_val_000000.bin (more val files only if val_tokens exceeds one
+// shard), the rest to DIR/NAME_train_000000.bin, NAME_train_000001.bin, ... of shard_tokens each
+// (the last one shorter). With val_tokens unset, val is 10% of all tokens, at most one shard; until
+// that is known (the end of the stream, or 10 shards' worth of tokens) the tokens wait in memory, 2
+// bytes each. Not here: tokenizing, reading inputs (prepare.h).
 #pragma once
 
 #include <cstdint>
@@ -40,8 +40,8 @@ class ShardWriter {
 
   std::string dir_, name_;
   size_t shard_tokens_;
-  int64_t val_left_;                 // tokens still owed to val; kAutoVal until decided
-  std::vector<uint16_t> pending_;    // tokens not yet written: pending_[head_ ..]
+  int64_t val_left_;               // tokens still owed to val; kAutoVal until decided
+  std::vector<uint16_t> pending_;  // tokens not yet written: pending_[head_ ..]
   size_t head_ = 0;
   uint64_t total_ = 0, val_written_ = 0, train_written_ = 0;
   std::vector<std::string> val_files_, train_files_;

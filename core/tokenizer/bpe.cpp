@@ -61,8 +61,8 @@ void BpeMerges::apply(std::vector<int>& w, Scratch& scratch) const {
     if (best == kNoRank) break;
     const int a = w[at], b = w[at + 1];
     const int result = find(a, b)->result;
-    // One pass, left to right, over non-overlapping occurrences of (a, b). Ranks of pairs that do not
-    // touch a new token move along with their left element.
+    // One pass, left to right, over non-overlapping occurrences of (a, b). Ranks of pairs that do
+    // not touch a new token move along with their left element.
     size_t out = 0;
     for (size_t i = 0; i < n; ++out) {
       if (i + 1 < n && w[i] == a && w[i + 1] == b) {

@@ -108,10 +108,14 @@ class VocabParser {
     for (int i = 0; i < 4; ++i) {
       const char c = s_[pos_ + i];
       v <<= 4;
-      if (c >= '0' && c <= '9') v |= c - '0';
-      else if (c >= 'a' && c <= 'f') v |= c - 'a' + 10;
-      else if (c >= 'A' && c <= 'F') v |= c - 'A' + 10;
-      else fail(pos_ + i, "bad hex digit in \\u escape");
+      if (c >= '0' && c <= '9')
+        v |= c - '0';
+      else if (c >= 'a' && c <= 'f')
+        v |= c - 'a' + 10;
+      else if (c >= 'A' && c <= 'F')
+        v |= c - 'A' + 10;
+      else
+        fail(pos_ + i, "bad hex digit in \\u escape");
     }
     pos_ += 4;
     return v;
@@ -176,14 +180,30 @@ class VocabParser {
       if (pos_ >= s_.size()) fail(esc_at, "unterminated escape");
       const char e = s_[pos_++];
       switch (e) {
-        case '"': out += '"'; break;
-        case '\\': out += '\\'; break;
-        case '/': out += '/'; break;
-        case 'b': out += '\b'; break;
-        case 'f': out += '\f'; break;
-        case 'n': out += '\n'; break;
-        case 'r': out += '\r'; break;
-        case 't': out += '\t'; break;
+        case '"':
+          out += '"';
+          break;
+        case '\\':
+          out += '\\';
+          break;
+        case '/':
+          out += '/';
+          break;
+        case 'b':
+          out += '\b';
+          break;
+        case 'f':
+          out += '\f';
+          break;
+        case 'n':
+          out += '\n';
+          break;
+        case 'r':
+          out += '\r';
+          break;
+        case 't':
+          out += '\t';
+          break;
         case 'u': {
           uint32_t cp = hex4();
           if (cp >= 0xDC00 && cp <= 0xDFFF) fail(esc_at, "lone low surrogate in \\u escape");
@@ -193,13 +213,15 @@ class VocabParser {
             }
             pos_ += 2;
             const uint32_t lo = hex4();
-            if (lo < 0xDC00 || lo > 0xDFFF) fail(esc_at, "high surrogate followed by a non-low surrogate");
+            if (lo < 0xDC00 || lo > 0xDFFF)
+              fail(esc_at, "high surrogate followed by a non-low surrogate");
             cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
           }
           append_utf8(out, cp);
           break;
         }
-        default: fail(esc_at, std::string("unknown escape '\\") + printable(std::string(1, e)) + "'");
+        default:
+          fail(esc_at, std::string("unknown escape '\\") + printable(std::string(1, e)) + "'");
       }
     }
   }

@@ -1,7 +1,8 @@
-// A strict reader for GPT-2's encoder.json: one flat JSON object whose keys are strings and whose values
-// are non-negative integers ({"!": 0, "\"": 1, ...}). Keys may use every JSON escape, \uXXXX included
-// (surrogate pairs become one UTF-8 character). It is not a general JSON parser: nested values, floats,
-// negative numbers, duplicate keys and lone surrogates are errors that name the file and the byte offset.
+// A strict reader for GPT-2's encoder.json: one flat JSON object whose keys are strings and whose
+// values are non-negative integers ({"!": 0, "\"": 1, ...}). Keys may use every JSON escape, \uXXXX
+// included (surrogate pairs become one UTF-8 character). It is not a general JSON parser: nested
+// values, floats, negative numbers, duplicate keys and lone surrogates are errors that name the
+// file and the byte offset.
 #pragma once
 
 #include <string>

@@ -14,8 +14,10 @@ constexpr const char* kPattern =
     "'s|'t|'re|'ve|'m|'ll|'d"
     "| ?\\p{L}+"
     "| ?\\p{N}+"
-    "| ?[^" LLMCPU_WS "\\p{L}\\p{N}]+"
-    "|[" LLMCPU_WS "]+(?![^" LLMCPU_WS "])"
+    "| ?[^" LLMCPU_WS
+    "\\p{L}\\p{N}]+"
+    "|[" LLMCPU_WS "]+(?![^" LLMCPU_WS
+    "])"
     "|[" LLMCPU_WS "]+";
 #undef LLMCPU_WS
 
@@ -60,8 +62,9 @@ bool Pretokenizer::Cursor::next(std::string_view& piece) {
       pos_ = text_.size();
       return true;
     }
-    if (rc < 0) throw Error("pre-tokenisation failed at byte " + std::to_string(pos_) + ": " +
-                            pcre2_message(rc));
+    if (rc < 0)
+      throw Error("pre-tokenisation failed at byte " + std::to_string(pos_) + ": " +
+                  pcre2_message(rc));
     const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(md_);
     match_start_ = ov[0];
     match_end_ = ov[1];

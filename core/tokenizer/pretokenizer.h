@@ -1,11 +1,11 @@
 // GPT-2's pre-tokenisation: the text is cut into pieces by gpt-3-encoder's pattern
 //   's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
 // (contractions case-sensitive, as there), compiled once with PCRE2 (UTF, UCP, JIT when available).
-// JavaScript's \s is not PCRE2's \s (JS adds U+FEFF, PCRE2 adds U+0085 and U+180E), so \s is spelled out
-// as JavaScript defines it: [\t-\r\p{Z}\x{FEFF}]. \p{L} and \p{N} follow PCRE2's Unicode tables
-// (Unicode 14 in PCRE2 10.42), so characters assigned in later Unicode versions may be cut differently.
-// Bytes that are not valid UTF-8 never match the pattern; each maximal run of them is its own piece,
-// so the pieces always cover the text exactly.
+// JavaScript's \s is not PCRE2's \s (JS adds U+FEFF, PCRE2 adds U+0085 and U+180E), so \s is
+// spelled out as JavaScript defines it: [\t-\r\p{Z}\x{FEFF}]. \p{L} and \p{N} follow PCRE2's
+// Unicode tables (Unicode 14 in PCRE2 10.42), so characters assigned in later Unicode versions may
+// be cut differently. Bytes that are not valid UTF-8 never match the pattern; each maximal run of
+// them is its own piece, so the pieces always cover the text exactly.
 #pragma once
 
 #define PCRE2_CODE_UNIT_WIDTH 8

@@ -75,7 +75,9 @@ std::string fetch_hint() {
 int byte_to_unicode(unsigned char b) {
   // Printable bytes ('!'..'~', '¡'..'¬', '®'..'ÿ') stand for themselves; the other 68 bytes take
   // U+0100, U+0101, ... in byte order.
-  auto printable = [](int x) { return (x >= 33 && x <= 126) || (x >= 161 && x <= 172) || x >= 174; };
+  auto printable = [](int x) {
+    return (x >= 33 && x <= 126) || (x >= 161 && x <= 172) || x >= 174;
+  };
   if (printable(b)) return b;
   int n = 0;
   for (int x = 0; x < b; ++x) n += !printable(x);
@@ -114,8 +116,8 @@ namespace {
 
 std::vector<std::pair<std::string, int>> read_encoder_json(const std::string& path) {
   MappedFile f(path);
-  return parse_json_vocab(
-      std::string_view(reinterpret_cast<const char*>(f.data()), f.size()), path);
+  return parse_json_vocab(std::string_view(reinterpret_cast<const char*>(f.data()), f.size()),
+                          path);
 }
 
 }  // namespace
@@ -203,7 +205,8 @@ void Tokenizer::Impl::load_encoder(const std::string& dir) {
     const std::string_view left = line.substr(0, sp), right = line.substr(sp + 1);
     for (std::string_view s : {left, right}) {
       if (!id_of.count(s)) {
-        throw FileError(bpe_path, where() + "symbol \"" + std::string(s) + "\" is not in encoder.json");
+        throw FileError(bpe_path,
+                        where() + "symbol \"" + std::string(s) + "\" is not in encoder.json");
       }
     }
     if (!id_of.count(std::string(left) + std::string(right))) {
@@ -214,10 +217,10 @@ void Tokenizer::Impl::load_encoder(const std::string& dir) {
   }
 
   // gpt-3-encoder looks ranks up by the pair written as the string "LEFT,RIGHT" (a JavaScript array
-  // used as an object key), and a later duplicate line wins. So a pair such as ("\",", "\"") gets the
-  // rank of the merge ("\"", ",\"") because both read "\",,\"". Every split of a key at a comma whose
-  // two sides and their concatenation are tokens is therefore a merge of that rank; the real merges are
-  // among those splits. Exactness with gpt-3-encoder needs these extra pairs.
+  // used as an object key), and a later duplicate line wins. So a pair such as ("\",", "\"") gets
+  // the rank of the merge ("\"", ",\"") because both read "\",,\"". Every split of a key at a comma
+  // whose two sides and their concatenation are tokens is therefore a merge of that rank; the real
+  // merges are among those splits. Exactness with gpt-3-encoder needs these extra pairs.
   std::unordered_map<std::string, int> rank_of_key;
   rank_of_key.reserve(merge_list.size() * 2);
   for (size_t r = 0; r < merge_list.size(); ++r) {
@@ -242,8 +245,8 @@ void Tokenizer::Impl::load_encoder(const std::string& dir) {
     }
   }
 
-  // Every token must come from a byte or a merge, apart from <|endoftext|>: a vocab.bpe cut short at a
-  // line boundary shows up here.
+  // Every token must come from a byte or a merge, apart from <|endoftext|>: a vocab.bpe cut short
+  // at a line boundary shows up here.
   std::vector<uint8_t> reachable(V, 0);
   for (int b = 0; b < 256; ++b) reachable[byte_id[b]] = 1;
   for (const auto& [l, rt] : merge_list) reachable[id_of.at(std::string(l) + std::string(rt))] = 1;
@@ -269,14 +272,15 @@ void Tokenizer::Impl::load_llmc(const std::string& path) {
                               "and vocab.bpe");
   }
   if (h[1] != 1 && h[1] != 2) {
-    throw FileError(path, "unsupported tokenizer version " + std::to_string(h[1]) + ", expected 1 or 2");
+    throw FileError(path,
+                    "unsupported tokenizer version " + std::to_string(h[1]) + ", expected 1 or 2");
   }
   const int V = h[2];
   if (V <= 0) throw FileError(path, "vocabulary size " + std::to_string(V) + " in header");
   eot = h[1] == 1 ? kGpt2Eot : h[3];
   if (eot < 0 || eot >= V) {
-    throw FileError(path, "end-of-text id " + std::to_string(eot) + " is outside the vocabulary 0.." +
-                              std::to_string(V - 1));
+    throw FileError(path, "end-of-text id " + std::to_string(eot) +
+                              " is outside the vocabulary 0.." + std::to_string(V - 1));
   }
   size_t pos = kLlmcHeaderBytes;
   offset.assign(1, 0);
@@ -308,8 +312,9 @@ Tokenizer Tokenizer::load(const std::string& path) {
   std::error_code ec;
   const fs::file_status st = fs::status(path, ec);
   if (!fs::exists(st)) {
-    throw FileError(path, "does not exist; expected a folder with GPT-2's encoder.json and vocab.bpe (" +
-                              fetch_hint() + "), or an llm.c gpt2_tokenizer.bin");
+    throw FileError(path,
+                    "does not exist; expected a folder with GPT-2's encoder.json and vocab.bpe (" +
+                        fetch_hint() + "), or an llm.c gpt2_tokenizer.bin");
   }
   if (fs::is_directory(st)) {
     impl->load_encoder(path);
@@ -334,7 +339,8 @@ std::vector<int> Tokenizer::encode(std::string_view text) const {
 void Tokenizer::encode_append(std::string_view text, std::vector<int>& out) const {
   Impl& m = *impl_;
   if (!m.can_encode) {
-    throw Error(m.source + ": an llm.c gpt2_tokenizer.bin can only decode; encoding needs a folder "
+    throw Error(m.source +
+                ": an llm.c gpt2_tokenizer.bin can only decode; encoding needs a folder "
                 "with encoder.json and vocab.bpe");
   }
   std::lock_guard<std::mutex> lock(m.cache_mutex);
@@ -355,7 +361,8 @@ void Tokenizer::encode_append(std::string_view text, std::vector<int>& out) cons
       }
     }
     m.word.resize(piece.size());
-    for (size_t i = 0; i < piece.size(); ++i) m.word[i] = m.byte_id[static_cast<unsigned char>(piece[i])];
+    for (size_t i = 0; i < piece.size(); ++i)
+      m.word[i] = m.byte_id[static_cast<unsigned char>(piece[i])];
     m.merges.apply(m.word, m.scratch);
     out.insert(out.end(), m.word.begin(), m.word.end());
     if (cacheable) {
@@ -363,9 +370,8 @@ void Tokenizer::encode_append(std::string_view text, std::vector<int>& out) cons
         m.cache.clear();
         m.cache_ids.clear();
       }
-      m.cache.emplace(std::string(piece),
-                      Impl::Span{static_cast<uint32_t>(m.cache_ids.size()),
-                                 static_cast<uint32_t>(m.word.size())});
+      m.cache.emplace(std::string(piece), Impl::Span{static_cast<uint32_t>(m.cache_ids.size()),
+                                                     static_cast<uint32_t>(m.word.size())});
       m.cache_ids.insert(m.cache_ids.end(), m.word.begin(), m.word.end());
     }
   }

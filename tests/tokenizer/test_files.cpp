@@ -1,6 +1,6 @@
-// Loading tokenizers: a tiny hand-made encoder.json + vocab.bpe whose encodings are worked out by hand,
-// the strict JSON reader, llm.c's gpt2_tokenizer.bin, and the errors for broken files (each must name
-// the file and what is wrong). Needs no fetched data.
+// Loading tokenizers: a tiny hand-made encoder.json + vocab.bpe whose encodings are worked out by
+// hand, the strict JSON reader, llm.c's gpt2_tokenizer.bin, and the errors for broken files (each
+// must name the file and what is wrong). Needs no fetched data.
 #include <gtest/gtest.h>
 
 #include "core/tokenizer/json_vocab.h"
@@ -86,8 +86,8 @@ TEST(TokenizerFiles, JsonEscapesAndSurrogatePairs) {
 
 TEST(TokenizerFiles, JsonErrorsNameFileAndOffset) {
   const std::pair<const char*, const char*> cases[] = {
-      {R"({"a": 1,})", "byte offset 8"},                   // trailing comma
-      {R"({"a": 1 "b": 2})", "byte offset 8"},             // missing comma
+      {R"({"a": 1,})", "byte offset 8"},        // trailing comma
+      {R"({"a": 1 "b": 2})", "byte offset 8"},  // missing comma
       {R"({"a": 1, "a": 2})", "duplicate key"},
       {R"({"a": -1})", "negative"},
       {R"({"a": 1.5})", "not an integer"},

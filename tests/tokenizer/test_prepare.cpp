@@ -1,7 +1,7 @@
-// `llmcpu prepare` and `llmcpu tokenize`, and the Brown corpus converter: shards read back must hold
-// [eot, doc 1, eot, doc 2, ...] as the tokenizer encodes each document, split into val and train shards
-// of the asked sizes and names; errors name the file. The tiny hand-made tokenizer (test_util.h) is
-// used, so these tests need no fetched data (the Brown converter test needs node).
+// `llmcpu prepare` and `llmcpu tokenize`, and the Brown corpus converter: shards read back must
+// hold [eot, doc 1, eot, doc 2, ...] as the tokenizer encodes each document, split into val and
+// train shards of the asked sizes and names; errors name the file. The tiny hand-made tokenizer
+// (test_util.h) is used, so these tests need no fetched data (the Brown converter test needs node).
 #include <gtest/gtest.h>
 
 #include "core/data/prepare.h"
@@ -132,15 +132,16 @@ TEST_F(Prepare, ValLargerThanAShardAndNoVal) {
 // blank lines and spaces before newlines, where a careless cut would change the pieces.
 TEST_F(Prepare, LargeDocumentEncodesAsAWhole) {
   std::string text;
-  const char* lines[] = {"the the\n", "a\n\nb\n", "x  \n  y\n", "end.\n\n\n", "  \n", "\xe3\x80\x80\n",
-                         "then\r\n", "'s\n", "\t\n\n the\n"};
+  const char* lines[] = {"the the\n",      "a\n\nb\n", "x  \n  y\n", "end.\n\n\n",  "  \n",
+                         "\xe3\x80\x80\n", "then\r\n", "'s\n",       "\t\n\n the\n"};
   for (int i = 0; text.size() < (size_t{5} << 19); ++i) text += lines[(i * 7 + i / 9) % 9];
   PrepareOptions o;
   o.inputs = {input("big.txt", text)};
   o.out_dir = dir_ + "/out";
   o.val_tokens = 0;
   std::vector<PrepareProgress> seen;
-  const PrepareResult r = prepare_shards(*tok_, o, [&](const PrepareProgress& p) { seen.push_back(p); });
+  const PrepareResult r =
+      prepare_shards(*tok_, o, [&](const PrepareProgress& p) { seen.push_back(p); });
   ASSERT_EQ(r.train_files.size(), 1u);
   EXPECT_EQ(read_shard(r.train_files[0]), expected({text}));
   ASSERT_GE(seen.size(), 2u);  // more than one piece
@@ -189,9 +190,9 @@ TEST_F(Prepare, CommandLine) {
   const std::string a = input("a.txt", "the the then\n"), b = input("b.txt", "   x");
   const std::string out = dir_ + "/out", tok = dir_ + "/tok";
   const std::string bin = quote(LLMCPU_BINARY);
-  Outcome r = run_shell(bin + " prepare --input " + quote(a) + " " + quote(b) + " --out-dir " +
-                        quote(out) + " --name n --val-tokens 2 --shard-tokens 3 --tokenizer " +
-                        quote(tok) + " 2>&1");
+  Outcome r =
+      run_shell(bin + " prepare --input " + quote(a) + " " + quote(b) + " --out-dir " + quote(out) +
+                " --name n --val-tokens 2 --shard-tokens 3 --tokenizer " + quote(tok) + " 2>&1");
   ASSERT_EQ(r.status, 0) << r.out;
   EXPECT_NE(r.out.find("n_val_000000.bin"), std::string::npos) << r.out;
   std::vector<uint16_t> back = read_shard(out + "/n_val_000000.bin");
@@ -208,15 +209,21 @@ TEST_F(Prepare, CommandLine) {
   EXPECT_NE(r.out.find("n_train_000001.bin is left over"), std::string::npos) << r.out;
 
   for (const auto& [args, message] : std::vector<std::pair<std::string, std::string>>{
-           {"--input " + quote(dir_ + "/nope.txt") + " --out-dir " + quote(out), "nope.txt: input file does not exist"},
-           {"--input " + quote(input("e.txt", "")) + " --out-dir " + quote(out), "e.txt: input file is empty"},
-           {"--input " + quote(a) + " --out-dir " + quote(a + "/x"), "cannot create the output folder"},
+           {"--input " + quote(dir_ + "/nope.txt") + " --out-dir " + quote(out),
+            "nope.txt: input file does not exist"},
+           {"--input " + quote(input("e.txt", "")) + " --out-dir " + quote(out),
+            "e.txt: input file is empty"},
+           {"--input " + quote(a) + " --out-dir " + quote(a + "/x"),
+            "cannot create the output folder"},
            {"--out-dir " + quote(out), "--input FILE... is required"},
            {"--input --out-dir " + quote(out), "--input needs at least one FILE"},
            {"--input " + quote(a), "--out-dir DIR is required"},
-           {"--input " + quote(a) + " --out-dir " + quote(out) + " --shard-tokens 0", "--shard-tokens 0"},
-           {"--input " + quote(a) + " --out-dir " + quote(out) + " --val-tokens -4", "--val-tokens"},
-           {"--input " + quote(a) + " --out-dir " + quote(out) + " --bogus", "unknown flag '--bogus'"},
+           {"--input " + quote(a) + " --out-dir " + quote(out) + " --shard-tokens 0",
+            "--shard-tokens 0"},
+           {"--input " + quote(a) + " --out-dir " + quote(out) + " --val-tokens -4",
+            "--val-tokens"},
+           {"--input " + quote(a) + " --out-dir " + quote(out) + " --bogus",
+            "unknown flag '--bogus'"},
        }) {
     SCOPED_TRACE(args);
     r = run_shell(bin + " prepare " + args + " --tokenizer " + quote(tok) + " 2>&1");
@@ -238,13 +245,14 @@ TEST_F(Prepare, TokenizeCommand) {
     bytes += static_cast<char>(b);
   }
   write_file(dir_ + "/ids.txt", ids);
-  r = run_shell(bin + " tokenize --decode --tokenizer " + quote(tok) + " < " + quote(dir_ + "/ids.txt"));
+  r = run_shell(bin + " tokenize --decode --tokenizer " + quote(tok) + " < " +
+                quote(dir_ + "/ids.txt"));
   EXPECT_EQ(r.status, 0);
   EXPECT_TRUE(r.out == bytes) << "decoded bytes differ";
   // Encode then decode through the program gives the file back.
   const std::string text = "the then\r\n\t the\n\n \xe2\x82\xac";
-  r = run_shell(bin + " tokenize --tokenizer " + quote(tok) + " " + quote(input("t.txt", text)) + " | " +
-                bin + " tokenize -d --tokenizer " + quote(tok));
+  r = run_shell(bin + " tokenize --tokenizer " + quote(tok) + " " + quote(input("t.txt", text)) +
+                " | " + bin + " tokenize -d --tokenizer " + quote(tok));
   EXPECT_EQ(r.status, 0);
   EXPECT_EQ(r.out, text);
 
@@ -254,11 +262,12 @@ TEST_F(Prepare, TokenizeCommand) {
   r = run_shell("echo 1 x2 | " + bin + " tokenize --decode --tokenizer " + quote(tok) + " 2>&1");
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.out.find("'x2' is not a token id"), std::string::npos) << r.out;
-  r = run_shell(bin + " tokenize --tokenizer " + quote(tok) + " " + quote(dir_ + "/none.txt") + " 2>&1");
+  r = run_shell(bin + " tokenize --tokenizer " + quote(tok) + " " + quote(dir_ + "/none.txt") +
+                " 2>&1");
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.out.find("none.txt: cannot open"), std::string::npos) << r.out;
-  r = run_shell(bin + " tokenize --tokenizer " + quote(dir_ + "/notok") + " " + quote(dir_ + "/a.txt") +
-                " 2>&1");
+  r = run_shell(bin + " tokenize --tokenizer " + quote(dir_ + "/notok") + " " +
+                quote(dir_ + "/a.txt") + " 2>&1");
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.out.find("notok: does not exist"), std::string::npos) << r.out;
 }
@@ -274,8 +283,9 @@ TEST(PrepareBrown, TagsAreStrippedToPlainText) {
              "Merger/nn-hl proposed/vbn-hl \n\n"
              "\t(/( a/at test/nn )/) ,/, isn't/bez* it/pps ?/. --/-- yes/rb ;/. and/or/cc 1/2/cd\n"
              "Hmm/uh :/: it's/pps+bez '/' fine/jj '/' !/.\n");
-  const Outcome r = run_shell("node " + quote(std::string(LLMCPU_SOURCE_DIR) + "/tools/brown_to_text.js") +
-                              " " + quote(dir + "/ca99"));
+  const Outcome r =
+      run_shell("node " + quote(std::string(LLMCPU_SOURCE_DIR) + "/tools/brown_to_text.js") + " " +
+                quote(dir + "/ca99"));
   ASSERT_EQ(r.status, 0) << r.out;
   EXPECT_EQ(r.out,
             "The Fulton County said \"no evidence\". It was Jr.\n\n"

@@ -1,8 +1,8 @@
 // The tokenizer against the npm package gpt-3-encoder, run by node at test time
 // (tests/tokenizer/encode_reference.js): the committed texts, a generated text of a few hundred KB
-// (tests/tokenizer/make_large_text.js) and the 500 texts of the Brown corpus must give exactly its ids,
-// and decoding must give back exactly the bytes. Without node or the fetched data these tests fail and
-// say how to get them.
+// (tests/tokenizer/make_large_text.js) and the 500 texts of the Brown corpus must give exactly its
+// ids, and decoding must give back exactly the bytes. Without node or the fetched data these tests
+// fail and say how to get them.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -21,8 +21,8 @@ const Tokenizer& gpt2() {
   return t;
 }
 
-// One JSON array of integers per line, as encode_reference.js prints; null (which gpt-3-encoder would
-// print for an unknown token) becomes -1.
+// One JSON array of integers per line, as encode_reference.js prints; null (which gpt-3-encoder
+// would print for an unknown token) becomes -1.
 std::vector<std::vector<int>> parse_reference(const std::string& out) {
   std::vector<std::vector<int>> all;
   std::istringstream lines(out);
@@ -32,7 +32,8 @@ std::vector<std::vector<int>> parse_reference(const std::string& out) {
       if (line[i] >= '0' && line[i] <= '9') {
         size_t end = i;
         int v = 0;
-        while (end < line.size() && line[end] >= '0' && line[end] <= '9') v = v * 10 + (line[end++] - '0');
+        while (end < line.size() && line[end] >= '0' && line[end] <= '9')
+          v = v * 10 + (line[end++] - '0');
         ids.push_back(v);
         i = end;
       } else if (line.compare(i, 4, "null") == 0) {
@@ -47,10 +48,15 @@ std::vector<std::vector<int>> parse_reference(const std::string& out) {
   return all;
 }
 
-std::vector<std::vector<int>> reference_ids(const Reference& ref, const std::vector<std::string>& files) {
-  std::string cmd = quote(ref.node) + " " + quote(LLMCPU_TOKENIZER_TEST_DIR "/encode_reference.js") +
-                    " " + quote(ref.module_dir);
-  for (const std::string& f : files) cmd += " " + quote(f);
+std::vector<std::vector<int>> reference_ids(const Reference& ref,
+                                            const std::vector<std::string>& files) {
+  std::string cmd = quote(ref.node) + " " +
+                    quote(LLMCPU_TOKENIZER_TEST_DIR "/encode_reference.js") + " " +
+                    quote(ref.module_dir);
+  for (const std::string& f : files) {
+    cmd += ' ';
+    cmd += quote(f);
+  }
   const Outcome r = run_shell(cmd);
   EXPECT_EQ(r.status, 0) << "the reference encoder failed: " << cmd;
   return parse_reference(r.out);
@@ -62,8 +68,8 @@ std::string first_difference(const std::vector<int>& ours, const std::vector<int
   while (i < ours.size() && i < ref.size() && ours[i] == ref[i]) ++i;
   const size_t lo = i >= 5 ? i - 5 : 0;
   std::ostringstream os;
-  os << "first difference at id " << i << " (ours " << ours.size() << " ids, reference " << ref.size()
-     << ")\n ours:";
+  os << "first difference at id " << i << " (ours " << ours.size() << " ids, reference "
+     << ref.size() << ")\n ours:";
   for (size_t k = lo; k < std::min(ours.size(), i + 5); ++k) os << " " << ours[k];
   os << "\n  ref:";
   for (size_t k = lo; k < std::min(ref.size(), i + 5); ++k) os << " " << ref[k];
@@ -82,7 +88,8 @@ size_t compare_with_reference(const Reference& ref, const std::vector<std::strin
     const std::string text = read_file(files[f]);
     const std::vector<int> ours = gpt2().encode(text);
     EXPECT_TRUE(ours == expected[f]) << first_difference(ours, expected[f]);
-    EXPECT_TRUE(gpt2().decode(ours.data(), ours.size()) == text) << "decode does not give the bytes back";
+    EXPECT_TRUE(gpt2().decode(ours.data(), ours.size()) == text)
+        << "decode does not give the bytes back";
     matched += ours == expected[f];
   }
   return matched;
@@ -110,10 +117,9 @@ TEST(TokenizerReference, LargeGeneratedText) {
   ASSERT_TRUE(ref.missing.empty()) << ref.missing;
   const std::string dir = fresh_dir("tok");
   const std::string large = dir + "/large.txt";
-  const Outcome made = run_shell(quote(ref.node) + " " +
-                                 quote(LLMCPU_TOKENIZER_TEST_DIR "/make_large_text.js") + " " +
-                                 quote(LLMCPU_TOKENIZER_TEST_DIR "/texts") + " " + quote(large) +
-                                 " 262144");
+  const Outcome made =
+      run_shell(quote(ref.node) + " " + quote(LLMCPU_TOKENIZER_TEST_DIR "/make_large_text.js") +
+                " " + quote(LLMCPU_TOKENIZER_TEST_DIR "/texts") + " " + quote(large) + " 262144");
   ASSERT_EQ(made.status, 0) << made.out;
   ASSERT_GE(fs::file_size(large), 262144u);
   EXPECT_EQ(compare_with_reference(ref, {large}), 1u);
@@ -139,8 +145,8 @@ TEST(TokenizerReference, Gpt2Vocabulary) {
   EXPECT_EQ(gpt2().encode("<|endoftext|>"), (std::vector<int>{27, 91, 437, 1659, 5239, 91, 29}));
 }
 
-// Bytes that are not UTF-8 cannot be compared with gpt-3-encoder (JavaScript strings are Unicode), but
-// they must survive the round trip, each run as a piece of its own between the valid pieces.
+// Bytes that are not UTF-8 cannot be compared with gpt-3-encoder (JavaScript strings are Unicode),
+// but they must survive the round trip, each run as a piece of its own between the valid pieces.
 TEST(TokenizerReference, InvalidUtf8RoundTrips) {
   const Reference ref = find_reference();
   ASSERT_TRUE(ref.missing.empty()) << ref.missing;
@@ -160,7 +166,8 @@ TEST(TokenizerReference, InvalidUtf8RoundTrips) {
   EXPECT_TRUE(std::equal(expect.begin(), expect.end(), ids.begin()));
 }
 
-// llm.c's gpt2_tokenizer.bin, written here from encoder.json's tokens, decodes exactly as encoder.json.
+// llm.c's gpt2_tokenizer.bin, written here from encoder.json's tokens, decodes exactly as
+// encoder.json.
 TEST(TokenizerReference, LlmcTokenizerBinDecodesLikeEncoderJson) {
   const Reference ref = find_reference();
   ASSERT_TRUE(ref.missing.empty()) << ref.missing;

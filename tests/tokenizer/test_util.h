@@ -1,6 +1,6 @@
-// Helpers of the tokenizer and data tests: running commands, files, where the reference (node and the
-// npm package gpt-3-encoder, fetched by tools/fetch-data.sh) lives, and a tiny hand-made GPT-2-style
-// tokenizer whose encodings can be worked out by hand.
+// Helpers of the tokenizer and data tests: running commands, files, where the reference (node and
+// the npm package gpt-3-encoder, fetched by tools/fetch-data.sh) lives, and a tiny hand-made
+// GPT-2-style tokenizer whose encodings can be worked out by hand.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -67,7 +67,8 @@ inline std::string fresh_dir(const std::string& tag) {
   return dir.string();
 }
 
-// The reference: node, and the gpt-3-encoder package that tools/fetch-data.sh installs into the cache.
+// The reference: node, and the gpt-3-encoder package that tools/fetch-data.sh installs into the
+// cache.
 struct Reference {
   std::string node, module_dir, tokenizer_dir, brown_dir;
   std::string missing;  // why the reference cannot run, with what to do; empty when it can
@@ -144,12 +145,22 @@ struct TinyTokenizer {
   }
   static std::string encoder_json() {
     const std::string G = alphabet_char(' ');
+    // Entries appended piece by piece (g++ 12 warns falsely on "literal" + std::string
+    // temporaries).
     std::string j = "{";
-    for (int b = 0; b < 256; ++b) {
-      j += "\"" + json_key(alphabet_char(b)) + "\": " + std::to_string(b) + ", ";
-    }
-    j += "\"th\": 256, \"the\": 257, \"" + json_key(G + "the") + "\": 258, \"" + json_key(G + G) +
-         "\": 259,\n \"<|endoftext|>\": 260}";
+    auto entry = [&j](const std::string& key, int id) {
+      j += '"';
+      j += json_key(key);
+      j += "\": ";
+      j += std::to_string(id);
+      j += ", ";
+    };
+    for (int b = 0; b < 256; ++b) entry(alphabet_char(b), b);
+    entry("th", 256);
+    entry("the", 257);
+    entry(G + "the", 258);
+    entry(G + G, 259);
+    j += "\n \"<|endoftext|>\": 260}";
     return j;
   }
   static std::string vocab_bpe() {

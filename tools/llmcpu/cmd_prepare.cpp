@@ -1,5 +1,5 @@
-// `llmcpu prepare`: text files -> llm.c token shards (NAME_val_000000.bin, NAME_train_000000.bin, ...),
-// with a progress bar on standard error when it is a terminal.
+// `llmcpu prepare`: text files -> llm.c token shards (NAME_val_000000.bin, NAME_train_000000.bin,
+// ...), with a progress bar on standard error when it is a terminal.
 #include <unistd.h>
 
 #include <cstdio>
@@ -19,10 +19,14 @@ namespace {
 
 std::string human_count(double v) {
   char buf[32];
-  if (v >= 1e9) std::snprintf(buf, sizeof buf, "%.2fG", v / 1e9);
-  else if (v >= 1e6) std::snprintf(buf, sizeof buf, "%.2fM", v / 1e6);
-  else if (v >= 1e3) std::snprintf(buf, sizeof buf, "%.1fk", v / 1e3);
-  else std::snprintf(buf, sizeof buf, "%.0f", v);
+  if (v >= 1e9)
+    std::snprintf(buf, sizeof buf, "%.2fG", v / 1e9);
+  else if (v >= 1e6)
+    std::snprintf(buf, sizeof buf, "%.2fM", v / 1e6);
+  else if (v >= 1e3)
+    std::snprintf(buf, sizeof buf, "%.1fk", v / 1e3);
+  else
+    std::snprintf(buf, sizeof buf, "%.0f", v);
   return buf;
 }
 
@@ -48,13 +52,14 @@ int run_prepare(const std::vector<std::string>& args) {
   std::string tokenizer_path, inputs_help;
   uint64_t shard_tokens = static_cast<uint64_t>(o.shard_tokens);
   uint64_t val_tokens = 0;
-  ArgParser p("prepare",
-              "Encodes text files with GPT-2's tokenizer into llm.c token shards. Each input file is\n"
-              "one document, preceded by <|endoftext|>. The first --val-tokens tokens go to\n"
-              "DIR/NAME_val_000000.bin, the rest to DIR/NAME_train_000000.bin, NAME_train_000001.bin,\n"
-              "... of --shard-tokens each.\n"
-              "usage: llmcpu prepare --input FILE... --out-dir DIR [--name NAME] [--val-tokens N]\n"
-              "                      [--shard-tokens N] [--tokenizer PATH]");
+  ArgParser p(
+      "prepare",
+      "Encodes text files with GPT-2's tokenizer into llm.c token shards. Each input file is\n"
+      "one document, preceded by <|endoftext|>. The first --val-tokens tokens go to\n"
+      "DIR/NAME_val_000000.bin, the rest to DIR/NAME_train_000000.bin, NAME_train_000001.bin,\n"
+      "... of --shard-tokens each.\n"
+      "usage: llmcpu prepare --input FILE... --out-dir DIR [--name NAME] [--val-tokens N]\n"
+      "                      [--shard-tokens N] [--tokenizer PATH]");
   p.option("input", 'i', &inputs_help, "FILE...", "text files, one document each, in this order");
   p.option("out-dir", 'o', &o.out_dir, "DIR", "where the shards go (created if missing)");
   p.option("name", 0, &o.name, "NAME", "shard name prefix (default: data)");
@@ -63,9 +68,9 @@ int run_prepare(const std::vector<std::string>& args) {
   p.option("shard-tokens", 0, &shard_tokens, "N", "tokens per shard (default 100000000, as llm.c)");
   p.option("tokenizer", 0, &tokenizer_path, "PATH",
            "folder with encoder.json and vocab.bpe (default: the cache folder's tokenizer/)");
-  const SplitArgs split =
-      split_args(args, {"--out-dir", "-o", "--name", "--val-tokens", "--shard-tokens", "--tokenizer"},
-                 {"--input", "-i"});
+  const SplitArgs split = split_args(
+      args, {"--out-dir", "-o", "--name", "--val-tokens", "--shard-tokens", "--tokenizer"},
+      {"--input", "-i"});
   if (!p.parse(split.flags)) return 0;
   if (!split.plain.empty()) {
     throw UsageError("prepare: unexpected argument '" + split.plain[0] +
@@ -85,7 +90,8 @@ int run_prepare(const std::vector<std::string>& args) {
   }
   o.shard_tokens = static_cast<int64_t>(shard_tokens);
   if (p.given("val-tokens")) {
-    if (val_tokens > static_cast<uint64_t>(INT64_MAX)) throw UsageError("prepare: --val-tokens is too large");
+    if (val_tokens > static_cast<uint64_t>(INT64_MAX))
+      throw UsageError("prepare: --val-tokens is too large");
     o.val_tokens = static_cast<int64_t>(val_tokens);
   }
   if (tokenizer_path.empty()) tokenizer_path = default_tokenizer_dir();
@@ -103,7 +109,8 @@ int run_prepare(const std::vector<std::string>& args) {
   if (tty) std::fputc('\n', stderr);
 
   std::fprintf(stderr, "prepare: %zu files, %.1f MB in %.2f s (%.1f MB/s), %s tokens\n",
-               o.inputs.size(), r.bytes / 1e6, r.seconds, r.seconds > 0 ? r.bytes / r.seconds / 1e6 : 0.0,
+               o.inputs.size(), r.bytes / 1e6, r.seconds,
+               r.seconds > 0 ? r.bytes / r.seconds / 1e6 : 0.0,
                human_count(static_cast<double>(r.val_tokens + r.train_tokens)).c_str());
   for (const std::string& f : r.val_files) std::printf("val   %s\n", f.c_str());
   for (const std::string& f : r.train_files) std::printf("train %s\n", f.c_str());
@@ -111,7 +118,8 @@ int run_prepare(const std::vector<std::string>& args) {
               static_cast<unsigned long long>(r.val_tokens),
               static_cast<unsigned long long>(r.train_tokens));
   for (const std::string& f : r.stale_files) {
-    std::fprintf(stderr, "prepare: warning: %s is left over from an earlier run (not written now)\n",
+    std::fprintf(stderr,
+                 "prepare: warning: %s is left over from an earlier run (not written now)\n",
                  f.c_str());
   }
   return 0;

@@ -1,8 +1,8 @@
-// `llmcpu tokenize`: GPT-2 token ids of a file (one line, separated by spaces), or with --decode the
-// exact bytes of the text that ids read from standard input (or a file) stand for.
+// `llmcpu tokenize`: GPT-2 token ids of a file (one line, separated by spaces), or with --decode
+// the exact bytes of the text that ids read from standard input (or a file) stand for.
 #include <algorithm>
-#include <charconv>
 #include <cerrno>
+#include <charconv>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -32,7 +32,8 @@ std::string read_all(const std::string& path) {
 }
 
 void write_all(const std::string& bytes) {
-  if (std::fwrite(bytes.data(), 1, bytes.size(), stdout) != bytes.size() || std::fflush(stdout) != 0) {
+  if (std::fwrite(bytes.data(), 1, bytes.size(), stdout) != bytes.size() ||
+      std::fflush(stdout) != 0) {
     throw FileError("standard output", "write failed");
   }
 }
@@ -69,15 +70,17 @@ std::vector<int> parse_ids(const std::string& text, const std::string& where) {
 int run_tokenize(const std::vector<std::string>& args) {
   std::string tokenizer_path;
   bool decode = false;
-  ArgParser p("tokenize",
-              "Prints the GPT-2 token ids of FILE ('-': standard input) on one line, separated by\n"
-              "spaces. With --decode, reads ids (separated by spaces or newlines) from standard input\n"
-              "or FILE and writes exactly the bytes they stand for.\n"
-              "usage: llmcpu tokenize [--tokenizer PATH] FILE\n"
-              "       llmcpu tokenize --decode [--tokenizer PATH] [FILE]");
-  p.option("tokenizer", 0, &tokenizer_path, "PATH",
-           "folder with encoder.json and vocab.bpe, or an llm.c gpt2_tokenizer.bin (decode only);\n"
-           "                              default: the cache folder's tokenizer/ (tools/fetch-data.sh)");
+  ArgParser p(
+      "tokenize",
+      "Prints the GPT-2 token ids of FILE ('-': standard input) on one line, separated by\n"
+      "spaces. With --decode, reads ids (separated by spaces or newlines) from standard input\n"
+      "or FILE and writes exactly the bytes they stand for.\n"
+      "usage: llmcpu tokenize [--tokenizer PATH] FILE\n"
+      "       llmcpu tokenize --decode [--tokenizer PATH] [FILE]");
+  p.option(
+      "tokenizer", 0, &tokenizer_path, "PATH",
+      "folder with encoder.json and vocab.bpe, or an llm.c gpt2_tokenizer.bin (decode only);\n"
+      "                              default: the cache folder's tokenizer/ (tools/fetch-data.sh)");
   p.flag("decode", 'd', &decode, "ids to text");
   const SplitArgs split = split_args(args, {"--tokenizer"});
   if (!p.parse(split.flags)) return 0;
@@ -86,7 +89,8 @@ int run_tokenize(const std::vector<std::string>& args) {
                      " (see llmcpu tokenize --help)");
   }
   if (!decode && split.plain.empty()) {
-    throw UsageError("tokenize: FILE is required ('-' reads standard input; see llmcpu tokenize --help)");
+    throw UsageError(
+        "tokenize: FILE is required ('-' reads standard input; see llmcpu tokenize --help)");
   }
   if (tokenizer_path.empty()) tokenizer_path = default_tokenizer_dir();
   const Tokenizer tok = Tokenizer::load(tokenizer_path);

@@ -1,7 +1,7 @@
-// Splits a subcommand's words into flags (for ArgParser) and the plain words among them (file names).
-// A word is a flag if it starts with '-' and is not "-" itself; the word after a flag in `takes_value`
-// (written without '=') is that flag's value. Flags named in `list_flags` take every following plain
-// word (`--input a.txt b.txt`); those words are returned under that flag's name.
+// Splits a subcommand's words into flags (for ArgParser) and the plain words among them (file
+// names). A word is a flag if it starts with '-' and is not "-" itself; the word after a flag in
+// `takes_value` (written without '=') is that flag's value. Flags named in `list_flags` take every
+// following plain word (`--input a.txt b.txt`); those words are returned under that flag's name.
 #pragma once
 
 #include <map>
@@ -12,9 +12,9 @@
 namespace llmcpu {
 
 struct SplitArgs {
-  std::vector<std::string> flags;                            // for ArgParser::parse
-  std::vector<std::string> plain;                            // positional words, in order
-  std::map<std::string, std::vector<std::string>> lists;     // list flag -> its words
+  std::vector<std::string> flags;                         // for ArgParser::parse
+  std::vector<std::string> plain;                         // positional words, in order
+  std::map<std::string, std::vector<std::string>> lists;  // list flag -> its words
 };
 
 inline SplitArgs split_args(const std::vector<std::string>& args,
