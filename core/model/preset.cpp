@@ -7,19 +7,14 @@
 #include <toml++/toml.h>
 
 #include "core/util/error.h"
+#include "core/util/toml_file.h"
 
 namespace llmcpu {
 
 namespace fs = std::filesystem;
 
 ModelConfig load_model_preset(const std::string& path) {
-  toml::table table;
-  try {
-    table = toml::parse_file(path);
-  } catch (const toml::parse_error& e) {
-    throw FileError(path, "not valid TOML: " + std::string(e.description()) + " at line " +
-                              std::to_string(e.source().begin.line));
-  }
+  const toml::table table = read_toml_file(path);
   ModelConfig c;
   struct Key {
     const char* name;

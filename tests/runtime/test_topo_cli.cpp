@@ -12,26 +12,15 @@
 #include <string>
 #include <vector>
 
+#include "tests/common/process.h"
+
 namespace llmcpu {
 namespace {
 
 namespace fs = std::filesystem;
 
-struct Outcome {
-  int status;
-  std::string output;  // stdout and stderr together
-};
-
-Outcome run(const std::string& args, const std::string& env = "") {
-  const std::string cmd = env + (env.empty() ? "" : " ") + LLMCPU_BINARY + " " + args + " 2>&1";
-  FILE* pipe = popen(cmd.c_str(), "r");
-  if (!pipe) return {-1, "popen failed"};
-  std::string out;
-  char buf[4096];
-  for (size_t n; (n = fread(buf, 1, sizeof buf, pipe)) > 0;) out.append(buf, n);
-  const int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
+using testing::Outcome;
+Outcome run(const std::string& args, const std::string& env = "") { return testing::run_llmcpu(args, env); }
 
 std::string json_of(const std::vector<int>& pu, const std::vector<int>& core,
                     const std::vector<int>& numa) {

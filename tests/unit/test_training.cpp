@@ -25,7 +25,7 @@
 #include "core/util/rng.h"
 #include "core/verify/verify.h"
 #include "tests/unit/fixture_paths.h"
-#include "tests/unit/run_program.h"
+#include "tests/common/process.h"
 #include "tools/llmcpu/train_flags.h"
 
 namespace llmcpu {

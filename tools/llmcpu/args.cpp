@@ -6,6 +6,7 @@
 #include <toml++/toml.h>
 
 #include "core/util/error.h"
+#include "core/util/toml_file.h"
 
 namespace llmcpu {
 
@@ -54,13 +55,7 @@ void ArgParser::config_flag(const char* name, char short_name,
 }
 
 void ArgParser::apply_config(const std::string& path) {
-  toml::table table;
-  try {
-    table = toml::parse_file(path);
-  } catch (const toml::parse_error& e) {
-    throw FileError(path, "not valid TOML: " + std::string(e.description()) + " at line " +
-                              std::to_string(e.source().begin.line));
-  }
+  const toml::table table = read_toml_file(path);
   for (const auto& [key, node] : table) {
     std::string name(key.str());
     for (char& c : name) c = c == '_' ? '-' : c;

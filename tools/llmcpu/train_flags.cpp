@@ -14,6 +14,8 @@ namespace llmcpu {
 std::string resolve_run_config(const std::string& name) {
   std::error_code ec;
   if (std::filesystem::is_regular_file(name, ec)) return name;
+  const bool is_path = name.find('/') != std::string::npos || name.ends_with(".toml");
+  if (is_path) throw FileError(name, "no such run config file");
   const std::string found = find_conf_file("runs", name);
   if (found.empty()) {
     throw UsageError("--config " + name + ": no such file, and no conf/runs/" + name + ".toml");

@@ -1,4 +1,6 @@
-// Runs the llmcpu program from a test and captures its exit status and output.
+// Running programs from tests: a shell command line with its exit status and output, the llmcpu
+// program (LLMCPU_BINARY, defined by each suite's CMakeLists.txt) the same way, or started in the
+// background to be signalled and waited for.
 #pragma once
 
 #include <sys/wait.h>
@@ -10,18 +12,31 @@ namespace llmcpu::testing {
 
 struct Outcome {
   int status;          // exit status, or -1 if killed by a signal
-  std::string output;  // stdout and stderr together
+  std::string output;  // standard output (and standard error where the command line merges them)
 };
 
-inline Outcome run_llmcpu(const std::string& args) {
-  const std::string cmd = std::string(LLMCPU_BINARY) + " " + args + " 2>&1";
+// Runs a shell command line; returns its exit status and standard output.
+inline Outcome run_shell(const std::string& cmd) {
   FILE* pipe = popen(cmd.c_str(), "r");
   if (!pipe) return {-1, "popen failed"};
   std::string out;
-  char buf[4096];
+  char buf[1 << 16];
   for (size_t n; (n = fread(buf, 1, sizeof buf, pipe)) > 0;) out.append(buf, n);
   const int status = pclose(pipe);
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+// Single-quotes s for the shell.
+inline std::string shell_quote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+// Runs `llmcpu ARGS` (ARGS as shell words) with standard error merged into the output; `env` is an
+// optional prefix of VAR=value assignments.
+inline Outcome run_llmcpu(const std::string& args, const std::string& env = "") {
+  return run_shell(env + (env.empty() ? "" : " ") + LLMCPU_BINARY + " " + args + " 2>&1");
 }
 
 }  // namespace llmcpu::testing
