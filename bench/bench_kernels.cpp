@@ -3,12 +3,15 @@
 //   ./build/bench_kernels                                   all tables (scalar is slow: minutes)
 //   ./build/bench_kernels --benchmark_filter='^avx512/'     one table
 //   ./build/bench_kernels --benchmark_filter='/matmul_'     the GEMMs of every table
-// Each row reports GFLOP/s, GB/s of compulsory traffic (every tensor read or written once), and roof%:
-// the time the kernel would take on this machine's roofline, max(FLOPs / FMA peak, bytes / stream
-// bandwidth), over the measured time. Both roofs are measured at start with the same threads: a
-// register-resident FMA loop (bench/peak_fma.cc) and a stream triad. Inputs rotate over enough
-// copies to exceed 128 MiB, so each call starts from DRAM as in a training step, where the other
-// layers' tensors have evicted this one's. A markdown summary is printed at the end.
+//   ./build/bench_kernels --profile_step=avx512             time per kernel in a training step
+// Each row reports GFLOP/s, GB/s of compulsory traffic (every tensor read or written once), and
+// roof%: the time the kernel would take on this machine's roofline, max(FLOPs / FMA peak, bytes /
+// stream bandwidth), over the measured time. Both roofs are measured at start with the same
+// threads: a register-resident FMA loop (bench/roofline.cc) and stream loops (a triad and an
+// in-place update) counted as the bytes they actually move, while kernels are credited only their
+// compulsory bytes. Inputs rotate over enough copies to exceed 128 MiB, so each call
+// starts from DRAM as in a training step, where the other layers' tensors have evicted this one's.
+// A markdown summary is printed at the end.
 #include <benchmark/benchmark.h>
 #include <omp.h>
 
@@ -16,9 +19,12 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <exception>
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/util/aligned_buffer.h"
@@ -26,7 +32,12 @@
 
 namespace llmcpu::bench {
 
-double fma_loop(size_t iterations, float seed);  // bench/peak_fma.cc
+// bench/roofline.cc
+double fma_loop(size_t iterations, float seed);
+void triad(float* a, const float* b, const float* c, float s, size_t n);  // a = b + s c
+void update(float* a, const float* b, float s, size_t n);                 // a += s b
+// bench/step_profile.cpp
+int profile_step(std::string_view target, int steps);
 
 namespace {
 
@@ -58,22 +69,38 @@ double measure_peak_flops() {
   return best;
 }
 
-// a = b + s c over arrays far larger than the caches, STREAM's count: 3 x 4 bytes per element.
-double measure_triad_bytes() {
+// Stream bandwidth over arrays far larger than the caches, best of 10. The triad a = b + s c:
+// STREAM counts 12 bytes per element, the memory system moves 16 (a's lines are read before they
+// are written). The in-place update a += s b moves 12 and needs no write-allocate, like most of
+// the kernels here. Returns {triad by STREAM's count, roof}: the roof is the larger of the two
+// figures of bytes actually moved.
+std::pair<double, double> measure_stream_bytes() {
   const size_t n = size_t(32) << 20;
   AlignedBuffer<float> a(n), b(n), c(n);
 #pragma omp parallel for schedule(static)
   for (size_t i = 0; i < n; ++i) a[i] = 0, b[i] = 1, c[i] = 2;
-  double best = 0;
-  for (int rep = 0; rep < 5; ++rep) {
-    const auto t0 = Clock::now();
+  double best_triad = 0, best_update = 0;
+  for (int rep = 0; rep < 10; ++rep) {
     const float s = 0.5f + float(rep);
-#pragma omp parallel for schedule(static)
-    for (size_t i = 0; i < n; ++i) a[i] = b[i] + s * c[i];
-    best = std::max(best, 3.0 * 4.0 * double(n) / seconds(t0, Clock::now()));
+    auto t0 = Clock::now();
+#pragma omp parallel
+    {
+      const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+      const size_t i0 = n * t / nt, i1 = n * (t + 1) / nt;
+      triad(a.data() + i0, b.data() + i0, c.data() + i0, s, i1 - i0);
+    }
+    best_triad = std::max(best_triad, double(n) / seconds(t0, Clock::now()));
+    t0 = Clock::now();
+#pragma omp parallel
+    {
+      const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+      const size_t i0 = n * t / nt, i1 = n * (t + 1) / nt;
+      update(a.data() + i0, b.data() + i0, s, i1 - i0);
+    }
+    best_update = std::max(best_update, double(n) / seconds(t0, Clock::now()));
   }
   benchmark::DoNotOptimize(a.data());
-  return best;
+  return {12.0 * best_triad, std::max(16.0 * best_triad, 12.0 * best_update)};
 }
 
 // The tensors of one benchmark, `copies` times over; the last benchmark's tensors are freed when
@@ -144,10 +171,14 @@ void measure(benchmark::State& state, Work& w, Cost cost, const std::function<vo
   state.counters["roof%"] = roof_pct;
   state.SetLabel(t_flops > t_bytes ? "compute-bound" : "memory-bound");
   // Keep the last run of each name (the framework runs a benchmark more than once while sizing).
-  Row row{g_current, secs * 1e3, cost.flops / secs / 1e9, cost.bytes / secs / 1e9, roof_pct,
-          t_flops > t_bytes};
-  auto it = std::find_if(g_rows.begin(), g_rows.end(), [&](const Row& r) { return r.name == row.name; });
-  if (it != g_rows.end()) *it = row; else g_rows.push_back(row);
+  Row row{g_current, secs * 1e3,       cost.flops / secs / 1e9, cost.bytes / secs / 1e9,
+          roof_pct,  t_flops > t_bytes};
+  auto it =
+      std::find_if(g_rows.begin(), g_rows.end(), [&](const Row& r) { return r.name == row.name; });
+  if (it != g_rows.end())
+    *it = row;
+  else
+    g_rows.push_back(row);
 }
 
 using Bench = std::function<void(benchmark::State&, const KernelTable&)>;
@@ -168,7 +199,8 @@ std::vector<std::pair<std::string, Bench>> kernels() {
   std::vector<std::pair<std::string, Bench>> r;
   const size_t NC = BT * C, N4C = BT * 4 * C, N3C = BT * 3 * C;
   const int hs = C / NH;
-  const double causal = double(hs) * T * (T + 1) * B * NH;  // FLOPs of one causal T x T x hs product
+  const double causal =
+      double(hs) * T * (T + 1) * B * NH;  // FLOPs of one causal T x T x hs product
 
   r.emplace_back("encoder_fwd", [=](benchmark::State& s, const KernelTable& k) {
     bool fresh;
@@ -186,8 +218,8 @@ std::vector<std::pair<std::string, Bench>> kernels() {
   });
   r.emplace_back("layernorm_fwd", [=](benchmark::State& s, const KernelTable& k) {
     bool fresh;
-    Work& w = work("layernorm", {NC, BT, BT, NC, size_t(C), size_t(C), NC, NC, size_t(C), size_t(C)},
-                   &fresh);
+    Work& w = work("layernorm",
+                   {NC, BT, BT, NC, size_t(C), size_t(C), NC, NC, size_t(C), size_t(C)}, &fresh);
     measure(s, w, {7.0 * NC, 2.0 * NC * F}, [&](size_t c) {
       k.layernorm_forward(w.get(c, 0), w.get(c, 1), w.get(c, 2), w.get(c, 3), w.get(c, 4),
                           w.get(c, 5), BT, C);
@@ -195,8 +227,8 @@ std::vector<std::pair<std::string, Bench>> kernels() {
   });
   r.emplace_back("layernorm_bwd", [=](benchmark::State& s, const KernelTable& k) {
     bool fresh;
-    Work& w = work("layernorm", {NC, BT, BT, NC, size_t(C), size_t(C), NC, NC, size_t(C), size_t(C)},
-                   &fresh);
+    Work& w = work("layernorm",
+                   {NC, BT, BT, NC, size_t(C), size_t(C), NC, NC, size_t(C), size_t(C)}, &fresh);
     if (fresh) {  // valid statistics
       for (size_t c = 0; c < w.copies; ++c) {
         k.layernorm_forward(w.get(c, 0), w.get(c, 1), w.get(c, 2), w.get(c, 3), w.get(c, 4),
@@ -246,13 +278,14 @@ std::vector<std::pair<std::string, Bench>> kernels() {
       }
     }
     measure(s, w, {4 * causal, double(2 * N3C + att + NC) * F}, [&](size_t c) {
-      k.attention_backward(w.get(c, 3), w.get(c, 4), w.get(c, 5), w.get(c, 2), w.get(c, 1), B, T,
-                           C, NH);
+      k.attention_backward(w.get(c, 3), w.get(c, 4), w.get(c, 5), w.get(c, 2), w.get(c, 1), B, T, C,
+                           NH);
     });
   });
   r.emplace_back("attention_decode", [=](benchmark::State& s, const KernelTable& k) {
     bool fresh;
-    Work& w = work("decode", {size_t(C), size_t(T), size_t(C), size_t(T) * C, size_t(T) * C}, &fresh);
+    Work& w =
+        work("decode", {size_t(C), size_t(T), size_t(C), size_t(T) * C, size_t(T) * C}, &fresh);
     measure(s, w, {4.0 * T * C, (2.0 * T * C + 2 * C) * F}, [&](size_t c) {
       k.attention_decode(w.get(c, 0), w.get(c, 1), w.get(c, 2), w.get(c, 3), w.get(c, 4), T - 1, C,
                          NH);
@@ -339,14 +372,30 @@ void print_summary() {
 int main(int argc, char** argv) {
   using namespace llmcpu;
   using namespace llmcpu::bench;
+  // --profile_step=TARGET: the time per kernel family of a whole training step instead.
+  constexpr std::string_view kProfile = "--profile_step=";
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    if (arg.substr(0, kProfile.size()) != kProfile) continue;
+    try {
+      return profile_step(arg.substr(kProfile.size()), 3);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "bench_kernels: error: %s\n", e.what());
+      return 2;
+    }
+  }
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   g_roof.flops = measure_peak_flops();
-  g_roof.bytes = measure_triad_bytes();
-  std::printf("roofline: %d threads, FMA peak %.1f GFLOP/s, stream triad %.1f GB/s\n",
-              omp_get_max_threads(), g_roof.flops / 1e9, g_roof.bytes / 1e9);
+  const auto [stream, moved] = measure_stream_bytes();
+  g_roof.bytes = moved;
+  std::printf(
+      "roofline: %d threads, FMA peak %.1f GFLOP/s; stream triad %.1f GB/s by STREAM's count, "
+      "bandwidth roof %.1f GB/s (bytes actually moved)\n",
+      omp_get_max_threads(), g_roof.flops / 1e9, stream / 1e9, moved / 1e9);
   benchmark::AddCustomContext("fma_peak_gflops", std::to_string(g_roof.flops / 1e9));
-  benchmark::AddCustomContext("triad_gbs", std::to_string(g_roof.bytes / 1e9));
+  benchmark::AddCustomContext("triad_stream_gbs", std::to_string(stream / 1e9));
+  benchmark::AddCustomContext("bandwidth_roof_gbs", std::to_string(moved / 1e9));
   for (std::string_view target : available_targets()) {
     const KernelTable& table = kernels_for_target(target);
     for (auto& [name, fn] : kernels()) {

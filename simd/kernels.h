@@ -1,7 +1,7 @@
 // The kernel boundary: the engine calls every layer through one table of function pointers, so a
-// vectorized target (AVX2, AVX-512, NEON, ...) slots in by filling its own table. The scalar table is
-// always present: it is the reference every other target is tested against.
-// This header says nothing about how a kernel is implemented; see simd/scalar/ for the math.
+// vectorized target (AVX2, AVX-512, NEON, ...) slots in by filling its own table. The scalar table
+// is always present: it is the reference every other target is tested against. This header says
+// nothing about how a kernel is implemented; see simd/scalar/ for the math.
 #pragma once
 
 #include <cstddef>
@@ -33,8 +33,8 @@ struct KernelTable {
   void (*matmul_forward)(float* out, const float* inp, const float* weight, const float* bias,
                          size_t N, int C, int OC);
   void (*matmul_backward)(float* dinp, float* dweight /*+=*/, float* dbias /*+=*/,
-                          const float* dout, const float* inp, const float* weight, size_t N,
-                          int C, int OC);
+                          const float* dout, const float* inp, const float* weight, size_t N, int C,
+                          int OC);
 
   void (*attention_forward)(float* out, float* att, const float* qkv, int B, int T, int C, int NH);
   void (*attention_backward)(float* dqkv, float* scratch, const float* dout, const float* qkv,
@@ -61,15 +61,16 @@ struct KernelTable {
 // The scalar reference table.
 const KernelTable& scalar_kernels();
 
-// The table the engine uses: the one named by the environment variable LLMCPU_TARGET when it is set,
-// else the best target this CPU runs. Throws UsageError naming LLMCPU_TARGET and the valid values
-// when the name is unknown or this CPU cannot run it.
+// The table the engine uses: the one named by the environment variable LLMCPU_TARGET when it is
+// set, else the best target this CPU runs. Throws UsageError naming LLMCPU_TARGET and the valid
+// values when the name is unknown or this CPU cannot run it.
 const KernelTable& active_kernels();
 
 // The table of one target: "scalar" (the reference), a Highway target ("avx512", "avx2",
 // "hwy_scalar", "neon", ...) or one of those with libxsmm GEMMs ("avx512+xsmm", "avx2+xsmm").
 // Throws UsageError (naming `what`, e.g. "LLMCPU_TARGET") when unknown or not supported here.
-const KernelTable& kernels_for_target(std::string_view name, std::string_view what = "kernel target");
+const KernelTable& kernels_for_target(std::string_view name,
+                                      std::string_view what = "kernel target");
 
 // The names kernels_for_target accepts on this CPU: "scalar" first, then the vectorized tables,
 // best ISA first.

@@ -1,8 +1,8 @@
 // Per-thread scratch for the vectorized kernels, and the split of a range over an OpenMP team.
 // Scratch is grow-only and 64-byte aligned: a kernel asks for what its shape needs, so after the
-// first call at a shape a training step allocates nothing. A buffer belongs to the thread that asked
-// for it; a kernel may share its own buffer read-only with its team inside one parallel region.
-// Not here: the activation arenas (core/model), thread placement (core/runtime).
+// first call at a shape a training step allocates nothing. A buffer belongs to the thread that
+// asked for it; a kernel may share its own buffer read-only with its team inside one parallel
+// region. Not here: the activation arenas (core/model), thread placement (core/runtime).
 #pragma once
 
 #include <cstddef>
@@ -10,7 +10,7 @@
 namespace llmcpu {
 
 // One independent buffer per use, so that nested needs (a GEMM inside attention) do not collide.
-enum class ScratchSlot { kGemmPack, kAttention, kReduce, kCount };
+enum class ScratchSlot { kGemmPack, kGemmPanel, kAttention, kReduce, kCount };
 
 // At least `floats` floats, valid until the same thread asks the same slot for more.
 float* thread_scratch(ScratchSlot slot, size_t floats);

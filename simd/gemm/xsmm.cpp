@@ -1,6 +1,6 @@
 // libxsmm kernel cache: libxsmm_smmdispatch JIT-compiles a kernel per descriptor (and keeps its own
-// global registry); each thread keeps the descriptors it used last in a small table, so a block call
-// costs a short linear search instead of a hash of the descriptor.
+// global registry); each thread keeps the descriptors it used last in a small table, so a block
+// call costs a short linear search instead of a hash of the descriptor.
 #include "simd/gemm/xsmm.h"
 
 #include <libxsmm.h>
@@ -45,8 +45,9 @@ void block(bool b_rows, int m, int n, int k, const float* A, int lda, const floa
   };
   thread_local Entry cache[kEntries];
   thread_local int used = 0, next = 0;
-  const Key key{m, n, k, lda, ldb, ldc,
-                (b_rows ? LIBXSMM_GEMM_FLAG_TRANS_B : 0) | (accumulate ? 0x10000 : 0)};
+  // The low 16 bits hold libxsmm's flags; bit 16 (not a libxsmm flag) selects beta = 1.
+  const int flags = (b_rows ? LIBXSMM_GEMM_FLAG_TRANS_B : 0) | (accumulate ? 0x10000 : 0);
+  const Key key{m, n, k, lda, ldb, ldc, flags};
   libxsmm_smmfunction fn = nullptr;
   for (int i = 0; i < used; ++i) {
     if (cache[i].key == key) {

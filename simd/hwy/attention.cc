@@ -5,11 +5,10 @@
 //   dA = dY V^T;  dS[t,u] = scale A[t,u] (dA[t,u] - sum_w A[t,w] dA[t,w]);
 //   dV = A^T dY;  dQ = dS K;  dK = dS^T Q
 // Every product is a column-major GEMM on the micro-kernel of gemm-inl.h over the tensors in place
-// (one K^T or V^T pack per head), restricted to the causal triangle in steps of one tile of columns.
-// Threads split the (batch, head) pairs, which own disjoint slices of out and dqkv: no races, a
-// fixed order of every sum. exp comes from hwy/contrib/math.
-// The backward pass keeps a T x T matrix per thread in its own scratch (the table's (B,NH,T)
-// scratch argument is not needed).
+// (one K^T or V^T pack per head), restricted to the causal triangle in steps of one tile of
+// columns. Threads split the (batch, head) pairs, which own disjoint slices of out and dqkv: no
+// races, a fixed order of every sum. exp comes from hwy/contrib/math. The backward pass keeps a T x
+// T matrix per thread in its own scratch (the table's (B,NH,T) scratch argument is not needed).
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "simd/hwy/attention.cc"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
@@ -28,7 +27,8 @@ namespace llmcpu {
 namespace HWY_NAMESPACE {
 namespace {
 
-// P[u + i*T] = X[u*ld + i] for u < T, i < hs: the head's keys (or values) as hs columns of length T.
+// P[u + i*T] = X[u*ld + i] for u < T, i < hs: the head's keys (or values) as hs columns of length
+// T.
 void PackTransposed(float* HWY_RESTRICT P, const float* HWY_RESTRICT X, size_t ld, size_t T,
                     size_t hs) {
   for (size_t u = 0; u < T; ++u) {
@@ -101,6 +101,7 @@ void SoftmaxBackwardRow(float* HWY_RESTRICT row, const float* HWY_RESTRICT a, si
 void AttentionForward(float* out, float* att, const float* qkv, int B, int T_, int C_, int NH) {
   const size_t T = size_t(T_), C = size_t(C_), hs = C / size_t(NH), C3 = 3 * C;
   const float scale = 1.0f / std::sqrt(float(hs));
+  const size_t tiles = (T + kGemmNR - 1) / kGemmNR;  // column tiles of balanced widths
 #pragma omp parallel
   {
     float* kt = thread_scratch(ScratchSlot::kAttention, hs * T);
@@ -113,8 +114,8 @@ void AttentionForward(float* out, float* att, const float* qkv, int B, int T_, i
       float* a = att + size_t(bh) * T * T;
       float* y = out + b * T * C + h * hs;
       PackTransposed(kt, k, C3, T, hs);
-      for (size_t t0 = 0; t0 < T; t0 += kGemmNR) {
-        const size_t nr = T - t0 < kGemmNR ? T - t0 : kGemmNR;
+      for (size_t jt = 0; jt < tiles; ++jt) {
+        const size_t t0 = T * jt / tiles, nr = T * (jt + 1) / tiles - t0;
         // S^T(u, t) = sum_i K^T(u, i) Q^T(i, t), for the tile's rows t and every u <= t.
         GemmBlock<BLayout::kCols>(t0 + nr, nr, hs, kt, T, q + t0 * C3, C3, a + t0 * T, T, false);
         for (size_t t = t0; t < t0 + nr; ++t) SoftmaxRow(a + t * T, t + 1, T, scale);
@@ -129,6 +130,7 @@ void AttentionBackward(float* dqkv, float* /*scratch*/, const float* dout, const
                        const float* att, int B, int T_, int C_, int NH) {
   const size_t T = size_t(T_), C = size_t(C_), hs = C / size_t(NH), C3 = 3 * C;
   const float scale = 1.0f / std::sqrt(float(hs));
+  const size_t tiles = (T + kGemmNR - 1) / kGemmNR;  // column tiles of balanced widths
 #pragma omp parallel
   {
     float* ds = thread_scratch(ScratchSlot::kAttention, T * T + hs * T);  // dA, then dS, (T, T)
@@ -145,17 +147,19 @@ void AttentionBackward(float* dqkv, float* /*scratch*/, const float* dout, const
       float* dk = dq + C;
       float* dv = dq + 2 * C;
       PackTransposed(vt, v, C3, T, hs);
-      for (size_t t0 = 0; t0 < T; t0 += kGemmNR) {
-        const size_t nr = T - t0 < kGemmNR ? T - t0 : kGemmNR;
+      for (size_t jt = 0; jt < tiles; ++jt) {
+        const size_t t0 = T * jt / tiles, nr = T * (jt + 1) / tiles - t0;
         // dA^T(u, t) = sum_i V^T(u, i) dY^T(i, t), u <= t; then dS in place.
         GemmBlock<BLayout::kCols>(t0 + nr, nr, hs, vt, T, dy + t0 * C, C, ds + t0 * T, T, false);
-        for (size_t t = t0; t < t0 + nr; ++t) SoftmaxBackwardRow(ds + t * T, a + t * T, t + 1, T, scale);
+        for (size_t t = t0; t < t0 + nr; ++t)
+          SoftmaxBackwardRow(ds + t * T, a + t * T, t + 1, T, scale);
         // dQ^T(i, t) = sum_{u <= t} K^T(i, u) dS^T(u, t).
         GemmBlock<BLayout::kCols>(hs, nr, t0 + nr, k, C3, ds + t0 * T, T, dq + t0 * C3, C3, false);
       }
-      for (size_t u0 = 0; u0 < T; u0 += kGemmNR) {
-        const size_t nr = T - u0 < kGemmNR ? T - u0 : kGemmNR;
-        // dV^T(i, u) = sum_{t >= u} dY^T(i, t) A(t, u);  dK^T(i, u) = sum_{t >= u} Q^T(i, t) dS(t, u).
+      for (size_t jt = 0; jt < tiles; ++jt) {
+        const size_t u0 = T * jt / tiles, nr = T * (jt + 1) / tiles - u0;
+        // dV^T(i, u) = sum_{t >= u} dY^T(i, t) A(t, u);  dK^T(i, u) = sum_{t >= u} Q^T(i, t) dS(t,
+        // u).
         GemmBlock<BLayout::kRows>(hs, nr, T - u0, dy + u0 * C, C, a + u0 * T + u0, T, dv + u0 * C3,
                                   C3, false);
         GemmBlock<BLayout::kRows>(hs, nr, T - u0, q + u0 * C3, C3, ds + u0 * T + u0, T,
@@ -188,7 +192,8 @@ void AttentionDecode(float* out, float* scores, const float* q, const float* kca
     if (i < hs) {
       VF acc = hn::Zero(d);
       for (size_t u = 0; u < n; ++u) {
-        acc = hn::MulAdd(hn::Set(d, scores[u]), LoadTail(d, vcache + u * C + h * hs + i, hs - i), acc);
+        acc = hn::MulAdd(hn::Set(d, scores[u]), LoadTail(d, vcache + u * C + h * hs + i, hs - i),
+                         acc);
       }
       StoreTail(acc, d, y + i, hs - i);
     }

@@ -1,7 +1,7 @@
 // Small Highway helpers shared by the kernel families: sums and dot products over a row, and the
-// chunking of flat element-wise loops over an OpenMP team. Re-included per target (no #pragma once).
-// Rows of any length: whole vectors, then one masked vector for the ragged tail (masked loads never
-// touch memory past the end).
+// chunking of flat element-wise loops over an OpenMP team. Re-included per target (no #pragma
+// once). Rows of any length: whole vectors, then one masked vector for the ragged tail (masked
+// loads never touch memory past the end).
 
 #if defined(LLMCPU_SIMD_HWY_COMMON_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef LLMCPU_SIMD_HWY_COMMON_INL_H_
@@ -13,6 +13,7 @@
 #include <stddef.h>
 
 #include "hwy/highway.h"
+#include "simd/hwy/tail-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace llmcpu {
@@ -26,13 +27,9 @@ using VF = hn::Vec<DF>;
 // vector length), so the split never depends on the vector width.
 inline constexpr size_t kChunkFloats = 4096;
 
-// Loads the n < Lanes floats at p, zeros in the other lanes.
-HWY_INLINE VF LoadTail(DF d, const float* HWY_RESTRICT p, size_t n) {
-  return hn::MaskedLoad(hn::FirstN(d, n), d, p);
-}
-HWY_INLINE void StoreTail(VF v, DF d, float* HWY_RESTRICT p, size_t n) {
-  hn::BlendedStore(v, hn::FirstN(d, n), d, p);
-}
+// Loads the n < Lanes floats at p, zeros in the other lanes; stores the first n lanes.
+HWY_INLINE VF LoadTail(DF d, const float* HWY_RESTRICT p, size_t n) { return LoadN(d, p, n); }
+HWY_INLINE void StoreTail(VF v, DF d, float* HWY_RESTRICT p, size_t n) { StoreN(v, d, p, n); }
 
 HWY_INLINE float ReduceSum(DF d, VF v) { return hn::GetLane(hn::SumOfLanes(d, v)); }
 

@@ -21,8 +21,10 @@ HWY_INLINE void AddRow(float* HWY_RESTRICT out, const float* HWY_RESTRICT a,
   const DF d;
   const size_t L = hn::Lanes(d);
   size_t c = 0;
-  for (; c + L <= C; c += L) hn::StoreU(hn::Add(hn::LoadU(d, a + c), hn::LoadU(d, b + c)), d, out + c);
-  if (c < C) StoreTail(hn::Add(LoadTail(d, a + c, C - c), LoadTail(d, b + c, C - c)), d, out + c, C - c);
+  for (; c + L <= C; c += L)
+    hn::StoreU(hn::Add(hn::LoadU(d, a + c), hn::LoadU(d, b + c)), d, out + c);
+  if (c < C)
+    StoreTail(hn::Add(LoadTail(d, a + c, C - c), LoadTail(d, b + c, C - c)), d, out + c, C - c);
 }
 
 void EncoderForward(float* out, const int* inp, const float* wte, const float* wpe, int B, int T,

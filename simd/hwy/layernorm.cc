@@ -2,7 +2,8 @@
 //   mean = (1/C) sum_c x_c,  var = (1/C) sum_c (x_c - mean)^2,  rstd = 1 / sqrt(var + eps)
 //   y_c  = (x_c - mean) * rstd * w_c + b_c
 // Backward, with n_c = (x_c - mean) rstd and g_c = w_c dy_c:
-//   dx_c += rstd (g_c - mean(g) - n_c mean(g n));  dw_c += sum_rows n_c dy_c;  db_c += sum_rows dy_c
+//   dx_c += rstd (g_c - mean(g) - n_c mean(g n));  dw_c += sum_rows n_c dy_c;  db_c += sum_rows
+//   dy_c
 // Rows are independent (threads split them); the parameter gradients give each thread a slice of
 // channels that walks the rows in order, so every element has one owner and a fixed order.
 #undef HWY_TARGET_INCLUDE
@@ -38,8 +39,7 @@ HWY_INLINE float SumSquaredDeviations(const float* HWY_RESTRICT x, float m, size
     s0 = hn::MulAdd(a, a, s0);
   }
   if (c < C) {
-    const auto mask = hn::FirstN(d, C - c);
-    const VF a = hn::IfThenElseZero(mask, hn::Sub(hn::MaskedLoad(mask, d, x + c), vm));
+    const VF a = hn::IfThenElseZero(hn::FirstN(d, C - c), hn::Sub(LoadTail(d, x + c, C - c), vm));
     s1 = hn::MulAdd(a, a, s1);
   }
   return ReduceSum(d, hn::Add(s0, s1));
@@ -105,9 +105,9 @@ HWY_INLINE void LayerNormBackwardRow(float* HWY_RESTRICT dx, const float* HWY_RE
     return hn::MulAdd(vs, t, dxv);
   };
   for (c = 0; c + L <= C; c += L) {
-    hn::StoreU(grad(hn::LoadU(d, x + c), hn::LoadU(d, w + c), hn::LoadU(d, dy + c),
-                    hn::LoadU(d, dx + c)),
-               d, dx + c);
+    hn::StoreU(
+        grad(hn::LoadU(d, x + c), hn::LoadU(d, w + c), hn::LoadU(d, dy + c), hn::LoadU(d, dx + c)),
+        d, dx + c);
   }
   if (c < C) {
     const size_t k = C - c;
@@ -136,18 +136,17 @@ void LayerNormBackward(float* dinp, float* dweight, float* dbias, const float* d
       const size_t L = hn::Lanes(d);
       const size_t c0 = sl * kSlice, c1 = c0 + kSlice < C ? c0 + kSlice : C;
       for (size_t c = c0; c < c1; c += L) {
-        const size_t k = c1 - c < L ? c1 - c : L;
-        const auto mask = hn::FirstN(d, k);
-        VF dw = hn::MaskedLoad(mask, d, dweight + c), db = hn::MaskedLoad(mask, d, dbias + c);
+        const size_t k = c1 - c < L ? c1 - c : L;  // lanes in this vector of the slice
+        VF dw = LoadTail(d, dweight + c, k), db = LoadTail(d, dbias + c, k);
         for (size_t r = 0; r < N; ++r) {
-          const VF dy = hn::MaskedLoad(mask, d, dout + r * C + c);
-          const VF n = hn::Mul(hn::Sub(hn::MaskedLoad(mask, d, inp + r * C + c), hn::Set(d, mean[r])),
+          const VF dy = LoadTail(d, dout + r * C + c, k);
+          const VF n = hn::Mul(hn::Sub(LoadTail(d, inp + r * C + c, k), hn::Set(d, mean[r])),
                                hn::Set(d, rstd[r]));
           dw = hn::MulAdd(n, dy, dw);
           db = hn::Add(db, dy);
         }
-        hn::BlendedStore(dw, mask, d, dweight + c);
-        hn::BlendedStore(db, mask, d, dbias + c);
+        StoreTail(dw, d, dweight + c, k);
+        StoreTail(db, d, dbias + c, k);
       }
     }
   }

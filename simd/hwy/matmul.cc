@@ -1,16 +1,18 @@
 // Fully connected layer (nn.Linear layout), vectorized: the math of simd/scalar/matmul.h,
-//   out[n,o] = bias[o] + sum_i inp[n,i] W[o,i];  dinp = dout W;  dW += dout^T inp;  db += sum_n dout
-// as three column-major GEMMs over the tensors in place (A(m,k) = A[m + k*lda], see gemm-inl.h):
+//   out[n,o] = bias[o] + sum_i inp[n,i] W[o,i];  dinp = dout W;  dW += dout^T inp;
+//   dbias += sum_n dout
+// as three column-major GEMMs (A(m,k) = A[m + k*lda], see gemm-inl.h) over the tensors in place:
 //   forward  out^T (N x OC) = inp^T (N x C, packed)  * W^T (C x OC: W's rows as columns, ldb=C)
 //   dinp^T   (C x N)        = W^T (C x OC, lda=C)    * dout^T (OC x N: dout's rows as columns)
 //   dW^T     (C x OC)      += inp^T (C x N, lda=C)   * dout (N x OC: row k = token k, ldb=OC)
-// No weight is ever copied. The forward pass packs the activations (inp, N x C) into token panels in
-// the calling thread's scratch and writes each output tile through a small transpose.
+// No weight is ever copied: only activations are packed (inp into token panels for the forward
+// pass, inp and dout into panels for dW on the Highway path), in per-thread scratch that grows to
+// the largest shape once. The forward pass writes each output tile through a small transpose.
 // Threads own disjoint output blocks and every sum runs over its reduction dimension in a fixed
 // order, so results do not depend on the thread count (and no atomics are needed).
 // Each block product runs on the Highway micro-kernel or, on x86 builds with libxsmm, on libxsmm's
 // JIT kernels: two tables, same driver, same layouts.
-// Not here: the kernel table (simd/hwy/table.cc), the libxsmm cache (simd/gemm/xsmm.cpp).
+// Not here: the kernel table (simd/hwy/table.cc), the libxsmm kernel cache (simd/gemm/xsmm.cpp).
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "simd/hwy/matmul.cc"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
@@ -19,6 +21,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 
 #include "hwy/cache_control.h"
 #include "hwy/highway.h"
@@ -35,14 +38,14 @@ namespace HWY_NAMESPACE {
 namespace {
 
 // Block sizes. Forward: a block is one token panel (MR tokens, all C) times kFwdCols outputs.
-// Backward dinp: K (= OC) is cut in kKc slices so that the W slice of a thread's channels stays in
-// L2 while all tokens pass over it. dW: the whole token dimension is one reduction.
+// Backward dinp: K (= OC) is cut in kKc slices so that the W slice of a block of channels stays in
+// L2 while all tokens pass over it. dW: the whole token dimension is one reduction (the Highway
+// path packs its operands, see BackwardWeightPacked).
 struct HwyGemm {
+  static size_t FwdRows() { return GemmMR(); }  // tokens per forward panel: one tile's rows
   static constexpr size_t kFwdCols = kGemmNR;   // outputs per forward block
   static constexpr size_t kDinpRows = 128;      // channels per dinp block
   static constexpr size_t kDinpCols = kGemmNR;  // tokens per dinp block
-  static constexpr size_t kDwRows = 128;        // channels per dW block
-  static constexpr size_t kDwCols = kGemmNR;    // outputs per dW block
   static void Block(BLayout layout, size_t m, size_t n, size_t k, const float* A, size_t lda,
                     const float* B, size_t ldb, float* C, size_t ldc, bool accumulate) {
     if (layout == BLayout::kCols) {
@@ -56,6 +59,7 @@ struct HwyGemm {
 #if LLMCPU_HAVE_LIBXSMM && HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
 #define LLMCPU_MATMUL_XSMM 1
 struct XsmmGemm {
+  static size_t FwdRows() { return 64; }
   static constexpr size_t kFwdCols = 64;
   static constexpr size_t kDinpRows = 64;
   static constexpr size_t kDinpCols = 32;
@@ -69,7 +73,8 @@ struct XsmmGemm {
 };
 #endif
 
-constexpr size_t kKc = 256;  // dinp: reduction slice
+constexpr size_t kKc = 256;                                        // dinp: reduction slice
+constexpr size_t kFwdMaxRows = kGemmMaxMR > 64 ? kGemmMaxMR : 64;  // largest FwdRows()
 
 // Software prefetch of the operand the next block will read, spread over the current block's
 // steps (part of parts): rows [r0, r1) of `rows` rows of `cols` floats at stride ld. The operands
@@ -108,7 +113,7 @@ template <class G>
 void ForwardT(float* out, const float* inp, const float* weight, const float* bias, size_t N,
               int C_, int OC_) {
   const size_t C = size_t(C_), OC = size_t(OC_);
-  const size_t MR = GemmMR();
+  const size_t MR = G::FwdRows();
   const size_t panels = (N + MR - 1) / MR;
   float* packed = thread_scratch(ScratchSlot::kGemmPack, panels * MR * C);
   const size_t blocks = (OC + G::kFwdCols - 1) / G::kFwdCols;
@@ -116,9 +121,10 @@ void ForwardT(float* out, const float* inp, const float* weight, const float* bi
   {
     const int tid = omp_get_thread_num(), nt = omp_get_num_threads();
     const Range pr = split_range(panels, tid, nt);
-    for (size_t p = pr.begin; p < pr.end; ++p) PackTokenPanel(packed + p * MR * C, inp, p, MR, N, C);
+    for (size_t p = pr.begin; p < pr.end; ++p)
+      PackTokenPanel(packed + p * MR * C, inp, p, MR, N, C);
 #pragma omp barrier
-    HWY_ALIGN float tile[kGemmMaxMR * G::kFwdCols];
+    HWY_ALIGN float tile[kFwdMaxRows * G::kFwdCols];
     const Range br = split_range(blocks, tid, nt);
     for (size_t b = br.begin; b < br.end; ++b) {
       const size_t o0 = b * G::kFwdCols, nb = std::min(G::kFwdCols, OC - o0);
@@ -143,9 +149,10 @@ void ForwardT(float* out, const float* inp, const float* weight, const float* bi
 }
 
 // dinp (N x C) = dout (N x OC) W (OC x C), as dinp^T = W^T dout^T with K = OC cut in kKc slices.
-// The blocks lie on a fixed grid (channels by kDinpRows, tokens by kDinpCols) and threads take whole
-// blocks, so a block's shape, and with it libxsmm's kernel and order of sums, never depends on the
-// thread count.
+// The blocks lie on a fixed grid (channels by kDinpRows, tokens in balanced blocks of at most
+// kDinpCols) and threads take
+// whole blocks, so a block's shape, and with it libxsmm's kernel and order of sums, never depends
+// on the thread count.
 template <class G>
 void BackwardInputT(float* dinp, const float* dout, const float* weight, size_t N, size_t C,
                     size_t OC) {
@@ -169,7 +176,8 @@ void BackwardInputT(float* dinp, const float* dout, const float* weight, size_t 
         const size_t next_kl = next_k < OC ? std::min(kKc, OC - next_k) : 0;
         const size_t next_mi = next_i < C ? std::min(G::kDinpRows, C - next_i) : 0;
         for (size_t jb = cb.begin; jb < cb.end; ++jb) {
-          const size_t n0 = jb * G::kDinpCols, nn = std::min(G::kDinpCols, N - n0);
+          // Balanced widths (256 tokens: 11 or 12 each, not 21 x 12 + 4): no narrow tail tile.
+          const size_t n0 = N * jb / col_blocks, nn = N * (jb + 1) / col_blocks - n0;
           if (next_kl && next_mi) {
             PrefetchRows(weight + next_k * C + next_i, next_kl, C, next_mi, jb - cb.begin, steps);
           }
@@ -181,7 +189,7 @@ void BackwardInputT(float* dinp, const float* dout, const float* weight, size_t 
   }
 }
 
-// dW (OC x C) += dout^T inp, as dW^T += inp^T dout with the N tokens as one reduction.
+// dW (OC x C) += dout^T inp, as dW^T += inp^T dout with the N tokens as one reduction (libxsmm).
 template <class G>
 void BackwardWeightT(float* dweight, const float* dout, const float* inp, size_t N, size_t C,
                      size_t OC) {
@@ -205,6 +213,49 @@ void BackwardWeightT(float* dweight, const float* dout, const float* inp, size_t
   }
 }
 
+// dW with the Highway micro-kernel: both operands packed so that every step of a tile reads
+// contiguous memory (the strided rows of inp and dout cost the AVX2 tile up to half its speed).
+// inp is packed once per call into channel panels P[p][k][r] = inp[k*C + p*MR + r] (zero past C),
+// in the calling thread's scratch and shared by the team; each thread packs the dout columns of
+// its current output block, B[k*NR + j] = dout[k*OC + o0 + j]. Both are activations, no weight is
+// copied. Each tile sums all N tokens in order, then adds into dW.
+void BackwardWeightPacked(float* dweight, const float* dout, const float* inp, size_t N, size_t C,
+                          size_t OC) {
+  const size_t MR = GemmMR(), NR = kGemmNR;
+  const size_t panels = (C + MR - 1) / MR;
+  float* packed = thread_scratch(ScratchSlot::kGemmPack, panels * MR * N);
+  const size_t blocks = (OC + NR - 1) / NR;
+#pragma omp parallel
+  {
+    const int tid = omp_get_thread_num(), nt = omp_get_num_threads();
+    const Range pr = split_range(panels, tid, nt);
+    for (size_t p = pr.begin; p < pr.end; ++p) {
+      const size_t i0 = p * MR, mr = std::min(MR, C - i0);
+      float* HWY_RESTRICT P = packed + p * MR * N;
+      for (size_t k = 0; k < N; ++k) {
+        std::memcpy(P + k * MR, inp + k * C + i0, mr * sizeof(float));
+        std::fill(P + k * MR + mr, P + (k + 1) * MR, 0.0f);
+      }
+    }
+    float* Bp = thread_scratch(ScratchSlot::kGemmPanel, N * NR);
+#pragma omp barrier
+    const Range br = split_range(blocks, tid, nt);
+    for (size_t b = br.begin; b < br.end; ++b) {
+      const size_t o0 = b * NR, nb = std::min(NR, OC - o0);
+      for (size_t k = 0; k < N; ++k) {
+        std::memcpy(Bp + k * NR, dout + k * OC + o0, nb * sizeof(float));
+      }
+      if (b + 1 < br.end) {  // the next block's dout columns: a strided walk the hardware misses
+        PrefetchRows(dout + o0 + NR, N, OC, std::min(NR, OC - o0 - NR), 0, 1);
+      }
+      for (size_t p = 0; p < panels; ++p) {
+        GemmTileAny<BLayout::kRows>(std::min(MR, C - p * MR), nb, N, packed + p * MR * N, MR, Bp,
+                                    NR, dweight + o0 * C + p * MR, C, true);
+      }
+    }
+  }
+}
+
 // dbias[o] += sum_n dout[n,o], vectorized over o, tokens in order.
 void BackwardBias(float* dbias, const float* dout, size_t N, size_t OC) {
   const hn::ScalableTag<float> d;
@@ -212,11 +263,10 @@ void BackwardBias(float* dbias, const float* dout, size_t N, size_t OC) {
   const size_t chunks = (OC + L - 1) / L;
 #pragma omp parallel for schedule(static)
   for (size_t c = 0; c < chunks; ++c) {
-    const size_t o = c * L;
-    const auto m = hn::FirstN(d, std::min(L, OC - o));
+    const size_t o = c * L, k = std::min(L, OC - o);
     auto acc = hn::Zero(d);
-    for (size_t n = 0; n < N; ++n) acc = hn::Add(acc, hn::MaskedLoad(m, d, dout + n * OC + o));
-    hn::BlendedStore(hn::Add(acc, hn::MaskedLoad(m, d, dbias + o)), m, d, dbias + o);
+    for (size_t n = 0; n < N; ++n) acc = hn::Add(acc, LoadN(d, dout + n * OC + o, k));
+    StoreN(hn::Add(acc, LoadN(d, dbias + o, k)), d, dbias + o, k);
   }
 }
 
@@ -230,7 +280,11 @@ template <class G>
 void Backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
               const float* weight, size_t N, int C, int OC) {
   if (dinp) BackwardInputT<G>(dinp, dout, weight, N, size_t(C), size_t(OC));
-  BackwardWeightT<G>(dweight, dout, inp, N, size_t(C), size_t(OC));
+  if constexpr (std::is_same_v<G, HwyGemm>) {
+    BackwardWeightPacked(dweight, dout, inp, N, size_t(C), size_t(OC));
+  } else {
+    BackwardWeightT<G>(dweight, dout, inp, N, size_t(C), size_t(OC));
+  }
   if (dbias) BackwardBias(dbias, dout, N, size_t(OC));
 }
 

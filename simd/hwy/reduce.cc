@@ -22,15 +22,19 @@ double SumSquaresChunk(const float* HWY_RESTRICT x, size_t n) {
   const hn::ScalableTag<double> dd;
   const hn::Rebind<float, decltype(dd)> dh;  // as many floats as dd has doubles
   const size_t L = hn::Lanes(dd);
-  auto s0 = hn::Zero(dd), s1 = s0;
+  auto s0 = hn::Zero(dd), s1 = s0, s2 = s0, s3 = s0;  // four chains hide the FMA latency
   size_t i = 0;
-  for (; i + 2 * L <= n; i += 2 * L) {
+  for (; i + 4 * L <= n; i += 4 * L) {
     const auto a = hn::PromoteTo(dd, hn::LoadU(dh, x + i));
     const auto b = hn::PromoteTo(dd, hn::LoadU(dh, x + i + L));
+    const auto c = hn::PromoteTo(dd, hn::LoadU(dh, x + i + 2 * L));
+    const auto e = hn::PromoteTo(dd, hn::LoadU(dh, x + i + 3 * L));
     s0 = hn::MulAdd(a, a, s0);
     s1 = hn::MulAdd(b, b, s1);
+    s2 = hn::MulAdd(c, c, s2);
+    s3 = hn::MulAdd(e, e, s3);
   }
-  double total = hn::GetLane(hn::SumOfLanes(dd, hn::Add(s0, s1)));
+  double total = hn::GetLane(hn::SumOfLanes(dd, hn::Add(hn::Add(s0, s1), hn::Add(s2, s3))));
   for (; i < n; ++i) total += double(x[i]) * double(x[i]);
   return total;
 }

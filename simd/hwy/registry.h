@@ -1,6 +1,6 @@
-// What the per-target code (simd/hwy/table.cc) hands to the dispatcher (simd/dispatch.cpp): for each
-// Highway target compiled into this build and supported by this CPU, its kernel tables.
-// Plain C++: no Highway types cross this boundary.
+// What the per-target code (simd/hwy/table.cc) hands to the dispatcher (simd/dispatch.cpp): for
+// each Highway target compiled into this build and supported by this CPU, its kernel tables. Plain
+// C++: no Highway types cross this boundary.
 #pragma once
 
 #include <cstdint>
@@ -12,10 +12,10 @@
 namespace llmcpu::hwy_tables {
 
 struct TargetTables {
-  int64_t hwy_target = 0;         // Highway's target bit (HWY_AVX3, HWY_AVX2, ...)
-  KernelTable hwy_gemm{};         // every kernel in Highway, GEMM on the Highway micro-kernel
-  KernelTable xsmm_gemm{};        // same, with libxsmm block kernels for the matmuls
-  bool has_xsmm = false;          // xsmm_gemm is filled (x86 build with libxsmm, JIT works)
+  int64_t hwy_target = 0;   // Highway's target bit (HWY_AVX3, HWY_AVX2, ...)
+  KernelTable hwy_gemm{};   // every kernel in Highway, GEMM on the Highway micro-kernel
+  KernelTable xsmm_gemm{};  // same, with libxsmm block kernels for the matmuls
+  bool has_xsmm = false;    // xsmm_gemm is filled (x86 build with libxsmm, JIT works)
 };
 
 // Targets this build compiled, best first, whether or not this CPU runs them: (bit, name).

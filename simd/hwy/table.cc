@@ -81,9 +81,8 @@ const std::vector<const TargetTables*>& supported() {
                    : hwy::Num0BitsBelowLS1Bit_Nonzero64(uint64_t(HWY_CHOSEN_TARGET_SHIFT(t)));
       const TargetTables* tables = HWY_DISPATCH_TABLE(Tables)[index]();
       if (tables->hwy_target != t) {
-        throw std::logic_error(std::string("kernel table of Highway target ") +
-                               hwy::TargetName(t) + " reports target " +
-                               hwy::TargetName(tables->hwy_target));
+        throw std::logic_error(std::string("kernel table of Highway target ") + hwy::TargetName(t) +
+                               " reports target " + hwy::TargetName(tables->hwy_target));
       }
       r.push_back(tables);
     }

@@ -1,5 +1,5 @@
-// Shared pieces of the SIMD kernel tests: the targets to test, random inputs, and error bounds derived
-// from fp32 rounding instead of picked by hand.
+// Shared pieces of the SIMD kernel tests: the targets to test, random inputs, and error bounds
+// derived from fp32 rounding instead of picked by hand.
 //
 // Model: every fp32 operation (+, -, *, /, sqrt, and the fused multiply-add) is correctly rounded,
 // fl(x op y) = (x op y)(1 + d) with |d| <= u = 2^-24. A sum or dot product of n terms evaluated in
@@ -8,8 +8,8 @@
 // (Higham, "Accuracy and Stability of Numerical Algorithms", 2nd ed., Lemma 3.1 and eq. 3.5). The
 // references are the scalar kernels of simd/scalar/ instantiated in double, so their own error
 // (2^-53 relative) is negligible and a bound only has to cover the fp32 kernel under test.
-// Highway's contrib/math functions are tested by Highway to <= 1 ulp (Exp, Log) and <= 4 ulp (Tanh);
-// one ulp of y is at most 2u|y|.
+// Highway's contrib/math functions are tested by Highway to <= 1 ulp (Exp, Log) and <= 4 ulp
+// (Tanh); one ulp of y is at most 2u|y|.
 #pragma once
 
 #include <gtest/gtest.h>

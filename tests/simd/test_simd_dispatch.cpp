@@ -1,5 +1,5 @@
-// The kernel tables and how one is chosen: every table this CPU runs is complete and named after its
-// target, both AVX2 and AVX-512 are offered where the CPU has them, an unknown or unsupported
+// The kernel tables and how one is chosen: every table this CPU runs is complete and named after
+// its target, both AVX2 and AVX-512 are offered where the CPU has them, an unknown or unsupported
 // LLMCPU_TARGET is a clear error naming the variable and the valid values, and a valid one is what
 // the program then uses.
 #include <gtest/gtest.h>
@@ -12,26 +12,13 @@
 
 #include "core/util/error.h"
 #include "simd/kernels.h"
+#include "tests/common/process.h"
 
 namespace llmcpu {
 namespace {
 
-struct Outcome {
-  int status;          // exit status, -1 if killed by a signal
-  std::string output;  // stdout and stderr together
-};
-
-// Runs the llmcpu program with one extra environment assignment ("NAME=value").
-Outcome run_llmcpu_env(const std::string& assignment, const std::string& args) {
-  const std::string cmd = "env " + assignment + " " + LLMCPU_BINARY + " " + args + " 2>&1";
-  FILE* pipe = popen(cmd.c_str(), "r");
-  if (!pipe) return {-1, "popen failed"};
-  std::string out;
-  char buf[4096];
-  for (size_t n; (n = fread(buf, 1, sizeof buf, pipe)) > 0;) out.append(buf, n);
-  const int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
+using testing::Outcome;
+using testing::run_llmcpu;
 
 bool offers(std::string_view name) {
   const std::vector<std::string_view> names = available_targets();
@@ -45,13 +32,23 @@ TEST(SimdDispatch, EveryTableIsCompleteAndNamedAfterItsTarget) {
   for (std::string_view name : names) {
     const KernelTable& t = kernels_for_target(name);
     EXPECT_EQ(t.target, name);
-    const void* entries[] = {
-        (void*)t.encoder_forward,      (void*)t.encoder_backward,   (void*)t.layernorm_forward,
-        (void*)t.layernorm_backward,   (void*)t.matmul_forward,     (void*)t.matmul_backward,
-        (void*)t.attention_forward,    (void*)t.attention_backward, (void*)t.attention_decode,
-        (void*)t.gelu_forward,         (void*)t.gelu_backward,      (void*)t.residual_forward,
-        (void*)t.softmax_xent_forward, (void*)t.softmax_xent_backward, (void*)t.adamw_update,
-        (void*)t.sum_squares,          (void*)t.scale};
+    const void* entries[] = {(void*)t.encoder_forward,
+                             (void*)t.encoder_backward,
+                             (void*)t.layernorm_forward,
+                             (void*)t.layernorm_backward,
+                             (void*)t.matmul_forward,
+                             (void*)t.matmul_backward,
+                             (void*)t.attention_forward,
+                             (void*)t.attention_backward,
+                             (void*)t.attention_decode,
+                             (void*)t.gelu_forward,
+                             (void*)t.gelu_backward,
+                             (void*)t.residual_forward,
+                             (void*)t.softmax_xent_forward,
+                             (void*)t.softmax_xent_backward,
+                             (void*)t.adamw_update,
+                             (void*)t.sum_squares,
+                             (void*)t.scale};
     for (const void* e : entries) EXPECT_NE(e, nullptr) << name;
   }
 }
@@ -95,14 +92,15 @@ TEST(SimdDispatch, CompiledButUnsupportedTargetIsRefused) {
 
 TEST(SimdDispatch, EnvironmentVariableChoosesTheProgramsKernels) {
   const std::string fixture = std::string(LLMCPU_FIXTURE_DIR) + "/edge_";
-  const std::string args = "verify --model " + fixture + "model.bin --state " + fixture + "state.bin";
+  const std::string args =
+      "verify --model " + fixture + "model.bin --state " + fixture + "state.bin";
   for (std::string_view name : available_targets()) {
-    const Outcome ok =
-        run_llmcpu_env("LLMCPU_TARGET=" + std::string(name), args);
+    const Outcome ok = run_llmcpu(args, "LLMCPU_TARGET=" + std::string(name));
     EXPECT_EQ(ok.status, 0) << ok.output;
-    EXPECT_NE(ok.output.find(", " + std::string(name) + " kernels"), std::string::npos) << ok.output;
+    EXPECT_NE(ok.output.find(", " + std::string(name) + " kernels"), std::string::npos)
+        << ok.output;
   }
-  const Outcome bad = run_llmcpu_env("LLMCPU_TARGET=bogus", args);
+  const Outcome bad = run_llmcpu(args, "LLMCPU_TARGET=bogus");
   EXPECT_NE(bad.status, 0);
   EXPECT_NE(bad.output.find("LLMCPU_TARGET=bogus"), std::string::npos) << bad.output;
   EXPECT_NE(bad.output.find("scalar"), std::string::npos) << bad.output;

@@ -1,6 +1,6 @@
-// Element-wise and row-wise kernels of every vectorized table against the scalar reference: encoder,
-// residual, scale (bit-identical: the same operations in the same order), GELU and softmax +
-// cross-entropy (bounds from fp32 rounding and Highway's ulp guarantees, against the reference in
+// Element-wise and row-wise kernels of every vectorized table against the scalar reference:
+// encoder, residual, scale (bit-identical: the same operations in the same order), GELU and softmax
+// + cross-entropy (bounds from fp32 rounding and Highway's ulp guarantees, against the reference in
 // double), AdamW and sum_squares (against the fp32 reference). Lengths are ragged: 1, a few lanes,
 // and not multiples of any vector width or chunk.
 #include <gtest/gtest.h>
@@ -34,11 +34,13 @@ TEST_P(SimdElementwise, EncoderIsBitIdentical) {
     const int Vp = 11;  // few rows: tokens repeat, so dwte rows accumulate several positions
     Random rnd(s.C);
     const std::vector<int> inp = rnd.tokens(size_t(s.B) * s.T, Vp);
-    const std::vector<float> wte = rnd.normal(size_t(Vp) * s.C), wpe = rnd.normal(size_t(s.T) * s.C);
+    const std::vector<float> wte = rnd.normal(size_t(Vp) * s.C),
+                             wpe = rnd.normal(size_t(s.T) * s.C);
     const std::vector<float> dout = rnd.normal(size_t(s.B) * s.T * s.C);
     std::vector<float> out(dout.size()), out_ref(dout.size());
     k().encoder_forward(out.data(), inp.data(), wte.data(), wpe.data(), s.B, s.T, s.C);
-    scalar::encoder_forward<float>(out_ref.data(), inp.data(), wte.data(), wpe.data(), s.B, s.T, s.C);
+    scalar::encoder_forward<float>(out_ref.data(), inp.data(), wte.data(), wpe.data(), s.B, s.T,
+                                   s.C);
     expect_identical("encoder forward C=" + std::to_string(s.C), out, out_ref);
     // The reference adds each position's gradient in token order; so must the kernel.
     std::vector<float> dwte = rnd.normal(wte.size()), dwpe = rnd.normal(wpe.size());
@@ -199,12 +201,12 @@ TEST_P(SimdElementwise, AdamWWithinDerivedBound) {
       const double Em = gamma(3) * (std::fabs(mi) + std::fabs(gi - mi) * c1);
       const double Ev = gamma(4) * (b2 * vi + c2 * gi * gi);
       const double D = std::sqrt(v1) / bc2 + eps;
-      const double ED = (v1 > 0 ? Ev / (2 * std::sqrt(v1)) : 0.0) / bc2 +
-                        gamma(2) * std::sqrt(v1) / bc2 + kU * D;
+      const double ED =
+          (v1 > 0 ? Ev / (2 * std::sqrt(v1)) : 0.0) / bc2 + gamma(2) * std::sqrt(v1) / bc2 + kU * D;
       const double q = m1 / D, Eq = Em / D + std::fabs(q) * (ED / D + kU);
       const double p1 = pi * decay - st * q;
-      const double Ep = gamma(2) * std::fabs(pi * decay) + st * (Eq + kU * std::fabs(q)) +
-                        kU * std::fabs(p1);
+      const double Ep =
+          gamma(2) * std::fabs(pi * decay) + st * (Eq + kU * std::fabs(q)) + kU * std::fabs(p1);
       pb[i] = 2 * Ep, mb[i] = 2 * Em, vb[i] = 2 * Ev;
     }
     const std::string where = " n=" + std::to_string(n);
@@ -217,8 +219,8 @@ TEST_P(SimdElementwise, AdamWWithinDerivedBound) {
 // sum_squares accumulates in double: each x^2 of a float is exact in double, so only the N - 1
 // additions round, each side within gamma_double(N) sum x^2 of the exact value.
 TEST_P(SimdElementwise, SumSquaresWithinDerivedBound) {
-  for (const size_t n : {size_t(1), size_t(17), size_t(1000), size_t(16384), size_t(16385),
-                         size_t(100003)}) {
+  for (const size_t n :
+       {size_t(1), size_t(17), size_t(1000), size_t(16384), size_t(16385), size_t(100003)}) {
     Random rnd(unsigned(n) + 11);
     const std::vector<float> x = rnd.normal(n, 0.3, 2);
     const double got = k().sum_squares(x.data(), n);

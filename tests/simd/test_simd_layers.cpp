@@ -1,6 +1,6 @@
-// LayerNorm and attention (forward, backward, KV-cache decode) of every vectorized table against the
-// scalar reference in double, with bounds derived from fp32 rounding (see error_bounds.h). Shapes are
-// ragged: C = 1.., head sizes 1, 3, 12 and 64, T = 1 and T not a multiple of any tile.
+// LayerNorm and attention (forward, backward, KV-cache decode) of every vectorized table against
+// the scalar reference in double, with bounds derived from fp32 rounding (see error_bounds.h).
+// Shapes are ragged: C = 1.., head sizes 1, 3, 12 and 64, T = 1 and T not a multiple of any tile.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -29,7 +29,8 @@ class SimdLayers : public ::testing::TestWithParam<std::string> {
 //   mean(g):   gamma(C + 1) mean|g|;      mean(g n): gamma(C + 5) mean|g n|
 //   dx = dx0 + s (g - mean(g) - n mean(g n)): s times the inputs' errors, gamma(3) on the
 //   bracket's terms and gamma(2) on the update;
-//   dw = dw0 + sum_rows n dy: gamma(N + 3) (|dw0| + sum |n dy|);  db: gamma(N + 1) (|db0| + sum|dy|).
+//   dw = dw0 + sum_rows n dy: gamma(N + 3) (|dw0| + sum |n dy|);  db: gamma(N + 1) (|db0| +
+//   sum|dy|).
 TEST_P(SimdLayers, LayerNormWithinDerivedBound) {
   struct Shape {
     size_t N;
@@ -43,11 +44,12 @@ TEST_P(SimdLayers, LayerNormWithinDerivedBound) {
     const std::vector<float> b = rnd.normal(C, 0, 0.3), dy = rnd.normal(N * C);
     const std::vector<float> dx0 = rnd.normal(N * C), dw0 = rnd.normal(C), db0 = rnd.normal(C);
     std::vector<float> y(N * C), mean(N), rstd(N);
-    k().layernorm_forward(y.data(), mean.data(), rstd.data(), x.data(), w.data(), b.data(), N, sh.C);
+    k().layernorm_forward(y.data(), mean.data(), rstd.data(), x.data(), w.data(), b.data(), N,
+                          sh.C);
     const std::vector<double> xd = widen(x), wd = widen(w), bd = widen(b);
     std::vector<double> y_r(N * C), mean_r(N), rstd_r(N), y_b(N * C), mean_b(N), rstd_b(N);
-    scalar::layernorm_forward<double>(y_r.data(), mean_r.data(), rstd_r.data(), xd.data(), wd.data(),
-                                      bd.data(), N, sh.C);
+    scalar::layernorm_forward<double>(y_r.data(), mean_r.data(), rstd_r.data(), xd.data(),
+                                      wd.data(), bd.data(), N, sh.C);
     const double eps = scalar::kLayerNormEps;
     for (size_t r = 0; r < N; ++r) {
       double abs_mean = 0;
@@ -60,7 +62,8 @@ TEST_P(SimdLayers, LayerNormWithinDerivedBound) {
       for (size_t c = 0; c < C; ++c) {
         const double dev = std::fabs(xd[r * C + c] - mean_r[r]);
         const double dn = s * (1 + rho) * (dm + dev * (rho + gamma(2)));
-        y_b[r * C + c] = std::fabs(wd[c]) * dn + gamma(2) * (dev * s * std::fabs(wd[c]) + std::fabs(bd[c]));
+        y_b[r * C + c] =
+            std::fabs(wd[c]) * dn + gamma(2) * (dev * s * std::fabs(wd[c]) + std::fabs(bd[c]));
       }
     }
     const std::string where = " N=" + std::to_string(N) + " C=" + std::to_string(C);
@@ -77,7 +80,8 @@ TEST_P(SimdLayers, LayerNormWithinDerivedBound) {
     scalar::layernorm_backward<double>(dx_r.data(), dw_r.data(), db_r.data(), dyd.data(), xd.data(),
                                        wd.data(), md.data(), sd.data(), N, sh.C);
     std::vector<double> dx_b(N * C), dw_b(C), db_b(C);
-    for (size_t c = 0; c < C; ++c) dw_b[c] = std::fabs(double(dw0[c])), db_b[c] = std::fabs(double(db0[c]));
+    for (size_t c = 0; c < C; ++c)
+      dw_b[c] = std::fabs(double(dw0[c])), db_b[c] = std::fabs(double(db0[c]));
     for (size_t r = 0; r < N; ++r) {
       const double s = sd[r];
       double g_abs = 0, gn_abs = 0, g_sum = 0, gn_sum = 0;
@@ -93,10 +97,12 @@ TEST_P(SimdLayers, LayerNormWithinDerivedBound) {
       for (size_t c = 0; c < C; ++c) {
         const double g = wd[c] * dyd[r * C + c], n = (xd[r * C + c] - md[r]) * s;
         const double bracket = g - g_mean - n * gn_mean;
-        const double d_bracket = kU * std::fabs(g) + d_gm + std::fabs(n) * d_gnm +
-                                 std::fabs(gn_mean) * gamma(2) * std::fabs(n) +
-                                 gamma(3) * (std::fabs(g) + std::fabs(g_mean) + std::fabs(n * gn_mean));
-        dx_b[r * C + c] = s * d_bracket + gamma(2) * (std::fabs(double(dx0[r * C + c])) + s * std::fabs(bracket));
+        const double d_bracket =
+            kU * std::fabs(g) + d_gm + std::fabs(n) * d_gnm +
+            std::fabs(gn_mean) * gamma(2) * std::fabs(n) +
+            gamma(3) * (std::fabs(g) + std::fabs(g_mean) + std::fabs(n * gn_mean));
+        dx_b[r * C + c] =
+            s * d_bracket + gamma(2) * (std::fabs(double(dx0[r * C + c])) + s * std::fabs(bracket));
       }
     }
     for (size_t c = 0; c < C; ++c) dw_b[c] *= gamma(double(N) + 3), db_b[c] *= gamma(double(N) + 1);
@@ -110,7 +116,7 @@ struct AttnShape {
   int B, T, C, NH;
 };
 // Head sizes 1, 3, 12 and 64; T = 1, ragged T, and T past two column tiles.
-constexpr AttnShape kAttnShapes[] = {{2, 5, 3, 3},   {1, 17, 15, 5}, {2, 13, 36, 3},
+constexpr AttnShape kAttnShapes[] = {{2, 5, 3, 3},    {1, 17, 15, 5}, {2, 13, 36, 3},
                                      {1, 33, 128, 2}, {3, 1, 24, 2},  {1, 40, 64, 1}};
 
 // Attention forward, per (b, h, t) with hs the head size, scale = 1/sqrt(hs):
@@ -134,7 +140,8 @@ TEST_P(SimdLayers, AttentionWithinDerivedBound) {
     k().attention_forward(out.data(), att.data(), qkv.data(), sh.B, sh.T, sh.C, sh.NH);
     const std::vector<double> qd = widen(qkv), dd = widen(dout);
     std::vector<double> out_r(out.size()), att_r(att.size());
-    scalar::attention_forward<double>(out_r.data(), att_r.data(), qd.data(), sh.B, sh.T, sh.C, sh.NH);
+    scalar::attention_forward<double>(out_r.data(), att_r.data(), qd.data(), sh.B, sh.T, sh.C,
+                                      sh.NH);
     std::vector<double> out_b(out.size(), 0.0), att_b(att.size(), 0.0);
     for (size_t b = 0; b < B; ++b) {
       for (size_t h = 0; h < NH; ++h) {
@@ -172,8 +179,8 @@ TEST_P(SimdLayers, AttentionWithinDerivedBound) {
         }
       }
     }
-    const std::string where = " B=" + std::to_string(B) + " T=" + std::to_string(T) +
-                              " hs=" + std::to_string(hs);
+    const std::string where =
+        " B=" + std::to_string(B) + " T=" + std::to_string(T) + " hs=" + std::to_string(hs);
     expect_within("attention out" + where, out, out_r, out_b);
     expect_within("attention att" + where, att, att_r, att_b);  // above the diagonal: exactly 0
 
@@ -181,8 +188,8 @@ TEST_P(SimdLayers, AttentionWithinDerivedBound) {
     std::vector<float> att_in(att_r.begin(), att_r.end());
     const std::vector<double> ad = widen(att_in);
     std::vector<float> dqkv(qkv.size(), NAN), scratch(B * NH * T);
-    k().attention_backward(dqkv.data(), scratch.data(), dout.data(), qkv.data(), att_in.data(), sh.B,
-                           sh.T, sh.C, sh.NH);
+    k().attention_backward(dqkv.data(), scratch.data(), dout.data(), qkv.data(), att_in.data(),
+                           sh.B, sh.T, sh.C, sh.NH);
     std::vector<double> dqkv_r(qkv.size()), scratch_r(scratch.size());
     scalar::attention_backward<double>(dqkv_r.data(), scratch_r.data(), dd.data(), qd.data(),
                                        ad.data(), sh.B, sh.T, sh.C, sh.NH);
@@ -200,14 +207,16 @@ TEST_P(SimdLayers, AttentionWithinDerivedBound) {
           double D = 0, dD = 0, aabs = 0;
           for (size_t u = 0; u <= t; ++u) {
             double dot = 0, mag = 0;
-            for (size_t i = 0; i < hs; ++i) dot += DY(t, i) * Vv(u, i), mag += std::fabs(DY(t, i) * Vv(u, i));
+            for (size_t i = 0; i < hs; ++i)
+              dot += DY(t, i) * Vv(u, i), mag += std::fabs(DY(t, i) * Vv(u, i));
             da[u] = dot, F[u] = gamma(double(hs)) * mag;
             D += A(t, u) * dot, dD += A(t, u) * F[u], aabs += A(t, u) * std::fabs(dot);
           }
           dD += gamma(double(t) + 1) * aabs;
           for (size_t u = 0; u <= t; ++u) {
             ds[t * T + u] = scale * A(t, u) * (da[u] - D);
-            dds[t * T + u] = scale * A(t, u) * (F[u] + dD + gamma(4) * (std::fabs(da[u]) + std::fabs(D)));
+            dds[t * T + u] =
+                scale * A(t, u) * (F[u] + dD + gamma(4) * (std::fabs(da[u]) + std::fabs(D)));
           }
         }
         for (size_t t = 0; t < T; ++t) {
@@ -238,15 +247,17 @@ TEST_P(SimdLayers, AttentionDecodeWithinDerivedBound) {
     const size_t C = size_t(sh.C), NH = size_t(sh.NH), hs = C / NH, maxT = size_t(sh.T) + 3;
     const double scale = 1 / std::sqrt(double(hs));
     Random rnd(sh.C + 5);
-    const std::vector<float> q = rnd.normal(C), kc = rnd.normal(maxT * C), vc = rnd.normal(maxT * C);
+    const std::vector<float> q = rnd.normal(C), kc = rnd.normal(maxT * C),
+                             vc = rnd.normal(maxT * C);
     const std::vector<double> qd = widen(q), kd = widen(kc), vd = widen(vc);
     for (int pos : {0, sh.T - 1}) {
       const size_t n = size_t(pos) + 1;
       std::vector<float> out(C), scores(n);
       std::vector<double> out_r(C), scores_r(n), out_b(C);
-      k().attention_decode(out.data(), scores.data(), q.data(), kc.data(), vc.data(), pos, sh.C, sh.NH);
-      scalar::attention_decode<double>(out_r.data(), scores_r.data(), qd.data(), kd.data(), vd.data(),
-                                       pos, sh.C, sh.NH);
+      k().attention_decode(out.data(), scores.data(), q.data(), kc.data(), vc.data(), pos, sh.C,
+                           sh.NH);
+      scalar::attention_decode<double>(out_r.data(), scores_r.data(), qd.data(), kd.data(),
+                                       vd.data(), pos, sh.C, sh.NH);
       for (size_t h = 0; h < NH; ++h) {
         std::vector<double> sc(n), E(n), a(n), rel(n);
         for (size_t u = 0; u < n; ++u) {
@@ -280,7 +291,8 @@ TEST_P(SimdLayers, AttentionDecodeWithinDerivedBound) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Targets, SimdLayers, ::testing::ValuesIn(vectorized_targets()), param_name);
+INSTANTIATE_TEST_SUITE_P(Targets, SimdLayers, ::testing::ValuesIn(vectorized_targets()),
+                         param_name);
 
 }  // namespace
 }  // namespace llmcpu::simd_test

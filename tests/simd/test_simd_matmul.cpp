@@ -1,6 +1,6 @@
 // matmul forward and backward of every vectorized table against the scalar reference in double, on
-// ragged shapes (N, C, OC not multiples of any vector width or tile), with and without bias; and the
-// determinism rule: the same bits for 1, 2 and 3 threads and for repeated runs.
+// ragged shapes (N, C, OC not multiples of any vector width or tile), with and without bias; and
+// the determinism rule: the same bits for 1, 2 and 3 threads and for repeated runs.
 #include <gtest/gtest.h>
 #include <omp.h>
 
@@ -24,9 +24,9 @@ struct Shape {
 
 // Tiny, ragged in every dimension, a long reduction over C (forward) and over OC (dinp), N above
 // one token panel, and one GPT-2-like channel count.
-constexpr Shape kShapes[] = {{1, 1, 1},    {3, 5, 7},     {17, 33, 29},  {31, 64, 50},
-                             {70, 96, 131}, {33, 769, 13}, {5, 17, 2003}, {65, 130, 389},
-                             {40, 768, 24}};
+constexpr Shape kShapes[] = {{1, 1, 1},     {3, 5, 7},      {17, 33, 29},
+                             {31, 64, 50},  {70, 96, 131},  {33, 769, 13},
+                             {5, 17, 2003}, {65, 130, 389}, {40, 768, 24}};
 
 void check_matmul(const KernelTable& k, const Shape& s, bool with_bias, bool with_dinp,
                   unsigned seed) {

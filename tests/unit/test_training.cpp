@@ -340,7 +340,10 @@ TEST_F(Training, ConfigFileKeysAndFlagOverrides) {
   EXPECT_THROW(p3.parse({"--config", path("type.toml")}), UsageError);
   ArgParser p4("train", "");
   add_train_flags(p4, &o2, &x);
-  EXPECT_THROW(p4.parse({"--config", path("no_such.toml")}), UsageError);
+  EXPECT_THROW(p4.parse({"--config", path("no_such.toml")}), FileError);  // a path: the file
+  ArgParser p5("train", "");
+  add_train_flags(p5, &o2, &x);
+  EXPECT_THROW(p5.parse({"--config", "no_such_run"}), UsageError);  // a name: conf/runs/ has none
 }
 
 // Every shipped preset and run config parses: no unknown keys, types right, shapes valid.
