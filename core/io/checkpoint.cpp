@@ -38,12 +38,7 @@ CheckpointInfo parse_header(const MappedFile& file) {
   }
   const size_t bytes_per = info.version == kCheckpointFp32 ? 4 : 2;
   const size_t expected = kLlmcHeaderBytes + ParameterLayout(c).total() * bytes_per;
-  if (file.size() != expected) {
-    throw FileError(path, "file is " + std::to_string(file.size()) + " bytes, but a version " +
-                              std::to_string(info.version) + " checkpoint of " + describe(c) +
-                              " is " + std::to_string(expected) + " bytes" +
-                              (file.size() < expected ? " (truncated?)" : ""));
-  }
+  file.expect_size(expected, "a version " + std::to_string(info.version) + " checkpoint of " + describe(c));
   return info;
 }
 

@@ -35,13 +35,8 @@ DebugState load_debug_state(const std::string& path, const ModelConfig& config) 
   const size_t BT = (size_t)s.B * s.T, V = config.vocab_size;
   const size_t P = ParameterLayout(config).total();
   const size_t expected = kLlmcHeaderBytes + 2 * BT * 4 + BT * V * 4 + 4 + P * 4;
-  if (file.size() != expected) {
-    throw FileError(path, "file is " + std::to_string(file.size()) + " bytes, but a debug state of B=" +
-                              std::to_string(s.B) + " T=" + std::to_string(s.T) +
-                              " for the model " + describe(config) + " is " +
-                              std::to_string(expected) + " bytes" +
-                              (file.size() < expected ? " (truncated?)" : ""));
-  }
+  file.expect_size(expected, "a debug state of B=" + std::to_string(s.B) + " T=" +
+                                 std::to_string(s.T) + " for the model " + describe(config));
   const uint8_t* p = file.data() + kLlmcHeaderBytes;
   auto take = [&p](auto& vec, size_t n) {
     vec.resize(n);

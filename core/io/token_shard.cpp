@@ -17,12 +17,7 @@ TokenShard::TokenShard(const std::string& path) : file_(path) {
   if (h[2] < 0) throw FileError(path, "negative token count " + std::to_string(h[2]) + " in header");
   num_tokens_ = static_cast<size_t>(h[2]);
   const size_t expected = kLlmcHeaderBytes + num_tokens_ * sizeof(uint16_t);
-  if (file_.size() != expected) {
-    throw FileError(path, "file is " + std::to_string(file_.size()) + " bytes, but its header says " +
-                              std::to_string(num_tokens_) + " tokens, which is " +
-                              std::to_string(expected) + " bytes" +
-                              (file_.size() < expected ? " (truncated?)" : ""));
-  }
+  file_.expect_size(expected, "its header says " + std::to_string(num_tokens_) + " tokens, which");
 }
 
 void TokenShard::check_vocab(int vocab_size) const {

@@ -20,14 +20,18 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// What --model names: an llm.c checkpoint (returned in `checkpoint`) or a preset file (`preset`).
-ModelConfig resolve_model_spec(const std::string& spec, std::string* checkpoint, std::string* preset) {
+// What --model names: an llm.c checkpoint (returned in `checkpoint`, its version in `version`) or a
+// preset file (`preset`).
+ModelConfig resolve_model_spec(const std::string& spec, std::string* checkpoint, std::string* preset,
+                               int* version = nullptr) {
   if (spec.empty()) throw UsageError("--model: required (a checkpoint file or a preset name)");
   std::error_code ec;
   const bool is_file = fs::is_regular_file(spec, ec);
   if (is_file && fs::path(spec).extension() != ".toml") {
     *checkpoint = spec;
-    return read_checkpoint_header(spec).config;
+    const CheckpointInfo info = read_checkpoint_header(spec);
+    if (version) *version = info.version;
+    return info.config;
   }
   *preset = is_file ? spec : find_conf_file("models", spec);
   if (preset->empty()) {
@@ -41,13 +45,11 @@ ModelConfig resolve_model_spec(const std::string& spec, std::string* checkpoint,
 
 std::unique_ptr<Gpt2> make_model(const std::string& spec, uint64_t seed, std::string* origin) {
   std::string checkpoint, preset;
-  auto model = std::make_unique<Gpt2>(resolve_model_spec(spec, &checkpoint, &preset));
+  int version = 0;
+  auto model = std::make_unique<Gpt2>(resolve_model_spec(spec, &checkpoint, &preset, &version));
   if (!checkpoint.empty()) {
     load_checkpoint(checkpoint, *model);
-    if (origin) {
-      *origin = "checkpoint " + checkpoint + " (version " +
-                std::to_string(read_checkpoint_header(checkpoint).version) + ")";
-    }
+    if (origin) *origin = "checkpoint " + checkpoint + " (version " + std::to_string(version) + ")";
   } else {
     init_gpt2(*model, seed);
     if (origin) *origin = "preset " + preset + ", GPT-2 initialisation, seed " + std::to_string(seed);

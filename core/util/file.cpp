@@ -60,6 +60,13 @@ const int32_t* MappedFile::llmc_header(const char* what) const {
   return reinterpret_cast<const int32_t*>(data_);
 }
 
+void MappedFile::expect_size(size_t expected, const std::string& expectation) const {
+  if (size_ == expected) return;
+  throw FileError(path_, "file is " + std::to_string(size_) + " bytes, but " + expectation + " is " +
+                             std::to_string(expected) + " bytes" +
+                             (size_ < expected ? " (truncated?)" : ""));
+}
+
 AtomicFileWriter::AtomicFileWriter(const std::string& path)
     : path_(path), tmp_path_(path + ".tmp." + std::to_string(::getpid())) {
   fd_ = ::open(tmp_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);

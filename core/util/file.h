@@ -23,6 +23,9 @@ class MappedFile {
 
   // The 256 int32 header every llm.c file starts with; throws if the file is shorter.
   const int32_t* llmc_header(const char* what) const;
+  // Throws FileError "file is N bytes, but <expectation> is M bytes (truncated?)" unless the file is
+  // exactly `expected` bytes long; `expectation` says what the header implies ("a debug state of ...").
+  void expect_size(size_t expected, const std::string& expectation) const;
 
  private:
   std::string path_;
