@@ -10,7 +10,16 @@
 namespace llmcpu {
 
 // One independent buffer per use, so that nested needs (a GEMM inside attention) do not collide.
-enum class ScratchSlot { kGemmPack, kGemmPanel, kAttention, kReduce, kCount };
+enum class ScratchSlot {
+  kGemmPack,
+  kGemmPanel,
+  kAttention,
+  kReduce,
+  kBf16A,  // the bf16 path's converted or packed operands (simd/bf16*, simd/x86/)
+  kBf16B,
+  kBf16C,
+  kCount
+};
 
 // At least `floats` floats, valid until the same thread asks the same slot for more.
 float* thread_scratch(ScratchSlot slot, size_t floats);

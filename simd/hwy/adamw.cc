@@ -10,7 +10,9 @@
 #include <cmath>
 
 #include "hwy/highway.h"
+#include "simd/hwy/bf16-inl.h"
 #include "simd/hwy/common-inl.h"
+#include "simd/bf16.h"
 #include "simd/kernels.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -18,8 +20,10 @@ namespace llmcpu {
 namespace HWY_NAMESPACE {
 namespace {
 
-void AdamWUpdate(float* param, float* m, float* v, const float* grad, size_t N,
-                 const AdamWStep& s) {
+// param_bf16: when not null, also receives the updated parameters rounded to bf16 (the working copy
+// of the bf16 path), written while they are still in registers.
+void AdamWUpdateTo(float* param, bf16* param_bf16, float* m, float* v, const float* grad, size_t N,
+                   const AdamWStep& s) {
   const float decay = float(1.0 - s.lr * s.weight_decay);
   const float b1 = float(s.beta1), b2 = float(s.beta2);
   const float step_size = float(s.lr / (1.0 - std::pow(s.beta1, double(s.t))));
@@ -46,6 +50,7 @@ void AdamWUpdate(float* param, float* m, float* v, const float* grad, size_t N,
       update(hn::LoadU(d, param + i), hn::LoadU(d, m + i), hn::LoadU(d, v + i),
              hn::LoadU(d, grad + i), &p, &mi, &vi);
       hn::StoreU(p, d, param + i);
+      if (param_bf16) StoreBf16(p, d, param_bf16 + i);
       hn::StoreU(mi, d, m + i);
       hn::StoreU(vi, d, v + i);
     }
@@ -55,15 +60,23 @@ void AdamWUpdate(float* param, float* m, float* v, const float* grad, size_t N,
       update(LoadTail(d, param + i, n), LoadTail(d, m + i, n), LoadTail(d, v + i, n),
              LoadTail(d, grad + i, n), &p, &mi, &vi);
       StoreTail(p, d, param + i, n);
+      if (param_bf16) StoreOutN(p, d, param_bf16 + i, n);
       StoreTail(mi, d, m + i, n);
       StoreTail(vi, d, v + i, n);
     }
   });
 }
 
+void AdamWUpdate(float* param, float* m, float* v, const float* grad, size_t N,
+                 const AdamWStep& s) {
+  AdamWUpdateTo(param, nullptr, m, v, grad, N, s);
+}
+
 }  // namespace
 
 void FillAdamW(KernelTable& t) { t.adamw_update = &AdamWUpdate; }
+
+void FillAdamWBf16(Bf16Kernels& t) { t.adamw_update = &AdamWUpdateTo; }
 
 }  // namespace HWY_NAMESPACE
 }  // namespace llmcpu

@@ -9,7 +9,9 @@
 // Must come after foreach_target.h.
 #include "hwy/contrib/math/math-inl.h"
 #include "hwy/highway.h"
+#include "simd/hwy/bf16-inl.h"
 #include "simd/hwy/common-inl.h"
+#include "simd/bf16.h"
 #include "simd/kernels.h"
 #include "simd/scalar/gelu.h"
 
@@ -18,40 +20,43 @@ namespace llmcpu {
 namespace HWY_NAMESPACE {
 namespace {
 
+// The constants, broadcast where they are used (the compiler hoists them out of the loops): SVE
+// vectors are sizeless and cannot be members of a struct.
 struct GeluConsts {
-  VF half, one, s, k, s3k;
-  explicit GeluConsts(DF d)
-      : half(hn::Set(d, 0.5f)),
-        one(hn::Set(d, 1.0f)),
-        s(hn::Set(d, float(scalar::kGeluScale))),
-        k(hn::Set(d, float(scalar::kGeluCube))),
-        s3k(hn::Set(d, float(3.0 * scalar::kGeluCube))) {}
+  VF half() const { return hn::Set(d, 0.5f); }
+  VF one() const { return hn::Set(d, 1.0f); }
+  VF s() const { return hn::Set(d, float(scalar::kGeluScale)); }
+  VF k() const { return hn::Set(d, float(scalar::kGeluCube)); }
+  VF s3k() const { return hn::Set(d, float(3.0 * scalar::kGeluCube)); }
+  DF d;
 };
 
 HWY_INLINE VF GeluOne(DF d, const GeluConsts& g, VF x) {
   const VF x3 = hn::Mul(hn::Mul(x, x), x);
-  const VF th = hn::Tanh(d, hn::Mul(g.s, hn::MulAdd(g.k, x3, x)));
-  return hn::Mul(hn::Mul(g.half, x), hn::Add(g.one, th));
+  const VF th = hn::Tanh(d, hn::Mul(g.s(), hn::MulAdd(g.k(), x3, x)));
+  return hn::Mul(hn::Mul(g.half(), x), hn::Add(g.one(), th));
 }
 
 HWY_INLINE VF GeluGradOne(DF d, const GeluConsts& g, VF x, VF dy) {
   const VF x2 = hn::Mul(x, x);
-  const VF th = hn::Tanh(d, hn::Mul(g.s, hn::MulAdd(hn::Mul(g.k, x2), x, x)));
-  const VF left = hn::Mul(g.half, hn::Add(g.one, th));
-  const VF sech2 = hn::NegMulAdd(th, th, g.one);  // 1 - tanh^2
-  const VF du = hn::Mul(g.s, hn::MulAdd(g.s3k, x2, g.one));
-  const VF right = hn::Mul(hn::Mul(hn::Mul(g.half, x), sech2), du);
+  const VF th = hn::Tanh(d, hn::Mul(g.s(), hn::MulAdd(hn::Mul(g.k(), x2), x, x)));
+  const VF left = hn::Mul(g.half(), hn::Add(g.one(), th));
+  const VF sech2 = hn::NegMulAdd(th, th, g.one());  // 1 - tanh^2
+  const VF du = hn::Mul(g.s(), hn::MulAdd(g.s3k(), x2, g.one()));
+  const VF right = hn::Mul(hn::Mul(hn::Mul(g.half(), x), sech2), du);
   return hn::Mul(hn::Add(left, right), dy);
 }
 
-void GeluForward(float* out, const float* inp, size_t N) {
+// Out: float, or bf16 for the bf16 path (rounded at the store).
+template <typename Out>
+void GeluForward(Out* out, const float* inp, size_t N) {
   ParallelChunks(N, [&](size_t begin, size_t end) {
     const DF d;
-    const GeluConsts g(d);
+    const GeluConsts g{d};
     const size_t L = hn::Lanes(d);
     size_t i = begin;
-    for (; i + L <= end; i += L) hn::StoreU(GeluOne(d, g, hn::LoadU(d, inp + i)), d, out + i);
-    if (i < end) StoreTail(GeluOne(d, g, LoadTail(d, inp + i, end - i)), d, out + i, end - i);
+    for (; i + L <= end; i += L) StoreOut(GeluOne(d, g, hn::LoadU(d, inp + i)), d, out + i);
+    if (i < end) StoreOutN(GeluOne(d, g, LoadTail(d, inp + i, end - i)), d, out + i, end - i);
   });
 }
 
@@ -59,7 +64,7 @@ void GeluForward(float* out, const float* inp, size_t N) {
 void GeluBackward(float* dinp, const float* inp, const float* dout, size_t N) {
   ParallelChunks(N, [&](size_t begin, size_t end) {
     const DF d;
-    const GeluConsts g(d);
+    const GeluConsts g{d};
     const size_t L = hn::Lanes(d);
     size_t i = begin;
     for (; i + L <= end; i += L) {
@@ -76,9 +81,11 @@ void GeluBackward(float* dinp, const float* inp, const float* dout, size_t N) {
 }  // namespace
 
 void FillGelu(KernelTable& t) {
-  t.gelu_forward = &GeluForward;
+  t.gelu_forward = &GeluForward<float>;
   t.gelu_backward = &GeluBackward;
 }
+
+void FillGeluBf16(Bf16Kernels& t) { t.gelu_forward = &GeluForward<bf16>; }
 
 }  // namespace HWY_NAMESPACE
 }  // namespace llmcpu

@@ -13,7 +13,9 @@
 #include <cmath>
 
 #include "hwy/highway.h"
+#include "simd/hwy/bf16-inl.h"
 #include "simd/hwy/common-inl.h"
+#include "simd/bf16.h"
 #include "simd/kernels.h"
 #include "simd/scalar/layernorm.h"
 
@@ -45,7 +47,9 @@ HWY_INLINE float SumSquaredDeviations(const float* HWY_RESTRICT x, float m, size
   return ReduceSum(d, hn::Add(s0, s1));
 }
 
-void LayerNormForward(float* out, float* mean, float* rstd, const float* inp, const float* weight,
+// Out: float, or bf16 for the bf16 path (the same fp32 math, the output rounded at the store).
+template <typename Out>
+void LayerNormForward(Out* out, float* mean, float* rstd, const float* inp, const float* weight,
                       const float* bias, size_t N, int C_) {
   const size_t C = size_t(C_);
 #pragma omp parallel for schedule(static)
@@ -53,7 +57,7 @@ void LayerNormForward(float* out, float* mean, float* rstd, const float* inp, co
     const DF d;
     const size_t L = hn::Lanes(d);
     const float* HWY_RESTRICT x = inp + r * C;
-    float* HWY_RESTRICT y = out + r * C;
+    Out* HWY_RESTRICT y = out + r * C;
     const float m = Sum(x, C) / float(C);
     const float v = SumSquaredDeviations(x, m, C) / float(C);
     const float s = 1.0f / std::sqrt(v + float(scalar::kLayerNormEps));
@@ -61,12 +65,12 @@ void LayerNormForward(float* out, float* mean, float* rstd, const float* inp, co
     size_t c = 0;
     for (; c + L <= C; c += L) {
       const VF n = hn::Mul(hn::Sub(hn::LoadU(d, x + c), vm), vs);
-      hn::StoreU(hn::MulAdd(n, hn::LoadU(d, weight + c), hn::LoadU(d, bias + c)), d, y + c);
+      StoreOut(hn::MulAdd(n, hn::LoadU(d, weight + c), hn::LoadU(d, bias + c)), d, y + c);
     }
     if (c < C) {
       const size_t k = C - c;
       const VF n = hn::Mul(hn::Sub(LoadTail(d, x + c, k), vm), vs);
-      StoreTail(hn::MulAdd(n, LoadTail(d, weight + c, k), LoadTail(d, bias + c, k)), d, y + c, k);
+      StoreOutN(hn::MulAdd(n, LoadTail(d, weight + c, k), LoadTail(d, bias + c, k)), d, y + c, k);
     }
     mean[r] = m;
     rstd[r] = s;
@@ -155,9 +159,11 @@ void LayerNormBackward(float* dinp, float* dweight, float* dbias, const float* d
 }  // namespace
 
 void FillLayerNorm(KernelTable& t) {
-  t.layernorm_forward = &LayerNormForward;
+  t.layernorm_forward = &LayerNormForward<float>;
   t.layernorm_backward = &LayerNormBackward;
 }
+
+void FillLayerNormBf16(Bf16Kernels& t) { t.layernorm_forward = &LayerNormForward<bf16>; }
 
 }  // namespace HWY_NAMESPACE
 }  // namespace llmcpu

@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "simd/bf16.h"
 #include "simd/kernels.h"
 
 namespace llmcpu::hwy_tables {
@@ -16,6 +17,7 @@ struct TargetTables {
   KernelTable hwy_gemm{};   // every kernel in Highway, GEMM on the Highway micro-kernel
   KernelTable xsmm_gemm{};  // same, with libxsmm block kernels for the matmuls
   bool has_xsmm = false;    // xsmm_gemm is filled (x86 build with libxsmm, JIT works)
+  Bf16Kernels bf16{};       // the bf16 path: Highway conversions, portable GEMM over hwy_gemm
 };
 
 // Targets this build compiled, best first, whether or not this CPU runs them: (bit, name).

@@ -23,10 +23,11 @@ void FillResidual(KernelTable& t);
 void FillSoftmaxXent(KernelTable& t);
 void FillAdamW(KernelTable& t);
 void FillReduce(KernelTable& t);
+void FillBf16(Bf16Kernels& t, const KernelTable& fp32);
 
 // Built on first use, so a target's code runs only once the dispatcher knows the CPU has it.
 const hwy_tables::TargetTables* Tables() {
-  static const hwy_tables::TargetTables tables = [] {
+  static hwy_tables::TargetTables tables = [] {
     hwy_tables::TargetTables r;
     r.hwy_target = HWY_TARGET;
     KernelTable t{};
@@ -46,6 +47,9 @@ const hwy_tables::TargetTables* Tables() {
     r.xsmm_gemm.target = hwy_tables::target_name(HWY_TARGET, true);
     return r;
   }();
+  // The bf16 table points at the fp32 one, so it is filled once that has its final address.
+  static const bool bf16_filled = (FillBf16(tables.bf16, tables.hwy_gemm), true);
+  (void)bf16_filled;
   return &tables;
 }
 

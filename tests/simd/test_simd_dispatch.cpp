@@ -14,6 +14,11 @@
 #include "simd/kernels.h"
 #include "tests/common/process.h"
 
+#if defined(__aarch64__)
+#include <asm/hwcap.h>
+#include <sys/auxv.h>
+#endif
+
 namespace llmcpu {
 namespace {
 
@@ -70,6 +75,23 @@ TEST(SimdDispatch, OffersEveryX86TargetThisCpuRuns) {
 }
 #endif
 
+#if defined(__aarch64__)
+TEST(SimdDispatch, OffersNeonOnEveryArm64Cpu) {
+  // Advanced SIMD is part of every ARMv8-A CPU; without SVE it is the best target and the default.
+  EXPECT_TRUE(offers("neon"));
+  const bool sve = (getauxval(AT_HWCAP) & HWCAP_SVE) != 0;
+  EXPECT_EQ(offers("sve") || offers("sve2") || offers("sve_256") || offers("sve2_128"), sve);
+  const char* forced = std::getenv("LLMCPU_TARGET");
+  if (forced != nullptr && *forced != '\0') {
+    EXPECT_EQ(active_kernels().target, forced);  // e.g. LLMCPU_TARGET=neon on an SVE CPU
+  } else if (sve) {
+    EXPECT_EQ(active_kernels().target.substr(0, 3), "sve");
+  } else {
+    EXPECT_EQ(active_kernels().target, "neon");
+  }
+}
+#endif
+
 TEST(SimdDispatch, UnknownTargetNamesTheVariableAndTheValidValues) {
   try {
     kernels_for_target("avx9000", "LLMCPU_TARGET");
@@ -91,6 +113,7 @@ TEST(SimdDispatch, CompiledButUnsupportedTargetIsRefused) {
 }
 
 TEST(SimdDispatch, EnvironmentVariableChoosesTheProgramsKernels) {
+  if (std::string_view(LLMCPU_BINARY).empty()) GTEST_SKIP() << "kernels-only build: no llmcpu program";
   const std::string fixture = std::string(LLMCPU_FIXTURE_DIR) + "/edge_";
   const std::string args =
       "verify --model " + fixture + "model.bin --state " + fixture + "state.bin";

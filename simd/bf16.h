@@ -1,0 +1,97 @@
+// bf16 mixed precision: the storage type, its conversions, and the kernels of the bf16 path.
+//
+// bf16 is the upper half of an IEEE fp32 (1 sign, 8 exponent, 7 mantissa bits), stored as uint16_t
+// in little-endian order, as llm.c's version-5 checkpoints hold it. fp32 -> bf16 rounds to nearest,
+// ties to even; a NaN stays a NaN with its quiet bit set (never rounds to infinity); infinities and
+// signed zeros are kept; values above bf16's largest finite round to infinity as IEEE says.
+// bf16 -> fp32 is exact.
+//
+// The bf16 path (core/model, `--precision bf16`) keeps fp32 master weights and AdamW moments, a bf16
+// working copy of the weights, and bf16 activations where they feed a GEMM (the layernorm outputs,
+// the attention output, the GELU output). GEMMs take bf16 operands and accumulate in fp32; layernorm
+// statistics, softmax, the loss and all gradients that are not GEMM operands stay fp32. A GEMM's fp32
+// gradient input (dout) is rounded to bf16 where it enters the product, as autocast does.
+// Not here: which ops run in which precision (core/model/gpt2.cpp), the fp32 kernels (kernels.h).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <string_view>
+#include <vector>
+
+#include "simd/scalar/adamw.h"
+
+namespace llmcpu {
+
+using bf16 = std::uint16_t;
+
+inline bf16 float_to_bf16(float f) {
+  std::uint32_t u;
+  std::memcpy(&u, &f, sizeof u);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return bf16((u >> 16) | 0x0040u);  // NaN: quiet, keep sign
+  u += 0x7fffu + ((u >> 16) & 1u);                                       // nearest, ties to even
+  return bf16(u >> 16);
+}
+
+inline float bf16_to_float(bf16 h) {
+  const std::uint32_t u = std::uint32_t(h) << 16;
+  float f;
+  std::memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+// The bf16 kernels. Shapes as in kernels.h: N rows, C channels, OC output channels.
+struct Bf16Kernels {
+  std::string_view target;  // "scalar", "avx512bf16", "avx512", "avx2", "neon", ...
+
+  void (*to_bf16)(bf16* out, const float* in, size_t N);
+  void (*to_f32)(float* out, const bf16* in, size_t N);
+
+  // out (N,OC) = inp (N,C) weight^T + bias, fp32 accumulation; weight (OC,C) row-major as nn.Linear;
+  // bias (OC) fp32 or null.
+  void (*matmul_forward)(float* out, const bf16* inp, const bf16* weight, const float* bias,
+                         size_t N, int C, int OC);
+  // With d = dout rounded to bf16:  dinp (N,C) = d weight (overwritten; null: skipped),
+  // dweight (OC,C) += d^T inp, dbias (OC) += column sums of dout in fp32 (null: skipped).
+  void (*matmul_backward)(float* dinp, float* dweight /*+=*/, float* dbias /*+=*/,
+                          const float* dout, const bf16* inp, const bf16* weight, size_t N, int C,
+                          int OC);
+
+  // As the fp32 kernels, with the output rounded to bf16 (statistics stay fp32).
+  void (*layernorm_forward)(bf16* out, float* mean, float* rstd, const float* inp,
+                            const float* weight, const float* bias, size_t N, int C);
+  void (*gelu_forward)(bf16* out, const float* inp, size_t N);
+
+  // AdamW on the fp32 master weights (as kernels.h), then param_bf16[i] = bf16(param[i]) when
+  // param_bf16 is not null.
+  void (*adamw_update)(float* param, bf16* param_bf16, float* m, float* v, const float* grad,
+                       size_t N, const scalar::AdamWStep& step);
+};
+
+// The scalar reference: converts each operand exactly to fp32 and runs the scalar fp32 math (each
+// GEMM sum in order, one fp32 accumulator).
+const Bf16Kernels& scalar_bf16_kernels();
+
+// The bf16 table that goes with an fp32 target name (kernels_for_target's names): the best bf16 GEMM
+// this CPU runs for that target ("avx512" -> AVX512-BF16 dot products where the CPU has them, else the
+// portable Highway GEMM), or the scalar reference for "scalar". Throws UsageError as
+// kernels_for_target does.
+const Bf16Kernels& bf16_kernels_for_target(std::string_view name,
+                                           std::string_view what = "kernel target");
+
+// The bf16 table that goes with active_kernels(), or the one the environment variable
+// LLMCPU_BF16_TARGET names (a name from available_bf16_targets(), for tests and benchmarks).
+const Bf16Kernels& active_bf16_kernels();
+
+// Every bf16 table this CPU runs, by its own name: "scalar", then per vectorized target the
+// AVX512-BF16 table ("avx512bf16") where the CPU has it, and the portable one ("avx512", "avx2", ...).
+std::vector<std::string_view> available_bf16_targets();
+const Bf16Kernels& bf16_kernels_named(std::string_view name,
+                                      std::string_view what = "bf16 kernel table");
+
+// Bulk conversions on one thread (llm.c files, tests, tools); the kernels above are the fast ones.
+std::vector<bf16> to_bf16_vector(const float* in, size_t N);
+void bf16_to_float_array(float* out, const bf16* in, size_t N);
+
+}  // namespace llmcpu

@@ -1,0 +1,88 @@
+// Picks the bf16 kernel table: per Highway target, its portable table (simd/hwy/bf16.cc), and on
+// CPUs with AVX512-BF16 a table whose GEMMs use the dot-product instructions (simd/x86/).
+// Not here: the kernels.
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "core/util/error.h"
+#include "simd/bf16.h"
+#include "simd/hwy/registry.h"
+#include "simd/kernels.h"
+#if LLMCPU_HAVE_X86_BF16
+#include "simd/x86/bf16_gemm.h"
+#endif
+
+namespace llmcpu {
+namespace {
+
+struct Entry {
+  std::string_view name;      // the bf16 table's own name
+  std::string_view fp32_for;  // the fp32 target it goes with ("" for none)
+  const Bf16Kernels* table;
+};
+
+// Best first within each fp32 target: the AVX512-BF16 table ranks before the portable one.
+const std::vector<Entry>& entries() {
+  static const std::vector<Entry> list = [] {
+    std::vector<Entry> r{{"scalar", "scalar", &scalar_bf16_kernels()}};
+    for (const hwy_tables::TargetTables* t : hwy_tables::supported()) {
+      const std::string_view fp32 = hwy_tables::target_name(t->hwy_target, false);
+#if LLMCPU_HAVE_X86_BF16
+      if (fp32 == "avx512" && x86::has_avx512_bf16()) {
+        static Bf16Kernels dot = t->bf16;
+        dot.target = "avx512bf16";
+        dot.matmul_forward = &x86::bf16_matmul_forward;
+        dot.matmul_backward = &x86::bf16_matmul_backward;
+        r.push_back({dot.target, fp32, &dot});
+      }
+#endif
+      r.push_back({t->bf16.target, fp32, &t->bf16});
+    }
+    return r;
+  }();
+  return list;
+}
+
+std::string valid_names() {
+  std::string s;
+  for (const Entry& e : entries()) s += (s.empty() ? "" : ", ") + std::string(e.name);
+  return s;
+}
+
+}  // namespace
+
+std::vector<std::string_view> available_bf16_targets() {
+  std::vector<std::string_view> r;
+  for (const Entry& e : entries()) r.push_back(e.name);
+  return r;
+}
+
+const Bf16Kernels& bf16_kernels_named(std::string_view name, std::string_view what) {
+  for (const Entry& e : entries()) {
+    if (e.name == name) return *e.table;
+  }
+  throw UsageError(std::string(what) + "=" + std::string(name) +
+                   ": unknown bf16 kernel table; valid here: " + valid_names());
+}
+
+const Bf16Kernels& bf16_kernels_for_target(std::string_view name, std::string_view what) {
+  const KernelTable& fp32 = kernels_for_target(name, what);  // validates the name
+  std::string_view base = fp32.target;
+  if (const size_t plus = base.find('+'); plus != std::string_view::npos) base = base.substr(0, plus);
+  for (const Entry& e : entries()) {
+    if (e.fp32_for == base) return *e.table;
+  }
+  return scalar_bf16_kernels();
+}
+
+const Bf16Kernels& active_bf16_kernels() {
+  static const Bf16Kernels* const table = [] {
+    const char* forced = std::getenv("LLMCPU_BF16_TARGET");
+    if (forced && *forced) return &bf16_kernels_named(forced, "LLMCPU_BF16_TARGET");
+    return &bf16_kernels_for_target(active_kernels().target, "LLMCPU_TARGET");
+  }();
+  return *table;
+}
+
+}  // namespace llmcpu

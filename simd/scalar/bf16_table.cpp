@@ -1,0 +1,94 @@
+// The scalar reference of the bf16 kernels (simd/bf16.h): every bf16 operand is converted exactly to
+// fp32 and the scalar fp32 math runs on it; outputs that are bf16 are rounded once at the end. The
+// vectorized bf16 kernels are tested against this table. Allocates per call: a reference, not a path
+// for training.
+#include <vector>
+
+#include "simd/bf16.h"
+#include "simd/scalar/adamw.h"
+#include "simd/scalar/gelu.h"
+#include "simd/scalar/layernorm.h"
+#include "simd/scalar/matmul.h"
+
+namespace llmcpu {
+namespace {
+
+std::vector<float> widen(const bf16* x, size_t n) {
+  std::vector<float> r(n);
+  for (size_t i = 0; i < n; ++i) r[i] = bf16_to_float(x[i]);
+  return r;
+}
+
+void to_bf16(bf16* out, const float* in, size_t N) {
+  for (size_t i = 0; i < N; ++i) out[i] = float_to_bf16(in[i]);
+}
+
+void to_f32(float* out, const bf16* in, size_t N) {
+  for (size_t i = 0; i < N; ++i) out[i] = bf16_to_float(in[i]);
+}
+
+void matmul_forward(float* out, const bf16* inp, const bf16* weight, const float* bias, size_t N,
+                    int C, int OC) {
+  const std::vector<float> x = widen(inp, N * size_t(C)), w = widen(weight, size_t(OC) * C);
+  scalar::matmul_forward<float>(out, x.data(), w.data(), bias, N, C, OC);
+}
+
+void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const bf16* inp,
+                     const bf16* weight, size_t N, int C, int OC) {
+  std::vector<float> d(N * size_t(OC));
+  for (size_t i = 0; i < d.size(); ++i) d[i] = bf16_to_float(float_to_bf16(dout[i]));
+  const std::vector<float> x = widen(inp, N * size_t(C)), w = widen(weight, size_t(OC) * C);
+  scalar::matmul_backward<float>(dinp, dweight, nullptr, d.data(), x.data(), w.data(), N, C, OC);
+  if (dbias) {
+    for (int o = 0; o < OC; ++o) {
+      float s = 0.0f;
+      for (size_t n = 0; n < N; ++n) s += dout[n * OC + o];
+      dbias[o] += s;
+    }
+  }
+}
+
+void layernorm_forward(bf16* out, float* mean, float* rstd, const float* inp, const float* weight,
+                       const float* bias, size_t N, int C) {
+  std::vector<float> y(N * size_t(C));
+  scalar::layernorm_forward<float>(y.data(), mean, rstd, inp, weight, bias, N, C);
+  to_bf16(out, y.data(), y.size());
+}
+
+void gelu_forward(bf16* out, const float* inp, size_t N) {
+  std::vector<float> y(N);
+  scalar::gelu_forward<float>(y.data(), inp, N);
+  to_bf16(out, y.data(), N);
+}
+
+void adamw_update(float* param, bf16* param_bf16, float* m, float* v, const float* grad, size_t N,
+                  const scalar::AdamWStep& step) {
+  scalar::adamw_update<float>(param, m, v, grad, N, step);
+  if (param_bf16) to_bf16(param_bf16, param, N);
+}
+
+}  // namespace
+
+const Bf16Kernels& scalar_bf16_kernels() {
+  static const Bf16Kernels table = {
+      .target = "scalar",
+      .to_bf16 = to_bf16,
+      .to_f32 = to_f32,
+      .matmul_forward = matmul_forward,
+      .matmul_backward = matmul_backward,
+      .layernorm_forward = layernorm_forward,
+      .gelu_forward = gelu_forward,
+      .adamw_update = adamw_update,
+  };
+  return table;
+}
+
+std::vector<bf16> to_bf16_vector(const float* in, size_t N) {
+  std::vector<bf16> r(N);
+  to_bf16(r.data(), in, N);
+  return r;
+}
+
+void bf16_to_float_array(float* out, const bf16* in, size_t N) { to_f32(out, in, N); }
+
+}  // namespace llmcpu

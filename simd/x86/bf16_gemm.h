@@ -1,0 +1,23 @@
+// The bf16 GEMMs on AVX512-BF16 dot products (VDPBF16PS: two bf16 products summed into each fp32
+// lane per instruction, twice the work of an fp32 FMA). x86 builds only; the entries are used when
+// the CPU reports AVX512-BF16 (simd/bf16_dispatch.cpp).
+// Not here: AMX tiles (not written: no CPU with AMX was at hand to test them), the portable bf16
+// GEMM (simd/hwy/bf16.cc).
+#pragma once
+
+#include <cstddef>
+
+#include "simd/bf16.h"
+
+namespace llmcpu::x86 {
+
+// Whether this CPU runs AVX512F/BW/VL with AVX512-BF16.
+bool has_avx512_bf16();
+
+// Bf16Kernels::matmul_forward and matmul_backward (simd/bf16.h), same contracts.
+void bf16_matmul_forward(float* out, const bf16* inp, const bf16* weight, const float* bias,
+                         size_t N, int C, int OC);
+void bf16_matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
+                          const bf16* inp, const bf16* weight, size_t N, int C, int OC);
+
+}  // namespace llmcpu::x86

@@ -1,0 +1,311 @@
+// The bf16 kernels (simd/bf16.h) of every bf16 table this CPU runs ("scalar", "avx512bf16" where the
+// CPU has AVX512-BF16, and the portable table of each Highway target):
+// - fp32 -> bf16 against an independent rounding written with doubles (nearest, ties to even; NaN
+//   quiet; overflow to infinity), bf16 -> fp32 exact;
+// - the GEMMs against the scalar fp32 math in double on the same bf16 operands. Products of two bf16
+//   values are exact in fp32 (8 + 8 significant bits), so a bf16 GEMM with fp32 accumulation has the
+//   error of an fp32 sum of K exact terms: |error| <= gamma(K) sum |terms| (error_bounds.h), whatever
+//   the order of the sum (VDPBF16PS adds its two products one after the other, each rounded);
+// - layernorm and GELU with bf16 outputs: the fp32 kernel's error plus one rounding to bf16
+//   (half a bf16 ulp, 2^-8 relative); AdamW: the fp32 master bit for bit as the fp32 table of the
+//   same target, and the bf16 copy equal to bf16(master).
+// Ragged sizes throughout; results must not depend on the thread count.
+#include <gtest/gtest.h>
+#include <omp.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "core/util/error.h"
+#include "simd/bf16.h"
+#include "simd/scalar/gelu.h"
+#include "simd/scalar/layernorm.h"
+#include "simd/scalar/matmul.h"
+#include "tests/simd/error_bounds.h"
+
+namespace llmcpu::simd_test {
+namespace {
+
+constexpr double kBf16HalfUlp = 0x1p-8;  // relative rounding error of fp32 -> bf16
+
+uint32_t bits_of(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
+
+// Independent reference: the bf16 values just below and above |f| (truncation and the next one up),
+// the nearer one chosen by exact double arithmetic, ties to the even significand.
+bf16 reference_round(float f) {
+  if (std::isnan(f)) return bf16((bits_of(f) >> 16) | 0x40);
+  const uint32_t u = bits_of(f);
+  const uint16_t sign = uint16_t(u >> 16) & 0x8000;
+  const uint32_t mag = u & 0x7fffffff;
+  const uint16_t lo = uint16_t(mag >> 16), hi = uint16_t(lo + 1);
+  if ((mag & 0xffff) == 0) return uint16_t(sign | lo);
+  const double x = std::fabs(double(f));
+  const double dlo = x - double(bf16_to_float(lo));
+  // hi may be infinity (0x7f80): then the halfway point is 2^128 - 2^119 rather than infinity.
+  const double vhi = hi == 0x7f80 ? 0x1p128 : double(bf16_to_float(hi));
+  const double dhi = vhi - x;
+  uint16_t r = dlo < dhi ? lo : dhi < dlo ? hi : ((lo & 1) ? hi : lo);
+  return uint16_t(sign | r);
+}
+
+std::vector<float> special_values() {
+  const float inf = std::numeric_limits<float>::infinity();
+  std::vector<float> v = {0.0f, -0.0f, 1.0f, -1.0f, inf, -inf,
+                          std::numeric_limits<float>::max(), -std::numeric_limits<float>::max(),
+                          std::numeric_limits<float>::denorm_min(),
+                          std::numeric_limits<float>::min(), 3.0e38f, 3.3895e38f, 3.3896e38f};
+  for (uint32_t u : {0x7f800001u, 0xff800001u, 0x7fc00000u, 0x7fffffffu, 0x3f808000u, 0x3f818000u,
+                     0x3f80ffffu, 0x3f807fffu, 0x00008000u, 0x00018000u, 0x7f7f8000u, 0x7f7f7fffu}) {
+    float f;
+    std::memcpy(&f, &u, 4);
+    v.push_back(f);
+  }
+  return v;
+}
+
+class SimdBf16 : public ::testing::TestWithParam<std::string> {
+ protected:
+  const Bf16Kernels& k() const { return bf16_kernels_named(GetParam()); }
+};
+
+std::vector<std::string> bf16_tables() {
+  std::vector<std::string> r;
+  for (std::string_view name : available_bf16_targets()) r.emplace_back(name);
+  return r;
+}
+
+TEST(SimdBf16Scalar, RoundingMatchesAnIndependentReference) {
+  std::vector<float> v = special_values();
+  std::mt19937 rng(7);
+  for (int i = 0; i < 200000; ++i) {
+    const uint32_t u = rng();
+    float f;
+    std::memcpy(&f, &u, 4);
+    v.push_back(f);
+  }
+  for (float f : v) {
+    ASSERT_EQ(float_to_bf16(f), reference_round(f)) << "bits 0x" << std::hex << bits_of(f);
+    const bf16 h = float_to_bf16(f);
+    if (!std::isnan(f)) {
+      EXPECT_EQ(bits_of(bf16_to_float(h)), uint32_t(h) << 16);
+    } else {
+      EXPECT_TRUE(std::isnan(bf16_to_float(h)));  // a NaN never becomes infinity
+    }
+  }
+}
+
+TEST_P(SimdBf16, ConversionsEqualTheScalarRounding) {
+  std::vector<float> v = special_values();
+  Random rnd(3);
+  for (float x : rnd.normal(9000, 0, 100)) v.push_back(x);
+  v.resize(v.size() + 5, 1.00390625f);  // a tie: 1 + 2^-8 rounds to even (1.0)
+  std::vector<bf16> got(v.size() + 1, 0xabcd);
+  k().to_bf16(got.data(), v.data(), v.size());
+  for (size_t i = 0; i < v.size(); ++i) ASSERT_EQ(got[i], float_to_bf16(v[i])) << "element " << i;
+  EXPECT_EQ(got[v.size()], 0xabcd) << "wrote past the end";
+  std::vector<float> back(v.size() + 1, 7.0f);
+  k().to_f32(back.data(), got.data(), v.size());
+  for (size_t i = 0; i < v.size(); ++i) {
+    ASSERT_EQ(bits_of(back[i]), uint32_t(got[i]) << 16) << "element " << i;
+  }
+  EXPECT_EQ(back[v.size()], 7.0f) << "wrote past the end";
+}
+
+struct Shape {
+  size_t N;
+  int C, OC;
+};
+constexpr Shape kShapes[] = {{1, 1, 1},   {3, 5, 7},     {17, 33, 29},   {64, 64, 12},
+                             {65, 96, 131}, {33, 769, 13}, {5, 17, 1031}, {130, 130, 389},
+                             {40, 768, 24}};
+
+std::vector<bf16> round_all(const std::vector<float>& v) { return to_bf16_vector(v.data(), v.size()); }
+std::vector<double> widen_bf16(const std::vector<bf16>& v) {
+  std::vector<double> r(v.size());
+  for (size_t i = 0; i < v.size(); ++i) r[i] = bf16_to_float(v[i]);
+  return r;
+}
+
+void check_gemm(const Bf16Kernels& k, const Shape& s, bool with_bias, bool with_dinp) {
+  const size_t N = s.N, C = size_t(s.C), OC = size_t(s.OC);
+  const std::string where = std::string(k.target) + " N=" + std::to_string(N) +
+                            " C=" + std::to_string(C) + " OC=" + std::to_string(OC);
+  Random rnd(unsigned(N * 131 + C * 7 + OC));
+  const std::vector<bf16> inp = round_all(rnd.normal(N * C)), weight = round_all(rnd.normal(OC * C, 0, 0.5));
+  const std::vector<float> bias = rnd.normal(OC), dout = rnd.normal(N * OC);
+  const std::vector<float> dweight0 = rnd.normal(OC * C), dbias0 = rnd.normal(OC);
+  const std::vector<double> x = widen_bf16(inp), w = widen_bf16(weight);
+
+  // Forward: a sum of C exact products plus the bias.
+  std::vector<float> out(N * OC, NAN);
+  k.matmul_forward(out.data(), inp.data(), weight.data(), with_bias ? bias.data() : nullptr, N, s.C,
+                   s.OC);
+  std::vector<double> ref(N * OC), bound(N * OC);
+  const std::vector<double> bias_d = widen(bias);
+  scalar::matmul_forward<double>(ref.data(), x.data(), w.data(), with_bias ? bias_d.data() : nullptr,
+                                 N, s.C, s.OC);
+  for (size_t n = 0; n < N; ++n) {
+    for (size_t o = 0; o < OC; ++o) {
+      double mag = with_bias ? std::fabs(bias_d[o]) : 0.0;
+      for (size_t i = 0; i < C; ++i) mag += std::fabs(x[n * C + i] * w[o * C + i]);
+      bound[n * OC + o] = gamma(double(C + 1)) * mag + 1e-30;
+    }
+  }
+  expect_within(where + " forward", out, ref, bound);
+
+  // Backward with d = bf16(dout).
+  std::vector<double> d(N * OC);
+  for (size_t i = 0; i < d.size(); ++i) d[i] = bf16_to_float(float_to_bf16(dout[i]));
+  std::vector<float> dinp(N * C, NAN), dweight = dweight0, dbias = dbias0;
+  k.matmul_backward(with_dinp ? dinp.data() : nullptr, dweight.data(), with_bias ? dbias.data() : nullptr,
+                    dout.data(), inp.data(), weight.data(), N, s.C, s.OC);
+  std::vector<double> rdinp(N * C), rdw = widen(dweight0), rdb = widen(dbias0);
+  scalar::matmul_backward<double>(rdinp.data(), rdw.data(), nullptr, d.data(), x.data(), w.data(), N,
+                                  s.C, s.OC);
+  if (with_dinp) {
+    std::vector<double> b(N * C);
+    for (size_t n = 0; n < N; ++n) {
+      for (size_t i = 0; i < C; ++i) {
+        double mag = 0;
+        for (size_t o = 0; o < OC; ++o) mag += std::fabs(d[n * OC + o] * w[o * C + i]);
+        b[n * C + i] = gamma(double(OC)) * mag + 1e-30;
+      }
+    }
+    expect_within(where + " dinp", dinp, rdinp, b);
+  }
+  std::vector<double> bw(OC * C);
+  for (size_t o = 0; o < OC; ++o) {
+    for (size_t i = 0; i < C; ++i) {
+      double mag = std::fabs(double(dweight0[o * C + i]));
+      for (size_t n = 0; n < N; ++n) mag += std::fabs(d[n * OC + o] * x[n * C + i]);
+      bw[o * C + i] = gamma(double(N + 1)) * mag + 1e-30;
+    }
+  }
+  expect_within(where + " dweight", dweight, rdw, bw);
+  if (with_bias) {  // fp32 sums of the unrounded dout
+    std::vector<double> bb(OC);
+    for (size_t o = 0; o < OC; ++o) {
+      double mag = std::fabs(double(dbias0[o]));
+      for (size_t n = 0; n < N; ++n) {
+        rdb[o] += dout[n * OC + o];
+        mag += std::fabs(double(dout[n * OC + o]));
+      }
+      bb[o] = gamma(double(N + 1)) * mag + 1e-30;
+    }
+    expect_within(where + " dbias", dbias, rdb, bb);
+  }
+}
+
+TEST_P(SimdBf16, MatmulMatchesTheReferenceOnRaggedShapes) {
+  for (const Shape& s : kShapes) {
+    check_gemm(k(), s, true, true);
+    check_gemm(k(), s, false, false);
+  }
+}
+
+TEST_P(SimdBf16, MatmulDoesNotDependOnTheThreadCount) {
+  const Shape s{70, 130, 389};
+  Random rnd(11);
+  const std::vector<bf16> inp = round_all(rnd.normal(s.N * s.C)), w = round_all(rnd.normal(size_t(s.OC) * s.C));
+  const std::vector<float> dout = rnd.normal(s.N * s.OC), bias = rnd.normal(s.OC);
+  auto run = [&](int threads) {
+    omp_set_num_threads(threads);
+    std::vector<float> out(s.N * s.OC), dinp(s.N * s.C), dw(size_t(s.OC) * s.C, 0.5f), db(s.OC, 0.25f);
+    k().matmul_forward(out.data(), inp.data(), w.data(), bias.data(), s.N, s.C, s.OC);
+    k().matmul_backward(dinp.data(), dw.data(), db.data(), dout.data(), inp.data(), w.data(), s.N, s.C,
+                        s.OC);
+    out.insert(out.end(), dinp.begin(), dinp.end());
+    out.insert(out.end(), dw.begin(), dw.end());
+    out.insert(out.end(), db.begin(), db.end());
+    return out;
+  };
+  const int saved = omp_get_max_threads();
+  const std::vector<float> one = run(1), two = run(2), three = run(3);
+  omp_set_num_threads(saved);
+  expect_identical(GetParam() + " 2 threads vs 1", two, one);
+  expect_identical(GetParam() + " 3 threads vs 1", three, one);
+}
+
+TEST_P(SimdBf16, LayerNormAndGeluRoundTheirOutputsOnce) {
+  for (const auto& [N, C] : {std::pair<size_t, int>{1, 1}, {7, 3}, {33, 47}, {9, 768}}) {
+    Random rnd(unsigned(N + C));
+    const std::vector<float> inp = rnd.normal(N * C, 0.3, 2.0), wt = rnd.normal(C), b = rnd.normal(C);
+    std::vector<bf16> out(N * C);
+    std::vector<float> mean(N), rstd(N);
+    k().layernorm_forward(out.data(), mean.data(), rstd.data(), inp.data(), wt.data(), b.data(), N, C);
+    std::vector<double> ref(N * C), rm(N), rr(N);
+    const std::vector<double> inp_d = widen(inp), wt_d = widen(wt), b_d = widen(b);
+    scalar::layernorm_forward<double>(ref.data(), rm.data(), rr.data(), inp_d.data(), wt_d.data(),
+                                      b_d.data(), N, C);
+    std::vector<float> got(N * C);
+    std::vector<double> bound(N * C);
+    for (size_t i = 0; i < N * C; ++i) {
+      got[i] = bf16_to_float(out[i]);
+      // fp32 layernorm: loose 64 u relative to the row's scale, then one bf16 rounding.
+      const size_t r = i / C, c = i % C;
+      const double scale = std::fabs(wt_d[c]) * (std::fabs(inp_d[i] - rm[r]) * rr[r] + 1) + std::fabs(b_d[c]);
+      bound[i] = kBf16HalfUlp * std::fabs(ref[i]) * (1 + 1e-6) + 64 * kU * double(C) * scale + 1e-30;
+    }
+    expect_within(GetParam() + " layernorm C=" + std::to_string(C), got, ref, bound);
+    for (size_t r = 0; r < N; ++r) {
+      EXPECT_NEAR(mean[r], rm[r], 8 * kU * C * (std::fabs(rm[r]) + 2.0));
+      EXPECT_NEAR(rstd[r], rr[r], 64 * kU * C * rr[r]);
+    }
+    std::vector<bf16> g(N * C);
+    k().gelu_forward(g.data(), inp.data(), N * C);
+    std::vector<double> gref(N * C), gb(N * C);
+    scalar::gelu_forward<double>(gref.data(), inp_d.data(), N * C);
+    for (size_t i = 0; i < N * C; ++i) {
+      got[i] = bf16_to_float(g[i]);
+      gb[i] = kBf16HalfUlp * std::fabs(gref[i]) * (1 + 1e-6) + 64 * kU * std::fabs(inp_d[i]) + 1e-30;
+    }
+    expect_within(GetParam() + " gelu", got, gref, gb);
+  }
+}
+
+TEST_P(SimdBf16, AdamWWritesTheMasterAndItsBf16Copy) {
+  const size_t N = 10007;
+  Random rnd(5);
+  const std::vector<float> p0 = rnd.normal(N), m0 = rnd.normal(N, 0, 0.1), g = rnd.normal(N);
+  std::vector<float> v0 = rnd.uniform(N, 0, 0.2);
+  const AdamWStep step{1e-3, 0.9, 0.999, 1e-8, 0.1, 3};
+  std::vector<float> p = p0, m = m0, v = v0;
+  std::vector<bf16> copy(N + 1, 0x1234);
+  k().adamw_update(p.data(), copy.data(), m.data(), v.data(), g.data(), N, step);
+  // The fp32 master follows the fp32 table of the same target bit for bit.
+  const std::string fp32_name = GetParam() == "avx512bf16" ? "avx512" : GetParam();
+  std::vector<float> rp = p0, rm = m0, rv = v0;
+  kernels_for_target(fp32_name).adamw_update(rp.data(), rm.data(), rv.data(), g.data(), N, step);
+  expect_identical(GetParam() + " adamw master", p, rp);
+  expect_identical(GetParam() + " adamw m", m, rm);
+  expect_identical(GetParam() + " adamw v", v, rv);
+  for (size_t i = 0; i < N; ++i) ASSERT_EQ(copy[i], float_to_bf16(p[i])) << "element " << i;
+  EXPECT_EQ(copy[N], 0x1234) << "wrote past the end";
+  // Without a copy it is the fp32 update.
+  std::vector<float> q = p0, qm = m0, qv = v0;
+  k().adamw_update(q.data(), nullptr, qm.data(), qv.data(), g.data(), N, step);
+  expect_identical(GetParam() + " adamw without copy", q, rp);
+}
+
+INSTANTIATE_TEST_SUITE_P(AllTables, SimdBf16, ::testing::ValuesIn(bf16_tables()), param_name);
+
+TEST(SimdBf16Dispatch, EveryFp32TargetHasABf16Table) {
+  for (std::string_view name : available_targets()) {
+    const Bf16Kernels& t = bf16_kernels_for_target(name);
+    EXPECT_FALSE(t.target.empty()) << name;
+  }
+  EXPECT_THROW(bf16_kernels_named("avx1024"), UsageError);
+#if defined(__x86_64__)
+  if (__builtin_cpu_supports("avx512bf16")) {
+    EXPECT_EQ(bf16_kernels_for_target("avx512").target, "avx512bf16");
+  }
+#endif
+}
+
+}  // namespace
+}  // namespace llmcpu::simd_test
