@@ -25,6 +25,10 @@
 
 #include "simd/workspace.h"
 
+// GCC 12 warns about the intentionally undefined upper lanes inside its own AVX-512 intrinsics
+// (_mm512_cvtepi32_epi16 and friends) once they are inlined here.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
 #define LLMCPU_AVX512BF16 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16")))
 
 namespace llmcpu::x86 {
@@ -39,9 +43,11 @@ bf16* bf16_scratch(ScratchSlot slot, size_t count) {
   return reinterpret_cast<bf16*>(thread_scratch(slot, (count + 1) / 2));
 }
 
+// B_j's pair p is at B + j*ldb + p*ldp: ldp = 2 for a bf16 row with K contiguous values, or
+// ldb = 2 and ldp = 2*width for rows interleaved in pairs (InterleaveRowPairs).
 template <size_t NR>
 LLMCPU_AVX512BF16 __attribute__((noinline)) void Tile(size_t K, const bf16* A, const bf16* B,
-                                                      size_t ldb, float* C, size_t ldc,
+                                                      size_t ldb, size_t ldp, float* C, size_t ldc,
                                                       size_t m_valid, bool accumulate) {
   __m512 c[4][NR];
 #pragma GCC unroll 4
@@ -59,7 +65,7 @@ LLMCPU_AVX512BF16 __attribute__((noinline)) void Tile(size_t K, const bf16* A, c
 #pragma GCC unroll 6
     for (size_t j = 0; j < NR; ++j) {
       int32_t bits;
-      std::memcpy(&bits, B + j * ldb + 2 * p, sizeof bits);
+      std::memcpy(&bits, B + j * ldb + p * ldp, sizeof bits);
       const __m512bh b = (__m512bh)_mm512_set1_epi32(bits);
       c[0][j] = _mm512_dpbf16_ps(c[0][j], a0, b);
       c[1][j] = _mm512_dpbf16_ps(c[1][j], a1, b);
@@ -75,7 +81,7 @@ LLMCPU_AVX512BF16 __attribute__((noinline)) void Tile(size_t K, const bf16* A, c
     const __m512bh a3 = (__m512bh)_mm512_loadu_si512(a + 96);
 #pragma GCC unroll 6
     for (size_t j = 0; j < NR; ++j) {
-      const __m512bh b = (__m512bh)_mm512_set1_epi32(int32_t(B[j * ldb + K - 1]));
+      const __m512bh b = (__m512bh)_mm512_set1_epi32(int32_t(B[j * ldb + pairs * ldp]));
       c[0][j] = _mm512_dpbf16_ps(c[0][j], a0, b);
       c[1][j] = _mm512_dpbf16_ps(c[1][j], a1, b);
       c[2][j] = _mm512_dpbf16_ps(c[2][j], a2, b);
@@ -97,15 +103,59 @@ LLMCPU_AVX512BF16 __attribute__((noinline)) void Tile(size_t K, const bf16* A, c
   }
 }
 
-void TileAny(size_t nr, size_t K, const bf16* A, const bf16* B, size_t ldb, float* C, size_t ldc,
-             size_t m_valid, bool accumulate) {
+void TileAny(size_t nr, size_t K, const bf16* A, const bf16* B, size_t ldb, size_t ldp, float* C,
+             size_t ldc, size_t m_valid, bool accumulate) {
   switch (nr) {
-    case 6: return Tile<6>(K, A, B, ldb, C, ldc, m_valid, accumulate);
-    case 5: return Tile<5>(K, A, B, ldb, C, ldc, m_valid, accumulate);
-    case 4: return Tile<4>(K, A, B, ldb, C, ldc, m_valid, accumulate);
-    case 3: return Tile<3>(K, A, B, ldb, C, ldc, m_valid, accumulate);
-    case 2: return Tile<2>(K, A, B, ldb, C, ldc, m_valid, accumulate);
-    default: return Tile<1>(K, A, B, ldb, C, ldc, m_valid, accumulate);
+    case 6: return Tile<6>(K, A, B, ldb, ldp, C, ldc, m_valid, accumulate);
+    case 5: return Tile<5>(K, A, B, ldb, ldp, C, ldc, m_valid, accumulate);
+    case 4: return Tile<4>(K, A, B, ldb, ldp, C, ldc, m_valid, accumulate);
+    case 3: return Tile<3>(K, A, B, ldb, ldp, C, ldc, m_valid, accumulate);
+    case 2: return Tile<2>(K, A, B, ldb, ldp, C, ldc, m_valid, accumulate);
+    default: return Tile<1>(K, A, B, ldb, ldp, C, ldc, m_valid, accumulate);
+  }
+}
+
+// fp32 -> bf16 bits of 16 lanes (in the low halves of 32-bit lanes), as float_to_bf16.
+LLMCPU_AVX512BF16 inline __m512i RoundBf16(__m512 v) {
+  const __m512i u = _mm512_castps_si512(v);
+  const __m512i hi = _mm512_srli_epi32(u, 16);
+  const __m512i abs = _mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff));
+  const __m512i lsb = _mm512_and_si512(hi, _mm512_set1_epi32(1));
+  const __m512i rounded =
+      _mm512_srli_epi32(_mm512_add_epi32(abs, _mm512_add_epi32(_mm512_set1_epi32(0x7fff), lsb)), 16);
+  const __m512i finite = _mm512_or_si512(rounded, _mm512_and_si512(hi, _mm512_set1_epi32(0x8000)));
+  const __mmask16 nan = _mm512_cmpgt_epi32_mask(abs, _mm512_set1_epi32(0x7f800000));
+  return _mm512_mask_mov_epi32(finite, nan, _mm512_or_si512(hi, _mm512_set1_epi32(0x40)));
+}
+
+// out[i] = bf16(in[i]) for i in [begin, end).
+LLMCPU_AVX512BF16 __attribute__((noinline)) void RoundRange(bf16* out, const float* in,
+                                                            size_t begin, size_t end) {
+  size_t i = begin;
+  for (; i + 16 <= end; i += 16) {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i),
+                        _mm512_cvtepi32_epi16(RoundBf16(_mm512_loadu_ps(in + i))));
+  }
+  for (; i < end; ++i) out[i] = float_to_bf16(in[i]);
+}
+
+// Rows 2p and 2p+1 of X (rows x width fp32, row-major) rounded and interleaved, pairs p in
+// [p_begin, p_end): P[(p*width + c)*2 + h] = bf16(X[(2p+h)*width + c]), zero past the last row.
+LLMCPU_AVX512BF16 __attribute__((noinline)) void InterleaveRowPairs(
+    bf16* P, const float* X, size_t rows, size_t width, size_t p_begin, size_t p_end) {
+  for (size_t p = p_begin; p < p_end; ++p) {
+    const float* x0 = X + 2 * p * width;
+    const float* x1 = 2 * p + 1 < rows ? x0 + width : nullptr;
+    uint32_t* out = reinterpret_cast<uint32_t*>(P) + p * width;
+    size_t c = 0;
+    for (; c + 16 <= width; c += 16) {
+      const __m512i a = RoundBf16(_mm512_loadu_ps(x0 + c));
+      const __m512i b = x1 ? RoundBf16(_mm512_loadu_ps(x1 + c)) : _mm512_setzero_si512();
+      _mm512_storeu_si512(out + c, _mm512_or_si512(a, _mm512_slli_epi32(b, 16)));
+    }
+    for (; c < width; ++c) {
+      out[c] = uint32_t(float_to_bf16(x0[c])) | (x1 ? uint32_t(float_to_bf16(x1[c])) << 16 : 0u);
+    }
   }
 }
 
@@ -133,18 +183,22 @@ void PackRowPanel(bf16* P, const bf16* X, size_t r0, size_t rows, size_t K, size
 
 // Panel of columns [c0, c0+64) of X (K x cols, row-major, ld) packed in pairs along K (rows):
 // P[p*128 + 2r + h] = X[(2p+h)*ld + c0 + r], zero past the last column or K.
-void PackColumnPanel(bf16* P, const bf16* X, size_t c0, size_t cols, size_t K, size_t ld,
-                     size_t p_begin, size_t p_end) {
+LLMCPU_AVX512BF16 __attribute__((noinline)) void PackColumnPanel(bf16* P, const bf16* X, size_t c0,
+                                                                 size_t cols, size_t K, size_t ld,
+                                                                 size_t p_begin, size_t p_end) {
   const size_t m = std::min(kMR, cols - c0);
   for (size_t p = p_begin; p < p_end; ++p) {
-    bf16* out = P + p * kPair;
+    uint32_t* out = reinterpret_cast<uint32_t*>(P + p * kPair);
     const bf16* x0 = X + 2 * p * ld + c0;
     const bf16* x1 = 2 * p + 1 < K ? x0 + ld : nullptr;
-    for (size_t r = 0; r < m; ++r) {
-      out[2 * r] = x0[r];
-      out[2 * r + 1] = x1 ? x1[r] : bf16(0);
+    for (size_t r = 0; r < kMR; r += 16) {
+      const size_t n = r < m ? std::min<size_t>(16, m - r) : 0;
+      const __mmask16 mask = __mmask16((1u << n) - 1u);
+      const __m512i a = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(mask, x0 + r));
+      const __m512i b = x1 ? _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(mask, x1 + r))
+                           : _mm512_setzero_si512();
+      _mm512_storeu_si512(out + r, _mm512_or_si512(a, _mm512_slli_epi32(b, 16)));
     }
-    std::fill(out + 2 * m, out + kPair, bf16(0));
   }
 }
 
@@ -177,7 +231,7 @@ void bf16_matmul_forward(float* out, const bf16* inp, const bf16* weight, const 
       const size_t o0 = b * kNR, nb = std::min(kNR, OC - o0);
       for (size_t p = 0; p < panels; ++p) {
         const size_t n0 = p * kMR, mr = std::min(kMR, N - n0);
-        TileAny(nb, C, A + p * panel, weight + o0 * C, C, tile, kMR, kMR, false);
+        TileAny(nb, C, A + p * panel, weight + o0 * C, C, 2, tile, kMR, kMR, false);
         for (size_t r = 0; r < mr; ++r) {
           float* y = out + (n0 + r) * OC + o0;
           for (size_t j = 0; j < nb; ++j) y[j] = tile[r + j * kMR] + (bias ? bias[o0 + j] : 0.0f);
@@ -202,7 +256,7 @@ void bf16_matmul_backward(float* dinp, float* dweight, float* dbias, const float
     {
       const int tid = omp_get_thread_num(), nt = omp_get_num_threads();
       const Range dr = split_range(N * OC, tid, nt);
-      for (size_t i = dr.begin; i < dr.end; ++i) D[i] = float_to_bf16(dout[i]);
+      RoundRange(D, dout, dr.begin, dr.end);
       for (size_t cp = 0; cp < cpanels; ++cp) {
         const Range pr = split_range(pairs, tid, nt);
         PackColumnPanel(A + cp * panel, weight, cp * kMR, C, OC, C, pr.begin, pr.end);
@@ -214,7 +268,7 @@ void bf16_matmul_backward(float* dinp, float* dweight, float* dbias, const float
         for (size_t it = ir.begin; it < ir.end; ++it) {
           const size_t cp = it / groups, g = it % groups;
           const size_t n0 = g * kNR, nb = std::min(kNR, N - n0), c0 = cp * kMR;
-          TileAny(nb, kvals, A + cp * panel + kc * kPair, D + n0 * OC + 2 * kc, OC,
+          TileAny(nb, kvals, A + cp * panel + kc * kPair, D + n0 * OC + 2 * kc, OC, 2,
                   dinp + n0 * C + c0, C, std::min(kMR, C - c0), kc > 0);
         }
       }
@@ -223,7 +277,8 @@ void bf16_matmul_backward(float* dinp, float* dweight, float* dbias, const float
   // dweight += bf16(dout)^T inp: inp packed by channel panels, pairs along the tokens.
   const size_t pairs = (N + 1) / 2, panel = pairs * kPair;
   bf16* A = bf16_scratch(ScratchSlot::kBf16C, cpanels * panel);
-  bf16* DT = bf16_scratch(ScratchSlot::kBf16A, OC * N);
+  // bf16(dout) with token rows interleaved in pairs: B_j's pair p is (d[2p][o0+j], d[2p+1][o0+j]).
+  bf16* DP = bf16_scratch(ScratchSlot::kBf16A, pairs * 2 * OC);
   const size_t blocks = (OC + kNR - 1) / kNR;
 #pragma omp parallel
   {
@@ -232,22 +287,15 @@ void bf16_matmul_backward(float* dinp, float* dweight, float* dbias, const float
       const Range pr = split_range(pairs, tid, nt);
       PackColumnPanel(A + cp * panel, inp, cp * kMR, C, N, C, pr.begin, pr.end);
     }
-    constexpr size_t kOB = 64;  // output channels transposed at a time
-    const Range obr = split_range((OC + kOB - 1) / kOB, tid, nt);
-    for (size_t ob = obr.begin; ob < obr.end; ++ob) {
-      const size_t o0 = ob * kOB, o1 = std::min(OC, o0 + kOB);
-      for (size_t n = 0; n < N; ++n) {
-        const float* d = dout + n * OC;
-        for (size_t o = o0; o < o1; ++o) DT[o * N + n] = float_to_bf16(d[o]);
-      }
-    }
+    const Range pr = split_range(pairs, tid, nt);
+    InterleaveRowPairs(DP, dout, N, OC, pr.begin, pr.end);
 #pragma omp barrier
     const Range br = split_range(blocks, tid, nt);
     for (size_t b = br.begin; b < br.end; ++b) {
       const size_t o0 = b * kNR, nb = std::min(kNR, OC - o0);
       for (size_t cp = 0; cp < cpanels; ++cp) {
         const size_t c0 = cp * kMR;
-        TileAny(nb, N, A + cp * panel, DT + o0 * N, N, dweight + o0 * C + c0, C,
+        TileAny(nb, N, A + cp * panel, DP + 2 * o0, 2, 2 * OC, dweight + o0 * C + c0, C,
                 std::min(kMR, C - c0), true);
       }
     }
