@@ -12,6 +12,9 @@
 #if LLMCPU_HAVE_X86_BF16
 #include "simd/x86/bf16_gemm.h"
 #endif
+#if LLMCPU_HAVE_ONEDNN
+#include "simd/onednn/bf16_matmul.h"
+#endif
 
 namespace llmcpu {
 namespace {
@@ -28,6 +31,20 @@ const std::vector<Entry>& entries() {
     std::vector<Entry> r{{"scalar", "scalar", &scalar_bf16_kernels()}};
     for (const hwy_tables::TargetTables* t : hwy_tables::supported()) {
       const std::string_view fp32 = hwy_tables::target_name(t->hwy_target, false);
+      // The best vectorized target gets the GEMM tables: oneDNN's (AMX) first where the CPU has
+      // AMX, then the own AVX512-BF16 one, which measured faster than oneDNN's AVX512-BF16 kernels
+      // on the GPT-2 shapes (bench/RESULTS.md).
+      const bool best = t == hwy_tables::supported().front();
+#if LLMCPU_HAVE_ONEDNN
+      static Bf16Kernels dnnl = t->bf16;
+      const bool amx = onednn::cpu_has_amx_bf16();
+      if (best) {
+        dnnl.target = "onednn";
+        dnnl.matmul_forward = &onednn::bf16_matmul_forward;
+        dnnl.matmul_backward = &onednn::bf16_matmul_backward;
+      }
+      if (best && amx) r.push_back({dnnl.target, fp32, &dnnl});
+#endif
 #if LLMCPU_HAVE_X86_BF16
       if (fp32 == "avx512" && x86::has_avx512_bf16()) {
         static Bf16Kernels dot = t->bf16;
@@ -37,6 +54,10 @@ const std::vector<Entry>& entries() {
         r.push_back({dot.target, fp32, &dot});
       }
 #endif
+#if LLMCPU_HAVE_ONEDNN
+      if (best && !amx) r.push_back({dnnl.target, fp32, &dnnl});
+#endif
+      (void)best;
       r.push_back({t->bf16.target, fp32, &t->bf16});
     }
     return r;

@@ -1,0 +1,135 @@
+// See bf16_matmul.h. The three products of a linear layer as oneDNN matmuls over the tensors in
+// place (plain strided layouts, no reorders):
+//   forward  out (N,OC)  = inp (N,C) x W^T (C,OC: W's rows read as columns) + bias
+//   dinp     (N,C)       = bf16(dout) (N,OC) x W (OC,C)
+//   dW       (OC,C)     += bf16(dout)^T (OC,N: dout's rows read as columns) x inp (N,C)   (sum post-op)
+// dout is rounded to bf16 once per call into per-thread scratch; dbias is summed in fp32 here.
+#include "simd/onednn/bf16_matmul.h"
+
+#include <cpuid.h>
+#include <omp.h>
+
+#include <map>
+#include <tuple>
+
+#include "dnnl.hpp"
+#include "simd/workspace.h"
+
+namespace llmcpu::onednn {
+namespace {
+
+using dt = dnnl::memory::data_type;
+using dims = dnnl::memory::dims;
+
+enum class Product { kForward, kForwardBias, kInput, kWeight };
+
+struct Context {
+  dnnl::engine engine{dnnl::engine::kind::cpu, 0};
+  dnnl::stream stream{engine};
+  std::map<std::tuple<Product, size_t, int, int>, std::pair<dnnl::matmul, dnnl::matmul::primitive_desc>> cache;
+};
+
+Context& context() {
+  static Context c;
+  return c;
+}
+
+dnnl::memory::desc md(dims shape, dt type, dims strides) {
+  return dnnl::memory::desc(shape, type, strides);
+}
+
+const std::pair<dnnl::matmul, dnnl::matmul::primitive_desc>& primitive(Product p, size_t N_, int C_,
+                                                                       int OC_) {
+  Context& ctx = context();
+  const auto key = std::make_tuple(p, N_, C_, OC_);
+  auto it = ctx.cache.find(key);
+  if (it != ctx.cache.end()) return it->second;
+  const dnnl::memory::dim N = dnnl::memory::dim(N_), C = C_, OC = OC_;
+  dnnl::primitive_attr attr;
+  dnnl::matmul::primitive_desc pd;
+  switch (p) {
+    case Product::kForward:
+    case Product::kForwardBias: {
+      const auto src = md({N, C}, dt::bf16, {C, 1}), wei = md({C, OC}, dt::bf16, {1, C});
+      const auto dst = md({N, OC}, dt::f32, {OC, 1});
+      if (p == Product::kForwardBias) {
+        pd = dnnl::matmul::primitive_desc(
+            dnnl::matmul::desc(src, wei, md({1, OC}, dt::f32, {OC, 1}), dst), ctx.engine);
+      } else {
+        pd = dnnl::matmul::primitive_desc(dnnl::matmul::desc(src, wei, dst), ctx.engine);
+      }
+      break;
+    }
+    case Product::kInput:
+      pd = dnnl::matmul::primitive_desc(
+          dnnl::matmul::desc(md({N, OC}, dt::bf16, {OC, 1}), md({OC, C}, dt::bf16, {C, 1}),
+                             md({N, C}, dt::f32, {C, 1})),
+          ctx.engine);
+      break;
+    case Product::kWeight: {
+      dnnl::post_ops ops;
+      ops.append_sum(1.0f);
+      attr.set_post_ops(ops);
+      pd = dnnl::matmul::primitive_desc(
+          dnnl::matmul::desc(md({OC, N}, dt::bf16, {1, OC}), md({N, C}, dt::bf16, {C, 1}),
+                             md({OC, C}, dt::f32, {C, 1})),
+          attr, ctx.engine);
+      break;
+    }
+  }
+  return ctx.cache.emplace(key, std::make_pair(dnnl::matmul(pd), pd)).first->second;
+}
+
+dnnl::memory wrap(const dnnl::memory::desc& d, const void* p) {
+  return dnnl::memory(d, context().engine, const_cast<void*>(p));
+}
+
+}  // namespace
+
+bool cpu_has_amx_bf16() {
+  unsigned a, b, c, d;
+  if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
+  return (d & (1u << 24)) && (d & (1u << 22));  // AMX-TILE, AMX-BF16
+}
+
+void bf16_matmul_forward(float* out, const bf16* inp, const bf16* weight, const float* bias,
+                         size_t N, int C, int OC) {
+  const Product p = bias ? Product::kForwardBias : Product::kForward;
+  const auto& [mm, pd] = primitive(p, N, C, OC);
+  std::unordered_map<int, dnnl::memory> args = {{DNNL_ARG_SRC, wrap(pd.src_desc(), inp)},
+                                                {DNNL_ARG_WEIGHTS, wrap(pd.weights_desc(), weight)},
+                                                {DNNL_ARG_DST, wrap(pd.dst_desc(), out)}};
+  if (bias) args.emplace(DNNL_ARG_BIAS, wrap(pd.bias_desc(), bias));
+  mm.execute(context().stream, args);
+  context().stream.wait();
+}
+
+void bf16_matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
+                          const bf16* inp, const bf16* weight, size_t N, int C, int OC) {
+  const size_t nd = N * size_t(OC);
+  bf16* d = reinterpret_cast<bf16*>(thread_scratch(ScratchSlot::kBf16B, (nd + 1) / 2));
+#pragma omp parallel for schedule(static)
+  for (size_t i = 0; i < nd; ++i) d[i] = float_to_bf16(dout[i]);
+  Context& ctx = context();
+  if (dinp) {
+    const auto& [mm, pd] = primitive(Product::kInput, N, C, OC);
+    mm.execute(ctx.stream, {{DNNL_ARG_SRC, wrap(pd.src_desc(), d)},
+                            {DNNL_ARG_WEIGHTS, wrap(pd.weights_desc(), weight)},
+                            {DNNL_ARG_DST, wrap(pd.dst_desc(), dinp)}});
+  }
+  const auto& [mm, pd] = primitive(Product::kWeight, N, C, OC);
+  mm.execute(ctx.stream, {{DNNL_ARG_SRC, wrap(pd.src_desc(), d)},
+                          {DNNL_ARG_WEIGHTS, wrap(pd.weights_desc(), inp)},
+                          {DNNL_ARG_DST, wrap(pd.dst_desc(), dweight)}});
+  ctx.stream.wait();
+  if (dbias) {  // fp32 column sums of dout, tokens in order, then added
+#pragma omp parallel for schedule(static)
+    for (int o = 0; o < OC; ++o) {
+      float s = 0.0f;
+      for (size_t n = 0; n < N; ++n) s += dout[n * size_t(OC) + size_t(o)];
+      dbias[o] += s;
+    }
+  }
+}
+
+}  // namespace llmcpu::onednn
