@@ -5,6 +5,9 @@
 // Threads are placed as `llmcpu train` places them; the environment picks the policy:
 //   LLMCPU_BIND=compact|spread|none (default compact), LLMCPU_NUMA=local|interleave|off (default
 //   local), LLMCPU_THREADS=N (default one per core). The plan is printed in one line at start.
+// LLMCPU_PLUGIN=PATH offloads matmul and attention to a plugin (as `train --plugin`); the rows then
+// also show the device's copy and compute time per step and the share of copying hidden by compute.
+// LLMCPU_PRECISION=bf16 runs the bf16 mixed-precision step (as `train --precision bf16`).
 #include <benchmark/benchmark.h>
 #include <omp.h>
 
@@ -17,6 +20,7 @@
 #include "core/model/gpt2.h"
 #include "core/model/preset.h"
 #include "core/optim/adamw.h"
+#include "core/plugin/offload.h"
 #include "core/runtime/placement.h"
 #include "core/util/error.h"
 #include "core/util/rng.h"
@@ -26,18 +30,28 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 BindPolicy g_bind = BindPolicy::kCompact;  // the policy main() applied
+Precision g_precision = Precision::kFp32;  // LLMCPU_PRECISION
 double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
 
 void BM_TrainStep(benchmark::State& state, const char* preset) {
   const int B = static_cast<int>(state.range(0)), T = static_cast<int>(state.range(1));
-  Gpt2 model(load_model_preset(find_conf_file("models", preset)));
+  // A fresh plugin per model: the plugin keeps one model's weights for its whole life.
+  const char* plugin = std::getenv("LLMCPU_PLUGIN");
+  if (plugin && !enable_offload(plugin).active) plugin = nullptr;  // main() said why
+  Gpt2 model(load_model_preset(find_conf_file("models", preset)), offload_kernels(), g_precision);
   init_gpt2(model, 1);
+  if (plugin && !offload_set_weights(model.params_flat(), model.num_parameters()).empty()) {
+    state.SkipWithError("the plugin cannot keep this model's weights");
+    return;
+  }
+  llmcpu_offload_report dev;
+  offload_report(&dev);  // count from the first step on, not the upload of the weights
   model.plan_batch(B, T);
   AdamWConfig cfg;
   cfg.weight_decay = 0.1;
-  AdamW opt(model.num_parameters(), cfg);
+  AdamW opt(model.num_parameters(), cfg, model.kernels(), model.bf16_kernels());
   std::vector<int> inputs((size_t)B * T), targets((size_t)B * T);
   Rng rng(7);
   for (size_t i = 0; i < inputs.size(); ++i) {
@@ -55,17 +69,25 @@ void BM_TrainStep(benchmark::State& state, const char* preset) {
     bwd += seconds_since(t0);
     t0 = Clock::now();
     benchmark::DoNotOptimize(global_norm(model.grads_flat(), model.num_parameters()));
-    opt.step(model.params_flat(), model.grads_flat(), 1e-4);
+    const Gpt2::UpdateSpans w = model.weights_for_update();  // bf16: the copy in the same pass
+    opt.step(w.master, model.grads_flat(), 1e-4, w.copy);
+    offload_weights_changed();
     upd += seconds_since(t0);
   }
+  if (offload_report(&dev) && state.iterations() > 0) {
+    const double n = double(state.iterations());
+    state.counters["copy_ms"] = dev.copy_ms / n;
+    state.counters["compute_ms"] = dev.compute_ms / n;
+    state.counters["hidden%"] = 100 * dev.hidden_fraction;
+  }
+  disable_offload();
   const double total = fwd + bwd + upd;
   state.counters["tok/s"] = benchmark::Counter(double(B) * T, benchmark::Counter::kIsIterationInvariantRate);
   state.counters["fwd%"] = 100 * fwd / total;
   state.counters["bwd%"] = 100 * bwd / total;
   state.counters["adamw%"] = 100 * upd / total;
   state.counters["threads"] = omp_get_max_threads();
-  state.SetLabel(std::string(model.kernels().target) + " kernels, bind " +
-                 bind_policy_name(g_bind));
+  state.SetLabel(model.kernels_summary() + ", bind " + bind_policy_name(g_bind));
 }
 
 BENCHMARK_CAPTURE(BM_TrainStep, gpt2_d2, "gpt2-d2")->Args({4, 64})->Unit(benchmark::kMillisecond);
@@ -89,6 +111,9 @@ Placement place_from_environment() {
     o.threads = int(v);
   }
   g_bind = parse_bind_policy(o.bind, "LLMCPU_BIND");
+  if (const char* s = std::getenv("LLMCPU_PRECISION")) {
+    g_precision = parse_precision(s, "LLMCPU_PRECISION");
+  }
   parse_numa_mode(o.numa, "LLMCPU_NUMA");
   return apply_placement(o);
 }
@@ -100,6 +125,12 @@ int main(int argc, char** argv) {
   try {
     const llmcpu::Placement placement = llmcpu::place_from_environment();
     std::printf("%s\n", placement.summary.c_str());
+    if (const char* plugin = std::getenv("LLMCPU_PLUGIN")) {
+      const llmcpu::OffloadOutcome r = llmcpu::enable_offload(plugin);
+      std::printf("%s\n", r.message.c_str());
+      if (r.active) benchmark::AddCustomContext("offload", r.message.substr(9));
+      llmcpu::disable_offload();
+    }
     std::fflush(stdout);
     benchmark::AddCustomContext("placement",
                                 placement.summary.substr(placement.summary.find(' ') + 1));

@@ -2,7 +2,7 @@
  * be built by any compiler and loaded with dlopen; no C++ type, exception or allocation crosses it.
  *
  * A plugin is a shared object that exports one symbol, LLMCPU_PLUGIN_ENTRY_NAME, of type
- * llmcpu_plugin_entry_fn. The engine calls it with its own LLMCPU_PLUGIN_ABI_VERSION; the plugin
+ * llmcpu_plugin_query_fn. The engine calls it with its own LLMCPU_PLUGIN_ABI_VERSION; the plugin
  * returns its function table (static storage, never freed), or NULL when it cannot serve that
  * version. The engine then checks abi_version and struct_size before it touches anything else, so a
  * plugin built against another version of this header is refused with a clear message, not called.
@@ -30,7 +30,7 @@ extern "C" {
 
 /* Raised on any incompatible change: a field added, removed, moved or retyped, a changed meaning. */
 #define LLMCPU_PLUGIN_ABI_VERSION 1u
-#define LLMCPU_PLUGIN_ENTRY_NAME "llmcpu_plugin_entry"
+#define LLMCPU_PLUGIN_ENTRY_NAME "llmcpu_plugin_query"
 
 /* Status of every call. */
 #define LLMCPU_PLUGIN_OK 0
@@ -103,7 +103,7 @@ typedef struct llmcpu_plugin_api {
   int (*report)(llmcpu_plugin* p, llmcpu_offload_report* out);
 } llmcpu_plugin_api;
 
-typedef const llmcpu_plugin_api* (*llmcpu_plugin_entry_fn)(uint32_t engine_abi_version);
+typedef const llmcpu_plugin_api* (*llmcpu_plugin_query_fn)(uint32_t engine_abi_version);
 
 #ifdef __cplusplus
 }

@@ -30,5 +30,10 @@ command -v npm >/dev/null 2>&1 || install npm
 if [ "$mode" = all ]; then
   # Tests and benchmarks: GoogleTest, Google Benchmark, PyTorch for the reference fixtures.
   install libgtest-dev libbenchmark-dev python3 python3-torch python3-numpy
+  # oneDNN: its bf16 matmul, measured against llmcpu's GEMMs (bench_bf16_gemm), AMX where present.
+  install libdnnl-dev
+  # The Vulkan offload plugin (built when Vulkan and glslc are found) and lavapipe, Mesa's CPU Vulkan
+  # driver, on which its tests run where no GPU is present.
+  install libvulkan-dev glslc mesa-vulkan-drivers
 fi
 "$here/fetch-data.sh"

@@ -1,11 +1,13 @@
 #include "core/io/checkpoint.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <vector>
 
 #include "core/util/error.h"
 #include "core/util/file.h"
+#include "simd/bf16.h"
 
 namespace llmcpu {
 
@@ -72,11 +74,19 @@ void load_checkpoint(const std::string& path, Gpt2& model) {
   }
 }
 
-void save_checkpoint(const std::string& path, const Gpt2& model) {
+int checkpoint_version_for(Precision precision) {
+  return precision == Precision::kBf16 ? kCheckpointBf16 : kCheckpointFp32;
+}
+
+void save_checkpoint(const std::string& path, const Gpt2& model, int version) {
+  if (version != kCheckpointFp32 && version != kCheckpointBf16) {
+    throw Error("save_checkpoint(" + path + "): version " + std::to_string(version) +
+                " is not 3 (fp32) or 5 (bf16)");
+  }
   const ModelConfig& c = model.config();
   int32_t header[kLlmcHeaderInts] = {};
   header[0] = kCheckpointMagic;
-  header[1] = kCheckpointFp32;
+  header[1] = version;
   header[2] = c.max_seq_len;
   header[3] = c.vocab_size;
   header[4] = c.num_layers;
@@ -85,7 +95,21 @@ void save_checkpoint(const std::string& path, const Gpt2& model) {
   header[7] = c.padded_vocab_size;
   AtomicFileWriter out(path);
   out.write(header, sizeof(header));
-  out.write(model.params_flat(), model.num_parameters() * sizeof(float));
+  const float* params = model.params_flat();
+  const size_t n = model.num_parameters();
+  if (version == kCheckpointFp32) {
+    out.write(params, n * sizeof(float));
+  } else {
+    // Rounded here from the master (not copied from the model's working copy), so any model can be
+    // written as version 5; in chunks, so a large model needs no second full-size buffer.
+    constexpr size_t kChunk = size_t(1) << 20;
+    std::vector<bf16> chunk(std::min(n, kChunk));
+    for (size_t i = 0; i < n; i += kChunk) {
+      const size_t m = std::min(kChunk, n - i);
+      for (size_t j = 0; j < m; ++j) chunk[j] = float_to_bf16(params[i + j]);
+      out.write(chunk.data(), m * sizeof(bf16));
+    }
+  }
   out.commit();
 }
 

@@ -1,6 +1,8 @@
 // llm.c model checkpoints: int32[256] header {20240326, version, maxT, V, L, NH, C, Vp}, then the 16
 // parameter tensors in ParameterLayout order: fp32 for version 3, bf16 for version 5.
-// Reading accepts both (bf16 is widened exactly to fp32); writing produces version 3, atomically.
+// Reading accepts both (bf16 is widened exactly to fp32, into either precision's master weights);
+// writing produces either, atomically; version 5 holds the weights rounded to bf16 (nearest even),
+// which is what a bf16 model's working copy holds.
 #pragma once
 
 #include <string>
@@ -25,8 +27,11 @@ CheckpointInfo read_checkpoint_header(const std::string& path);
 // Loads the checkpoint's parameters into `model`, whose config must equal the file's.
 void load_checkpoint(const std::string& path, Gpt2& model);
 
-// Writes `model`'s parameters as a version-3 checkpoint via a temporary file and rename: a failed
-// write leaves an existing file at `path` untouched.
-void save_checkpoint(const std::string& path, const Gpt2& model);
+// Writes `model`'s parameters as a checkpoint of `version` (kCheckpointFp32 or kCheckpointBf16) via
+// a temporary file and rename: a failed write leaves an existing file at `path` untouched.
+void save_checkpoint(const std::string& path, const Gpt2& model, int version = kCheckpointFp32);
+
+// The version a model of this precision is saved in: 3 for fp32, 5 for bf16 (as llm.c does).
+int checkpoint_version_for(Precision precision);
 
 }  // namespace llmcpu

@@ -112,6 +112,7 @@ void save_train_state(const std::string& path, const TrainState& s) {
   }
   w.put(uint8_t(s.shuffle));
   w.put(s.seed);
+  w.put(uint8_t(s.precision == Precision::kBf16 ? 1 : 0));
   w.put(s.step);
   w.put(s.adamw_t);
   w.put(s.data.epoch);
@@ -138,9 +139,9 @@ TrainState load_train_state(const std::string& path) {
     throw FileError(path, "not an llmcpu training state (bad magic; expected \"LCTS\")");
   }
   const uint32_t version = r.get<uint32_t>("the version");
-  if (version != kTrainStateVersion) {
+  if (version != kTrainStateVersion && version != 1) {
     throw FileError(path, "unsupported training state version " + std::to_string(version) +
-                              ", expected " + std::to_string(kTrainStateVersion));
+                              ", expected 1 or " + std::to_string(kTrainStateVersion));
   }
   if (f.size() < 8 + sizeof(uint64_t)) throw FileError(path, "truncated");
   Checksum sum;
@@ -168,6 +169,14 @@ TrainState load_train_state(const std::string& path) {
   s.grad_accum = r.get<int32_t>("grad_accum");
   s.shuffle = r.get<uint8_t>("shuffle") != 0;
   s.seed = r.get<uint64_t>("seed");
+  if (version >= 2) {
+    const uint8_t precision = r.get<uint8_t>("the precision");
+    if (precision > 1) {
+      throw FileError(path, "invalid precision code " + std::to_string(precision) +
+                                ", expected 0 (fp32) or 1 (bf16)");
+    }
+    s.precision = precision == 1 ? Precision::kBf16 : Precision::kFp32;
+  }
   s.step = r.get<int64_t>("step");
   s.adamw_t = r.get<int64_t>("adamw_t");
   if (s.B <= 0 || s.T <= 0 || s.grad_accum <= 0 || s.step < 0 || s.adamw_t < 0) {

@@ -1,6 +1,8 @@
 // Text generation: one token at a time through a KV cache, so each new token costs one position
 // (not a whole forward pass over the sequence so far), and sampling from the logits with temperature
-// and top-k. Inference only; the training path is Gpt2::forward.
+// and top-k. Inference only; the training path is Gpt2::forward. It computes in fp32 from the fp32
+// master weights, also for a bf16 model (samples during training are a preview, not a measurement,
+// and so need no bf16 path of their own).
 #pragma once
 
 #include <vector>

@@ -12,8 +12,14 @@
 
 namespace llmcpu {
 
-Gpt2::Gpt2(const ModelConfig& config, const KernelTable& kernels)
-    : config_(config), layout_(config), kernels_(kernels) {
+Gpt2::Gpt2(const ModelConfig& config, const KernelTable& kernels, Precision precision,
+           const Bf16Kernels* bf16_kernels)
+    : config_(config),
+      layout_(config),
+      kernels_(kernels),
+      precision_(precision),
+      bf16k_(precision == Precision::kBf16 ? (bf16_kernels ? bf16_kernels : &active_bf16_kernels())
+                                           : nullptr) {
   validate(config_, "model");
   params_ = AlignedBuffer<float>(layout_.total());
   grads_ = AlignedBuffer<float>(layout_.total());
@@ -21,6 +27,28 @@ Gpt2::Gpt2(const ModelConfig& config, const KernelTable& kernels)
   first_touch_zero(grads_.data(), grads_.size());
   p_ = ParameterViews<float>::carve(params_.data(), layout_);
   g_ = ParameterViews<float>::carve(grads_.data(), layout_);
+  if (precision_ == Precision::kBf16) {
+    params_bf16_ = AlignedBuffer<bf16>(layout_.total());
+    pb_ = ParameterViews<bf16>::carve(params_bf16_.data(), layout_);
+    refresh_bf16_weights();  // first touch by the converting threads; bf16(0) = 0
+  }
+}
+
+std::string Gpt2::kernels_summary() const {
+  std::string s = precision_name(precision_);
+  if (bf16k_) s += " (" + std::string(bf16k_->target) + " GEMMs)";
+  return s + ", " + std::string(kernels_.target) + " kernels";
+}
+
+void Gpt2::refresh_bf16_weights() {
+  if (precision_ != Precision::kBf16) return;
+  bf16k_->to_bf16(params_bf16_.data(), params_.data(), params_.size());
+  bf16_stale_ = false;
+}
+
+Gpt2::UpdateSpans Gpt2::weights_for_update() {
+  if (bf16_stale_) refresh_bf16_weights();  // the copy must be current where the update skips
+  return {params_.data(), params_bf16_.data()};
 }
 
 void Gpt2::plan_batch(int B, int T) {
@@ -33,7 +61,7 @@ void Gpt2::plan_batch(int B, int T) {
                      std::to_string(config_.max_seq_len));
   }
   if (B == arena_.batch() && T == arena_.seq_len()) return;
-  arena_ = ActivationArena(config_, B, T);
+  arena_ = ActivationArena(config_, B, T, precision_);
   inputs_ = AlignedBuffer<int>((size_t)B * T);
   targets_ = AlignedBuffer<int>((size_t)B * T);
 }
@@ -41,9 +69,7 @@ void Gpt2::plan_batch(int B, int T) {
 float Gpt2::forward(const int* inputs, const int* targets, int B, int T) {
   if (B != arena_.batch() || T != arena_.seq_len()) plan_batch(B, T);
   const KernelTable& k = kernels_;
-  const ParameterViews<float>& p = p_;
   const ActivationViews& a = arena_.acts;
-  const int L = config_.num_layers, NH = config_.num_heads, C = config_.channels;
   const int V = config_.vocab_size, Vp = config_.padded_vocab_size;
   const size_t BT = (size_t)B * T;
   auto check_tokens = [&](const int* tokens, const char* what) {
@@ -61,6 +87,25 @@ float Gpt2::forward(const int* inputs, const int* targets, int B, int T) {
   have_targets_ = targets != nullptr;
   if (targets) std::memcpy(targets_.data(), targets, BT * sizeof(int));
 
+  if (precision_ == Precision::kBf16) {
+    forward_bf16(B, T);
+  } else {
+    forward_fp32(B, T);
+  }
+  if (!targets) return std::numeric_limits<float>::quiet_NaN();
+  k.softmax_xent_forward(a.losses, a.lse, a.logits, targets_.data(), BT, V, Vp);
+  double total = 0;
+  for (size_t i = 0; i < BT; ++i) total += a.losses[i];
+  return static_cast<float>(total / double(BT));
+}
+
+void Gpt2::forward_fp32(int B, int T) {
+  const KernelTable& k = kernels_;
+  const ParameterViews<float>& p = p_;
+  const ActivationViews& a = arena_.acts;
+  const int L = config_.num_layers, NH = config_.num_heads, C = config_.channels;
+  const int Vp = config_.padded_vocab_size;
+  const size_t BT = (size_t)B * T;
   k.encoder_forward(a.encoded, inputs_.data(), p.wte, p.wpe, B, T, C);
   for (int l = 0; l < L; ++l) {
     const float* residual = l == 0 ? a.encoded : a.residual3 + (l - 1) * BT * C;
@@ -91,11 +136,6 @@ float Gpt2::forward(const int* inputs, const int* targets, int B, int T) {
   const float* last = a.residual3 + (L - 1) * BT * C;
   k.layernorm_forward(a.lnf, a.lnf_mean, a.lnf_rstd, last, p.lnfw, p.lnfb, BT, C);
   k.matmul_forward(a.logits, a.lnf, p.wte, nullptr, BT, C, Vp);
-  if (!targets) return std::numeric_limits<float>::quiet_NaN();
-  k.softmax_xent_forward(a.losses, a.lse, a.logits, targets_.data(), BT, V, Vp);
-  double total = 0;
-  for (size_t i = 0; i < BT; ++i) total += a.losses[i];
-  return static_cast<float>(total / double(BT));
 }
 
 void Gpt2::zero_grad() {
@@ -120,6 +160,10 @@ void Gpt2::backward(float loss_scale) {
 
   // loss = (1/BT) sum of per-token losses, so each token's loss has gradient loss_scale / BT.
   k.softmax_xent_backward(a.logits, a.lse, targets_.data(), loss_scale / float(BT), BT, V, Vp);
+  if (precision_ == Precision::kBf16) {
+    backward_bf16();
+    return;
+  }
   k.matmul_backward(d.dln, g.wte, nullptr, a.logits, a.lnf, p.wte, BT, C, Vp);
   std::fill_n(d.dresidual, BT * C, 0.0f);
   const float* last = a.residual3 + (L - 1) * BT * C;

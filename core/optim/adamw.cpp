@@ -4,19 +4,28 @@
 #include <cmath>
 
 #include "core/runtime/numa_memory.h"
+#include "core/util/error.h"
 
 namespace llmcpu {
 
-AdamW::AdamW(size_t n, const AdamWConfig& config, const KernelTable& kernels)
-    : config_(config), kernels_(kernels), m_(n), v_(n) {
+AdamW::AdamW(size_t n, const AdamWConfig& config, const KernelTable& kernels,
+             const Bf16Kernels* bf16_kernels)
+    : config_(config), kernels_(kernels), bf16_kernels_(bf16_kernels), m_(n), v_(n) {
   first_touch_zero(m_.data(), n);  // AdamW kernel's partition: pages land on its threads' nodes
   first_touch_zero(v_.data(), n);
 }
 
-void AdamW::step(float* params, const float* grads, double lr) {
+void AdamW::step(float* params, const float* grads, double lr, bf16* params_bf16) {
+  if (params_bf16 && !bf16_kernels_) {
+    throw Error("AdamW::step: a bf16 weight copy needs an optimizer built with bf16 kernels");
+  }
   ++t_;
   const AdamWStep s{lr, config_.beta1, config_.beta2, config_.eps, config_.weight_decay, t_};
-  kernels_.adamw_update(params, m_.data(), v_.data(), grads, m_.size(), s);
+  if (params_bf16) {
+    bf16_kernels_->adamw_update(params, params_bf16, m_.data(), v_.data(), grads, m_.size(), s);
+  } else {
+    kernels_.adamw_update(params, m_.data(), v_.data(), grads, m_.size(), s);
+  }
 }
 
 double global_norm(const float* grads, size_t n, const KernelTable& kernels) {

@@ -1,10 +1,13 @@
 // AdamW on the flat parameter arena (torch.optim.AdamW semantics), with optional global-norm clipping.
-// Owns the first and second moments, one flat buffer each in ParameterLayout order.
+// Owns the first and second moments, one flat buffer each in ParameterLayout order. Moments and the
+// updated (master) weights are fp32 in both precisions; in bf16 the same pass also writes the bf16
+// working copy of the weights (Bf16Kernels::adamw_update).
 #pragma once
 
 #include <cstddef>
 
 #include "core/util/aligned_buffer.h"
+#include "simd/bf16.h"
 #include "simd/kernels.h"
 
 namespace llmcpu {
@@ -18,10 +21,13 @@ struct AdamWConfig {
 
 class AdamW {
  public:
-  AdamW(size_t num_parameters, const AdamWConfig& config, const KernelTable& kernels = active_kernels());
+  // `bf16_kernels` (may be null) is needed only for steps that write a bf16 copy.
+  AdamW(size_t num_parameters, const AdamWConfig& config,
+        const KernelTable& kernels = active_kernels(), const Bf16Kernels* bf16_kernels = nullptr);
 
   // One update with learning rate lr; advances the step count first (so the first update is t = 1).
-  void step(float* params, const float* grads, double lr);
+  // With params_bf16 (same layout as params) it also sets params_bf16[i] = bf16(params[i]).
+  void step(float* params, const float* grads, double lr, bf16* params_bf16 = nullptr);
 
   long long steps_taken() const { return t_; }
   void set_steps_taken(long long t) { t_ = t; }  // when resuming
@@ -33,6 +39,7 @@ class AdamW {
  private:
   AdamWConfig config_;
   const KernelTable& kernels_;
+  const Bf16Kernels* bf16_kernels_;
   AlignedBuffer<float> m_;
   AlignedBuffer<float> v_;
   long long t_ = 0;

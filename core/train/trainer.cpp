@@ -10,6 +10,7 @@
 #include "core/io/train_state.h"
 #include "core/model/generate.h"
 #include "core/model/preset.h"
+#include "core/plugin/offload.h"
 #include "core/train/interrupt.h"
 #include "core/util/error.h"
 #include "core/util/rng.h"
@@ -43,10 +44,12 @@ ModelConfig resolve_model_spec(const std::string& spec, std::string* checkpoint,
 
 }  // namespace
 
-std::unique_ptr<Gpt2> make_model(const std::string& spec, uint64_t seed, std::string* origin) {
+std::unique_ptr<Gpt2> make_model(const std::string& spec, uint64_t seed, std::string* origin,
+                                 Precision precision) {
   std::string checkpoint, preset;
   int version = 0;
-  auto model = std::make_unique<Gpt2>(resolve_model_spec(spec, &checkpoint, &preset, &version));
+  auto model = std::make_unique<Gpt2>(resolve_model_spec(spec, &checkpoint, &preset, &version),
+                                      offload_kernels(), precision);
   if (!checkpoint.empty()) {
     load_checkpoint(checkpoint, *model);
     if (origin) *origin = "checkpoint " + checkpoint + " (version " + std::to_string(version) + ")";
@@ -119,6 +122,7 @@ void check_options(const TrainOptions& o) {
   require(o.checkpoint_every == 0 || !o.checkpoint_dir.empty(),
           "--checkpoint-every needs --checkpoint-dir");
   require(o.keep_checkpoints >= 0, "--keep-checkpoints: must not be negative");
+  parse_precision(o.precision, "--precision");
 }
 
 }  // namespace
@@ -127,11 +131,12 @@ Trainer::Trainer(const TrainOptions& options)
     : opt_(options),
       schedule_((check_options(options), parse_lr_schedule(options.lr_schedule, "--lr-schedule")),
                 options.lr, options.warmup, options.steps, options.lr_floor) {
+  precision_ = parse_precision(opt_.precision, "--precision");
   if (!opt_.resume.empty() && opt_.checkpoint_dir.empty()) opt_.checkpoint_dir = opt_.resume;
   if (!opt_.resume.empty()) {
     resume_from(opt_.resume);
   } else {
-    model_ = make_model(opt_.model, opt_.seed, &origin_);
+    model_ = make_model(opt_.model, opt_.seed, &origin_, precision_);
   }
   const ModelConfig& c = model_->config();
   if (opt_.seq_len > c.max_seq_len) {
@@ -149,7 +154,8 @@ Trainer::Trainer(const TrainOptions& options)
   if (!optimizer_) {
     AdamWConfig adamw;
     adamw.weight_decay = opt_.weight_decay;
-    optimizer_ = std::make_unique<AdamW>(model_->num_parameters(), adamw, model_->kernels());
+    optimizer_ = std::make_unique<AdamW>(model_->num_parameters(), adamw, model_->kernels(),
+                                         model_->bf16_kernels());
   }
   if (!opt_.resume.empty()) {
     // The state was read in resume_from(); its data position needs the loader built above.
@@ -210,11 +216,21 @@ void Trainer::resume_from(const std::string& dir) {
                      (s.shuffle ? "with shuffling, now --no-shuffle" : "with --no-shuffle, now shuffling"));
   }
   if (s.seed != opt_.seed) mismatch("--seed", (long long)s.seed, (long long)opt_.seed);
-  model_ = std::make_unique<Gpt2>(s.config);
+  if (s.precision != precision_) {
+    // Refused rather than converted: resume promises the run it interrupted, bit for bit. A bf16
+    // run's fp32 master weights live on in its state; to go on in another precision, start a new
+    // run from the model file (bf16-rounded weights, fresh AdamW moments).
+    throw UsageError("--resume " + dir + ": the run was saved with --precision " +
+                     precision_name(s.precision) + ", now " + precision_name(precision_) +
+                     "; exact resume needs the same precision (or start a new run with --model " +
+                     checkpoint_model_path(dir, step) + ")");
+  }
+  model_ = std::make_unique<Gpt2>(s.config, offload_kernels(), precision_);
   std::copy(s.params.begin(), s.params.end(), model_->params_flat());
   AdamWConfig adamw;
   adamw.weight_decay = opt_.weight_decay;
-  optimizer_ = std::make_unique<AdamW>(model_->num_parameters(), adamw, model_->kernels());
+  optimizer_ = std::make_unique<AdamW>(model_->num_parameters(), adamw, model_->kernels(),
+                                       model_->bf16_kernels());
   std::copy(s.m.begin(), s.m.end(), optimizer_->m());
   std::copy(s.v.begin(), s.v.end(), optimizer_->v());
   optimizer_->set_steps_taken(s.adamw_t);
@@ -224,7 +240,7 @@ void Trainer::resume_from(const std::string& dir) {
 
 std::string Trainer::save_checkpoint_now() {
   const std::string model_path = checkpoint_model_path(opt_.checkpoint_dir, step_);
-  save_checkpoint(model_path, *model_);
+  save_checkpoint(model_path, *model_, checkpoint_version_for(precision_));
   TrainState s;
   s.config = model_->config();
   s.B = opt_.batch;
@@ -232,6 +248,7 @@ std::string Trainer::save_checkpoint_now() {
   s.grad_accum = grad_accum_;
   s.shuffle = opt_.shuffle;
   s.seed = opt_.seed;
+  s.precision = precision_;
   s.step = step_;
   s.adamw_t = optimizer_->steps_taken();
   s.data = train_->position();
@@ -325,7 +342,9 @@ bool Trainer::run(const TrainObserver& obs) {
     const double norm = global_norm(m.grads_flat(), m.num_parameters(), m.kernels());
     clip_to_norm(m.grads_flat(), m.num_parameters(), norm, opt_.grad_clip, m.kernels());
     const double lr = schedule_.at(step);
-    optimizer_->step(m.params_flat(), m.grads_flat(), lr);
+    const Gpt2::UpdateSpans weights = m.weights_for_update();  // bf16: the copy too, same pass
+    optimizer_->step(weights.master, m.grads_flat(), lr, weights.copy);
+    offload_weights_changed();  // the plugin's device copy of the weights
     step_ = step + 1;
     const double ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
@@ -346,7 +365,9 @@ bool Trainer::run(const TrainObserver& obs) {
     const std::string path = save_checkpoint_now();
     if (obs.on_checkpoint) obs.on_checkpoint(step_, path);
   }
-  if (!opt_.save_path.empty() && !interrupted) save_checkpoint(opt_.save_path, m);
+  if (!opt_.save_path.empty() && !interrupted) {
+    save_checkpoint(opt_.save_path, m, checkpoint_version_for(precision_));
+  }
   return !interrupted;
 }
 

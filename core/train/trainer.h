@@ -3,6 +3,8 @@
 // learning-rate schedule, samples every N steps, and checkpoints (an llm.c model file plus a
 // training-state file, both written atomically) every N steps, at the end and on Ctrl-C, from which
 // --resume continues bit for bit. Command-line flags and config keys map one to one onto TrainOptions.
+// In bf16 (--precision bf16) the model files are llm.c version 5 (bf16) and the training state
+// keeps the fp32 master weights and moments; a run resumes only in the precision it was saved in.
 // Deliberately not here: tokenization (samples are reported as token ids) and console formatting.
 #pragma once
 
@@ -46,6 +48,7 @@ struct TrainOptions {
   int keep_checkpoints = 0;  // 0: keep all
   std::string resume;        // a checkpoint folder to continue from
   std::string save_path;     // an extra llm.c model file written at the end
+  std::string precision = "fp32";  // fp32 or bf16 (mixed precision; see core/model/gpt2.h)
 };
 
 struct StepReport {
@@ -68,7 +71,9 @@ struct TrainObserver {
 
 // Builds a model from `spec`: an existing checkpoint file, a preset file (*.toml), or the name of a
 // preset in conf/models/ (initialised with init_gpt2(seed)). `origin` receives a line saying which.
-std::unique_ptr<Gpt2> make_model(const std::string& spec, uint64_t seed, std::string* origin);
+// A checkpoint of either version loads into either precision (bf16 widens exactly).
+std::unique_ptr<Gpt2> make_model(const std::string& spec, uint64_t seed, std::string* origin,
+                                 Precision precision = Precision::kFp32);
 
 // The steps of the complete checkpoints (state and model file both present) in `dir`, ascending.
 std::vector<int64_t> list_checkpoints(const std::string& dir);
@@ -100,6 +105,7 @@ class Trainer {
   void log_line(const char* fmt, int step, float value);
 
   TrainOptions opt_;
+  Precision precision_ = Precision::kFp32;
   std::unique_ptr<Gpt2> model_;
   std::string origin_;
   int grad_accum_ = 1;

@@ -35,4 +35,11 @@ class ShapeError : public Error {
   using Error::Error;
 };
 
+// A device that failed at run time (an offload plugin's call returned an error): says which call and
+// the device's own message.
+class DeviceError : public Error {
+ public:
+  using Error::Error;
+};
+
 }  // namespace llmcpu

@@ -1,9 +1,17 @@
 # Runs 10 steps of `llmcpu train` on a PyTorch fixture and checks every logged loss against PyTorch's
 # within 2e-4. Called by ctest: cmake -DLLMCPU=... -DDIR=... -DNAME=... -DB=... -DT=... -P this file.
-set(log ${DIR}/${NAME}_llmcpu_log.txt)
+# Optional: -DPRECISION=bf16 (default fp32) and -DTOL_MICRO=N, the limit in units of 1e-6
+# (default 200).
+if(NOT DEFINED PRECISION)
+  set(PRECISION fp32)
+endif()
+if(NOT DEFINED TOL_MICRO)
+  set(TOL_MICRO 200)
+endif()
+set(log ${DIR}/${NAME}_llmcpu_${PRECISION}_log.txt)
 execute_process(COMMAND ${LLMCPU} train --model ${DIR}/${NAME}_model.bin --train-data ${DIR}/${NAME}_train.bin
                         --batch ${B} --seq-len ${T} --steps 10 --lr 1e-3 --weight-decay 0.01 --no-shuffle
-                        --log ${log}
+                        --precision ${PRECISION} --log ${log}
                 RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "llmcpu train exited with ${rc}")
@@ -35,8 +43,9 @@ foreach(i RANGE 9)
   if(diff LESS 0)
     math(EXPR diff "0 - ${diff}")
   endif()
-  if(diff GREATER 200)
-    message(FATAL_ERROR "step ${i}: llmcpu loss ${loss}, PyTorch ${ref}: differ by more than 2e-4")
+  if(diff GREATER ${TOL_MICRO})
+    message(FATAL_ERROR
+            "step ${i}: llmcpu loss ${loss}, PyTorch ${ref}: differ by more than ${TOL_MICRO}e-6")
   endif()
   message(STATUS "step ${i}: llmcpu ${loss}  PyTorch ${ref}")
 endforeach()

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "core/model/precision.h"
 #include "core/model/preset.h"
 #include "core/train/interrupt.h"
 #include "core/train/trainer.h"
@@ -11,6 +12,7 @@
 #include "tools/llmcpu/args.h"
 #include "tools/llmcpu/commands.h"
 #include "tools/llmcpu/placement_flags.h"
+#include "tools/llmcpu/plugin_flags.h"
 #include "tools/llmcpu/train_flags.h"
 
 namespace llmcpu {
@@ -40,15 +42,18 @@ int run_train(const std::vector<std::string>& args) {
   const Placement placed = apply_placement_flags(extra.placement);
   std::printf("%s\n", placed.summary.c_str());
   const int nthreads = placed.plan.num_threads();
+  parse_precision(o.precision, "--precision");  // before anything is loaded: a typo fails fast
+  apply_plugin_flags(extra.plugin, o.precision);
 
   Trainer trainer(o);
+  attach_plugin_weights(trainer.model());
   const Gpt2& m = trainer.model();
   std::printf("train: %s\n", trainer.model_origin().c_str());
   std::printf("train: %s, %zu parameters, B=%d T=%d, %d micro-batches per step (%d tokens), "
-              "%s kernels, %d threads\n",
+              "%s, %d threads\n",
               describe(m.config()).c_str(), m.num_parameters(), o.batch, o.seq_len,
               trainer.grad_accum(), trainer.grad_accum() * o.batch * o.seq_len,
-              std::string(m.kernels().target).c_str(), nthreads);
+              m.kernels_summary().c_str(), nthreads);
   std::fflush(stdout);
   SampleDecoder decode = make_sample_decoder(extra, o.sample_every > 0);
 
@@ -71,6 +76,7 @@ int run_train(const std::vector<std::string>& args) {
     std::printf("checkpoint: %s (step %d)\n", path.c_str(), step);
     std::fflush(stdout);
   };
+  report_after_each_step(extra.plugin, &obs);
   install_interrupt_handler();
   const bool finished = trainer.run(obs);
   if (!finished) {

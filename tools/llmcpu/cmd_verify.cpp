@@ -5,46 +5,60 @@
 
 #include "core/io/checkpoint.h"
 #include "core/io/debug_state.h"
+#include "core/model/precision.h"
+#include "core/plugin/offload.h"
 #include "core/util/error.h"
 #include "core/verify/verify.h"
 #include "tools/llmcpu/args.h"
 #include "tools/llmcpu/commands.h"
 #include "tools/llmcpu/placement_flags.h"
+#include "tools/llmcpu/plugin_flags.h"
 
 namespace llmcpu {
 
 int run_verify(const std::vector<std::string>& args) {
   std::string model_path, state_path, write_state, precision = "fp32";
   PlacementOptions placement;
+  PluginFlags plugin;
+  VerifyTolerances tol;
   ArgParser p("verify",
               "Runs forward and backward on a debug state's batch and compares logits, loss and all\n"
               "16 gradient tensors with it. Exit status 0: OK, 1: FAIL, 2: error.");
   p.option("model", 'e', &model_path, "M.bin", "llm.c checkpoint (version 3 fp32 or 5 bf16)");
   p.option("state", 's', &state_path, "S.bin", "llm.c debug state (version 2) to compare with");
   p.option("write-state", 0, &write_state, "OUT.bin", "also write this program's batch, logits, loss, gradients");
-  p.option("precision", 0, &precision, "P", "fp32 (default)");
+  p.option("precision", 0, &precision, "P",
+           "fp32 (default) or bf16 (mixed precision; limits default to 2e-2 and 1e-1 then)");
   add_placement_flags(p, &placement);
+  add_plugin_flags(p, &plugin);
+  add_tolerance_flags(p, &tol);
   if (!p.parse(args)) return 0;
   if (model_path.empty()) throw UsageError("--model is required");
   if (state_path.empty()) throw UsageError("--state is required");
-  if (precision != "fp32") {
-    throw UsageError("--precision '" + precision + "' is not available; expected fp32");
-  }
+  const Precision prec = parse_precision(precision, "--precision");
   const Placement placed = apply_placement_flags(placement);
   std::printf("%s\n", placed.summary.c_str());
   const int nthreads = placed.plan.num_threads();
+  apply_plugin_flags(plugin, precision);
 
   const CheckpointInfo info = read_checkpoint_header(model_path);
-  Gpt2 model(info.config);
+  Gpt2 model(info.config, offload_kernels(), prec);
   load_checkpoint(model_path, model);
+  attach_plugin_weights(model);
+  widen_tolerances_for_offload(p, &tol);
+  if (prec == Precision::kBf16) {  // limits not given on the command line: the bf16 ones
+    if (!p.given("tolerance-logits")) tol.logits = kBf16Tolerances.logits;
+    if (!p.given("tolerance-grads")) tol.grads = kBf16Tolerances.grads;
+  }
   const DebugState ref = load_debug_state(state_path, info.config);
-  std::printf("verify: model %s (%s, version %d), state %s (B=%d T=%d), %s kernels, %d threads\n",
+  std::printf("verify: model %s (%s, version %d), state %s (B=%d T=%d), %s, %d threads\n",
               model_path.c_str(), describe(info.config).c_str(), info.version, state_path.c_str(),
-              ref.B, ref.T, std::string(model.kernels().target).c_str(), nthreads);
+              ref.B, ref.T, model.kernels_summary().c_str(), nthreads);
 
   DebugState ours;
   const VerifyReport report =
-      verify_against_state(model, ref, VerifyTolerances{}, write_state.empty() ? nullptr : &ours);
+      verify_against_state(model, ref, tol, write_state.empty() ? nullptr : &ours);
+  print_offload_report(plugin);
   std::printf("%-10s %12s %14s %14s %10s\n", "tensor", "elements", "max|diff|", "rel.error", "limit");
   for (const TensorComparison& c : report.rows) {
     std::printf("%-10s %12zu %14.6e %14.6e %10.0e %s\n", c.name.c_str(), c.count, c.max_abs_diff,

@@ -51,7 +51,10 @@ void add_train_flags(ArgParser& p, TrainOptions* o, TrainCliExtras* x) {
   p.option("resume", 0, &o->resume, "DIR", "continue exactly from the newest checkpoint in DIR");
   p.option("log", 0, &o->log_path, "FILE", "write llm.c log lines (s:N trl:X, s:N tel:X)");
   p.option("save", 0, &o->save_path, "M.bin", "also write the final model here (atomically)");
+  p.option("precision", 0, &o->precision, "P",
+           "fp32 (default) or bf16: bf16 weights' copy and activations, fp32 master weights");
   add_placement_flags(p, &x->placement);
+  add_plugin_flags(p, &x->plugin);
 }
 
 SampleDecoder make_sample_decoder(const TrainCliExtras& extra, bool needed) {

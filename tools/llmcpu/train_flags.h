@@ -9,12 +9,14 @@
 #include "core/runtime/placement.h"
 #include "core/train/trainer.h"
 #include "tools/llmcpu/args.h"
+#include "tools/llmcpu/plugin_flags.h"
 
 namespace llmcpu {
 
 struct TrainCliExtras {
   bool no_shuffle = false;
   PlacementOptions placement;  // --threads, --bind, --smt, --cpus, --numa
+  PluginFlags plugin;          // --plugin, --offload-report
   std::string tokenizer;  // for samples; default: the cache's tokenizer folder
 };
 

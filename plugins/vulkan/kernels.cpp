@@ -1,0 +1,165 @@
+// Pipelines from the build-time SPIR-V and the recording of dispatches. See kernels.h.
+#include "plugins/vulkan/kernels.h"
+
+#include <cstdint>
+#include <string>
+
+namespace llmcpu::vk {
+namespace {
+
+// SPIR-V words written by glslc -mfmt=num into the build folder.
+const uint32_t kGemmSpv[] = {
+#include "gemm.spv.h"
+};
+const uint32_t kColsumSpv[] = {
+#include "colsum.spv.h"
+};
+const uint32_t kAttentionForwardSpv[] = {
+#include "attention_forward.spv.h"
+};
+const uint32_t kAttentionBackwardSpv[] = {
+#include "attention_backward.spv.h"
+};
+
+struct ShaderInfo {
+  const uint32_t* code;
+  size_t bytes;
+  uint32_t bindings;
+  uint32_t push_size;
+};
+
+constexpr uint32_t kSetsPerPool = 1024;
+constexpr uint32_t kMaxBindings = 5;
+
+}  // namespace
+
+Kernels::Kernels(Device& dev) : dev_(dev) {
+  const ShaderInfo infos[] = {
+      {kGemmSpv, sizeof kGemmSpv, 4, sizeof(GemmPush)},
+      {kColsumSpv, sizeof kColsumSpv, 2, sizeof(ColsumPush)},
+      {kAttentionForwardSpv, sizeof kAttentionForwardSpv, 3, 5 * 4},
+      {kAttentionBackwardSpv, sizeof kAttentionBackwardSpv, 5, sizeof(AttentionPush)},
+  };
+  VkDevice d = dev_.device();
+  try {
+    for (size_t i = 0; i < size_t(Kernel::kCount); ++i) {
+      Pipeline& p = pipes_[i];
+      p.bindings = infos[i].bindings;
+      p.push_size = infos[i].push_size;
+      VkDescriptorSetLayoutBinding b[kMaxBindings]{};
+      for (uint32_t j = 0; j < p.bindings; ++j) {
+        b[j].binding = j;
+        b[j].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+        b[j].descriptorCount = 1;
+        b[j].stageFlags = VK_SHADER_STAGE_COMPUTE_BIT;
+      }
+      VkDescriptorSetLayoutCreateInfo dl{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
+      dl.bindingCount = p.bindings;
+      dl.pBindings = b;
+      LLMCPU_VK(vkCreateDescriptorSetLayout(d, &dl, nullptr, &p.set_layout));
+      VkPushConstantRange pr{VK_SHADER_STAGE_COMPUTE_BIT, 0, p.push_size};
+      VkPipelineLayoutCreateInfo pl{VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
+      pl.setLayoutCount = 1;
+      pl.pSetLayouts = &p.set_layout;
+      pl.pushConstantRangeCount = 1;
+      pl.pPushConstantRanges = &pr;
+      LLMCPU_VK(vkCreatePipelineLayout(d, &pl, nullptr, &p.layout));
+      VkShaderModuleCreateInfo sm{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
+      sm.codeSize = infos[i].bytes;
+      sm.pCode = infos[i].code;
+      VkShaderModule module;
+      LLMCPU_VK(vkCreateShaderModule(d, &sm, nullptr, &module));
+      VkComputePipelineCreateInfo cp{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
+      cp.stage = {VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO};
+      cp.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
+      cp.stage.module = module;
+      cp.stage.pName = "main";
+      cp.layout = p.layout;
+      const VkResult r = vkCreateComputePipelines(d, VK_NULL_HANDLE, 1, &cp, nullptr, &p.pipeline);
+      vkDestroyShaderModule(d, module, nullptr);
+      LLMCPU_VK(r);
+    }
+  } catch (...) {
+    this->~Kernels();
+    throw;
+  }
+}
+
+Kernels::~Kernels() {
+  VkDevice d = dev_.device();
+  for (VkDescriptorPool pool : pools_) vkDestroyDescriptorPool(d, pool, nullptr);
+  pools_.clear();
+  for (Pipeline& p : pipes_) {
+    if (p.pipeline) vkDestroyPipeline(d, p.pipeline, nullptr);
+    if (p.layout) vkDestroyPipelineLayout(d, p.layout, nullptr);
+    if (p.set_layout) vkDestroyDescriptorSetLayout(d, p.set_layout, nullptr);
+    p = Pipeline{};
+  }
+}
+
+void Kernels::reset_sets() {
+  for (VkDescriptorPool pool : pools_) LLMCPU_VK(vkResetDescriptorPool(dev_.device(), pool, 0));
+  pool_in_use_ = 0;
+}
+
+VkDescriptorSet Kernels::allocate_set(VkDescriptorSetLayout layout) {
+  for (;;) {
+    if (pool_in_use_ == pools_.size()) {
+      VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, kSetsPerPool * kMaxBindings};
+      VkDescriptorPoolCreateInfo ci{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
+      ci.maxSets = kSetsPerPool;
+      ci.poolSizeCount = 1;
+      ci.pPoolSizes = &size;
+      VkDescriptorPool pool;
+      LLMCPU_VK(vkCreateDescriptorPool(dev_.device(), &ci, nullptr, &pool));
+      pools_.push_back(pool);
+    }
+    VkDescriptorSetAllocateInfo ai{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
+    ai.descriptorPool = pools_[pool_in_use_];
+    ai.descriptorSetCount = 1;
+    ai.pSetLayouts = &layout;
+    VkDescriptorSet set;
+    const VkResult r = vkAllocateDescriptorSets(dev_.device(), &ai, &set);
+    if (r == VK_SUCCESS) return set;
+    if (r != VK_ERROR_OUT_OF_POOL_MEMORY && r != VK_ERROR_FRAGMENTED_POOL) LLMCPU_VK(r);
+    ++pool_in_use_;  // this pool is full: the next one
+  }
+}
+
+void Kernels::dispatch(VkCommandBuffer cb, Kernel k, std::initializer_list<Binding> bindings,
+                       const void* push, uint32_t push_size, uint32_t gx, uint32_t gy,
+                       uint32_t gz) {
+  const Pipeline& p = pipes_[size_t(k)];
+  if (bindings.size() != p.bindings || push_size != p.push_size) {
+    throw VulkanError("internal: kernel " + std::to_string(int(k)) + " called with " +
+                      std::to_string(bindings.size()) + " bindings, " + std::to_string(push_size) +
+                      " bytes of push constants");
+  }
+  VkDescriptorSet set = allocate_set(p.set_layout);
+  VkDescriptorBufferInfo info[kMaxBindings];
+  VkWriteDescriptorSet writes[kMaxBindings];
+  uint32_t j = 0;
+  for (const Binding& b : bindings) {
+    if (b.range > dev_.max_binding_bytes() || b.offset % dev_.binding_alignment() != 0) {
+      throw VulkanError("internal: binding " + std::to_string(j) + " of kernel " +
+                        std::to_string(int(k)) + " (offset " + std::to_string(b.offset) +
+                        ", range " + std::to_string(b.range) +
+                        ") breaks maxStorageBufferRange or the offset alignment");
+    }
+    info[j] = {b.buffer, b.offset, b.range ? b.range : VK_WHOLE_SIZE};
+    writes[j] = {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
+    writes[j].dstSet = set;
+    writes[j].dstBinding = j;
+    writes[j].descriptorCount = 1;
+    writes[j].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+    writes[j].pBufferInfo = &info[j];
+    ++j;
+  }
+  vkUpdateDescriptorSets(dev_.device(), j, writes, 0, nullptr);
+  vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, p.pipeline);
+  vkCmdBindDescriptorSets(cb, VK_PIPELINE_BIND_POINT_COMPUTE, p.layout, 0, 1, &set, 0, nullptr);
+  vkCmdPushConstants(cb, p.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, push_size, push);
+  vkCmdDispatch(cb, gx, gy, gz);
+}
+
+}  // namespace llmcpu::vk

@@ -1,0 +1,83 @@
+#include "tools/llmcpu/plugin_flags.h"
+
+#include <cmath>
+#include <cstdio>
+#include <utility>
+
+#include "core/plugin/offload.h"
+#include "core/util/error.h"
+
+namespace llmcpu {
+
+void add_plugin_flags(ArgParser& p, PluginFlags* o) {
+  p.option(
+      "plugin", 0, &o->path, "PATH",
+      "offload matmul and attention to a plugin, e.g. build/libllmcpu_vulkan.so (falls back to "
+      "the CPU, saying why, when it cannot be used)");
+  p.flag("offload-report", 0, &o->report,
+         "print the device's copy and compute time, their overlap and the bytes moved after each "
+         "step");
+}
+
+void apply_plugin_flags(const PluginFlags& o, const std::string& precision) {
+  if (o.path.empty()) return;
+  std::fflush(stdout);  // the lines before this one come first
+  if (precision != "fp32") {
+    std::fprintf(stderr,
+                 "offload: %s: the plugin computes in fp32 only, not --precision %s; running on "
+                 "the CPU\n",
+                 o.path.c_str(), precision.c_str());
+    return;
+  }
+  const OffloadOutcome r = enable_offload(o.path);
+  std::fprintf(r.active ? stdout : stderr, "%s\n", r.message.c_str());
+  std::fflush(r.active ? stdout : stderr);
+}
+
+void attach_plugin_weights(Gpt2& model) {
+  const std::string line = offload_set_weights(model.params_flat(), model.num_parameters());
+  if (!line.empty()) std::fprintf(stderr, "%s\n", line.c_str());
+}
+
+void print_offload_report(const PluginFlags& o) {
+  if (!o.report) return;
+  llmcpu_offload_report r;
+  if (offload_report(&r)) {
+    std::printf("%s\n", format_offload_report(r).c_str());
+  } else {
+    static bool said = false;
+    if (!said) std::printf("offload: nothing to report, no plugin is active\n");
+    said = true;
+  }
+  std::fflush(stdout);
+}
+
+void report_after_each_step(const PluginFlags& o, TrainObserver* observer) {
+  if (!o.report) return;
+  observer->on_step = [inner = std::move(observer->on_step), o](const StepReport& r) {
+    if (inner) inner(r);
+    print_offload_report(o);
+  };
+}
+
+void add_tolerance_flags(ArgParser& p, VerifyTolerances* tol) {
+  p.option("tolerance-logits", 0, &tol->logits, "R",
+           "largest relative error of the logits and the loss (default 1e-5; 1e-4 with --plugin)");
+  p.option("tolerance-grads", 0, &tol->grads, "R",
+           "largest relative error of each gradient tensor (default 1e-4; 1e-3 with --plugin)");
+}
+
+void widen_tolerances_for_offload(const ArgParser& p, VerifyTolerances* tol) {
+  for (auto [flag, value] :
+       {std::pair{"tolerance-logits", tol->logits}, {"tolerance-grads", tol->grads}}) {
+    if (!(value > 0) || !std::isfinite(value)) {
+      throw UsageError(std::string("--") + flag + ": expected a positive relative error, got " +
+                       std::to_string(value));
+    }
+  }
+  if (!offload_active()) return;
+  if (!p.given("tolerance-logits")) tol->logits = kOffloadTolerances.logits;
+  if (!p.given("tolerance-grads")) tol->grads = kOffloadTolerances.grads;
+}
+
+}  // namespace llmcpu
