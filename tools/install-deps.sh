@@ -35,5 +35,15 @@ if [ "$mode" = all ]; then
   # The Vulkan offload plugin (built when Vulkan and glslc are found) and lavapipe, Mesa's CPU Vulkan
   # driver, on which its tests run where no GPU is present.
   install libvulkan-dev glslc mesa-vulkan-drivers
+  # The aarch64 kernels under emulation on x86-64 (tools/test-neon.sh, the ctest NeonUnderQemu): the
+  # cross compiler, user-mode QEMU, and the arm64 builds of Highway, GoogleTest and the runtime
+  # libraries from Debian's multiarch archive (the arm64 architecture is added to dpkg once).
+  if [ "$(dpkg --print-architecture)" = amd64 ]; then
+    if ! dpkg --print-foreign-architectures | grep -qx arm64; then
+      $SUDO dpkg --add-architecture arm64
+      $SUDO apt-get update -qq
+    fi
+    install g++-aarch64-linux-gnu qemu-user libhwy-dev:arm64 libgtest-dev:arm64 libgomp1:arm64
+  fi
 fi
 "$here/fetch-data.sh"

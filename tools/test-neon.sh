@@ -1,19 +1,18 @@
 #!/bin/sh
 # Cross-compiles the SIMD kernels and their tests (llmcpu_simd_tests) for 64-bit Arm with Debian's
 # g++-aarch64-linux-gnu (cmake/aarch64-linux-gnu.cmake, a kernels-only build: LLMCPU_SIMD_ONLY) and
-# runs them under qemu-aarch64, twice:
-#   1. on QEMU's "max" CPU (NEON, SVE, SVE2): every kernel on every target that CPU runs (neon and the
-#      SVE ones), the best one being the default;
-#   2. on a NEON-only CPU (Cortex-A72) with LLMCPU_TARGET=neon: neon is the only vectorized target,
-#      the default and the one chosen.
+# runs them under qemu-aarch64 (user mode, Debian's arm64 runtime libraries), every kernel on every
+# target each emulated CPU offers:
+#   1. QEMU's "max" CPU (NEON, 512-bit SVE and SVE2): neon, sve, sve2; the default is an SVE one;
+#   2./3. the same with 256-bit and 128-bit vectors: Highway's sve_256 and sve2_128 targets;
+#   4. a NEON-only CPU (Cortex-A72): neon is the only vectorized target and the default;
+#   5. "max" with LLMCPU_TARGET=neon: the dispatch tests check that neon is then the one used.
 # Installs nothing (tools/install-deps.sh does); exits non-zero if a tool or library is missing or a
 # test fails.
-#   tools/test-neon.sh [BUILD_DIR]      (default: build-neon)
-# LLMCPU_NEON_JOBS sets how many tests run at once (default: the number of CPUs).
+#   tools/test-neon.sh [BUILD_DIR]   (relative to the repository root; default: build-neon)
 set -eu
 cd "$(dirname "$0")/.."
 build=${1:-build-neon}
-jobs=${LLMCPU_NEON_JOBS:-$(nproc)}
 
 missing=""
 for tool in aarch64-linux-gnu-g++ qemu-aarch64 cmake ninja pkg-config; do
@@ -21,10 +20,12 @@ for tool in aarch64-linux-gnu-g++ qemu-aarch64 cmake ninja pkg-config; do
 done
 [ -f /usr/lib/aarch64-linux-gnu/pkgconfig/libhwy.pc ] || missing="$missing libhwy-dev:arm64"
 [ -f /usr/lib/aarch64-linux-gnu/cmake/GTest/GTestConfig.cmake ] || missing="$missing libgtest-dev:arm64"
+[ -e /usr/lib/aarch64-linux-gnu/libgomp.so.1 ] || missing="$missing libgomp1:arm64"
 if [ -n "$missing" ]; then
   echo "test-neon.sh: the aarch64 cross toolchain is incomplete, missing:$missing" >&2
   echo "test-neon.sh: install it with tools/install-deps.sh (as root; it adds the arm64 architecture" \
-       "to apt and installs g++-aarch64-linux-gnu, qemu-user, libhwy-dev:arm64, libgtest-dev:arm64)" >&2
+       "to apt and installs g++-aarch64-linux-gnu, qemu-user, libhwy-dev:arm64, libgtest-dev:arm64," \
+       "libgomp1:arm64)" >&2
   exit 2
 fi
 
@@ -37,38 +38,53 @@ binary="$build/llmcpu_simd_tests"
 
 # The vectorized targets a CPU model offers, from the parameterized test names (".../neon", ...).
 targets_on() {
-  QEMU_CPU=$1 qemu-aarch64 -L /usr/aarch64-linux-gnu "$binary" --gtest_list_tests |
-    sed -n 's/^  [^ ]*\/\([a-z0-9_]*\)  # GetParam.*/\1/p' | sort -u | tr '\n' ' '
+  QEMU_CPU=$1 qemu-aarch64 "$binary" --gtest_list_tests |
+    sed -n 's/^  [^ ]*\/\([a-z0-9_]*\)  # GetParam.*/\1/p' | grep -vx scalar | sort -u |
+    tr '\n' ' ' | sed 's/ $//'
 }
 
 status=0
 summary=""
-# run NAME QEMU_CPU [VAR=value ...]: the whole suite through ctest (each test under qemu-aarch64).
+# run NAME QEMU_CPU GTEST_FILTER [VAR=value ...]: the suite in one process under qemu-aarch64 on that
+# CPU model (its tests are instantiated for the targets that CPU offers); output in $build/NAME.log.
 run() {
-  name=$1 cpu=$2
-  shift 2
+  name=$1 cpu=$2 filter=$3
+  shift 3
   targets=$(targets_on "$cpu")
-  echo "== test-neon: $name: qemu-aarch64 -cpu $cpu${*:+ with $*}; targets: $targets"
+  echo "== test-neon: $name: qemu-aarch64 -cpu $cpu${*:+ with $*}; vectorized targets: $targets"
   case " $targets " in
     *" neon "*) ;;
     *) echo "test-neon.sh: the neon target is not offered on qemu -cpu $cpu" >&2; status=1 ;;
   esac
   log="$build/test-neon-$name.log"
   rc=0
-  env QEMU_CPU="$cpu" "$@" ctest --test-dir "$build" -j "$jobs" --output-on-failure >"$log" 2>&1 ||
-    rc=$?
-  tail -n 40 "$log" | sed -n '/tests passed/,$p'
-  line=$(grep -E '^[0-9]+% tests passed' "$log" || echo "no ctest summary (see $log)")
-  if [ "$rc" -ne 0 ]; then
+  env QEMU_CPU="$cpu" "$@" qemu-aarch64 "$binary" --gtest_brief=1 --gtest_filter="$filter" \
+    >"$log" 2>&1 || rc=$?
+  passed=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) tests\{0,1\}\./\1/p' "$log")
+  failed=$(grep -c '^\[  FAILED  \] .* ([0-9]* ms)$' "$log" || true)
+  skipped=$(sed -n 's/^\[  SKIPPED \] \([0-9]*\) tests\{0,1\}[,.].*/\1/p' "$log")
+  line="${passed:-0} passed, ${failed:-0} failed, ${skipped:-0} skipped"
+  if [ "$rc" -ne 0 ] || [ -z "$passed" ] || [ "${failed:-0}" -ne 0 ]; then
     status=1
-    grep -E '\*\*\*Failed|Failed  |Exception|Timeout' "$log" | head -n 40 || true
+    line="$line (exit status $rc)"
+    grep -v '^\[       OK \]' "$log" | tail -n 60
+    echo "(full output: $log)"
   fi
+  echo "$name: $line"
   summary="$summary
-  $name (cpu $cpu${*:+, $*}; targets $targets): $line"
+  $name (qemu -cpu $cpu${*:+, $*}; targets $targets): $line"
 }
 
-run max max
-run neon-only cortex-a72 LLMCPU_TARGET=neon
+# 1. QEMU's "max" CPU (512-bit SVE): every kernel on neon, sve and sve2; the default is an SVE one.
+run max max '*'
+# 2. 256-bit SVE (as on Neoverse V1): adds Highway's sve_256 target (neon is the same as in 1).
+run sve-256 max,sve-default-vector-length=32 '-*/neon'
+# 3. 128-bit SVE2 (as on Neoverse N2/V2): adds the sve2_128 target.
+run sve-128 max,sve-default-vector-length=16 '-*/neon'
+# 4. A NEON-only CPU (Cortex-A72): neon is the only vectorized target and the default.
+run neon-only cortex-a72 '*'
+# 5. LLMCPU_TARGET=neon on the SVE CPU: the dispatch tests check that neon is then the one used.
+run forced-neon max 'SimdDispatch.*:SimdExact.*' LLMCPU_TARGET=neon
 
 echo "== test-neon: summary$summary"
 if [ "$status" -ne 0 ]; then

@@ -113,7 +113,9 @@ TEST(SimdDispatch, CompiledButUnsupportedTargetIsRefused) {
 }
 
 TEST(SimdDispatch, EnvironmentVariableChoosesTheProgramsKernels) {
-  if (std::string_view(LLMCPU_BINARY).empty()) GTEST_SKIP() << "kernels-only build: no llmcpu program";
+  if (std::string_view(LLMCPU_BINARY).empty()) {
+    GTEST_SKIP() << "kernels-only build: no llmcpu program";
+  }
   const std::string fixture = std::string(LLMCPU_FIXTURE_DIR) + "/edge_";
   const std::string args =
       "verify --model " + fixture + "model.bin --state " + fixture + "state.bin";
