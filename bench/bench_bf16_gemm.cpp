@@ -2,9 +2,8 @@
 // build has: llmcpu's fp32 GEMM (active_kernels()), each of llmcpu's bf16 tables
 // (available_bf16_targets()), and, when oneDNN was found at build time, oneDNN's matmul in bf16 and
 // in fp32, so that the bf16 path can keep the faster engine with the figures to show for it.
-//   ./build/bench_bf16_gemm                                   everything (the scalar table:
-//   minutes)
-//   ./build/bench_bf16_gemm --benchmark_filter='lm_head'      one shape, every engine
+//   ./build/bench_bf16_gemm                                  everything (scalar tables: minutes)
+//   ./build/bench_bf16_gemm --benchmark_filter='lm_head'     one shape, every engine
 //   ./build/bench_bf16_gemm --benchmark_filter='/(onednn|llmcpu)_bf16'
 // Names are SHAPE_DIR/ENGINE. forward: out (N,OC) = inp (N,C) W (OC,C)^T + bias; backward: dinp
 // (N,C) = dout W and dW (OC,C) += dout^T inp (4 N C OC FLOPs; llmcpu also sums dbias, oneDNN does

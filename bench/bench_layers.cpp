@@ -3,8 +3,7 @@
 // kernels are in bench_kernels, the GEMM engines side by side (with oneDNN) in bench_bf16_gemm.
 //   ./build/bench_layers                                    every table (scalar is slow: minutes)
 //   ./build/bench_layers --benchmark_filter='^avx512bf16/'  one table
-//   ./build/bench_layers --benchmark_filter='/(to_|adamw)'  the conversions and AdamW of every
-//   table
+//   ./build/bench_layers --benchmark_filter='/(to_|adamw)'  conversions and AdamW, every table
 // roof% is the time the kernel would take on the roofline, max(FLOPs / peak, bytes / bandwidth),
 // over the measured time. The roofs are measured at start with the same threads (bench/roofs.h):
 // the GEMMs against the bf16 peak (AMX where present, else AVX512-BF16 dot products), the other

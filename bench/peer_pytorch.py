@@ -118,6 +118,7 @@ def time_pytorch(torch, a, bf16):
     y = torch.randint(0, a.vocab, (a.batch, a.seq))
     steps, loss = [], None
     for i in range(a.warmup + a.steps):
+        c0 = time.process_time()
         t0 = time.perf_counter()
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
             loss = model(x, y)
@@ -128,10 +129,13 @@ def time_pytorch(torch, a, bf16):
         opt.step()
         opt.zero_grad(set_to_none=True)
         t3 = time.perf_counter()
+        cpu = time.process_time() - c0
         if i >= a.warmup:
             steps.append((t3 - t0, t1 - t0, t2 - t1, t3 - t2))
+        # CPU time well below threads x wall time: the process waited (other load, page faults).
         print(f"  PyTorch {'bf16' if bf16 else 'fp32'} step {i + 1}: {1e3 * (t3 - t0):.1f} ms"
-              f"{' (warm-up)' if i < a.warmup else ''}, loss {loss.item():.4f}", flush=True)
+              f"{' (warm-up)' if i < a.warmup else ''}, CPU {1e3 * cpu:.0f} ms, loss "
+              f"{loss.item():.4f}", flush=True)
     median = statistics.median(s[0] for s in steps)
     split = [statistics.median(s[k] for s in steps) for k in (1, 2, 3)]
     return 1e3 * median, split
