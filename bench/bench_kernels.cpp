@@ -27,15 +27,12 @@
 #include <utility>
 #include <vector>
 
+#include "bench/roofs.h"
 #include "core/util/aligned_buffer.h"
 #include "simd/kernels.h"
 
 namespace llmcpu::bench {
 
-// bench/roofline.cc
-double fma_loop(size_t iterations, float seed);
-void triad(float* a, const float* b, const float* c, float s, size_t n);  // a = b + s c
-void update(float* a, const float* b, float s, size_t n);                 // a += s b
 // bench/step_profile.cpp
 int profile_step(std::string_view target, int steps);
 
@@ -56,52 +53,6 @@ struct Roof {
   double bytes = 0;  // B/s, stream triad
 };
 Roof g_roof;
-
-double measure_peak_flops() {
-  double best = 0;
-  for (int rep = 0; rep < 5; ++rep) {
-    double flops = 0;
-    const auto t0 = Clock::now();
-#pragma omp parallel reduction(+ : flops)
-    flops += fma_loop(size_t(1) << 24, 1.0f + float(omp_get_thread_num()));
-    best = std::max(best, flops / seconds(t0, Clock::now()));
-  }
-  return best;
-}
-
-// Stream bandwidth over arrays far larger than the caches, best of 10. The triad a = b + s c:
-// STREAM counts 12 bytes per element, the memory system moves 16 (a's lines are read before they
-// are written). The in-place update a += s b moves 12 and needs no write-allocate, like most of
-// the kernels here. Returns {triad by STREAM's count, roof}: the roof is the larger of the two
-// figures of bytes actually moved.
-std::pair<double, double> measure_stream_bytes() {
-  const size_t n = size_t(32) << 20;
-  AlignedBuffer<float> a(n), b(n), c(n);
-#pragma omp parallel for schedule(static)
-  for (size_t i = 0; i < n; ++i) a[i] = 0, b[i] = 1, c[i] = 2;
-  double best_triad = 0, best_update = 0;
-  for (int rep = 0; rep < 10; ++rep) {
-    const float s = 0.5f + float(rep);
-    auto t0 = Clock::now();
-#pragma omp parallel
-    {
-      const int t = omp_get_thread_num(), nt = omp_get_num_threads();
-      const size_t i0 = n * t / nt, i1 = n * (t + 1) / nt;
-      triad(a.data() + i0, b.data() + i0, c.data() + i0, s, i1 - i0);
-    }
-    best_triad = std::max(best_triad, double(n) / seconds(t0, Clock::now()));
-    t0 = Clock::now();
-#pragma omp parallel
-    {
-      const int t = omp_get_thread_num(), nt = omp_get_num_threads();
-      const size_t i0 = n * t / nt, i1 = n * (t + 1) / nt;
-      update(a.data() + i0, b.data() + i0, s, i1 - i0);
-    }
-    best_update = std::max(best_update, double(n) / seconds(t0, Clock::now()));
-  }
-  benchmark::DoNotOptimize(a.data());
-  return {12.0 * best_triad, std::max(16.0 * best_triad, 12.0 * best_update)};
-}
 
 // The tensors of one benchmark, `copies` times over; the last benchmark's tensors are freed when
 // the next one starts.
@@ -386,13 +337,10 @@ int main(int argc, char** argv) {
   }
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  g_roof.flops = measure_peak_flops();
-  const auto [stream, moved] = measure_stream_bytes();
-  g_roof.bytes = moved;
-  std::printf(
-      "roofline: %d threads, FMA peak %.1f GFLOP/s; stream triad %.1f GB/s by STREAM's count, "
-      "bandwidth roof %.1f GB/s (bytes actually moved)\n",
-      omp_get_max_threads(), g_roof.flops / 1e9, stream / 1e9, moved / 1e9);
+  const Roofs roofs = measure_roofs(true);  // prints them
+  g_roof.flops = roofs.fp32;
+  g_roof.bytes = roofs.bandwidth;
+  const double stream = roofs.stream_triad, moved = roofs.bandwidth;
   benchmark::AddCustomContext("fma_peak_gflops", std::to_string(g_roof.flops / 1e9));
   benchmark::AddCustomContext("triad_stream_gbs", std::to_string(stream / 1e9));
   benchmark::AddCustomContext("bandwidth_roof_gbs", std::to_string(moved / 1e9));
