@@ -37,7 +37,9 @@ const std::vector<Entry>& entries() {
       const bool best = t == hwy_tables::supported().front();
 #if LLMCPU_HAVE_ONEDNN
       static Bf16Kernels dnnl = t->bf16;
-      const bool amx = onednn::cpu_has_amx_bf16();
+      // AMX needs the kernel's permission for the tile state; without it oneDNN falls back to its
+      // AVX-512 kernels and the own GEMM ranks first again.
+      const bool amx = onednn::cpu_has_amx_bf16() && onednn::request_amx_permission();
       if (best) {
         dnnl.target = "onednn";
         dnnl.matmul_forward = &onednn::bf16_matmul_forward;
