@@ -14,6 +14,7 @@
 struct llmcpu_plugin {
   std::unique_ptr<llmcpu::vk::Engine> engine;
   std::string error;
+  uint32_t ops_run = 0;  // ops since the last report() (a backward streams twice: one op)
 };
 
 namespace {
@@ -102,6 +103,7 @@ int plugin_matmul_forward(llmcpu_plugin* p, float* out, const float* inp, const 
   if (!p || bad_dims(p, "matmul_forward", (long long)N, C, OC)) return LLMCPU_PLUGIN_ERROR;
   if (N && (!out || !inp || !weight))
     return fail(p, "vulkan matmul_forward: null out, inp or weight");
+  ++p->ops_run;
   return guarded(p, "matmul_forward",
                  [&](Engine& e) { e.matmul_forward(out, inp, weight, bias, N, C, OC); });
 }
@@ -113,6 +115,7 @@ int plugin_matmul_backward(llmcpu_plugin* p, float* dinp, float* dweight, float*
   if (N && (!dweight || !dout || !inp || (dinp && !weight))) {
     return fail(p, "vulkan matmul_backward: null dweight, dout, inp, or weight with dinp");
   }
+  ++p->ops_run;
   return guarded(p, "matmul_backward", [&](Engine& e) {
     e.matmul_backward(dinp, dweight, dbias, dout, inp, weight, N, C, OC);
   });
@@ -129,6 +132,7 @@ bool bad_attention(llmcpu_plugin* p, const char* op, int B, int T, int C, int NH
 int plugin_attention_forward(llmcpu_plugin* p, float* out, float* att, const float* qkv, int B,
                              int T, int C, int NH) {
   if (!p || bad_attention(p, "attention_forward", B, T, C, NH)) return LLMCPU_PLUGIN_ERROR;
+  ++p->ops_run;
   return guarded(p, "attention_forward",
                  [&](Engine& e) { e.attention_forward(out, att, qkv, B, T, C, NH); });
 }
@@ -136,6 +140,7 @@ int plugin_attention_forward(llmcpu_plugin* p, float* out, float* att, const flo
 int plugin_attention_backward(llmcpu_plugin* p, float* dqkv, const float* dout, const float* qkv,
                               const float* att, int B, int T, int C, int NH) {
   if (!p || bad_attention(p, "attention_backward", B, T, C, NH)) return LLMCPU_PLUGIN_ERROR;
+  ++p->ops_run;
   return guarded(p, "attention_backward",
                  [&](Engine& e) { e.attention_backward(dqkv, dout, qkv, att, B, T, C, NH); });
 }
@@ -148,7 +153,8 @@ int plugin_report(llmcpu_plugin* p, llmcpu_offload_report* out) {
   }
   return guarded(p, "report", [&](Engine& e) {
     const llmcpu::vk::Totals t = e.stream().take_totals();
-    out->calls = t.calls;
+    out->calls = p->ops_run;
+    p->ops_run = 0;
     out->copy_ms = t.copy_ns * 1e-6;
     out->compute_ms = t.compute_ns * 1e-6;
     out->wall_ms = t.wall_ns * 1e-6;

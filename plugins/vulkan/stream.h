@@ -53,7 +53,6 @@ struct Chunk {
 
 // Device time of the ops since the last take_totals(), from timestamp queries.
 struct Totals {
-  uint32_t calls = 0;
   double copy_ns = 0, compute_ns = 0, hidden_ns = 0, wall_ns = 0;
   uint64_t bytes_up = 0, bytes_down = 0;
 };

@@ -402,7 +402,7 @@ TEST_F(VulkanOps, ReportCountsBytesAndTime) {
   const size_t C = size_t(s.C), OC = size_t(s.OC);
   EXPECT_EQ(r.bytes_up, (s.N * C + OC * C + OC) * sizeof(float));
   EXPECT_EQ(r.bytes_down, s.N * OC * sizeof(float));
-  EXPECT_GE(r.calls, 1u);
+  EXPECT_EQ(r.calls, 1u) << "one op ran (the weight upload is not an op)";
   EXPECT_GT(r.copy_ms, 0.0);
   EXPECT_GT(r.compute_ms, 0.0);
   EXPECT_GE(r.wall_ms, std::max(r.copy_ms, r.compute_ms) * (1 - 1e-9) - 1e-6);
@@ -412,6 +412,13 @@ TEST_F(VulkanOps, ReportCountsBytesAndTime) {
   ok(api_->report(p_, &again));
   EXPECT_EQ(again.calls, 0u) << "report() starts counting anew";
   EXPECT_EQ(again.bytes_up, 0u);
+  // A backward streams twice (the products, then the dweight sums): still one op.
+  std::vector<float> dinp(s.N * C), dw(OC * C, 0.0f), db(OC, 0.0f);
+  ok(api_->matmul_backward(p_, dinp.data(), dw.data(), db.data(), d.dout.data(), d.inp.data(),
+                           d.weight.data(), s.N, s.C, s.OC));
+  llmcpu_offload_report b = fresh_report();
+  ok(api_->report(p_, &b));
+  EXPECT_EQ(b.calls, 1u);
   llmcpu_offload_report small = fresh_report();
   small.struct_size = 8;
   EXPECT_EQ(api_->report(p_, &small), LLMCPU_PLUGIN_ERROR)
