@@ -6,6 +6,7 @@
 #include "core/model/parameters.h"
 #include "core/util/error.h"
 #include "core/util/file.h"
+#include "core/util/tokens.h"
 
 namespace llmcpu {
 
@@ -46,15 +47,9 @@ DebugState load_debug_state(const std::string& path, const ModelConfig& config) 
   take(s.inputs, BT);
   take(s.targets, BT);
   for (const auto* tokens : {&s.inputs, &s.targets}) {
-    for (size_t i = 0; i < BT; ++i) {
-      const int t = (*tokens)[i];
-      if (t < 0 || t >= config.vocab_size) {
-        throw FileError(path, std::string(tokens == &s.inputs ? "input" : "target") + " token " +
-                                  std::to_string(t) + " at position " + std::to_string(i) +
-                                  " is outside the model's vocabulary 0.." +
-                                  std::to_string(config.vocab_size - 1));
-      }
-    }
+    check_tokens_in_vocab(tokens->data(), BT, config.vocab_size, [&](const std::string& problem) {
+      throw FileError(path, (tokens == &s.inputs ? "input " : "target ") + problem);
+    });
   }
   take(s.logits, BT * V);
   std::memcpy(&s.loss, p, 4);

@@ -1,6 +1,7 @@
 #include "core/io/token_shard.h"
 
 #include "core/util/error.h"
+#include "core/util/tokens.h"
 
 namespace llmcpu {
 
@@ -21,14 +22,8 @@ TokenShard::TokenShard(const std::string& path) : file_(path) {
 }
 
 void TokenShard::check_vocab(int vocab_size) const {
-  const uint16_t* t = tokens();
-  for (size_t i = 0; i < num_tokens_; ++i) {
-    if (t[i] >= vocab_size) {
-      throw FileError(path(), "token " + std::to_string(t[i]) + " at position " + std::to_string(i) +
-                                  " is outside the model's vocabulary 0.." +
-                                  std::to_string(vocab_size - 1));
-    }
-  }
+  check_tokens_in_vocab(tokens(), num_tokens_, vocab_size,
+                        [&](const std::string& problem) { throw FileError(path(), problem); });
 }
 
 void write_token_shard(const std::string& path, const std::vector<uint16_t>& tokens) {

@@ -1,5 +1,6 @@
 #include "core/io/train_state.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "core/model/parameters.h"
@@ -47,14 +48,22 @@ class Checksum {
 
 class Writer {
  public:
+  static constexpr size_t kPiece = size_t(1) << 20;
+
   explicit Writer(AtomicFileWriter& out) : out_(out) {}
   template <typename T>
   void put(const T& v) { bytes(&v, sizeof(T)); }
   template <typename T>
-  void array(const std::vector<T>& v) { bytes(v.data(), v.size() * sizeof(T)); }
-  void bytes(const void* p, size_t n) {
-    sum_.add(p, n);
-    out_.write(p, n);
+  void array(std::span<const T> v) { bytes(v.data(), v.size_bytes()); }
+  // In pieces that stay in cache between the checksum and the write; no copy is made.
+  void bytes(const void* data, size_t n) {
+    const auto* p = static_cast<const uint8_t*>(data);
+    for (size_t done = 0; done < n;) {
+      const size_t piece = std::min(kPiece, n - done);
+      sum_.add(p + done, piece);
+      out_.write(p + done, piece);
+      done += piece;
+    }
   }
   uint64_t checksum() { return sum_.value(); }
 
@@ -65,7 +74,9 @@ class Writer {
 
 class Reader {
  public:
-  explicit Reader(const MappedFile& f) : f_(f) {}
+  explicit Reader(const MappedFile& f) : f_(f), end_(f.size()) {}
+  // Where the fields end (before the trailing checksum), once the file is known to have one.
+  void set_end(size_t end) { end_ = end; }
   template <typename T>
   T get(const char* what) {
     T v;
@@ -76,29 +87,39 @@ class Reader {
   }
   template <typename T>
   void array(std::vector<T>& v, uint64_t n, const char* what) {
-    if (n > (f_.size() - off_) / sizeof(T)) need(SIZE_MAX, what);
+    if (n > (end_ - off_) / sizeof(T)) need(SIZE_MAX, what);
     v.resize(n);
     std::memcpy(v.data(), f_.data() + off_, n * sizeof(T));
     off_ += n * sizeof(T);
+  }
+  // Steps over n values of T (checked to be there) and returns the offset of the first.
+  template <typename T>
+  size_t skip(uint64_t n, const char* what) {
+    if (n > (end_ - off_) / sizeof(T)) need(SIZE_MAX, what);
+    const size_t at = off_;
+    off_ += n * sizeof(T);
+    return at;
   }
   size_t offset() const { return off_; }
 
  private:
   void need(size_t n, const char* what) {
-    if (n > f_.size() - off_) {
+    if (n > end_ - off_) {
       throw FileError(f_.path(), std::string("truncated: ends inside ") + what + " at byte " +
                                      std::to_string(f_.size()));
     }
   }
   const MappedFile& f_;
+  size_t end_;
   size_t off_ = 0;
 };
 
 }  // namespace
 
-void save_train_state(const std::string& path, const TrainState& s) {
+void save_train_state(const std::string& path, const TrainState& s, std::span<const float> params,
+                      std::span<const float> m, std::span<const float> v) {
   const size_t P = ParameterLayout(s.config).total();
-  if (s.params.size() != P || s.m.size() != P || s.v.size() != P) {
+  if (params.size() != P || m.size() != P || v.size() != P) {
     throw Error("save_train_state(" + path + "): tensor sizes do not match the model");
   }
   AtomicFileWriter out(path);
@@ -120,20 +141,20 @@ void save_train_state(const std::string& path, const TrainState& s) {
   w.put(s.data.shard);
   w.put(s.data.sample);
   w.put(uint32_t(s.data.shard_order.size()));
-  w.array(s.data.shard_order);
+  w.array(std::span<const uint32_t>(s.data.shard_order));
   w.put(uint64_t(s.data.sample_order.size()));
-  w.array(s.data.sample_order);
+  w.array(std::span<const uint32_t>(s.data.sample_order));
   w.put(uint64_t(P));
-  w.array(s.params);
-  w.array(s.m);
-  w.array(s.v);
+  w.array(params);
+  w.array(m);
+  w.array(v);
   const uint64_t sum = w.checksum();
   out.write(&sum, sizeof(sum));
   out.commit();
 }
 
-TrainState load_train_state(const std::string& path) {
-  const MappedFile f(path);
+TrainStateFile::TrainStateFile(const std::string& path) : file_(path) {
+  const MappedFile& f = file_;
   Reader r(f);
   if (f.size() < 8 || r.get<uint32_t>("the magic") != kTrainStateMagic) {
     throw FileError(path, "not an llmcpu training state (bad magic; expected \"LCTS\")");
@@ -151,7 +172,8 @@ TrainState load_train_state(const std::string& path) {
   if (sum.value() != stored) {
     throw FileError(path, "checksum mismatch: the file is corrupt or was not written completely");
   }
-  TrainState s;
+  r.set_end(f.size() - 8);
+  TrainState& s = state_;
   ModelConfig& c = s.config;
   c.max_seq_len = r.get<int32_t>("the model shape");
   c.vocab_size = r.get<int32_t>("the model shape");
@@ -193,14 +215,32 @@ TrainState load_train_state(const std::string& path) {
     throw FileError(path, "holds " + std::to_string(P) + " parameters, but the model " +
                               describe(c) + " has " + std::to_string(ParameterLayout(c).total()));
   }
-  r.array(s.params, P, "the weights");
-  r.array(s.m, P, "the AdamW moments");
-  r.array(s.v, P, "the AdamW moments");
+  num_parameters_ = P;
+  tensors_offset_ = r.skip<float>(P, "the weights");
+  r.skip<float>(P, "the AdamW moments");
+  r.skip<float>(P, "the AdamW moments");
   if (r.offset() + 8 != f.size()) {
     throw FileError(path, "length mismatch: " + std::to_string(f.size() - 8 - r.offset()) +
                               " unexpected bytes before the checksum");
   }
-  return s;
 }
+
+void TrainStateFile::read_tensors(std::span<float> params, std::span<float> m,
+                                  std::span<float> v) const {
+  const size_t P = num_parameters_;
+  if (params.size() != P || m.size() != P || v.size() != P) {
+    throw Error("TrainStateFile::read_tensors(" + file_.path() + "): the file holds " +
+                std::to_string(P) + " parameters, the destinations are " +
+                std::to_string(params.size()) + ", " + std::to_string(m.size()) + " and " +
+                std::to_string(v.size()));
+  }
+  const uint8_t* p = file_.data() + tensors_offset_;
+  for (std::span<float> out : {params, m, v}) {
+    std::memcpy(out.data(), p, out.size_bytes());
+    p += out.size_bytes();
+  }
+}
+
+TrainState load_train_state(const std::string& path) { return TrainStateFile(path).state(); }
 
 }  // namespace llmcpu

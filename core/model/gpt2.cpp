@@ -9,6 +9,7 @@
 #include "core/runtime/numa_memory.h"
 #include "core/util/error.h"
 #include "core/util/rng.h"
+#include "core/util/tokens.h"
 
 namespace llmcpu {
 
@@ -73,13 +74,9 @@ float Gpt2::forward(const int* inputs, const int* targets, int B, int T) {
   const int V = config_.vocab_size, Vp = config_.padded_vocab_size;
   const size_t BT = (size_t)B * T;
   auto check_tokens = [&](const int* tokens, const char* what) {
-    for (size_t i = 0; i < BT; ++i) {
-      if (tokens[i] < 0 || tokens[i] >= V) {
-        throw ShapeError(std::string(what) + " token " + std::to_string(tokens[i]) + " at position " +
-                         std::to_string(i) + " is outside the model's vocabulary 0.." +
-                         std::to_string(V - 1));
-      }
-    }
+    check_tokens_in_vocab(tokens, BT, V, [&](const std::string& problem) {
+      throw ShapeError(std::string(what) + " " + problem);
+    });
   };
   check_tokens(inputs, "input");
   if (targets) check_tokens(targets, "target");

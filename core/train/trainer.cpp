@@ -119,8 +119,8 @@ void check_options(const TrainOptions& o) {
   require(o.sample_every >= 0, "--sample-every: must not be negative");
   require(o.sample_tokens > 0, "--sample-tokens: must be positive");
   require(o.checkpoint_every >= 0, "--checkpoint-every: must not be negative");
-  require(o.checkpoint_every == 0 || !o.checkpoint_dir.empty(),
-          "--checkpoint-every needs --checkpoint-dir");
+  require(o.checkpoint_every == 0 || !o.checkpoint_dir.empty() || !o.resume.empty(),
+          "--checkpoint-every needs --checkpoint-dir (a resumed run writes into its --resume folder)");
   require(o.keep_checkpoints >= 0, "--keep-checkpoints: must not be negative");
   parse_precision(o.precision, "--precision");
 }
@@ -190,7 +190,8 @@ void Trainer::resume_from(const std::string& dir) {
                      "state_NNNNNNNN.bin)");
   }
   const std::string state_path = checkpoint_state_path(dir, step);
-  const TrainState s = load_train_state(state_path);
+  const TrainStateFile file(state_path);  // checked in full before anything is read out of it
+  const TrainState& s = file.state();
   if (!opt_.model.empty()) {
     // The model asked for must have the checkpoint's shape.
     std::string checkpoint, preset;
@@ -226,13 +227,12 @@ void Trainer::resume_from(const std::string& dir) {
                      checkpoint_model_path(dir, step) + ")");
   }
   model_ = std::make_unique<Gpt2>(s.config, offload_kernels(), precision_);
-  std::copy(s.params.begin(), s.params.end(), model_->params_flat());
   AdamWConfig adamw;
   adamw.weight_decay = opt_.weight_decay;
   optimizer_ = std::make_unique<AdamW>(model_->num_parameters(), adamw, model_->kernels(),
                                        model_->bf16_kernels());
-  std::copy(s.m.begin(), s.m.end(), optimizer_->m());
-  std::copy(s.v.begin(), s.v.end(), optimizer_->v());
+  const size_t P = model_->num_parameters();
+  file.read_tensors({model_->params_flat(), P}, {optimizer_->m(), P}, {optimizer_->v(), P});
   optimizer_->set_steps_taken(s.adamw_t);
   step_ = static_cast<int>(s.step);
   origin_ = "resumed from " + state_path + " at step " + std::to_string(step_);
@@ -253,10 +253,9 @@ std::string Trainer::save_checkpoint_now() {
   s.adamw_t = optimizer_->steps_taken();
   s.data = train_->position();
   const size_t P = model_->num_parameters();
-  s.params.assign(model_->params_flat(), model_->params_flat() + P);
-  s.m.assign(optimizer_->m(), optimizer_->m() + P);
-  s.v.assign(optimizer_->v(), optimizer_->v() + P);
-  save_train_state(checkpoint_state_path(opt_.checkpoint_dir, step_), s);
+  const Gpt2& model = *model_;  // the const params_flat(): saving does not mark the bf16 copy stale
+  save_train_state(checkpoint_state_path(opt_.checkpoint_dir, step_), s, {model.params_flat(), P},
+                   {optimizer_->m(), P}, {optimizer_->v(), P});
   if (opt_.keep_checkpoints > 0) {
     const std::vector<int64_t> steps = list_checkpoints(opt_.checkpoint_dir);
     std::error_code ec;

@@ -1,9 +1,9 @@
 // The llm.c file loaders on good and bad input: checkpoints (fp32 v3 and bf16 v5), token shards and
-// debug states. A bad file must give a FileError whose message names the path and the problem (the
-// field, the expected value or byte count), never a crash; the sanitizer build runs these too.
-// Also the atomic writer: an interrupted write leaves the old file as it was and no temporary
-// behind. Files are written into a fresh folder per test; the committed fixtures are not touched
-// here.
+// debug states, and llmcpu's training states. A bad file must give a FileError whose message names
+// the path and the problem (the field, the expected value or byte count), never a crash; the
+// sanitizer build runs these too. Also the atomic writer: an interrupted write leaves the old file
+// as it was and no temporary behind. Files are written into a fresh folder per test; the committed
+// fixtures are not touched here.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -23,6 +23,7 @@
 #include "core/io/checkpoint.h"
 #include "core/io/debug_state.h"
 #include "core/io/token_shard.h"
+#include "core/io/train_state.h"
 #include "core/model/config.h"
 #include "core/model/gpt2.h"
 #include "core/model/parameters.h"
@@ -531,6 +532,208 @@ TEST_F(LoaderDebugState, EveryTruncationAndHostileHeaderFails) {
           << "field " << index << " = " << value;
     }
   }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Training states (llmcpu's own format, core/io/train_state.h)
+
+class LoaderTrainState : public TempDirTest {
+ protected:
+  LoaderTrainState() {
+    s_.config = tiny_config();
+    s_.B = 2;
+    s_.T = 5;
+    s_.grad_accum = 3;
+    s_.shuffle = true;
+    s_.seed = 0x0123456789ABCDEFull;
+    s_.precision = Precision::kBf16;
+    s_.step = 17;
+    s_.adamw_t = 16;
+    s_.data.epoch = 2;
+    s_.data.rng_state = 0xFEDCBA9876543210ull;
+    s_.data.shard = 1;
+    s_.data.sample = 4;
+    s_.data.shard_order = {1, 0, 2};
+    s_.data.sample_order = {3, 1, 4, 0, 2};
+    const size_t P = ParameterLayout(s_.config).total();
+    std::mt19937 rng(13);
+    std::normal_distribution<float> normal;
+    for (auto* t : {&params_, &m_, &v_}) {
+      t->resize(P);
+      for (float& x : *t) x = normal(rng);
+    }
+  }
+
+  // The checksum of the format comment, byte by byte: little-endian 64-bit words (the last one
+  // zero-padded), h = (h ^ word) * 0x9E3779B97F4A7C15, h ^= h >> 32; the value is h ^ (h >> 29).
+  static uint64_t reference_checksum(const uint8_t* p, size_t n) {
+    uint64_t h = 0xCBF29CE484222325ull;
+    for (size_t i = 0; i < n; i += 8) {
+      uint64_t word = 0;
+      for (size_t j = 0; j < 8 && i + j < n; ++j) word |= uint64_t(p[i + j]) << (8 * j);
+      h = (h ^ word) * 0x9E3779B97F4A7C15ull;
+      h ^= h >> 32;
+    }
+    return h ^ (h >> 29);
+  }
+  static void seal(Bytes& payload) {  // appends the checksum of everything before it
+    const uint64_t sum = reference_checksum(payload.data(), payload.size());
+    append(payload, &sum, 1);
+  }
+
+  // The file as the format comment lays it out, written here field by field, checksum included.
+  Bytes reference_file(uint32_t version = kTrainStateVersion) const {
+    Bytes f;
+    auto put = [&f](auto v) { append(f, &v, 1); };
+    put(kTrainStateMagic);
+    put(version);
+    const ModelConfig& c = s_.config;
+    for (int32_t x : {c.max_seq_len, c.vocab_size, c.num_layers, c.num_heads, c.channels,
+                      c.padded_vocab_size, s_.B, s_.T, s_.grad_accum}) {
+      put(x);
+    }
+    put(uint8_t(s_.shuffle));
+    put(s_.seed);
+    if (version >= 2) put(uint8_t(s_.precision == Precision::kBf16));
+    put(s_.step);
+    put(s_.adamw_t);
+    put(s_.data.epoch);
+    put(s_.data.rng_state);
+    put(s_.data.shard);
+    put(s_.data.sample);
+    put(uint32_t(s_.data.shard_order.size()));
+    append(f, s_.data.shard_order.data(), s_.data.shard_order.size());
+    put(uint64_t(s_.data.sample_order.size()));
+    append(f, s_.data.sample_order.data(), s_.data.sample_order.size());
+    put(uint64_t(params_.size()));
+    for (const auto* t : {&params_, &m_, &v_}) append(f, t->data(), t->size());
+    seal(f);
+    return f;
+  }
+
+  void save(const std::string& name) const { save_train_state(path(name), s_, params_, m_, v_); }
+
+  // Opens `name` and reads its tensors into buffers that start as `sentinel`; expects a FileError
+  // containing `words`, and the buffers untouched.
+  void expect_refused(const std::string& name, std::initializer_list<std::string> words) const {
+    const size_t P = params_.size();
+    std::vector<float> p(P, -7.0f), m(P, -7.0f), v(P, -7.0f);
+    expect_file_error(
+        [&] {
+          const TrainStateFile file(path(name));
+          file.read_tensors(p, m, v);
+        },
+        path(name), words);
+    for (const auto* t : {&p, &m, &v}) {
+      EXPECT_TRUE(std::all_of(t->begin(), t->end(), [](float x) { return x == -7.0f; }))
+          << name << ": a refused file overwrote a destination";
+    }
+  }
+
+  TrainState s_;
+  std::vector<float> params_, m_, v_;
+};
+
+TEST_F(LoaderTrainState, WritesTheDocumentedBytesAndReadsThemBack) {
+  save("state.bin");
+  EXPECT_EQ(read_bytes(path("state.bin")), reference_file());
+  const TrainStateFile file(path("state.bin"));
+  const TrainState& r = file.state();
+  EXPECT_EQ(r.config, s_.config);
+  EXPECT_EQ(r.B, s_.B);
+  EXPECT_EQ(r.T, s_.T);
+  EXPECT_EQ(r.grad_accum, s_.grad_accum);
+  EXPECT_EQ(r.shuffle, s_.shuffle);
+  EXPECT_EQ(r.seed, s_.seed);
+  EXPECT_EQ(r.precision, s_.precision);
+  EXPECT_EQ(r.step, s_.step);
+  EXPECT_EQ(r.adamw_t, s_.adamw_t);
+  EXPECT_EQ(r.data.epoch, s_.data.epoch);
+  EXPECT_EQ(r.data.rng_state, s_.data.rng_state);
+  EXPECT_EQ(r.data.shard, s_.data.shard);
+  EXPECT_EQ(r.data.sample, s_.data.sample);
+  EXPECT_EQ(r.data.shard_order, s_.data.shard_order);
+  EXPECT_EQ(r.data.sample_order, s_.data.sample_order);
+  ASSERT_EQ(file.num_parameters(), params_.size());
+  const size_t P = params_.size();
+  std::vector<float> p(P), m(P), v(P);
+  file.read_tensors(p, m, v);
+  EXPECT_EQ(p, params_);
+  EXPECT_EQ(m, m_);
+  EXPECT_EQ(v, v_);
+  EXPECT_EQ(load_train_state(path("state.bin")).step, s_.step);
+}
+
+TEST_F(LoaderTrainState, Version1ReadsAsFp32) {
+  write_bytes(path("v1.bin"), reference_file(1));
+  const TrainStateFile file(path("v1.bin"));
+  EXPECT_EQ(file.state().precision, Precision::kFp32);
+  EXPECT_EQ(file.state().step, s_.step);
+  std::vector<float> p(params_.size()), m(p.size()), v(p.size());
+  file.read_tensors(p, m, v);
+  EXPECT_EQ(v, v_);
+}
+
+TEST_F(LoaderTrainState, CorruptFileIsRefusedAndOverwritesNothing) {
+  const Bytes good = reference_file();
+  const size_t tensors = good.size() - 8 - 3 * 4 * params_.size();
+  // One bit flipped in the weights, in the last moment, in the step count, in the checksum itself.
+  for (size_t at : {tensors + 5, good.size() - 9, size_t(54), good.size() - 1}) {
+    Bytes bad = good;
+    bad[at] ^= 0x10;
+    write_bytes(path("bad.bin"), bad);
+    SCOPED_TRACE("byte " + std::to_string(at));
+    expect_refused("bad.bin", {"checksum mismatch", "corrupt"});
+  }
+}
+
+TEST_F(LoaderTrainState, TruncatedFileIsRefusedAndOverwritesNothing) {
+  const Bytes good = reference_file();
+  for (size_t n : cut_lengths(good.size())) {
+    write_bytes(path("cut.bin"), Bytes(good.begin(), good.begin() + n));
+    SCOPED_TRACE(std::to_string(n) + " bytes");
+    expect_refused("cut.bin", {});
+  }
+  // Cut inside the moments but sealed with a valid checksum: the sizes still do not add up.
+  Bytes short_moments(good.begin(), good.end() - 8 - 4);
+  seal(short_moments);
+  write_bytes(path("short.bin"), short_moments);
+  expect_refused("short.bin", {"truncated", "ends inside the AdamW moments"});
+  // A float too many.
+  Bytes longer(good.begin(), good.end() - 8);
+  longer.insert(longer.end(), 4, 0);
+  seal(longer);
+  write_bytes(path("long.bin"), longer);
+  expect_refused("long.bin", {"length mismatch", "4 unexpected bytes"});
+}
+
+TEST_F(LoaderTrainState, BadHeaderIsRefused) {
+  Bytes f = reference_file();
+  f[0] ^= 1;
+  write_bytes(path("magic.bin"), f);
+  expect_refused("magic.bin", {"bad magic", "LCTS"});
+  f = reference_file(3);
+  write_bytes(path("v3.bin"), f);
+  expect_refused("v3.bin", {"version 3", "expected 1 or 2"});
+  // A parameter count that is not the model's (sealed, so the count itself is what is refused).
+  f = reference_file();
+  f.resize(f.size() - 8);
+  const size_t count_at = f.size() - 3 * 4 * params_.size() - 8;
+  const uint64_t P = params_.size() + 1;
+  std::memcpy(f.data() + count_at, &P, 8);
+  seal(f);
+  write_bytes(path("count.bin"), f);
+  expect_refused("count.bin", {"holds " + std::to_string(P) + " parameters"});
+}
+
+TEST_F(LoaderTrainState, TensorSizesAreChecked) {
+  std::vector<float> short_m(m_.begin(), m_.end() - 1);
+  EXPECT_THROW(save_train_state(path("state.bin"), s_, params_, short_m, v_), Error);
+  EXPECT_FALSE(fs::exists(path("state.bin")));
+  save("state.bin");
+  const TrainStateFile file(path("state.bin"));
+  std::vector<float> p(params_.size()), v(params_.size());
+  EXPECT_THROW(file.read_tensors(p, short_m, v), Error);
 }
 
 // ---------------------------------------------------------------------------------------------------

@@ -146,6 +146,22 @@ TEST_F(Training, KeepsOnlyTheNewestCheckpoints) {
   EXPECT_EQ(files, 4);  // two models, two states, no temporaries
 }
 
+TEST_F(Training, ResumedRunCheckpointsIntoItsResumeFolder) {
+  // --checkpoint-every without --checkpoint-dir is fine on resume: the run writes where it resumed.
+  TrainOptions o = tiny_options(2);
+  o.checkpoint_dir = path("ck");
+  ASSERT_TRUE(Trainer(o).run({}));
+  TrainOptions r = tiny_options(4);
+  r.model.clear();
+  r.resume = path("ck");
+  r.checkpoint_every = 1;
+  ASSERT_TRUE(Trainer(r).run({}));
+  EXPECT_EQ(list_checkpoints(path("ck")), (std::vector<int64_t>{2, 3, 4}));
+  TrainOptions fresh = tiny_options(2);
+  fresh.checkpoint_every = 1;  // a new run still needs a folder
+  EXPECT_THROW(Trainer{fresh}, UsageError);
+}
+
 TEST_F(Training, GradientAccumulationDoesNotDependOnTheSplit) {
   // 4 sequences per step as 1x4, 2x2 or 4x1: the same tokens, the same mean loss, the same update,
   // up to fp32 rounding of a different summation order.

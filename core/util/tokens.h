@@ -1,0 +1,25 @@
+// The one check that token ids lie in a model's vocabulary 0..V-1, for every place that takes
+// tokens from outside (token shards: uint16; debug states and the forward pass: int). It only finds
+// the first bad token and words the problem; each caller throws its own error type (FileError
+// naming the file, ShapeError) with its own prefix ("input", "target").
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+namespace llmcpu {
+
+// Calls fail(message) for the first token of tokens[0..n) outside 0..vocab_size-1, with message
+// "token 50257 at position 2 is outside the model's vocabulary 0..50256"; `fail` must throw.
+template <typename Token, typename Fail>
+void check_tokens_in_vocab(const Token* tokens, size_t n, int vocab_size, Fail&& fail) {
+  for (size_t i = 0; i < n; ++i) {
+    const long long t = tokens[i];  // widened: the same test for signed and unsigned ids
+    if (t < 0 || t >= vocab_size) {
+      fail("token " + std::to_string(t) + " at position " + std::to_string(i) +
+           " is outside the model's vocabulary 0.." + std::to_string(vocab_size - 1));
+    }
+  }
+}
+
+}  // namespace llmcpu
