@@ -89,7 +89,7 @@ class Reader {
   void array(std::vector<T>& v, uint64_t n, const char* what) {
     if (n > (end_ - off_) / sizeof(T)) need(SIZE_MAX, what);
     v.resize(n);
-    std::memcpy(v.data(), f_.data() + off_, n * sizeof(T));
+    if (n > 0) std::memcpy(v.data(), f_.data() + off_, n * sizeof(T));  // data() may be null
     off_ += n * sizeof(T);
   }
   // Steps over n values of T (checked to be there) and returns the offset of the first.

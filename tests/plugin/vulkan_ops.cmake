@@ -8,5 +8,5 @@ if(TARGET llmcpu_vulkan)
     LLMCPU_VULKAN_PLUGIN="$<TARGET_FILE:llmcpu_vulkan>")
   add_dependencies(llmcpu_vulkan_ops_tests llmcpu_vulkan)
   gtest_discover_tests(llmcpu_vulkan_ops_tests TEST_PREFIX "Vulkan." DISCOVERY_TIMEOUT 60
-                       PROPERTIES TIMEOUT 300)
+                       PROPERTIES TIMEOUT 300 ENVIRONMENT "${LLMCPU_VULKAN_TEST_ENV}")
 endif()
