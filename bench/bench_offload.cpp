@@ -1,12 +1,12 @@
 // Offloaded ops against the CPU: matmul forward and backward on GPT-2 124M's four layer shapes and
 // causal attention forward and backward, at B=4 T=64 (N=256 rows), each first on the CPU kernel
-// table and then through the plugin named by LLMCPU_PLUGIN (the same routing `train --plugin`
-// uses), with the weights resident on the device as in training. Plugin rows add the device's own
-// figures per call from its timestamp queries (copy_ms, compute_ms, hidden% of copying behind
-// compute, MB up and down) and x_cpu, the CPU time over the plugin's. Without LLMCPU_PLUGIN, or
-// when the plugin cannot be used (the reason is printed), only the CPU rows run. The per-step
-// comparison is bench_step with LLMCPU_PLUGIN set.
-//   LLMCPU_PLUGIN=build/libllmcpu_vulkan.so ./build/bench_offload
+// table and then through the plugin named by --plugin PATH or LLMCPU_PLUGIN (the same routing
+// `train --plugin` uses), with the weights resident on the device as in training. Plugin rows add
+// the device's own figures per call from its timestamp queries (copy_ms, compute_ms, hidden% of
+// copying behind compute, MB up and down) and x_cpu, the CPU time over the plugin's. Without a
+// plugin, or when the plugin cannot be used (the reason is printed), only the CPU rows run. The
+// per-step comparison is bench_step with a plugin.
+//   ./build/bench_offload --plugin build/libllmcpu_vulkan.so
 #include <benchmark/benchmark.h>
 
 #include <chrono>
@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/plugin_arg.h"
 #include "core/plugin/offload.h"
 #include "core/runtime/placement.h"
 #include "core/util/error.h"
@@ -177,6 +178,7 @@ void register_benchmarks(bool with_plugin) {
 }  // namespace llmcpu
 
 int main(int argc, char** argv) {
+  if (!llmcpu::bench::take_plugin_flag(argc, argv)) return 2;
   using namespace llmcpu;
   bool with_plugin = false;
   try {
@@ -192,7 +194,7 @@ int main(int argc, char** argv) {
         if (with_plugin) benchmark::AddCustomContext("offload", r.message.substr(9));
       }
     } else {
-      std::printf("offload: LLMCPU_PLUGIN is not set; CPU rows only\n");
+      std::printf("offload: no --plugin (or LLMCPU_PLUGIN); CPU rows only\n");
     }
     std::fflush(stdout);
   } catch (const Error& e) {

@@ -5,8 +5,9 @@
 // Threads are placed as `llmcpu train` places them; the environment picks the policy:
 //   LLMCPU_BIND=compact|spread|none (default compact), LLMCPU_NUMA=local|interleave|off (default
 //   local), LLMCPU_THREADS=N (default one per core). The plan is printed in one line at start.
-// LLMCPU_PLUGIN=PATH offloads matmul and attention to a plugin (as `train --plugin`); the rows then
-// also show the device's copy and compute time per step and the share of copying hidden by compute.
+// LLMCPU_PLUGIN=PATH or --plugin PATH offloads matmul and attention to a plugin (as `train
+// --plugin`); the rows then also show the device's copy and compute time per step and the share of
+// copying hidden by compute.
 // LLMCPU_PRECISION=bf16 runs the bf16 mixed-precision step (as `train --precision bf16`).
 #include <benchmark/benchmark.h>
 #include <omp.h>
@@ -17,6 +18,7 @@
 #include <memory>
 #include <vector>
 
+#include "bench/plugin_arg.h"
 #include "core/model/gpt2.h"
 #include "core/model/preset.h"
 #include "core/optim/adamw.h"
@@ -128,6 +130,7 @@ Placement place_from_environment() {
 }  // namespace llmcpu
 
 int main(int argc, char** argv) {
+  if (!llmcpu::bench::take_plugin_flag(argc, argv)) return 2;
   try {
     const llmcpu::Placement placement = llmcpu::place_from_environment();
     std::printf("%s\n", placement.summary.c_str());
