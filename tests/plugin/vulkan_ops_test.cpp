@@ -19,6 +19,7 @@
 #include "core/plugin_abi.h"
 #include "simd/scalar/attention.h"
 #include "simd/scalar/matmul.h"
+#include "tests/simd/attention_bounds.h"
 #include "tests/simd/error_bounds.h"
 
 namespace llmcpu::simd_test {
@@ -277,12 +278,11 @@ constexpr AttnShape kAttnShapes[] = {{2, 5, 3, 3},    {1, 17, 15, 5},  {2, 13, 3
                                      {1, 33, 128, 2}, {3, 1, 24, 2},   {1, 40, 64, 1},
                                      {4, 70, 48, 4},  {2, 131, 128, 2}};
 
-// The bounds of tests/simd/test_simd_layers.cpp, with Vulkan's exp and reciprocal precision.
+// The bounds of tests/simd/attention_bounds.h, with Vulkan's exp and reciprocal precision.
 TEST_F(VulkanOps, AttentionRaggedShapes) {
   for (const AttnShape sh : kAttnShapes) {
     const size_t B = size_t(sh.B), T = size_t(sh.T), C = size_t(sh.C), NH = size_t(sh.NH);
-    const size_t hs = C / NH, C3 = 3 * C;
-    const double scale = 1 / std::sqrt(double(hs));
+    const size_t C3 = 3 * C;
     Random rnd(sh.C * 7 + sh.T);
     const std::vector<float> qkv = rnd.normal(B * T * C3), dout = rnd.normal(B * T * C);
     std::vector<float> out(B * T * C, NAN), att(B * NH * T * T, NAN);
@@ -291,47 +291,12 @@ TEST_F(VulkanOps, AttentionRaggedShapes) {
     std::vector<double> out_r(out.size()), att_r(att.size());
     scalar::attention_forward<double>(out_r.data(), att_r.data(), qd.data(), sh.B, sh.T, sh.C,
                                       sh.NH);
-    std::vector<double> out_b(out.size(), 0.0), att_b(att.size(), 0.0);
-    for (size_t b = 0; b < B; ++b) {
-      for (size_t h = 0; h < NH; ++h) {
-        for (size_t t = 0; t < T; ++t) {
-          const double* q = qd.data() + (b * T + t) * C3 + h * hs;
-          const double* a = att_r.data() + ((b * NH + h) * T + t) * T;
-          std::vector<double> E(t + 1), sc(t + 1), rel(t + 1);
-          for (size_t u = 0; u <= t; ++u) {
-            const double* kk = qd.data() + (b * T + u) * C3 + C + h * hs;
-            double dot = 0, mag = 0;
-            for (size_t i = 0; i < hs; ++i) dot += q[i] * kk[i], mag += std::fabs(q[i] * kk[i]);
-            sc[u] = scale * dot;
-            E[u] = scale * (gamma(double(hs)) * mag + gamma(2) * std::fabs(dot));
-          }
-          const double m = *std::max_element(sc.begin(), sc.end());
-          const double Emax = *std::max_element(E.begin(), E.end());
-          double rel_max = 0;
-          for (size_t u = 0; u <= t; ++u) {
-            rel[u] =
-                E[u] + Emax + kU * std::fabs(sc[u] - m) + exp_ulps(sc[u] - m + E[u] + Emax) * kUlp;
-            rel_max = std::max(rel_max, rel[u]);
-          }
-          for (size_t u = 0; u <= t; ++u) {
-            rel[u] += rel_max + gamma(double(t) + 1) + kRecipUlps * kUlp + gamma(2);
-            att_b[((b * NH + h) * T + t) * T + u] = rel[u] * a[u];
-          }
-          for (size_t i = 0; i < hs; ++i) {
-            double bound = 0, mag = 0;
-            for (size_t u = 0; u <= t; ++u) {
-              const double v = std::fabs(qd[(b * T + u) * C3 + 2 * C + h * hs + i]);
-              bound += rel[u] * a[u] * v, mag += a[u] * v;
-            }
-            out_b[(b * T + t) * C + h * hs + i] = bound + gamma(double(t) + 1) * mag;
-          }
-        }
-      }
-    }
+    const AttentionForwardBounds fb = attention_forward_bounds(
+        qd, att_r, sh.B, sh.T, sh.C, sh.NH, exp_ulps, kRecipUlps * kUlp);
     const std::string where = " B=" + std::to_string(B) + " T=" + std::to_string(T) +
                               " C=" + std::to_string(C) + " NH=" + std::to_string(NH);
-    expect_within("attention out" + where, out, out_r, out_b);
-    expect_within("attention att" + where, att, att_r, att_b);  // above the diagonal: exactly 0
+    expect_within("attention out" + where, out, out_r, fb.out);
+    expect_within("attention att" + where, att, att_r, fb.att);  // above the diagonal: exactly 0
 
     // Backward from the reference's att rounded to fp32, on both sides.
     const std::vector<float> att_in(att_r.begin(), att_r.end());
@@ -342,50 +307,8 @@ TEST_F(VulkanOps, AttentionRaggedShapes) {
     std::vector<double> dqkv_r(qkv.size()), scratch(B * NH * T);
     scalar::attention_backward<double>(dqkv_r.data(), scratch.data(), dd.data(), qd.data(),
                                        ad.data(), sh.B, sh.T, sh.C, sh.NH);
-    std::vector<double> dqkv_b(qkv.size(), 0.0);
-    for (size_t b = 0; b < B; ++b) {
-      for (size_t h = 0; h < NH; ++h) {
-        auto Q = [&](size_t t, size_t i) { return qd[(b * T + t) * C3 + h * hs + i]; };
-        auto K = [&](size_t t, size_t i) { return qd[(b * T + t) * C3 + C + h * hs + i]; };
-        auto V = [&](size_t t, size_t i) { return qd[(b * T + t) * C3 + 2 * C + h * hs + i]; };
-        auto DY = [&](size_t t, size_t i) { return dd[(b * T + t) * C + h * hs + i]; };
-        auto A = [&](size_t t, size_t u) { return ad[((b * NH + h) * T + t) * T + u]; };
-        std::vector<double> ds(T * T, 0.0), dds(T * T, 0.0);
-        for (size_t t = 0; t < T; ++t) {
-          std::vector<double> da(t + 1), Fe(t + 1);
-          double D = 0, dD = 0, aabs = 0;
-          for (size_t u = 0; u <= t; ++u) {
-            double dot = 0, mag = 0;
-            for (size_t i = 0; i < hs; ++i)
-              dot += DY(t, i) * V(u, i), mag += std::fabs(DY(t, i) * V(u, i));
-            da[u] = dot, Fe[u] = gamma(double(hs)) * mag;
-            D += A(t, u) * dot, dD += A(t, u) * Fe[u], aabs += A(t, u) * std::fabs(dot);
-          }
-          dD += gamma(double(t) + 1) * aabs;
-          for (size_t u = 0; u <= t; ++u) {
-            ds[t * T + u] = scale * A(t, u) * (da[u] - D);
-            dds[t * T + u] =
-                scale * A(t, u) * (Fe[u] + dD + gamma(4) * (std::fabs(da[u]) + std::fabs(D)));
-          }
-        }
-        for (size_t t = 0; t < T; ++t) {
-          for (size_t i = 0; i < hs; ++i) {
-            double bq = 0, mq = 0, bk = 0, mk = 0, mv = 0;
-            for (size_t u = 0; u <= t; ++u) {
-              bq += dds[t * T + u] * std::fabs(K(u, i)), mq += std::fabs(ds[t * T + u] * K(u, i));
-            }
-            for (size_t s = t; s < T; ++s) {
-              bk += dds[s * T + t] * std::fabs(Q(s, i)), mk += std::fabs(ds[s * T + t] * Q(s, i));
-              mv += std::fabs(A(s, t) * DY(s, i));
-            }
-            double* row = dqkv_b.data() + (b * T + t) * C3 + h * hs + i;
-            row[0] = bq + gamma(double(t) + 1) * mq;
-            row[C] = bk + gamma(double(T)) * mk;
-            row[2 * C] = gamma(double(T)) * mv;
-          }
-        }
-      }
-    }
+    const std::vector<double> dqkv_b =
+        attention_backward_bounds(qd, dd, ad, sh.B, sh.T, sh.C, sh.NH);
     expect_within("attention dqkv" + where, dqkv, dqkv_r, dqkv_b);
   }
 }

@@ -8,6 +8,7 @@
 
 #include "simd/scalar/attention.h"
 #include "simd/scalar/layernorm.h"
+#include "tests/simd/attention_bounds.h"
 #include "tests/simd/error_bounds.h"
 
 namespace llmcpu::simd_test {
@@ -119,21 +120,11 @@ struct AttnShape {
 constexpr AttnShape kAttnShapes[] = {{2, 5, 3, 3},    {1, 17, 15, 5}, {2, 13, 36, 3},
                                      {1, 33, 128, 2}, {3, 1, 24, 2},  {1, 40, 64, 1}};
 
-// Attention forward, per (b, h, t) with hs the head size, scale = 1/sqrt(hs):
-//   s_u = scale q.k_u:  E_u = scale (gamma(hs) sum|q k_u| + gamma(2) |q.k_u|)  (dot, fp32 scale)
-//   a_u = exp(s_u - m) / S: the shifted argument errs by E_u + max E + u|s_u - m|, exp adds 1 ulp,
-//     S adds gamma(t + 1) relative, the division and scaling gamma(2): rel(a_u) <= those summed;
-//   y = sum_u a_u v_u:  |dy| <= sum_u rel(a_u) a_u |v_u| + gamma(t + 1) sum_u a_u |v_u|.
-// Backward, from the same att on both sides, da_u = dy.v_u (F_u = gamma(hs) sum|dy v_u|),
-//   D = sum_w a_w da_w (dD = sum a_w F_w + gamma(t + 1) sum a_w |da_w|),
-//   ds_u = scale a_u (da_u - D) (|d ds_u| <= scale a_u (F_u + dD + gamma(4) (|da_u| + |D|))),
-//   dq = sum_u ds_u k_u, dk_u = sum_t ds_tu q_t, dv_u = sum_t a_tu dy_t: the propagated |d ds|
-//   times |k| or |q| plus gamma(terms) on the magnitudes.
+// The bounds are derived in tests/simd/attention_bounds.h (exp within kExpUlps, exact division).
 TEST_P(SimdLayers, AttentionWithinDerivedBound) {
   for (const AttnShape sh : kAttnShapes) {
     const size_t B = size_t(sh.B), T = size_t(sh.T), C = size_t(sh.C), NH = size_t(sh.NH);
     const size_t hs = C / NH, C3 = 3 * C;
-    const double scale = 1 / std::sqrt(double(hs));
     Random rnd(sh.C * 7 + sh.T);
     const std::vector<float> qkv = rnd.normal(B * T * C3), dout = rnd.normal(B * T * C);
     std::vector<float> out(B * T * C), att(B * NH * T * T, NAN);
@@ -142,47 +133,12 @@ TEST_P(SimdLayers, AttentionWithinDerivedBound) {
     std::vector<double> out_r(out.size()), att_r(att.size());
     scalar::attention_forward<double>(out_r.data(), att_r.data(), qd.data(), sh.B, sh.T, sh.C,
                                       sh.NH);
-    std::vector<double> out_b(out.size(), 0.0), att_b(att.size(), 0.0);
-    for (size_t b = 0; b < B; ++b) {
-      for (size_t h = 0; h < NH; ++h) {
-        for (size_t t = 0; t < T; ++t) {
-          const double* q = qd.data() + (b * T + t) * C3 + h * hs;
-          const double* a = att_r.data() + ((b * NH + h) * T + t) * T;
-          std::vector<double> E(t + 1), sc(t + 1);
-          for (size_t u = 0; u <= t; ++u) {
-            const double* kk = qd.data() + (b * T + u) * C3 + C + h * hs;
-            double dot = 0, mag = 0;
-            for (size_t i = 0; i < hs; ++i) dot += q[i] * kk[i], mag += std::fabs(q[i] * kk[i]);
-            sc[u] = scale * dot;
-            E[u] = scale * (gamma(double(hs)) * mag + gamma(2) * std::fabs(dot));
-          }
-          const double m = *std::max_element(sc.begin(), sc.end());
-          const double Emax = *std::max_element(E.begin(), E.end());
-          double rel_e_max = 0;
-          std::vector<double> rel(t + 1);
-          for (size_t u = 0; u <= t; ++u) {
-            rel[u] = E[u] + Emax + kU * std::fabs(sc[u] - m) + kExpUlps * kUlp;
-            rel_e_max = std::max(rel_e_max, rel[u]);
-          }
-          for (size_t u = 0; u <= t; ++u) {
-            rel[u] += rel_e_max + gamma(double(t) + 1) + gamma(2);
-            att_b[((b * NH + h) * T + t) * T + u] = rel[u] * a[u];
-          }
-          for (size_t i = 0; i < hs; ++i) {
-            double bound = 0, mag = 0;
-            for (size_t u = 0; u <= t; ++u) {
-              const double v = std::fabs(qd[(b * T + u) * C3 + 2 * C + h * hs + i]);
-              bound += rel[u] * a[u] * v, mag += a[u] * v;
-            }
-            out_b[(b * T + t) * C + h * hs + i] = bound + gamma(double(t) + 1) * mag;
-          }
-        }
-      }
-    }
+    const AttentionForwardBounds fb = attention_forward_bounds(
+        qd, att_r, sh.B, sh.T, sh.C, sh.NH, [](double) { return kExpUlps; }, 0.0);
     const std::string where =
         " B=" + std::to_string(B) + " T=" + std::to_string(T) + " hs=" + std::to_string(hs);
-    expect_within("attention out" + where, out, out_r, out_b);
-    expect_within("attention att" + where, att, att_r, att_b);  // above the diagonal: exactly 0
+    expect_within("attention out" + where, out, out_r, fb.out);
+    expect_within("attention att" + where, att, att_r, fb.att);  // above the diagonal: exactly 0
 
     // Backward from the reference's att, rounded to fp32, on both sides.
     std::vector<float> att_in(att_r.begin(), att_r.end());
@@ -193,50 +149,8 @@ TEST_P(SimdLayers, AttentionWithinDerivedBound) {
     std::vector<double> dqkv_r(qkv.size()), scratch_r(scratch.size());
     scalar::attention_backward<double>(dqkv_r.data(), scratch_r.data(), dd.data(), qd.data(),
                                        ad.data(), sh.B, sh.T, sh.C, sh.NH);
-    std::vector<double> dqkv_b(qkv.size(), 0.0);
-    for (size_t b = 0; b < B; ++b) {
-      for (size_t h = 0; h < NH; ++h) {
-        auto Q = [&](size_t t, size_t i) { return qd[(b * T + t) * C3 + h * hs + i]; };
-        auto K = [&](size_t t, size_t i) { return qd[(b * T + t) * C3 + C + h * hs + i]; };
-        auto Vv = [&](size_t t, size_t i) { return qd[(b * T + t) * C3 + 2 * C + h * hs + i]; };
-        auto DY = [&](size_t t, size_t i) { return dd[(b * T + t) * C + h * hs + i]; };
-        auto A = [&](size_t t, size_t u) { return ad[((b * NH + h) * T + t) * T + u]; };
-        std::vector<double> ds(T * T, 0.0), dds(T * T, 0.0);  // exact dS and its error bound
-        for (size_t t = 0; t < T; ++t) {
-          std::vector<double> da(t + 1), F(t + 1);
-          double D = 0, dD = 0, aabs = 0;
-          for (size_t u = 0; u <= t; ++u) {
-            double dot = 0, mag = 0;
-            for (size_t i = 0; i < hs; ++i)
-              dot += DY(t, i) * Vv(u, i), mag += std::fabs(DY(t, i) * Vv(u, i));
-            da[u] = dot, F[u] = gamma(double(hs)) * mag;
-            D += A(t, u) * dot, dD += A(t, u) * F[u], aabs += A(t, u) * std::fabs(dot);
-          }
-          dD += gamma(double(t) + 1) * aabs;
-          for (size_t u = 0; u <= t; ++u) {
-            ds[t * T + u] = scale * A(t, u) * (da[u] - D);
-            dds[t * T + u] =
-                scale * A(t, u) * (F[u] + dD + gamma(4) * (std::fabs(da[u]) + std::fabs(D)));
-          }
-        }
-        for (size_t t = 0; t < T; ++t) {
-          for (size_t i = 0; i < hs; ++i) {
-            double bq = 0, mq = 0, bk = 0, mk = 0, mv = 0;
-            for (size_t u = 0; u <= t; ++u) {  // dq_t
-              bq += dds[t * T + u] * std::fabs(K(u, i)), mq += std::fabs(ds[t * T + u] * K(u, i));
-            }
-            for (size_t s = t; s < T; ++s) {  // dk_t and dv_t sum over the later rows s >= t
-              bk += dds[s * T + t] * std::fabs(Q(s, i)), mk += std::fabs(ds[s * T + t] * Q(s, i));
-              mv += std::fabs(A(s, t) * DY(s, i));
-            }
-            double* row = dqkv_b.data() + (b * T + t) * C3 + h * hs + i;
-            row[0] = bq + gamma(double(t) + 1) * mq;
-            row[C] = bk + gamma(double(T)) * mk;
-            row[2 * C] = gamma(double(T)) * mv;
-          }
-        }
-      }
-    }
+    const std::vector<double> dqkv_b =
+        attention_backward_bounds(qd, dd, ad, sh.B, sh.T, sh.C, sh.NH);
     expect_within("attention dqkv" + where, dqkv, dqkv_r, dqkv_b);
   }
 }
