@@ -8,7 +8,6 @@
 #define HWY_TARGET_INCLUDE "simd/hwy/bf16.cc"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 // Must come after foreach_target.h.
-#include <algorithm>
 
 #include "hwy/highway.h"
 #include "simd/bf16.h"
@@ -24,6 +23,7 @@ namespace HWY_NAMESPACE {
 void FillLayerNormBf16(Bf16Kernels& t);
 void FillGeluBf16(Bf16Kernels& t);
 void FillAdamWBf16(Bf16Kernels& t);
+void BackwardBias(float* dbias, const float* dout, size_t N, size_t OC);  // matmul.cc
 
 namespace {
 
@@ -65,21 +65,6 @@ void RoundThroughBf16(float* out, const float* in, size_t N) {
   });
 }
 
-// dbias[o] += sum_n dout[n,o] in fp32, vectorized over o, tokens in order.
-void AddColumnSums(float* dbias, const float* dout, size_t N, size_t OC) {
-  const DF d;
-  const size_t L = hn::Lanes(d);
-  const size_t chunks = (OC + L - 1) / L;
-#pragma omp parallel for schedule(static)
-  for (size_t c = 0; c < chunks; ++c) {
-    const DF dd;
-    const size_t o = c * L, k = std::min(L, OC - o);
-    auto acc = hn::Zero(dd);
-    for (size_t n = 0; n < N; ++n) acc = hn::Add(acc, LoadN(dd, dout + n * OC + o, k));
-    StoreN(hn::Add(acc, LoadN(dd, dbias + o, k)), dd, dbias + o, k);
-  }
-}
-
 void MatmulForward(float* out, const bf16* inp, const bf16* weight, const float* bias, size_t N,
                    int C, int OC) {
   const size_t nx = N * size_t(C), nw = size_t(OC) * size_t(C);
@@ -100,7 +85,7 @@ void MatmulBackward(float* dinp, float* dweight, float* dbias, const float* dout
   ToF32(x, inp, nx);
   ToF32(w, weight, nw);
   g_fp32->matmul_backward(dinp, dweight, nullptr, d, x, w, N, C, OC);
-  if (dbias) AddColumnSums(dbias, dout, N, size_t(OC));
+  if (dbias) BackwardBias(dbias, dout, N, size_t(OC));
 }
 
 }  // namespace

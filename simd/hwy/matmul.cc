@@ -35,6 +35,22 @@
 HWY_BEFORE_NAMESPACE();
 namespace llmcpu {
 namespace HWY_NAMESPACE {
+
+// dbias[o] += sum_n dout[n,o], vectorized over o, tokens in order (also the bf16 GEMMs' dbias,
+// simd/hwy/bf16.cc).
+void BackwardBias(float* dbias, const float* dout, size_t N, size_t OC) {
+  const hn::ScalableTag<float> d;
+  const size_t L = hn::Lanes(d);
+  const size_t chunks = (OC + L - 1) / L;
+#pragma omp parallel for schedule(static)
+  for (size_t c = 0; c < chunks; ++c) {
+    const size_t o = c * L, k = std::min(L, OC - o);
+    auto acc = hn::Zero(d);
+    for (size_t n = 0; n < N; ++n) acc = hn::Add(acc, LoadN(d, dout + n * OC + o, k));
+    StoreN(hn::Add(acc, LoadN(d, dbias + o, k)), d, dbias + o, k);
+  }
+}
+
 namespace {
 
 // Block sizes. Forward: a block is one token panel (MR tokens, all C) times kFwdCols outputs.
@@ -253,20 +269,6 @@ void BackwardWeightPacked(float* dweight, const float* dout, const float* inp, s
                                     NR, dweight + o0 * C + p * MR, C, true);
       }
     }
-  }
-}
-
-// dbias[o] += sum_n dout[n,o], vectorized over o, tokens in order.
-void BackwardBias(float* dbias, const float* dout, size_t N, size_t OC) {
-  const hn::ScalableTag<float> d;
-  const size_t L = hn::Lanes(d);
-  const size_t chunks = (OC + L - 1) / L;
-#pragma omp parallel for schedule(static)
-  for (size_t c = 0; c < chunks; ++c) {
-    const size_t o = c * L, k = std::min(L, OC - o);
-    auto acc = hn::Zero(d);
-    for (size_t n = 0; n < N; ++n) acc = hn::Add(acc, LoadN(d, dout + n * OC + o, k));
-    StoreN(hn::Add(acc, LoadN(d, dbias + o, k)), d, dbias + o, k);
   }
 }
 
