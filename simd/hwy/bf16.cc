@@ -8,7 +8,6 @@
 #define HWY_TARGET_INCLUDE "simd/hwy/bf16.cc"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 // Must come after foreach_target.h.
-
 #include "hwy/highway.h"
 #include "simd/bf16.h"
 #include "simd/hwy/bf16-inl.h"

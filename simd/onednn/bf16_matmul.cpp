@@ -17,6 +17,7 @@
 #include <tuple>
 
 #include "dnnl.hpp"
+#include "simd/column_sums.h"
 #include "simd/workspace.h"
 
 namespace llmcpu::onednn {
@@ -138,14 +139,7 @@ void bf16_matmul_backward(float* dinp, float* dweight, float* dbias, const float
                           {DNNL_ARG_WEIGHTS, wrap(pd.weights_desc(), inp)},
                           {DNNL_ARG_DST, wrap(pd.dst_desc(), dweight)}});
   ctx.stream.wait();
-  if (dbias) {  // fp32 column sums of dout, tokens in order, then added
-#pragma omp parallel for schedule(static)
-    for (int o = 0; o < OC; ++o) {
-      float s = 0.0f;
-      for (size_t n = 0; n < N; ++n) s += dout[n * size_t(OC) + size_t(o)];
-      dbias[o] += s;
-    }
-  }
+  if (dbias) add_column_sums(dbias, dout, N, size_t(OC));
 }
 
 }  // namespace llmcpu::onednn

@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "simd/column_sums.h"
 #include "simd/workspace.h"
 
 // GCC 12 warns about the intentionally undefined upper lanes inside its own AVX-512 intrinsics
@@ -299,17 +300,8 @@ void bf16_matmul_backward(float* dinp, float* dweight, float* dbias, const float
                 std::min(kMR, C - c0), true);
       }
     }
-    if (dbias) {  // fp32 column sums of dout, tokens in order, then added (as the reference)
-      const Range orr = split_range(OC, tid, nt);
-      float* acc = thread_scratch(ScratchSlot::kReduce, orr.end - orr.begin + 1);
-      std::fill(acc, acc + (orr.end - orr.begin), 0.0f);
-      for (size_t n = 0; n < N; ++n) {
-        const float* d = dout + n * OC + orr.begin;
-        for (size_t o = 0; o < orr.end - orr.begin; ++o) acc[o] += d[o];
-      }
-      for (size_t o = orr.begin; o < orr.end; ++o) dbias[o] += acc[o - orr.begin];
-    }
   }
+  if (dbias) add_column_sums(dbias, dout, N, OC);
 }
 
 }  // namespace llmcpu::x86

@@ -1,0 +1,26 @@
+#include "simd/column_sums.h"
+
+#include <omp.h>
+
+#include <algorithm>
+
+#include "simd/workspace.h"
+
+namespace llmcpu {
+
+void add_column_sums(float* dbias, const float* dout, size_t N, size_t OC) {
+#pragma omp parallel
+  {
+    const Range r = split_range(OC, omp_get_thread_num(), omp_get_num_threads());
+    const size_t n_cols = r.end - r.begin;
+    float* acc = thread_scratch(ScratchSlot::kReduce, n_cols + 1);
+    std::fill(acc, acc + n_cols, 0.0f);
+    for (size_t n = 0; n < N; ++n) {
+      const float* d = dout + n * OC + r.begin;
+      for (size_t o = 0; o < n_cols; ++o) acc[o] += d[o];
+    }
+    for (size_t o = 0; o < n_cols; ++o) dbias[r.begin + o] += acc[o];
+  }
+}
+
+}  // namespace llmcpu
