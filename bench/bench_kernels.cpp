@@ -93,12 +93,6 @@ Work& work(const std::string& key, const std::vector<size_t>& sizes, bool* fresh
   return *current;
 }
 
-struct Row {
-  std::string name;
-  double ms, gflops, gbs, roof_pct;
-  bool compute_bound;
-};
-std::vector<Row> g_rows;
 std::string g_current;  // name of the benchmark running now
 
 struct Cost {
@@ -115,21 +109,7 @@ void measure(benchmark::State& state, Work& w, Cost cost, const std::function<vo
     fn(copy);
   }
   const double secs = seconds(t0, Clock::now()) / double(state.iterations());
-  const double t_flops = cost.flops / g_roof.flops, t_bytes = cost.bytes / g_roof.bytes;
-  const double roof_pct = 100.0 * std::max(t_flops, t_bytes) / secs;
-  state.counters["GFLOP/s"] = cost.flops / secs / 1e9;
-  state.counters["GB/s"] = cost.bytes / secs / 1e9;
-  state.counters["roof%"] = roof_pct;
-  state.SetLabel(t_flops > t_bytes ? "compute-bound" : "memory-bound");
-  // Keep the last run of each name (the framework runs a benchmark more than once while sizing).
-  Row row{g_current, secs * 1e3,       cost.flops / secs / 1e9, cost.bytes / secs / 1e9,
-          roof_pct,  t_flops > t_bytes};
-  auto it =
-      std::find_if(g_rows.begin(), g_rows.end(), [&](const Row& r) { return r.name == row.name; });
-  if (it != g_rows.end())
-    *it = row;
-  else
-    g_rows.push_back(row);
+  report_against_roofs(state, g_current, secs, cost.flops, cost.bytes, g_roof.flops, g_roof.bytes);
 }
 
 using Bench = std::function<void(benchmark::State&, const KernelTable&)>;
@@ -307,16 +287,6 @@ std::vector<std::pair<std::string, Bench>> kernels() {
   return r;
 }
 
-void print_summary() {
-  if (g_rows.empty()) return;
-  std::printf("\n| kernel (table/layer) | ms | GFLOP/s | GB/s | bound | roof%% |\n");
-  std::printf("|---|---|---|---|---|---|\n");
-  for (const Row& r : g_rows) {
-    std::printf("| %s | %.3f | %.1f | %.1f | %s | %.0f |\n", r.name.c_str(), r.ms, r.gflops, r.gbs,
-                r.compute_bound ? "compute" : "memory", r.roof_pct);
-  }
-}
-
 }  // namespace
 }  // namespace llmcpu::bench
 
@@ -360,6 +330,6 @@ int main(int argc, char** argv) {
   }
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
-  print_summary();
+  print_roof_summary();
   return 0;
 }

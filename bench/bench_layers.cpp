@@ -95,13 +95,6 @@ struct Cost {
   bool gemm = false;  // FLOPs against the bf16 GEMM peak instead of the fp32 FMA peak
 };
 
-struct Row {
-  std::string name;
-  double ms, gflops, gbs, roof_pct;
-  bool compute_bound;
-};
-std::vector<Row> g_rows;
-
 // Times fn(copy) over rotating copies; one untimed call first (scratch growth, first touch).
 void measure(benchmark::State& state, const std::string& name, Work& w, Cost cost,
              const std::function<void(size_t)>& fn) {
@@ -114,24 +107,8 @@ void measure(benchmark::State& state, const std::string& name, Work& w, Cost cos
   }
   const double secs =
       std::chrono::duration<double>(Clock::now() - t0).count() / double(state.iterations());
-  const double t_flops = cost.flops / (cost.gemm ? g_roofs.bf16() : g_roofs.fp32);
-  const double t_bytes = cost.bytes / g_roofs.bandwidth;
-  const Row row{name,
-                secs * 1e3,
-                cost.flops / secs / 1e9,
-                cost.bytes / secs / 1e9,
-                100.0 * std::max(t_flops, t_bytes) / secs,
-                t_flops > t_bytes};
-  state.counters["GFLOP/s"] = row.gflops;
-  state.counters["GB/s"] = row.gbs;
-  state.counters["roof%"] = row.roof_pct;
-  state.SetLabel(row.compute_bound ? "compute-bound" : "memory-bound");
-  auto it =
-      std::find_if(g_rows.begin(), g_rows.end(), [&](const Row& r) { return r.name == name; });
-  if (it != g_rows.end())
-    *it = row;  // the framework runs a benchmark more than once while sizing: keep the last
-  else
-    g_rows.push_back(row);
+  report_against_roofs(state, name, secs, cost.flops, cost.bytes,
+                       cost.gemm ? g_roofs.bf16() : g_roofs.fp32, g_roofs.bandwidth);
 }
 
 // One benchmark: its tensors (with what makes their values valid for it, or null), its cost, and
@@ -225,16 +202,6 @@ std::vector<Layer> layers() {
   return r;
 }
 
-void print_summary() {
-  if (g_rows.empty()) return;
-  std::printf("\n| kernel (table/layer) | ms | GFLOP/s | GB/s | bound | roof%% |\n");
-  std::printf("|---|---|---|---|---|---|\n");
-  for (const Row& r : g_rows) {
-    std::printf("| %s | %.3f | %.1f | %.1f | %s | %.0f |\n", r.name.c_str(), r.ms, r.gflops, r.gbs,
-                r.compute_bound ? "compute" : "memory", r.roof_pct);
-  }
-}
-
 }  // namespace
 }  // namespace llmcpu::bench
 
@@ -265,6 +232,6 @@ int main(int argc, char** argv) {
   }
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
-  print_summary();
+  print_roof_summary();
   return 0;
 }

@@ -6,6 +6,11 @@
 #pragma once
 
 #include <cstddef>
+#include <string>
+
+namespace benchmark {
+class State;
+}
 
 namespace llmcpu::bench {
 
@@ -34,5 +39,13 @@ struct Roofs {
 // Best of a few runs of each loop on every thread at once; `with_stream` adds the bandwidth (a few
 // hundred ms over 384 MiB of arrays). Prints one line that names each roof ("absent" for 0).
 Roofs measure_roofs(bool with_stream);
+
+// A kernel's time per call against the roofs (FLOP/s and B/s): sets the benchmark's GFLOP/s, GB/s
+// and roof% counters and its compute-/memory-bound label, and keeps the row, the last run of each
+// name (the framework runs a benchmark more than once while sizing), for print_roof_summary().
+void report_against_roofs(benchmark::State& state, const std::string& name, double seconds,
+                          double flops, double bytes, double flop_roof, double byte_roof);
+// The kept rows as a markdown table on stdout (nothing when there are none).
+void print_roof_summary();
 
 }  // namespace llmcpu::bench
