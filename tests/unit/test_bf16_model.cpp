@@ -78,19 +78,9 @@ TEST_P(Bf16Fixture, ForwardAndBackwardWithinLimits) {
 
 TEST_P(Bf16Fixture, TenAdamWStepsFollowPyTorch) {
   const std::string name = GetParam().name;
-  std::vector<double> expected;
-  std::ifstream in(fixture(name, "losses.txt"));
-  for (double v; in >> v;) expected.push_back(v);
+  const std::vector<double> expected = testing::reference_losses(name);
   ASSERT_EQ(expected.size(), 10u);
-  TrainOptions o;
-  o.model = fixture(name, "model.bin");
-  o.train_data = fixture(name, "train.bin");
-  o.batch = GetParam().B;
-  o.seq_len = GetParam().T;
-  o.steps = 10;
-  o.lr = 1e-3;
-  o.weight_decay = 0.01;
-  o.shuffle = false;
+  TrainOptions o = testing::reference_run_options(GetParam());
   o.precision = "bf16";
   Trainer trainer(o);
   ASSERT_EQ(trainer.model().precision(), Precision::kBf16);

@@ -5,7 +5,6 @@
 
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <vector>
 
 #include "core/io/checkpoint.h"
@@ -42,21 +41,9 @@ TEST_P(PyTorchFixture, ForwardAndBackwardMatch) {
 
 TEST_P(PyTorchFixture, TenAdamWStepsFollowPyTorch) {
   const std::string name = GetParam().name;
-  std::vector<double> expected;
-  std::ifstream in(fixture(name, "losses.txt"));
-  for (double v; in >> v;) expected.push_back(v);
+  const std::vector<double> expected = testing::reference_losses(name);
   ASSERT_EQ(expected.size(), 10u);
-
-  TrainOptions o;
-  o.model = fixture(name, "model.bin");
-  o.train_data = fixture(name, "train.bin");
-  o.batch = GetParam().B;
-  o.seq_len = GetParam().T;
-  o.steps = 10;
-  o.lr = 1e-3;
-  o.weight_decay = 0.01;
-  o.shuffle = false;
-  Trainer trainer(o);
+  Trainer trainer(testing::reference_run_options(GetParam()));
   std::vector<float> losses;
   TrainObserver obs;
   obs.on_step = [&](const StepReport& r) { losses.push_back(r.loss); };
