@@ -79,8 +79,14 @@ int checkpoint_version_for(Precision precision) {
 }
 
 void save_checkpoint(const std::string& path, const Gpt2& model, int version) {
+  AtomicFileWriter out(path);
+  write_checkpoint(out, model, version);
+  out.commit();
+}
+
+void write_checkpoint(AtomicFileWriter& out, const Gpt2& model, int version) {
   if (version != kCheckpointFp32 && version != kCheckpointBf16) {
-    throw Error("save_checkpoint(" + path + "): version " + std::to_string(version) +
+    throw Error("write_checkpoint(" + out.path() + "): version " + std::to_string(version) +
                 " is not 3 (fp32) or 5 (bf16)");
   }
   const ModelConfig& c = model.config();
@@ -93,7 +99,6 @@ void save_checkpoint(const std::string& path, const Gpt2& model, int version) {
   header[5] = c.num_heads;
   header[6] = c.channels;
   header[7] = c.padded_vocab_size;
-  AtomicFileWriter out(path);
   out.write(header, sizeof(header));
   const float* params = model.params_flat();
   const size_t n = model.num_parameters();
@@ -110,7 +115,6 @@ void save_checkpoint(const std::string& path, const Gpt2& model, int version) {
       out.write(chunk.data(), m * sizeof(bf16));
     }
   }
-  out.commit();
 }
 
 }  // namespace llmcpu

@@ -9,6 +9,7 @@
 
 #include "core/model/config.h"
 #include "core/model/gpt2.h"
+#include "core/util/file.h"
 
 namespace llmcpu {
 
@@ -30,6 +31,9 @@ void load_checkpoint(const std::string& path, Gpt2& model);
 // Writes `model`'s parameters as a checkpoint of `version` (kCheckpointFp32 or kCheckpointBf16) via
 // a temporary file and rename: a failed write leaves an existing file at `path` untouched.
 void save_checkpoint(const std::string& path, const Gpt2& model, int version = kCheckpointFp32);
+// The same bytes into an open writer, which the caller finishes and publishes (a checkpoint's model
+// and state files are renamed into place only once both are written).
+void write_checkpoint(AtomicFileWriter& out, const Gpt2& model, int version = kCheckpointFp32);
 
 // The version a model of this precision is saved in: 3 for fp32, 5 for bf16 (as llm.c does).
 int checkpoint_version_for(Precision precision);

@@ -118,11 +118,17 @@ class Reader {
 
 void save_train_state(const std::string& path, const TrainState& s, std::span<const float> params,
                       std::span<const float> m, std::span<const float> v) {
+  AtomicFileWriter out(path);
+  write_train_state(out, s, params, m, v);
+  out.commit();
+}
+
+void write_train_state(AtomicFileWriter& out, const TrainState& s, std::span<const float> params,
+                       std::span<const float> m, std::span<const float> v) {
   const size_t P = ParameterLayout(s.config).total();
   if (params.size() != P || m.size() != P || v.size() != P) {
-    throw Error("save_train_state(" + path + "): tensor sizes do not match the model");
+    throw Error("write_train_state(" + out.path() + "): tensor sizes do not match the model");
   }
-  AtomicFileWriter out(path);
   Writer w(out);
   w.put(kTrainStateMagic);
   w.put(kTrainStateVersion);
@@ -150,7 +156,6 @@ void save_train_state(const std::string& path, const TrainState& s, std::span<co
   w.array(v);
   const uint64_t sum = w.checksum();
   out.write(&sum, sizeof(sum));
-  out.commit();
 }
 
 TrainStateFile::TrainStateFile(const std::string& path) : file_(path) {

@@ -47,6 +47,10 @@ struct TrainState {
 void save_train_state(const std::string& path, const TrainState& state,
                       std::span<const float> params, std::span<const float> m,
                       std::span<const float> v);
+// The same bytes into an open writer, which the caller finishes and publishes.
+void write_train_state(AtomicFileWriter& out, const TrainState& state,
+                       std::span<const float> params, std::span<const float> m,
+                       std::span<const float> v);
 
 // An open training-state file, checked in full on opening: throws FileError naming the file for a
 // bad magic or version, a length that does not add up, a checksum mismatch (a corrupt or partly

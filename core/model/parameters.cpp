@@ -1,5 +1,8 @@
 #include "core/model/parameters.h"
 
+#include <cmath>
+#include <cstdint>
+
 namespace llmcpu {
 
 namespace {
@@ -31,6 +34,44 @@ std::string ParameterLayout::shape(int i) const {
   std::string s = std::string("(") + kSymbolicShapes[i] + ") = (";
   for (size_t k = 0; k < dims_[i].size(); ++k) s += (k ? ", " : "") + std::to_string(dims_[i][k]);
   return s + ")";
+}
+
+namespace {
+
+// Whether x[0..n) holds a NaN or an infinity: all exponent bits set. Integer compares, so the loop
+// vectorizes and no floating-point exception or flag is involved.
+bool any_non_finite(const float* x, size_t n) {
+  const auto* bits = reinterpret_cast<const uint32_t*>(x);
+  uint32_t bad = 0;
+  for (size_t i = 0; i < n; ++i) bad |= uint32_t((bits[i] & 0x7f800000u) == 0x7f800000u);
+  return bad != 0;
+}
+
+}  // namespace
+
+std::string NonFinite::describe() const {
+  if (tensor < 0) return "nothing";
+  std::string s = ParameterLayout::name(tensor);
+  if (layer >= 0) s += " (layer " + std::to_string(layer) + ")";
+  return s;
+}
+
+NonFinite find_non_finite(const float* flat, const ParameterLayout& layout) {
+  NonFinite at;
+  for (int t = 0; t < kNumParameterTensors; ++t) {
+    const float* x = flat + layout.offset(t);
+    const size_t n = layout.size(t);
+    if (!any_non_finite(x, n)) continue;
+    size_t i = 0;
+    while (std::isfinite(x[i])) ++i;
+    at.tensor = t;
+    at.index = i;
+    at.value = x[i];
+    // Tensors 2..13 are (L, ...): one slice per layer.
+    if (t >= 2 && t <= 13) at.layer = static_cast<int>(i / (n / layout.dims(t)[0]));
+    return at;
+  }
+  return at;
 }
 
 }  // namespace llmcpu

@@ -34,6 +34,17 @@ class ParameterLayout {
   size_t total_ = 0;
 };
 
+// Where a flat arena laid out by ParameterLayout first holds a NaN or an infinity (tensor -1: nowhere).
+struct NonFinite {
+  int tensor = -1;
+  int layer = -1;     // for the per-layer tensors (ln1w ... fcprojb); -1 for the others
+  size_t index = 0;   // element index within the tensor
+  float value = 0;
+  explicit operator bool() const { return tensor >= 0; }
+  std::string describe() const;  // "fcw (layer 3)" or "wte"
+};
+NonFinite find_non_finite(const float* flat, const ParameterLayout& layout);
+
 // Named views into a flat arena laid out by ParameterLayout.
 template <typename F>
 struct ParameterViews {

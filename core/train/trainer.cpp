@@ -2,8 +2,10 @@
 
 #include <chrono>
 #include <cinttypes>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <regex>
 
 #include "core/io/checkpoint.h"
@@ -13,6 +15,8 @@
 #include "core/plugin/offload.h"
 #include "core/train/interrupt.h"
 #include "core/util/error.h"
+#include "core/util/fault.h"
+#include "core/util/file.h"
 #include "core/util/rng.h"
 
 namespace llmcpu {
@@ -122,6 +126,8 @@ void check_options(const TrainOptions& o) {
   require(o.checkpoint_every == 0 || !o.checkpoint_dir.empty() || !o.resume.empty(),
           "--checkpoint-every needs --checkpoint-dir (a resumed run writes into its --resume folder)");
   require(o.keep_checkpoints >= 0, "--keep-checkpoints: must not be negative");
+  require(o.max_bad_steps >= 1, "--max-bad-steps: must be at least 1, got " +
+                                    std::to_string(o.max_bad_steps));
   parse_precision(o.precision, "--precision");
 }
 
@@ -133,8 +139,12 @@ Trainer::Trainer(const TrainOptions& options)
                 options.lr, options.warmup, options.steps, options.lr_floor) {
   precision_ = parse_precision(opt_.precision, "--precision");
   if (!opt_.resume.empty() && opt_.checkpoint_dir.empty()) opt_.checkpoint_dir = opt_.resume;
+  // Before anything is read: a folder that cannot be written, or that another trainer is writing,
+  // is refused now rather than at the first checkpoint.
+  if (!opt_.checkpoint_dir.empty()) take_checkpoint_folder();
+  std::optional<DataPosition> resume_position;
   if (!opt_.resume.empty()) {
-    resume_from(opt_.resume);
+    resume_position = resume_from(opt_.resume);
   } else {
     model_ = make_model(opt_.model, opt_.seed, &origin_, precision_);
   }
@@ -157,25 +167,32 @@ Trainer::Trainer(const TrainOptions& options)
     optimizer_ = std::make_unique<AdamW>(model_->num_parameters(), adamw, model_->kernels(),
                                          model_->bf16_kernels());
   }
-  if (!opt_.resume.empty()) {
-    // The state was read in resume_from(); its data position needs the loader built above.
-    const TrainState s = load_train_state(checkpoint_state_path(opt_.resume, step_));
+  if (resume_position) {
     try {
-      train_->restore(s.data);
+      train_->restore(*resume_position);
     } catch (const Error& e) {
       throw UsageError("--resume " + opt_.resume + ": " + e.what());
     }
   }
-  if (!opt_.checkpoint_dir.empty()) {
-    std::error_code ec;
-    fs::create_directories(opt_.checkpoint_dir, ec);
-    if (!fs::is_directory(opt_.checkpoint_dir)) {
-      throw FileError(opt_.checkpoint_dir, "cannot create the checkpoint folder: " + ec.message());
-    }
-  }
   if (!opt_.log_path.empty()) {
     log_ = std::fopen(opt_.log_path.c_str(), opt_.resume.empty() ? "w" : "a");
-    if (!log_) throw FileError(opt_.log_path, std::string("cannot open log: ") + std::strerror(errno));
+    if (!log_) throw FileError(opt_.log_path, "cannot open log: " + errno_message(errno));
+  }
+}
+
+void Trainer::take_checkpoint_folder() {
+  const std::string& dir = opt_.checkpoint_dir;
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (!fs::is_directory(dir)) {
+    throw FileError(dir, "cannot create the checkpoint folder: " + ec.message());
+  }
+  lock_ = std::make_unique<FolderLock>(dir, "train.lock", "llmcpu train");
+  // Holding the lock, this is the only writer: a temporary file here was left by a killed run.
+  for (const std::string& path : stale_temporary_files(dir)) {
+    const std::string name = fs::path(path).filename().string();
+    if (name.rfind("model_", 0) != 0 && name.rfind("state_", 0) != 0) continue;
+    if (fs::remove(path, ec)) notes_.push_back("removed " + path + ", left by a killed run");
   }
 }
 
@@ -183,15 +200,34 @@ Trainer::~Trainer() {
   if (log_) std::fclose(log_);
 }
 
-void Trainer::resume_from(const std::string& dir) {
-  const int64_t step = latest_checkpoint(dir);
-  if (step < 0) {
+DataPosition Trainer::resume_from(const std::string& dir) {
+  const std::vector<int64_t> steps = list_checkpoints(dir);
+  if (steps.empty()) {
     throw UsageError("--resume " + dir + ": no checkpoint there (expected model_NNNNNNNN.bin and " +
                      "state_NNNNNNNN.bin)");
   }
+  // The newest checkpoint whose files are sound: a truncated file or a checksum that does not match
+  // (a disk that failed, a copy cut short) is skipped, said so and left where it is.
+  std::optional<TrainStateFile> file;
+  int64_t step = -1;
+  for (auto it = steps.rbegin(); it != steps.rend() && !file; ++it) {
+    try {
+      read_checkpoint_header(checkpoint_model_path(dir, *it));  // also checks the file's length
+      file.emplace(checkpoint_state_path(dir, *it));           // checks the whole file
+      step = *it;
+    } catch (const FileError& e) {
+      notes_.push_back("resume: skipping the checkpoint of step " + std::to_string(*it) + ": " +
+                       e.what() + " (its files are left in place)");
+    }
+  }
+  if (!file) {
+    std::string why;
+    for (const std::string& note : notes_) why += "\n  " + note;
+    throw UsageError("--resume " + dir + ": none of its " + std::to_string(steps.size()) +
+                     " checkpoints is sound:" + why);
+  }
   const std::string state_path = checkpoint_state_path(dir, step);
-  const TrainStateFile file(state_path);  // checked in full before anything is read out of it
-  const TrainState& s = file.state();
+  const TrainState& s = file->state();
   if (!opt_.model.empty()) {
     // The model asked for must have the checkpoint's shape.
     std::string checkpoint, preset;
@@ -232,17 +268,61 @@ void Trainer::resume_from(const std::string& dir) {
   optimizer_ = std::make_unique<AdamW>(model_->num_parameters(), adamw, model_->kernels(),
                                        model_->bf16_kernels());
   const size_t P = model_->num_parameters();
-  file.read_tensors({model_->params_flat(), P}, {optimizer_->m(), P}, {optimizer_->v(), P});
+  file->read_tensors({model_->params_flat(), P}, {optimizer_->m(), P}, {optimizer_->v(), P});
   optimizer_->set_steps_taken(s.adamw_t);
   step_ = static_cast<int>(s.step);
   origin_ = "resumed from " + state_path + " at step " + std::to_string(step_);
+  return s.data;
+}
+
+namespace {
+
+// "" if `flat` (ParameterLayout order) is finite, else what is not: "the weights hold ... (fcw ...)".
+std::string non_finite_message(const float* flat, const ParameterLayout& layout, const char* what) {
+  const NonFinite bad = find_non_finite(flat, layout);
+  if (!bad) return "";
+  return std::string("the ") + what + " hold a non-finite value (" + bad.describe() + ", element " +
+         std::to_string(bad.index) + " = " + std::to_string(bad.value) + ")";
+}
+
+}  // namespace
+
+std::string Trainer::newest_good_checkpoint() const {
+  const std::string& dir = opt_.checkpoint_dir;
+  const std::vector<int64_t> steps = dir.empty() ? std::vector<int64_t>{} : list_checkpoints(dir);
+  for (auto it = steps.rbegin(); it != steps.rend(); ++it) {
+    try {
+      read_checkpoint_header(checkpoint_model_path(dir, *it));
+      TrainStateFile check(checkpoint_state_path(dir, *it));
+      return "the newest good checkpoint is " + checkpoint_model_path(dir, *it) + " and " +
+             fs::path(checkpoint_state_path(dir, *it)).filename().string() + " (step " +
+             std::to_string(*it) + ")";
+    } catch (const FileError&) {
+    }
+  }
+  return dir.empty() ? "no checkpoint is written (no --checkpoint-dir)"
+                     : "there is no good checkpoint in " + dir + " yet";
 }
 
 std::string Trainer::save_checkpoint_now() {
-  const std::string model_path = checkpoint_model_path(opt_.checkpoint_dir, step_);
-  save_checkpoint(model_path, *model_, checkpoint_version_for(precision_));
+  const std::string& dir = opt_.checkpoint_dir;
+  const std::string model_path = checkpoint_model_path(dir, step_);
+  const std::string state_path = checkpoint_state_path(dir, step_);
+  const size_t P = model_->num_parameters();
+  const Gpt2& model = *model_;  // the const params_flat(): saving does not mark the bf16 copy stale
+  const ParameterLayout& layout = model.layout();
+  using Named = std::pair<const float*, const char*>;
+  for (const auto& [flat, what] : {Named{model.params_flat(), "weights"},
+                                   Named{optimizer_->m(), "AdamW first moments"},
+                                   Named{optimizer_->v(), "AdamW second moments"}}) {
+    const std::string bad = non_finite_message(flat, layout, what);
+    if (!bad.empty()) {
+      throw TrainingError("not writing the checkpoint of step " + std::to_string(step_) + ": " +
+                          bad + "; " + newest_good_checkpoint() + "; training stopped");
+    }
+  }
   TrainState s;
-  s.config = model_->config();
+  s.config = model.config();
   s.B = opt_.batch;
   s.T = opt_.seq_len;
   s.grad_accum = grad_accum_;
@@ -252,16 +332,31 @@ std::string Trainer::save_checkpoint_now() {
   s.step = step_;
   s.adamw_t = optimizer_->steps_taken();
   s.data = train_->position();
-  const size_t P = model_->num_parameters();
-  const Gpt2& model = *model_;  // the const params_flat(): saving does not mark the bf16 copy stale
-  save_train_state(checkpoint_state_path(opt_.checkpoint_dir, step_), s, {model.params_flat(), P},
-                   {optimizer_->m(), P}, {optimizer_->v(), P});
+  try {
+    // Both files are written and synced under temporary names before either is renamed, so a full
+    // disk or an I/O error never leaves half a checkpoint. The state file goes last: its presence
+    // marks the checkpoint complete (list_checkpoints).
+    AtomicFileWriter model_file(model_path, "model-write");
+    write_checkpoint(model_file, model, checkpoint_version_for(precision_));
+    model_file.finish();
+    AtomicFileWriter state_file(state_path, "state-write");
+    write_train_state(state_file, s, {model.params_flat(), P}, {optimizer_->m(), P},
+                      {optimizer_->v(), P});
+    state_file.finish();
+    model_file.publish();
+    if (fault_at("between-renames") == FaultAction::kKill) fault_kill_now();
+    state_file.publish();
+  } catch (const FileError& e) {
+    throw TrainingError("the checkpoint of step " + std::to_string(step_) +
+                        " could not be written: " + e.what() + "; " + newest_good_checkpoint() +
+                        "; training stopped");
+  }
   if (opt_.keep_checkpoints > 0) {
-    const std::vector<int64_t> steps = list_checkpoints(opt_.checkpoint_dir);
+    const std::vector<int64_t> steps = list_checkpoints(dir);
     std::error_code ec;
     for (size_t i = 0; i + opt_.keep_checkpoints < steps.size(); ++i) {
-      fs::remove(checkpoint_state_path(opt_.checkpoint_dir, steps[i]), ec);
-      fs::remove(checkpoint_model_path(opt_.checkpoint_dir, steps[i]), ec);
+      fs::remove(checkpoint_state_path(dir, steps[i]), ec);
+      fs::remove(checkpoint_model_path(dir, steps[i]), ec);
     }
   }
   return model_path;
@@ -309,6 +404,7 @@ bool Trainer::run(const TrainObserver& obs) {
   Gpt2& m = *model_;
   double smoothed_ms = 0;
   bool interrupted = false;
+  int bad_in_row = 0, first_bad = 0;  // steps skipped for a non-finite loss or gradient norm
   const int first = step_;
   for (int step = step_;; ++step) {
     const bool last = step == opt_.steps;
@@ -338,12 +434,34 @@ bool Trainer::run(const TrainObserver& obs) {
       m.backward(1.0f / float(grad_accum_));
     }
     loss /= grad_accum_;
+    if (faults_enabled()) inject_gradient_faults();
     const double norm = global_norm(m.grads_flat(), m.num_parameters(), m.kernels());
-    clip_to_norm(m.grads_flat(), m.num_parameters(), norm, opt_.grad_clip, m.kernels());
     const double lr = schedule_.at(step);
-    const Gpt2::UpdateSpans weights = m.weights_for_update();  // bf16: the copy too, same pass
-    optimizer_->step(weights.master, m.grads_flat(), lr, weights.copy);
-    offload_weights_changed();  // the plugin's device copy of the weights
+    if (std::isfinite(loss) && std::isfinite(norm)) {
+      bad_in_row = 0;
+      clip_to_norm(m.grads_flat(), m.num_parameters(), norm, opt_.grad_clip, m.kernels());
+      const Gpt2::UpdateSpans weights = m.weights_for_update();  // bf16: the copy too, same pass
+      optimizer_->step(weights.master, m.grads_flat(), lr, weights.copy);
+      offload_weights_changed();  // the plugin's device copy of the weights
+    } else {
+      // The weights and moments stay as they were; the data and the schedule move on.
+      if (bad_in_row++ == 0) first_bad = step;
+      const std::string at = "step " + std::to_string(step + 1) + "/" + std::to_string(opt_.steps);
+      if (bad_in_row >= opt_.max_bad_steps) {
+        log_line("s:%d trl:%f\n", step, static_cast<float>(loss));
+        throw TrainingError(
+            std::to_string(bad_in_row) + " steps in a row (" + std::to_string(first_bad + 1) +
+            " to " + std::to_string(step + 1) + ") had a non-finite loss or gradient norm " +
+            "(--max-bad-steps " + std::to_string(opt_.max_bad_steps) + "); at " + at + ": " +
+            describe_bad_step(loss, norm) + "; training stopped; " + newest_good_checkpoint() +
+            " (a lower --lr, a --warmup or --grad-clip may help)");
+      }
+      if (obs.on_warning) {
+        obs.on_warning(at + ": " + describe_bad_step(loss, norm) + "; update skipped (" +
+                       std::to_string(bad_in_row) + " in a row; --max-bad-steps " +
+                       std::to_string(opt_.max_bad_steps) + " stops the run)");
+      }
+    }
     step_ = step + 1;
     const double ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
@@ -365,9 +483,39 @@ bool Trainer::run(const TrainObserver& obs) {
     if (obs.on_checkpoint) obs.on_checkpoint(step_, path);
   }
   if (!opt_.save_path.empty() && !interrupted) {
+    const std::string bad = non_finite_message(m.params_flat(), m.layout(), "weights");
+    if (!bad.empty()) throw TrainingError("not writing " + opt_.save_path + ": " + bad);
     save_checkpoint(opt_.save_path, m, checkpoint_version_for(precision_));
   }
   return !interrupted;
+}
+
+std::string Trainer::describe_bad_step(double loss, double norm) const {
+  const Gpt2& m = *model_;
+  std::string what = "loss " + std::to_string(loss) + ", gradient norm " + std::to_string(norm);
+  if (const NonFinite g = find_non_finite(m.grads_flat(), m.layout())) {
+    return what + "; the first non-finite gradient is " + g.describe() + " (element " +
+           std::to_string(g.index) + " = " + std::to_string(g.value) + ")";
+  }
+  if (const NonFinite w = find_non_finite(m.params_flat(), m.layout())) {
+    return what + "; the weights themselves are not finite from " + w.describe() +
+           " on (an earlier update overflowed)";
+  }
+  if (!std::isfinite(loss)) return what + "; every gradient is finite, the loss is not";
+  return what + "; every gradient is finite, but their sum of squares overflowed";
+}
+
+void Trainer::inject_gradient_faults() {
+  // LLMCPU_FAULT=nan@grad-NAME#K (core/util/fault.h): a NaN in the middle of the last layer's slice
+  // of that gradient (or of the whole tensor, for those without layers) at this process's Kth step.
+  Gpt2& m = *model_;
+  const ParameterLayout& layout = m.layout();
+  for (int t = 0; t < kNumParameterTensors; ++t) {
+    if (fault_at(std::string("grad-") + ParameterLayout::name(t)) != FaultAction::kNan) continue;
+    const size_t n = layout.size(t);
+    const size_t slice = (t >= 2 && t <= 13) ? n / layout.dims(t)[0] : n;
+    m.grads_flat()[layout.offset(t) + (n - slice) + slice / 2] = std::nanf("");
+  }
 }
 
 }  // namespace llmcpu

@@ -19,6 +19,8 @@
 #include "core/optim/adamw.h"
 #include "core/train/data_loader.h"
 #include "core/train/lr_schedule.h"
+#include "core/util/error.h"
+#include "core/util/file.h"
 
 namespace llmcpu {
 
@@ -49,6 +51,7 @@ struct TrainOptions {
   std::string resume;        // a checkpoint folder to continue from
   std::string save_path;     // an extra llm.c model file written at the end
   std::string precision = "fp32";  // fp32 or bf16 (mixed precision; see core/model/gpt2.h)
+  int max_bad_steps = 5;  // stop after this many steps in a row with a non-finite loss or norm
 };
 
 struct StepReport {
@@ -67,6 +70,15 @@ struct TrainObserver {
   std::function<void(int step, float val_loss)> on_val;
   std::function<void(int step, const std::vector<int>& tokens)> on_sample;
   std::function<void(int step, const std::string& model_path)> on_checkpoint;
+  // A step whose update was skipped (non-finite loss or gradient norm), and other warnings.
+  std::function<void(const std::string& message)> on_warning;
+};
+
+// Trouble with the training itself rather than its inputs: steps that kept diverging, a checkpoint
+// that could not be written. The message says which checkpoint is the newest good one.
+class TrainingError : public Error {
+ public:
+  using Error::Error;
 };
 
 // Builds a model from `spec`: an existing checkpoint file, a preset file (*.toml), or the name of a
@@ -75,7 +87,9 @@ struct TrainObserver {
 std::unique_ptr<Gpt2> make_model(const std::string& spec, uint64_t seed, std::string* origin,
                                  Precision precision = Precision::kFp32);
 
-// The steps of the complete checkpoints (state and model file both present) in `dir`, ascending.
+// The steps of the complete checkpoints (state and model file both present) in `dir`, ascending. A
+// checkpoint's model file is renamed into place before its state file, so a state file marks a
+// complete checkpoint; whether its contents are sound is checked on resume.
 std::vector<int64_t> list_checkpoints(const std::string& dir);
 // The newest complete checkpoint in `dir` (its step), or -1 if there is none.
 int64_t latest_checkpoint(const std::string& dir);
@@ -84,7 +98,10 @@ std::string checkpoint_state_path(const std::string& dir, int64_t step);
 
 class Trainer {
  public:
-  // Validates the options (UsageError naming the flag), loads or resumes the model and the data.
+  // Validates the options (UsageError naming the flag), takes the checkpoint folder's lock (a
+  // second trainer on the same folder is refused, naming the first one's PID), loads or resumes the
+  // model and the data. What it did that a user should know (a newest checkpoint skipped as
+  // corrupt, stale temporary files removed) is in notes().
   explicit Trainer(const TrainOptions& options);
   ~Trainer();
 
@@ -96,11 +113,23 @@ class Trainer {
   int grad_accum() const { return grad_accum_; }
   int steps_done() const { return step_; }  // completed optimizer steps
   const TrainOptions& options() const { return opt_; }
+  const std::vector<std::string>& notes() const { return notes_; }
   float validate();
-  std::string save_checkpoint_now();  // returns the model file's path
+  // Writes DIR/model_N.bin and DIR/state_N.bin for the current step: both files written and synced
+  // first, then renamed into place (model, then state) with the folder synced after each. Refuses
+  // (TrainingError) weights or moments that are not finite. If anything fails, the previous
+  // checkpoints are untouched and the TrainingError names the file, the errno and the newest good
+  // checkpoint. Returns the model file's path.
+  std::string save_checkpoint_now();
+  // "DIR/model_00000010.bin and state_00000010.bin (step 10)", or that there is none.
+  std::string newest_good_checkpoint() const;
 
  private:
-  void resume_from(const std::string& dir);
+  DataPosition resume_from(const std::string& dir);  // returns the data position to restore
+  void take_checkpoint_folder();
+  // A step's loss or gradient norm is not finite: what is (for the warning), and fault injection.
+  std::string describe_bad_step(double loss, double norm) const;
+  void inject_gradient_faults();
   std::vector<int> sample(int step);
   void log_line(const char* fmt, int step, float value);
 
@@ -115,6 +144,8 @@ class Trainer {
   std::unique_ptr<AdamW> optimizer_;
   LrSchedule schedule_;
   std::FILE* log_ = nullptr;
+  std::unique_ptr<FolderLock> lock_;
+  std::vector<std::string> notes_;
 };
 
 }  // namespace llmcpu

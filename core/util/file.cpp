@@ -1,20 +1,24 @@
 #include "core/util/file.h"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <algorithm>
 #include <cstring>
+#include <filesystem>
 #include <utility>
 
 #include "core/util/error.h"
+#include "core/util/fault.h"
 
 namespace llmcpu {
 
 namespace {
-std::string errno_text() { return std::strerror(errno); }
+std::string errno_text() { return errno_message(errno); }
 }  // namespace
 
 MappedFile::MappedFile(const std::string& path) : path_(path) {
@@ -67,53 +71,111 @@ void MappedFile::expect_size(size_t expected, const std::string& expectation) co
                              (size_ < expected ? " (truncated?)" : ""));
 }
 
-AtomicFileWriter::AtomicFileWriter(const std::string& path)
-    : path_(path), tmp_path_(path + ".tmp." + std::to_string(::getpid())) {
+AtomicFileWriter::AtomicFileWriter(const std::string& path, const char* fault_point)
+    : path_(path), tmp_path_(path + ".tmp." + std::to_string(::getpid())), fault_point_(fault_point) {
   fd_ = ::open(tmp_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd_ < 0) throw FileError(path_, "cannot create " + tmp_path_ + ": " + errno_text());
+  if (*fault_point_) fault_ = fault_at(fault_point_);
 }
 
 AtomicFileWriter::~AtomicFileWriter() {
-  if (fd_ >= 0) {
-    ::close(fd_);
-    ::unlink(tmp_path_.c_str());
-  }
+  if (fd_ >= 0) ::close(fd_);
+  if (!published_) ::unlink(tmp_path_.c_str());
 }
 
 void AtomicFileWriter::write(const void* data, size_t bytes) {
   const auto* p = static_cast<const uint8_t*>(data);
+  if (fault_ != FaultAction::kNone && written_ > 0 && bytes > 1) {
+    // An injected fault (core/util/fault.h) halfway through the file: half of this piece lands.
+    const FaultAction fault = std::exchange(fault_, FaultAction::kNone);
+    write(p, bytes / 2);
+    if (fault == FaultAction::kKill) fault_kill_now();
+    errno = fault == FaultAction::kEnospc ? ENOSPC : EIO;
+    throw FileError(path_, "write failed: " + errno_text() + " (injected by LLMCPU_FAULT)");
+  }
   while (bytes > 0) {
     const ssize_t n = ::write(fd_, p, bytes);
     if (n < 0) {
       if (errno == EINTR) continue;
-      throw FileError(path_, "write failed: " + errno_text() + " (the previous file is kept)");
+      throw FileError(path_, "write failed: " + errno_text());
     }
     p += n;
     bytes -= static_cast<size_t>(n);
+    written_ += static_cast<size_t>(n);
   }
 }
 
-void AtomicFileWriter::commit() {
+void AtomicFileWriter::finish() {
   if (::fsync(fd_) != 0) throw FileError(path_, "fsync failed: " + errno_text());
-  if (::close(fd_) != 0) {
-    fd_ = -1;
-    ::unlink(tmp_path_.c_str());
-    throw FileError(path_, "close failed: " + errno_text());
-  }
-  fd_ = -1;
+  const int fd = std::exchange(fd_, -1);
+  if (::close(fd) != 0) throw FileError(path_, "close failed: " + errno_text());
+  finished_ = true;
+}
+
+void AtomicFileWriter::publish() {
+  if (!finished_) finish();
   if (::rename(tmp_path_.c_str(), path_.c_str()) != 0) {
-    const std::string why = errno_text();
-    ::unlink(tmp_path_.c_str());
-    throw FileError(path_, "cannot rename " + tmp_path_ + " into place: " + why);
+    throw FileError(path_, "cannot rename " + tmp_path_ + " into place: " + errno_text());
   }
-  // Make the rename itself durable.
-  std::string dir = path_.substr(0, path_.find_last_of('/') + 1);
-  if (dir.empty()) dir = ".";
+  published_ = true;
+  // Make the rename itself durable: without the folder's fsync a crash may forget it.
+  const size_t slash = path_.find_last_of('/');
+  const std::string dir = slash == std::string::npos ? std::string(".") : path_.substr(0, slash + 1);
   const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd >= 0) {
-    ::fsync(dfd);
-    ::close(dfd);
+  if (dfd < 0) throw FileError(dir, "cannot open the folder to fsync it: " + errno_text());
+  const int rc = ::fsync(dfd);
+  const std::string why = rc != 0 ? errno_text() : "";
+  ::close(dfd);
+  if (rc != 0) throw FileError(dir, "fsync of the folder failed: " + why);
+}
+
+std::string errno_message(int err) {
+  const char* name = ::strerrorname_np(err);
+  return std::string(std::strerror(err)) + " (" + (name ? name : "errno " + std::to_string(err)) + ")";
+}
+
+std::vector<std::string> stale_temporary_files(const std::string& dir) {
+  std::vector<std::string> found;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    const size_t at = name.rfind(".tmp.");
+    if (at == std::string::npos || at + 5 == name.size()) continue;
+    if (name.find_first_not_of("0123456789", at + 5) != std::string::npos) continue;
+    if (entry.is_regular_file(ec)) found.push_back(entry.path().string());
   }
+  std::sort(found.begin(), found.end());
+  return found;
+}
+
+FolderLock::FolderLock(const std::string& dir, const std::string& lock_name,
+                       const std::string& purpose)
+    : path_((std::filesystem::path(dir) / lock_name).string()) {
+  fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd_ < 0) throw FileError(path_, "cannot create the lock file: " + errno_text());
+  if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+    const int err = errno;
+    char pid[32] = {};
+    [[maybe_unused]] const ssize_t n = ::pread(fd_, pid, sizeof pid - 1, 0);
+    ::close(fd_);
+    fd_ = -1;
+    std::string holder = pid;
+    while (!holder.empty() && (holder.back() == '\n' || holder.back() == ' ')) holder.pop_back();
+    if (err == EWOULDBLOCK) {
+      throw FileError(dir, "in use by another " + purpose + " (PID " +
+                               (holder.empty() ? "unknown" : holder) + ", lock " + path_ +
+                               "); one process per folder");
+    }
+    throw FileError(path_, "cannot lock: " + errno_message(err));
+  }
+  const std::string pid = std::to_string(::getpid()) + "\n";
+  if (::ftruncate(fd_, 0) != 0 || ::pwrite(fd_, pid.data(), pid.size(), 0) < 0) {
+    // The lock itself holds; only the PID shown to a second process would be missing.
+  }
+}
+
+FolderLock::~FolderLock() {
+  if (fd_ >= 0) ::close(fd_);
 }
 
 }  // namespace llmcpu

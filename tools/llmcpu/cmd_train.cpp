@@ -46,6 +46,7 @@ int run_train(const std::vector<std::string>& args) {
   apply_plugin_flags(extra.plugin, o.precision);
 
   Trainer trainer(o);
+  for (const std::string& note : trainer.notes()) std::printf("train: %s\n", note.c_str());
   attach_plugin_weights(trainer.model());
   const Gpt2& m = trainer.model();
   std::printf("train: %s\n", trainer.model_origin().c_str());
@@ -71,6 +72,10 @@ int run_train(const std::vector<std::string>& args) {
   obs.on_sample = [&decode](int step, const std::vector<int>& tokens) {
     std::printf("sample at step %d:\n---\n%s\n---\n", step, decode(tokens).c_str());
     std::fflush(stdout);
+  };
+  obs.on_warning = [](const std::string& message) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "train: warning: %s\n", message.c_str());
   };
   obs.on_checkpoint = [](int step, const std::string& path) {
     std::printf("checkpoint: %s (step %d)\n", path.c_str(), step);

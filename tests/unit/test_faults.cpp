@@ -1,0 +1,365 @@
+// Training under faults, as a long run meets them: killed at a named point of a checkpoint write (the
+// process SIGKILLs itself there through LLMCPU_FAULT, core/util/fault.h, so every run is the same), a
+// full disk (a small tmpfs in a private mount namespace), an I/O error, a read-only folder, a second
+// trainer on the same folder, SIGTERM, a corrupt newest checkpoint, and steps whose gradients are
+// not finite. In every case the previous checkpoint stays loadable, and where the run resumes, it
+// ends with the same bytes as a run that was never disturbed.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+#include <vector>
+
+#include "core/io/checkpoint.h"
+#include "core/io/token_shard.h"
+#include "core/io/train_state.h"
+#include "core/model/parameters.h"
+#include "core/train/trainer.h"
+#include "core/util/rng.h"
+#include "tests/common/process.h"
+#include "tests/unit/fixture_paths.h"
+
+namespace llmcpu {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::fixture;
+using testing::shell_quote;
+
+std::vector<uint8_t> read_bytes(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(f), {}};
+}
+
+bool has_temporary_file(const std::string& dir) { return !stale_temporary_files(dir).empty(); }
+
+// Whether the checkpoint of `step` in `dir` loads: the model file's header and length, the state's
+// checksum, and every weight and moment finite.
+void expect_sound_checkpoint(const std::string& dir, int64_t step) {
+  SCOPED_TRACE(dir + " step " + std::to_string(step));
+  const std::string model = checkpoint_model_path(dir, step);
+  ASSERT_NO_THROW(read_checkpoint_header(model));
+  const CheckpointInfo info = read_checkpoint_header(model);
+  Gpt2 m(info.config);
+  ASSERT_NO_THROW(load_checkpoint(model, m));
+  EXPECT_FALSE(find_non_finite(m.params_flat(), m.layout())) << "model file";
+  std::unique_ptr<TrainStateFile> state;
+  ASSERT_NO_THROW(state = std::make_unique<TrainStateFile>(checkpoint_state_path(dir, step)));
+  const size_t P = state->num_parameters();
+  std::vector<float> w(P), mom1(P), mom2(P);
+  state->read_tensors(w, mom1, mom2);
+  const ParameterLayout layout(info.config);
+  EXPECT_FALSE(find_non_finite(w.data(), layout)) << "master weights";
+  EXPECT_FALSE(find_non_finite(mom1.data(), layout)) << "first moments";
+  EXPECT_FALSE(find_non_finite(mom2.data(), layout)) << "second moments";
+}
+
+class Faults : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::path(::testing::TempDir()) /
+           ("llmcpu_faults_" +
+            std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    Rng rng(9);
+    std::vector<uint16_t> tokens(4000);
+    for (auto& t : tokens) t = static_cast<uint16_t>(rng.below(311));  // the tiny fixture's V
+    write_token_shard(path("train.bin"), tokens);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+
+  // `llmcpu train` on the tiny fixture, a checkpoint every 2 steps into `ckpt`, as shell words.
+  std::string train_args(const std::string& ckpt, int steps, const std::string& extra = "") const {
+    return "train --model " + shell_quote(fixture("tiny", "model.bin")) + " --train-data " +
+           shell_quote(path("train.bin")) + " -b 2 -t 13 --lr 1e-3 --threads 1 --steps " +
+           std::to_string(steps) + " -n 2 -o " + shell_quote(ckpt) + " " + extra;
+  }
+  // The same, started in the background with LLMCPU_FAULT=`fault`; returns its wait status.
+  int train_with_fault(const std::string& ckpt, int steps, const std::string& fault) {
+    const std::string cmd = "LLMCPU_FAULT=" + fault + " exec " + LLMCPU_BINARY + " " +
+                            train_args(ckpt, steps) + " > " + shell_quote(path("out.txt")) +
+                            " 2>&1";
+    const pid_t pid = fork();
+    if (pid == 0) {
+      ::execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    return status;
+  }
+  std::string output() const {
+    std::ifstream f(path("out.txt"));
+    return {std::istreambuf_iterator<char>(f), {}};
+  }
+  fs::path dir_;
+};
+
+TEST_F(Faults, KilledAtEachPointOfACheckpointWriteResumesToTheSameBytes) {
+  const std::string ref = path("ref");
+  const auto r = testing::run_llmcpu(train_args(ref, 6));
+  ASSERT_EQ(r.status, 0) << r.output;
+  for (const char* point : {"model-write", "state-write", "between-renames"}) {
+    SCOPED_TRACE(point);
+    const std::string ckpt = path(std::string("ck_") + point);
+    // The second checkpoint (step 4) is where the process kills itself.
+    const int status = train_with_fault(ckpt, 6, std::string("kill@") + point + "#2");
+    ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << output();
+    EXPECT_EQ(latest_checkpoint(ckpt), 2);
+    expect_sound_checkpoint(ckpt, 2);
+    EXPECT_FALSE(fs::exists(checkpoint_state_path(ckpt, 4)));
+    // Killed mid-file, the temporary file is left; between the renames, the state's temporary.
+    EXPECT_TRUE(has_temporary_file(ckpt));
+    EXPECT_EQ(fs::exists(checkpoint_model_path(ckpt, 4)), std::string(point) == "between-renames");
+    // Resumed, the run removes what the killed one left and ends as the undisturbed run did.
+    const auto resumed = testing::run_llmcpu(
+        "train --resume " + shell_quote(ckpt) + " --train-data " + shell_quote(path("train.bin")) +
+        " -b 2 -t 13 --lr 1e-3 --threads 1 --steps 6 -n 2");
+    ASSERT_EQ(resumed.status, 0) << resumed.output;
+    EXPECT_NE(resumed.output.find("resumed from " + checkpoint_state_path(ckpt, 2)),
+              std::string::npos) << resumed.output;
+    EXPECT_NE(resumed.output.find("left by a killed run"), std::string::npos) << resumed.output;
+    EXPECT_FALSE(has_temporary_file(ckpt));
+    for (int64_t step : {4, 6}) {
+      EXPECT_EQ(read_bytes(checkpoint_model_path(ckpt, step)),
+                read_bytes(checkpoint_model_path(ref, step))) << "model, step " << step;
+      EXPECT_EQ(read_bytes(checkpoint_state_path(ckpt, step)),
+                read_bytes(checkpoint_state_path(ref, step))) << "state, step " << step;
+    }
+  }
+}
+
+TEST_F(Faults, InjectedIoErrorStopsTheRunAndKeepsThePreviousCheckpoint) {
+  for (const auto& [fault, name] : {std::pair{"eio@model-write#2", "EIO"},
+                                    std::pair{"enospc@state-write#2", "ENOSPC"}}) {
+    SCOPED_TRACE(fault);
+    const std::string ckpt = path(std::string("ck_") + name);
+    const int status = train_with_fault(ckpt, 6, fault);
+    ASSERT_TRUE(WIFEXITED(status)) << output();
+    EXPECT_NE(WEXITSTATUS(status), 0) << output();
+    const std::string out = output();
+    EXPECT_NE(out.find("(" + std::string(name) + ")"), std::string::npos) << out;
+    EXPECT_NE(out.find(std::string(name) == "EIO" ? checkpoint_model_path(ckpt, 4)
+                                                  : checkpoint_state_path(ckpt, 4)),
+              std::string::npos) << out;
+    EXPECT_NE(out.find("the newest good checkpoint is " + checkpoint_model_path(ckpt, 2)),
+              std::string::npos) << out;
+    EXPECT_EQ(latest_checkpoint(ckpt), 2);
+    expect_sound_checkpoint(ckpt, 2);
+    EXPECT_FALSE(fs::exists(checkpoint_model_path(ckpt, 4))) << "nothing is renamed on failure";
+    EXPECT_FALSE(has_temporary_file(ckpt));
+  }
+}
+
+// Runs `script` in a private mount namespace with a tmpfs of `size` mounted on `mnt`; returns the
+// outcome, or nullopt where this machine allows no such namespace.
+std::optional<testing::Outcome> in_small_tmpfs(const std::string& mnt, const std::string& size,
+                                               const std::string& script) {
+  fs::create_directories(mnt);
+  const auto r = testing::run_shell(
+      "unshare --mount sh -c " +
+      shell_quote("mount -t tmpfs -o size=" + size + " llmcpu-test " + shell_quote(mnt) +
+                  " || exit 99\n" + script) +
+      " 2>&1");
+  if (r.status == 99) return std::nullopt;
+  return r;
+}
+
+TEST_F(Faults, FullDiskStopsTheRunAndKeepsThePreviousCheckpoint) {
+  // One checkpoint of the tiny model is ~1.2 MB (model 0.3 MB + state 0.9 MB): 2000 KiB holds the
+  // first and the second's model file, and runs out in the second's state file.
+  const std::string mnt = path("disk"), saved = path("saved");
+  fs::create_directories(saved);
+  const auto r = in_small_tmpfs(
+      mnt, "2000k",
+      std::string(LLMCPU_BINARY) + " " + train_args(mnt + "/ck", 6) +
+          "\necho \"exit status $?\"\ncp -a " + shell_quote(mnt + "/ck") + "/. " +
+          shell_quote(saved) + "/");
+  if (!r) GTEST_SKIP() << "no private mount namespace here (needs root or user namespaces)";
+  EXPECT_NE(r->output.find("exit status 2"), std::string::npos) << r->output;
+  EXPECT_NE(r->output.find(mnt + "/ck/state_00000004.bin: write failed: No space left on device "
+                                 "(ENOSPC)"),
+            std::string::npos) << r->output;
+  EXPECT_NE(r->output.find("the newest good checkpoint is " + mnt + "/ck/model_00000002.bin"),
+            std::string::npos) << r->output;
+  EXPECT_EQ(latest_checkpoint(saved), 2);
+  expect_sound_checkpoint(saved, 2);
+  EXPECT_FALSE(fs::exists(checkpoint_model_path(saved, 4)));
+  EXPECT_FALSE(has_temporary_file(saved));
+}
+
+TEST_F(Faults, ReadOnlyFolderIsRefusedBeforeTraining) {
+  const std::string mnt = path("disk"), saved = path("saved");
+  fs::create_directories(saved);
+  const std::string resume = std::string(LLMCPU_BINARY) + " train --resume " +
+                             shell_quote(mnt + "/ck") + " --train-data " +
+                             shell_quote(path("train.bin")) + " -b 2 -t 13 --lr 1e-3 --steps 4";
+  const auto r = in_small_tmpfs(
+      mnt, "64m",
+      std::string(LLMCPU_BINARY) + " " + train_args(mnt + "/ck", 2) + " > /dev/null || exit 3\n" +
+          "mount -o remount,ro " + shell_quote(mnt) + " || exit 99\n" + resume +
+          "\necho \"exit status $?\"\ncp -a " + shell_quote(mnt + "/ck") + "/. " +
+          shell_quote(saved) + "/");
+  if (!r) GTEST_SKIP() << "no private mount namespace here (needs root or user namespaces)";
+  EXPECT_NE(r->output.find("exit status 2"), std::string::npos) << r->output;
+  EXPECT_NE(r->output.find(mnt + "/ck/train.lock: cannot create the lock file: Read-only file "
+                                 "system (EROFS)"),
+            std::string::npos) << r->output;
+  EXPECT_EQ(r->output.find("step "), std::string::npos) << "trained although nothing can be saved";
+  expect_sound_checkpoint(saved, 2);
+}
+
+TEST_F(Faults, SecondTrainerIsRefusedAndSigtermCheckpoints) {
+  const std::string ckpt = path("ck");
+  const std::string log = path("first.log");
+  const pid_t first = testing::spawn_llmcpu(
+      {"train", "--model", fixture("tiny", "model.bin"), "--train-data", path("train.bin"), "-b",
+       "2", "-t", "13", "--steps", "1000000", "-o", ckpt, "--log", log, "--threads", "1"},
+      path("first.txt"));
+  ASSERT_GT(first, 0);
+  // The first trainer holds the folder once its lock file names it, and has trained once it logs.
+  const std::string lock = ckpt + "/train.lock";
+  bool ready = false;
+  for (int i = 0; i < 3000 && !ready; ++i) {
+    std::ifstream f(lock), l(log);
+    std::string pid, line;
+    ready = std::getline(f, pid) && pid == std::to_string(first) && std::getline(l, line);
+    if (!ready) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_TRUE(ready) << "the first trainer did not start";
+  const auto second = testing::run_llmcpu(train_args(ckpt, 4));
+  EXPECT_EQ(second.status, 2) << second.output;
+  EXPECT_NE(second.output.find(ckpt + ": in use by another llmcpu train (PID " +
+                               std::to_string(first) + ", lock " + lock + ")"),
+            std::string::npos) << second.output;
+  // SIGTERM, what a scheduler sends before it kills: finish the step, checkpoint, exit 0.
+  ASSERT_EQ(::kill(first, SIGTERM), 0);
+  int status = 0;
+  ASSERT_EQ(waitpid(first, &status, 0), first);
+  ASSERT_TRUE(WIFEXITED(status)) << "killed by SIGTERM instead of stopping cleanly";
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  std::ifstream l(log);
+  int steps = 0;
+  for (std::string line; std::getline(l, line);) ++steps;
+  EXPECT_EQ(latest_checkpoint(ckpt), steps);
+  expect_sound_checkpoint(ckpt, steps);
+  // Once the first is gone, the folder is free again.
+  const auto third = testing::run_llmcpu("train --resume " + shell_quote(ckpt) + " --train-data " +
+                                         shell_quote(path("train.bin")) + " -b 2 -t 13 --steps " +
+                                         std::to_string(steps + 1));
+  EXPECT_EQ(third.status, 0) << third.output;
+}
+
+TEST_F(Faults, ResumeSkipsCorruptNewestCheckpointsAndKeepsThem) {
+  const std::string ckpt = path("ck");
+  ASSERT_EQ(testing::run_llmcpu(train_args(ckpt, 6)).status, 0);
+  // Step 6: a state file cut short; step 4: one flipped byte in the state; step 2 is sound.
+  fs::resize_file(checkpoint_state_path(ckpt, 6), fs::file_size(checkpoint_state_path(ckpt, 6)) / 2);
+  {
+    std::fstream f(checkpoint_state_path(ckpt, 4), std::ios::in | std::ios::out | std::ios::binary);
+    f.seekg(1000);
+    const char c = static_cast<char>(f.get() ^ 0x10);
+    f.seekp(1000);
+    f.put(c);
+  }
+  const std::vector<uint8_t> bad6 = read_bytes(checkpoint_state_path(ckpt, 6));
+  const std::vector<uint8_t> bad4 = read_bytes(checkpoint_state_path(ckpt, 4));
+  const auto r = testing::run_llmcpu("train --resume " + shell_quote(ckpt) + " --train-data " +
+                                     shell_quote(path("train.bin")) +
+                                     " -b 2 -t 13 --lr 1e-3 --threads 1 --steps 3");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("skipping the checkpoint of step 6: " + checkpoint_state_path(ckpt, 6)),
+            std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("skipping the checkpoint of step 4: " + checkpoint_state_path(ckpt, 4) +
+                          ": checksum mismatch"),
+            std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("resumed from " + checkpoint_state_path(ckpt, 2) + " at step 2"),
+            std::string::npos) << r.output;
+  EXPECT_EQ(read_bytes(checkpoint_state_path(ckpt, 6)), bad6) << "a bad checkpoint was touched";
+  EXPECT_EQ(read_bytes(checkpoint_state_path(ckpt, 4)), bad4) << "a bad checkpoint was touched";
+  expect_sound_checkpoint(ckpt, 3);
+  // A model file cut short makes its checkpoint unsound too; with none sound, resume refuses.
+  fs::resize_file(checkpoint_model_path(ckpt, 2), 100);
+  fs::resize_file(checkpoint_model_path(ckpt, 3), 2000);
+  const auto none = testing::run_llmcpu("train --resume " + shell_quote(ckpt) + " --train-data " +
+                                        shell_quote(path("train.bin")) + " -b 2 -t 13 --steps 8");
+  EXPECT_EQ(none.status, 2) << none.output;
+  EXPECT_NE(none.output.find("none of its 4 checkpoints is sound"), std::string::npos)
+      << none.output;
+  EXPECT_NE(none.output.find("skipping the checkpoint of step 3: " +
+                             checkpoint_model_path(ckpt, 3)),
+            std::string::npos) << none.output;
+}
+
+TEST_F(Faults, NonFiniteGradientSkipsTheUpdateAndNamesTheTensor) {
+  const std::string ckpt = path("ck");
+  const auto r = testing::run_llmcpu(train_args(ckpt, 5, "-n 1"), "LLMCPU_FAULT=nan@grad-attprojw#3");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("warning: step 3/5: loss "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("the first non-finite gradient is attprojw (layer 1)"), std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("update skipped (1 in a row"), std::string::npos) << r.output;
+  // Step 3 changed nothing: its weights and moments are step 2's, and AdamW's count did not move.
+  auto tensors = [&](int64_t step) {
+    TrainStateFile f(checkpoint_state_path(ckpt, step));
+    const size_t P = f.num_parameters();
+    std::vector<float> all(3 * P);
+    f.read_tensors({all.data(), P}, {all.data() + P, P}, {all.data() + 2 * P, P});
+    return std::pair{all, f.state().adamw_t};
+  };
+  EXPECT_EQ(tensors(3).first, tensors(2).first);
+  EXPECT_EQ(tensors(3).second, 2);
+  EXPECT_NE(tensors(4).first, tensors(3).first);
+  EXPECT_EQ(tensors(4).second, 3);
+  for (int64_t step = 1; step <= 5; ++step) expect_sound_checkpoint(ckpt, step);
+}
+
+TEST_F(Faults, RunStopsAfterMaxBadStepsInARow) {
+  // Two bad steps apart never stop a run with --max-bad-steps 2 ...
+  const auto apart = testing::run_llmcpu(train_args(path("apart"), 6, "--max-bad-steps 2"),
+                                         "LLMCPU_FAULT=nan@grad-wte#2,nan@grad-wte#4");
+  EXPECT_EQ(apart.status, 0) << apart.output;
+  // ... three in a row stop one with --max-bad-steps 3, naming the steps and the newest checkpoint.
+  const std::string ckpt = path("ck");
+  const auto r = testing::run_llmcpu(
+      train_args(ckpt, 8, "--max-bad-steps 3"),
+      "LLMCPU_FAULT=nan@grad-lnfb#3,nan@grad-lnfb#4,nan@grad-lnfb#5");
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_NE(r.output.find("3 steps in a row (3 to 5) had a non-finite loss or gradient norm "
+                          "(--max-bad-steps 3)"),
+            std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("the first non-finite gradient is lnfb"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("the newest good checkpoint is " + checkpoint_model_path(ckpt, 4)),
+            std::string::npos) << r.output;
+  EXPECT_EQ(latest_checkpoint(ckpt), 4);
+  const auto zero = testing::run_llmcpu(train_args(path("z"), 2, "--max-bad-steps 0"));
+  EXPECT_EQ(zero.status, 2);
+  EXPECT_NE(zero.output.find("--max-bad-steps: must be at least 1, got 0"), std::string::npos)
+      << zero.output;
+}
+
+TEST_F(Faults, AbsurdLearningRateNeverWritesANonFiniteCheckpoint) {
+  // 1e30 overflows the forward pass after the first update; 1e39 is infinite in fp32, so the first
+  // update itself makes the weights infinite. Either way the run must stop with an error, and no
+  // file in the folder may hold a NaN or an infinity.
+  for (const char* lr : {"1e30", "1e39"}) {
+    SCOPED_TRACE(lr);
+    const std::string ckpt = path(std::string("ck_") + lr);
+    const auto r = testing::run_llmcpu(
+        train_args(ckpt, 20, std::string("-n 1 --max-bad-steps 3 --lr ") + lr));
+    EXPECT_EQ(r.status, 2) << r.output;
+    EXPECT_NE(r.output.find("training stopped"), std::string::npos) << r.output;
+    for (int64_t step : list_checkpoints(ckpt)) expect_sound_checkpoint(ckpt, step);
+  }
+}
+
+}  // namespace
+}  // namespace llmcpu
