@@ -213,8 +213,13 @@ Topology xml_topology(const std::string& path) {
                     "`lstopo FILE.xml` or `hwloc-gather-topology`)");
   }
   if (hwloc_topology_load(t.get()) != 0) {
-    throw FileError(
-        path, std::string("hwloc cannot load the --topology-xml file: ") + std::strerror(errno));
+    // hwloc's built-in reader takes only what hwloc itself writes (no comments, no other layout);
+    // the libxml2 reader, a plugin Debian ships apart, takes any well-formed hwloc XML.
+    throw FileError(path, std::string("hwloc cannot load the --topology-xml file: ") +
+                              std::strerror(errno) +
+                              " (hwloc's built-in XML reader accepts only files written by hwloc "
+                              "itself; for a hand-written or edited file install its libxml2 "
+                              "reader: apt-get install libhwloc-plugins)");
   }
   return read_topology(t.get(), "XML file " + path, nullptr);
 }

@@ -251,5 +251,15 @@ TEST(PlacementCli, MissingOrCorruptXmlNamesTheFile) {
   fs::remove_all(dir);
 }
 
+TEST(PlacementCli, HandWrittenXmlWithoutLibxml2SaysWhatToInstall) {
+  // HWLOC_LIBXML=0 makes hwloc use its built-in reader, as on a machine without libhwloc-plugins;
+  // it rejects the hand-written file, and the message says what to install.
+  const Outcome r = run("topo " + kAsymmetric, "HWLOC_LIBXML=0");
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_NE(r.output.find("asymmetric.xml: hwloc cannot load the --topology-xml file"),
+            std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("apt-get install libhwloc-plugins"), std::string::npos) << r.output;
+}
+
 }  // namespace
 }  // namespace llmcpu
