@@ -4,4 +4,4 @@ set -eu
 cd "$(dirname "$0")/.."
 cmake --preset release
 cmake --build --preset release
-ctest --preset release -j "$(nproc)"
+ctest --preset release -j "$(nproc)" --no-tests=error
