@@ -288,13 +288,21 @@ void Stream::collect_times(size_t n) {
   };
   std::vector<Span> copies, computes;
   double lo = 1e300, hi = -1e300;
+  std::string spans;  // verbose: the spans used below, so that a test can redo the arithmetic
   for (uint32_t q = 0; q + 1 < count; q += 2) {
     if (!stamped_[q] || !stamped_[q + 1] || !raw[2 * q + 1] || !raw[2 * q + 3]) continue;
     const Span s{double(raw[2 * q]) * ns, double(raw[2 * q + 2]) * ns};
     if (s.b < s.a) continue;
     lo = std::min(lo, s.a), hi = std::max(hi, s.b);
     ((q % kQueriesPerChunk) == 2 ? computes : copies).push_back(s);
+    if (dev_.verbose()) {
+      char buf[96];
+      std::snprintf(buf, sizeof buf, " %c%u %.17g %.17g", "UCD"[(q % kQueriesPerChunk) / 2],
+                    q / kQueriesPerChunk, s.a, s.b);
+      spans += buf;
+    }
   }
+  if (dev_.verbose()) std::fprintf(stderr, "vulkan: spans (ns):%s\n", spans.c_str());
   if (lo > hi) return;
   // Union of compute spans, then the part of every copy span inside it.
   std::sort(computes.begin(), computes.end(), [](Span x, Span y) { return x.a < y.a; });

@@ -9,8 +9,8 @@
 // upload(i) waits computed(i-kSlots) (its input buffer is free); download(i) waits computed(i).
 // Uploads and downloads go to the dedicated transfer queue when the device has one, else to the
 // compute queue. Timestamps around every stage give copy and compute time and the share of copy
-// time that overlapped compute (report()). Not here: what a chunk computes (ops.cpp) or where
-// resident weights live (weights.h).
+// time that overlapped compute (report()); in verbose mode each run prints the spans it used. Not
+// here: what a chunk computes (ops.cpp) or where resident weights live (weights.h).
 #pragma once
 
 #include <functional>
