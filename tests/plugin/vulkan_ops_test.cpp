@@ -302,6 +302,20 @@ TEST_F(VulkanOps, MatmulResidentWeightsMatchUploadedAndFollowUpdates) {
                        after.dinp, after.dweight, after.dbias);
 }
 
+// Reductions longer than one shader invocation may loop on every driver: llvmpipe (lavapipe) ends
+// all loops of an invocation, silently, after 65535 iterations in total (Mesa's
+// LP_MAX_TGSI_LOOP_ITERATIONS). GPT-2's lm_head dinp sums over V = 50257 weight rows, in one binding
+// window when C < 736 (gpt2-d2, -d4, -d6); a forward over C = 50000 inputs is the same in k.
+TEST_F(VulkanOps, MatmulReductionsOverFiftyThousandTerms) {
+  unsigned seed = 100;
+  for (const Shape& s : {Shape{4, 128, 50257}, Shape{3, 50000, 5}}) {
+    const MatmulData d = make_data(s, seed++);
+    const MatmulOut r = run_matmul(api_, p_, s, d, d.weight.data(), d.bias.data(), true);
+    check_matmul_results(name(s), s, d, d.weight.data(), true, true, r.out, r.dinp, r.dweight,
+                         r.dbias);
+  }
+}
+
 // GPT-2's wte (50257x768 fp32, 147 MiB) is larger than one binding on lavapipe (128 MiB): the
 // lm_head forward and backward run in windows of rows, each bound within range, through the
 // resident pieces. The reference is computed element by element in double.
