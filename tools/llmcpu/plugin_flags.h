@@ -1,7 +1,7 @@
 // The offload flags of `train` and `verify` (--plugin, --offload-report; `plugin = "PATH"` in a run
 // config) and the steps that turn them into an active plugin: load it before the model is built,
 // hand it the weights once the model exists, print the device report after each step. Also verify's
-// tolerance flags, whose defaults widen to the offload bound when a plugin computes.
+// tolerance flags, whose defaults become the offload bound when a plugin computes.
 // The loading and the kernel routing themselves are core/plugin; this only binds flags to them.
 #pragma once
 
@@ -38,12 +38,11 @@ void print_offload_report(const PluginFlags& o);
 // Makes observer->on_step also print the device report after each step (with --offload-report).
 void report_after_each_step(const PluginFlags& o, TrainObserver* observer);
 
-// The offload bound of `verify`: logits (and loss) 1e-4, gradients 1e-3, relative.
-inline constexpr VerifyTolerances kOffloadTolerances{1e-4, 1e-3};
-
 // Registers --tolerance-logits and --tolerance-grads on p, bound to *tol.
 void add_tolerance_flags(ArgParser& p, VerifyTolerances* tol);
-// With an active plugin, the tolerances not given on the command line become kOffloadTolerances'.
-void widen_tolerances_for_offload(const ArgParser& p, VerifyTolerances* tol);
+// With an active plugin, the tolerances not given on the command line become kOffloadTolerances'
+// (core/verify/verify.h: the fp32 ones, which the plugin's fp32 arithmetic meets). Throws
+// UsageError for a limit that is not a positive number.
+void apply_offload_tolerances(const ArgParser& p, VerifyTolerances* tol);
 
 }  // namespace llmcpu
