@@ -1,10 +1,11 @@
 #include "core/model/preset.h"
 
+#include <toml++/toml.h>
 #include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
-#include <toml++/toml.h>
+#include <sstream>
 
 #include "core/util/error.h"
 #include "core/util/toml_file.h"
@@ -16,15 +17,17 @@ namespace fs = std::filesystem;
 ModelConfig load_model_preset(const std::string& path) {
   const toml::table table = read_toml_file(path);
   ModelConfig c;
+  // The ranges are validate()'s (core/model/config.cpp), checked here to name the key.
   struct Key {
     const char* name;
     int* field;
+    int64_t max;
   };
-  const Key keys[] = {{"layers", &c.num_layers},
-                      {"heads", &c.num_heads},
-                      {"channels", &c.channels},
-                      {"max_seq_len", &c.max_seq_len},
-                      {"vocab_size", &c.vocab_size}};
+  const Key keys[] = {{"layers", &c.num_layers, 4096},
+                      {"heads", &c.num_heads, 4096},
+                      {"channels", &c.channels, 65536},
+                      {"max_seq_len", &c.max_seq_len, 1 << 24},
+                      {"vocab_size", &c.vocab_size, 1 << 24}};
   for (const auto& [key, value] : table) {
     bool known = false;
     for (const Key& k : keys) known |= key.str() == k.name;
@@ -36,11 +39,25 @@ ModelConfig load_model_preset(const std::string& path) {
   for (const Key& k : keys) {
     const toml::node* node = table.get(k.name);
     if (!node) throw UsageError(path + ": missing key '" + k.name + "'");
-    const auto v = node->value<int64_t>();
-    if (!node->is_integer() || !v || *v <= 0 || *v > (1 << 24)) {
-      throw UsageError(path + ": key '" + k.name + "' must be a positive integer");
+    const std::string where = path + ": key '" + k.name + "'";
+    if (!node->is_integer()) {
+      std::ostringstream type;
+      type << node->type();
+      const std::string a =
+          std::string("aeiou").find(type.str()[0]) != std::string::npos ? "an" : "a";
+      throw UsageError(where + " must be an integer in 1.." + std::to_string(k.max) + ", got " + a +
+                       " " + type.str());
     }
-    *k.field = static_cast<int>(*v);
+    const int64_t v = **node->as_integer();
+    if (v < 1 || v > k.max) {
+      throw UsageError(where + " must be an integer in 1.." + std::to_string(k.max) + ", got " +
+                       std::to_string(v));
+    }
+    *k.field = static_cast<int>(v);
+  }
+  if (c.channels % c.num_heads != 0) {
+    throw UsageError(path + ": key 'channels' (" + std::to_string(c.channels) +
+                     ") must be a multiple of key 'heads' (" + std::to_string(c.num_heads) + ")");
   }
   c.padded_vocab_size = padded_vocab(c.vocab_size);
   validate(c, path);

@@ -13,8 +13,9 @@
 
 namespace llmcpu {
 
-// Parses and validates a preset file; unknown keys, missing keys and wrong types are UsageErrors
-// naming the file and the key.
+// Parses and validates a preset file; unknown keys, missing keys, wrong types and values out of
+// range are UsageErrors naming the file and the key (a file that is not TOML: FileError with the
+// line).
 ModelConfig load_model_preset(const std::string& path);
 
 // Folders searched for conf/: $LLMCPU_CONF_DIR, then conf/ beside or above the running program,
