@@ -1,8 +1,8 @@
 // Training under faults, as a long run meets them: killed at a named point of a checkpoint write (the
 // process SIGKILLs itself there through LLMCPU_FAULT, core/util/fault.h, so every run is the same), a
-// full disk (a small tmpfs in a private mount namespace), an I/O error, a read-only folder, a second
-// trainer on the same folder, SIGTERM, a corrupt newest checkpoint, and steps whose gradients are
-// not finite. In every case the previous checkpoint stays loadable, and where the run resumes, it
+// full disk (a small tmpfs in a private mount namespace where one can be made, and a file-size limit
+// everywhere), an I/O error, a folder that cannot be written, a second trainer on the same folder,
+// SIGTERM, a corrupt newest checkpoint, and steps whose gradients are not finite. In every case the previous checkpoint stays loadable, and where the run resumes, it
 // ends with the same bytes as a run that was never disturbed.
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -160,17 +160,17 @@ TEST_F(Faults, InjectedIoErrorStopsTheRunAndKeepsThePreviousCheckpoint) {
 }
 
 // Runs `script` in a private mount namespace with a tmpfs of `size` mounted on `mnt`; returns the
-// outcome, or nullopt where this machine allows no such namespace.
+// outcome, or nullopt where this process can make no private mount namespace (no root and no user
+// namespaces, or a chroot whose root is not a mount point).
 std::optional<testing::Outcome> in_small_tmpfs(const std::string& mnt, const std::string& size,
                                                const std::string& script) {
+  if (testing::run_shell("unshare --mount true 2>&1").status != 0) return std::nullopt;
   fs::create_directories(mnt);
-  const auto r = testing::run_shell(
+  return testing::run_shell(
       "unshare --mount sh -c " +
       shell_quote("mount -t tmpfs -o size=" + size + " llmcpu-test " + shell_quote(mnt) +
                   " || exit 99\n" + script) +
       " 2>&1");
-  if (r.status == 99) return std::nullopt;
-  return r;
 }
 
 TEST_F(Faults, FullDiskStopsTheRunAndKeepsThePreviousCheckpoint) {
@@ -196,7 +196,50 @@ TEST_F(Faults, FullDiskStopsTheRunAndKeepsThePreviousCheckpoint) {
   EXPECT_FALSE(has_temporary_file(saved));
 }
 
+TEST_F(Faults, FileSizeLimitStopsTheRunAndKeepsThePreviousCheckpoint) {
+  // The same failure where no mount namespace can be had: a file-size limit (RLIMIT_FSIZE, with
+  // SIGXFSZ ignored) that the model file (0.3 MB) fits and the state file (0.9 MB) does not; the
+  // kernel fails the write with EFBIG.
+  const std::string ckpt = path("ck");
+  ASSERT_EQ(testing::run_llmcpu(train_args(ckpt, 2)).status, 0);
+  const auto r = testing::run_shell(
+      "trap '' XFSZ; prlimit --fsize=600000 " + std::string(LLMCPU_BINARY) + " train --resume " +
+      shell_quote(ckpt) + " --train-data " + shell_quote(path("train.bin")) +
+      " -b 2 -t 13 --lr 1e-3 --threads 1 --steps 4 2>&1");
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_NE(r.output.find(checkpoint_state_path(ckpt, 4) + ": write failed: File too large (EFBIG)"),
+            std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("the newest good checkpoint is " + checkpoint_model_path(ckpt, 2)),
+            std::string::npos) << r.output;
+  EXPECT_EQ(latest_checkpoint(ckpt), 2);
+  expect_sound_checkpoint(ckpt, 2);
+  EXPECT_FALSE(fs::exists(checkpoint_model_path(ckpt, 4)));
+  EXPECT_FALSE(has_temporary_file(ckpt));
+}
+
 TEST_F(Faults, ReadOnlyFolderIsRefusedBeforeTraining) {
+  // A folder this user may not write (root writes anywhere, so as root the run is made as nobody).
+  const std::string ckpt = path("ck");
+  ASSERT_EQ(testing::run_llmcpu(train_args(ckpt, 2)).status, 0);
+  const std::vector<uint8_t> model = read_bytes(checkpoint_model_path(ckpt, 2));
+  fs::permissions(ckpt, fs::perms::owner_write | fs::perms::group_write | fs::perms::others_write,
+                  fs::perm_options::remove);
+  fs::permissions(dir_, fs::perms::others_read | fs::perms::others_exec, fs::perm_options::add);
+  const std::string as = ::geteuid() == 0 ? "setpriv --reuid=65534 --regid=65534 --clear-groups " : "";
+  const auto r = testing::run_shell(
+      as + LLMCPU_BINARY + " train --resume " + shell_quote(ckpt) + " --train-data " +
+      shell_quote(path("train.bin")) + " -b 2 -t 13 --lr 1e-3 --threads 1 --steps 4 2>&1");
+  fs::permissions(ckpt, fs::perms::owner_write, fs::perm_options::add);
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_NE(r.output.find(ckpt + "/train.lock: cannot create the lock file: Permission denied "
+                                 "(EACCES)"),
+            std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("step "), std::string::npos) << "trained although nothing can be saved";
+  EXPECT_EQ(read_bytes(checkpoint_model_path(ckpt, 2)), model);
+  expect_sound_checkpoint(ckpt, 2);
+}
+
+TEST_F(Faults, ReadOnlyFileSystemIsRefusedBeforeTraining) {
   const std::string mnt = path("disk"), saved = path("saved");
   fs::create_directories(saved);
   const std::string resume = std::string(LLMCPU_BINARY) + " train --resume " +
@@ -205,7 +248,7 @@ TEST_F(Faults, ReadOnlyFolderIsRefusedBeforeTraining) {
   const auto r = in_small_tmpfs(
       mnt, "64m",
       std::string(LLMCPU_BINARY) + " " + train_args(mnt + "/ck", 2) + " > /dev/null || exit 3\n" +
-          "mount -o remount,ro " + shell_quote(mnt) + " || exit 99\n" + resume +
+          "mount -o remount,ro " + shell_quote(mnt) + " || exit 4\n" + resume +
           "\necho \"exit status $?\"\ncp -a " + shell_quote(mnt + "/ck") + "/. " +
           shell_quote(saved) + "/");
   if (!r) GTEST_SKIP() << "no private mount namespace here (needs root or user namespaces)";
