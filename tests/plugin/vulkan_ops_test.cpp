@@ -1,11 +1,11 @@
 // Every op of the Vulkan plugin (loaded with dlopen, as the engine does) against the scalar
 // reference kernels of simd/scalar/ run in double, on random inputs of ragged sizes, with error
 // bounds derived from fp32 rounding (tests/simd/error_bounds.h): matmul forward and backward
-// through uploaded and through resident weights (bit-identical), a weight larger than
-// maxStorageBufferRange (GPT-2's wte, 50257x768), attention forward and backward, the offload
-// report (bytes from the shapes; times recomputed from the timestamp spans the plugin prints in
-// verbose mode) and the order of the copy-compute pipeline. Skipped, with a message, only where no
-// Vulkan device exists at all.
+// through uploaded and through resident weights (bit-identical), sums over 50000 terms, a weight
+// larger than maxStorageBufferRange (GPT-2's wte, 50257x768), attention forward and backward, the
+// offload report (bytes from the shapes; times recomputed from the timestamp spans the plugin
+// prints in verbose mode) and the order of the copy-compute pipeline. Skipped, with a message, only
+// where no Vulkan device exists at all.
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
@@ -302,10 +302,11 @@ TEST_F(VulkanOps, MatmulResidentWeightsMatchUploadedAndFollowUpdates) {
                        after.dinp, after.dweight, after.dbias);
 }
 
-// Reductions longer than one shader invocation may loop on every driver: llvmpipe (lavapipe) ends
-// all loops of an invocation, silently, after 65535 iterations in total (Mesa's
-// LP_MAX_TGSI_LOOP_ITERATIONS). GPT-2's lm_head dinp sums over V = 50257 weight rows, in one binding
-// window when C < 736 (gpt2-d2, -d4, -d6); a forward over C = 50000 inputs is the same in k.
+// Sums over 50000 terms, more than llvmpipe (lavapipe) lets one invocation of the GEMM loop over:
+// it ends every loop of an invocation, silently, after 65535 iterations in total (Mesa's
+// LP_MAX_TGSI_LOOP_ITERATIONS), which this shader reaches at k = 45587. GPT-2's lm_head dinp sums
+// over V = 50257 weight rows, in one binding window when C < 736 (gpt2-d2, -d4, -d6); a forward
+// over C = 50000 inputs is the same in k.
 TEST_F(VulkanOps, MatmulReductionsOverFiftyThousandTerms) {
   unsigned seed = 100;
   for (const Shape& s : {Shape{4, 128, 50257}, Shape{3, 50000, 5}}) {
