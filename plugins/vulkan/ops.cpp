@@ -14,6 +14,30 @@ size_t align_up(size_t x) { return (x + kAlign - 1) / kAlign * kAlign; }
 uint32_t groups(size_t n, size_t per) { return uint32_t((n + per - 1) / per); }
 constexpr size_t F = sizeof(float);
 
+// llvmpipe (lavapipe) ends all loops of one shader invocation, silently, after 65535 iterations in
+// total (Mesa's LP_MAX_TGSI_LOOP_ITERATIONS); gemm.comp spends about 23 per 16-wide slice of k, so a
+// reduction over more than ~45000 terms would stop short there. Every GEMM's k range is therefore
+// dispatched in pieces of at most kMaxGemmK terms, each after the first adding into C (and the bias
+// only once). Other devices lose nothing but a few dispatches on the longest sums (the lm_head's
+// dinp over V).
+constexpr uint32_t kMaxGemmK = 32768;
+
+void dispatch_gemm(Kernels& kernels, VkCommandBuffer cb, const Binding& a, const Binding& b,
+                   const Binding& c, const Binding& bias, const GemmPush& pc) {
+  for (uint32_t k0 = 0; k0 < pc.K; k0 += kMaxGemmK) {
+    GemmPush piece = pc;
+    piece.K = std::min(kMaxGemmK, pc.K - k0);
+    piece.a_off += k0 * pc.a_sk;
+    piece.b_off += k0 * pc.b_sk;
+    if (k0 > 0) {
+      piece.flags = (pc.flags & ~kGemmBias) | kGemmAccumulate;
+      Stream::compute_barrier(cb);  // the previous piece's C is read
+    }
+    kernels.dispatch(cb, Kernel::kGemm, {a, b, c, bias}, &piece, sizeof piece,
+                     groups(pc.N, kGemmTile), groups(pc.M, kGemmTile), 1);
+  }
+}
+
 }  // namespace
 
 Engine::Engine(int device_index, bool verbose)
@@ -109,10 +133,8 @@ void Engine::matmul_forward(float* out, const float* inp, const float* weight, c
                           uint32_t(C),        uint32_t(o0),
                           uint32_t(OC),       bias_off,
                           Bs ? kGemmBias : 0u};
-        kernels_.dispatch(
-            cb, Kernel::kGemm,
-            {{s.in, 0, rows * C * F}, {w.buffer, 0, w.range}, {s.out, 0, rows * OC * F}, bb}, &pc,
-            sizeof pc, groups(w.rows, kGemmTile), groups(rows, kGemmTile), 1);
+        dispatch_gemm(kernels_, cb, {s.in, 0, rows * C * F}, {w.buffer, 0, w.range},
+                      {s.out, 0, rows * OC * F}, bb, pc);
         o0 += w.rows;
       }
     };
@@ -152,9 +174,8 @@ void Engine::matmul_backward(float* dinp, float* dweight, float* dbias, const fl
                           uint32_t(C),
                           0,
                           o0 > 0 ? kGemmAccumulate : 0u};
-        kernels_.dispatch(cb, Kernel::kGemm,
-                          {d_b, {w.buffer, 0, w.range}, {s.out, 0, rows * C * F}, d_b}, &pc,
-                          sizeof pc, groups(C, kGemmTile), groups(rows, kGemmTile), 1);
+        dispatch_gemm(kernels_, cb, d_b, {w.buffer, 0, w.range}, {s.out, 0, rows * C * F}, d_b,
+                      pc);
         Stream::compute_barrier(cb);
         o0 += w.rows;
       }
@@ -174,8 +195,7 @@ void Engine::matmul_backward(float* dinp, float* dweight, float* dbias, const fl
                           uint32_t(C),
                           0,
                           i > 0 ? kGemmAccumulate : 0u};
-        kernels_.dispatch(cb, Kernel::kGemm, {d_b, x_b, {acc_[j].buffer, 0, m * C * F}, d_b}, &pc,
-                          sizeof pc, groups(C, kGemmTile), groups(m, kGemmTile), 1);
+        dispatch_gemm(kernels_, cb, d_b, x_b, {acc_[j].buffer, 0, m * C * F}, d_b, pc);
       }
       if (dbias) {
         const ColsumPush pc{uint32_t(rows), uint32_t(OC), uint32_t(OC), 0, i > 0 ? 1u : 0u};
