@@ -9,8 +9,9 @@
 namespace llmcpu {
 
 void add_column_sums(float* dbias, const float* dout, size_t N, size_t OC) {
+  TeamErrors errors;  // the scratch may not be had: thrown after the region
 #pragma omp parallel
-  {
+  errors.run([&] {
     const Range r = split_range(OC, omp_get_thread_num(), omp_get_num_threads());
     const size_t n_cols = r.end - r.begin;
     float* acc = thread_scratch(ScratchSlot::kReduce, n_cols + 1);
@@ -20,7 +21,8 @@ void add_column_sums(float* dbias, const float* dout, size_t N, size_t OC) {
       for (size_t o = 0; o < n_cols; ++o) acc[o] += d[o];
     }
     for (size_t o = 0; o < n_cols; ++o) dbias[r.begin + o] += acc[o];
-  }
+  });
+  errors.rethrow();
 }
 
 }  // namespace llmcpu

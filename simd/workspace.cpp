@@ -1,5 +1,6 @@
 #include "simd/workspace.h"
 
+#include <cstdint>
 #include <cstdlib>
 #include <new>
 
@@ -19,6 +20,7 @@ float* thread_scratch(ScratchSlot slot, size_t floats) {
   ScratchBuffer& b = buffers[static_cast<int>(slot)];
   if (floats > b.floats) {
     constexpr size_t kAlign = 64;
+    if (floats > (SIZE_MAX - kAlign) / sizeof(float)) throw std::bad_alloc();
     const size_t bytes = (floats * sizeof(float) + kAlign - 1) / kAlign * kAlign;
     void* p = std::aligned_alloc(kAlign, bytes);
     if (!p) throw std::bad_alloc();

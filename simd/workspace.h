@@ -5,7 +5,10 @@
 // region. Not here: the activation arenas (core/model), thread placement (core/runtime).
 #pragma once
 
+#include <atomic>
 #include <cstddef>
+#include <exception>
+#include <mutex>
 
 namespace llmcpu {
 
@@ -21,8 +24,41 @@ enum class ScratchSlot {
   kCount
 };
 
-// At least `floats` floats, valid until the same thread asks the same slot for more.
+// At least `floats` floats, valid until the same thread asks the same slot for more. Throws
+// std::bad_alloc when they cannot be had (or their size in bytes does not fit a size_t).
 float* thread_scratch(ScratchSlot slot, size_t floats);
+
+// An exception must not leave an OpenMP region: the runtime would call std::terminate. A region
+// whose threads can throw (per-thread scratch that cannot be allocated, a GEMM kernel that libxsmm
+// cannot generate) runs that work through run(), which keeps the first exception, and the caller
+// calls rethrow() after the region. Barriers stay outside run(), so every thread still meets them;
+// a thread whose work failed skips the rest of it, and the region's results are void.
+class TeamErrors {
+ public:
+  // Runs f(); returns false if it threw (the first exception of the team is kept).
+  template <class F>
+  bool run(F&& f) noexcept {
+    try {
+      f();
+      return true;
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (!first_) first_ = std::current_exception();
+      failed_.store(true, std::memory_order_relaxed);
+      return false;
+    }
+  }
+  bool failed() const { return failed_.load(std::memory_order_relaxed); }
+  // After the region: throws the kept exception, if any.
+  void rethrow() const {
+    if (first_) std::rethrow_exception(first_);
+  }
+
+ private:
+  std::mutex mutex_;
+  std::exception_ptr first_;
+  std::atomic<bool> failed_{false};
+};
 
 // Part `part` of `parts` of [0, n) in contiguous, balanced pieces: [begin, end).
 struct Range {

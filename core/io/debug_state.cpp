@@ -35,9 +35,16 @@ DebugState load_debug_state(const std::string& path, const ModelConfig& config) 
   }
   const size_t BT = (size_t)s.B * s.T, V = config.vocab_size;
   const size_t P = ParameterLayout(config).total();
-  const size_t expected = kLlmcHeaderBytes + 2 * BT * 4 + BT * V * 4 + 4 + P * 4;
-  file.expect_size(expected, "a debug state of B=" + std::to_string(s.B) + " T=" +
-                                 std::to_string(s.T) + " for the model " + describe(config));
+  // BT <= 2^44 and P < 2^40, but the logits, BT * V * 4, can pass 2^64 and wrap around to a small
+  // length: such a header could never describe a real file.
+  const std::string what = "a debug state of B=" + std::to_string(s.B) + " T=" +
+                           std::to_string(s.T) + " for the model " + describe(config);
+  size_t logits_bytes = 0, expected = 0;
+  if (__builtin_mul_overflow(BT, V * 4, &logits_bytes) ||
+      __builtin_add_overflow(kLlmcHeaderBytes + 2 * BT * 4 + 4 + P * 4, logits_bytes, &expected)) {
+    throw FileError(path, what + " would be more than 2^64 bytes long: the header is corrupt");
+  }
+  file.expect_size(expected, what);
   const uint8_t* p = file.data() + kLlmcHeaderBytes;
   auto take = [&p](auto& vec, size_t n) {
     vec.resize(n);

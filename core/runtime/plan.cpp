@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <string>
+#include <utility>
 
 #include "core/util/error.h"
 
@@ -48,7 +49,9 @@ std::vector<int> parse_cpu_list(const std::string& list, const std::string& flag
                       "; expected PU OS indexes and ranges such as \"0-3,8\"");
   };
   if (list.empty()) throw bad("the list is empty");
-  std::vector<int> out;
+  // Ranges first, expanded once merged: a list that repeats a wide range ("0-1048576,0-1048576,...")
+  // costs no more than one.
+  std::vector<std::pair<long, long>> ranges;
   size_t i = 0;
   auto number = [&]() -> long {
     if (i >= list.size() || !std::isdigit(static_cast<unsigned char>(list[i]))) {
@@ -73,13 +76,18 @@ std::vector<int> parse_cpu_list(const std::string& list, const std::string& flag
                   " runs backwards");
       }
     }
-    for (long v = first; v <= last; ++v) out.push_back(int(v));
+    ranges.emplace_back(first, last);
     if (i == list.size()) break;
     if (list[i] != ',') throw bad(std::string("unexpected '") + list[i] + "'");
     ++i;
   }
-  std::sort(out.begin(), out.end());
-  out.erase(std::unique(out.begin(), out.end()), out.end());
+  std::sort(ranges.begin(), ranges.end());
+  std::vector<int> out;  // ascending, no duplicates: at most kMaxIndex + 1 indexes
+  long next = 0;         // the smallest index not yet in out
+  for (const auto& [first, last] : ranges) {
+    for (long v = std::max(first, next); v <= last; ++v) out.push_back(int(v));
+    next = std::max(next, last + 1);
+  }
   return out;
 }
 

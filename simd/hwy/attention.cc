@@ -102,11 +102,15 @@ void AttentionForward(float* out, float* att, const float* qkv, int B, int T_, i
   const size_t T = size_t(T_), C = size_t(C_), hs = C / size_t(NH), C3 = 3 * C;
   const float scale = 1.0f / std::sqrt(float(hs));
   const size_t tiles = (T + kGemmNR - 1) / kGemmNR;  // column tiles of balanced widths
+  // The per-thread scratch may not be had: the error is kept and thrown after the region.
+  TeamErrors errors;
 #pragma omp parallel
   {
-    float* kt = thread_scratch(ScratchSlot::kAttention, hs * T);
+    float* kt = nullptr;
+    errors.run([&] { kt = thread_scratch(ScratchSlot::kAttention, hs * T); });
 #pragma omp for schedule(static)
     for (int bh = 0; bh < B * NH; ++bh) {
+      if (!kt) continue;
       const size_t b = size_t(bh / NH), h = size_t(bh % NH);
       const float* q = qkv + b * T * C3 + h * hs;
       const float* k = q + C;
@@ -124,6 +128,7 @@ void AttentionForward(float* out, float* att, const float* qkv, int B, int T_, i
       }
     }
   }
+  errors.rethrow();
 }
 
 void AttentionBackward(float* dqkv, float* /*scratch*/, const float* dout, const float* qkv,
@@ -131,12 +136,18 @@ void AttentionBackward(float* dqkv, float* /*scratch*/, const float* dout, const
   const size_t T = size_t(T_), C = size_t(C_), hs = C / size_t(NH), C3 = 3 * C;
   const float scale = 1.0f / std::sqrt(float(hs));
   const size_t tiles = (T + kGemmNR - 1) / kGemmNR;  // column tiles of balanced widths
+  // The per-thread scratch may not be had: the error is kept and thrown after the region.
+  TeamErrors errors;
 #pragma omp parallel
   {
-    float* ds = thread_scratch(ScratchSlot::kAttention, T * T + hs * T);  // dA, then dS, (T, T)
-    float* vt = ds + T * T;
+    float *ds = nullptr, *vt = nullptr;  // dA, then dS, (T, T); V^T (hs, T)
+    errors.run([&] {
+      ds = thread_scratch(ScratchSlot::kAttention, T * T + hs * T);
+      vt = ds + T * T;
+    });
 #pragma omp for schedule(static)
     for (int bh = 0; bh < B * NH; ++bh) {
+      if (!ds) continue;
       const size_t b = size_t(bh / NH), h = size_t(bh % NH);
       const float* q = qkv + b * T * C3 + h * hs;
       const float* k = q + C;
@@ -167,6 +178,7 @@ void AttentionBackward(float* dqkv, float* /*scratch*/, const float* dout, const
       }
     }
   }
+  errors.rethrow();
 }
 
 // One query position against a KV cache: per head, softmax over u <= pos of scale q.k_u, then the

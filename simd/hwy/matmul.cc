@@ -133,6 +133,7 @@ void ForwardT(float* out, const float* inp, const float* weight, const float* bi
   const size_t panels = (N + MR - 1) / MR;
   float* packed = thread_scratch(ScratchSlot::kGemmPack, panels * MR * C);
   const size_t blocks = (OC + G::kFwdCols - 1) / G::kFwdCols;
+  TeamErrors errors;  // libxsmm may fail to generate a kernel: thrown after the region
 #pragma omp parallel
   {
     const int tid = omp_get_thread_num(), nt = omp_get_num_threads();
@@ -140,28 +141,31 @@ void ForwardT(float* out, const float* inp, const float* weight, const float* bi
     for (size_t p = pr.begin; p < pr.end; ++p)
       PackTokenPanel(packed + p * MR * C, inp, p, MR, N, C);
 #pragma omp barrier
-    HWY_ALIGN float tile[kFwdMaxRows * G::kFwdCols];
-    const Range br = split_range(blocks, tid, nt);
-    for (size_t b = br.begin; b < br.end; ++b) {
-      const size_t o0 = b * G::kFwdCols, nb = std::min(G::kFwdCols, OC - o0);
-      const size_t next_o0 = o0 + G::kFwdCols;
-      const size_t next_nb = b + 1 < br.end ? std::min(G::kFwdCols, OC - next_o0) : 0;
-      for (size_t p = 0; p < panels; ++p) {
-        if (next_nb) PrefetchRows(weight + next_o0 * C, next_nb, C, C, p, panels);
-        G::Block(BLayout::kCols, MR, nb, C, packed + p * MR * C, MR, weight + o0 * C, C, tile, MR,
-                 false);
-        const size_t n0 = p * MR, mr = std::min(MR, N - n0);
-        for (size_t r = 0; r < mr; ++r) {
-          float* HWY_RESTRICT y = out + (n0 + r) * OC + o0;
-          if (bias) {
-            for (size_t j = 0; j < nb; ++j) y[j] = tile[r + j * MR] + bias[o0 + j];
-          } else {
-            for (size_t j = 0; j < nb; ++j) y[j] = tile[r + j * MR];
+    errors.run([&] {
+      HWY_ALIGN float tile[kFwdMaxRows * G::kFwdCols];
+      const Range br = split_range(blocks, tid, nt);
+      for (size_t b = br.begin; b < br.end; ++b) {
+        const size_t o0 = b * G::kFwdCols, nb = std::min(G::kFwdCols, OC - o0);
+        const size_t next_o0 = o0 + G::kFwdCols;
+        const size_t next_nb = b + 1 < br.end ? std::min(G::kFwdCols, OC - next_o0) : 0;
+        for (size_t p = 0; p < panels; ++p) {
+          if (next_nb) PrefetchRows(weight + next_o0 * C, next_nb, C, C, p, panels);
+          G::Block(BLayout::kCols, MR, nb, C, packed + p * MR * C, MR, weight + o0 * C, C, tile, MR,
+                   false);
+          const size_t n0 = p * MR, mr = std::min(MR, N - n0);
+          for (size_t r = 0; r < mr; ++r) {
+            float* HWY_RESTRICT y = out + (n0 + r) * OC + o0;
+            if (bias) {
+              for (size_t j = 0; j < nb; ++j) y[j] = tile[r + j * MR] + bias[o0 + j];
+            } else {
+              for (size_t j = 0; j < nb; ++j) y[j] = tile[r + j * MR];
+            }
           }
         }
       }
-    }
+    });
   }
+  errors.rethrow();
 }
 
 // dinp (N x C) = dout (N x OC) W (OC x C), as dinp^T = W^T dout^T with K = OC cut in kKc slices.
@@ -174,8 +178,9 @@ void BackwardInputT(float* dinp, const float* dout, const float* weight, size_t 
                     size_t OC) {
   const size_t row_blocks = (C + G::kDinpRows - 1) / G::kDinpRows;
   const size_t col_blocks = (N + G::kDinpCols - 1) / G::kDinpCols;
+  TeamErrors errors;  // libxsmm may fail to generate a kernel: thrown after the region
 #pragma omp parallel
-  {
+  errors.run([&] {
     const int tid = omp_get_thread_num(), nt = omp_get_num_threads();
     const int rows = grid_rows(nt, row_blocks), cols = nt / rows;
     const Range rb = split_range(row_blocks, tid % rows, rows);
@@ -202,7 +207,8 @@ void BackwardInputT(float* dinp, const float* dout, const float* weight, size_t 
         }
       }
     }
-  }
+  });
+  errors.rethrow();
 }
 
 // dW (OC x C) += dout^T inp, as dW^T += inp^T dout with the N tokens as one reduction (libxsmm).
@@ -210,8 +216,9 @@ template <class G>
 void BackwardWeightT(float* dweight, const float* dout, const float* inp, size_t N, size_t C,
                      size_t OC) {
   const size_t blocks = (OC + G::kDwCols - 1) / G::kDwCols;
+  TeamErrors errors;  // libxsmm may fail to generate a kernel: thrown after the region
 #pragma omp parallel
-  {
+  errors.run([&] {
     const int tid = omp_get_thread_num(), nt = omp_get_num_threads();
     const Range br = split_range(blocks, tid, nt);
     for (size_t b = br.begin; b < br.end; ++b) {
@@ -226,7 +233,8 @@ void BackwardWeightT(float* dweight, const float* dout, const float* inp, size_t
                  true);
       }
     }
-  }
+  });
+  errors.rethrow();
 }
 
 // dW with the Highway micro-kernel: both operands packed so that every step of a tile reads
@@ -241,6 +249,8 @@ void BackwardWeightPacked(float* dweight, const float* dout, const float* inp, s
   const size_t panels = (C + MR - 1) / MR;
   float* packed = thread_scratch(ScratchSlot::kGemmPack, panels * MR * N);
   const size_t blocks = (OC + NR - 1) / NR;
+  // The per-thread scratch may not be had: the error is kept and thrown after the region.
+  TeamErrors errors;
 #pragma omp parallel
   {
     const int tid = omp_get_thread_num(), nt = omp_get_num_threads();
@@ -253,10 +263,11 @@ void BackwardWeightPacked(float* dweight, const float* dout, const float* inp, s
         std::fill(P + k * MR + mr, P + (k + 1) * MR, 0.0f);
       }
     }
-    float* Bp = thread_scratch(ScratchSlot::kGemmPanel, N * NR);
+    float* Bp = nullptr;
+    errors.run([&] { Bp = thread_scratch(ScratchSlot::kGemmPanel, N * NR); });
 #pragma omp barrier
     const Range br = split_range(blocks, tid, nt);
-    for (size_t b = br.begin; b < br.end; ++b) {
+    for (size_t b = br.begin; Bp && b < br.end; ++b) {  // no scratch: the error is kept
       const size_t o0 = b * NR, nb = std::min(NR, OC - o0);
       for (size_t k = 0; k < N; ++k) {
         std::memcpy(Bp + k * NR, dout + k * OC + o0, nb * sizeof(float));
@@ -270,6 +281,7 @@ void BackwardWeightPacked(float* dweight, const float* dout, const float* inp, s
       }
     }
   }
+  errors.rethrow();
 }
 
 template <class G>
