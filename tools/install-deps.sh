@@ -34,6 +34,10 @@ if [ "$mode" = all ]; then
   install libgtest-dev libbenchmark-dev python3 python3-torch python3-numpy
   # oneDNN: its bf16 matmul, measured against llmcpu's GEMMs (bench_bf16_gemm), AMX where present.
   install libdnnl-dev
+  # The fuzz targets (tools/fuzz.sh, the ctest FuzzTargets): clang with its libFuzzer and sanitizer
+  # runtimes, LLVM's OpenMP runtime for clang, and llvm-symbolizer (package llvm) for the source
+  # lines in sanitizer reports.
+  install clang libclang-rt-14-dev libomp-dev llvm
   # The Vulkan offload plugin (built when Vulkan and glslc are found) and lavapipe, Mesa's CPU Vulkan
   # driver, on which its tests run where no GPU is present.
   install libvulkan-dev glslc mesa-vulkan-drivers

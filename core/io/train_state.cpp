@@ -170,11 +170,9 @@ TrainStateFile::TrainStateFile(const std::string& path) : file_(path) {
                               ", expected 1 or " + std::to_string(kTrainStateVersion));
   }
   if (f.size() < 8 + sizeof(uint64_t)) throw FileError(path, "truncated");
-  Checksum sum;
-  sum.add(f.data(), f.size() - 8);
   uint64_t stored;
   std::memcpy(&stored, f.data() + f.size() - 8, 8);
-  if (sum.value() != stored) {
+  if (train_state_checksum(f.data(), f.size() - 8) != stored) {
     throw FileError(path, "checksum mismatch: the file is corrupt or was not written completely");
   }
   r.set_end(f.size() - 8);
@@ -247,5 +245,11 @@ void TrainStateFile::read_tensors(std::span<float> params, std::span<float> m,
 }
 
 TrainState load_train_state(const std::string& path) { return TrainStateFile(path).state(); }
+
+uint64_t train_state_checksum(const void* data, size_t bytes) {
+  Checksum sum;
+  sum.add(data, bytes);
+  return sum.value();
+}
 
 }  // namespace llmcpu

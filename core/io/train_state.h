@@ -75,4 +75,8 @@ class TrainStateFile {
 // The state without its tensors (the whole file is still checked).
 TrainState load_train_state(const std::string& path);
 
+// The checksum that ends a training-state file, of the `bytes` bytes before it (for tests and fuzz
+// targets that edit a file and must keep it consistent).
+uint64_t train_state_checksum(const void* data, size_t bytes);
+
 }  // namespace llmcpu

@@ -1,0 +1,343 @@
+// Writes the seed corpora of the fuzz targets (corpus/NAME/) and the tiny tokenizer some targets
+// pair their input with (tiny_tokenizer/): small valid files made by llmcpu's own writers, and a
+// few slightly broken ones (truncated, a wrong magic or version, a field out of range), so that
+// fuzzing starts past the first checks of each reader. The output is committed; run it again only
+// when a format changes:
+//   build-fuzz/fuzz_make_seeds tests/fuzz
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "core/io/checkpoint.h"
+#include "core/io/debug_state.h"
+#include "core/io/token_shard.h"
+#include "core/io/train_state.h"
+#include "core/model/gpt2.h"
+#include "core/model/parameters.h"
+#include "core/tokenizer/tokenizer.h"
+#include "tests/fuzz/fuzz_util.h"
+
+namespace llmcpu {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string out_root;
+
+std::string read_all(const std::string& path) { return fuzz::read_file(path); }
+
+void put(const std::string& target, const std::string& name, const std::string& bytes) {
+  const fs::path dir = fs::path(out_root) / "corpus" / target;
+  fs::create_directories(dir);
+  std::FILE* f = std::fopen((dir / name).c_str(), "wb");
+  if (!f || std::fwrite(bytes.data(), 1, bytes.size(), f) != bytes.size()) {
+    std::fprintf(stderr, "make_seeds: cannot write %s\n", (dir / name).c_str());
+    std::exit(1);
+  }
+  std::fclose(f);
+}
+
+// The bytes of a file written by one of llmcpu's writers into the scratch folder.
+template <class Write>
+std::string written(Write write) {
+  const std::string path = fuzz::scratch_dir() + "/seed.bin";
+  write(path);
+  return read_all(path);
+}
+
+std::string with_int32(std::string bytes, size_t index, int32_t value) {
+  std::memcpy(bytes.data() + 4 * index, &value, 4);
+  return bytes;
+}
+
+ModelConfig shape(int L, int NH, int C, int V, int Vp, int maxT) {
+  ModelConfig c;
+  c.num_layers = L;
+  c.num_heads = NH;
+  c.channels = C;
+  c.vocab_size = V;
+  c.padded_vocab_size = Vp;
+  c.max_seq_len = maxT;
+  return c;
+}
+
+// The model of fuzz_checkpoint's fixed other shape, and a smallest one.
+const ModelConfig kSmall = shape(1, 2, 4, 7, 8, 4);
+const ModelConfig kSmallest = shape(1, 1, 1, 1, 1, 1);
+
+void checkpoints() {
+  for (const auto& [name, config] : {std::pair{"small", kSmall}, std::pair{"smallest", kSmallest}}) {
+    Gpt2 model(config);
+    init_gpt2(model, 7);
+    for (int version : {kCheckpointFp32, kCheckpointBf16}) {
+      const std::string bytes =
+          written([&](const std::string& p) { save_checkpoint(p, model, version); });
+      const std::string base = std::string(name) + "_v" + std::to_string(version);
+      put("checkpoint", base + ".bin", bytes);
+      if (config == kSmall) {
+        put("checkpoint", base + "_truncated.bin", bytes.substr(0, bytes.size() - 1));
+        put("checkpoint", base + "_bad_vp.bin", with_int32(bytes, 7, 6));
+      }
+    }
+  }
+  Gpt2 model(kSmallest);
+  const std::string bytes = written([&](const std::string& p) { save_checkpoint(p, model); });
+  put("checkpoint", "bad_magic.bin", with_int32(bytes, 0, 20240327));
+  put("checkpoint", "version_4.bin", with_int32(bytes, 1, 4));
+  put("checkpoint", "header_only.bin", bytes.substr(0, kLlmcHeaderBytes));
+}
+
+void token_shards() {
+  std::vector<uint16_t> tokens;
+  for (int i = 0; i < 40; ++i) tokens.push_back(uint16_t((i * 37) % 300));
+  const std::string bytes = written([&](const std::string& p) { write_token_shard(p, tokens); });
+  put("token_shard", "forty.bin", bytes);
+  put("token_shard", "truncated.bin", bytes.substr(0, bytes.size() - 2));
+  put("token_shard", "negative_count.bin", with_int32(bytes, 2, -1));
+  tokens.back() = 60000;  // beyond GPT-2's vocabulary
+  put("token_shard", "big_token.bin",
+      written([&](const std::string& p) { write_token_shard(p, tokens); }));
+  put("token_shard", "empty.bin",
+      written([&](const std::string& p) { write_token_shard(p, std::vector<uint16_t>{}); }));
+}
+
+// fuzz_debug_state's input: kShapeBytes that pick the model's shape (fuzz::small_shape), then the
+// file.
+void debug_states() {
+  const uint8_t prefixes[][fuzz::kShapeBytes] = {{0, 1, 1, 6, 1, 3}, {1, 0, 0, 0, 0, 0}};
+  int n = 0;
+  for (const uint8_t* prefix : prefixes) {
+    const ModelConfig c = fuzz::small_shape(prefix);
+    DebugState s;
+    s.B = 2;
+    s.T = c.max_seq_len >= 3 ? 3 : 1;
+    const size_t BT = size_t(s.B) * s.T;
+    for (size_t i = 0; i < BT; ++i) {
+      s.inputs.push_back(int(i % c.vocab_size));
+      s.targets.push_back(int((i + 1) % c.vocab_size));
+    }
+    s.logits.assign(BT * c.vocab_size, 0.5f);
+    s.loss = 1.25f;
+    s.grads.assign(ParameterLayout(c).total(), -0.25f);
+    const std::string file =
+        written([&](const std::string& p) { save_debug_state(p, c, s); });
+    const std::string pre(reinterpret_cast<const char*>(prefix), fuzz::kShapeBytes);
+    const std::string name = "state" + std::to_string(n++);
+    put("debug_state", name + ".bin", pre + file);
+    if (n == 1) {
+      put("debug_state", name + "_truncated.bin", pre + file.substr(0, file.size() - 4));
+      put("debug_state", name + "_version_1.bin", pre + with_int32(file, 1, 1));
+      put("debug_state", name + "_t_too_long.bin", pre + with_int32(file, 3, 9));
+      std::string bad_token = file;
+      const int32_t v = c.vocab_size;
+      std::memcpy(bad_token.data() + kLlmcHeaderBytes + 4, &v, 4);
+      put("debug_state", name + "_bad_token.bin", pre + bad_token);
+    }
+  }
+}
+
+// fuzz_train_state restores the data position into a loader of B=1, T=4 over a shard of 33 tokens
+// (8 samples).
+void train_states() {
+  for (const bool shuffle : {true, false}) {
+    TrainState s;
+    s.config = kSmall;
+    s.B = 1;
+    s.T = 4;
+    s.grad_accum = 2;
+    s.shuffle = shuffle;
+    s.seed = 1337;
+    s.precision = shuffle ? Precision::kBf16 : Precision::kFp32;
+    s.step = 5;
+    s.adamw_t = 5;
+    s.data.epoch = 1;
+    s.data.rng_state = 0x1234567;
+    s.data.shard = 0;
+    s.data.sample = 3;
+    s.data.shard_order = {0};
+    if (shuffle) s.data.sample_order = {3, 1, 4, 0, 5, 2, 7, 6};
+    const size_t P = ParameterLayout(s.config).total();
+    std::vector<float> w(P, 0.5f), m(P, 0.01f), v(P, 0.001f);
+    const std::string bytes =
+        written([&](const std::string& p) { save_train_state(p, s, w, m, v); });
+    const std::string name = shuffle ? "shuffled" : "sequential";
+    put("train_state", name + ".bin", bytes);
+    if (shuffle) {
+      std::string flipped = bytes;
+      flipped[100] ^= 1;
+      put("train_state", name + "_bad_checksum.bin", flipped);
+      put("train_state", name + "_truncated.bin", bytes.substr(0, bytes.size() - 9));
+    }
+  }
+}
+
+void resume_folders() {
+  put("resume_folder", "two.txt",
+      "model_00000004.bin\nstate_00000004.bin\nmodel_00000010.bin\nstate_00000010.bin\n");
+  put("resume_folder", "orphans.txt",
+      "state_00000002.bin\nmodel_00000003.bin\nstate_0000007.bin\nstate_00000012.bin.tmp.99\n");
+  put("resume_folder", "long_step.txt",
+      "model_123456789012.bin\nstate_123456789012.bin\nstate_00000001.bin\ntrain.lock\n");
+}
+
+// GPT-2's byte alphabet character of byte b, as UTF-8.
+std::string alphabet_char(int b) {
+  const int cp = byte_to_unicode(static_cast<unsigned char>(b));
+  std::string s;
+  if (cp < 0x80) {
+    s += static_cast<char>(cp);
+  } else {
+    s += static_cast<char>(0xC0 | (cp >> 6));
+    s += static_cast<char>(0x80 | (cp & 0x3F));
+  }
+  return s;
+}
+
+// JSON string contents of a UTF-8 key: quotes and backslashes escaped, non-ASCII as \uXXXX.
+std::string json_key(const std::string& utf8) {
+  std::string out;
+  for (size_t i = 0; i < utf8.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(utf8[i]);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c < 0x80) {
+      out += static_cast<char>(c);
+    } else {
+      const int cp = ((c & 0x1F) << 6) | (static_cast<unsigned char>(utf8[++i]) & 0x3F);
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04X", cp);
+      out += buf;
+    }
+  }
+  return out;
+}
+
+// The tiny tokenizer: ids 0..255 the bytes, then 256 "th", 257 "the", 258 " the", 259 "  " and
+// 260 <|endoftext|>.
+void tokenizer_files() {
+  const std::string G = alphabet_char(' ');
+  std::string json = "{";
+  for (int b = 0; b < 256; ++b) json += "\"" + json_key(alphabet_char(b)) + "\": " + std::to_string(b) + ", ";
+  json += "\"th\": 256, \"the\": 257, \"" + json_key(G + "the") + "\": 258, \"" + json_key(G + G) +
+          "\": 259,\n \"<|endoftext|>\": 260}";
+  const std::string bpe = "#version: 0.2\nt h\nth e\n" + G + " the\n" + G + " " + G + "\n";
+  const fs::path tiny = fs::path(out_root) / "tiny_tokenizer";
+  fs::create_directories(tiny);
+  for (const auto& [name, bytes] : {std::pair{"encoder.json", json}, std::pair{"vocab.bpe", bpe}}) {
+    std::FILE* f = std::fopen((tiny / name).c_str(), "wb");
+    std::fwrite(bytes.data(), 1, bytes.size(), f);
+    std::fclose(f);
+  }
+  put("encoder_json", "tiny.json", json);
+  put("encoder_json", "escapes.json",
+      "{\"a\\u00e9\\n\\t\\\"\\\\\\/\\b\\f\\r\": 1, \"\\ud83d\\ude00\": 2, \"x\": 0}");
+  put("encoder_json", "lone_surrogate.json", "{\"\\udc00\": 0}");
+  put("encoder_json", "duplicate.json", "{\"a\": 0, \"a\": 1}");
+  put("encoder_json", "trailing.json", "{\"a\": 0} x");
+  put("encoder_json", "empty.json", " { } ");
+  put("vocab_bpe", "tiny.bpe", bpe);
+  put("vocab_bpe", "unknown_symbol.bpe", "#version: 0.2\nt h\nq \xc4\xa0\n");
+  put("vocab_bpe", "no_newline.bpe", "#version: 0.2\nt h");
+  put("vocab_bpe", "two_spaces.bpe", "#version: 0.2\nt  h\n");
+  put("vocab_bpe", "cut_short.bpe", "#version: 0.2\nt h\n");
+
+  // llm.c's gpt2_tokenizer.bin: int32[256] {20240328, version, V, eot}, then length-prefixed tokens.
+  auto llmc = [](int version, int eot, const std::vector<std::string>& tokens) {
+    int32_t header[256] = {};
+    header[0] = 20240328;
+    header[1] = version;
+    header[2] = int32_t(tokens.size());
+    header[3] = eot;
+    std::string bytes(reinterpret_cast<const char*>(header), sizeof header);
+    for (const std::string& t : tokens) bytes += static_cast<char>(t.size()) + t;
+    return bytes;
+  };
+  std::vector<std::string> tokens;
+  for (int b = 0; b < 256; ++b) tokens.push_back(std::string(1, static_cast<char>(b)));
+  for (const char* t : {"th", "the", " the", "  ", "<|endoftext|>"}) tokens.push_back(t);
+  const std::string v2 = llmc(2, 260, tokens);
+  put("llmc_tokenizer", "tiny_v2.bin", v2);
+  put("llmc_tokenizer", "truncated.bin", v2.substr(0, v2.size() - 3));
+  put("llmc_tokenizer", "trailing.bin", v2 + "x");
+  put("llmc_tokenizer", "eot_outside.bin", llmc(2, 5, {"a", "b"}));
+  put("llmc_tokenizer", "v1_small.bin", llmc(1, 0, {"a", "b", "c"}));
+  put("llmc_tokenizer", "zero_length.bin", llmc(2, 0, {"a", ""}));
+}
+
+void tomls() {
+  const fs::path conf = fs::path(out_root).parent_path().parent_path() / "conf";
+  for (const char* name : {"quickstart", "finetune"}) {
+    put("run_config", std::string(name) + ".toml", read_all((conf / "runs" / name).string() + ".toml"));
+  }
+  put("run_config", "types.toml",
+      "model = \"gpt2-d2\"\ntrain-data = \"x_*.bin\"\nbatch = 2\nlr = 1\nseed = 18446744073709551\n"
+      "no_shuffle = true\nthreads = 1\ncpus = \"0-1\"\nbind = \"spread\"\nprecision = \"bf16\"\n");
+  put("run_config", "bad_types.toml", "batch = \"four\"\nlr = true\nseed = -1\nsteps = 3.5\n");
+  put("run_config", "unknown.toml", "[section]\nkey = 1\nconfig = \"x\"\n");
+  put("run_config", "broken.toml", "batch = \nsteps = [1, 2\n\"unterminated = 1\n");
+  for (const char* name : {"gpt2-d2", "gpt2-124m"}) {
+    put("model_preset", std::string(name) + ".toml",
+        read_all((conf / "models" / name).string() + ".toml"));
+  }
+  put("model_preset", "missing.toml", "layers = 2\nheads = 2\nchannels = 128\n");
+  put("model_preset", "unknown.toml",
+      "layers = 2\nheads = 2\nchannels = 128\nmax_seq_len = 64\nvocab_size = 50257\ndepth = 1\n");
+  put("model_preset", "bad_values.toml",
+      "layers = 0\nheads = 3\nchannels = 128\nmax_seq_len = 1e3\nvocab_size = \"x\"\n");
+}
+
+void texts() {
+  put("encode", "english.txt", "The quick brown fox's friend didn't jump; it'll be fine. 12345\n");
+  put("encode", "unicode.txt", "na\xc3\xafve caf\xc3\xa9 \xe4\xb8\xad\xe6\x96\x87 \xf0\x9f\x98\x80 \xe2\x80\x83x\xef\xbb\xbfy");
+  put("encode", "invalid_utf8.txt", "ok \xff\xfe bad \xc3 end \xed\xa0\x80 surrogate");
+  put("encode", "whitespace.txt", "a  \t\n\n   b\r\n \x0b\x0c c   ");
+  put("encode", "eot.txt", "<|endoftext|>The end<|endoftext|>");
+}
+
+// fuzz_cli's input: byte 0 picks the subcommand (train, verify, sample, prepare, tokenize, topo),
+// then the words, separated by newlines.
+void command_lines() {
+  auto cli = [](char command, const std::string& words) { return std::string(1, command) + words; };
+  put("cli", "train.txt",
+      cli(0, "--model\ngpt2-d2\n-i\nx_*.bin\n--batch=4\n-t\n64\n--lr\n3e-4\n--no-shuffle\n--seed\n7\n"
+             "--precision\nbf16\n--threads\n2\n--cpus\n0-1,3\n--bind\nspread\n--numa\noff"));
+  put("cli", "train_bad.txt", cli(0, "--batch\nfour\n--steps=-1\n--no-shuffle=1\n--unknown\n-x"));
+  put("cli", "verify.txt",
+      cli(1, "--model\nm.bin\n--state\ns.bin\n--tolerance-logits\n1e-3\n--tolerance-grads=nan"));
+  put("cli", "sample.txt", cli(2, "-e\nm.bin\n--prompt\nHello\n--tokens\n-3\n--top-k\n40\n--seed\n99"));
+  put("cli", "prepare.txt",
+      cli(3, "--input\na.txt\nb.txt\n-o\nout\n--name\nx\n--val-tokens\n100\n--shard-tokens=1000"));
+  put("cli", "tokenize.txt", cli(4, "--decode\n--tokenizer\ntok\nfile.txt\nextra"));
+  put("cli", "topo.txt", cli(5, "--threads\n3\n--smt\n--cpus\n0-3,8\n--bind\ncompact\n--json\n-h"));
+}
+
+}  // namespace
+}  // namespace llmcpu
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: fuzz_make_seeds TESTS_FUZZ_DIR (the source folder tests/fuzz)\n");
+    return 2;
+  }
+  using namespace llmcpu;
+  out_root = std::filesystem::absolute(argv[1]).lexically_normal().string();
+  if (out_root.back() == '/') out_root.pop_back();
+  try {
+    checkpoints();
+    token_shards();
+    debug_states();
+    train_states();
+    resume_folders();
+    tokenizer_files();
+    tomls();
+    texts();
+    command_lines();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "make_seeds: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
