@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cmath>
+#include <string>
 
 #include "core/model/precision.h"
 #include "core/runtime/numa_memory.h"
@@ -37,9 +38,19 @@ inline void check_placement(const char* target, const PlacementOptions& o, bool 
                     "the plan does not have the threads asked for");
 }
 
+// A number option that parsed must be finite ("nan" and "inf" are not values of any of them).
+inline void check_finite(const char* target, double value, const char* flag) {
+  LLMCPU_FUZZ_CHECK(target, std::isfinite(value),
+                    std::string(flag) + " accepted the non-finite value " + std::to_string(value));
+}
+
 // The precision and the learning-rate schedule, as the Trainer checks them first; a schedule that
 // is accepted must give finite, non-negative rates from its first step to its last.
 inline void check_train_options(const char* target, const TrainOptions& o) {
+  check_finite(target, o.lr, "--lr");
+  check_finite(target, o.weight_decay, "--weight-decay");
+  check_finite(target, o.lr_floor, "--lr-floor");
+  check_finite(target, o.grad_clip, "--grad-clip");
   parse_precision(o.precision, "--precision");
   const LrSchedule schedule(parse_lr_schedule(o.lr_schedule, "--lr-schedule"), o.lr, o.warmup,
                             o.steps, o.lr_floor);

@@ -74,6 +74,7 @@ void sample(const std::vector<std::string>& args) {
   p.option("tokenizer", 0, &tokenizer, "PATH", "");
   add_placement_flags(p, &placement);
   if (!p.parse(args)) return;
+  fuzz::check_finite(kTarget, temperature, "--temperature");
   if (model.empty()) throw UsageError("--model is required");
   if (tokens <= 0 || temperature < 0 || top_k < 0) throw UsageError("bad value");
   fuzz::check_placement(kTarget, placement, true);

@@ -21,6 +21,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   add_train_flags(p, &o, &x);
   if (!fuzz::accepts([&] { p.parse({"--config", path}); })) return 0;
   LLMCPU_FUZZ_CHECK(kTarget, p.given("config"), "--config was not marked as given");
+  fuzz::check_finite(kTarget, o.lr, "lr");
+  fuzz::check_finite(kTarget, o.weight_decay, "weight_decay");
+  fuzz::check_finite(kTarget, o.lr_floor, "lr_floor");
+  fuzz::check_finite(kTarget, o.grad_clip, "grad_clip");
   fuzz::accepts([&] { fuzz::check_train_options(kTarget, o); });
   fuzz::accepts([&] { fuzz::check_placement(kTarget, x.placement, true); });
   // A flag after the file overrides its key.

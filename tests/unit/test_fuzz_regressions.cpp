@@ -6,6 +6,9 @@
 //     small file and was accepted, then its tensors were sized from the header;
 //   - a --cpus list that repeats a wide range was expanded range by range (gigabytes for a short
 //     list) before duplicates were removed;
+//   - number flags and config keys took "nan" and "inf" (`--temperature nan` sampled the last token
+//     every time, `weight_decay = inf` passed train's checks), and a value with a NUL inside was
+//     read up to the NUL;
 //   - exceptions thrown inside OpenMP regions (per-thread scratch that cannot be allocated, a GEMM
 //     kernel libxsmm cannot make) reached the runtime, which calls std::terminate.
 #include <fcntl.h>
@@ -18,6 +21,7 @@
 #include <climits>
 #include <cstdint>
 #include <filesystem>
+#include <fstream>
 #include <new>
 #include <stdexcept>
 #include <string>
@@ -32,6 +36,7 @@
 #include "simd/column_sums.h"
 #include "simd/kernels.h"
 #include "simd/workspace.h"
+#include "tools/llmcpu/args.h"
 
 namespace llmcpu {
 namespace {
@@ -91,6 +96,53 @@ TEST(FuzzRegressions, CpuListRepeatingAWideRangeCostsOneRange) {
   // Overlapping, unordered and repeated ranges still give each index once, ascending.
   EXPECT_EQ(parse_cpu_list("5-7,0-2,6-9,1,9"), (std::vector<int>{0, 1, 2, 5, 6, 7, 8, 9}));
   EXPECT_EQ(parse_cpu_list("3,3,3"), (std::vector<int>{3}));
+}
+
+// tests/fuzz/regressions/cli/temperature_nan.txt, regressions/run_config/weight_decay_inf.toml.
+TEST(FuzzRegressions, NumberFlagsAndKeysRefuseNanInfinityAndTrailingBytes) {
+  auto refused = [](const std::vector<std::string>& args, const std::string& expected) {
+    double x = 1;
+    int n = 1;
+    uint64_t u = 1;
+    ArgParser p("test", "");
+    p.option("x", 0, &x, "X", "");
+    p.option("n", 0, &n, "N", "");
+    p.option("u", 0, &u, "U", "");
+    try {
+      p.parse(args);
+      ADD_FAILURE() << args.back() << " was accepted: x=" << x << " n=" << n << " u=" << u;
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find(expected), std::string::npos) << e.what();
+    }
+  };
+  for (const char* word : {"nan", "inf", "-inf", "NAN", "infinity"}) {
+    refused({"--x", word}, "is not a finite number");
+    refused({std::string("--x=") + word}, "is not a finite number");
+  }
+  refused({"--x", "1e999"}, "is not a number");
+  // (The message quotes the value, which what() shows up to the NUL.)
+  refused({"--n", std::string("12\0x", 4)}, "--n '12");
+  refused({"--u", std::string("7\0", 2)}, "--u '7");
+  refused({"--x", std::string("0.5\0", 4)}, "--x '0.5");
+  for (const char* value : {"nan", "inf", "-inf"}) {
+    const std::string config = temp_path("run.toml");
+    {
+      std::ofstream f(config);
+      f << "x = " << value << "\n";
+    }
+    double x = 1;
+    ArgParser p("test", "");
+    p.config_flag("config", 0, nullptr, "");
+    p.option("x", 0, &x, "X", "");
+    EXPECT_THROW(p.parse({"--config", config}), UsageError) << value;
+    EXPECT_EQ(x, 1);
+    fs::remove(config);
+  }
+  double x = 0;
+  ArgParser p("test", "");
+  p.option("x", 0, &x, "X", "");
+  ASSERT_TRUE(p.parse({"--x", "-2.5e-3"}));
+  EXPECT_EQ(x, -2.5e-3);
 }
 
 // Threads of a region throw, before and after a barrier that all of them must meet; the first

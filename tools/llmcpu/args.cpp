@@ -1,6 +1,7 @@
 #include "tools/llmcpu/args.h"
 
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <toml++/toml.h>
@@ -74,7 +75,10 @@ void ArgParser::apply_config(const std::string& path) {
       assign(*e, *node.value<std::string>(), where);
     } else if (std::holds_alternative<double*>(e->target)) {
       if (!node.is_number()) throw UsageError(where + " must be a number");
-      *std::get<double*>(e->target) = *node.value<double>();
+      const double v = *node.value<double>();
+      if (!std::isfinite(v))
+        throw UsageError(where + " must be a finite number, not " + std::to_string(v));
+      *std::get<double*>(e->target) = v;
     } else {
       if (!node.is_integer()) throw UsageError(where + " must be an integer");
       assign(*e, std::to_string(*node.value<int64_t>()), where);
@@ -89,19 +93,22 @@ void ArgParser::assign(Entry& e, const std::string& value, const std::string& wh
   const char* s = value.c_str();
   char* end = nullptr;
   errno = 0;
+  // The whole value must parse (a NUL inside it would otherwise end the number early).
+  auto whole = [&] { return !value.empty() && end == s + value.size() && errno == 0; };
   if (auto* p = std::get_if<std::string*>(&e.target)) {
     **p = value;
   } else if (auto* pi = std::get_if<int*>(&e.target)) {
     const long v = std::strtol(s, &end, 10);
-    if (value.empty() || *end || errno || v < INT32_MIN || v > INT32_MAX) throw bad("an integer");
+    if (!whole() || v < INT32_MIN || v > INT32_MAX) throw bad("an integer");
     **pi = static_cast<int>(v);
   } else if (auto* pu = std::get_if<uint64_t*>(&e.target)) {
     const unsigned long long v = std::strtoull(s, &end, 10);
-    if (value.empty() || *end || errno || value[0] == '-') throw bad("a non-negative integer");
+    if (!whole() || value[0] == '-') throw bad("a non-negative integer");
     **pu = v;
   } else if (auto* pd = std::get_if<double*>(&e.target)) {
     const double v = std::strtod(s, &end);
-    if (value.empty() || *end || errno) throw bad("a number");
+    if (!whole()) throw bad("a number");
+    if (!std::isfinite(v)) throw bad("a finite number");  // "nan", "inf"
     **pd = v;
   }
 }
