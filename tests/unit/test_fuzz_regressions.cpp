@@ -31,6 +31,7 @@
 #include "core/model/config.h"
 #include "core/model/parameters.h"
 #include "core/runtime/plan.h"
+#include "core/train/trainer.h"
 #include "core/util/error.h"
 #include "core/util/file.h"
 #include "simd/column_sums.h"
@@ -193,6 +194,28 @@ TEST(FuzzRegressions, AttentionScratchThatCannotBeHadThrowsOutOfTheRegion) {
                                       dummy.data(), 1, INT_MAX, INT_MAX, 1),
                  std::bad_alloc);
   }
+}
+
+// tests/fuzz/regressions/resume_folder/: a step of 19 digits or more made std::stoll throw
+// std::out_of_range out of --resume, and state_000000004.bin was listed as step 4, whose files
+// are state_00000004.bin and model_00000004.bin. Only the names the trainer writes are listed.
+TEST(FuzzRegressions, CheckpointFolderListsOnlyTheNamesTheTrainerWrites) {
+  const fs::path dir = temp_path("ckpt");
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  auto touch = [&](const std::string& name) { std::ofstream(dir / name).put('x'); };
+  touch("model_99999999999999999999.bin");
+  touch("state_99999999999999999999.bin");
+  touch("model_00000004.bin");
+  touch("state_000000004.bin");
+  EXPECT_EQ(list_checkpoints(dir.string()), std::vector<int64_t>{});
+  EXPECT_EQ(latest_checkpoint(dir.string()), -1);
+  // The real names of step 4 and of the largest step, next to the impostors, are listed.
+  touch("state_00000004.bin");
+  touch("model_9223372036854775807.bin");
+  touch("state_9223372036854775807.bin");
+  EXPECT_EQ(list_checkpoints(dir.string()), (std::vector<int64_t>{4, INT64_MAX}));
+  fs::remove_all(dir);
 }
 
 // The column sums of the GEMM back ends outside Highway: each thread's scratch is sized from its
