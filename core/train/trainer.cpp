@@ -284,12 +284,19 @@ DataPosition Trainer::resume_from(const std::string& dir) {
 
 namespace {
 
+// A number for a message: "nan", "inf" or "-inf" rather than the C library's "-nan".
+std::string number_text(double x) {
+  if (std::isnan(x)) return "nan";
+  if (std::isinf(x)) return x > 0 ? "inf" : "-inf";
+  return std::to_string(x);
+}
+
 // "" if `flat` (ParameterLayout order) is finite, else what is not: "the weights hold ... (fcw ...)".
 std::string non_finite_message(const float* flat, const ParameterLayout& layout, const char* what) {
   const NonFinite bad = find_non_finite(flat, layout);
   if (!bad) return "";
   return std::string("the ") + what + " hold a non-finite value (" + bad.describe() + ", element " +
-         std::to_string(bad.index) + " = " + std::to_string(bad.value) + ")";
+         std::to_string(bad.index) + " = " + number_text(bad.value) + ")";
 }
 
 }  // namespace
@@ -499,10 +506,10 @@ bool Trainer::run(const TrainObserver& obs) {
 
 std::string Trainer::describe_bad_step(double loss, double norm) const {
   const Gpt2& m = *model_;
-  std::string what = "loss " + std::to_string(loss) + ", gradient norm " + std::to_string(norm);
+  std::string what = "loss " + number_text(loss) + ", gradient norm " + number_text(norm);
   if (const NonFinite g = find_non_finite(m.grads_flat(), m.layout())) {
     return what + "; the first non-finite gradient is " + g.describe() + " (element " +
-           std::to_string(g.index) + " = " + std::to_string(g.value) + ")";
+           std::to_string(g.index) + " = " + number_text(g.value) + ")";
   }
   if (const NonFinite w = find_non_finite(m.params_flat(), m.layout())) {
     return what + "; the weights themselves are not finite from " + w.describe() +

@@ -350,6 +350,9 @@ TEST_F(Faults, NonFiniteGradientSkipsTheUpdateAndNamesTheTensor) {
   EXPECT_NE(r.output.find("the first non-finite gradient is attprojw (layer 1)"), std::string::npos)
       << r.output;
   EXPECT_NE(r.output.find("update skipped (1 in a row"), std::string::npos) << r.output;
+  // The norm reads "nan" whatever the NaN's sign bit (the C library prints "-nan").
+  EXPECT_NE(r.output.find("gradient norm nan;"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("-nan"), std::string::npos) << r.output;
   // Step 3 changed nothing: its weights and moments are step 2's, and AdamW's count did not move.
   auto tensors = [&](int64_t step) {
     TrainStateFile f(checkpoint_state_path(ckpt, step));
