@@ -148,7 +148,16 @@ Trainer::Trainer(const TrainOptions& options)
   if (!opt_.resume.empty() && opt_.checkpoint_dir.empty()) opt_.checkpoint_dir = opt_.resume;
   // Before anything is read: a folder that cannot be written, or that another trainer is writing,
   // is refused now rather than at the first checkpoint.
-  if (!opt_.checkpoint_dir.empty()) take_checkpoint_folder();
+  const bool created = !opt_.checkpoint_dir.empty() && take_checkpoint_folder();
+  // A folder made just now is removed again if the run cannot start (a bad --model, data that
+  // does not fit): a failed start leaves nothing behind.
+  struct NewFolder {
+    Trainer* trainer;
+    bool remove;
+    ~NewFolder() {
+      if (remove) trainer->remove_new_checkpoint_folder();
+    }
+  } new_folder{this, created};
   std::optional<DataPosition> resume_position;
   if (!opt_.resume.empty()) {
     resume_position = resume_from(opt_.resume);
@@ -185,12 +194,13 @@ Trainer::Trainer(const TrainOptions& options)
     log_ = std::fopen(opt_.log_path.c_str(), opt_.resume.empty() ? "w" : "a");
     if (!log_) throw FileError(opt_.log_path, "cannot open log: " + errno_message(errno));
   }
+  new_folder.remove = false;
 }
 
-void Trainer::take_checkpoint_folder() {
+bool Trainer::take_checkpoint_folder() {
   const std::string& dir = opt_.checkpoint_dir;
   std::error_code ec;
-  fs::create_directories(dir, ec);
+  const bool created = fs::create_directories(dir, ec);
   if (!fs::is_directory(dir)) {
     throw FileError(dir, "cannot create the checkpoint folder: " + ec.message());
   }
@@ -201,6 +211,14 @@ void Trainer::take_checkpoint_folder() {
     if (name.rfind("model_", 0) != 0 && name.rfind("state_", 0) != 0) continue;
     if (fs::remove(path, ec)) notes_.push_back("removed " + path + ", left by a killed run");
   }
+  return created;
+}
+
+void Trainer::remove_new_checkpoint_folder() noexcept {
+  std::error_code ec;
+  if (lock_) fs::remove(lock_->path(), ec);  // while still holding it
+  lock_.reset();
+  fs::remove(opt_.checkpoint_dir, ec);  // only if empty
 }
 
 Trainer::~Trainer() {

@@ -126,7 +126,10 @@ class Trainer {
 
  private:
   DataPosition resume_from(const std::string& dir);  // returns the data position to restore
-  void take_checkpoint_folder();
+  // Creates (if needed) and locks the checkpoint folder; true if it was created.
+  bool take_checkpoint_folder();
+  // Removes the lock and the folder take_checkpoint_folder created, if nothing else is in it.
+  void remove_new_checkpoint_folder() noexcept;
   // A step's loss or gradient norm is not finite: what is (for the warning), and fault injection.
   std::string describe_bad_step(double loss, double norm) const;
   void inject_gradient_faults();

@@ -217,6 +217,29 @@ TEST_F(Faults, FileSizeLimitStopsTheRunAndKeepsThePreviousCheckpoint) {
   EXPECT_FALSE(has_temporary_file(ckpt));
 }
 
+TEST_F(Faults, RunThatCannotStartLeavesNoNewFolder) {
+  // The folder is made and locked before the model is read; a run refused after that (a model file
+  // that does not exist, a --seq-len the model cannot take) removes the folder it made...
+  const std::string fresh = path("new") + "/ck";
+  const auto missing = testing::run_llmcpu("train --model " + shell_quote(path("none.bin")) +
+                                           " --train-data " + shell_quote(path("train.bin")) +
+                                           " -o " + shell_quote(fresh));
+  EXPECT_EQ(missing.status, 2) << missing.output;
+  EXPECT_NE(missing.output.find(path("none.bin")), std::string::npos) << missing.output;
+  EXPECT_FALSE(fs::exists(fresh)) << "a run that did not start left " << fresh;
+  const auto too_long = testing::run_llmcpu(train_args(fresh, 2, "-t 100000"));
+  EXPECT_EQ(too_long.status, 2) << too_long.output;
+  EXPECT_NE(too_long.output.find("exceeds the model's maxT"), std::string::npos) << too_long.output;
+  EXPECT_FALSE(fs::exists(fresh));
+  // ...but a folder that was there is left as it was, lock file and checkpoints included.
+  const std::string ckpt = path("ck");
+  ASSERT_EQ(testing::run_llmcpu(train_args(ckpt, 2)).status, 0);
+  EXPECT_EQ(testing::run_llmcpu(train_args(ckpt, 2, "-t 100000")).status, 2);
+  EXPECT_TRUE(fs::exists(ckpt + "/train.lock"));
+  EXPECT_EQ(latest_checkpoint(ckpt), 2);
+  expect_sound_checkpoint(ckpt, 2);
+}
+
 TEST_F(Faults, ReadOnlyFolderIsRefusedBeforeTraining) {
   // A folder this user may not write (root writes anywhere, so as root the run is made as nobody).
   const std::string ckpt = path("ck");
