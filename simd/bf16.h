@@ -90,8 +90,7 @@ std::vector<std::string_view> available_bf16_targets();
 const Bf16Kernels& bf16_kernels_named(std::string_view name,
                                       std::string_view what = "bf16 kernel table");
 
-// Bulk conversions on one thread (llm.c files, tests, tools); the kernels above are the fast ones.
+// Bulk conversion on one thread (llm.c files, tests, tools); the kernels above are the fast ones.
 std::vector<bf16> to_bf16_vector(const float* in, size_t N);
-void bf16_to_float_array(float* out, const bf16* in, size_t N);
 
 }  // namespace llmcpu

@@ -10,11 +10,6 @@
 namespace llmcpu {
 namespace {
 
-// Whether a target's table with libxsmm GEMMs ranks before the one with the Highway micro-kernel.
-// Measured with ./bench_kernels (bench/RESULTS.md): on the GPT-2 124M shapes the two are within a
-// few percent; the Highway GEMM is kept first because it needs no JIT and runs everywhere.
-constexpr bool kPreferXsmm = false;
-
 struct Entry {
   std::string_view name;
   const KernelTable* table;
@@ -24,11 +19,10 @@ const std::vector<Entry>& entries() {
   static const std::vector<Entry> list = [] {
     std::vector<Entry> r{{"scalar", &scalar_kernels()}};
     for (const hwy_tables::TargetTables* t : hwy_tables::supported()) {
-      const KernelTable* first = &t->hwy_gemm;
-      const KernelTable* second = t->has_xsmm ? &t->xsmm_gemm : nullptr;
-      if (kPreferXsmm && second) std::swap(first, second);
-      r.push_back({first->target, first});
-      if (second) r.push_back({second->target, second});
+      // The Highway GEMM ranks before libxsmm's: on the GPT-2 124M shapes the two are within a
+      // few percent (./bench_kernels, bench/RESULTS.md), and it needs no JIT.
+      r.push_back({t->hwy_gemm.target, &t->hwy_gemm});
+      if (t->has_xsmm) r.push_back({t->xsmm_gemm.target, &t->xsmm_gemm});
     }
     return r;
   }();

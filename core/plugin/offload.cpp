@@ -86,8 +86,6 @@ void disable_offload() { g_plugin.reset(); }
 
 bool offload_active() { return g_plugin != nullptr; }
 
-const PluginLibrary* active_plugin() { return g_plugin.get(); }
-
 const KernelTable& offload_kernels(const KernelTable& cpu) {
   if (g_cpu && g_cpu != &cpu) {
     throw Error("offload: the offload kernel table was made from the '" +

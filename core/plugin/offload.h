@@ -28,7 +28,6 @@ OffloadOutcome enable_offload(const std::string& path, const PluginOpenOptions& 
 // Closes the active plugin; models built with offload_kernels() run on the CPU from then on.
 void disable_offload();
 bool offload_active();
-const PluginLibrary* active_plugin();  // nullptr without one
 
 // `cpu` with its offloaded entries (per the plugin's ops()) replaced by calls into the active
 // plugin, and its target named "CPU+NAME" ("avx512+xsmm+vulkan"); `cpu` itself when no plugin is

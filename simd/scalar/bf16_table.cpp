@@ -89,6 +89,4 @@ std::vector<bf16> to_bf16_vector(const float* in, size_t N) {
   return r;
 }
 
-void bf16_to_float_array(float* out, const bf16* in, size_t N) { to_f32(out, in, N); }
-
 }  // namespace llmcpu

@@ -10,7 +10,6 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -510,85 +509,6 @@ TEST_F(VulkanOps, BadShapesAreRefusedWithAMessage) {
             LLMCPU_PLUGIN_ERROR);
   EXPECT_STRNE(api_->device_name(p_), "");
   EXPECT_EQ(api_->ops(p_), LLMCPU_PLUGIN_OP_MATMUL | LLMCPU_PLUGIN_OP_ATTENTION);
-}
-
-}  // namespace
-}  // namespace llmcpu::simd_test
-
-namespace llmcpu::simd_test {
-namespace {
-
-// Not a check: per-op times of GPT-2 124M shapes (B=4, T=64) on this device against the CPU's
-// active kernel table, weights resident. Run with
-//   build/llmcpu_vulkan_ops_tests --gtest_also_run_disabled_tests --gtest_filter=*Gpt2Timing*
-TEST_F(VulkanOps, DISABLED_Gpt2Timing) {
-  const int B = 4, T = 64, C = 768, NH = 12, V = 50257;
-  const size_t N = size_t(B) * T;
-  Random rnd(1);
-  struct Lin {
-    const char* name;
-    int C, OC;
-  };
-  const Lin lins[] = {{"qkv", C, 3 * C},
-                      {"attproj", C, C},
-                      {"fc", C, 4 * C},
-                      {"fcproj", 4 * C, C},
-                      {"lm_head", C, V}};
-  size_t total = 0;
-  for (const Lin& l : lins) total += size_t(l.OC) * l.C + size_t(l.OC);
-  std::vector<float> params = rnd.normal(total, 0, 0.02);
-  ok(api_->set_weights(p_, params.data(), params.size()));
-  const KernelTable& cpu = active_kernels();
-  auto time_ms = [](auto&& f) {
-    f();  // warm-up
-    const auto t0 = std::chrono::steady_clock::now();
-    f();
-    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  };
-  std::printf("%-18s %10s %10s   (device %s, CPU table %s)\n", "op", "plugin ms", "cpu ms",
-              api_->device_name(p_), std::string(cpu.target).c_str());
-  size_t off = 0;
-  for (const Lin& l : lins) {
-    const float* w = params.data() + off;
-    const float* b = w + size_t(l.OC) * l.C;
-    off += size_t(l.OC) * l.C + size_t(l.OC);
-    std::vector<float> inp = rnd.normal(N * size_t(l.C)), dout = rnd.normal(N * size_t(l.OC));
-    std::vector<float> out(N * size_t(l.OC)), dinp(N * size_t(l.C)), dw(size_t(l.OC) * l.C),
-        db(size_t(l.OC));
-    const double pf =
-        time_ms([&] { ok(api_->matmul_forward(p_, out.data(), inp.data(), w, b, N, l.C, l.OC)); });
-    const double cf =
-        time_ms([&] { cpu.matmul_forward(out.data(), inp.data(), w, b, N, l.C, l.OC); });
-    const double pb = time_ms([&] {
-      ok(api_->matmul_backward(p_, dinp.data(), dw.data(), db.data(), dout.data(), inp.data(), w, N,
-                               l.C, l.OC));
-    });
-    const double cb = time_ms([&] {
-      cpu.matmul_backward(dinp.data(), dw.data(), db.data(), dout.data(), inp.data(), w, N, l.C,
-                          l.OC);
-    });
-    std::printf("%-8s forward  %10.2f %10.2f\n%-8s backward %10.2f %10.2f\n", l.name, pf, cf,
-                l.name, pb, cb);
-  }
-  std::vector<float> qkv = rnd.normal(N * 3 * C), dy = rnd.normal(N * C), y(N * C),
-                     att(size_t(B) * NH * T * T), dqkv(N * 3 * C), scratch(size_t(B) * NH * T);
-  const double pf = time_ms(
-      [&] { ok(api_->attention_forward(p_, y.data(), att.data(), qkv.data(), B, T, C, NH)); });
-  const double cf =
-      time_ms([&] { cpu.attention_forward(y.data(), att.data(), qkv.data(), B, T, C, NH); });
-  const double pb = time_ms([&] {
-    ok(api_->attention_backward(p_, dqkv.data(), dy.data(), qkv.data(), att.data(), B, T, C, NH));
-  });
-  const double cb = time_ms([&] {
-    cpu.attention_backward(dqkv.data(), scratch.data(), dy.data(), qkv.data(), att.data(), B, T, C,
-                           NH);
-  });
-  std::printf("%-8s forward  %10.2f %10.2f\n%-8s backward %10.2f %10.2f\n", "attn", pf, cf, "attn",
-              pb, cb);
-  llmcpu_offload_report r = fresh_report();
-  ok(api_->report(p_, &r));
-  std::printf("report: %u calls, copy %.1f ms, compute %.1f ms, wall %.1f ms, hidden %.3f\n",
-              r.calls, r.copy_ms, r.compute_ms, r.wall_ms, r.hidden_fraction);
 }
 
 }  // namespace
