@@ -20,8 +20,8 @@
 #include "bench/plugin_arg.h"
 #include "core/plugin/offload.h"
 #include "core/runtime/placement.h"
-#include "core/util/error.h"
 #include "core/util/rng.h"
+#include "simd/error.h"
 #include "simd/kernels.h"
 
 namespace llmcpu {

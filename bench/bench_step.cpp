@@ -24,8 +24,8 @@
 #include "core/optim/adamw.h"
 #include "core/plugin/offload.h"
 #include "core/runtime/placement.h"
-#include "core/util/error.h"
 #include "core/util/rng.h"
+#include "simd/error.h"
 
 namespace llmcpu {
 namespace {

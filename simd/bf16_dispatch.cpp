@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "core/util/error.h"
 #include "simd/bf16.h"
+#include "simd/error.h"
 #include "simd/hwy/registry.h"
 #include "simd/kernels.h"
 #if LLMCPU_HAVE_X86_BF16

@@ -3,7 +3,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "core/util/error.h"
+#include "simd/error.h"
 #include "simd/hwy/registry.h"
 #include "simd/kernels.h"
 

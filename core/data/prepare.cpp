@@ -7,8 +7,8 @@
 #include <set>
 
 #include "core/data/shard_writer.h"
-#include "core/util/error.h"
 #include "core/util/file.h"
+#include "simd/error.h"
 
 namespace llmcpu {
 

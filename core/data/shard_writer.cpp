@@ -4,7 +4,7 @@
 #include <cstdio>
 
 #include "core/io/token_shard.h"
-#include "core/util/error.h"
+#include "simd/error.h"
 
 namespace llmcpu {
 

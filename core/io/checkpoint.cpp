@@ -5,9 +5,9 @@
 #include <cstring>
 #include <vector>
 
-#include "core/util/error.h"
 #include "core/util/file.h"
 #include "simd/bf16.h"
+#include "simd/error.h"
 
 namespace llmcpu {
 

@@ -4,9 +4,9 @@
 #include <cstring>
 
 #include "core/model/parameters.h"
-#include "core/util/error.h"
 #include "core/util/file.h"
 #include "core/util/tokens.h"
+#include "simd/error.h"
 
 namespace llmcpu {
 

@@ -1,7 +1,7 @@
 #include "core/io/token_shard.h"
 
-#include "core/util/error.h"
 #include "core/util/tokens.h"
+#include "simd/error.h"
 
 namespace llmcpu {
 

@@ -4,8 +4,8 @@
 #include <cstring>
 
 #include "core/model/parameters.h"
-#include "core/util/error.h"
 #include "core/util/file.h"
+#include "simd/error.h"
 
 namespace llmcpu {
 

@@ -1,7 +1,7 @@
 #include "core/model/config.h"
 
 #include "core/model/parameters.h"
-#include "core/util/error.h"
+#include "simd/error.h"
 
 namespace llmcpu {
 

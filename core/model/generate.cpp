@@ -5,7 +5,7 @@
 #include <numeric>
 #include <string>
 
-#include "core/util/error.h"
+#include "simd/error.h"
 
 namespace llmcpu {
 

@@ -7,9 +7,9 @@
 #include <string>
 
 #include "core/runtime/numa_memory.h"
-#include "core/util/error.h"
 #include "core/util/rng.h"
 #include "core/util/tokens.h"
+#include "simd/error.h"
 
 namespace llmcpu {
 

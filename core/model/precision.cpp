@@ -1,6 +1,6 @@
 #include "core/model/precision.h"
 
-#include "core/util/error.h"
+#include "simd/error.h"
 
 namespace llmcpu {
 

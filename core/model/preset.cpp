@@ -7,8 +7,8 @@
 #include <filesystem>
 #include <sstream>
 
-#include "core/util/error.h"
 #include "core/util/toml_file.h"
+#include "simd/error.h"
 
 namespace llmcpu {
 

@@ -4,7 +4,7 @@
 #include <cmath>
 
 #include "core/runtime/numa_memory.h"
-#include "core/util/error.h"
+#include "simd/error.h"
 
 namespace llmcpu {
 

@@ -3,7 +3,7 @@
 #include <cstdio>
 #include <memory>
 
-#include "core/util/error.h"
+#include "simd/error.h"
 
 namespace llmcpu {
 

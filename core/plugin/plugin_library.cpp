@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <vector>
 
-#include "core/util/error.h"
+#include "simd/error.h"
 
 namespace llmcpu {
 

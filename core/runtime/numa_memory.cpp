@@ -7,7 +7,7 @@
 #include <cstring>
 
 #include "core/runtime/hwloc_machine.h"
-#include "core/util/error.h"
+#include "simd/error.h"
 
 namespace llmcpu {
 

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "core/runtime/topology.h"
-#include "core/util/error.h"
+#include "simd/error.h"
 
 namespace llmcpu {
 

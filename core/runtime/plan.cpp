@@ -5,7 +5,7 @@
 #include <string>
 #include <utility>
 
-#include "core/util/error.h"
+#include "simd/error.h"
 
 namespace llmcpu {
 

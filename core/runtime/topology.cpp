@@ -10,7 +10,7 @@
 #include <string>
 
 #include "core/runtime/hwloc_machine.h"
-#include "core/util/error.h"
+#include "simd/error.h"
 
 namespace llmcpu {
 

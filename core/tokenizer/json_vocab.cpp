@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <unordered_set>
 
-#include "core/util/error.h"
+#include "simd/error.h"
 
 namespace llmcpu {
 

@@ -11,8 +11,8 @@
 #include "core/tokenizer/bpe.h"
 #include "core/tokenizer/json_vocab.h"
 #include "core/tokenizer/pretokenizer.h"
-#include "core/util/error.h"
 #include "core/util/file.h"
+#include "simd/error.h"
 
 namespace llmcpu {
 

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <numeric>
 
-#include "core/util/error.h"
+#include "simd/error.h"
 
 namespace llmcpu {
 

@@ -3,7 +3,7 @@
 #include <cmath>
 #include <cstdio>
 
-#include "core/util/error.h"
+#include "simd/error.h"
 
 namespace llmcpu {
 namespace {

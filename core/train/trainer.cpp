@@ -15,10 +15,10 @@
 #include "core/model/preset.h"
 #include "core/plugin/offload.h"
 #include "core/train/interrupt.h"
-#include "core/util/error.h"
 #include "core/util/fault.h"
 #include "core/util/file.h"
 #include "core/util/rng.h"
+#include "simd/error.h"
 
 namespace llmcpu {
 

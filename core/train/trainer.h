@@ -19,8 +19,8 @@
 #include "core/optim/adamw.h"
 #include "core/train/data_loader.h"
 #include "core/train/lr_schedule.h"
-#include "core/util/error.h"
 #include "core/util/file.h"
+#include "simd/error.h"
 
 namespace llmcpu {
 

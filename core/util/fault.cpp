@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "core/util/error.h"
+#include "simd/error.h"
 
 namespace llmcpu {
 

@@ -12,8 +12,8 @@
 #include <filesystem>
 #include <utility>
 
-#include "core/util/error.h"
 #include "core/util/fault.h"
+#include "simd/error.h"
 
 namespace llmcpu {
 

@@ -2,7 +2,7 @@
 
 #include <filesystem>
 
-#include "core/util/error.h"
+#include "simd/error.h"
 
 namespace llmcpu {
 

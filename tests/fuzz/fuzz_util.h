@@ -11,7 +11,7 @@
 #include <string_view>
 
 #include "core/model/config.h"
-#include "core/util/error.h"
+#include "simd/error.h"
 
 namespace llmcpu::fuzz {
 

@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "core/plugin/offload.h"
-#include "core/util/error.h"
 #include "core/util/rng.h"
+#include "simd/error.h"
 #include "simd/kernels.h"
 #include "tests/plugin/plugin_paths.h"
 

@@ -10,7 +10,7 @@
 
 #include "core/plugin/offload.h"
 #include "core/plugin/plugin_library.h"
-#include "core/util/error.h"
+#include "simd/error.h"
 #include "tests/plugin/plugin_paths.h"
 
 namespace llmcpu {

@@ -10,7 +10,7 @@
 
 #include "core/runtime/plan.h"
 #include "core/runtime/topology.h"
-#include "core/util/error.h"
+#include "simd/error.h"
 
 namespace llmcpu {
 namespace {

@@ -17,8 +17,8 @@
 #include <cstring>
 #include <limits>
 
-#include "core/util/error.h"
 #include "simd/bf16.h"
+#include "simd/error.h"
 #include "simd/scalar/gelu.h"
 #include "simd/scalar/layernorm.h"
 #include "simd/scalar/matmul.h"

@@ -10,7 +10,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "core/util/error.h"
+#include "simd/error.h"
 #include "simd/kernels.h"
 #include "tests/common/process.h"
 

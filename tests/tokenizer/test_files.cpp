@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "core/tokenizer/json_vocab.h"
-#include "core/util/error.h"
+#include "simd/error.h"
 #include "tests/tokenizer/test_util.h"
 
 namespace llmcpu {

@@ -6,7 +6,7 @@
 
 #include "core/data/prepare.h"
 #include "core/io/token_shard.h"
-#include "core/util/error.h"
+#include "simd/error.h"
 #include "tests/tokenizer/test_util.h"
 
 namespace llmcpu {

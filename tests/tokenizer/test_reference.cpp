@@ -8,7 +8,7 @@
 #include <algorithm>
 #include <map>
 
-#include "core/util/error.h"
+#include "simd/error.h"
 #include "tests/tokenizer/test_util.h"
 
 namespace llmcpu {

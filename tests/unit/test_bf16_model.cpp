@@ -21,10 +21,10 @@
 #include "core/io/train_state.h"
 #include "core/train/interrupt.h"
 #include "core/train/trainer.h"
-#include "core/util/error.h"
 #include "core/util/file.h"
 #include "core/util/rng.h"
 #include "core/verify/verify.h"
+#include "simd/error.h"
 #include "tests/common/process.h"
 #include "tests/unit/fixture_paths.h"
 

@@ -10,8 +10,8 @@
 #include "core/io/checkpoint.h"
 #include "core/io/debug_state.h"
 #include "core/train/trainer.h"
-#include "core/util/error.h"
 #include "core/verify/verify.h"
+#include "simd/error.h"
 #include "tests/unit/fixture_paths.h"
 
 namespace llmcpu {

@@ -27,8 +27,8 @@
 #include "core/model/config.h"
 #include "core/model/gpt2.h"
 #include "core/model/parameters.h"
-#include "core/util/error.h"
 #include "core/util/file.h"
+#include "simd/error.h"
 
 namespace llmcpu {
 namespace {

@@ -11,7 +11,7 @@
 
 #include "core/train/lr_schedule.h"
 #include "core/train/trainer.h"
-#include "core/util/error.h"
+#include "simd/error.h"
 #include "tests/common/process.h"
 #include "tests/unit/fixture_paths.h"
 

@@ -10,7 +10,7 @@
 #include <string>
 
 #include "core/model/preset.h"
-#include "core/util/error.h"
+#include "simd/error.h"
 #include "tests/common/process.h"
 #include "tests/unit/fixture_paths.h"
 

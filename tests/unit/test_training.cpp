@@ -20,12 +20,12 @@
 #include "core/model/preset.h"
 #include "core/train/interrupt.h"
 #include "core/train/trainer.h"
-#include "core/util/error.h"
 #include "core/util/file.h"
 #include "core/util/rng.h"
 #include "core/verify/verify.h"
-#include "tests/unit/fixture_paths.h"
+#include "simd/error.h"
 #include "tests/common/process.h"
+#include "tests/unit/fixture_paths.h"
 #include "tools/llmcpu/train_flags.h"
 
 namespace llmcpu {

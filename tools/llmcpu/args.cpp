@@ -6,8 +6,8 @@
 #include <cstdlib>
 #include <toml++/toml.h>
 
-#include "core/util/error.h"
 #include "core/util/toml_file.h"
+#include "simd/error.h"
 
 namespace llmcpu {
 

@@ -8,7 +8,7 @@
 
 #include "core/data/prepare.h"
 #include "core/tokenizer/tokenizer.h"
-#include "core/util/error.h"
+#include "simd/error.h"
 #include "tools/llmcpu/args.h"
 #include "tools/llmcpu/commands.h"
 #include "tools/llmcpu/positional_args.h"

@@ -8,7 +8,7 @@
 #include "core/runtime/placement.h"
 #include "core/runtime/plan.h"
 #include "core/runtime/topology.h"
-#include "core/util/error.h"
+#include "simd/error.h"
 #include "tools/llmcpu/args.h"
 #include "tools/llmcpu/commands.h"
 #include "tools/llmcpu/placement_flags.h"

@@ -8,7 +8,7 @@
 #include "core/model/preset.h"
 #include "core/train/interrupt.h"
 #include "core/train/trainer.h"
-#include "core/util/error.h"
+#include "simd/error.h"
 #include "tools/llmcpu/args.h"
 #include "tools/llmcpu/commands.h"
 #include "tools/llmcpu/placement_flags.h"

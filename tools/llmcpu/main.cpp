@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "core/util/error.h"
+#include "simd/error.h"
 #include "tools/llmcpu/commands.h"
 
 namespace {

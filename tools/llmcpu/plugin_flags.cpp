@@ -5,7 +5,7 @@
 #include <utility>
 
 #include "core/plugin/offload.h"
-#include "core/util/error.h"
+#include "simd/error.h"
 
 namespace llmcpu {
 

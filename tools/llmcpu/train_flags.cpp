@@ -6,7 +6,7 @@
 
 #include "core/model/preset.h"
 #include "core/tokenizer/tokenizer.h"
-#include "core/util/error.h"
+#include "simd/error.h"
 #include "tools/llmcpu/placement_flags.h"
 
 namespace llmcpu {

@@ -1,5 +1,7 @@
-// Typed errors. Every message says what was wrong, where (file, flag or key) and what was expected;
-// the command-line program prints it and exits non-zero. Library code never aborts on bad input.
+// Typed errors, for every layer: they live here, in the lowest one (simd/), so that the kernel
+// dispatch and core throw the same types without simd/ reaching up into core/. Every message says
+// what was wrong, where (file, flag or key) and what was expected; the command-line program prints
+// it and exits non-zero. Library code never aborts on bad input.
 #pragma once
 
 #include <stdexcept>
