@@ -85,12 +85,13 @@ std::vector<int64_t> list_checkpoints(const std::string& dir) {
     std::smatch m;
     const std::string name = entry.path().filename().string();
     if (!std::regex_match(name, m, pattern)) continue;
-    // Only the names this program writes: a step that fits int64 and whose name is the one
-    // checkpoint_state_path gives it (state_000000004.bin is not step 4's file).
+    // Only the names this program writes: a step that fits int64 (the regex leaves only digits)
+    // and whose name is the one checkpoint_state_path gives it (state_000000004.bin is not step
+    // 4's file).
     int64_t step = 0;
     const std::string digits = m[1];
-    const auto [end, err] = std::from_chars(digits.data(), digits.data() + digits.size(), step);
-    if (err != std::errc() || end != digits.data() + digits.size()) continue;
+    const char* const end = digits.data() + digits.size();
+    if (std::from_chars(digits.data(), end, step).ec != std::errc()) continue;
     if (fs::path(checkpoint_state_path(dir, step)).filename() != name) continue;
     if (fs::is_regular_file(checkpoint_model_path(dir, step), ec)) steps.push_back(step);
   }
