@@ -1,7 +1,7 @@
 // Offloaded ops against the CPU: matmul forward and backward on GPT-2 124M's four layer shapes and
 // causal attention forward and backward, at B=4 T=64 (N=256 rows), each first on the CPU kernel
-// table and then through the plugin named by --plugin PATH or LLMCPU_PLUGIN (the same routing
-// `train --plugin` uses), with the weights resident on the device as in training. Plugin rows add
+// table and then through the plugin named by --plugin PATH or LLMCPU_PLUGIN (the device calls
+// `train --plugin` makes), with the weights resident on the device as in training. Plugin rows add
 // the device's own figures per call from its timestamp queries (copy_ms, compute_ms, hidden% of
 // copying behind compute, MB up and down) and x_cpu, the CPU time over the plugin's. Without a
 // plugin, or when the plugin cannot be used (the reason is printed), only the CPU rows run. The
@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <iterator>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -67,6 +68,7 @@ Weights& weights() {
   return w;
 }
 
+std::unique_ptr<OffloadDevice> g_device;  // the plugin the /plugin rows run on
 std::map<std::string, double> g_cpu_seconds;  // per op: the CPU row's time per iteration
 
 // Device figures per call, and the ratio to the CPU row of the same op.
@@ -76,8 +78,8 @@ void finish(benchmark::State& state, const std::string& op, bool on_plugin, doub
     g_cpu_seconds[op] = per_iter;
     return;
   }
-  llmcpu_offload_report r;
-  if (offload_report(&r) && r.calls > 0) {
+  const llmcpu_offload_report r = g_device->report();
+  if (r.calls > 0) {
     const double calls = r.calls;
     state.counters["copy_ms"] = r.copy_ms / calls;
     state.counters["compute_ms"] = r.compute_ms / calls;
@@ -100,15 +102,18 @@ double timed_loop(benchmark::State& state, F&& body) {
 }
 
 void BM_MatmulForward(benchmark::State& state, int shape, bool on_plugin) {
-  const KernelTable& k = on_plugin ? offload_kernels() : active_kernels();
+  const KernelTable& k = active_kernels();
   const MatmulShape& s = kShapes[shape];
   const auto inp = random_vector(kN * s.C, 2, 1.0);
   std::vector<float> out(kN * s.OC);
-  llmcpu_offload_report skip;
-  offload_report(&skip);
+  if (on_plugin) g_device->report();  // count from here
   const double seconds = timed_loop(state, [&] {
-    k.matmul_forward(out.data(), inp.data(), weights().weight(shape), weights().bias(shape), kN,
-                     s.C, s.OC);
+    const float *w = weights().weight(shape), *b = weights().bias(shape);
+    if (on_plugin) {
+      g_device->matmul_forward(out.data(), inp.data(), w, b, kN, s.C, s.OC);
+    } else {
+      k.matmul_forward(out.data(), inp.data(), w, b, kN, s.C, s.OC);
+    }
     benchmark::DoNotOptimize(out.data());
   });
   state.counters["GFLOP"] = benchmark::Counter(2.0 * kN * s.C * s.OC / 1e9,
@@ -117,15 +122,20 @@ void BM_MatmulForward(benchmark::State& state, int shape, bool on_plugin) {
 }
 
 void BM_MatmulBackward(benchmark::State& state, int shape, bool on_plugin) {
-  const KernelTable& k = on_plugin ? offload_kernels() : active_kernels();
+  const KernelTable& k = active_kernels();
   const MatmulShape& s = kShapes[shape];
   const auto inp = random_vector(kN * s.C, 3, 1.0), dout = random_vector(kN * s.OC, 4, 1.0);
   std::vector<float> dinp(kN * s.C), dw(size_t(s.OC) * s.C), db(s.OC);
-  llmcpu_offload_report skip;
-  offload_report(&skip);
+  if (on_plugin) g_device->report();  // count from here
   const double seconds = timed_loop(state, [&] {
-    k.matmul_backward(dinp.data(), dw.data(), db.data(), dout.data(), inp.data(),
-                      weights().weight(shape), kN, s.C, s.OC);
+    const float* w = weights().weight(shape);
+    if (on_plugin) {
+      g_device->matmul_backward(dinp.data(), dw.data(), db.data(), dout.data(), inp.data(), w, kN,
+                                s.C, s.OC);
+    } else {
+      k.matmul_backward(dinp.data(), dw.data(), db.data(), dout.data(), inp.data(), w, kN, s.C,
+                        s.OC);
+    }
     benchmark::DoNotOptimize(dw.data());
   });
   state.counters["GFLOP"] = benchmark::Counter(4.0 * kN * s.C * s.OC / 1e9,
@@ -134,17 +144,21 @@ void BM_MatmulBackward(benchmark::State& state, int shape, bool on_plugin) {
 }
 
 void BM_Attention(benchmark::State& state, bool backward, bool on_plugin) {
-  const KernelTable& k = on_plugin ? offload_kernels() : active_kernels();
+  const KernelTable& k = active_kernels();
   const auto qkv = random_vector(kN * 3 * kC, 5, 1.0), dout = random_vector(kN * kC, 6, 1.0);
   std::vector<float> out(kN * kC), att(size_t(kB) * kNH * kT * kT), dqkv(kN * 3 * kC),
       scratch(size_t(kB) * kNH * kT);
   active_kernels().attention_forward(out.data(), att.data(), qkv.data(), kB, kT, kC, kNH);
-  llmcpu_offload_report skip;
-  offload_report(&skip);
+  if (on_plugin) g_device->report();  // count from here
   const double seconds = timed_loop(state, [&] {
-    if (backward) {
+    if (backward && on_plugin) {
+      g_device->attention_backward(dqkv.data(), dout.data(), qkv.data(), att.data(), kB, kT, kC,
+                                   kNH);
+    } else if (backward) {
       k.attention_backward(dqkv.data(), scratch.data(), dout.data(), qkv.data(), att.data(), kB, kT,
                            kC, kNH);
+    } else if (on_plugin) {
+      g_device->attention_forward(out.data(), att.data(), qkv.data(), kB, kT, kC, kNH);
     } else {
       k.attention_forward(out.data(), att.data(), qkv.data(), kB, kT, kC, kNH);
     }
@@ -185,14 +199,11 @@ int main(int argc, char** argv) {
     const Placement placement = apply_placement(PlacementOptions{});
     std::printf("%s\n", placement.summary.c_str());
     if (const char* path = std::getenv("LLMCPU_PLUGIN")) {
-      const OffloadOutcome r = enable_offload(path);
+      OffloadOutcome r;
+      g_device = OffloadDevice::open(path, weights().flat.data(), weights().flat.size(), &r);
       std::printf("%s\n", r.message.c_str());
-      if (r.active) {
-        const std::string line = offload_set_weights(weights().flat.data(), weights().flat.size());
-        if (!line.empty()) std::printf("%s\n", line.c_str());
-        with_plugin = offload_active();
-        if (with_plugin) benchmark::AddCustomContext("offload", r.message.substr(9));
-      }
+      with_plugin = r.active;
+      if (with_plugin) benchmark::AddCustomContext("offload", r.message.substr(9));
     } else {
       std::printf("offload: no --plugin (or LLMCPU_PLUGIN); CPU rows only\n");
     }
@@ -206,6 +217,6 @@ int main(int argc, char** argv) {
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
-  disable_offload();
+  g_device.reset();
   return 0;
 }

@@ -39,17 +39,18 @@ double seconds_since(Clock::time_point t) {
 
 void BM_TrainStep(benchmark::State& state, const char* preset) {
   const int B = static_cast<int>(state.range(0)), T = static_cast<int>(state.range(1));
-  // A fresh plugin per model: the plugin keeps one model's weights for its whole life.
-  const char* plugin = std::getenv("LLMCPU_PLUGIN");
-  if (plugin && !enable_offload(plugin).active) plugin = nullptr;  // main() said why
-  Gpt2 model(load_model_preset(find_conf_file("models", preset)), offload_kernels(), g_precision);
+  Gpt2 model(load_model_preset(find_conf_file("models", preset)), active_kernels(), g_precision);
   init_gpt2(model, 1);
-  if (plugin && !offload_set_weights(model.params_flat(), model.num_parameters()).empty()) {
-    state.SkipWithError("the plugin cannot keep this model's weights");
-    return;
+  // The plugin belongs to this model (and keeps its weights): a fresh one per benchmark.
+  if (const char* plugin = std::getenv("LLMCPU_PLUGIN")) {
+    const OffloadOutcome r = model.enable_offload(plugin);
+    if (!r.active) {
+      state.SkipWithError(r.message.c_str());
+      return;
+    }
   }
   llmcpu_offload_report dev;
-  offload_report(&dev);  // count from the first step on, not the upload of the weights
+  model.offload_report(&dev);  // count from the first step on, not the upload of the weights
   model.plan_batch(B, T);
   AdamWConfig cfg;
   cfg.weight_decay = 0.1;
@@ -72,23 +73,21 @@ void BM_TrainStep(benchmark::State& state, const char* preset) {
     t0 = Clock::now();
     benchmark::DoNotOptimize(global_norm(model.grads_flat(), model.num_parameters()));
     const Gpt2::UpdateSpans w = model.weights_for_update();  // bf16: the copy in the same pass
-    opt.step(w.master, model.grads_flat(), 1e-4, w.copy);
-    offload_weights_changed();
+    opt.step(w.master, model.grads_flat(), 1e-4, w.copy);  // a device's copy: next forward
     upd += seconds_since(t0);
   };
   // One untimed step first, as in a training run's steady state: libxsmm JIT, scratch growth and
   // the first touch of the activation arena and the AdamW moments happen there.
   step();
   fwd = bwd = upd = 0;
-  offload_report(&dev);
+  model.offload_report(&dev);
   for (auto _ : state) step();
-  if (offload_report(&dev) && state.iterations() > 0) {
+  if (model.offload_report(&dev) && state.iterations() > 0) {
     const double n = double(state.iterations());
     state.counters["copy_ms"] = dev.copy_ms / n;
     state.counters["compute_ms"] = dev.compute_ms / n;
     state.counters["hidden%"] = 100 * dev.hidden_fraction;
   }
-  disable_offload();
   const double total = fwd + bwd + upd;
   state.counters["tok/s"] = benchmark::Counter(double(B) * T, benchmark::Counter::kIsIterationInvariantRate);
   state.counters["fwd%"] = 100 * fwd / total;
@@ -134,12 +133,6 @@ int main(int argc, char** argv) {
   try {
     const llmcpu::Placement placement = llmcpu::place_from_environment();
     std::printf("%s\n", placement.summary.c_str());
-    if (const char* plugin = std::getenv("LLMCPU_PLUGIN")) {
-      const llmcpu::OffloadOutcome r = llmcpu::enable_offload(plugin);
-      std::printf("%s\n", r.message.c_str());
-      if (r.active) benchmark::AddCustomContext("offload", r.message.substr(9));
-      llmcpu::disable_offload();
-    }
     std::fflush(stdout);
     benchmark::AddCustomContext("placement",
                                 placement.summary.substr(placement.summary.find(' ') + 1));

@@ -1,6 +1,6 @@
 #include "core/model/activations.h"
 
-#include <initializer_list>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -10,19 +10,22 @@ namespace llmcpu {
 
 namespace {
 
-// Lays out views back to back in one buffer, each rounded up to 64 bytes; a view of 0 elements is
-// null (a view the precision does not use).
+// Lays out views back to back in one buffer, each rounded up to 64 bytes.
 template <typename E>
 class Carver {
  public:
-  explicit Carver(std::initializer_list<std::pair<E**, size_t>> views) : views_(views) {
-    for (auto& [slot, n] : views_) total_ += round_up(n);
+  void add(E** slot, size_t n) {
+    views_.emplace_back(slot, n);
+    total_ += round_up(n);
   }
-  size_t total() const { return total_; }
-  void carve(E* base) const {
+  // Allocates the buffer, places its pages (first touch: the kernels) and points the views into it.
+  void carve(AlignedBuffer<E>* buffer) const {
+    if (total_ == 0) return;
+    *buffer = AlignedBuffer<E>(total_);
+    place_arena(buffer->data(), total_ * sizeof(E));
     size_t offset = 0;
     for (auto& [slot, n] : views_) {
-      *slot = n == 0 ? nullptr : base + offset;
+      *slot = buffer->data() + offset;
       offset += round_up(n);
     }
   }
@@ -34,61 +37,63 @@ class Carver {
   size_t total_ = 0;
 };
 
+// The forward views of one precision: fp32 tensors into `f32`, the GEMM inputs into `gemm` (the
+// same carver when G is float).
+template <typename G>
+void lay_out(ActivationViews<G>& a, const ModelConfig& c, int B, int T, Carver<float>& f32,
+             Carver<G>& gemm) {
+  const size_t L = c.num_layers, NH = c.num_heads, C = c.channels, Vp = c.padded_vocab_size;
+  const size_t BT = (size_t)B * T;
+  a.L = c.num_layers;
+  a.BT = BT;
+  a.C = C;
+  a.att_size = B * NH * T * T;
+  f32.add(&a.encoded, BT * C);
+  gemm.add(&a.ln1, L * BT * C);
+  f32.add(&a.ln1_mean, L * BT);
+  f32.add(&a.ln1_rstd, L * BT);
+  f32.add(&a.qkv, L * BT * 3 * C);
+  gemm.add(&a.atty, L * BT * C);
+  f32.add(&a.att, L * a.att_size);
+  f32.add(&a.residual2, L * BT * C);
+  gemm.add(&a.ln2, L * BT * C);
+  f32.add(&a.ln2_mean, L * BT);
+  f32.add(&a.ln2_rstd, L * BT);
+  f32.add(&a.fch, L * BT * 4 * C);
+  gemm.add(&a.fch_gelu, L * BT * 4 * C);
+  f32.add(&a.residual3, L * BT * C);
+  gemm.add(&a.lnf, BT * C);
+  f32.add(&a.lnf_mean, BT);
+  f32.add(&a.lnf_rstd, BT);
+  f32.add(&a.logits, BT * Vp);
+  f32.add(&a.lse, BT);
+  f32.add(&a.losses, BT);
+}
+
 }  // namespace
 
 ActivationArena::ActivationArena(const ModelConfig& c, int B, int T, Precision precision)
     : B_(B), T_(T) {
-  const size_t L = c.num_layers, NH = c.num_heads, C = c.channels, Vp = c.padded_vocab_size;
-  const size_t BT = (size_t)B * T;
-  // fp32 views that bf16 keeps in the bf16 arena instead (0: null).
-  const size_t f32 = precision == Precision::kBf16 ? 0 : 1;
-  ActivationViews& a = acts;
-  const Carver<float> fwd({{&a.encoded, BT * C},
-                           {&a.ln1, f32 * L * BT * C},
-                           {&a.ln1_mean, L * BT},
-                           {&a.ln1_rstd, L * BT},
-                           {&a.qkv, L * BT * 3 * C},
-                           {&a.atty, (f32 ? L : 1) * BT * C},
-                           {&a.att, L * B * NH * T * T},
-                           {&a.residual2, L * BT * C},
-                           {&a.ln2, f32 * L * BT * C},
-                           {&a.ln2_mean, L * BT},
-                           {&a.ln2_rstd, L * BT},
-                           {&a.fch, L * BT * 4 * C},
-                           {&a.fch_gelu, f32 * L * BT * 4 * C},
-                           {&a.residual3, L * BT * C},
-                           {&a.lnf, f32 * BT * C},
-                           {&a.lnf_mean, BT},
-                           {&a.lnf_rstd, BT},
-                           {&a.logits, BT * Vp},
-                           {&a.lse, BT},
-                           {&a.losses, BT}});
-  forward_ = AlignedBuffer<float>(fwd.total());
-  place_arena(forward_.data(), forward_.size() * sizeof(float));  // first touch: the kernels
-  fwd.carve(forward_.data());
-
+  Carver<float> fwd;
   if (precision == Precision::kBf16) {
-    Bf16ActivationViews& h = acts_bf16;
-    const Carver<bf16> half({{&h.ln1, L * BT * C},
-                             {&h.atty, L * BT * C},
-                             {&h.ln2, L * BT * C},
-                             {&h.fch_gelu, L * BT * 4 * C},
-                             {&h.lnf, BT * C}});
-    forward_bf16_ = AlignedBuffer<bf16>(half.total());
-    place_arena(forward_bf16_.data(), forward_bf16_.size() * sizeof(bf16));
-    half.carve(forward_bf16_.data());
+    Carver<bf16> half;
+    lay_out(acts_bf16, c, B, T, fwd, half);
+    half.carve(&forward_bf16_);
+  } else {
+    lay_out(acts, c, B, T, fwd, fwd);
   }
+  fwd.carve(&forward_);
 
+  const size_t BT = (size_t)B * T, C = c.channels;
   ActivationGradViews& g = grads;
-  const Carver<float> bwd({{&g.dresidual, BT * C},
-                           {&g.dln, BT * C},
-                           {&g.datty, BT * C},
-                           {&g.dqkv, BT * 3 * C},
-                           {&g.dfch, BT * 4 * C},
-                           {&g.dscores, B * NH * T}});
-  backward_ = AlignedBuffer<float>(bwd.total());
-  place_arena(backward_.data(), backward_.size() * sizeof(float));
-  bwd.carve(backward_.data());
+  Carver<float> bwd;
+  bwd.add(&g.dresidual, BT * C);
+  bwd.add(&g.dln, BT * C);
+  bwd.add(&g.datty, BT * C);
+  bwd.add(&g.dqkv, BT * 3 * C);
+  bwd.add(&g.dfch, BT * 4 * C);
+  bwd.add(&g.dscores, (size_t)B * c.num_heads * T);
+  bwd.carve(&backward_);
 }
 
 }  // namespace llmcpu

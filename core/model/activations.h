@@ -1,10 +1,11 @@
 // Activation and activation-gradient arenas for one (B, T), each one allocation carved into views.
 // The forward arena keeps what the backward pass reads, for every layer; the backward arena holds
-// one layer's worth of gradients, reused from the last layer down to the first. Sized once at
-// set-up: a training step allocates nothing. In bf16 the GEMM inputs (ln1, atty, ln2, fch_gelu,
-// lnf) live in a bf16 arena instead: their fp32 views are null, except atty, which shrinks to one
-// layer of fp32 scratch (the attention kernel's output before rounding). The fp32 arena of an fp32
-// model is exactly what it was without bf16.
+// one layer's worth of gradients, reused from the last layer down to the first. Sized once by
+// Gpt2::plan_batch: a training step allocates nothing.
+//
+// G is the type the GEMMs read their inputs in: float, or bf16 in mixed precision. The GEMM inputs
+// (ln1, atty, ln2, fch_gelu, lnf) are stored in G, everything else in fp32; a bf16 arena keeps them
+// in a bf16 allocation of their own, and an fp32 arena is exactly what it was without bf16.
 #pragma once
 
 #include <cstddef>
@@ -16,38 +17,64 @@
 
 namespace llmcpu {
 
+// One layer's activations, llm.c's l_* pointers. Rows are the B*T tokens.
+template <typename G>
+struct LayerActivations {
+  const float* residual;  // (B, T, C) the layer's input: encoded, or the previous layer's residual3
+  G* ln1;                 // (B, T, C)
+  float* ln1_mean;        // (B, T)
+  float* ln1_rstd;        // (B, T)
+  float* qkv;             // (B, T, 3*C)
+  G* atty;                // (B, T, C)
+  float* att;             // (B, NH, T, T)
+  float* residual2;       // (B, T, C)
+  G* ln2;                 // (B, T, C)
+  float* ln2_mean;        // (B, T)
+  float* ln2_rstd;        // (B, T)
+  float* fch;             // (B, T, 4*C)
+  G* fch_gelu;            // (B, T, 4*C)
+  float* residual3;       // (B, T, C) the layer's output
+};
+
+template <typename G>
 struct ActivationViews {
   float* encoded;    // (B, T, C)
-  float* ln1;        // (L, B, T, C)
+  G* ln1;            // (L, B, T, C)
   float* ln1_mean;   // (L, B, T)
   float* ln1_rstd;   // (L, B, T)
   float* qkv;        // (L, B, T, 3*C)
-  float* atty;       // (L, B, T, C); bf16: (B, T, C) scratch of the current layer
+  G* atty;           // (L, B, T, C)
   float* att;        // (L, B, NH, T, T)
   float* residual2;  // (L, B, T, C)
-  float* ln2;        // (L, B, T, C)
+  G* ln2;            // (L, B, T, C)
   float* ln2_mean;   // (L, B, T)
   float* ln2_rstd;   // (L, B, T)
   float* fch;        // (L, B, T, 4*C)
-  float* fch_gelu;   // (L, B, T, 4*C)
+  G* fch_gelu;       // (L, B, T, 4*C)
   float* residual3;  // (L, B, T, C)
-  float* lnf;        // (B, T, C)
+  G* lnf;            // (B, T, C)
   float* lnf_mean;   // (B, T)
   float* lnf_rstd;   // (B, T)
   float* logits;     // (B, T, Vp); holds dlogits after the backward pass
   float* lse;        // (B, T) log-sum-exp of each row's first V logits
   float* losses;     // (B, T)
+  int L;
+  size_t BT, C, att_size;  // rows, channels, B*NH*T*T: the strides of the per-layer views
+
+  // The views of layer l (0 <= l < L). This is the one place the per-layer offsets are written.
+  LayerActivations<G> layer(int l) const {
+    const size_t i = l;
+    const size_t row = i * BT * C;
+    return {l == 0 ? encoded : residual3 + row - BT * C,
+            ln1 + row, ln1_mean + i * BT, ln1_rstd + i * BT, qkv + 3 * row, atty + row,
+            att + i * att_size, residual2 + row, ln2 + row, ln2_mean + i * BT, ln2_rstd + i * BT,
+            fch + 4 * row, fch_gelu + 4 * row, residual3 + row};
+  }
+  // The last layer's output, the head's input: (B, T, C).
+  const float* output() const { return residual3 + size_t(L - 1) * BT * C; }
 };
 
-// The bf16 copies that feed the GEMMs (bf16 precision only; all null in fp32).
-struct Bf16ActivationViews {
-  bf16* ln1;       // (L, B, T, C)
-  bf16* atty;      // (L, B, T, C)
-  bf16* ln2;       // (L, B, T, C)
-  bf16* fch_gelu;  // (L, B, T, 4*C)
-  bf16* lnf;       // (B, T, C)
-};
-
+// One layer of gradients, reused from the last layer down to the first.
 struct ActivationGradViews {
   float* dresidual;  // (B, T, C) gradient of the residual stream, accumulated layer by layer
   float* dln;        // (B, T, C) gradient of a layernorm's output (lnf, ln2, ln1 in turn)
@@ -68,15 +95,26 @@ class ActivationArena {
   size_t backward_floats() const { return backward_.size(); }
   size_t forward_bf16_elements() const { return forward_bf16_.size(); }
 
-  ActivationViews acts;
-  Bf16ActivationViews acts_bf16{};
-  ActivationGradViews grads;
+  // The views of the arena's precision (G = float for fp32, bf16 for bf16); the other set is null.
+  template <typename G>
+  const ActivationViews<G>& views() const {
+    if constexpr (sizeof(G) == sizeof(float)) {
+      return acts;
+    } else {
+      return acts_bf16;
+    }
+  }
+  const float* logits() const { return acts.logits ? acts.logits : acts_bf16.logits; }
+
+  ActivationViews<float> acts{};      // fp32 models
+  ActivationViews<bf16> acts_bf16{};  // bf16 models
+  ActivationGradViews grads{};
 
  private:
   int B_ = 0, T_ = 0;
   AlignedBuffer<float> forward_;
   AlignedBuffer<float> backward_;
-  AlignedBuffer<bf16> forward_bf16_;
+  AlignedBuffer<bf16> forward_bf16_;  // bf16: the GEMM inputs
 };
 
 }  // namespace llmcpu

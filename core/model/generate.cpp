@@ -5,9 +5,62 @@
 #include <numeric>
 #include <string>
 
+#include "core/model/transformer.h"
 #include "simd/error.h"
 
 namespace llmcpu {
+
+namespace {
+
+// Runs the transformer over one token at position `pos`: the embedding takes that position's wpe
+// row, and attention writes the token's key and value into layer l's cache and attends over
+// positions 0..pos. Every other op is the fp32 executor's with N = 1.
+struct DecodeExecutor : Fp32Executor {
+  float* kcache;  // (L, max_len, C)
+  float* vcache;  // (L, max_len, C)
+  float* scores;  // (max_len)
+  int max_len;
+  int pos;
+
+  void encoder_forward(float* out, const int* inp, const float* wte, const float* wpe, int B, int T,
+                       int C) {
+    Fp32Executor::encoder_forward(out, inp, wte, wpe + (size_t)pos * C, B, T, C);
+  }
+  void attention_forward(int l, float* out, float* /*att*/, const float* qkv, int /*B*/,
+                         int /*T*/, int C, int NH) {
+    float* kc = kcache + (size_t)l * max_len * C;
+    float* vc = vcache + (size_t)l * max_len * C;
+    std::copy_n(qkv + C, C, kc + (size_t)pos * C);
+    std::copy_n(qkv + 2 * C, C, vc + (size_t)pos * C);
+    k.attention_decode(out, scores, qkv, kc, vc, pos, C, NH);
+  }
+};
+
+// sample_token over caller-owned scratch: ids (V) and weights (V).
+int sample_into(const float* logits, int V, float temperature, int top_k, Rng& rng, int* ids,
+                double* weights) {
+  if (temperature <= 0) return int(std::max_element(logits, logits + V) - logits);
+  std::iota(ids, ids + V, 0);
+  const int k = (top_k <= 0 || top_k > V) ? V : top_k;
+  if (k < V) {
+    std::partial_sort(ids, ids + k, ids + V, [&](int a, int b) { return logits[a] > logits[b]; });
+  }
+  float maxval = -INFINITY;
+  for (int i = 0; i < k; ++i) maxval = std::max(maxval, logits[ids[i]]);
+  double total = 0;
+  for (int i = 0; i < k; ++i) {
+    weights[i] = std::exp(double(logits[ids[i]] - maxval) / temperature);
+    total += weights[i];
+  }
+  double u = rng.uniform() * total;
+  for (int i = 0; i < k; ++i) {
+    u -= weights[i];
+    if (u < 0) return ids[i];
+  }
+  return ids[k - 1];
+}
+
+}  // namespace
 
 Generator::Generator(const Gpt2& model, int max_len) : model_(model), max_len_(max_len) {
   const ModelConfig& c = model.config();
@@ -16,18 +69,12 @@ Generator::Generator(const Gpt2& model, int max_len) : model_(model), max_len_(m
                      std::to_string(c.max_seq_len));
   }
   const size_t L = c.num_layers, C = c.channels;
+  acts_ = ActivationArena(c, 1, 1);
   kcache_ = AlignedBuffer<float>(L * max_len * C);
   vcache_ = AlignedBuffer<float>(L * max_len * C);
-  const size_t sizes[] = {C, C, 3 * C, C, 4 * C, 4 * C, C, (size_t)max_len, (size_t)c.padded_vocab_size, 2};
-  size_t total = 0;
-  for (size_t n : sizes) total += (n + 15) / 16 * 16;
-  scratch_ = AlignedBuffer<float>(total);
-  float** views[] = {&x_, &ln_, &qkv_, &atty_, &fch_, &fch_gelu_, &tmp_, &scores_, &logits_, &stats_};
-  float* p = scratch_.data();
-  for (size_t i = 0; i < std::size(views); ++i) {
-    *views[i] = p;
-    p += (sizes[i] + 15) / 16 * 16;
-  }
+  scores_ = AlignedBuffer<float>(max_len);
+  ids_.resize(c.vocab_size);
+  weights_.resize(c.vocab_size);
 }
 
 const float* Generator::step(int token) {
@@ -39,60 +86,22 @@ const float* Generator::step(int token) {
     throw ShapeError("token " + std::to_string(token) + " is outside the vocabulary 0.." +
                      std::to_string(c.vocab_size - 1));
   }
-  const KernelTable& k = model_.kernels();
-  const ParameterViews<float>& p = model_.params();
-  const int C = c.channels, NH = c.num_heads, L = c.num_layers;
-  const size_t LC = (size_t)max_len_ * C;
-  k.encoder_forward(x_, &token, p.wte, p.wpe + (size_t)pos_ * C, 1, 1, C);
-  float* mean = stats_;
-  float* rstd = stats_ + 1;
-  for (int l = 0; l < L; ++l) {
-    float* kc = kcache_.data() + l * LC;
-    float* vc = vcache_.data() + l * LC;
-    k.layernorm_forward(ln_, mean, rstd, x_, p.ln1w + l * C, p.ln1b + l * C, 1, C);
-    k.matmul_forward(qkv_, ln_, p.qkvw + (size_t)l * 3 * C * C, p.qkvb + l * 3 * C, 1, C, 3 * C);
-    std::copy_n(qkv_ + C, C, kc + (size_t)pos_ * C);
-    std::copy_n(qkv_ + 2 * C, C, vc + (size_t)pos_ * C);
-    k.attention_decode(atty_, scores_, qkv_, kc, vc, pos_, C, NH);
-    k.matmul_forward(tmp_, atty_, p.attprojw + (size_t)l * C * C, p.attprojb + l * C, 1, C, C);
-    k.residual_forward(x_, x_, tmp_, C);
-    k.layernorm_forward(ln_, mean, rstd, x_, p.ln2w + l * C, p.ln2b + l * C, 1, C);
-    k.matmul_forward(fch_, ln_, p.fcw + (size_t)l * 4 * C * C, p.fcb + l * 4 * C, 1, C, 4 * C);
-    k.gelu_forward(fch_gelu_, fch_, 4 * C);
-    k.matmul_forward(tmp_, fch_gelu_, p.fcprojw + (size_t)l * C * 4 * C, p.fcprojb + l * C, 1,
-                     4 * C, C);
-    k.residual_forward(x_, x_, tmp_, C);
-  }
-  k.layernorm_forward(ln_, mean, rstd, x_, p.lnfw, p.lnfb, 1, C);
-  k.matmul_forward(logits_, ln_, p.wte, nullptr, 1, C, c.padded_vocab_size);
+  DecodeExecutor x{{model_.kernels()}, kcache_.data(), vcache_.data(), scores_.data(), max_len_,
+                   pos_};
+  model_forward(x, c, model_.params(), acts_.acts, &token, 1, 1);
   ++pos_;
-  return logits_;
+  return acts_.acts.logits;
+}
+
+int Generator::sample(float temperature, int top_k, Rng& rng) {
+  return sample_into(acts_.acts.logits, model_.config().vocab_size, temperature, top_k, rng,
+                     ids_.data(), weights_.data());
 }
 
 int sample_token(const float* logits, int V, float temperature, int top_k, Rng& rng) {
-  if (temperature <= 0) return int(std::max_element(logits, logits + V) - logits);
   std::vector<int> ids(V);
-  std::iota(ids.begin(), ids.end(), 0);
-  int k = (top_k <= 0 || top_k > V) ? V : top_k;
-  if (k < V) {
-    std::partial_sort(ids.begin(), ids.begin() + k, ids.end(),
-                      [&](int a, int b) { return logits[a] > logits[b]; });
-    ids.resize(k);
-  }
-  float maxval = -INFINITY;
-  for (int id : ids) maxval = std::max(maxval, logits[id]);
-  std::vector<double> weights(ids.size());
-  double total = 0;
-  for (size_t i = 0; i < ids.size(); ++i) {
-    weights[i] = std::exp(double(logits[ids[i]] - maxval) / temperature);
-    total += weights[i];
-  }
-  double u = rng.uniform() * total;
-  for (size_t i = 0; i < ids.size(); ++i) {
-    u -= weights[i];
-    if (u < 0) return ids[i];
-  }
-  return ids.back();
+  std::vector<double> weights(V);
+  return sample_into(logits, V, temperature, top_k, rng, ids.data(), weights.data());
 }
 
 }  // namespace llmcpu

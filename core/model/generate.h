@@ -1,12 +1,16 @@
 // Text generation: one token at a time through a KV cache, so each new token costs one position
 // (not a whole forward pass over the sequence so far), and sampling from the logits with temperature
-// and top-k. Inference only; the training path is Gpt2::forward. It computes in fp32 from the fp32
-// master weights, also for a bf16 model (samples during training are a preview, not a measurement,
-// and so need no bf16 path of their own).
+// and top-k. The layers are the training path's (core/model/transformer.h), run by a decode
+// executor whose attention appends the token's key and value to the cache and attends over it.
+// Inference only. It computes in fp32 on the CPU from the fp32 master weights, also for a bf16 or
+// offloading model (samples during training are a preview, not a measurement, and one token's
+// matmuls are too small to be worth a device). Everything is allocated at construction: stepping
+// and sampling allocate nothing.
 #pragma once
 
 #include <vector>
 
+#include "core/model/activations.h"
 #include "core/model/gpt2.h"
 #include "core/util/aligned_buffer.h"
 #include "core/util/rng.h"
@@ -23,6 +27,8 @@ class Generator {
   // Runs `token` at the next position and returns the logits there: (Vp), the first V meaningful.
   // Throws ShapeError when the cache is full or the token is outside the vocabulary.
   const float* step(int token);
+  // Draws a token from the logits of the last step, as sample_token does.
+  int sample(float temperature, int top_k, Rng& rng);
   int position() const { return pos_; }
   int capacity() const { return max_len_; }
 
@@ -30,10 +36,12 @@ class Generator {
   const Gpt2& model_;
   int max_len_;
   int pos_ = 0;
+  ActivationArena acts_;         // one token, fp32
   AlignedBuffer<float> kcache_;  // (L, max_len, C)
   AlignedBuffer<float> vcache_;  // (L, max_len, C)
-  AlignedBuffer<float> scratch_;
-  float *x_, *ln_, *qkv_, *atty_, *fch_, *fch_gelu_, *tmp_, *scores_, *logits_, *stats_;
+  AlignedBuffer<float> scores_;  // (max_len) one head's attention scores
+  std::vector<int> ids_;         // (V) sampling scratch
+  std::vector<double> weights_;  // (V)
 };
 
 // Draws a token from the first V logits: greedy when temperature <= 0, otherwise from

@@ -1,32 +1,33 @@
-// GPT-2: parameters, gradients and activations of one model, with the forward and backward passes.
-// The math of each layer lives in simd/ behind the KernelTable (fp32) and Bf16Kernels (bf16); this
-// file only wires the layers. Deliberately not here: the optimizer (core/optim), files (core/io),
-// data and the training loop.
+// GPT-2: parameters, gradients and activations of one model, the executor that runs its ops, and
+// the forward and backward passes with the loss. The computation itself is written once in
+// core/model/transformer.h; the executors (core/model/executors.h) decide where and in what
+// precision each op runs: fp32 on the CPU, bf16 mixed precision (Precision::kBf16), or fp32 with
+// matmul and attention on an offload plugin (enable_offload). Deliberately not here: the optimizer
+// (core/optim), files (core/io), data and the training loop, generation (core/model/generate.h).
 //
-// Precision::kBf16 (mixed precision; gpt2_bf16.cpp) keeps the fp32 master weights and gradients of
-// the fp32 path, plus a bf16 working copy of the whole flat parameter array (ParameterLayout order;
-// only the matmul weights are read from it). Per layer l, with "mm" a Bf16Kernels GEMM (bf16
-// operands, fp32 accumulation and output) and the fp32 KernelTable for everything else:
-//   ln1 = LN(residual) -> bf16 (mean, rstd fp32)        qkv = mm(ln1, qkvw) + qkvb -> fp32
-//   atty = attention(qkv) in fp32 (one layer of scratch) -> bf16, kept for backward
-//   residual2 = residual + mm(atty, attprojw) + attprojb                      (fp32)
-//   ln2 = LN(residual2) -> bf16       fch = mm(ln2, fcw) + fcb -> fp32 (kept for GELU backward)
-//   fch_gelu = GELU(fch) -> bf16      residual3 = residual2 + mm(fch_gelu, fcprojw) + fcprojb
-// then lnf = LN(residual3) -> bf16, logits = mm(lnf, wte) -> fp32, softmax and cross-entropy fp32.
-// The encoder gathers wte/wpe rows from the fp32 master (exact). The backward pass mirrors this
-// with the fp32 gradient kernels, except the matmuls: Bf16Kernels::matmul_backward takes the fp32
-// dout (rounded to bf16 inside), the saved bf16 activation and the bf16 weight, and gives fp32
-// dinp, dweight and dbias. The bf16 copy is refreshed by the optimizer in its update pass
-// (weights_for_update) or, after any other write through params_flat(), before the next forward.
+// In bf16 the model keeps the fp32 master weights and gradients of the fp32 path; its executor
+// keeps a bf16 working copy of the whole flat parameter array (only the matmul weights are read
+// from it) and stores the GEMM inputs (ln1, atty, ln2, fch_gelu, lnf) in bf16. The GEMMs take bf16
+// operands and accumulate in fp32; layernorm statistics, attention, GELU's input, the residual
+// stream, softmax and the loss stay fp32, and the encoder gathers rows of the fp32 master (exact).
+// Backward, the matmuls take the fp32 dout (rounded to bf16 inside), the saved bf16 input and the
+// bf16 weight, and give fp32 dinp, dweight and dbias; the other gradients are the fp32 kernels'.
+//
+// Copies of the weights (the bf16 copy, a device's) follow the master by themselves: a write
+// through params_flat() or weights_for_update() marks them stale, and the next forward pass
+// refreshes them.
 #pragma once
 
 #include <cstddef>
+#include <memory>
 #include <string>
 
 #include "core/model/activations.h"
 #include "core/model/config.h"
+#include "core/model/executors.h"
 #include "core/model/parameters.h"
 #include "core/model/precision.h"
+#include "core/plugin/offload.h"
 #include "core/util/aligned_buffer.h"
 #include "simd/bf16.h"
 #include "simd/kernels.h"
@@ -36,25 +37,25 @@ namespace llmcpu {
 class Gpt2 {
  public:
   // Parameters start zeroed; load a checkpoint into params_flat() or call init_gpt2(). A bf16 model
-  // uses `bf16_kernels` for its bf16 ops (null: active_bf16_kernels()).
+  // uses `bf16_kernels` for its bf16 ops (null: active_bf16_kernels()). `kernels` run everything
+  // else (and everything in fp32).
   explicit Gpt2(const ModelConfig& config, const KernelTable& kernels = active_kernels(),
                 Precision precision = Precision::kFp32, const Bf16Kernels* bf16_kernels = nullptr);
+  ~Gpt2();
 
   const ModelConfig& config() const { return config_; }
   const ParameterLayout& layout() const { return layout_; }
   size_t num_parameters() const { return layout_.total(); }
-  const KernelTable& kernels() const { return kernels_; }
+  const KernelTable& kernels() const { return kernels_; }  // the CPU's, also with a plugin
   Precision precision() const { return precision_; }
-  const Bf16Kernels* bf16_kernels() const { return bf16k_; }  // null in fp32
-  // "fp32, avx512+xsmm kernels" or "bf16 (avx512bf16 GEMMs), avx512+xsmm kernels".
+  const Bf16Kernels* bf16_kernels() const;  // null in fp32
+  // "fp32, avx512+xsmm kernels", "bf16 (avx512bf16 GEMMs), avx512+xsmm kernels" or, offloading,
+  // "fp32, avx512+xsmm+vulkan kernels".
   std::string kernels_summary() const;
 
-  // The fp32 master weights. Writing through the non-const pointer marks the bf16 copy stale; it is
-  // refreshed before the next forward pass.
-  float* params_flat() {
-    bf16_stale_ = precision_ == Precision::kBf16;
-    return params_.data();
-  }
+  // The fp32 master weights. Writing through the non-const pointer marks the weights' copies (bf16,
+  // device) stale; they are refreshed before the next forward pass.
+  float* params_flat();
   const float* params_flat() const { return params_.data(); }
   float* grads_flat() { return grads_.data(); }
   const float* grads_flat() const { return grads_.data(); }
@@ -62,26 +63,41 @@ class Gpt2 {
   const ParameterViews<float>& grads() const { return g_; }
 
   // The bf16 working copy of all parameters (null in fp32), current as of the last refresh.
-  const bf16* params_bf16_flat() const { return params_bf16_.data(); }
+  const bf16* params_bf16_flat() const;
   void refresh_bf16_weights();
   // For an optimizer that updates the master weights and writes their bf16 copy in the same pass
-  // (Bf16Kernels::adamw_update): the copy is taken as current afterwards. `copy` is null in fp32.
+  // (Bf16Kernels::adamw_update): the copy is taken as current afterwards, a device's copy as stale.
+  // `copy` is null in fp32.
   struct UpdateSpans {
     float* master;
     bf16* copy;
   };
   UpdateSpans weights_for_update();
 
-  // Sizes the activation arena for batches of B x T tokens (a no-op when already that size).
+  // Offloads this model's matmuls and attention (as far as the plugin offers them) to the plugin
+  // at `path`, which keeps the weights on its device. Never throws for a plugin that cannot be
+  // used: the outcome says why and the model stays on the CPU. The plugin computes in fp32, so a
+  // bf16 model refuses it the same way. Replaces any plugin this model had; other models are not
+  // affected.
+  OffloadOutcome enable_offload(const std::string& path, const PluginOpenOptions& options = {});
+  void disable_offload();
+  bool offload_active() const { return device_ != nullptr; }
+  // The device's figures since the last call; false without a plugin. Throws DeviceError if the
+  // plugin fails.
+  bool offload_report(llmcpu_offload_report* out);
+
+  // Sizes the activations for batches of B x T tokens: the only call that allocates them (a no-op
+  // when already that size). Throws ShapeError if B or T is not positive or T > maxT.
   void plan_batch(int B, int T);
   int batch() const { return arena_.batch(); }
   int seq_len() const { return arena_.seq_len(); }
 
   // Forward pass over inputs (B,T). With targets it also computes the per-token losses and returns
-  // their mean; without, it returns NaN. Throws ShapeError if T > maxT or B, T do not match the plan.
+  // their mean; without, it returns NaN. Throws ShapeError if B x T is not the planned shape or a
+  // token is outside the vocabulary.
   float forward(const int* inputs, const int* targets, int B, int T);
   // Logits of the last forward pass: (B, T, Vp); only the first V of each row are meaningful.
-  const float* logits() const { return arena_.acts.logits; }
+  const float* logits() const { return arena_.logits(); }
   const ActivationArena& arena() const { return arena_; }
 
   void zero_grad();
@@ -90,23 +106,23 @@ class Gpt2 {
   void backward(float loss_scale = 1.0f);
 
  private:
-  // The layers from the checked inputs to the logits, and back from dlogits to the gradients.
-  void forward_fp32(int B, int T);
-  void forward_bf16(int B, int T);  // gpt2_bf16.cpp
-  void backward_bf16();             // gpt2_bf16.cpp
+  // Calls f(executor, activation views) with the executor this model runs on.
+  template <class F>
+  void run(F&& f);
+  void refresh_weight_copies();
 
   ModelConfig config_;
   ParameterLayout layout_;
   const KernelTable& kernels_;
   Precision precision_;
-  const Bf16Kernels* bf16k_;     // null in fp32
   AlignedBuffer<float> params_;  // flat, ParameterLayout order
   AlignedBuffer<float> grads_;   // flat, same layout
-  AlignedBuffer<bf16> params_bf16_;  // bf16: the working copy, same layout; empty in fp32
-  bool bf16_stale_ = false;
   ParameterViews<float> p_{};
   ParameterViews<float> g_{};
-  ParameterViews<bf16> pb_{};  // views into params_bf16_ (bf16 only)
+  std::unique_ptr<Bf16Executor> bf16_;    // bf16 only
+  std::unique_ptr<OffloadDevice> device_;  // with a plugin only
+  bool bf16_stale_ = false;    // the bf16 copy lags the master
+  bool device_stale_ = false;  // the device's copy lags the master
   ActivationArena arena_;
   AlignedBuffer<int> inputs_;   // (B, T) of the last forward pass, kept for the backward pass
   AlignedBuffer<int> targets_;  // (B, T)

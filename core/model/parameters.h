@@ -45,6 +45,23 @@ struct NonFinite {
 };
 NonFinite find_non_finite(const float* flat, const ParameterLayout& layout);
 
+// One layer's slice of the per-layer tensors, llm.c's l_* pointers.
+template <typename F>
+struct LayerParams {
+  F* ln1w;      // (C)
+  F* ln1b;      // (C)
+  F* qkvw;      // (3*C, C)
+  F* qkvb;      // (3*C)
+  F* attprojw;  // (C, C)
+  F* attprojb;  // (C)
+  F* ln2w;      // (C)
+  F* ln2b;      // (C)
+  F* fcw;       // (4*C, C)
+  F* fcb;       // (4*C)
+  F* fcprojw;   // (C, 4*C)
+  F* fcprojb;   // (C)
+};
+
 // Named views into a flat arena laid out by ParameterLayout.
 template <typename F>
 struct ParameterViews {
@@ -64,6 +81,15 @@ struct ParameterViews {
   F* fcprojb;   // (L, C)
   F* lnfw;      // (C)
   F* lnfb;      // (C)
+  size_t C;     // channels: the stride of the per-layer tensors is a multiple of it
+
+  // The tensors of layer l (0 <= l < L). This is the one place the per-layer offsets are written.
+  LayerParams<F> layer(int l) const {
+    const size_t i = l;
+    return {ln1w + i * C,         ln1b + i * C,     qkvw + i * 3 * C * C,    qkvb + i * 3 * C,
+            attprojw + i * C * C, attprojb + i * C, ln2w + i * C,            ln2b + i * C,
+            fcw + i * 4 * C * C,  fcb + i * 4 * C,  fcprojw + i * 4 * C * C, fcprojb + i * C};
+  }
 
   static ParameterViews carve(F* base, const ParameterLayout& layout) {
     ParameterViews v;
@@ -71,6 +97,7 @@ struct ParameterViews {
                                        &v.attprojw, &v.attprojb, &v.ln2w, &v.ln2b, &v.fcw,  &v.fcb,
                                        &v.fcprojw,  &v.fcprojb,  &v.lnfw, &v.lnfb};
     for (int i = 0; i < kNumParameterTensors; ++i) *slots[i] = base + layout.offset(i);
+    v.C = layout.size(kNumParameterTensors - 1);  // lnfb: (C)
     return v;
   }
 };

@@ -1,17 +1,17 @@
-// The process's one active offload plugin, and the kernel table that routes the offloaded ops to
-// it. A model built with offload_kernels() calls the plugin for matmul and attention (as far as the
-// plugin offers them) and the CPU for everything else; the engine hands the plugin its weights once
-// (offload_set_weights) and says when they change (offload_weights_changed, after every optimizer
-// step or load). Without a plugin every call here is a no-op and offload_kernels(cpu) is cpu
-// itself. A plugin that cannot be used never stops the program: enable_offload says why and the CPU
-// runs. Deliberately not here: dlopen and the ABI checks (plugin_library.h), command-line flags.
+// One model's offload device: a loaded plugin that keeps the model's weights resident and computes
+// the ops it offers (matmul, attention) for that model's offload executor
+// (core/model/executors.h). Each model that offloads owns one; nothing here is global, so two
+// models in one process may each have their own plugin, or one may have none. A plugin that cannot
+// be used never stops the program: open() says why and the model stays on the CPU.
+// Deliberately not here: dlopen and the ABI checks (plugin_library.h), which model ops go to the
+// device (the executor), command-line flags.
 #pragma once
 
 #include <cstddef>
+#include <memory>
 #include <string>
 
 #include "core/plugin/plugin_library.h"
-#include "simd/kernels.h"
 
 namespace llmcpu {
 
@@ -22,31 +22,40 @@ struct OffloadOutcome {
   std::string message;
 };
 
-// Loads the plugin at `path` and makes it the active one (replacing any other). Does not throw for
-// a plugin that cannot be used: it returns the fallback message and leaves the CPU in charge.
-OffloadOutcome enable_offload(const std::string& path, const PluginOpenOptions& options = {});
-// Closes the active plugin; models built with offload_kernels() run on the CPU from then on.
-void disable_offload();
-bool offload_active();
+class OffloadDevice {
+ public:
+  // Loads the plugin at `path` and hands it the flat parameters (count floats, at the same address
+  // for the device's life), which it keeps on the device. Returns null when the plugin cannot be
+  // loaded or cannot keep the weights; `outcome` says what happened either way.
+  static std::unique_ptr<OffloadDevice> open(const std::string& path, const float* params,
+                                             size_t count, OffloadOutcome* outcome,
+                                             const PluginOpenOptions& options = {});
 
-// `cpu` with its offloaded entries (per the plugin's ops()) replaced by calls into the active
-// plugin, and its target named "CPU+NAME" ("avx512+xsmm+vulkan"); `cpu` itself when no plugin is
-// active. The table stays valid for the life of the process; once the plugin is gone its entries
-// call `cpu`. One CPU table per process: asking for another one throws Error.
-const KernelTable& offload_kernels(const KernelTable& cpu = active_kernels());
+  bool has_matmul() const { return ops_ & LLMCPU_PLUGIN_OP_MATMUL; }
+  bool has_attention() const { return ops_ & LLMCPU_PLUGIN_OP_ATTENTION; }
+  std::string name() const { return lib_->name(); }
 
-// Hands the model's flat parameters (count floats; same address until the plugin is closed) to the
-// plugin, which keeps them resident on the device. If the plugin cannot take them, it is closed and
-// the returned line says so ("offload: PATH: cannot keep the weights ...; running on the CPU");
-// otherwise the line is empty. No-op without a plugin.
-std::string offload_set_weights(const float* params, size_t count);
-// The parameters changed on the host (an optimizer step, a load): the device copy is refreshed.
-// Throws DeviceError if the plugin fails. No-op without a plugin.
-void offload_weights_changed();
+  // The plugin's ops (core/plugin_abi.h has their contracts); a failing call throws DeviceError.
+  // A weight inside the array given to open() is served from the device copy.
+  void matmul_forward(float* out, const float* inp, const float* weight, const float* bias, size_t N,
+                      int C, int OC);
+  void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
+                       const float* inp, const float* weight, size_t N, int C, int OC);
+  void attention_forward(float* out, float* att, const float* qkv, int B, int T, int C, int NH);
+  void attention_backward(float* dqkv, const float* dout, const float* qkv, const float* att, int B,
+                          int T, int C, int NH);
 
-// The device figures since the last call (copy and compute time, overlap, bytes). False without a
-// plugin. Throws DeviceError if the plugin fails.
-bool offload_report(llmcpu_offload_report* out);
+  // The parameters changed on the host (an optimizer step, a load): the device copy is refreshed.
+  void weights_changed();
+  // The device figures since the last call (copy and compute time, overlap, bytes).
+  llmcpu_offload_report report();
+
+ private:
+  explicit OffloadDevice(std::unique_ptr<PluginLibrary> lib);
+  std::unique_ptr<PluginLibrary> lib_;
+  uint32_t ops_ = 0;
+};
+
 // "offload: copy X ms, compute Y ms, hidden Z% of copying, up A MB, down B MB (N ops)".
 std::string format_offload_report(const llmcpu_offload_report& r);
 

@@ -1,5 +1,6 @@
 #include "core/train/trainer.h"
 
+#include <algorithm>
 #include <charconv>
 #include <chrono>
 #include <cinttypes>
@@ -13,7 +14,6 @@
 #include "core/io/train_state.h"
 #include "core/model/generate.h"
 #include "core/model/preset.h"
-#include "core/plugin/offload.h"
 #include "core/train/interrupt.h"
 #include "core/util/fault.h"
 #include "core/util/file.h"
@@ -54,7 +54,7 @@ std::unique_ptr<Gpt2> make_model(const std::string& spec, uint64_t seed, std::st
   std::string checkpoint, preset;
   int version = 0;
   auto model = std::make_unique<Gpt2>(resolve_model_spec(spec, &checkpoint, &preset, &version),
-                                      offload_kernels(), precision);
+                                      active_kernels(), precision);
   if (!checkpoint.empty()) {
     load_checkpoint(checkpoint, *model);
     if (origin) *origin = "checkpoint " + checkpoint + " (version " + std::to_string(version) + ")";
@@ -171,7 +171,13 @@ Trainer::Trainer(const TrainOptions& options)
                      std::to_string(c.max_seq_len));
   }
   grad_accum_ = opt_.total_batch == 0 ? 1 : opt_.total_batch / (opt_.batch * opt_.seq_len);
+  // Every shape the run computes is planned here (validation uses the training shape): the steps,
+  // validations and samples that follow allocate nothing.
   model_->plan_batch(opt_.batch, opt_.seq_len);
+  if (opt_.sample_every > 0) {
+    generator_ = std::make_unique<Generator>(*model_, std::min(opt_.sample_tokens, c.max_seq_len));
+    sample_.reserve(generator_->capacity());
+  }
   train_ = std::make_unique<DataLoader>(opt_.train_data, opt_.batch, opt_.seq_len, c.vocab_size,
                                         opt_.shuffle, opt_.seed);
   if (!opt_.val_data.empty()) {
@@ -288,7 +294,7 @@ DataPosition Trainer::resume_from(const std::string& dir) {
                      "; exact resume needs the same precision (or start a new run with --model " +
                      checkpoint_model_path(dir, step) + ")");
   }
-  model_ = std::make_unique<Gpt2>(s.config, offload_kernels(), precision_);
+  model_ = std::make_unique<Gpt2>(s.config, active_kernels(), precision_);
   AdamWConfig adamw;
   adamw.weight_decay = opt_.weight_decay;
   optimizer_ = std::make_unique<AdamW>(model_->num_parameters(), adamw, model_->kernels(),
@@ -408,21 +414,21 @@ float Trainer::validate() {
   return static_cast<float>(total / double(batches));
 }
 
-std::vector<int> Trainer::sample(int step) {
+const std::vector<int>& Trainer::sample(int step) {
   // Its own RNG, seeded from the run's seed and the step: sampling never disturbs training.
   Rng rng(opt_.seed ^ (0xA5A5A5A5ull + uint64_t(step) * 0x9E3779B97F4A7C15ull));
   const ModelConfig& c = model_->config();
-  const int n = std::min(opt_.sample_tokens, c.max_seq_len);
-  Generator gen(*model_, n);
   const int eot = c.vocab_size > 50256 ? 50256 : c.vocab_size - 1;
-  std::vector<int> tokens;
+  Generator& gen = *generator_;
+  gen.reset();
+  sample_.clear();
   int token = eot;
-  while (gen.position() < n) {
-    const float* logits = gen.step(token);
-    token = sample_token(logits, c.vocab_size, 1.0f, 0, rng);
-    tokens.push_back(token);
+  while (gen.position() < gen.capacity()) {
+    gen.step(token);
+    token = gen.sample(1.0f, 0, rng);
+    sample_.push_back(token);
   }
-  return tokens;
+  return sample_;
 }
 
 void Trainer::log_line(const char* fmt, int step, float value) {
@@ -475,7 +481,6 @@ bool Trainer::run(const TrainObserver& obs) {
       clip_to_norm(m.grads_flat(), m.num_parameters(), norm, opt_.grad_clip, m.kernels());
       const Gpt2::UpdateSpans weights = m.weights_for_update();  // bf16: the copy too, same pass
       optimizer_->step(weights.master, m.grads_flat(), lr, weights.copy);
-      offload_weights_changed();  // the plugin's device copy of the weights
     } else {
       // The weights and moments stay as they were; the data and the schedule move on.
       if (bad_in_row++ == 0) first_bad = step;

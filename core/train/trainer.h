@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "core/model/generate.h"
 #include "core/model/gpt2.h"
 #include "core/optim/adamw.h"
 #include "core/train/data_loader.h"
@@ -133,7 +134,8 @@ class Trainer {
   // A step's loss or gradient norm is not finite: what is (for the warning), and fault injection.
   std::string describe_bad_step(double loss, double norm) const;
   void inject_gradient_faults();
-  std::vector<int> sample(int step);
+  // The tokens of the sample at `step` (in sample_, reused).
+  const std::vector<int>& sample(int step);
   void log_line(const char* fmt, int step, float value);
 
   TrainOptions opt_;
@@ -145,6 +147,8 @@ class Trainer {
   std::unique_ptr<DataLoader> train_;
   std::unique_ptr<DataLoader> val_;
   std::unique_ptr<AdamW> optimizer_;
+  std::unique_ptr<Generator> generator_;  // with --sample-every
+  std::vector<int> sample_;
   LrSchedule schedule_;
   std::FILE* log_ = nullptr;
   std::unique_ptr<FolderLock> lock_;

@@ -38,6 +38,7 @@ VerifyReport verify_against_state(Gpt2& model, const DebugState& ref, const Veri
   const int V = cfg.vocab_size, Vp = cfg.padded_vocab_size;
   VerifyReport report;
 
+  model.plan_batch(ref.B, ref.T);
   const float loss = model.forward(ref.inputs.data(), ref.targets.data(), ref.B, ref.T);
   std::vector<float> logits(BT * V);
   for (size_t r = 0; r < BT; ++r) {

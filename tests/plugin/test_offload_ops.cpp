@@ -1,17 +1,22 @@
-// Every offloaded op, run through the offload kernel table (the trampolines into the plugin),
+// Every offloaded op, run on a plugin's device (OffloadDevice, what the offload executor calls),
 // against the scalar CPU kernel from the same inputs, compared by normalized error ||ours - cpu|| /
 // ||cpu||. Bounds come from fp32 rounding: u = 2^-24 times the reduction length (a first-order
 // bound for any summation order), times 4 for the exp/division of the softmax; a wrong element or a
 // missed "+=" is O(1). Also: weights served from the device copy follow weights_changed, and
-// report() counts the ops. Runs on the fake plain-loop plugin always and on the Vulkan plugin where
+// report() counts the ops; a model with a plugin computes what a model without one does, sends
+// every matmul and attention of its layers to the device, refreshes the device's weights after an
+// update by itself, and leaves a second model in the process alone. Runs on the fake plain-loop
+// plugin always and on the Vulkan plugin where
 // it is built; the latter is skipped, with the plugin's own message, only when it finds no Vulkan
 // device at all.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "core/model/gpt2.h"
 #include "core/plugin/offload.h"
 #include "core/util/rng.h"
 #include "simd/error.h"
@@ -65,15 +70,15 @@ class OffloadOps : public ::testing::TestWithParam<std::string> {
       if (m.find("no usable device") != std::string::npos) GTEST_SKIP() << m;
       FAIL() << m;
     }
-    const OffloadOutcome r = enable_offload(GetParam());
+    OffloadOutcome r;
+    device_ = OffloadDevice::open(GetParam(), &no_weights_, 1, &r);
     ASSERT_TRUE(r.active) << r.message;
-    k_ = &offload_kernels(cpu_);
-    ASSERT_NE(k_->matmul_forward, cpu_.matmul_forward) << "matmul is not routed to the plugin";
+    ASSERT_TRUE(device_->has_matmul() && device_->has_attention());
   }
-  void TearDown() override { disable_offload(); }
 
   const KernelTable& cpu_ = scalar_kernels();
-  const KernelTable* k_ = nullptr;
+  float no_weights_ = 0;  // the ops below pass their weights, which the device uploads per call
+  std::unique_ptr<OffloadDevice> device_;
 };
 
 struct MatmulShape {
@@ -92,7 +97,7 @@ TEST_P(OffloadOps, MatmulForward) {
                b = random_vector(s.OC, 3);
     for (const float* bias : {b.data(), (const float*)nullptr}) {
       std::vector<float> ours(s.N * s.OC, NAN), ref(s.N * s.OC);
-      k_->matmul_forward(ours.data(), inp.data(), w.data(), bias, s.N, s.C, s.OC);
+      device_->matmul_forward(ours.data(), inp.data(), w.data(), bias, s.N, s.C, s.OC);
       cpu_.matmul_forward(ref.data(), inp.data(), w.data(), bias, s.N, s.C, s.OC);
       EXPECT_CLOSE(ours, ref, 2 * kU * (s.C + 1));
     }
@@ -109,8 +114,8 @@ TEST_P(OffloadOps, MatmulBackward) {
     std::vector<float> dinp(s.N * s.C, 1e3f), dw = random_vector((size_t)s.OC * s.C, 7),
                                               db = random_vector(s.OC, 8);
     std::vector<float> rdinp(s.N * s.C), rdw = dw, rdb = db;
-    k_->matmul_backward(dinp.data(), dw.data(), db.data(), dout.data(), inp.data(), w.data(), s.N,
-                        s.C, s.OC);
+    device_->matmul_backward(dinp.data(), dw.data(), db.data(), dout.data(), inp.data(), w.data(),
+                             s.N, s.C, s.OC);
     cpu_.matmul_backward(rdinp.data(), rdw.data(), rdb.data(), dout.data(), inp.data(), w.data(),
                          s.N, s.C, s.OC);
     EXPECT_CLOSE(dinp, rdinp, 2 * kU * s.OC);
@@ -118,8 +123,8 @@ TEST_P(OffloadOps, MatmulBackward) {
     EXPECT_CLOSE(db, rdb, 2 * kU * (s.N + 1));
     // Without dinp and dbias (the engine skips them where nothing needs them).
     std::vector<float> dw2 = random_vector((size_t)s.OC * s.C, 9), rdw2 = dw2;
-    k_->matmul_backward(nullptr, dw2.data(), nullptr, dout.data(), inp.data(), w.data(), s.N, s.C,
-                        s.OC);
+    device_->matmul_backward(nullptr, dw2.data(), nullptr, dout.data(), inp.data(), w.data(), s.N,
+                             s.C, s.OC);
     cpu_.matmul_backward(rdinp.data(), rdw2.data(), rdb.data(), dout.data(), inp.data(), w.data(),
                          s.N, s.C, s.OC);
     EXPECT_CLOSE(dw2, rdw2, 2 * kU * (s.N + 1));
@@ -141,7 +146,7 @@ TEST_P(OffloadOps, AttentionForwardAndBackward) {
     const double bound = 4 * kU * (hs + s.T + 4);
     const auto qkv = random_vector(BT * 3 * s.C, 10);
     std::vector<float> out(BT * s.C, NAN), att(A, NAN), rout(BT * s.C), ratt(A);
-    k_->attention_forward(out.data(), att.data(), qkv.data(), s.B, s.T, s.C, s.NH);
+    device_->attention_forward(out.data(), att.data(), qkv.data(), s.B, s.T, s.C, s.NH);
     cpu_.attention_forward(rout.data(), ratt.data(), qkv.data(), s.B, s.T, s.C, s.NH);
     EXPECT_CLOSE(out, rout, bound);
     EXPECT_CLOSE(att, ratt, bound);
@@ -149,8 +154,8 @@ TEST_P(OffloadOps, AttentionForwardAndBackward) {
     const auto dout = random_vector(BT * s.C, 11);
     std::vector<float> dqkv(BT * 3 * s.C, 1e3f), rdqkv(BT * 3 * s.C),
         scratch((size_t)s.B * s.NH * s.T);
-    k_->attention_backward(dqkv.data(), scratch.data(), dout.data(), qkv.data(), ratt.data(), s.B,
-                           s.T, s.C, s.NH);
+    device_->attention_backward(dqkv.data(), dout.data(), qkv.data(), ratt.data(), s.B, s.T, s.C,
+                                s.NH);
     cpu_.attention_backward(rdqkv.data(), scratch.data(), dout.data(), qkv.data(), ratt.data(), s.B,
                             s.T, s.C, s.NH);
     EXPECT_CLOSE(dqkv, rdqkv, bound);
@@ -163,22 +168,23 @@ TEST_P(OffloadOps, ResidentWeightsFollowWeightsChanged) {
   const size_t N = 5;
   const int C = 32, OC = 48;
   std::vector<float> params = random_vector((size_t)OC * C + OC, 12, 0.1);
-  ASSERT_EQ(offload_set_weights(params.data(), params.size()), "");
+  OffloadOutcome opened;
+  device_ = OffloadDevice::open(GetParam(), params.data(), params.size(), &opened);
+  ASSERT_TRUE(opened.active) << opened.message;
   const float* w = params.data();
   const float* b = params.data() + (size_t)OC * C;
   const auto inp = random_vector(N * C, 13);
   std::vector<float> ours(N * OC), ref(N * OC);
-  llmcpu_offload_report rep;
-  ASSERT_TRUE(offload_report(&rep));  // start counting here
+  device_->report();  // start counting here
   for (int round = 0; round < 3; ++round) {
     SCOPED_TRACE("after " + std::to_string(round) + " weight updates");
-    k_->matmul_forward(ours.data(), inp.data(), w, b, N, C, OC);
+    device_->matmul_forward(ours.data(), inp.data(), w, b, N, C, OC);
     cpu_.matmul_forward(ref.data(), inp.data(), w, b, N, C, OC);
     EXPECT_CLOSE(ours, ref, 2 * kU * (C + 1));
     for (float& x : params) x = 0.5f * x + 0.01f;  // an "optimizer step"
-    offload_weights_changed();
+    device_->weights_changed();
   }
-  ASSERT_TRUE(offload_report(&rep));
+  const llmcpu_offload_report rep = device_->report();
   // Three ops (the weight refreshes are not ops); per round the input goes up and the output comes
   // down (weight and bias are resident), and weights_changed sends the whole array up again.
   EXPECT_EQ(rep.calls, 3u);
@@ -207,23 +213,73 @@ INSTANTIATE_TEST_SUITE_P(Plugins, OffloadOps, ::testing::ValuesIn(plugins_under_
                                       : std::string("vulkan");
                          });
 
-// Without a plugin the hooks do nothing, and a table made while one was active computes on the CPU.
-TEST(OffloadOff, HooksAreNoOpsAndTheTableFallsBackToTheCpu) {
-  ASSERT_TRUE(enable_offload(testing::fake_plugin("cpu")).active);
-  const KernelTable& k = offload_kernels(scalar_kernels());
-  disable_offload();
-  EXPECT_FALSE(offload_active());
-  offload_weights_changed();
-  llmcpu_offload_report r;
-  EXPECT_FALSE(offload_report(&r));
-  float p[4] = {};
-  EXPECT_EQ(offload_set_weights(p, 4), "");
-  EXPECT_EQ(&offload_kernels(scalar_kernels()), &k);
-  const auto inp = random_vector(3 * 8, 14), w = random_vector(8 * 8, 15);
-  std::vector<float> ours(3 * 8), ref(3 * 8);
-  k.matmul_forward(ours.data(), inp.data(), w.data(), nullptr, 3, 8, 8);
-  scalar_kernels().matmul_forward(ref.data(), inp.data(), w.data(), nullptr, 3, 8, 8);
-  EXPECT_EQ(ours, ref);  // the very same CPU kernel
+// A small model (L=2 NH=4 C=32 V=50 maxT=16), GPT-2-initialised, planned for 2 x 16.
+std::unique_ptr<Gpt2> small_model(Precision precision = Precision::kFp32) {
+  ModelConfig c;
+  c.max_seq_len = 16;
+  c.vocab_size = 50;
+  c.padded_vocab_size = 128;
+  c.num_layers = 2;
+  c.num_heads = 4;
+  c.channels = 32;
+  auto m = std::make_unique<Gpt2>(c, scalar_kernels(), precision, &scalar_bf16_kernels());
+  init_gpt2(*m, 5);
+  m->plan_batch(2, 16);
+  return m;
+}
+
+std::vector<float> logits_of(const Gpt2& m) {
+  const size_t n = (size_t)m.batch() * m.seq_len() * m.config().padded_vocab_size;
+  return std::vector<float>(m.logits(), m.logits() + n);
+}
+
+// The offload executor sends each layer's four matmuls and attention, and the head's matmul, to
+// the device, forward and backward; the model refreshes the device's weights after an update by
+// itself; a second model in the same process, without a plugin, is not touched by the first's.
+TEST_P(OffloadOps, ModelWithPluginMatchesModelWithout) {
+  auto dev = small_model(), cpu = small_model();
+  const OffloadOutcome r = dev->enable_offload(GetParam());
+  ASSERT_TRUE(r.active) << r.message;
+  EXPECT_FALSE(cpu->offload_active());
+  llmcpu_offload_report rep;
+  EXPECT_FALSE(cpu->offload_report(&rep));
+  ASSERT_TRUE(dev->offload_report(&rep));  // start counting here
+
+  const int B = 2, T = 16, L = dev->config().num_layers;
+  std::vector<int> in(B * T), tg(B * T);
+  for (int i = 0; i < B * T; ++i) in[i] = (7 * i + 3) % 50, tg[i] = (11 * i + 1) % 50;
+  // The bounds of the single ops above at this model's sizes (reductions of at most 4*C = 128
+  // terms, or B*T = 32 rows for weight gradients), with room for the two layers they pass through.
+  const double bound = 16 * kU * 128;
+  for (int round = 0; round < 2; ++round) {
+    SCOPED_TRACE("round " + std::to_string(round));
+    for (Gpt2* m : {dev.get(), cpu.get()}) {
+      m->zero_grad();
+      m->forward(in.data(), tg.data(), B, T);
+      m->backward();
+    }
+    EXPECT_CLOSE(logits_of(*dev), logits_of(*cpu), bound);
+    const size_t P = dev->num_parameters();
+    EXPECT_CLOSE(std::vector<float>(dev->grads_flat(), dev->grads_flat() + P),
+                 std::vector<float>(cpu->grads_flat(), cpu->grads_flat() + P), bound);
+    ASSERT_TRUE(dev->offload_report(&rep));
+    EXPECT_EQ(rep.calls, 2u * (5 * L + 1)) << "ops that reached the device in one step";
+    // An "optimizer step" on both: the device must compute with the new weights next round.
+    for (Gpt2* m : {dev.get(), cpu.get()}) {
+      float* w = m->weights_for_update().master;
+      for (size_t i = 0; i < P; ++i) w[i] -= 0.5f * m->grads_flat()[i];
+    }
+  }
+}
+
+// The plugin computes in fp32: a bf16 model refuses it and stays on the CPU, saying why.
+TEST_P(OffloadOps, Bf16ModelRefusesThePlugin) {
+  auto m = small_model(Precision::kBf16);
+  const OffloadOutcome r = m->enable_offload(GetParam());
+  EXPECT_FALSE(r.active);
+  EXPECT_FALSE(m->offload_active());
+  EXPECT_EQ(r.message, "offload: " + GetParam() +
+                           ": the plugin computes in fp32 only, not bf16; running on the CPU");
 }
 
 }  // namespace

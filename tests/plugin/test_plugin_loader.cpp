@@ -1,5 +1,6 @@
 // PluginLibrary::load on every kind of file that is not a usable plugin: each is refused with one
-// FileError that names the file and the reason, and enable_offload turns it into the fallback line.
+// FileError that names the file and the reason, and a model's enable_offload turns it into the
+// fallback line.
 // The working fake plugin loads, names itself and its ops.
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -8,6 +9,7 @@
 #include <fstream>
 #include <string>
 
+#include "core/model/gpt2.h"
 #include "core/plugin/offload.h"
 #include "core/plugin/plugin_library.h"
 #include "simd/error.h"
@@ -18,6 +20,18 @@ namespace {
 
 namespace fs = std::filesystem;
 using testing::fake_plugin;
+
+// A small fp32 model to enable a plugin on (L=2 NH=3 C=12 V=11 maxT=8).
+ModelConfig small_config() {
+  ModelConfig c;
+  c.max_seq_len = 8;
+  c.vocab_size = 11;
+  c.padded_vocab_size = 16;
+  c.num_layers = 2;
+  c.num_heads = 3;
+  c.channels = 12;
+  return c;
+}
 
 // The message of the FileError that loading `path` throws ("" if it loads).
 std::string load_error(const std::string& path) {
@@ -36,9 +50,10 @@ void expect_refused(const std::string& path, const std::string& reason) {
   EXPECT_NE(message.find(reason), std::string::npos) << message;
   EXPECT_EQ(message.find('\n'), std::string::npos) << "not one line: " << message;
   // The same reason reaches the user as the fallback line.
-  const OffloadOutcome r = enable_offload(path);
+  Gpt2 model(small_config());
+  const OffloadOutcome r = model.enable_offload(path);
   EXPECT_FALSE(r.active);
-  EXPECT_FALSE(offload_active());
+  EXPECT_FALSE(model.offload_active());
   EXPECT_EQ(r.message, "offload: " + message + "; running on the CPU");
 }
 
@@ -96,12 +111,14 @@ TEST(PluginLoader, WorkingPluginLoads) {
   EXPECT_EQ(lib->ops(), LLMCPU_PLUGIN_OP_MATMUL | LLMCPU_PLUGIN_OP_ATTENTION);
   EXPECT_EQ(describe_offloaded_ops(lib->ops()), "matmul, attention");
   lib.reset();
-  const OffloadOutcome r = enable_offload(path);
+  Gpt2 model(small_config());
+  const OffloadOutcome r = model.enable_offload(path);
   EXPECT_TRUE(r.active);
   EXPECT_EQ(r.message, "offload: fake (plain loops on the CPU): matmul, attention");
-  EXPECT_TRUE(offload_active());
-  disable_offload();
-  EXPECT_FALSE(offload_active());
+  EXPECT_TRUE(model.offload_active());
+  EXPECT_EQ(model.kernels_summary(), "fp32, " + std::string(model.kernels().target) + "+fake kernels");
+  model.disable_offload();
+  EXPECT_FALSE(model.offload_active());
 }
 
 TEST(PluginLoader, FailingOpIsADeviceErrorWithThePluginsMessage) {

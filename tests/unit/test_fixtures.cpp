@@ -71,6 +71,7 @@ TEST(Determinism, GradientsIdenticalAcrossThreadCounts) {
     omp_set_num_threads(threads);
     Gpt2 model(info.config);
     load_checkpoint(fixture(name, "model.bin"), model);
+    model.plan_batch(ref.B, ref.T);
     model.forward(ref.inputs.data(), ref.targets.data(), ref.B, ref.T);
     model.zero_grad();
     model.backward();
@@ -87,6 +88,7 @@ TEST(Model, BackwardAccumulatesUntilZeroGrad) {
   const DebugState ref = load_debug_state(fixture("tiny", "state.bin"), info.config);
   Gpt2 model(info.config);
   load_checkpoint(fixture("tiny", "model.bin"), model);
+  model.plan_batch(ref.B, ref.T);
   model.forward(ref.inputs.data(), ref.targets.data(), ref.B, ref.T);
   model.zero_grad();
   model.backward(0.5f);
@@ -107,8 +109,14 @@ TEST(Model, RejectsBatchesThatDoNotFit) {
   const CheckpointInfo info = read_checkpoint_header(fixture("edge", "model.bin"));
   Gpt2 model(info.config);
   std::vector<int> tokens(64, 1);
-  EXPECT_THROW(model.forward(tokens.data(), tokens.data(), 1, info.config.max_seq_len + 1),
-               ShapeError);
+  EXPECT_THROW(model.plan_batch(1, info.config.max_seq_len + 1), ShapeError);
+  EXPECT_THROW(model.plan_batch(0, 4), ShapeError);
+  EXPECT_THROW(model.forward(tokens.data(), tokens.data(), 1, 4), ShapeError);  // nothing planned
+  model.plan_batch(1, 4);
+  EXPECT_TRUE(std::isfinite(model.forward(tokens.data(), tokens.data(), 1, 4)));
+  // Another shape than the planned one is refused, not quietly re-planned.
+  EXPECT_THROW(model.forward(tokens.data(), tokens.data(), 2, 4), ShapeError);
+  EXPECT_THROW(model.forward(tokens.data(), tokens.data(), 1, 3), ShapeError);
   tokens[3] = info.config.vocab_size;  // one past the vocabulary
   EXPECT_THROW(model.forward(tokens.data(), tokens.data(), 1, 4), ShapeError);
 }

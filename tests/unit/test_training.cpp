@@ -361,6 +361,7 @@ TEST(Generator, KvCacheMatchesFullForward) {
   Rng rng(3);
   std::vector<int> tokens(n);
   for (int& t : tokens) t = int(rng.below(V));
+  model.plan_batch(1, n);
   model.forward(tokens.data(), nullptr, 1, n);
   std::vector<float> full(model.logits(), model.logits() + (size_t)n * Vp);
   Generator gen(model, n);

@@ -69,17 +69,16 @@ int run_sample(const std::vector<std::string>& args) {
   Rng rng(seed);
   std::fwrite(prompt.data(), 1, prompt.size(), stdout);
   const auto start = std::chrono::steady_clock::now();
-  const float* logits = nullptr;
-  for (int t : context) logits = gen.step(t);
+  for (int t : context) gen.step(t);
   int generated = 0;
   while (generated < tokens) {
-    const int next = sample_token(logits, c.vocab_size, static_cast<float>(temperature), top_k, rng);
+    const int next = gen.sample(static_cast<float>(temperature), top_k, rng);
     ++generated;
     if (next == tok.eot_token()) break;
     const std::string piece = tok.decode(&next, 1);
     std::fwrite(piece.data(), 1, piece.size(), stdout);
     std::fflush(stdout);
-    if (generated < tokens) logits = gen.step(next);
+    if (generated < tokens) gen.step(next);
   }
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::fprintf(stderr, "\nsample: %d tokens after a %zu-token context in %.2f s (%.1f tokens/s)\n",

@@ -43,11 +43,10 @@ int run_train(const std::vector<std::string>& args) {
   std::printf("%s\n", placed.summary.c_str());
   const int nthreads = placed.plan.num_threads();
   parse_precision(o.precision, "--precision");  // before anything is loaded: a typo fails fast
-  apply_plugin_flags(extra.plugin, o.precision);
 
   Trainer trainer(o);
   for (const std::string& note : trainer.notes()) std::printf("train: %s\n", note.c_str());
-  attach_plugin_weights(trainer.model());
+  apply_plugin_flags(extra.plugin, trainer.model());
   const Gpt2& m = trainer.model();
   std::printf("train: %s\n", trainer.model_origin().c_str());
   std::printf("train: %s, %zu parameters, B=%d T=%d, %d micro-batches per step (%d tokens), "
@@ -81,7 +80,7 @@ int run_train(const std::vector<std::string>& args) {
     std::printf("checkpoint: %s (step %d)\n", path.c_str(), step);
     std::fflush(stdout);
   };
-  report_after_each_step(extra.plugin, &obs);
+  report_after_each_step(extra.plugin, trainer.model(), &obs);
   install_interrupt_handler();
   const bool finished = trainer.run(obs);
   if (!finished) {

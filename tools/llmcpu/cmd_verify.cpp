@@ -6,7 +6,6 @@
 #include "core/io/checkpoint.h"
 #include "core/io/debug_state.h"
 #include "core/model/precision.h"
-#include "core/plugin/offload.h"
 #include "core/verify/verify.h"
 #include "simd/error.h"
 #include "tools/llmcpu/args.h"
@@ -39,13 +38,12 @@ int run_verify(const std::vector<std::string>& args) {
   const Placement placed = apply_placement_flags(placement);
   std::printf("%s\n", placed.summary.c_str());
   const int nthreads = placed.plan.num_threads();
-  apply_plugin_flags(plugin, precision);
 
   const CheckpointInfo info = read_checkpoint_header(model_path);
-  Gpt2 model(info.config, offload_kernels(), prec);
+  Gpt2 model(info.config, active_kernels(), prec);
   load_checkpoint(model_path, model);
-  attach_plugin_weights(model);
-  apply_offload_tolerances(p, &tol);
+  apply_plugin_flags(plugin, model);
+  apply_offload_tolerances(p, model, &tol);
   if (prec == Precision::kBf16) {  // limits not given on the command line: the bf16 ones
     if (!p.given("tolerance-logits")) tol.logits = kBf16Tolerances.logits;
     if (!p.given("tolerance-grads")) tol.grads = kBf16Tolerances.grads;
@@ -58,7 +56,7 @@ int run_verify(const std::vector<std::string>& args) {
   DebugState ours;
   const VerifyReport report =
       verify_against_state(model, ref, tol, write_state.empty() ? nullptr : &ours);
-  print_offload_report(plugin);
+  print_offload_report(plugin, model);
   std::printf("%-10s %12s %14s %14s %10s\n", "tensor", "elements", "max|diff|", "rel.error", "limit");
   for (const TensorComparison& c : report.rows) {
     std::printf("%-10s %12zu %14.6e %14.6e %10.2e %s\n", c.name.c_str(), c.count, c.max_abs_diff,

@@ -19,30 +19,18 @@ void add_plugin_flags(ArgParser& p, PluginFlags* o) {
          "step");
 }
 
-void apply_plugin_flags(const PluginFlags& o, const std::string& precision) {
+void apply_plugin_flags(const PluginFlags& o, Gpt2& model) {
   if (o.path.empty()) return;
   std::fflush(stdout);  // the lines before this one come first
-  if (precision != "fp32") {
-    std::fprintf(stderr,
-                 "offload: %s: the plugin computes in fp32 only, not --precision %s; running on "
-                 "the CPU\n",
-                 o.path.c_str(), precision.c_str());
-    return;
-  }
-  const OffloadOutcome r = enable_offload(o.path);
+  const OffloadOutcome r = model.enable_offload(o.path);
   std::fprintf(r.active ? stdout : stderr, "%s\n", r.message.c_str());
   std::fflush(r.active ? stdout : stderr);
 }
 
-void attach_plugin_weights(Gpt2& model) {
-  const std::string line = offload_set_weights(model.params_flat(), model.num_parameters());
-  if (!line.empty()) std::fprintf(stderr, "%s\n", line.c_str());
-}
-
-void print_offload_report(const PluginFlags& o) {
+void print_offload_report(const PluginFlags& o, Gpt2& model) {
   if (!o.report) return;
   llmcpu_offload_report r;
-  if (offload_report(&r)) {
+  if (model.offload_report(&r)) {
     std::printf("%s\n", format_offload_report(r).c_str());
   } else {
     static bool said = false;
@@ -52,11 +40,11 @@ void print_offload_report(const PluginFlags& o) {
   std::fflush(stdout);
 }
 
-void report_after_each_step(const PluginFlags& o, TrainObserver* observer) {
+void report_after_each_step(const PluginFlags& o, Gpt2& model, TrainObserver* observer) {
   if (!o.report) return;
-  observer->on_step = [inner = std::move(observer->on_step), o](const StepReport& r) {
+  observer->on_step = [inner = std::move(observer->on_step), o, &model](const StepReport& r) {
     if (inner) inner(r);
-    print_offload_report(o);
+    print_offload_report(o, model);
   };
 }
 
@@ -67,7 +55,7 @@ void add_tolerance_flags(ArgParser& p, VerifyTolerances* tol) {
            "largest relative error of each gradient tensor (default 1e-4)");
 }
 
-void apply_offload_tolerances(const ArgParser& p, VerifyTolerances* tol) {
+void apply_offload_tolerances(const ArgParser& p, const Gpt2& model, VerifyTolerances* tol) {
   for (auto [flag, value] :
        {std::pair{"tolerance-logits", tol->logits}, {"tolerance-grads", tol->grads}}) {
     if (!(value > 0) || !std::isfinite(value)) {
@@ -75,7 +63,7 @@ void apply_offload_tolerances(const ArgParser& p, VerifyTolerances* tol) {
                        std::to_string(value));
     }
   }
-  if (!offload_active()) return;
+  if (!model.offload_active()) return;
   if (!p.given("tolerance-logits")) tol->logits = kOffloadTolerances.logits;
   if (!p.given("tolerance-grads")) tol->grads = kOffloadTolerances.grads;
 }

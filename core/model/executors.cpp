@@ -1,0 +1,13 @@
+#include "core/model/executors.h"
+
+namespace llmcpu {
+
+Bf16Executor::Bf16Executor(const KernelTable& k, const Bf16Kernels& h, const float* master,
+                           size_t count)
+    : Fp32Executor{k}, h_(h), master_(master), copy_(count) {
+  refresh();  // first touch by the converting threads
+}
+
+void Bf16Executor::plan(int B, int T, int C) { atty_ = AlignedBuffer<float>((size_t)B * T * C); }
+
+}  // namespace llmcpu
