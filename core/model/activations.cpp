@@ -1,6 +1,5 @@
 #include "core/model/activations.h"
 
-#include <type_traits>
 #include <utility>
 #include <vector>
 

@@ -43,6 +43,10 @@ DataLoader::DataLoader(const std::string& pattern, int B, int T, int vocab_size,
     }
     s.check_vocab(vocab_size);
   }
+  // The largest shard's sample order up front: moving to another shard allocates nothing.
+  uint64_t most = 0;
+  for (uint32_t i = 0; i < shards_.size(); ++i) most = std::max(most, samples_in(i));
+  if (shuffle_) pos_.sample_order.reserve(most);
   reset();
 }
 

@@ -174,6 +174,8 @@ Trainer::Trainer(const TrainOptions& options)
   // Every shape the run computes is planned here (validation uses the training shape): the steps,
   // validations and samples that follow allocate nothing.
   model_->plan_batch(opt_.batch, opt_.seq_len);
+  inputs_.resize((size_t)opt_.batch * opt_.seq_len);
+  targets_.resize(inputs_.size());
   if (opt_.sample_every > 0) {
     generator_ = std::make_unique<Generator>(*model_, std::min(opt_.sample_tokens, c.max_seq_len));
     sample_.reserve(generator_->capacity());
@@ -402,8 +404,8 @@ std::string Trainer::save_checkpoint_now() {
 }
 
 float Trainer::validate() {
-  const size_t BT = (size_t)opt_.batch * opt_.seq_len;
-  std::vector<int> inputs(BT), targets(BT);
+  std::vector<int>& inputs = inputs_;
+  std::vector<int>& targets = targets_;
   val_->reset();
   const uint64_t batches = std::min<uint64_t>(opt_.val_batches, val_->total_samples());
   double total = 0;
@@ -439,7 +441,8 @@ void Trainer::log_line(const char* fmt, int step, float value) {
 
 bool Trainer::run(const TrainObserver& obs) {
   const size_t BT = (size_t)opt_.batch * opt_.seq_len;
-  std::vector<int> inputs(BT), targets(BT);
+  std::vector<int>& inputs = inputs_;
+  std::vector<int>& targets = targets_;
   Gpt2& m = *model_;
   double smoothed_ms = 0;
   bool interrupted = false;

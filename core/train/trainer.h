@@ -148,6 +148,7 @@ class Trainer {
   std::unique_ptr<DataLoader> val_;
   std::unique_ptr<AdamW> optimizer_;
   std::unique_ptr<Generator> generator_;  // with --sample-every
+  std::vector<int> inputs_, targets_;     // (B, T) one batch of training or validation data
   std::vector<int> sample_;
   LrSchedule schedule_;
   std::FILE* log_ = nullptr;
