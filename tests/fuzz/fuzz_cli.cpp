@@ -52,7 +52,7 @@ void verify(const std::vector<std::string>& args) {
   if (model.empty() || state.empty()) throw UsageError("--model and --state are required");
   parse_precision(precision, "--precision");
   fuzz::check_placement(kTarget, placement, true);
-  apply_offload_tolerances(p, &tol);
+  apply_offload_tolerances(p, /*offloading=*/false, &tol);
   LLMCPU_FUZZ_CHECK(kTarget, tol.logits > 0 && std::isfinite(tol.logits) && tol.grads > 0 &&
                                  std::isfinite(tol.grads),
                     "a tolerance that is not a positive number was accepted");

@@ -43,7 +43,7 @@ int run_verify(const std::vector<std::string>& args) {
   Gpt2 model(info.config, active_kernels(), prec);
   load_checkpoint(model_path, model);
   apply_plugin_flags(plugin, model);
-  apply_offload_tolerances(p, model, &tol);
+  apply_offload_tolerances(p, model.offload_active(), &tol);
   if (prec == Precision::kBf16) {  // limits not given on the command line: the bf16 ones
     if (!p.given("tolerance-logits")) tol.logits = kBf16Tolerances.logits;
     if (!p.given("tolerance-grads")) tol.grads = kBf16Tolerances.grads;
