@@ -68,7 +68,7 @@ Weights& weights() {
   return w;
 }
 
-std::unique_ptr<OffloadDevice> g_device;  // the plugin the /plugin rows run on
+std::unique_ptr<OffloadDevice> g_device;      // the plugin the /plugin rows run on
 std::map<std::string, double> g_cpu_seconds;  // per op: the CPU row's time per iteration
 
 // Device figures per call, and the ratio to the CPU row of the same op.

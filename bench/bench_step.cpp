@@ -1,6 +1,6 @@
-// End-to-end training step (forward, backward, gradient norm, AdamW) for model presets, with the time
-// split by phase. Tokens are random ids; the model is GPT-2-initialised. Reports the median step
-// time over repetitions, tokens/s, and each phase's share.
+// End-to-end training step (forward, backward, gradient norm, AdamW) for model presets, with the
+// time split by phase. Tokens are random ids; the model is GPT-2-initialised. Reports the median
+// step time over repetitions, tokens/s, and each phase's share.
 //   ./build/bench_step --benchmark_filter=124m --benchmark_repetitions=3
 // Threads are placed as `llmcpu train` places them; the environment picks the policy:
 //   LLMCPU_BIND=compact|spread|none (default compact), LLMCPU_NUMA=local|interleave|off (default
@@ -73,7 +73,7 @@ void BM_TrainStep(benchmark::State& state, const char* preset) {
     t0 = Clock::now();
     benchmark::DoNotOptimize(global_norm(model.grads_flat(), model.num_parameters()));
     const Gpt2::UpdateSpans w = model.weights_for_update();  // bf16: the copy in the same pass
-    opt.step(w.master, model.grads_flat(), 1e-4, w.copy);  // a device's copy: next forward
+    opt.step(w.master, model.grads_flat(), 1e-4, w.copy);    // a device's copy: next forward
     upd += seconds_since(t0);
   };
   // One untimed step first, as in a training run's steady state: libxsmm JIT, scratch growth and
@@ -89,7 +89,8 @@ void BM_TrainStep(benchmark::State& state, const char* preset) {
     state.counters["hidden%"] = 100 * dev.hidden_fraction;
   }
   const double total = fwd + bwd + upd;
-  state.counters["tok/s"] = benchmark::Counter(double(B) * T, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["tok/s"] =
+      benchmark::Counter(double(B) * T, benchmark::Counter::kIsIterationInvariantRate);
   state.counters["fwd%"] = 100 * fwd / total;
   state.counters["bwd%"] = 100 * bwd / total;
   state.counters["adamw%"] = 100 * upd / total;

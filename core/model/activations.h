@@ -65,10 +65,20 @@ struct ActivationViews {
   LayerActivations<G> layer(int l) const {
     const size_t i = l;
     const size_t row = i * BT * C;
-    return {l == 0 ? encoded : residual3 + row - BT * C,
-            ln1 + row, ln1_mean + i * BT, ln1_rstd + i * BT, qkv + 3 * row, atty + row,
-            att + i * att_size, residual2 + row, ln2 + row, ln2_mean + i * BT, ln2_rstd + i * BT,
-            fch + 4 * row, fch_gelu + 4 * row, residual3 + row};
+    return {.residual = l == 0 ? encoded : residual3 + row - BT * C,
+            .ln1 = ln1 + row,
+            .ln1_mean = ln1_mean + i * BT,
+            .ln1_rstd = ln1_rstd + i * BT,
+            .qkv = qkv + 3 * row,
+            .atty = atty + row,
+            .att = att + i * att_size,
+            .residual2 = residual2 + row,
+            .ln2 = ln2 + row,
+            .ln2_mean = ln2_mean + i * BT,
+            .ln2_rstd = ln2_rstd + i * BT,
+            .fch = fch + 4 * row,
+            .fch_gelu = fch_gelu + 4 * row,
+            .residual3 = residual3 + row};
   }
   // The last layer's output, the head's input: (B, T, C).
   const float* output() const { return residual3 + size_t(L - 1) * BT * C; }

@@ -3,8 +3,8 @@
 // in what precision each op runs.
 //   Fp32Executor     every op on the CPU in fp32 (a KernelTable: scalar, AVX2, AVX-512, NEON).
 //   Bf16Executor     mixed precision: the GEMMs read bf16 inputs and a bf16 copy of the weights
-//                    (fp32 accumulation and output); the GEMM inputs (ln1, atty, ln2, fch_gelu, lnf)
-//                    are stored in bf16; all else is the fp32 executor's.
+//                    (fp32 accumulation and output); the GEMM inputs (ln1, atty, ln2, fch_gelu,
+//                    lnf) are stored in bf16; all else is the fp32 executor's.
 //   OffloadExecutor  fp32, with matmul and attention on a plugin's device where it offers them.
 //   The decode executor (KV cache, one token at a time) is core/model/generate.cpp's.
 // An executor names its GEMM-input type `Act`; the ops are plain member functions, so the
@@ -30,12 +30,12 @@ struct Fp32Executor {
                        int C) {
     k.encoder_forward(out, inp, wte, wpe, B, T, C);
   }
-  void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* weight,
-                         const float* bias, size_t N, int C) {
+  void layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
+                         const float* weight, const float* bias, size_t N, int C) {
     k.layernorm_forward(out, mean, rstd, inp, weight, bias, N, C);
   }
-  void matmul_forward(float* out, const float* inp, const float* weight, const float* bias, size_t N,
-                      int C, int OC) {
+  void matmul_forward(float* out, const float* inp, const float* weight, const float* bias,
+                      size_t N, int C, int OC) {
     k.matmul_forward(out, inp, weight, bias, N, C, OC);
   }
   // Layer l's causal self-attention (l matters to an executor with a per-layer cache).
@@ -102,8 +102,8 @@ class Bf16Executor : public Fp32Executor {
   }
   void gelu_forward(bf16* out, const float* inp, size_t N) { h_.gelu_forward(out, inp, N); }
   // fp32 dout (rounded to bf16 inside), the saved bf16 input and the bf16 weight; fp32 gradients.
-  void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const bf16* inp,
-                       const float* weight, size_t N, int C, int OC) {
+  void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
+                       const bf16* inp, const float* weight, size_t N, int C, int OC) {
     h_.matmul_backward(dinp, dweight, dbias, dout, inp, copy_of(weight), N, C, OC);
   }
 
@@ -120,14 +120,15 @@ class Bf16Executor : public Fp32Executor {
 struct OffloadExecutor : Fp32Executor {
   OffloadDevice& device;
 
-  void matmul_forward(float* out, const float* inp, const float* weight, const float* bias, size_t N,
-                      int C, int OC) {
+  void matmul_forward(float* out, const float* inp, const float* weight, const float* bias,
+                      size_t N, int C, int OC) {
     if (!device.has_matmul()) return Fp32Executor::matmul_forward(out, inp, weight, bias, N, C, OC);
     device.matmul_forward(out, inp, weight, bias, N, C, OC);
   }
   void attention_forward(int l, float* out, float* att, const float* qkv, int B, int T, int C,
                          int NH) {
-    if (!device.has_attention()) return Fp32Executor::attention_forward(l, out, att, qkv, B, T, C, NH);
+    if (!device.has_attention())
+      return Fp32Executor::attention_forward(l, out, att, qkv, B, T, C, NH);
     device.attention_forward(out, att, qkv, B, T, C, NH);
   }
   void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,

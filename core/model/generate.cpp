@@ -26,8 +26,8 @@ struct DecodeExecutor : Fp32Executor {
                        int C) {
     Fp32Executor::encoder_forward(out, inp, wte, wpe + (size_t)pos * C, B, T, C);
   }
-  void attention_forward(int l, float* out, float* /*att*/, const float* qkv, int /*B*/,
-                         int /*T*/, int C, int NH) {
+  void attention_forward(int l, float* out, float* /*att*/, const float* qkv, int /*B*/, int /*T*/,
+                         int C, int NH) {
     float* kc = kcache + (size_t)l * max_len * C;
     float* vc = vcache + (size_t)l * max_len * C;
     std::copy_n(qkv + C, C, kc + (size_t)pos * C);
@@ -65,8 +65,8 @@ int sample_into(const float* logits, int V, float temperature, int top_k, Rng& r
 Generator::Generator(const Gpt2& model, int max_len) : model_(model), max_len_(max_len) {
   const ModelConfig& c = model.config();
   if (max_len <= 0 || max_len > c.max_seq_len) {
-    throw ShapeError("generation length " + std::to_string(max_len) + " must be in 1..maxT=" +
-                     std::to_string(c.max_seq_len));
+    throw ShapeError("generation length " + std::to_string(max_len) +
+                     " must be in 1..maxT=" + std::to_string(c.max_seq_len));
   }
   const size_t L = c.num_layers, C = c.channels;
   acts_ = ActivationArena(c, 1, 1);
@@ -80,14 +80,15 @@ Generator::Generator(const Gpt2& model, int max_len) : model_(model), max_len_(m
 const float* Generator::step(int token) {
   const ModelConfig& c = model_.config();
   if (pos_ >= max_len_) {
-    throw ShapeError("generation reached its length limit of " + std::to_string(max_len_) + " tokens");
+    throw ShapeError("generation reached its length limit of " + std::to_string(max_len_) +
+                     " tokens");
   }
   if (token < 0 || token >= c.vocab_size) {
     throw ShapeError("token " + std::to_string(token) + " is outside the vocabulary 0.." +
                      std::to_string(c.vocab_size - 1));
   }
-  DecodeExecutor x{{model_.kernels()}, kcache_.data(), vcache_.data(), scores_.data(), max_len_,
-                   pos_};
+  DecodeExecutor x{{model_.kernels()}, kcache_.data(), vcache_.data(),
+                   scores_.data(),     max_len_,       pos_};
   model_forward(x, c, model_.params(), acts_.acts, &token, 1, 1);
   ++pos_;
   return acts_.acts.logits;

@@ -1,9 +1,9 @@
 // Text generation: one token at a time through a KV cache, so each new token costs one position
-// (not a whole forward pass over the sequence so far), and sampling from the logits with temperature
-// and top-k. The layers are the training path's (core/model/transformer.h), run by a decode
-// executor whose attention appends the token's key and value to the cache and attends over it.
-// Inference only. It computes in fp32 on the CPU from the fp32 master weights, also for a bf16 or
-// offloading model (samples during training are a preview, not a measurement, and one token's
+// (not a whole forward pass over the sequence so far), and sampling from the logits with
+// temperature and top-k. The layers are the training path's (core/model/transformer.h), run by a
+// decode executor whose attention appends the token's key and value to the cache and attends over
+// it. Inference only. It computes in fp32 on the CPU from the fp32 master weights, also for a bf16
+// or offloading model (samples during training are a preview, not a measurement, and one token's
 // matmuls are too small to be worth a device). Everything is allocated at construction: stepping
 // and sampling allocate nothing.
 #pragma once

@@ -25,9 +25,9 @@ Gpt2::Gpt2(const ModelConfig& config, const KernelTable& kernels, Precision prec
   p_ = ParameterViews<float>::carve(params_.data(), layout_);
   g_ = ParameterViews<float>::carve(grads_.data(), layout_);
   if (precision_ == Precision::kBf16) {
-    bf16_ = std::make_unique<Bf16Executor>(
-        kernels_, bf16_kernels ? *bf16_kernels : active_bf16_kernels(), params_.data(),
-        params_.size());
+    bf16_ = std::make_unique<Bf16Executor>(kernels_,
+                                           bf16_kernels ? *bf16_kernels : active_bf16_kernels(),
+                                           params_.data(), params_.size());
   }
 }
 
@@ -99,8 +99,8 @@ void Gpt2::plan_batch(int B, int T) {
                      ": batch size and sequence length must be positive");
   }
   if (T > config_.max_seq_len) {
-    throw ShapeError("sequence length T=" + std::to_string(T) + " exceeds the model's maxT=" +
-                     std::to_string(config_.max_seq_len));
+    throw ShapeError("sequence length T=" + std::to_string(T) +
+                     " exceeds the model's maxT=" + std::to_string(config_.max_seq_len));
   }
   if (B == arena_.batch() && T == arena_.seq_len()) return;
   arena_ = ActivationArena();  // the old arena goes first: the peak is one arena, not two
@@ -149,7 +149,9 @@ float Gpt2::forward(const int* inputs, const int* targets, int B, int T) {
   const float* losses = nullptr;
   run([&](auto& x, const auto& a) {
     model_forward(x, config_, p_, a, inputs_.data(), B, T);
-    if (targets) kernels_.softmax_xent_forward(a.losses, a.lse, a.logits, targets_.data(), BT, V, Vp);
+    if (targets) {
+      kernels_.softmax_xent_forward(a.losses, a.lse, a.logits, targets_.data(), BT, V, Vp);
+    }
     losses = a.losses;
   });
   if (!targets) return std::numeric_limits<float>::quiet_NaN();

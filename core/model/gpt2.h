@@ -119,10 +119,10 @@ class Gpt2 {
   AlignedBuffer<float> grads_;   // flat, same layout
   ParameterViews<float> p_{};
   ParameterViews<float> g_{};
-  std::unique_ptr<Bf16Executor> bf16_;    // bf16 only
+  std::unique_ptr<Bf16Executor> bf16_;     // bf16 only
   std::unique_ptr<OffloadDevice> device_;  // with a plugin only
-  bool bf16_stale_ = false;    // the bf16 copy lags the master
-  bool device_stale_ = false;  // the device's copy lags the master
+  bool bf16_stale_ = false;                // the bf16 copy lags the master
+  bool device_stale_ = false;              // the device's copy lags the master
   ActivationArena arena_;
   AlignedBuffer<int> inputs_;   // (B, T) of the last forward pass, kept for the backward pass
   AlignedBuffer<int> targets_;  // (B, T)

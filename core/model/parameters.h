@@ -34,11 +34,12 @@ class ParameterLayout {
   size_t total_ = 0;
 };
 
-// Where a flat arena laid out by ParameterLayout first holds a NaN or an infinity (tensor -1: nowhere).
+// Where a flat arena laid out by ParameterLayout first holds a NaN or an infinity (tensor -1:
+// nowhere).
 struct NonFinite {
   int tensor = -1;
-  int layer = -1;     // for the per-layer tensors (ln1w ... fcprojb); -1 for the others
-  size_t index = 0;   // element index within the tensor
+  int layer = -1;    // for the per-layer tensors (ln1w ... fcprojb); -1 for the others
+  size_t index = 0;  // element index within the tensor
   float value = 0;
   explicit operator bool() const { return tensor >= 0; }
   std::string describe() const;  // "fcw (layer 3)" or "wte"
@@ -86,14 +87,23 @@ struct ParameterViews {
   // The tensors of layer l (0 <= l < L). This is the one place the per-layer offsets are written.
   LayerParams<F> layer(int l) const {
     const size_t i = l;
-    return {ln1w + i * C,         ln1b + i * C,     qkvw + i * 3 * C * C,    qkvb + i * 3 * C,
-            attprojw + i * C * C, attprojb + i * C, ln2w + i * C,            ln2b + i * C,
-            fcw + i * 4 * C * C,  fcb + i * 4 * C,  fcprojw + i * 4 * C * C, fcprojb + i * C};
+    return {.ln1w = ln1w + i * C,
+            .ln1b = ln1b + i * C,
+            .qkvw = qkvw + i * 3 * C * C,
+            .qkvb = qkvb + i * 3 * C,
+            .attprojw = attprojw + i * C * C,
+            .attprojb = attprojb + i * C,
+            .ln2w = ln2w + i * C,
+            .ln2b = ln2b + i * C,
+            .fcw = fcw + i * 4 * C * C,
+            .fcb = fcb + i * 4 * C,
+            .fcprojw = fcprojw + i * 4 * C * C,
+            .fcprojb = fcprojb + i * C};
   }
 
   static ParameterViews carve(F* base, const ParameterLayout& layout) {
     ParameterViews v;
-    F** slots[kNumParameterTensors] = {&v.wte,  &v.wpe,  &v.ln1w,    &v.ln1b,     &v.qkvw, &v.qkvb,
+    F** slots[kNumParameterTensors] = {&v.wte,      &v.wpe,      &v.ln1w, &v.ln1b, &v.qkvw, &v.qkvb,
                                        &v.attprojw, &v.attprojb, &v.ln2w, &v.ln2b, &v.fcw,  &v.fcb,
                                        &v.fcprojw,  &v.fcprojb,  &v.lnfw, &v.lnfb};
     for (int i = 0; i < kNumParameterTensors; ++i) *slots[i] = base + layout.offset(i);

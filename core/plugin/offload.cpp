@@ -45,8 +45,8 @@ void OffloadDevice::matmul_backward(float* dinp, float* dweight, float* dbias, c
               "matmul_backward");
 }
 
-void OffloadDevice::attention_forward(float* out, float* att, const float* qkv, int B, int T,
-                                      int C, int NH) {
+void OffloadDevice::attention_forward(float* out, float* att, const float* qkv, int B, int T, int C,
+                                      int NH) {
   lib_->check(lib_->api().attention_forward(lib_->device(), out, att, qkv, B, T, C, NH),
               "attention_forward");
 }

@@ -37,8 +37,8 @@ class OffloadDevice {
 
   // The plugin's ops (core/plugin_abi.h has their contracts); a failing call throws DeviceError.
   // A weight inside the array given to open() is served from the device copy.
-  void matmul_forward(float* out, const float* inp, const float* weight, const float* bias, size_t N,
-                      int C, int OC);
+  void matmul_forward(float* out, const float* inp, const float* weight, const float* bias,
+                      size_t N, int C, int OC);
   void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
                        const float* inp, const float* weight, size_t N, int C, int OC);
   void attention_forward(float* out, float* att, const float* qkv, int B, int T, int C, int NH);

@@ -116,7 +116,8 @@ TEST(PluginLoader, WorkingPluginLoads) {
   EXPECT_TRUE(r.active);
   EXPECT_EQ(r.message, "offload: fake (plain loops on the CPU): matmul, attention");
   EXPECT_TRUE(model.offload_active());
-  EXPECT_EQ(model.kernels_summary(), "fp32, " + std::string(model.kernels().target) + "+fake kernels");
+  EXPECT_EQ(model.kernels_summary(),
+            "fp32, " + std::string(model.kernels().target) + "+fake kernels");
   model.disable_offload();
   EXPECT_FALSE(model.offload_active());
 }

@@ -165,8 +165,8 @@ TEST(TrainerAllocations, LoopAllocatesNothingAfterItsFirstStep) {
   fs::remove_all(dir);
   fs::create_directories(dir);
   Rng rng(5);
-  for (auto [name, count] : {std::pair{"train_000000.bin", 1500}, {"train_000001.bin", 1100},
-                             {"val_000000.bin", 600}}) {
+  for (auto [name, count] :
+       {std::pair{"train_000000.bin", 1500}, {"train_000001.bin", 1100}, {"val_000000.bin", 600}}) {
     std::vector<uint16_t> tokens(count);
     for (auto& t : tokens) t = static_cast<uint16_t>(rng.below(311));  // the tiny fixture's V
     write_token_shard((dir / name).string(), tokens);

@@ -35,10 +35,9 @@ void report_after_each_step(const PluginFlags& o, Gpt2& model, TrainObserver* ob
 
 // Registers --tolerance-logits and --tolerance-grads on p, bound to *tol.
 void add_tolerance_flags(ArgParser& p, VerifyTolerances* tol);
-// When `offloading` (a plugin active on the model verified), the tolerances not given on the command
-// line become kOffloadTolerances' (core/verify/verify.h: the fp32 ones, which the plugin's fp32
-// arithmetic meets). Throws
-// UsageError for a limit that is not a positive number.
+// When `offloading` (a plugin active on the model verified), the tolerances not given on the
+// command line become kOffloadTolerances' (core/verify/verify.h: the fp32 ones, which the plugin's
+// fp32 arithmetic meets). Throws UsageError for a limit that is not a positive number.
 void apply_offload_tolerances(const ArgParser& p, bool offloading, VerifyTolerances* tol);
 
 }  // namespace llmcpu
