@@ -1,0 +1,50 @@
+#include "core/comm/communicator.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+
+#include "simd/error.h"
+
+namespace llmcpu {
+
+Shard shard_of(size_t n, int rank, int size) {
+  const size_t base = n / size, extra = n % size, r = rank;
+  return {r * base + std::min(r, extra), base + (r < extra ? 1 : 0)};
+}
+
+namespace {
+
+class SingleProcess final : public Communicator {
+ public:
+  std::string describe() const override { return "single process"; }
+  void all_reduce_sum(float*, size_t) override {}
+  void all_reduce_sum(double*, size_t) override {}
+  void reduce_scatter_sum(const float* in, float* out, size_t n) override {
+    if (n && in != out) std::memmove(out, in, n * sizeof(float));
+  }
+  void all_gather(float*, size_t) override {}
+  void broadcast(void*, size_t, int) override {}
+  void barrier() override {}
+};
+
+}  // namespace
+
+std::unique_ptr<Communicator> single_process_communicator() {
+  return std::make_unique<SingleProcess>();
+}
+
+bool launched_by_mpirun() { return std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr; }
+
+#ifndef LLMCPU_HAVE_MPI
+std::unique_ptr<Communicator> world_communicator() {
+  if (launched_by_mpirun()) {
+    throw UsageError(
+        "started by mpirun, but this llmcpu was built without MPI (LLMCPU_MPI off or Open MPI not "
+        "found); install libopenmpi-dev and rebuild, or run without mpirun");
+  }
+  return single_process_communicator();
+}
+#endif
+
+}  // namespace llmcpu

@@ -1,0 +1,61 @@
+// The processes of a data-parallel run and the collectives training needs, behind one interface:
+// rank and size, sum all-reduce, reduce-scatter and all-gather over evenly split shards,
+// broadcast and barrier. Two worlds implement it: a single process (rank 0 of 1; a collective is
+// a copy or nothing), which a plain `llmcpu train` and the tests use, and Open MPI
+// (mpi_communicator.cpp, built with LLMCPU_MPI) under `mpirun -np N`. Every collective is blocking
+// and must be called by every rank in the same order; results do not depend on timing.
+// Deliberately not here: which buffers are reduced when (the trainer), thread placement.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+
+namespace llmcpu {
+
+// The part of n elements that `rank` of `size` owns: [begin, begin + count). The first n % size
+// ranks own one element more than the others; a shard may be empty.
+struct Shard {
+  size_t begin;
+  size_t count;
+};
+Shard shard_of(size_t n, int rank, int size);
+
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  int local_rank() const { return local_rank_; }  // among the ranks on this machine
+  int local_size() const { return local_size_; }
+  // "single process" or "Open MPI 4.1.4, 4 ranks on 2 machines".
+  virtual std::string describe() const = 0;
+
+  // data (n) = the element-wise sum over ranks, on every rank.
+  virtual void all_reduce_sum(float* data, size_t n) = 0;
+  virtual void all_reduce_sum(double* data, size_t n) = 0;
+  // out (shard_of(n, rank, size).count) = this rank's shard of the element-wise sum of in (n).
+  virtual void reduce_scatter_sum(const float* in, float* out, size_t n) = 0;
+  // data (n): every rank's shard (shard_of(n, rank, size)) sent to every rank, in place.
+  virtual void all_gather(float* data, size_t n) = 0;
+  // data (bytes) from `root` to every rank.
+  virtual void broadcast(void* data, size_t bytes, int root) = 0;
+  virtual void barrier() = 0;
+
+ protected:
+  int rank_ = 0, size_ = 1, local_rank_ = 0, local_size_ = 1;
+};
+
+// A world of one process.
+std::unique_ptr<Communicator> single_process_communicator();
+
+// True when this process was started by mpirun (Open MPI's environment is set).
+bool launched_by_mpirun();
+// Under mpirun, the MPI world (initialising MPI, with threads: the calling thread and a
+// communication thread may both make calls, one at a time); otherwise a single process. Throws
+// UsageError under mpirun when this build has no MPI (LLMCPU_MPI off), and Error when MPI's
+// thread support is too weak.
+std::unique_ptr<Communicator> world_communicator();
+
+}  // namespace llmcpu
