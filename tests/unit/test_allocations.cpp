@@ -26,8 +26,10 @@
 #include "tests/unit/fixture_paths.h"
 
 #if defined(__SANITIZE_ADDRESS__)
-#include <sanitizer/allocator_interface.h>
 #define LLMCPU_COUNT_WITH_SANITIZER_HOOK 1
+// The sanitizer runtime's hook (sanitizer/allocator_interface.h, which GCC does not install).
+extern "C" int __sanitizer_install_malloc_and_free_hooks(
+    void (*malloc_hook)(const volatile void*, size_t), void (*free_hook)(const volatile void*));
 #endif
 
 namespace {
