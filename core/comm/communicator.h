@@ -42,6 +42,9 @@ class Communicator {
   // data (bytes) from `root` to every rank.
   virtual void broadcast(void* data, size_t bytes, int root) = 0;
   virtual void barrier() = 0;
+  // Ends every rank of the job with `code` (a rank that failed calls it so the others do not wait
+  // in a collective forever). A single process just returns.
+  virtual void abort(int code) = 0;
 
  protected:
   int rank_ = 0, size_ = 1, local_rank_ = 0, local_size_ = 1;

@@ -98,6 +98,7 @@ class MpiWorld final : public Communicator {
   }
 
   void barrier() override { check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier"); }
+  void abort(int code) override { MPI_Abort(MPI_COMM_WORLD, code); }
 
  private:
   static constexpr size_t kMaxCount = 1u << 30;  // MPI counts are ints

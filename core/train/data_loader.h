@@ -33,7 +33,11 @@ class DataLoader {
   DataLoader(const std::string& pattern, int B, int T, int vocab_size, bool shuffle, uint64_t seed);
 
   // Fills inputs and targets, B*T ints each, and moves to the next sample.
-  void next_batch(int* inputs, int* targets);
+  void next_batch(int* inputs, int* targets) { next_batch_of(0, 1, inputs, targets); }
+  // Data parallelism: moves over the next `ranks` samples of the stream a single loader reads and
+  // fills inputs and targets with the one at `rank`. Every rank's loader stays at the same position,
+  // so N ranks together read exactly the samples one rank reads.
+  void next_batch_of(int rank, int ranks, int* inputs, int* targets);
   // Back to the first sample of the first shard (sequential order), as before each validation.
   void reset();
 
@@ -47,6 +51,7 @@ class DataLoader {
 
  private:
   uint64_t samples_in(uint32_t shard) const;
+  const uint16_t* next_sample();  // the next sample's B*T + 1 tokens
   void start_epoch();  // draws the shard order when shuffling, then starts the first shard
   void begin_shard();  // draws the sample order of the current shard when shuffling
 

@@ -141,15 +141,19 @@ void check_options(const TrainOptions& o) {
 
 }  // namespace
 
-Trainer::Trainer(const TrainOptions& options)
+Trainer::Trainer(const TrainOptions& options, Communicator* world)
     : opt_(options),
+      own_world_(world ? nullptr : single_process_communicator()),
+      world_(world ? world : own_world_.get()),
       schedule_((check_options(options), parse_lr_schedule(options.lr_schedule, "--lr-schedule")),
                 options.lr, options.warmup, options.steps, options.lr_floor) {
   precision_ = parse_precision(opt_.precision, "--precision");
   if (!opt_.resume.empty() && opt_.checkpoint_dir.empty()) opt_.checkpoint_dir = opt_.resume;
   // Before anything is read: a folder that cannot be written, or that another trainer is writing,
   // is refused now rather than at the first checkpoint.
-  const bool created = !opt_.checkpoint_dir.empty() && take_checkpoint_folder();
+  // Rank 0 alone writes checkpoints, and so alone takes the folder.
+  const bool created =
+      world_->rank() == 0 && !opt_.checkpoint_dir.empty() && take_checkpoint_folder();
   // A folder made just now is removed again if the run cannot start (a bad --model, data that
   // does not fit): a failed start leaves nothing behind.
   struct NewFolder {
@@ -170,7 +174,17 @@ Trainer::Trainer(const TrainOptions& options)
     throw UsageError("--seq-len " + std::to_string(opt_.seq_len) + " exceeds the model's maxT " +
                      std::to_string(c.max_seq_len));
   }
-  grad_accum_ = opt_.total_batch == 0 ? 1 : opt_.total_batch / (opt_.batch * opt_.seq_len);
+  const int ranks = world_->size();
+  const int micro = micro_batches_per_step(opt_, ranks);
+  if (micro % ranks != 0) {
+    throw UsageError("--total-batch " + std::to_string(opt_.total_batch) + ": " +
+                     std::to_string(micro) + " micro-batches of B*T = " +
+                     std::to_string(opt_.batch * opt_.seq_len) + " tokens per step do not split " +
+                     "over " + std::to_string(ranks) + " ranks (make it a multiple of B*T*" +
+                     std::to_string(ranks) + " = " +
+                     std::to_string(opt_.batch * opt_.seq_len * ranks) + ")");
+  }
+  grad_accum_ = micro / ranks;
   // Every shape the run computes is planned here (validation uses the training shape): the steps,
   // validations and samples that follow allocate nothing.
   model_->plan_batch(opt_.batch, opt_.seq_len);
@@ -199,7 +213,7 @@ Trainer::Trainer(const TrainOptions& options)
       throw UsageError("--resume " + opt_.resume + ": " + e.what());
     }
   }
-  if (!opt_.log_path.empty()) {
+  if (!opt_.log_path.empty() && world_->rank() == 0) {
     log_ = std::fopen(opt_.log_path.c_str(), opt_.resume.empty() ? "w" : "a");
     if (!log_) throw FileError(opt_.log_path, "cannot open log: " + errno_message(errno));
   }
@@ -280,8 +294,8 @@ DataPosition Trainer::resume_from(const std::string& dir) {
   };
   mismatch("--batch", s.B, opt_.batch);
   mismatch("--seq-len", s.T, opt_.seq_len);
-  const int accum = opt_.total_batch == 0 ? 1 : opt_.total_batch / (opt_.batch * opt_.seq_len);
-  mismatch("gradient accumulation (--total-batch / (B*T))", s.grad_accum, accum);
+  mismatch("micro-batches per step (--total-batch / (B*T))", s.grad_accum,
+           micro_batches_per_step(opt_, world_->size()));
   if (s.shuffle != opt_.shuffle) {
     throw UsageError("--resume " + dir + ": the run was saved " +
                      (s.shuffle ? "with shuffling, now --no-shuffle" : "with --no-shuffle, now shuffling"));
@@ -348,6 +362,8 @@ std::string Trainer::newest_good_checkpoint() const {
 std::string Trainer::save_checkpoint_now() {
   const std::string& dir = opt_.checkpoint_dir;
   const std::string model_path = checkpoint_model_path(dir, step_);
+  // Every rank holds the same weights and moments: rank 0 writes them.
+  if (world_->rank() != 0) return model_path;
   const std::string state_path = checkpoint_state_path(dir, step_);
   const size_t P = model_->num_parameters();
   const Gpt2& model = *model_;  // the const params_flat(): saving does not mark the bf16 copy stale
@@ -366,7 +382,7 @@ std::string Trainer::save_checkpoint_now() {
   s.config = model.config();
   s.B = opt_.batch;
   s.T = opt_.seq_len;
-  s.grad_accum = grad_accum_;
+  s.grad_accum = grad_accum_ * world_->size();  // micro-batches per step over all ranks
   s.shuffle = opt_.shuffle;
   s.seed = opt_.seed;
   s.precision = precision_;
@@ -403,16 +419,39 @@ std::string Trainer::save_checkpoint_now() {
   return model_path;
 }
 
+int micro_batches_per_step(const TrainOptions& o, int ranks) {
+  return o.total_batch == 0 ? ranks : int(o.total_batch / (o.batch * o.seq_len));
+}
+
+bool Trainer::stop_requested() {
+  double asked = interrupt_requested() ? 1 : 0;
+  world_->all_reduce_sum(&asked, 1);  // every rank stops at the same step, or none does
+  return asked > 0;
+}
+
+void Trainer::average_over_ranks(double* loss) {
+  // The mean of the ranks' gradients (each already the mean over its micro-batches) and losses.
+  Gpt2& m = *model_;
+  const float inv = 1.0f / float(world_->size());
+  world_->all_reduce_sum(m.grads_flat(), m.num_parameters());
+  m.kernels().scale(m.grads_flat(), inv, m.num_parameters());
+  world_->all_reduce_sum(loss, 1);
+  *loss /= world_->size();
+}
+
 float Trainer::validate() {
-  std::vector<int>& inputs = inputs_;
-  std::vector<int>& targets = targets_;
+  // The same batches as one process reads, each computed by one rank (batch i by rank i % N).
+  const int rank = world_->rank(), ranks = world_->size();
   val_->reset();
   const uint64_t batches = std::min<uint64_t>(opt_.val_batches, val_->total_samples());
   double total = 0;
-  for (uint64_t i = 0; i < batches; ++i) {
-    val_->next_batch(inputs.data(), targets.data());
-    total += model_->forward(inputs.data(), targets.data(), opt_.batch, opt_.seq_len);
+  for (uint64_t i = 0; i < batches; i += ranks) {
+    val_->next_batch_of(rank, ranks, inputs_.data(), targets_.data());
+    if (i + rank < batches) {
+      total += model_->forward(inputs_.data(), targets_.data(), opt_.batch, opt_.seq_len);
+    }
   }
+  world_->all_reduce_sum(&total, 1);
   return static_cast<float>(total / double(batches));
 }
 
@@ -462,7 +501,7 @@ bool Trainer::run(const TrainObserver& obs) {
       obs.on_sample(step, sample(step));
     }
     if (last || step > opt_.steps) break;
-    if (interrupt_requested()) {
+    if (stop_requested()) {
       interrupted = true;
       break;
     }
@@ -471,11 +510,12 @@ bool Trainer::run(const TrainObserver& obs) {
     m.zero_grad();
     double loss = 0;
     for (int micro = 0; micro < grad_accum_; ++micro) {
-      train_->next_batch(inputs.data(), targets.data());
+      train_->next_batch_of(world_->rank(), world_->size(), inputs.data(), targets.data());
       loss += m.forward(inputs.data(), targets.data(), opt_.batch, opt_.seq_len);
       m.backward(1.0f / float(grad_accum_));
     }
     loss /= grad_accum_;
+    if (world_->size() > 1) average_over_ranks(&loss);
     if (faults_enabled()) inject_gradient_faults();
     const double norm = global_norm(m.grads_flat(), m.num_parameters(), m.kernels());
     const double lr = schedule_.at(step);
@@ -510,7 +550,7 @@ bool Trainer::run(const TrainObserver& obs) {
     log_line("s:%d trl:%f\n", step, static_cast<float>(loss));
     if (obs.on_step) {
       obs.on_step({step, opt_.steps, static_cast<float>(loss), lr, norm, ms,
-                   double(BT * grad_accum_) / (ms / 1000.0),
+                   double(BT * grad_accum_ * world_->size()) / (ms / 1000.0),
                    smoothed_ms * (opt_.steps - step - 1) / 1000.0});
     }
     if (!opt_.checkpoint_dir.empty() && opt_.checkpoint_every > 0 &&
@@ -523,7 +563,7 @@ bool Trainer::run(const TrainObserver& obs) {
     const std::string path = save_checkpoint_now();
     if (obs.on_checkpoint) obs.on_checkpoint(step_, path);
   }
-  if (!opt_.save_path.empty() && !interrupted) {
+  if (!opt_.save_path.empty() && !interrupted && world_->rank() == 0) {
     const std::string bad = non_finite_message(m.params_flat(), m.layout(), "weights");
     if (!bad.empty()) throw TrainingError("not writing " + opt_.save_path + ": " + bad);
     save_checkpoint(opt_.save_path, m, checkpoint_version_for(precision_));

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "core/comm/communicator.h"
 #include "core/model/generate.h"
 #include "core/model/gpt2.h"
 #include "core/optim/adamw.h"
@@ -95,6 +96,10 @@ std::vector<int64_t> list_checkpoints(const std::string& dir);
 // The newest complete checkpoint in `dir` (its step), or -1 if there is none.
 int64_t latest_checkpoint(const std::string& dir);
 std::string checkpoint_model_path(const std::string& dir, int64_t step);
+
+// The micro-batches of B x T tokens one optimizer step reads over all `ranks`: --total-batch / (B*T),
+// or one per rank without --total-batch.
+int micro_batches_per_step(const TrainOptions& options, int ranks);
 std::string checkpoint_state_path(const std::string& dir, int64_t step);
 
 class Trainer {
@@ -103,7 +108,11 @@ class Trainer {
   // second trainer on the same folder is refused, naming the first one's PID), loads or resumes the
   // model and the data. What it did that a user should know (a newest checkpoint skipped as
   // corrupt, stale temporary files removed) is in notes().
-  explicit Trainer(const TrainOptions& options);
+  // Data parallelism: with a `world` of N ranks (null: a single process) every rank builds its own
+  // Trainer with the same options; each step's --total-batch tokens are split over the ranks
+  // (--total-batch / (B*T) micro-batches per step, a multiple of N), the gradients and losses are
+  // averaged across them, and rank 0 alone writes checkpoints, the log and the --save file.
+  explicit Trainer(const TrainOptions& options, Communicator* world = nullptr);
   ~Trainer();
 
   // Runs from the current step up to options.steps. Returns false if stopped by an interrupt.
@@ -111,7 +120,8 @@ class Trainer {
 
   Gpt2& model() { return *model_; }
   const std::string& model_origin() const { return origin_; }
-  int grad_accum() const { return grad_accum_; }
+  int grad_accum() const { return grad_accum_; }  // micro-batches per step on this rank
+  const Communicator& world() const { return *world_; }
   int steps_done() const { return step_; }  // completed optimizer steps
   const TrainOptions& options() const { return opt_; }
   const std::vector<std::string>& notes() const { return notes_; }
@@ -137,8 +147,14 @@ class Trainer {
   // The tokens of the sample at `step` (in sample_, reused).
   const std::vector<int>& sample(int step);
   void log_line(const char* fmt, int step, float value);
+  // An interrupt on any rank (mpirun forwards Ctrl-C to all of them, not at the same moment).
+  bool stop_requested();
+  // Gradients and the step's loss averaged over the ranks.
+  void average_over_ranks(double* loss);
 
   TrainOptions opt_;
+  std::unique_ptr<Communicator> own_world_;  // the single process, when no world was given
+  Communicator* world_;
   Precision precision_ = Precision::kFp32;
   std::unique_ptr<Gpt2> model_;
   std::string origin_;

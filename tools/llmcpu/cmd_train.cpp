@@ -1,9 +1,11 @@
 // `llmcpu train`: flags (and a TOML config of the same keys) onto TrainOptions, a progress line per
 // step, validation and sample lines, checkpoints, and Ctrl-C handling.
 #include <cstdio>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "core/comm/communicator.h"
 #include "core/model/precision.h"
 #include "core/model/preset.h"
 #include "core/train/interrupt.h"
@@ -28,9 +30,7 @@ std::string format_duration(double seconds) {
   return buf;
 }
 
-}  // namespace
-
-int run_train(const std::vector<std::string>& args) {
+int train_in(Communicator& world, const std::vector<std::string>& args) {
   TrainOptions o;
   TrainCliExtras extra;
   ArgParser p("train",
@@ -44,16 +44,21 @@ int run_train(const std::vector<std::string>& args) {
   const int nthreads = placed.plan.num_threads();
   parse_precision(o.precision, "--precision");  // before anything is loaded: a typo fails fast
 
-  Trainer trainer(o);
+  Trainer trainer(o, &world);
   for (const std::string& note : trainer.notes()) std::printf("train: %s\n", note.c_str());
   apply_plugin_flags(extra.plugin, trainer.model());
   const Gpt2& m = trainer.model();
   std::printf("train: %s\n", trainer.model_origin().c_str());
+  const int ranks = world.size();
   std::printf("train: %s, %zu parameters, B=%d T=%d, %d micro-batches per step (%d tokens), "
               "%s, %d threads\n",
               describe(m.config()).c_str(), m.num_parameters(), o.batch, o.seq_len,
-              trainer.grad_accum(), trainer.grad_accum() * o.batch * o.seq_len,
+              trainer.grad_accum() * ranks, trainer.grad_accum() * ranks * o.batch * o.seq_len,
               m.kernels_summary().c_str(), nthreads);
+  if (ranks > 1) {
+    std::printf("train: %s; %d micro-batches per rank per step\n", world.describe().c_str(),
+                trainer.grad_accum());
+  }
   std::fflush(stdout);
   SampleDecoder decode = make_sample_decoder(extra, o.sample_every > 0);
 
@@ -81,6 +86,10 @@ int run_train(const std::vector<std::string>& args) {
     std::fflush(stdout);
   };
   report_after_each_step(extra.plugin, trainer.model(), &obs);
+  if (world.rank() != 0) {  // identical on every rank: rank 0 says it, and samples
+    obs.on_warning = {};
+    obs.on_sample = {};
+  }
   install_interrupt_handler();
   const bool finished = trainer.run(obs);
   if (!finished) {
@@ -92,6 +101,28 @@ int run_train(const std::vector<std::string>& args) {
   }
   if (!o.save_path.empty()) std::printf("train: saved %s\n", o.save_path.c_str());
   return 0;
+}
+
+}  // namespace
+
+// Under mpirun every rank runs this with the same flags; rank 0 prints, the others are quiet. A rank
+// that fails prints its error naming itself and ends the whole job.
+int run_train(const std::vector<std::string>& args) {
+  std::unique_ptr<Communicator> world = world_communicator();
+  if (world->size() == 1) return train_in(*world, args);
+  if (world->rank() != 0 && !std::freopen("/dev/null", "w", stdout)) {
+    throw FileError("/dev/null", "cannot quiet the output of rank " + std::to_string(world->rank()));
+  }
+  try {
+    return train_in(*world, args);
+  } catch (const std::exception& e) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "llmcpu train: error on rank %d of %d: %s\n", world->rank(),
+                 world->size(), e.what());
+    std::fflush(stderr);
+    world->abort(2);
+    return 2;
+  }
 }
 
 }  // namespace llmcpu
