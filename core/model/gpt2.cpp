@@ -167,7 +167,7 @@ void Gpt2::zero_grad() {
   for (size_t i = 0; i < n; ++i) g[i] = 0.0f;
 }
 
-void Gpt2::backward(float loss_scale) {
+void Gpt2::backward(float loss_scale, GradientHook* hook) {
   if (!have_targets_) throw Error("backward() needs a forward pass with targets just before it");
   have_targets_ = false;  // the logits become dlogits below: a second backward would be wrong
   const int B = arena_.batch(), T = arena_.seq_len();
@@ -177,7 +177,9 @@ void Gpt2::backward(float loss_scale) {
     // loss = (1/BT) sum of per-token losses, so each token's loss has gradient loss_scale / BT.
     kernels_.softmax_xent_backward(a.logits, a.lse, targets_.data(), loss_scale / float(BT), BT, V,
                                    Vp);
-    model_backward(x, config_, p_, g_, a, arena_.grads, inputs_.data(), B, T);
+    model_backward(x, config_, p_, g_, a, arena_.grads, inputs_.data(), B, T, [hook](int l) {
+      if (hook) hook->gradients_ready(l);
+    });
   });
 }
 

@@ -34,6 +34,14 @@
 
 namespace llmcpu {
 
+// Told during the backward pass as gradients become final: layer l (L-1 down to 0), then -1 for
+// the rest (wte, wpe, lnfw, lnfb). The gradients told of are not written again in this pass.
+class GradientHook {
+ public:
+  virtual ~GradientHook() = default;
+  virtual void gradients_ready(int layer) = 0;
+};
+
 class Gpt2 {
  public:
   // Parameters start zeroed; load a checkpoint into params_flat() or call init_gpt2(). A bf16 model
@@ -102,8 +110,9 @@ class Gpt2 {
 
   void zero_grad();
   // Adds d(loss_scale * mean loss)/d(params) into the gradients. Needs a forward pass with targets
-  // just before; it overwrites the logits with their gradient.
-  void backward(float loss_scale = 1.0f);
+  // just before; it overwrites the logits with their gradient. With a hook, tells it as each
+  // layer's gradients are complete (see GradientHook).
+  void backward(float loss_scale = 1.0f, GradientHook* hook = nullptr);
 
  private:
   // Calls f(executor, activation views) with the executor this model runs on.

@@ -71,11 +71,13 @@ void model_forward(X& x, const ModelConfig& c, const ParameterViews<float>& p,
   x.matmul_forward(a.logits, a.lnf, p.wte, nullptr, BT, C, c.padded_vocab_size);
 }
 
-// From dlogits (in a.logits) back to the parameter gradients g (accumulated).
-template <class X>
+// From dlogits (in a.logits) back to the parameter gradients g (accumulated). done(l) is called as
+// soon as layer l's gradients are complete (l = L-1 down to 0), and done(-1) once the rest (wte,
+// wpe, lnfw, lnfb) are: what a data-parallel run starts sending while the layers below compute.
+template <class X, class Done>
 void model_backward(X& x, const ModelConfig& c, const ParameterViews<float>& p,
                     const ParameterViews<float>& g, const ActivationViews<typename X::Act>& a,
-                    const ActivationGradViews& d, const int* inputs, int B, int T) {
+                    const ActivationGradViews& d, const int* inputs, int B, int T, Done&& done) {
   const int C = c.channels;
   const size_t BT = (size_t)B * T;
   x.matmul_backward(d.dln, g.wte, nullptr, a.logits, a.lnf, p.wte, BT, C, c.padded_vocab_size);
@@ -84,8 +86,10 @@ void model_backward(X& x, const ModelConfig& c, const ParameterViews<float>& p,
                        a.lnf_rstd, BT, C);
   for (int l = c.num_layers - 1; l >= 0; --l) {
     block_backward(x, p.layer(l), g.layer(l), a.layer(l), d, B, T, C, c.num_heads);
+    done(l);
   }
   x.encoder_backward(g.wte, g.wpe, d.dresidual, inputs, B, T, C);
+  done(-1);
 }
 
 }  // namespace llmcpu

@@ -184,4 +184,39 @@ std::string plan_json(const Plan& plan) {
   return out + "]}";
 }
 
+std::string rank_cpu_share(const Topology& t, int local_rank, int local_size) {
+  if (local_size <= 1) return "";
+  std::vector<int> cores;  // logical indexes of the cores with an allowed PU
+  size_t allowed_pus = 0;
+  for (const CoreInfo& c : t.cores) {
+    bool any = false;
+    for (int pu : c.pus) {
+      any = any || t.pus[pu].allowed;
+      allowed_pus += t.pus[pu].allowed;
+    }
+    if (any) cores.push_back(c.logical);
+  }
+  if (allowed_pus < t.pus.size() || cores.empty()) return "";  // bound by the launcher: keep it
+  std::vector<int> mine;  // this rank's cores
+  const int nodes = int(t.numa_nodes.size()), n = int(cores.size());
+  if (nodes >= local_size && nodes % local_size == 0) {
+    const int per = nodes / local_size;
+    for (int c : cores) {
+      if (t.cores[c].numa / per == local_rank) mine.push_back(c);
+    }
+  } else if (n >= local_size) {
+    const int base = n / local_size, extra = n % local_size;
+    const int begin = local_rank * base + std::min(local_rank, extra);
+    mine.assign(cores.begin() + begin, cores.begin() + begin + base + (local_rank < extra));
+  } else {
+    mine.push_back(cores[local_rank % n]);
+  }
+  std::vector<int> pus;
+  for (int c : mine) {
+    for (int pu : t.cores[c].pus) pus.push_back(t.pus[pu].os_index);
+  }
+  std::sort(pus.begin(), pus.end());
+  return format_index_list(pus);
+}
+
 }  // namespace llmcpu

@@ -57,6 +57,14 @@ struct Plan {
 // does not have or the process may not use.
 Plan make_plan(const Topology& topology, const PlanRequest& request);
 
+// Data parallelism: the PUs (a --cpus list of OS indexes) that rank `local_rank` of the
+// `local_size` ranks on this machine may use, so that no two ranks' threads share a core. When the
+// process is already bound to part of the machine (mpirun's --bind-to), or runs alone, "" (keep
+// it). Otherwise whole NUMA nodes per rank where they divide evenly, else the allowed cores split
+// into contiguous groups (a core's PUs stay together), else (more ranks than cores) one core per
+// rank, round robin.
+std::string rank_cpu_share(const Topology& topology, int local_rank, int local_size);
+
 // {"threads":[{"thread":0,"pu":P,"core":C,"numa":N}, ...]} on one line, no spaces.
 std::string plan_json(const Plan& plan);
 

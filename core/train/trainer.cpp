@@ -185,6 +185,7 @@ Trainer::Trainer(const TrainOptions& options, Communicator* world)
                      std::to_string(opt_.batch * opt_.seq_len * ranks) + ")");
   }
   grad_accum_ = micro / ranks;
+  if (ranks > 1) averager_ = std::make_unique<GradientAverager>(*world_, *model_);
   // Every shape the run computes is planned here (validation uses the training shape): the steps,
   // validations and samples that follow allocate nothing.
   model_->plan_batch(opt_.batch, opt_.seq_len);
@@ -429,14 +430,11 @@ bool Trainer::stop_requested() {
   return asked > 0;
 }
 
-void Trainer::average_over_ranks(double* loss) {
-  // The mean of the ranks' gradients (each already the mean over its micro-batches) and losses.
-  Gpt2& m = *model_;
-  const float inv = 1.0f / float(world_->size());
-  world_->all_reduce_sum(m.grads_flat(), m.num_parameters());
-  m.kernels().scale(m.grads_flat(), inv, m.num_parameters());
+std::pair<double, double> Trainer::finish_averaging(double* loss) {
+  const auto [busy, waited] = averager_->finish();
   world_->all_reduce_sum(loss, 1);
   *loss /= world_->size();
+  return {busy, busy > 0 ? std::max(0.0, 1.0 - waited / busy) : 1.0};
 }
 
 float Trainer::validate() {
@@ -512,10 +510,12 @@ bool Trainer::run(const TrainObserver& obs) {
     for (int micro = 0; micro < grad_accum_; ++micro) {
       train_->next_batch_of(world_->rank(), world_->size(), inputs.data(), targets.data());
       loss += m.forward(inputs.data(), targets.data(), opt_.batch, opt_.seq_len);
-      m.backward(1.0f / float(grad_accum_));
+      // The last micro-batch completes the gradients: their average goes out layer by layer.
+      m.backward(1.0f / float(grad_accum_), micro == grad_accum_ - 1 ? averager_.get() : nullptr);
     }
     loss /= grad_accum_;
-    if (world_->size() > 1) average_over_ranks(&loss);
+    std::pair<double, double> comm{0.0, 0.0};
+    if (averager_) comm = finish_averaging(&loss);
     if (faults_enabled()) inject_gradient_faults();
     const double norm = global_norm(m.grads_flat(), m.num_parameters(), m.kernels());
     const double lr = schedule_.at(step);
@@ -551,7 +551,7 @@ bool Trainer::run(const TrainObserver& obs) {
     if (obs.on_step) {
       obs.on_step({step, opt_.steps, static_cast<float>(loss), lr, norm, ms,
                    double(BT * grad_accum_ * world_->size()) / (ms / 1000.0),
-                   smoothed_ms * (opt_.steps - step - 1) / 1000.0});
+                   smoothed_ms * (opt_.steps - step - 1) / 1000.0, comm.first, comm.second});
     }
     if (!opt_.checkpoint_dir.empty() && opt_.checkpoint_every > 0 &&
         step_ % opt_.checkpoint_every == 0 && step_ != opt_.steps) {

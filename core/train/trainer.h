@@ -13,9 +13,11 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/comm/communicator.h"
+#include "core/comm/gradient_sync.h"
 #include "core/model/generate.h"
 #include "core/model/gpt2.h"
 #include "core/optim/adamw.h"
@@ -65,6 +67,10 @@ struct StepReport {
   double ms;
   double tokens_per_second;
   double eta_seconds;
+  // Data parallelism: the communication thread's time in this step, and the share of it that ran
+  // while the backward pass computed (0 with one rank).
+  double comm_ms = 0;
+  double comm_hidden = 0;
 };
 
 struct TrainObserver {
@@ -149,12 +155,14 @@ class Trainer {
   void log_line(const char* fmt, int step, float value);
   // An interrupt on any rank (mpirun forwards Ctrl-C to all of them, not at the same moment).
   bool stop_requested();
-  // Gradients and the step's loss averaged over the ranks.
-  void average_over_ranks(double* loss);
+  // Waits for the gradients' average over the ranks (sent during backward) and averages the step's
+  // loss; returns the communication time and its hidden share.
+  std::pair<double, double> finish_averaging(double* loss);
 
   TrainOptions opt_;
   std::unique_ptr<Communicator> own_world_;  // the single process, when no world was given
   Communicator* world_;
+  std::unique_ptr<GradientAverager> averager_;  // with more than one rank
   Precision precision_ = Precision::kFp32;
   std::unique_ptr<Gpt2> model_;
   std::string origin_;

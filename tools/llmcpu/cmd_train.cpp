@@ -8,6 +8,8 @@
 #include "core/comm/communicator.h"
 #include "core/model/precision.h"
 #include "core/model/preset.h"
+#include "core/runtime/plan.h"
+#include "core/runtime/topology.h"
 #include "core/train/interrupt.h"
 #include "core/train/trainer.h"
 #include "simd/error.h"
@@ -39,6 +41,12 @@ int train_in(Communicator& world, const std::vector<std::string>& args) {
   add_train_flags(p, &o, &extra);
   if (!p.parse(args)) return 0;
   o.shuffle = !extra.no_shuffle;
+  // Several ranks on one machine: each one's threads on cores of its own, unless --cpus or mpirun's
+  // binding says where.
+  if (world.size() > 1 && extra.placement.cpus.empty()) {
+    extra.placement.cpus =
+        rank_cpu_share(this_machine_topology(), world.local_rank(), world.local_size());
+  }
   const Placement placed = apply_placement_flags(extra.placement);
   std::printf("%s\n", placed.summary.c_str());
   const int nthreads = placed.plan.num_threads();
@@ -64,9 +72,12 @@ int train_in(Communicator& world, const std::vector<std::string>& args) {
 
   TrainObserver obs;
   obs.on_step = [](const StepReport& r) {
-    std::printf("step %5d/%d | loss %.6f | lr %.2e | norm %7.4f | %7.1f ms | %8.0f tok/s | eta %s\n",
+    std::printf("step %5d/%d | loss %.6f | lr %.2e | norm %7.4f | %7.1f ms | %8.0f tok/s | eta %s",
                 r.step + 1, r.steps, r.loss, r.lr, r.grad_norm, r.ms, r.tokens_per_second,
                 format_duration(r.eta_seconds).c_str());
+    // Several ranks: the gradient all-reduce's time, and how much of it the backward pass hid.
+    if (r.comm_ms > 0) std::printf(" | comm %.1f ms, %.0f%% hidden", r.comm_ms, 100 * r.comm_hidden);
+    std::printf("\n");
     std::fflush(stdout);
   };
   obs.on_val = [](int step, float loss) {

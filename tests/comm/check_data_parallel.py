@@ -1,0 +1,123 @@
+#!/usr/bin/env python3
+"""Data-parallel training against a single process (ctest DataParallel.*).
+
+Trains the tiny fixture with the same --total-batch (4 micro-batches of B*T tokens per step) in one
+process and under mpirun at 2 and 4 ranks. The ranks split the same tokens and average the same
+gradients, so only the order of the fp32 sums differs: every step's loss, and the weights after one
+step, agree within 1e-5 relative (bf16: 2^-8, one bf16 unit in the last place, as a weight's bf16
+rounding may land on the other side). Over 10 steps AdamW amplifies such differences (an element
+whose gradient is near zero can change the sign of its update), so the final weights are held to
+the same run's own sensitivity: one process regrouping the very same tokens (B=4 x 2 micro-batches
+instead of B=2 x 4) moves them by some amount, and the ranks may move them at most twice that (or,
+in bf16, whose model file rounds every weight, by up to one bf16 unit in the last place). A
+shuffled 2-rank run is checked on its losses; two identical 2-rank runs must write byte-identical
+files: nothing may depend on timing.
+"""
+import argparse
+import array
+import math
+import os
+import re
+import subprocess
+import sys
+
+STEPS = 10
+
+
+def run(cmd, what):
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=180)
+    if p.returncode != 0:
+        sys.exit(f"{what} exited with {p.returncode}:\n{p.stdout}")
+    return p.stdout
+
+
+def losses(output, what):
+    found = [float(m) for m in re.findall(r"^step +\d+/\d+ \| loss ([-0-9.e+naif]+)", output, re.M)]
+    if len(found) != STEPS:
+        sys.exit(f"{what}: expected {STEPS} step lines, found {len(found)}:\n{output}")
+    return found
+
+
+def weights(path):
+    """The parameters of an llm.c model file as floats (version 3: fp32, version 5: bf16)."""
+    with open(path, "rb") as f:
+        header = array.array("i", f.read(256 * 4))
+        body = f.read()
+    if header[1] == 3:
+        return array.array("f", body)
+    if header[1] == 5:
+        halves = array.array("H", body)
+        return array.array("f", array.array("I", [h << 16 for h in halves]).tobytes())
+    sys.exit(f"{path}: unexpected model file version {header[1]}")
+
+
+def relative_norm(a, b):
+    num = math.sqrt(sum((x - y) ** 2 for x, y in zip(a, b)))
+    den = math.sqrt(sum(y * y for y in b))
+    return num / den
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--llmcpu", required=True)
+    ap.add_argument("--mpirun", required=True)
+    ap.add_argument("--fixtures", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--precision", default="fp32")
+    a = ap.parse_args()
+    os.makedirs(a.out, exist_ok=True)
+    bound = 1e-5 if a.precision == "fp32" else 2.0**-8
+
+    def train(ranks, save, steps=STEPS, batch=2, shuffle=False):
+        args = [a.llmcpu, "train", "--model", os.path.join(a.fixtures, "tiny_model.bin"),
+                "--train-data", os.path.join(a.fixtures, "tiny_train.bin"), "-b", str(batch),
+                "-t", "8", "--total-batch", "64", "--steps", str(steps), "--lr", "1e-3",
+                "--weight-decay", "0.1", "--seed", "3", "--precision", a.precision, "--save", save]
+        if not shuffle:
+            args.append("--no-shuffle")
+        if ranks == 0:
+            return run(args, "llmcpu train (one process)")
+        return run(["timeout", "120", a.mpirun, "-np", str(ranks), "--oversubscribe", "--bind-to",
+                    "none", "-x", "OMP_NUM_THREADS=1"] + args, f"mpirun -np {ranks} llmcpu train")
+
+    def path(name):
+        return os.path.join(a.out, name)
+
+    failures = []
+
+    def check(ok, message):
+        if not ok:
+            failures.append(message)
+
+    base = losses(train(0, path("one.bin")), "one process")
+    base_w = weights(path("one.bin"))
+    train(0, path("one_step.bin"), steps=1)
+    train(0, path("regrouped.bin"), batch=4)
+    floor = relative_norm(weights(path("regrouped.bin")), base_w)
+    print(f"one process, B=4 x 2 against B=2 x 4: final weights relative difference {floor:.2e}")
+    for n in (2, 4):
+        ours = losses(train(n, path(f"ranks{n}.bin")), f"{n} ranks")
+        for i, (x, y) in enumerate(zip(ours, base)):
+            check(abs(x - y) <= bound * abs(y), f"{n} ranks, step {i + 1}: loss {x} vs {y}")
+        train(n, path(f"ranks{n}_step.bin"), steps=1)
+        first = relative_norm(weights(path(f"ranks{n}_step.bin")), weights(path("one_step.bin")))
+        final = relative_norm(weights(path(f"ranks{n}.bin")), base_w)
+        print(f"{n} ranks: weights after 1 step {first:.2e}, after {STEPS} steps {final:.2e}")
+        check(first <= bound, f"{n} ranks: weights after one step differ by {first:.2e}")
+        check(final <= max(2 * floor, bound), f"{n} ranks: final weights differ by {final:.2e}, "
+              f"more than twice the one-process regrouping's {floor:.2e} (and than {bound:.1e})")
+    shuffled = losses(train(0, path("one_shuffled.bin"), shuffle=True), "one process, shuffled")
+    ours = losses(train(2, path("ranks2_shuffled.bin"), shuffle=True), "2 ranks, shuffled")
+    for i, (x, y) in enumerate(zip(ours, shuffled)):
+        check(abs(x - y) <= bound * abs(y), f"2 ranks shuffled, step {i + 1}: loss {x} vs {y}")
+    check(shuffled != base, "shuffling did not change the batches")
+    train(2, path("ranks2_again.bin"))
+    with open(path("ranks2_again.bin"), "rb") as x, open(path("ranks2.bin"), "rb") as y:
+        check(x.read() == y.read(), "two identical 2-rank runs wrote different model files")
+    if failures:
+        sys.exit("\n".join(failures))
+    print(f"{a.precision}: 2 and 4 ranks match one process; reruns byte-identical")
+
+
+if __name__ == "__main__":
+    main()
