@@ -214,6 +214,7 @@ Trainer::Trainer(const TrainOptions& options, Communicator* world)
       throw UsageError("--resume " + opt_.resume + ": " + e.what());
     }
   }
+  check_ranks_agree();
   if (!opt_.log_path.empty() && world_->rank() == 0) {
     log_ = std::fopen(opt_.log_path.c_str(), opt_.resume.empty() ? "w" : "a");
     if (!log_) throw FileError(opt_.log_path, "cannot open log: " + errno_message(errno));
@@ -422,6 +423,75 @@ std::string Trainer::save_checkpoint_now() {
 
 int micro_batches_per_step(const TrainOptions& o, int ranks) {
   return o.total_batch == 0 ? ranks : int(o.total_batch / (o.batch * o.seq_len));
+}
+
+void Trainer::check_ranks_agree() const {
+  if (world_->size() == 1) return;
+  // What every rank must share, one "name: value" line each; rank 0's lines are the reference.
+  const Gpt2& m = *model_;
+  auto num = [](double v) {
+    char buf[40];
+    std::snprintf(buf, sizeof buf, "%.17g", v);
+    return std::string(buf);
+  };
+  auto data = [](const DataLoader* d) {
+    return d ? d->pattern() + " (" + std::to_string(d->num_shards()) + " shards, " +
+                   std::to_string(d->total_samples()) + " samples)"
+             : std::string("none");
+  };
+  const std::pair<const char*, std::string> fields[] = {
+      {"--model", describe(m.config())},
+      {"the model's weights (norm)", num(global_norm(m.params_flat(), m.num_parameters(),
+                                                     m.kernels()))},
+      {"--resume", opt_.resume},
+      {"--train-data", data(train_.get())},
+      {"--val-data", data(val_.get())},
+      {"--batch", std::to_string(opt_.batch)},
+      {"--seq-len", std::to_string(opt_.seq_len)},
+      {"--total-batch", std::to_string(opt_.total_batch)},
+      {"--steps", std::to_string(opt_.steps)},
+      {"--lr", num(opt_.lr)},
+      {"--lr-schedule", opt_.lr_schedule},
+      {"--warmup", std::to_string(opt_.warmup)},
+      {"--lr-floor", num(opt_.lr_floor)},
+      {"--weight-decay", num(opt_.weight_decay)},
+      {"--grad-clip", num(opt_.grad_clip)},
+      {"--seed", std::to_string(opt_.seed)},
+      {"--no-shuffle", opt_.shuffle ? "no" : "yes"},
+      {"--precision", opt_.precision},
+      {"--val-every", std::to_string(opt_.val_every)},
+      {"--val-batches", std::to_string(opt_.val_batches)},
+      {"--max-bad-steps", std::to_string(opt_.max_bad_steps)},
+      {"--checkpoint-dir", opt_.checkpoint_dir},
+      {"--checkpoint-every", std::to_string(opt_.checkpoint_every)},
+  };
+  std::string mine;
+  for (const auto& [name, value] : fields) mine += std::string(name) + ": " + value + "\n";
+  uint64_t length = mine.size();
+  world_->broadcast(&length, sizeof length, 0);
+  std::string root(length, '\0');
+  if (world_->rank() == 0) root = mine;
+  world_->broadcast(root.data(), length, 0);
+  double disagree = root == mine ? 0 : 1;
+  world_->all_reduce_sum(&disagree, 1);
+  if (disagree == 0) return;
+  if (root == mine) {
+    throw UsageError(std::to_string(int(disagree)) + " of " + std::to_string(world_->size()) +
+                     " ranks were started with flags or data other than rank 0's (their errors "
+                     "say which); every rank needs the same");
+  }
+  size_t a = 0, b = 0;  // the first line that differs
+  for (;;) {
+    const size_t ea = mine.find('\n', a), eb = root.find('\n', b);
+    if (ea == std::string::npos || eb == std::string::npos) break;
+    const std::string ours = mine.substr(a, ea - a), theirs = root.substr(b, eb - b);
+    if (ours != theirs) {
+      throw UsageError("this rank has " + ours + ", rank 0 has " +
+                       theirs.substr(theirs.find(": ") + 2) + "; every rank needs the same");
+    }
+    a = ea + 1, b = eb + 1;
+  }
+  throw UsageError("this rank's flags differ from rank 0's; every rank needs the same");
 }
 
 bool Trainer::stop_requested() {

@@ -153,6 +153,8 @@ class Trainer {
   // The tokens of the sample at `step` (in sample_, reused).
   const std::vector<int>& sample(int step);
   void log_line(const char* fmt, int step, float value);
+  // Refuses (UsageError naming the flag) a rank whose flags, model or data differ from rank 0's.
+  void check_ranks_agree() const;
   // An interrupt on any rank (mpirun forwards Ctrl-C to all of them, not at the same moment).
   bool stop_requested();
   // Waits for the gradients' average over the ranks (sent during backward) and averages the step's
