@@ -148,6 +148,7 @@ def resume_and_refusals(a, train, path, check):
         else:
             for i, (x, y) in enumerate(zip(ours, full[5:])):
                 check(abs(x - y) <= 1e-5 * abs(y), f"resumed at {n} ranks, step {i + 6}: {x} vs {y}")
+    killed_rank_ends_the_job(a, train, path, check)
     # Rank 1 with another --seed: refused by name, the job ends with an error.
     base = train(0, None, dry=True)
     cmd = ["timeout", "120", a.mpirun, "--oversubscribe", "--bind-to", "none", "-x",
@@ -156,6 +157,56 @@ def resume_and_refusals(a, train, path, check):
     check(p.returncode != 0, "ranks with different --seed were not refused")
     check("error on rank 1 of 2: this rank has --seed: 4, rank 0 has 3" in p.stdout,
           f"the refusal does not name the rank and the flag:\n{p.stdout}")
+
+
+def killed_rank_ends_the_job(a, train, path, check):
+    """SIGKILL to rank 1 mid-run ends the whole job within 30 s, and the newest complete checkpoint
+    resumes."""
+    import shutil
+    import signal
+    import time
+    ck = path("ck_killed")
+    shutil.rmtree(ck, ignore_errors=True)
+    args = train(2, None, steps=2000, extra=["--checkpoint-dir", ck, "--checkpoint-every", "20"],
+                 dry=True)
+    job = subprocess.Popen(["timeout", "300", a.mpirun, "-np", "2", "--oversubscribe", "--bind-to",
+                            "none", "-x", "OMP_NUM_THREADS=1"] + args,
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.time() + 120
+    while not os.path.exists(os.path.join(ck, "state_00000020.bin")) and time.time() < deadline:
+        time.sleep(0.05)
+    victim = None
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                env = f.read().split(b"\0")
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                cmd = f.read()
+        except OSError:
+            continue
+        if b"OMPI_COMM_WORLD_RANK=1" in env and a.llmcpu.encode() in cmd and b"mpirun" not in cmd:
+            victim = int(pid)
+    if victim is None or job.poll() is not None:
+        job.kill()
+        check(False, "could not find rank 1 of a running 2-rank job to kill")
+        return
+    os.kill(victim, signal.SIGKILL)
+    killed = time.time()
+    try:
+        out, _ = job.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        job.kill()
+        out, _ = job.communicate()
+    took = time.time() - killed
+    print(f"rank 1 killed: the job ended {took:.1f} s later with exit code {job.returncode}")
+    check(took <= 30, f"the job outlived its killed rank by {took:.0f} s")
+    check(job.returncode != 0, "a job with a killed rank exited 0")
+    check("signal 9" in out, f"mpirun does not say that a rank was killed:\n{out[-2000:]}")
+    steps = sorted(int(f[6:14]) for f in os.listdir(ck) if f.startswith("state_") and f.endswith(".bin"))
+    check(bool(steps), "no complete checkpoint survived")
+    if steps:
+        out = train(2, None, steps=steps[-1] + 3, extra=["--resume", ck])
+        check("step " in out and "error" not in out, f"the surviving checkpoint did not resume:\n{out}")
 
 
 if __name__ == "__main__":
