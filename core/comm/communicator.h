@@ -42,6 +42,10 @@ class Communicator {
   // data (bytes) from `root` to every rank.
   virtual void broadcast(void* data, size_t bytes, int root) = 0;
   virtual void barrier() = 0;
+  // A collective that waits longer than this for the other ranks ends this process (and so, through
+  // mpirun, the job) with a message naming the rank and the collective: a hung rank must not hang
+  // the rest forever. No effect in a single process.
+  virtual void set_timeout(double seconds) {}
   // Ends every rank of the job with `code` (a rank that failed calls it so the others do not wait
   // in a collective forever). A single process just returns.
   virtual void abort(int code) = 0;

@@ -4,6 +4,11 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <thread>
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -22,6 +27,63 @@ void check(int status, const char* call) {
   MPI_Error_string(status, text, &len);
   throw Error(std::string("MPI: ") + call + " failed: " + std::string(text, len));
 }
+
+// Ends the process when a collective has waited longer than the timeout. Collectives mark their
+// start and end; a thread looks twice a second.
+class Watchdog {
+ public:
+  ~Watchdog() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+  }
+  void start(double seconds, int rank) {
+    limit_ms_ = int64_t(seconds * 1000);
+    rank_ = rank;
+    if (!thread_.joinable()) thread_ = std::thread([this] { watch(); });
+  }
+  void enter(const char* call) {
+    call_ = call;
+    since_ms_ = now_ms();
+  }
+  void leave() { since_ms_ = 0; }
+
+ private:
+  static int64_t now_ms() {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+  }
+  void watch() {
+    while (!stop_) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));
+      const int64_t since = since_ms_;
+      if (since != 0 && now_ms() - since > limit_ms_) {
+        std::fprintf(stderr,
+                     "llmcpu: rank %d: %s has waited %.0f s for the other ranks (--comm-timeout "
+                     "%.0f): one of them is hung or lost; ending the job\n",
+                     rank_, call_.load(), (now_ms() - since) / 1000.0, limit_ms_ / 1000.0);
+        std::fflush(stderr);
+        std::_Exit(3);  // mpirun ends the other ranks when one exits without finalizing
+      }
+    }
+  }
+  std::atomic<bool> stop_{false};
+  std::atomic<int64_t> since_ms_{0}, limit_ms_{0};
+  std::atomic<const char*> call_{""};
+  int rank_ = 0;
+  std::thread thread_;
+};
+
+Watchdog& watchdog() {
+  static Watchdog w;
+  return w;
+}
+
+// Marks a collective for the watchdog for as long as it runs.
+struct Collective {
+  explicit Collective(const char* call) { watchdog().enter(call); }
+  ~Collective() { watchdog().leave(); }
+};
 
 class MpiWorld final : public Communicator {
  public:
@@ -75,20 +137,25 @@ class MpiWorld final : public Communicator {
     reduce_in_chunks(data, n, MPI_DOUBLE);
   }
 
+  void set_timeout(double seconds) override { watchdog().start(seconds, rank_); }
+
   void reduce_scatter_sum(const float* in, float* out, size_t n) override {
     layout(n);
+    Collective c("MPI_Reduce_scatter");
     check(MPI_Reduce_scatter(in, out, counts_.data(), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD),
           "MPI_Reduce_scatter");
   }
 
   void all_gather(float* data, size_t n) override {
     layout(n);
+    Collective c("MPI_Allgatherv");
     check(MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, data, counts_.data(), displs_.data(),
                          MPI_FLOAT, MPI_COMM_WORLD),
           "MPI_Allgatherv");
   }
 
   void broadcast(void* data, size_t bytes, int root) override {
+    Collective c("MPI_Bcast");
     char* p = static_cast<char*>(data);
     for (size_t done = 0; done < bytes;) {
       const int count = int(std::min<size_t>(bytes - done, kMaxCount));
@@ -97,7 +164,10 @@ class MpiWorld final : public Communicator {
     }
   }
 
-  void barrier() override { check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier"); }
+  void barrier() override {
+    Collective c("MPI_Barrier");
+    check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
+  }
   void abort(int code) override { MPI_Abort(MPI_COMM_WORLD, code); }
 
  private:
@@ -105,6 +175,7 @@ class MpiWorld final : public Communicator {
 
   template <typename T>
   void reduce_in_chunks(T* data, size_t n, MPI_Datatype type) {
+    Collective c("MPI_Allreduce");
     for (size_t done = 0; done < n;) {
       const int count = int(std::min<size_t>(n - done, kMaxCount));
       check(MPI_Allreduce(MPI_IN_PLACE, data + done, count, type, MPI_SUM, MPI_COMM_WORLD),

@@ -134,6 +134,8 @@ void check_options(const TrainOptions& o) {
   require(o.checkpoint_every == 0 || !o.checkpoint_dir.empty() || !o.resume.empty(),
           "--checkpoint-every needs --checkpoint-dir (a resumed run writes into its --resume folder)");
   require(o.keep_checkpoints >= 0, "--keep-checkpoints: must not be negative");
+  require(o.comm_timeout > 0 && std::isfinite(o.comm_timeout),
+          "--comm-timeout: must be a positive number of seconds");
   require(o.max_bad_steps >= 1, "--max-bad-steps: must be at least 1, got " +
                                     std::to_string(o.max_bad_steps));
   parse_precision(o.precision, "--precision");
@@ -214,6 +216,7 @@ Trainer::Trainer(const TrainOptions& options, Communicator* world)
       throw UsageError("--resume " + opt_.resume + ": " + e.what());
     }
   }
+  world_->set_timeout(opt_.comm_timeout);
   check_ranks_agree();
   if (!opt_.log_path.empty() && world_->rank() == 0) {
     log_ = std::fopen(opt_.log_path.c_str(), opt_.resume.empty() ? "w" : "a");

@@ -56,6 +56,7 @@ struct TrainOptions {
   std::string save_path;     // an extra llm.c model file written at the end
   std::string precision = "fp32";  // fp32 or bf16 (mixed precision; see core/model/gpt2.h)
   int max_bad_steps = 5;  // stop after this many steps in a row with a non-finite loss or norm
+  double comm_timeout = 300;  // several ranks: seconds a collective may wait before the job ends
 };
 
 struct StepReport {

@@ -159,16 +159,16 @@ def resume_and_refusals(a, train, path, check):
           f"the refusal does not name the rank and the flag:\n{p.stdout}")
 
 
-def killed_rank_ends_the_job(a, train, path, check):
-    """SIGKILL to rank 1 mid-run ends the whole job within 30 s, and the newest complete checkpoint
-    resumes."""
+def start_and_hit_rank_1(a, train, ck, what, extra=()):
+    """Starts a long 2-rank run checkpointing into ck, waits for its first checkpoint, sends `what`
+    (a signal) to rank 1 and returns the job's output, exit code and seconds from the signal to the
+    job's end (None when rank 1 could not be found)."""
     import shutil
     import signal
     import time
-    ck = path("ck_killed")
     shutil.rmtree(ck, ignore_errors=True)
-    args = train(2, None, steps=2000, extra=["--checkpoint-dir", ck, "--checkpoint-every", "20"],
-                 dry=True)
+    args = train(2, None, steps=2000,
+                 extra=["--checkpoint-dir", ck, "--checkpoint-every", "20"] + list(extra), dry=True)
     job = subprocess.Popen(["timeout", "300", a.mpirun, "-np", "2", "--oversubscribe", "--bind-to",
                             "none", "-x", "OMP_NUM_THREADS=1"] + args,
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -188,25 +188,51 @@ def killed_rank_ends_the_job(a, train, path, check):
             victim = int(pid)
     if victim is None or job.poll() is not None:
         job.kill()
-        check(False, "could not find rank 1 of a running 2-rank job to kill")
-        return
-    os.kill(victim, signal.SIGKILL)
-    killed = time.time()
+        return job.communicate()[0], None, None
+    os.kill(victim, what)
+    hit = time.time()
     try:
-        out, _ = job.communicate(timeout=60)
+        out, _ = job.communicate(timeout=90)
     except subprocess.TimeoutExpired:
         job.kill()
         out, _ = job.communicate()
-    took = time.time() - killed
-    print(f"rank 1 killed: the job ended {took:.1f} s later with exit code {job.returncode}")
+    took = time.time() - hit
+    try:
+        os.kill(victim, signal.SIGKILL)  # a stopped rank that outlived the job
+    except OSError:
+        pass
+    return out, job.returncode, took
+
+
+def killed_rank_ends_the_job(a, train, path, check):
+    """SIGKILL to rank 1 mid-run ends the whole job within 30 s, and the newest complete checkpoint
+    resumes; a rank that hangs (SIGSTOP) ends it once --comm-timeout has passed."""
+    import signal
+    ck = path("ck_killed")
+    out, code, took = start_and_hit_rank_1(a, train, ck, signal.SIGKILL)
+    check(took is not None, f"could not find rank 1 of a running 2-rank job to kill:\n{out}")
+    if took is None:
+        return
+    print(f"rank 1 killed: the job ended {took:.1f} s later with exit code {code}")
     check(took <= 30, f"the job outlived its killed rank by {took:.0f} s")
-    check(job.returncode != 0, "a job with a killed rank exited 0")
+    check(code != 0, "a job with a killed rank exited 0")
     check("signal 9" in out, f"mpirun does not say that a rank was killed:\n{out[-2000:]}")
     steps = sorted(int(f[6:14]) for f in os.listdir(ck) if f.startswith("state_") and f.endswith(".bin"))
     check(bool(steps), "no complete checkpoint survived")
     if steps:
         out = train(2, None, steps=steps[-1] + 3, extra=["--resume", ck])
         check("step " in out and "error" not in out, f"the surviving checkpoint did not resume:\n{out}")
+
+    out, code, took = start_and_hit_rank_1(a, train, path("ck_hung"), signal.SIGSTOP,
+                                           extra=["--comm-timeout", "3"])
+    check(took is not None, f"could not find rank 1 of a running 2-rank job to stop:\n{out}")
+    if took is None:
+        return
+    print(f"rank 1 stopped: the job ended {took:.1f} s later with exit code {code}")
+    check(took <= 15, f"a hung rank kept the job waiting {took:.0f} s with --comm-timeout 3")
+    check(code != 0, "a job with a hung rank exited 0")
+    check("rank 0: MPI_Allreduce has waited" in out and "--comm-timeout 3" in out,
+          f"the timeout does not say which rank gave up and why:\n{out[-2000:]}")
 
 
 if __name__ == "__main__":

@@ -38,6 +38,9 @@ void add_train_flags(ArgParser& p, TrainOptions* o, TrainCliExtras* x) {
   p.option("lr-floor", 'q', &o->lr_floor, "F", "cosine decays to F * lr (default 0)");
   p.option("weight-decay", 'c', &o->weight_decay, "WD", "AdamW decoupled weight decay (default 0)");
   p.option("grad-clip", 0, &o->grad_clip, "X", "clip the global gradient norm to X (default 0: off)");
+  p.option("comm-timeout", 0, &o->comm_timeout, "SECONDS",
+           "under mpirun: a collective that waits longer than this for the other ranks (one hung "
+           "or lost) ends the whole job, naming the rank that gave up (default 300)");
   p.option("max-bad-steps", 0, &o->max_bad_steps, "N",
            "skip a step whose loss or gradient norm is NaN or infinite; stop after N in a row (default 5)");
   p.option("seed", 0, &o->seed, "S", "initialisation and shuffling seed (default 1337)");
