@@ -6,8 +6,8 @@
 //   2. A cost model for data-parallel training of a model of --params parameters whose step takes
 //      --step-ms on one machine: ring all-reduce time 2(N-1)/N x 4 x params / bandwidth + 2(N-1) x
 //      latency (latency: the measured time of the smallest all-reduce) at 10, 25 and 100 Gb/s for N
-//      machines with one rank each, the step time when none of it is hidden behind the backward pass
-//      and when --hidden of it is, and the scaling efficiency step-ms / step.
+//      machines with one rank each, the step time when none of it is hidden behind the backward
+//      pass and when --hidden of it is, and the scaling efficiency step-ms / step.
 //   mpirun -np 2 --bind-to none ./build/bench_allreduce --step-ms 820 --params 124475904
 #include <algorithm>
 #include <chrono>
@@ -29,7 +29,8 @@ double median_ms(Communicator& w, float* data, size_t n, int reps) {
     w.barrier();
     const auto t0 = std::chrono::steady_clock::now();
     w.all_reduce_sum(data, n);
-    const double t = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    const double t =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     if (r > 0) ms.push_back(t);  // the first one warms up the buffers
   }
   w.all_reduce_sum(ms.data(), ms.size());  // every rank's times, summed: the mean over ranks
@@ -47,10 +48,14 @@ int run(int argc, char** argv) {
       if (i + 1 >= argc) throw UsageError(a + ": needs a value");
       return argv[++i];
     };
-    if (a == "--step-ms") step_ms = std::atof(value());
-    else if (a == "--params") params = std::strtoull(value(), nullptr, 10);
-    else if (a == "--hidden") hidden = std::atof(value());
-    else throw UsageError("unknown flag " + a + " (expected --step-ms MS, --params N, --hidden F)");
+    if (a == "--step-ms")
+      step_ms = std::atof(value());
+    else if (a == "--params")
+      params = std::strtoull(value(), nullptr, 10);
+    else if (a == "--hidden")
+      hidden = std::atof(value());
+    else
+      throw UsageError("unknown flag " + a + " (expected --step-ms MS, --params N, --hidden F)");
   }
   std::unique_ptr<Communicator> w = world_communicator();
   const int N = w->size();
@@ -73,13 +78,15 @@ int run(int argc, char** argv) {
   }
   if (!lead || step_ms <= 0) return 0;
   const double bytes = 4.0 * double(params);
-  std::printf("\nCost model: %zu parameters (%.0f MB of fp32 gradients), %.0f ms per step on one "
-              "machine, which each machine keeps computing (its own micro-batches; the total batch "
-              "grows with N), all-reduce latency %.3f ms, hidden share %.0f%%\n\n",
-              params, bytes / 1e6, step_ms, latency_ms, 100 * hidden);
-  std::printf("| machines | link | all-reduce ms | step ms (none hidden) | efficiency | step ms "
-              "(%.0f%% hidden) | efficiency |\n|---|---|---|---|---|---|---|\n",
-              100 * hidden);
+  std::printf(
+      "\nCost model: %zu parameters (%.0f MB of fp32 gradients), %.0f ms per step on one "
+      "machine, which each machine keeps computing (its own micro-batches; the total batch "
+      "grows with N), all-reduce latency %.3f ms, hidden share %.0f%%\n\n",
+      params, bytes / 1e6, step_ms, latency_ms, 100 * hidden);
+  std::printf(
+      "| machines | link | all-reduce ms | step ms (none hidden) | efficiency | step ms "
+      "(%.0f%% hidden) | efficiency |\n|---|---|---|---|---|---|---|\n",
+      100 * hidden);
   for (int nodes : {2, 4, 8, 16, 64}) {
     for (double gbit : {10.0, 25.0, 100.0}) {
       const double comm = 2.0 * (nodes - 1) / nodes * bytes / (gbit * 1e9 / 8) * 1e3 +

@@ -24,9 +24,17 @@ GradientAverager::GradientAverager(Communicator& world, Gpt2& model)
                  {g.lnfb, C}};
   for (int l = 0; l < c.num_layers; ++l) {
     const LayerParams<float> d = g.layer(l);
-    buckets_[l + 1] = {{d.ln1w, C},        {d.ln1b, C},     {d.qkvw, 3 * C * C}, {d.qkvb, 3 * C},
-                       {d.attprojw, C * C}, {d.attprojb, C}, {d.ln2w, C},        {d.ln2b, C},
-                       {d.fcw, 4 * C * C},  {d.fcb, 4 * C},  {d.fcprojw, 4 * C * C},
+    buckets_[l + 1] = {{d.ln1w, C},
+                       {d.ln1b, C},
+                       {d.qkvw, 3 * C * C},
+                       {d.qkvb, 3 * C},
+                       {d.attprojw, C * C},
+                       {d.attprojb, C},
+                       {d.ln2w, C},
+                       {d.ln2b, C},
+                       {d.fcw, 4 * C * C},
+                       {d.fcb, 4 * C},
+                       {d.fcprojw, 4 * C * C},
                        {d.fcprojb, C}};
   }
   queue_.resize(buckets_.size());

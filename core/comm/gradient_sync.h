@@ -9,8 +9,8 @@
 #pragma once
 
 #include <condition_variable>
-#include <exception>
 #include <cstddef>
+#include <exception>
 #include <mutex>
 #include <thread>
 #include <utility>

@@ -1,6 +1,6 @@
 // The Open MPI world (LLMCPU_MPI builds): MPI is initialised on first use with
-// MPI_THREAD_SERIALIZED or better and finalised at exit. Shards follow shard_of, so uneven sizes use
-// the v-variants of the collectives.
+// MPI_THREAD_SERIALIZED or better and finalised at exit. Shards follow shard_of, so uneven sizes
+// use the v-variants of the collectives.
 #include <mpi.h>
 
 #include <algorithm>
@@ -8,9 +8,9 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
-#include <thread>
 #include <cstdlib>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/comm/communicator.h"
@@ -130,12 +130,8 @@ class MpiWorld final : public Communicator {
            std::to_string(machines_) + (machines_ == 1 ? " machine" : " machines");
   }
 
-  void all_reduce_sum(float* data, size_t n) override {
-    reduce_in_chunks(data, n, MPI_FLOAT);
-  }
-  void all_reduce_sum(double* data, size_t n) override {
-    reduce_in_chunks(data, n, MPI_DOUBLE);
-  }
+  void all_reduce_sum(float* data, size_t n) override { reduce_in_chunks(data, n, MPI_FLOAT); }
+  void all_reduce_sum(double* data, size_t n) override { reduce_in_chunks(data, n, MPI_DOUBLE); }
 
   void set_timeout(double seconds) override { watchdog().start(seconds, rank_); }
 
@@ -187,7 +183,8 @@ class MpiWorld final : public Communicator {
   // counts_ and displs_ for shards of n elements.
   void layout(size_t n) {
     if (n / size_ + 1 > kMaxCount) {
-      throw Error("MPI: a shard of " + std::to_string(n / size_) + " elements exceeds MPI's int counts");
+      throw Error("MPI: a shard of " + std::to_string(n / size_) +
+                  " elements exceeds MPI's int counts");
     }
     for (int r = 0; r < size_; ++r) {
       const Shard s = shard_of(n, r, size_);

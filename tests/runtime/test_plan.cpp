@@ -284,5 +284,44 @@ TEST(RuntimeTopology, FormatsIndexListsAndSizes) {
   EXPECT_EQ(format_bytes(100), "100 B");
 }
 
+// Ranks on one machine (mpirun --bind-to none) get cores of their own: whole NUMA nodes where they
+// divide evenly, else contiguous core groups; every allowed core goes to some rank; a core's PUs
+// stay with one rank; more ranks than cores share round robin.
+TEST(RankShare, SplitsTheSyntheticMachineWithoutSharingACore) {
+  const Topology t = synthetic_topology("package:2 numa:2 core:4 pu:2");  // 32 PUs, 16 cores
+  EXPECT_EQ(rank_cpu_share(t, 0, 1), "");                                  // alone: keep it all
+  EXPECT_EQ(rank_cpu_share(t, 0, 2), "0-15");  // one package (two NUMA nodes) each
+  EXPECT_EQ(rank_cpu_share(t, 1, 2), "16-31");
+  EXPECT_EQ(rank_cpu_share(t, 2, 4), "16-23");  // one NUMA node each
+  for (int ranks = 1; ranks <= 16; ++ranks) {
+    SCOPED_TRACE(std::to_string(ranks) + " ranks");
+    std::vector<int> owner(t.pus.size(), -1);
+    for (int r = 0; r < ranks; ++r) {
+      const std::string share = rank_cpu_share(t, r, ranks);
+      if (ranks == 1) continue;
+      ASSERT_FALSE(share.empty());
+      for (int pu : parse_cpu_list(share)) {
+        EXPECT_EQ(owner[t.find_pu(pu)], -1) << "PU " << pu << " given to two ranks";
+        owner[t.find_pu(pu)] = r;
+      }
+    }
+    if (ranks == 1) continue;
+    for (const CoreInfo& c : t.cores) {
+      for (int pu : c.pus) {
+        EXPECT_EQ(owner[pu], owner[c.pus[0]]) << "core " << c.logical << " split between ranks";
+        EXPECT_GE(owner[pu], 0) << "core " << c.logical << " given to no rank";
+      }
+    }
+  }
+  // More ranks than cores: each rank one core, round robin.
+  EXPECT_EQ(rank_cpu_share(t, 17, 32), "2-3");
+}
+
+TEST(RankShare, KeepsTheBindingMpirunGave) {
+  Topology t = synthetic_topology("package:1 core:4 pu:1");
+  t.pus[2].allowed = t.pus[3].allowed = false;  // the process was bound to cores 0-1
+  EXPECT_EQ(rank_cpu_share(t, 1, 2), "");
+}
+
 }  // namespace
 }  // namespace llmcpu

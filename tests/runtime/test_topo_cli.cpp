@@ -60,6 +60,20 @@ TEST(TopoCli, JsonSpreadFiveThreads) {
             "{\"thread\":4,\"pu\":2,\"core\":1,\"numa\":0}]}\n");
 }
 
+// --ranks: the plan of each rank of `mpirun -np N --bind-to none` on the machine.
+TEST(TopoCli, RanksEachGetTheirOwnNumaNode) {
+  const Outcome r = run("topo --topology \"package:2 numa:2 core:4 pu:2\" --ranks 4");
+  ASSERT_EQ(r.status, 0) << r.output;
+  for (const char* line : {"rank 0 of 4: PUs 0-7\n", "rank 1 of 4: PUs 8-15\n",
+                           "rank 2 of 4: PUs 16-23\n", "rank 3 of 4: PUs 24-31\n"}) {
+    EXPECT_NE(r.output.find(line), std::string::npos) << line << r.output;
+  }
+  const Outcome bad = run("topo --ranks 0");
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_NE(bad.output.find("--ranks: expected a positive number of ranks"), std::string::npos)
+      << bad.output;
+}
+
 TEST(TopoCli, JsonRestrictedCpus) {
   const Outcome r = run("topo " + kTwoSocket + " --bind spread --cpus 0-3,8-11,17 --json");
   EXPECT_EQ(r.status, 0) << r.output;

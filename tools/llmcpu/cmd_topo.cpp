@@ -89,6 +89,7 @@ int run_topo(const std::vector<std::string>& args) {
   PlacementOptions o;
   std::string synthetic, xml;
   bool json = false;
+  int ranks = 1;
   ArgParser p(
       "topo",
       "Prints this machine's topology (or a synthetic or XML one) and the thread plan train and\n"
@@ -97,9 +98,18 @@ int run_topo(const std::vector<std::string>& args) {
            "a synthetic machine in hwloc's syntax, e.g. \"package:2 numa:2 core:4 pu:2\"");
   p.option("topology-xml", 0, &xml, "FILE", "a machine saved by hwloc (lstopo FILE.xml)");
   add_placement_flags(p, &o, /*with_numa=*/false);
+  p.option("ranks", 0, &ranks, "N",
+           "the plan of each of N ranks on this machine (mpirun -np N --bind-to none): the cores "
+           "each one gets and its threads");
   p.flag("json", 0, &json,
          "print only the plan: {\"threads\":[{\"thread\":0,\"pu\":P,\"core\":C,\"numa\":N},...]}");
   if (!p.parse(args)) return 0;
+  if (ranks < 1)
+    throw UsageError("--ranks: expected a positive number of ranks, got " + std::to_string(ranks));
+  if (ranks > 1 && !o.cpus.empty()) {
+    throw UsageError(
+        "topo: --ranks splits the machine among the ranks; --cpus would restrict all of them");
+  }
   if (p.given("topology") && p.given("topology-xml")) {
     throw UsageError("topo: --topology and --topology-xml both name a machine; give one");
   }
@@ -116,6 +126,21 @@ int run_topo(const std::vector<std::string>& args) {
   if (req.threads == 0 && topo.this_system) {  // as train and verify would count them
     req.threads = omp_num_threads_from_environment();
     if (req.threads > 0) origin = "OMP_NUM_THREADS";
+  }
+  if (ranks > 1) {
+    // As `llmcpu train` under mpirun without binding: each rank plans inside its share.
+    if (!json) print_machine(topo);
+    for (int r = 0; r < ranks; ++r) {
+      req.cpus = rank_cpu_share(topo, r, ranks);
+      const Plan plan = make_plan(topo, req);
+      if (json) {
+        std::printf("%s\n", plan_json(plan).c_str());
+        continue;
+      }
+      std::printf("rank %d of %d: PUs %s\n", r, ranks, req.cpus.c_str());
+      print_plan(plan, origin);
+    }
+    return 0;
   }
   const Plan plan = make_plan(topo, req);
   if (json) {
