@@ -40,7 +40,7 @@ double median_ms(Communicator& w, float* data, size_t n, int reps) {
 }
 
 int run(int argc, char** argv) {
-  double step_ms = 0, hidden = 0.5;
+  double step_ms = 0, hidden = 0.5, backward_share = 0.6;
   size_t params = 124475904;  // GPT-2 124M
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -48,14 +48,18 @@ int run(int argc, char** argv) {
       if (i + 1 >= argc) throw UsageError(a + ": needs a value");
       return argv[++i];
     };
-    if (a == "--step-ms")
+    if (a == "--step-ms") {
       step_ms = std::atof(value());
-    else if (a == "--params")
+    } else if (a == "--params") {
       params = std::strtoull(value(), nullptr, 10);
-    else if (a == "--hidden")
+    } else if (a == "--hidden") {
       hidden = std::atof(value());
-    else
-      throw UsageError("unknown flag " + a + " (expected --step-ms MS, --params N, --hidden F)");
+    } else if (a == "--backward-share") {
+      backward_share = std::atof(value());
+    } else {
+      throw UsageError("unknown flag " + a +
+                       " (expected --step-ms MS, --params N, --hidden F, --backward-share F)");
+    }
   }
   std::unique_ptr<Communicator> w = world_communicator();
   const int N = w->size();
@@ -91,7 +95,8 @@ int run(int argc, char** argv) {
     for (double gbit : {10.0, 25.0, 100.0}) {
       const double comm = 2.0 * (nodes - 1) / nodes * bytes / (gbit * 1e9 / 8) * 1e3 +
                           2.0 * (nodes - 1) * latency_ms;
-      const double plain = step_ms + comm, overlapped = step_ms + (1 - hidden) * comm;
+      const double hideable = std::min(hidden * comm, backward_share * step_ms);
+      const double plain = step_ms + comm, overlapped = step_ms + comm - hideable;
       std::printf("| %d | %.0f Gb/s | %.0f | %.0f | %.0f%% | %.0f | %.0f%% |\n", nodes, gbit, comm,
                   plain, 100 * step_ms / plain, overlapped, 100 * step_ms / overlapped);
     }

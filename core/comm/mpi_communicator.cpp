@@ -91,6 +91,10 @@ class MpiWorld final : public Communicator {
     int initialised = 0;
     MPI_Initialized(&initialised);
     if (!initialised) {
+      // The communication thread shares its cores with the compute threads: waiting in MPI by
+      // spinning would take their cycles (2 ranks x 1 thread on 2 cores: 2.1 s per step of GPT-2
+      // 124M spinning, 1.6-1.8 s yielding; bench/RESULTS.md). A value set by the user wins.
+      setenv("OMPI_MCA_mpi_yield_when_idle", "1", /*overwrite=*/0);
       int provided = 0;
       check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided), "MPI_Init_thread");
       if (provided < MPI_THREAD_SERIALIZED) {
@@ -168,12 +172,16 @@ class MpiWorld final : public Communicator {
 
  private:
   static constexpr size_t kMaxCount = 1u << 30;  // MPI counts are ints
+  // All-reduces go out in pieces of at most this many bytes: Open MPI 4.1's algorithm for larger
+  // messages ran at 0.2-0.3 GB/s against 5 GB/s up to 16 MB on the machine of bench/RESULTS.md
+  // (bench_allreduce), and pieces keep the sums independent of the message size all the same.
+  static constexpr size_t kPieceBytes = size_t(8) << 20;
 
   template <typename T>
   void reduce_in_chunks(T* data, size_t n, MPI_Datatype type) {
     Collective c("MPI_Allreduce");
     for (size_t done = 0; done < n;) {
-      const int count = int(std::min<size_t>(n - done, kMaxCount));
+      const int count = int(std::min<size_t>(n - done, kPieceBytes / sizeof(T)));
       check(MPI_Allreduce(MPI_IN_PLACE, data + done, count, type, MPI_SUM, MPI_COMM_WORLD),
             "MPI_Allreduce");
       done += count;
