@@ -80,11 +80,7 @@ void GradientAverager::serve() {
 }
 
 void GradientAverager::average(int bucket) {
-  const float inv = 1.0f / float(world_.size());
-  for (auto [data, n] : buckets_[bucket]) {
-    world_.all_reduce_sum(data, n);
-    for (size_t i = 0; i < n; ++i) data[i] *= inv;
-  }
+  for (auto [data, n] : buckets_[bucket]) world_.all_reduce_sum(data, n);
 }
 
 std::pair<double, double> GradientAverager::finish() {

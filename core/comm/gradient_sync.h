@@ -1,11 +1,12 @@
 // Averaging a data-parallel step's gradients across ranks while the backward pass still runs. The
 // model tells this hook as each layer's gradients become final (Gpt2::backward); a communication
-// thread then all-reduces that layer's slices of the 12 per-layer tensors in place and divides by
-// the number of ranks, while the compute threads go on with the layers below. Open MPI makes no
-// progress outside MPI calls, hence a thread of its own doing blocking collectives; buckets go out
-// in the order the layers finish, which is the same on every rank, so the sums do not depend on
-// timing. Nothing is allocated per step.
-// Deliberately not here: the optimizer's sharding (ZeRO), the loss (the trainer).
+// thread then sum-all-reduces that layer's slices of the 12 per-layer tensors in place while the
+// compute threads go on with the layers below; the trainer scales each rank's loss by 1 / (the
+// micro-batches of all ranks), so the sum is the average and needs no pass of its own. Open MPI
+// makes no progress outside MPI calls, hence a thread of its own doing blocking collectives;
+// buckets go out in the order the layers finish, which is the same on every rank, so the sums do
+// not depend on timing. Nothing is allocated per step. Deliberately not here: the optimizer's
+// sharding (ZeRO), the loss (the trainer).
 #pragma once
 
 #include <condition_variable>

@@ -584,7 +584,10 @@ bool Trainer::run(const TrainObserver& obs) {
       train_->next_batch_of(world_->rank(), world_->size(), inputs.data(), targets.data());
       loss += m.forward(inputs.data(), targets.data(), opt_.batch, opt_.seq_len);
       // The last micro-batch completes the gradients: their average goes out layer by layer.
-      m.backward(1.0f / float(grad_accum_), micro == grad_accum_ - 1 ? averager_.get() : nullptr);
+      // Each micro-batch's loss is scaled by 1 / (micro-batches over all ranks): the sum the
+      // ranks' gradients are reduced to is then already their average.
+      m.backward(1.0f / float(grad_accum_ * world_->size()),
+                 micro == grad_accum_ - 1 ? averager_.get() : nullptr);
     }
     loss /= grad_accum_;
     std::pair<double, double> comm{0.0, 0.0};

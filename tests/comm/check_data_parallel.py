@@ -167,7 +167,7 @@ def start_and_hit_rank_1(a, train, ck, what, extra=()):
     import signal
     import time
     shutil.rmtree(ck, ignore_errors=True)
-    args = train(2, None, steps=2000,
+    args = train(2, None, steps=100000,
                  extra=["--checkpoint-dir", ck, "--checkpoint-every", "20"] + list(extra), dry=True)
     job = subprocess.Popen(["timeout", "300", a.mpirun, "-np", "2", "--oversubscribe", "--bind-to",
                             "none", "-x", "OMP_NUM_THREADS=1"] + args,
@@ -175,16 +175,28 @@ def start_and_hit_rank_1(a, train, ck, what, extra=()):
     deadline = time.time() + 120
     while not os.path.exists(os.path.join(ck, "state_00000020.bin")) and time.time() < deadline:
         time.sleep(0.05)
-    victim = None
+    def parent(pid):
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                return int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            return 0
+
+    victim = None  # rank 1 of this job: our llmcpu, below our timeout/mpirun, with rank 1's env
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
             with open(f"/proc/{pid}/environ", "rb") as f:
                 env = f.read().split(b"\0")
             with open(f"/proc/{pid}/cmdline", "rb") as f:
-                cmd = f.read()
+                argv0 = f.read().split(b"\0")[0]
         except OSError:
             continue
-        if b"OMPI_COMM_WORLD_RANK=1" in env and a.llmcpu.encode() in cmd and b"mpirun" not in cmd:
+        ancestors, p = [], int(pid)
+        for _ in range(4):
+            p = parent(p)
+            ancestors.append(p)
+        if (b"OMPI_COMM_WORLD_RANK=1" in env and argv0 == a.llmcpu.encode() and
+                job.pid in ancestors):
             victim = int(pid)
     if victim is None or job.poll() is not None:
         job.kill()
