@@ -12,30 +12,21 @@ double ms_since(Clock::time_point t) {
 }
 }  // namespace
 
-GradientAverager::GradientAverager(Communicator& world, Gpt2& model)
-    : world_(world), model_(model) {
-  const ModelConfig& c = model.config();
-  const ParameterViews<float>& g = model.grads();
-  const size_t C = c.channels;
-  buckets_.resize(c.num_layers + 1);
-  buckets_[0] = {{g.wte, (size_t)c.padded_vocab_size * C},
-                 {g.wpe, (size_t)c.max_seq_len * C},
-                 {g.lnfw, C},
-                 {g.lnfb, C}};
-  for (int l = 0; l < c.num_layers; ++l) {
-    const LayerParams<float> d = g.layer(l);
-    buckets_[l + 1] = {{d.ln1w, C},
-                       {d.ln1b, C},
-                       {d.qkvw, 3 * C * C},
-                       {d.qkvb, 3 * C},
-                       {d.attprojw, C * C},
-                       {d.attprojb, C},
-                       {d.ln2w, C},
-                       {d.ln2b, C},
-                       {d.fcw, 4 * C * C},
-                       {d.fcb, 4 * C},
-                       {d.fcprojw, 4 * C * C},
-                       {d.fcprojb, C}};
+GradientAverager::GradientAverager(Communicator& world, Gpt2& model) : world_(world) {
+  // Bucket 0: the tensors outside the layers (wte, wpe, lnfw, lnfb); bucket l + 1: layer l's slice
+  // of each per-layer tensor, (L, ...) in the layout.
+  const ParameterLayout& layout = model.layout();
+  const int L = model.config().num_layers;
+  float* grads = model.grads_flat();
+  buckets_.resize(L + 1);
+  for (int i = 0; i < kNumParameterTensors; ++i) {
+    float* tensor = grads + layout.offset(i);
+    if (!ParameterLayout::per_layer(i)) {
+      buckets_[0].emplace_back(tensor, layout.size(i));
+      continue;
+    }
+    const size_t per_layer = layout.size(i) / L;
+    for (int l = 0; l < L; ++l) buckets_[l + 1].emplace_back(tensor + l * per_layer, per_layer);
   }
   queue_.resize(buckets_.size());
   thread_ = std::thread([this] { serve(); });

@@ -41,7 +41,6 @@ class GradientAverager final : public GradientHook {
   void average(int bucket);
 
   Communicator& world_;
-  Gpt2& model_;
   // Per bucket (index layer + 1), the spans (pointer, count) of the gradient array it covers.
   std::vector<std::vector<std::pair<float*, size_t>>> buckets_;
   std::vector<int> queue_;  // bucket indices, in the order they became ready

@@ -105,17 +105,10 @@ class ActivationArena {
   size_t backward_floats() const { return backward_.size(); }
   size_t forward_bf16_elements() const { return forward_bf16_.size(); }
 
-  // The views of the arena's precision (G = float for fp32, bf16 for bf16); the other set is null.
-  template <typename G>
-  const ActivationViews<G>& views() const {
-    if constexpr (sizeof(G) == sizeof(float)) {
-      return acts;
-    } else {
-      return acts_bf16;
-    }
-  }
+  // The logits of whichever set of views the arena's precision carved.
   const float* logits() const { return acts.logits ? acts.logits : acts_bf16.logits; }
 
+  // The views of the arena's precision; the other set is all null.
   ActivationViews<float> acts{};      // fp32 models
   ActivationViews<bf16> acts_bf16{};  // bf16 models
   ActivationGradViews grads{};

@@ -67,8 +67,7 @@ NonFinite find_non_finite(const float* flat, const ParameterLayout& layout) {
     at.tensor = t;
     at.index = i;
     at.value = x[i];
-    // Tensors 2..13 are (L, ...): one slice per layer.
-    if (t >= 2 && t <= 13) at.layer = static_cast<int>(i / (n / layout.dims(t)[0]));
+    if (ParameterLayout::per_layer(t)) at.layer = static_cast<int>(i / (n / layout.dims(t)[0]));
     return at;
   }
   return at;

@@ -23,6 +23,8 @@ class ParameterLayout {
   size_t size(int i) const { return sizes_[i]; }
   size_t offset(int i) const { return offsets_[i]; }
   static const char* name(int i);
+  // Tensors 2..13 (ln1w ... fcprojb) are (L, ...): one slice per layer.
+  static bool per_layer(int i) { return i >= 2 && i <= 13; }
   // "(L, 3*C, C) = (2, 144, 48)"
   std::string shape(int i) const;
   const std::vector<size_t>& dims(int i) const { return dims_[i]; }

@@ -5,6 +5,7 @@
 #include <string>
 #include <utility>
 
+#include "core/comm/communicator.h"
 #include "simd/error.h"
 
 namespace llmcpu {
@@ -205,9 +206,8 @@ std::string rank_cpu_share(const Topology& t, int local_rank, int local_size) {
       if (t.cores[c].numa / per == local_rank) mine.push_back(c);
     }
   } else if (n >= local_size) {
-    const int base = n / local_size, extra = n % local_size;
-    const int begin = local_rank * base + std::min(local_rank, extra);
-    mine.assign(cores.begin() + begin, cores.begin() + begin + base + (local_rank < extra));
+    const Shard s = shard_of(cores.size(), local_rank, local_size);
+    mine.assign(cores.begin() + s.begin, cores.begin() + s.begin + s.count);
   } else {
     mine.push_back(cores[local_rank % n]);
   }
