@@ -13,6 +13,7 @@
 #include "core/plugin/offload.h"
 #include "core/plugin/plugin_library.h"
 #include "simd/error.h"
+#include "tests/common/tiny_config.h"
 #include "tests/plugin/plugin_paths.h"
 
 namespace llmcpu {
@@ -21,17 +22,7 @@ namespace {
 namespace fs = std::filesystem;
 using testing::fake_plugin;
 
-// A small fp32 model to enable a plugin on (L=2 NH=3 C=12 V=11 maxT=8).
-ModelConfig small_config() {
-  ModelConfig c;
-  c.max_seq_len = 8;
-  c.vocab_size = 11;
-  c.padded_vocab_size = 16;
-  c.num_layers = 2;
-  c.num_heads = 3;
-  c.channels = 12;
-  return c;
-}
+using testing::tiny_config;  // a small fp32 model to enable a plugin on
 
 // The message of the FileError that loading `path` throws ("" if it loads).
 std::string load_error(const std::string& path) {
@@ -50,7 +41,7 @@ void expect_refused(const std::string& path, const std::string& reason) {
   EXPECT_NE(message.find(reason), std::string::npos) << message;
   EXPECT_EQ(message.find('\n'), std::string::npos) << "not one line: " << message;
   // The same reason reaches the user as the fallback line.
-  Gpt2 model(small_config());
+  Gpt2 model(tiny_config());
   const OffloadOutcome r = model.enable_offload(path);
   EXPECT_FALSE(r.active);
   EXPECT_FALSE(model.offload_active());
@@ -111,7 +102,7 @@ TEST(PluginLoader, WorkingPluginLoads) {
   EXPECT_EQ(lib->ops(), LLMCPU_PLUGIN_OP_MATMUL | LLMCPU_PLUGIN_OP_ATTENTION);
   EXPECT_EQ(describe_offloaded_ops(lib->ops()), "matmul, attention");
   lib.reset();
-  Gpt2 model(small_config());
+  Gpt2 model(tiny_config());
   const OffloadOutcome r = model.enable_offload(path);
   EXPECT_TRUE(r.active);
   EXPECT_EQ(r.message, "offload: fake (plain loops on the CPU): matmul, attention");

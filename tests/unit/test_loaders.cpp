@@ -29,6 +29,7 @@
 #include "core/model/parameters.h"
 #include "core/util/file.h"
 #include "simd/error.h"
+#include "tests/common/tiny_config.h"
 
 namespace llmcpu {
 namespace {
@@ -36,17 +37,7 @@ namespace {
 namespace fs = std::filesystem;
 using Bytes = std::vector<uint8_t>;
 
-// A tiny, ragged model: head size 4, Vp > V.
-ModelConfig tiny_config() {
-  ModelConfig c;
-  c.max_seq_len = 8;
-  c.vocab_size = 11;
-  c.padded_vocab_size = 16;
-  c.num_layers = 2;
-  c.num_heads = 3;
-  c.channels = 12;
-  return c;
-}
+using testing::tiny_config;  // a tiny, ragged model: head size 4, Vp > V
 
 Bytes read_bytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
