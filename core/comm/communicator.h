@@ -35,8 +35,9 @@ class Communicator {
   // data (n) = the element-wise sum over ranks, on every rank.
   virtual void all_reduce_sum(float* data, size_t n) = 0;
   virtual void all_reduce_sum(double* data, size_t n) = 0;
-  // out (shard_of(n, rank, size).count) = this rank's shard of the element-wise sum of in (n).
-  virtual void reduce_scatter_sum(const float* in, float* out, size_t n) = 0;
+  // In place: this rank's shard of data (n; shard_of(n, rank, size)) becomes the element-wise sum
+  // of that shard over ranks; the rest of data is left unspecified.
+  virtual void reduce_scatter_sum(float* data, size_t n) = 0;
   // data (n): every rank's shard (shard_of(n, rank, size)) sent to every rank, in place.
   virtual void all_gather(float* data, size_t n) = 0;
   // data (bytes) from `root` to every rank.

@@ -3,6 +3,8 @@
 #include <chrono>
 #include <exception>
 
+#include "core/comm/zero_shards.h"
+
 namespace llmcpu {
 
 namespace {
@@ -12,27 +14,19 @@ double ms_since(Clock::time_point t) {
 }
 }  // namespace
 
-GradientAverager::GradientAverager(Communicator& world, Gpt2& model) : world_(world) {
-  // Bucket 0: the tensors outside the layers (wte, wpe, lnfw, lnfb); bucket l + 1: layer l's slice
-  // of each per-layer tensor, (L, ...) in the layout.
-  const ParameterLayout& layout = model.layout();
-  const int L = model.config().num_layers;
-  float* grads = model.grads_flat();
-  buckets_.resize(L + 1);
-  for (int i = 0; i < kNumParameterTensors; ++i) {
-    float* tensor = grads + layout.offset(i);
-    if (!ParameterLayout::per_layer(i)) {
-      buckets_[0].emplace_back(tensor, layout.size(i));
-      continue;
-    }
-    const size_t per_layer = layout.size(i) / L;
-    for (int l = 0; l < L; ++l) buckets_[l + 1].emplace_back(tensor + l * per_layer, per_layer);
-  }
-  queue_.resize(buckets_.size());
+GradientSync::GradientSync(Communicator& world, Gpt2& model, bool zero)
+    : world_(world),
+      zero_(zero),
+      grads_(model.grads_flat()),
+      spans_(model.layout().spans()),
+      parts_(zero ? owned_parts(spans_, world.rank(), world.size()) : spans_) {
+  buckets_.resize(model.config().num_layers + 1);
+  for (size_t i = 0; i < spans_.size(); ++i) buckets_[spans_[i].layer + 1].push_back(i);
+  queue_.resize(buckets_.size() + spans_.size());  // the most one step hands over
   thread_ = std::thread([this] { serve(); });
 }
 
-GradientAverager::~GradientAverager() {
+GradientSync::~GradientSync() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     stop_ = true;
@@ -41,7 +35,7 @@ GradientAverager::~GradientAverager() {
   thread_.join();
 }
 
-void GradientAverager::gradients_ready(int layer) {
+void GradientSync::gradients_ready(int layer) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     queue_[queued_++ % queue_.size()] = layer + 1;
@@ -49,16 +43,25 @@ void GradientAverager::gradients_ready(int layer) {
   wake_.notify_one();
 }
 
-void GradientAverager::serve() {
+void GradientSync::gather(float* params, size_t i) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    params_ = params;
+    queue_[queued_++ % queue_.size()] = -1 - long(i);
+  }
+  wake_.notify_one();
+}
+
+void GradientSync::serve() {
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
     wake_.wait(lock, [this] { return stop_ || done_ < queued_; });
     if (done_ == queued_) return;  // stop_, nothing left
-    const int bucket = queue_[done_ % queue_.size()];
+    const long job = queue_[done_ % queue_.size()];
     lock.unlock();
     const auto start = Clock::now();
     try {
-      if (!failure_) average(bucket);
+      if (!failure_) run(job);
     } catch (...) {
       failure_ = std::current_exception();
     }
@@ -70,11 +73,23 @@ void GradientAverager::serve() {
   }
 }
 
-void GradientAverager::average(int bucket) {
-  for (auto [data, n] : buckets_[bucket]) world_.all_reduce_sum(data, n);
+void GradientSync::run(long job) {
+  if (job < 0) {
+    const ParameterSpan& s = spans_[size_t(-1 - job)];
+    world_.all_gather(params_ + s.offset, s.count);
+    return;
+  }
+  for (size_t i : buckets_[job]) {
+    const ParameterSpan& s = spans_[i];
+    if (zero_) {
+      world_.reduce_scatter_sum(grads_ + s.offset, s.count);
+    } else {
+      world_.all_reduce_sum(grads_ + s.offset, s.count);
+    }
+  }
 }
 
-std::pair<double, double> GradientAverager::finish() {
+std::pair<double, double> GradientSync::wait() {
   const auto start = Clock::now();
   std::unique_lock<std::mutex> lock(mutex_);
   finished_.wait(lock, [this] { return done_ == queued_; });

@@ -1,12 +1,14 @@
-// Averaging a data-parallel step's gradients across ranks while the backward pass still runs. The
-// model tells this hook as each layer's gradients become final (Gpt2::backward); a communication
-// thread then sum-all-reduces that layer's slices of the 12 per-layer tensors in place while the
-// compute threads go on with the layers below; the trainer scales each rank's loss by 1 / (the
-// micro-batches of all ranks), so the sum is the average and needs no pass of its own. Open MPI
-// makes no progress outside MPI calls, hence a thread of its own doing blocking collectives;
-// buckets go out in the order the layers finish, which is the same on every rank, so the sums do
-// not depend on timing. Nothing is allocated per step. Deliberately not here: the optimizer's
-// sharding (ZeRO), the loss (the trainer).
+// A data-parallel step's communication, on a thread of its own while the compute threads go on.
+// Backward: the model tells this hook as each layer's gradients become final (Gpt2::backward) and
+// the communication thread sums that layer's spans (ParameterLayout::spans) over the ranks while
+// the layers below compute: all of each span (all-reduce), or under ZeRO-1 only each rank's own
+// part (reduce-scatter, core/comm/zero_shards.h). The trainer scales each rank's loss by 1 / (the
+// micro-batches of all ranks), so the sums are the averages and need no pass of their own. Update
+// (ZeRO-1): as the optimizer finishes a part, the thread sends it to the other ranks (all-gather)
+// while the optimizer goes on with the next. Open MPI makes no progress outside MPI calls, hence a
+// thread doing blocking collectives; they go out in the order the work is handed over, which is
+// the same on every rank, so no result depends on timing. Nothing is allocated per step.
+// Deliberately not here: the optimizer's arithmetic, the loss (the trainer).
 #pragma once
 
 #include <condition_variable>
@@ -22,28 +24,42 @@
 
 namespace llmcpu {
 
-class GradientAverager final : public GradientHook {
+class GradientSync final : public GradientHook {
  public:
-  GradientAverager(Communicator& world, Gpt2& model);
-  ~GradientAverager() override;
-  GradientAverager(const GradientAverager&) = delete;
-  GradientAverager& operator=(const GradientAverager&) = delete;
+  // zero: ZeRO-1 (reduce-scatter, then gather the updated parts); otherwise every rank gets the
+  // whole average (all-reduce) and updates every weight itself.
+  GradientSync(Communicator& world, Gpt2& model, bool zero);
+  ~GradientSync() override;
+  GradientSync(const GradientSync&) = delete;
+  GradientSync& operator=(const GradientSync&) = delete;
 
-  // Called by the backward pass: queues the bucket of `layer` (-1: wte, wpe, lnfw, lnfb).
+  bool zero() const { return zero_; }
+  // The layout's spans and this rank's part of each (the whole span without ZeRO-1).
+  const std::vector<ParameterSpan>& spans() const { return spans_; }
+  const std::vector<ParameterSpan>& parts() const { return parts_; }
+
+  // Called by the backward pass: queues the sum of `layer`'s spans (-1: wte, wpe, lnfw, lnfb).
   void gradients_ready(int layer) override;
-  // Waits until every queued bucket is averaged. Returns the communication thread's busy time in
-  // this step and how long the caller waited for it (the part not hidden behind the backward pass),
-  // in milliseconds, and starts counting anew.
-  std::pair<double, double> finish();
+  // ZeRO-1: queues sending this rank's part of span `i` of `params` (whole arena) to every rank.
+  void gather(float* params, size_t i);
+
+  // Waits until everything queued is done. Returns the communication thread's busy time since the
+  // last call and how long the caller waited now (the part not hidden behind computation), in
+  // milliseconds. Rethrows a collective's failure.
+  std::pair<double, double> wait();
 
  private:
   void serve();  // the communication thread
-  void average(int bucket);
+  void run(long job);
 
   Communicator& world_;
-  // Per bucket (index layer + 1), the spans (pointer, count) of the gradient array it covers.
-  std::vector<std::vector<std::pair<float*, size_t>>> buckets_;
-  std::vector<int> queue_;  // bucket indices, in the order they became ready
+  const bool zero_;
+  float* grads_;
+  float* params_ = nullptr;  // of the gathers
+  std::vector<ParameterSpan> spans_, parts_;
+  std::vector<std::vector<size_t>> buckets_;  // per layer + 1, the indices of its spans
+  // Jobs, in the order they were handed over: b >= 0 sums bucket b, -1 - i gathers span i.
+  std::vector<long> queue_;
   size_t queued_ = 0, done_ = 0;
   double busy_ms_ = 0;
   bool stop_ = false;

@@ -126,7 +126,8 @@ void save_train_state(const std::string& path, const TrainState& s, std::span<co
 void write_train_state(AtomicFileWriter& out, const TrainState& s, std::span<const float> params,
                        std::span<const float> m, std::span<const float> v) {
   const size_t P = ParameterLayout(s.config).total();
-  if (params.size() != P || m.size() != P || v.size() != P) {
+  const size_t want = s.shards() > 0 ? 0 : P;
+  if (params.size() != want || m.size() != want || v.size() != want) {
     throw Error("write_train_state(" + out.path() + "): tensor sizes do not match the model");
   }
   Writer w(out);
@@ -151,11 +152,42 @@ void write_train_state(AtomicFileWriter& out, const TrainState& s, std::span<con
   w.put(uint64_t(s.data.sample_order.size()));
   w.array(std::span<const uint32_t>(s.data.sample_order));
   w.put(uint64_t(P));
+  w.put(s.shards());
+  w.array(std::span<const uint64_t>(s.shard_checksums));
   w.array(params);
   w.array(m);
   w.array(v);
   const uint64_t sum = w.checksum();
   out.write(&sum, sizeof(sum));
+}
+
+std::string state_shard_path(const std::string& state_path, uint32_t rank, uint32_t ranks) {
+  const std::string stem = state_path.substr(0, state_path.size() - 4);  // without ".bin"
+  return stem + ".rank" + std::to_string(rank) + "-of-" + std::to_string(ranks) + ".bin";
+}
+
+uint64_t write_state_shard(AtomicFileWriter& out, const StateShardHeader& h, const float* params,
+                           std::span<const ParameterSpan> parts, std::span<const float> m,
+                           std::span<const float> v) {
+  uint64_t Q = 0;
+  for (const ParameterSpan& p : parts) Q += p.count;
+  if (Q != h.count || m.size() != Q || v.size() != Q) {
+    throw Error("write_state_shard(" + out.path() + "): tensor sizes do not match the header");
+  }
+  Writer w(out);
+  w.put(kStateShardMagic);
+  w.put(kStateShardVersion);
+  w.put(h.step);
+  w.put(h.rank);
+  w.put(h.ranks);
+  w.put(h.num_parameters);
+  w.put(h.count);
+  for (const ParameterSpan& p : parts) w.array(std::span<const float>(params + p.offset, p.count));
+  w.array(m);
+  w.array(v);
+  const uint64_t sum = w.checksum();
+  out.write(&sum, sizeof(sum));
+  return sum;
 }
 
 TrainStateFile::TrainStateFile(const std::string& path) : file_(path) {
@@ -165,9 +197,9 @@ TrainStateFile::TrainStateFile(const std::string& path) : file_(path) {
     throw FileError(path, "not an llmcpu training state (bad magic; expected \"LCTS\")");
   }
   const uint32_t version = r.get<uint32_t>("the version");
-  if (version != kTrainStateVersion && version != 1) {
+  if (version < 1 || version > kTrainStateVersion) {
     throw FileError(path, "unsupported training state version " + std::to_string(version) +
-                              ", expected 1 or " + std::to_string(kTrainStateVersion));
+                              ", expected 1 to " + std::to_string(kTrainStateVersion));
   }
   if (f.size() < 8 + sizeof(uint64_t)) throw FileError(path, "truncated");
   uint64_t stored;
@@ -219,9 +251,12 @@ TrainStateFile::TrainStateFile(const std::string& path) : file_(path) {
                               describe(c) + " has " + std::to_string(ParameterLayout(c).total()));
   }
   num_parameters_ = P;
-  tensors_offset_ = r.skip<float>(P, "the weights");
-  r.skip<float>(P, "the AdamW moments");
-  r.skip<float>(P, "the AdamW moments");
+  const uint32_t shards = version >= 3 ? r.get<uint32_t>("the shard count") : 0;
+  r.array(s.shard_checksums, shards, "the shard checksums");
+  const uint64_t own = shards > 0 ? 0 : P;  // the tensors this file holds itself
+  tensors_offset_ = r.skip<float>(own, "the weights");
+  r.skip<float>(own, "the AdamW moments");
+  r.skip<float>(own, "the AdamW moments");
   if (r.offset() + 8 != f.size()) {
     throw FileError(path, "length mismatch: " + std::to_string(f.size() - 8 - r.offset()) +
                               " unexpected bytes before the checksum");
@@ -230,6 +265,10 @@ TrainStateFile::TrainStateFile(const std::string& path) : file_(path) {
 
 void TrainStateFile::read_tensors(std::span<float> params, std::span<float> m,
                                   std::span<float> v) const {
+  if (state_.shards() > 0) {
+    throw Error("TrainStateFile::read_tensors(" + file_.path() + "): the tensors are in " +
+                std::to_string(state_.shards()) + " shard files");
+  }
   const size_t P = num_parameters_;
   if (params.size() != P || m.size() != P || v.size() != P) {
     throw Error("TrainStateFile::read_tensors(" + file_.path() + "): the file holds " +
@@ -244,7 +283,63 @@ void TrainStateFile::read_tensors(std::span<float> params, std::span<float> m,
   }
 }
 
+const void* TrainStateFile::tensor_bytes(int i) const {
+  if (state_.shards() > 0) {
+    throw Error("TrainStateFile::tensor_bytes(" + file_.path() + "): the tensors are in shards");
+  }
+  return file_.data() + tensors_offset_ + size_t(i) * num_parameters_ * sizeof(float);
+}
+
 TrainState load_train_state(const std::string& path) { return TrainStateFile(path).state(); }
+
+StateShardFile::StateShardFile(const std::string& path, const StateShardHeader& want)
+    : file_(path) {
+  const MappedFile& f = file_;
+  Reader r(f);
+  if (f.size() < 8 || r.get<uint32_t>("the magic") != kStateShardMagic) {
+    throw FileError(path, "not an llmcpu training-state shard (bad magic; expected \"LCSH\")");
+  }
+  const uint32_t version = r.get<uint32_t>("the version");
+  if (version != kStateShardVersion) {
+    throw FileError(path, "unsupported training-state shard version " + std::to_string(version) +
+                              ", expected " + std::to_string(kStateShardVersion));
+  }
+  if (f.size() < 16) throw FileError(path, "truncated");
+  std::memcpy(&checksum_, f.data() + f.size() - 8, 8);
+  if (train_state_checksum(f.data(), f.size() - 8) != checksum_) {
+    throw FileError(path, "checksum mismatch: the file is corrupt or was not written completely");
+  }
+  r.set_end(f.size() - 8);
+  StateShardHeader h;
+  h.step = r.get<int64_t>("the step");
+  h.rank = r.get<uint32_t>("the rank");
+  h.ranks = r.get<uint32_t>("the rank count");
+  h.num_parameters = r.get<uint64_t>("the parameter count");
+  h.count = r.get<uint64_t>("the element count");
+  auto expect = [&](const char* what, uint64_t got, uint64_t wanted) {
+    if (got != wanted) {
+      throw FileError(path, std::string("holds ") + what + " " + std::to_string(got) +
+                                ", expected " + std::to_string(wanted));
+    }
+  };
+  expect("the state of step", uint64_t(h.step), uint64_t(want.step));
+  expect("the part of rank", h.rank, want.rank);
+  expect("a part for a world of ranks", h.ranks, want.ranks);
+  expect("parameters", h.num_parameters, want.num_parameters);
+  expect("elements", h.count, want.count);
+  count_ = h.count;
+  tensors_offset_ = r.skip<float>(count_, "the weights");
+  r.skip<float>(count_, "the AdamW moments");
+  r.skip<float>(count_, "the AdamW moments");
+  if (r.offset() + 8 != f.size()) {
+    throw FileError(path, "length mismatch: " + std::to_string(f.size() - 8 - r.offset()) +
+                              " unexpected bytes before the checksum");
+  }
+}
+
+const void* StateShardFile::tensor_bytes(int i) const {
+  return file_.data() + tensors_offset_ + size_t(i) * count_ * sizeof(float);
+}
 
 uint64_t train_state_checksum(const void* data, size_t bytes) {
   Checksum sum;

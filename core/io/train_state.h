@@ -3,24 +3,33 @@
 // and step count, the batch shape, the precision, the number of completed steps and the data
 // loader's position (which includes its RNG state). The weights are the fp32 master weights in
 // either precision (a bf16 run's model file holds only their bf16 rounding). Little-endian binary:
-//   u32 magic 0x5354434C ("LCTS"), u32 version 2 (version 1, still read, is version 2 without the
-//   precision byte and means fp32)
+//   u32 magic 0x5354434C ("LCTS"), u32 version 3 (versions 1 and 2 are still read: version 2 is
+//   version 3 without the shard count, version 1 also without the precision byte and means fp32)
 //   i32 maxT, V, L, NH, C, Vp; i32 B, T, grad_accum; u8 shuffle; u64 seed
 //   u8 precision (0 fp32, 1 bf16)
 //   i64 step (completed optimizer steps), i64 adamw_t
 //   u64 epoch, u64 rng_state, u32 shard, u64 sample, u32 n_shard_order, u32[n], u64 n_sample_order,
-//   u32[n] u64 P; f32 params[P], f32 m[P], f32 v[P] u64 checksum of all the bytes before it
-// The three tensors are never copied whole: the writer streams them from the model's and the
-// optimizer's own buffers, and the reader, after checking the whole file, copies them from the
-// mapped file straight into those buffers. Deliberately not here: which model or optimizer they
-// belong to.
+//   u32[n] u64 P; u32 shards;
+//   shards = 0: f32 params[P], f32 m[P], f32 v[P]
+//   shards = K > 0 (a ZeRO-1 run of K ranks): u64 checksum[K] of the K shard files below
+//   u64 checksum of all the bytes before it
+// A ZeRO-1 run's ranks each write their part (core/comm/zero_shards.h) of the three tensors to a
+// shard file of their own, and the state file above, written once all of them are durable, marks
+// the set complete. Shard file (state_NNNNNNNN.rank<r>-of-<K>.bin):
+//   u32 magic 0x4853434C ("LCSH"), u32 version 1, i64 step, u32 rank r, u32 ranks K, u64 P,
+//   u64 Q (the elements rank r of K owns), f32 params[Q], f32 m[Q], f32 v[Q] (packed), u64 checksum
+// The tensors are never copied whole: the writers stream them from the model's and the
+// optimizer's own buffers, and the readers, after checking the whole file, hand out the mapped
+// tensors. Deliberately not here: which model or optimizer they belong to, who owns which part.
 #pragma once
 
 #include <cstdint>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "core/model/config.h"
+#include "core/model/parameters.h"
 #include "core/model/precision.h"
 #include "core/train/data_loader.h"
 #include "core/util/file.h"
@@ -28,7 +37,9 @@
 namespace llmcpu {
 
 inline constexpr uint32_t kTrainStateMagic = 0x5354434C;
-inline constexpr uint32_t kTrainStateVersion = 2;
+inline constexpr uint32_t kTrainStateVersion = 3;
+inline constexpr uint32_t kStateShardMagic = 0x4853434C;
+inline constexpr uint32_t kStateShardVersion = 1;
 
 // Everything in a training state but its three tensors.
 struct TrainState {
@@ -40,10 +51,15 @@ struct TrainState {
   int64_t step = 0;
   int64_t adamw_t = 0;
   DataPosition data;
+  // 0: the tensors are in the state file; K > 0: in the K shard files of a ZeRO-1 run, whose
+  // checksums (each file's last 8 bytes) are these.
+  std::vector<uint64_t> shard_checksums;
+  uint32_t shards() const { return uint32_t(shard_checksums.size()); }
 };
 
 // Written atomically (temporary file, fsync, rename), the tensors streamed from where they live:
-// params, m, v are P = ParameterLayout(state.config).total() floats each, ParameterLayout order.
+// params, m, v are P = ParameterLayout(state.config).total() floats each, ParameterLayout order;
+// with state.shards() > 0 (the marker of a sharded state) they must be empty.
 void save_train_state(const std::string& path, const TrainState& state,
                       std::span<const float> params, std::span<const float> m,
                       std::span<const float> v);
@@ -63,13 +79,51 @@ class TrainStateFile {
   const TrainState& state() const { return state_; }
   size_t num_parameters() const { return num_parameters_; }  // P
   // Copies the fp32 master weights and the AdamW moments into params, m, v (P floats each).
+  // Only for a state with its tensors (shards() == 0).
   void read_tensors(std::span<float> params, std::span<float> m, std::span<float> v) const;
+  // The mapped tensors, P floats each (0: params, 1: m, 2: v), not necessarily aligned: copy them
+  // out with memcpy. Only for a state with its tensors.
+  const void* tensor_bytes(int i) const;
 
  private:
   MappedFile file_;
   TrainState state_;
   size_t num_parameters_ = 0;
   size_t tensors_offset_ = 0;  // byte offset of params[0]; m and v follow
+};
+
+// Which part of the state a shard file holds.
+struct StateShardHeader {
+  int64_t step = 0;
+  uint32_t rank = 0, ranks = 1;
+  uint64_t num_parameters = 0;  // P, the whole model's
+  uint64_t count = 0;           // Q, its part's
+};
+
+// "DIR/state_00000010.rank1-of-2.bin"
+std::string state_shard_path(const std::string& state_path, uint32_t rank, uint32_t ranks);
+
+// A shard into an open writer: the elements of `parts` (runs of the flat arena `params`) packed,
+// then the packed moments m and v (header.count each). Returns the file's checksum (for the
+// marker).
+uint64_t write_state_shard(AtomicFileWriter& out, const StateShardHeader& header,
+                           const float* params, std::span<const ParameterSpan> parts,
+                           std::span<const float> m, std::span<const float> v);
+
+// An open shard file, checked in full on opening (magic, version, checksum, lengths) and against
+// what the caller expects of it (FileError naming the file and the field otherwise).
+class StateShardFile {
+ public:
+  StateShardFile(const std::string& path, const StateShardHeader& expected);
+  uint64_t checksum() const { return checksum_; }
+  // The packed tensors, Q floats each (0: params, 1: m, 2: v), as TrainStateFile::tensor_bytes.
+  const void* tensor_bytes(int i) const;
+
+ private:
+  MappedFile file_;
+  uint64_t count_ = 0;
+  size_t tensors_offset_ = 0;
+  uint64_t checksum_ = 0;
 };
 
 // The state without its tensors (the whole file is still checked).

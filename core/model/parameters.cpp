@@ -30,6 +30,19 @@ ParameterLayout::ParameterLayout(const ModelConfig& c) {
 
 const char* ParameterLayout::name(int i) { return kNames[i]; }
 
+std::vector<ParameterSpan> ParameterLayout::spans() const {
+  std::vector<ParameterSpan> out;
+  for (int i = 0; i < kNumParameterTensors; ++i) {
+    if (!per_layer(i)) {
+      out.push_back({offsets_[i], sizes_[i], -1});
+      continue;
+    }
+    const size_t L = dims_[i][0], slice = sizes_[i] / L;
+    for (size_t l = 0; l < L; ++l) out.push_back({offsets_[i] + l * slice, slice, int(l)});
+  }
+  return out;
+}
+
 std::string ParameterLayout::shape(int i) const {
   std::string s = std::string("(") + kSymbolicShapes[i] + ") = (";
   for (size_t k = 0; k < dims_[i].size(); ++k) s += (k ? ", " : "") + std::to_string(dims_[i][k]);

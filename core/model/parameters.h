@@ -14,6 +14,13 @@ namespace llmcpu {
 
 inline constexpr int kNumParameterTensors = 16;
 
+// A run of the flat arena: a whole tensor, or one layer's slice of a per-layer tensor.
+struct ParameterSpan {
+  size_t offset;
+  size_t count;
+  int layer;  // -1 for the tensors outside the layers (wte, wpe, lnfw, lnfb)
+};
+
 // Sizes (in elements), names and shapes of the 16 tensors, with their offsets in the flat arena.
 class ParameterLayout {
  public:
@@ -28,6 +35,10 @@ class ParameterLayout {
   // "(L, 3*C, C) = (2, 144, 48)"
   std::string shape(int i) const;
   const std::vector<size_t>& dims(int i) const { return dims_[i]; }
+  // Every tensor cut at its layer boundaries, in flat order (so they tile [0, total())): the units
+  // data-parallel training reduces gradients in (layer l's spans are final once its backward is
+  // done) and ZeRO-1 shards over ranks.
+  std::vector<ParameterSpan> spans() const;
 
  private:
   std::array<size_t, kNumParameterTensors> sizes_{};

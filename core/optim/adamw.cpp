@@ -2,29 +2,55 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include "core/runtime/numa_memory.h"
 #include "simd/error.h"
 
 namespace llmcpu {
 
+namespace {
+size_t total(const std::vector<ParameterSpan>& parts) {
+  size_t n = 0;
+  for (const ParameterSpan& p : parts) n += p.count;
+  return n;
+}
+}  // namespace
+
 AdamW::AdamW(size_t n, const AdamWConfig& config, const KernelTable& kernels,
              const Bf16Kernels* bf16_kernels)
-    : config_(config), kernels_(kernels), bf16_kernels_(bf16_kernels), m_(n), v_(n) {
-  first_touch_zero(m_.data(), n);  // AdamW kernel's partition: pages land on its threads' nodes
-  first_touch_zero(v_.data(), n);
+    : AdamW(std::vector<ParameterSpan>{{0, n, -1}}, config, kernels, bf16_kernels) {}
+
+AdamW::AdamW(std::vector<ParameterSpan> parts, const AdamWConfig& config,
+             const KernelTable& kernels, const Bf16Kernels* bf16_kernels)
+    : config_(config),
+      kernels_(kernels),
+      bf16_kernels_(bf16_kernels),
+      parts_(std::move(parts)),
+      m_(total(parts_)),
+      v_(m_.size()) {
+  first_touch_zero(m_.data(), m_.size());  // AdamW kernel's partition: pages on its threads' nodes
+  first_touch_zero(v_.data(), v_.size());
 }
 
-void AdamW::step(float* params, const float* grads, double lr, bf16* params_bf16) {
+void AdamW::step(float* params, const float* grads, double lr, bf16* params_bf16,
+                 const std::function<void(size_t part)>& after_part) {
   if (params_bf16 && !bf16_kernels_) {
     throw Error("AdamW::step: a bf16 weight copy needs an optimizer built with bf16 kernels");
   }
   ++t_;
   const AdamWStep s{lr, config_.beta1, config_.beta2, config_.eps, config_.weight_decay, t_};
-  if (params_bf16) {
-    bf16_kernels_->adamw_update(params, params_bf16, m_.data(), v_.data(), grads, m_.size(), s);
-  } else {
-    kernels_.adamw_update(params, m_.data(), v_.data(), grads, m_.size(), s);
+  size_t at = 0;  // the part's place in the packed moments
+  for (size_t i = 0; i < parts_.size(); ++i) {
+    const auto [offset, n, layer] = parts_[i];
+    if (n > 0 && params_bf16) {
+      bf16_kernels_->adamw_update(params + offset, params_bf16 + offset, m_.data() + at,
+                                  v_.data() + at, grads + offset, n, s);
+    } else if (n > 0) {
+      kernels_.adamw_update(params + offset, m_.data() + at, v_.data() + at, grads + offset, n, s);
+    }
+    at += n;
+    if (after_part) after_part(i);
   }
 }
 

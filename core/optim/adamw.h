@@ -1,11 +1,15 @@
 // AdamW on the flat parameter arena (torch.optim.AdamW semantics), with optional global-norm clipping.
-// Owns the first and second moments, one flat buffer each in ParameterLayout order. Moments and the
-// updated (master) weights are fp32 in both precisions; in bf16 the same pass also writes the bf16
-// working copy of the weights (Bf16Kernels::adamw_update).
+// Owns the first and second moments: of the whole arena, or under ZeRO-1 (core/comm/zero_shards.h)
+// of this rank's parts of it only, packed in flat order. Moments and the updated (master) weights
+// are fp32 in both precisions; in bf16 the same pass also writes the bf16 working copy of the
+// weights (Bf16Kernels::adamw_update). Each element's update is the same whichever rank makes it.
 #pragma once
 
 #include <cstddef>
+#include <functional>
+#include <vector>
 
+#include "core/model/parameters.h"
 #include "core/util/aligned_buffer.h"
 #include "simd/bf16.h"
 #include "simd/kernels.h"
@@ -24,22 +28,35 @@ class AdamW {
   // `bf16_kernels` (may be null) is needed only for steps that write a bf16 copy.
   AdamW(size_t num_parameters, const AdamWConfig& config,
         const KernelTable& kernels = active_kernels(), const Bf16Kernels* bf16_kernels = nullptr);
+  // ZeRO-1: moments for `parts` of the arena only (runs in flat order; empty ones allowed).
+  AdamW(std::vector<ParameterSpan> parts, const AdamWConfig& config,
+        const KernelTable& kernels = active_kernels(), const Bf16Kernels* bf16_kernels = nullptr);
 
-  // One update with learning rate lr; advances the step count first (so the first update is t = 1).
-  // With params_bf16 (same layout as params) it also sets params_bf16[i] = bf16(params[i]).
-  void step(float* params, const float* grads, double lr, bf16* params_bf16 = nullptr);
+  // One update of the parts with learning rate lr; advances the step count first (so the first
+  // update is t = 1). params, grads and params_bf16 are whole arenas. With params_bf16 it also
+  // sets params_bf16[i] = bf16(params[i]) for the elements it updates. after_part(i), if given,
+  // runs once parts()[i] is updated (a caller can send it to the other ranks meanwhile).
+  void step(float* params, const float* grads, double lr, bf16* params_bf16 = nullptr,
+            const std::function<void(size_t part)>& after_part = {});
+
+  const std::vector<ParameterSpan>& parts() const { return parts_; }
 
   long long steps_taken() const { return t_; }
   void set_steps_taken(long long t) { t_ = t; }  // when resuming
+  // Packed: parts()[0]'s moments, then parts()[1]'s, ...
   float* m() { return m_.data(); }
   float* v() { return v_.data(); }
-  size_t size() const { return m_.size(); }
+  const float* m() const { return m_.data(); }
+  const float* v() const { return v_.data(); }
+  size_t size() const { return m_.size(); }  // elements in the parts
+  size_t bytes() const { return 2 * m_.size() * sizeof(float); }
   const AdamWConfig& config() const { return config_; }
 
  private:
   AdamWConfig config_;
   const KernelTable& kernels_;
   const Bf16Kernels* bf16_kernels_;
+  std::vector<ParameterSpan> parts_;
   AlignedBuffer<float> m_;
   AlignedBuffer<float> v_;
   long long t_ = 0;

@@ -10,6 +10,7 @@
 #include <optional>
 #include <regex>
 
+#include "core/comm/zero_shards.h"
 #include "core/io/checkpoint.h"
 #include "core/io/train_state.h"
 #include "core/model/generate.h"
@@ -104,7 +105,41 @@ int64_t latest_checkpoint(const std::string& dir) {
   return steps.empty() ? -1 : steps.back();
 }
 
+// A checkpoint's training state, opened and checked in full: its state file and, for a ZeRO-1
+// run's checkpoint, every shard the state file names (present, sound, of this step and world, and
+// the very files it was written with). Tensor i (0 params, 1 m, 2 v) of source k of sources() is
+// rank k of sources()'s packed part (core/comm/zero_shards.h); a whole state is rank 0 of 1.
+struct CheckpointFiles {
+  std::unique_ptr<TrainStateFile> state;
+  std::vector<std::unique_ptr<StateShardFile>> shards;
+  int sources() const { return shards.empty() ? 1 : int(shards.size()); }
+  const void* tensor(int k, int i) const {
+    return shards.empty() ? state->tensor_bytes(i) : shards[k]->tensor_bytes(i);
+  }
+};
+
 namespace {
+
+std::unique_ptr<CheckpointFiles> open_checkpoint(const std::string& dir, int64_t step) {
+  read_checkpoint_header(checkpoint_model_path(dir, step));  // also checks the file's length
+  auto files = std::make_unique<CheckpointFiles>();
+  const std::string path = checkpoint_state_path(dir, step);
+  files->state = std::make_unique<TrainStateFile>(path);
+  const TrainState& s = files->state->state();
+  const uint32_t K = s.shards();
+  const std::vector<ParameterSpan> spans = ParameterLayout(s.config).spans();
+  for (uint32_t k = 0; k < K; ++k) {
+    const std::string shard = state_shard_path(path, k, K);
+    const StateShardHeader expected{s.step, k, K, files->state->num_parameters(),
+                                    packed_size(owned_parts(spans, int(k), int(K)))};
+    files->shards.push_back(std::make_unique<StateShardFile>(shard, expected));
+    if (files->shards.back()->checksum() != s.shard_checksums[k]) {
+      throw FileError(shard, "is not the shard " + fs::path(path).filename().string() +
+                                 " was completed with (its checksum differs)");
+    }
+  }
+  return files;
+}
 
 void check_options(const TrainOptions& o) {
   auto require = [](bool ok, const std::string& message) {
@@ -134,6 +169,9 @@ void check_options(const TrainOptions& o) {
   require(o.checkpoint_every == 0 || !o.checkpoint_dir.empty() || !o.resume.empty(),
           "--checkpoint-every needs --checkpoint-dir (a resumed run writes into its --resume folder)");
   require(o.keep_checkpoints >= 0, "--keep-checkpoints: must not be negative");
+  require(o.zero >= -1 && o.zero <= 1,
+          "--zero: must be 0 (every rank keeps the whole optimizer state) or 1 (ZeRO-1), got " +
+              std::to_string(o.zero));
   require(o.comm_timeout > 0 && std::isfinite(o.comm_timeout),
           "--comm-timeout: must be a positive number of seconds");
   require(o.max_bad_steps >= 1, "--max-bad-steps: must be at least 1, got " +
@@ -150,6 +188,7 @@ Trainer::Trainer(const TrainOptions& options, Communicator* world)
       schedule_((check_options(options), parse_lr_schedule(options.lr_schedule, "--lr-schedule")),
                 options.lr, options.warmup, options.steps, options.lr_floor) {
   precision_ = parse_precision(opt_.precision, "--precision");
+  world_->set_timeout(opt_.comm_timeout);
   if (!opt_.resume.empty() && opt_.checkpoint_dir.empty()) opt_.checkpoint_dir = opt_.resume;
   // Before anything is read: a folder that cannot be written, or that another trainer is writing,
   // is refused now rather than at the first checkpoint.
@@ -187,7 +226,21 @@ Trainer::Trainer(const TrainOptions& options, Communicator* world)
                      std::to_string(opt_.batch * opt_.seq_len * ranks) + ")");
   }
   grad_accum_ = micro / ranks;
-  if (ranks > 1) averager_ = std::make_unique<GradientAverager>(*world_, *model_);
+  if (ranks > 1) sync_ = std::make_unique<GradientSync>(*world_, *model_, opt_.zero != 0);
+  {
+    AdamWConfig adamw;
+    adamw.weight_decay = opt_.weight_decay;
+    std::vector<ParameterSpan> parts{{0, model_->num_parameters(), -1}};
+    if (zero()) parts = sync_->parts();
+    optimizer_ = std::make_unique<AdamW>(std::move(parts), adamw, model_->kernels(),
+                                         model_->bf16_kernels());
+  }
+  if (resume_files_) restore_optimizer();
+  optimizer_bytes_.assign(ranks, 0.0);
+  optimizer_bytes_[world_->rank()] = double(optimizer_->bytes());
+  world_->all_reduce_sum(optimizer_bytes_.data(), optimizer_bytes_.size());
+  check_replicas_ = ranks > 1 && std::getenv("LLMCPU_CHECK_REPLICAS") != nullptr &&
+                    std::string(std::getenv("LLMCPU_CHECK_REPLICAS")) == "1";
   // Every shape the run computes is planned here (validation uses the training shape): the steps,
   // validations and samples that follow allocate nothing.
   model_->plan_batch(opt_.batch, opt_.seq_len);
@@ -203,12 +256,6 @@ Trainer::Trainer(const TrainOptions& options, Communicator* world)
     val_ = std::make_unique<DataLoader>(opt_.val_data, opt_.batch, opt_.seq_len, c.vocab_size,
                                         /*shuffle=*/false, 0);
   }
-  if (!optimizer_) {
-    AdamWConfig adamw;
-    adamw.weight_decay = opt_.weight_decay;
-    optimizer_ = std::make_unique<AdamW>(model_->num_parameters(), adamw, model_->kernels(),
-                                         model_->bf16_kernels());
-  }
   if (resume_position) {
     try {
       train_->restore(*resume_position);
@@ -216,7 +263,6 @@ Trainer::Trainer(const TrainOptions& options, Communicator* world)
       throw UsageError("--resume " + opt_.resume + ": " + e.what());
     }
   }
-  world_->set_timeout(opt_.comm_timeout);
   check_ranks_agree();
   if (!opt_.log_path.empty() && world_->rank() == 0) {
     log_ = std::fopen(opt_.log_path.c_str(), opt_.resume.empty() ? "w" : "a");
@@ -238,6 +284,17 @@ bool Trainer::take_checkpoint_folder() {
     const std::string name = fs::path(path).filename().string();
     if (name.rfind("model_", 0) != 0 && name.rfind("state_", 0) != 0) continue;
     if (fs::remove(path, ec)) notes_.push_back("removed " + path + ", left by a killed run");
+  }
+  // Shards of a ZeRO-1 checkpoint whose state file never came: the run stopped while writing it.
+  const std::regex shard_name("(state_[0-9]{8,})\\.rank[0-9]+-of-[0-9]+\\.bin");
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    std::smatch m;
+    const std::string name = entry.path().filename().string();
+    if (!std::regex_match(name, m, shard_name)) continue;
+    if (fs::exists(fs::path(dir) / (m[1].str() + ".bin"), ec)) continue;
+    if (fs::remove(entry.path(), ec)) {
+      notes_.push_back("removed " + entry.path().string() + ", a shard of an unfinished checkpoint");
+    }
   }
   return created;
 }
@@ -261,26 +318,24 @@ DataPosition Trainer::resume_from(const std::string& dir) {
   }
   // The newest checkpoint whose files are sound: a truncated file or a checksum that does not match
   // (a disk that failed, a copy cut short) is skipped, said so and left where it is.
-  std::optional<TrainStateFile> file;
   int64_t step = -1;
-  for (auto it = steps.rbegin(); it != steps.rend() && !file; ++it) {
+  for (auto it = steps.rbegin(); it != steps.rend() && !resume_files_; ++it) {
     try {
-      read_checkpoint_header(checkpoint_model_path(dir, *it));  // also checks the file's length
-      file.emplace(checkpoint_state_path(dir, *it));           // checks the whole file
+      resume_files_ = open_checkpoint(dir, *it);  // checks every file in full
       step = *it;
     } catch (const FileError& e) {
       notes_.push_back("resume: skipping the checkpoint of step " + std::to_string(*it) + ": " +
                        e.what() + " (its files are left in place)");
     }
   }
-  if (!file) {
+  if (!resume_files_) {
     std::string why;
     for (const std::string& note : notes_) why += "\n  " + note;
     throw UsageError("--resume " + dir + ": none of its " + std::to_string(steps.size()) +
                      " checkpoints is sound:" + why);
   }
   const std::string state_path = checkpoint_state_path(dir, step);
-  const TrainState& s = file->state();
+  const TrainState& s = resume_files_->state->state();
   if (!opt_.model.empty()) {
     // The model asked for must have the checkpoint's shape.
     std::string checkpoint, preset;
@@ -316,16 +371,29 @@ DataPosition Trainer::resume_from(const std::string& dir) {
                      checkpoint_model_path(dir, step) + ")");
   }
   model_ = std::make_unique<Gpt2>(s.config, active_kernels(), precision_);
-  AdamWConfig adamw;
-  adamw.weight_decay = opt_.weight_decay;
-  optimizer_ = std::make_unique<AdamW>(model_->num_parameters(), adamw, model_->kernels(),
-                                       model_->bf16_kernels());
-  const size_t P = model_->num_parameters();
-  file->read_tensors({model_->params_flat(), P}, {optimizer_->m(), P}, {optimizer_->v(), P});
-  optimizer_->set_steps_taken(s.adamw_t);
+  const std::vector<ParameterSpan> spans = model_->layout().spans();
+  float* params = model_->params_flat();
+  for (int k = 0; k < resume_files_->sources(); ++k) {
+    repack(spans, resume_files_->tensor(k, 0), k, resume_files_->sources(), params, 0, 1);
+  }
   step_ = static_cast<int>(s.step);
   origin_ = "resumed from " + state_path + " at step " + std::to_string(step_);
+  if (s.shards() > 0) origin_ += " (" + std::to_string(s.shards()) + " ZeRO-1 shards)";
   return s.data;
+}
+
+void Trainer::restore_optimizer() {
+  // Each rank takes its parts of the moments from whichever saved parts hold them: the same
+  // ranks, other ranks, or one whole state.
+  const CheckpointFiles& files = *resume_files_;
+  const std::vector<ParameterSpan> spans = model_->layout().spans();
+  const int r = zero() ? world_->rank() : 0, N = zero() ? world_->size() : 1;
+  for (int k = 0; k < files.sources(); ++k) {
+    repack(spans, files.tensor(k, 1), k, files.sources(), optimizer_->m(), r, N);
+    repack(spans, files.tensor(k, 2), k, files.sources(), optimizer_->v(), r, N);
+  }
+  optimizer_->set_steps_taken(files.state->state().adamw_t);
+  resume_files_.reset();
 }
 
 namespace {
@@ -352,8 +420,7 @@ std::string Trainer::newest_good_checkpoint() const {
   const std::vector<int64_t> steps = dir.empty() ? std::vector<int64_t>{} : list_checkpoints(dir);
   for (auto it = steps.rbegin(); it != steps.rend(); ++it) {
     try {
-      read_checkpoint_header(checkpoint_model_path(dir, *it));
-      TrainStateFile check(checkpoint_state_path(dir, *it));
+      open_checkpoint(dir, *it);
       return "the newest good checkpoint is " + checkpoint_model_path(dir, *it) + " and " +
              fs::path(checkpoint_state_path(dir, *it)).filename().string() + " (step " +
              std::to_string(*it) + ")";
@@ -364,30 +431,79 @@ std::string Trainer::newest_good_checkpoint() const {
                      : "there is no good checkpoint in " + dir + " yet";
 }
 
+namespace {
+
+// Deletes a checkpoint: its state file first (it marks the checkpoint complete), then the rest.
+void remove_checkpoint(const std::string& dir, int64_t step) {
+  std::error_code ec;
+  const std::string state = checkpoint_state_path(dir, step);
+  fs::remove(state, ec);
+  fs::remove(checkpoint_model_path(dir, step), ec);
+  const std::string shard_prefix = fs::path(state).stem().string() + ".rank";
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    if (entry.path().filename().string().starts_with(shard_prefix)) fs::remove(entry.path(), ec);
+  }
+}
+
+// "" if the n packed floats at p are finite, else where the first one that is not sits.
+std::string non_finite_packed(const float* p, size_t n, const char* what, int rank) {
+  for (size_t i = 0; i < n; ++i) {
+    if (!std::isfinite(p[i])) {
+      return std::string("the ") + what + " of rank " + std::to_string(rank) +
+             " hold a non-finite value (element " + std::to_string(i) + " of its part = " +
+             number_text(p[i]) + ")";
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
+uint64_t Trainer::write_own_shard(const std::string& state_path) {
+  const int rank = world_->rank(), ranks = world_->size();
+  const size_t Q = optimizer_->size();
+  const StateShardHeader header{step_, uint32_t(rank), uint32_t(ranks), model_->num_parameters(), Q};
+  const AdamW& adamw = *optimizer_;
+  const Gpt2& model = *model_;  // the const params_flat(): saving does not mark the bf16 copy stale
+  AtomicFileWriter out(state_shard_path(state_path, rank, ranks), "shard-write");
+  const uint64_t sum = write_state_shard(out, header, model.params_flat(), adamw.parts(),
+                                         {adamw.m(), Q}, {adamw.v(), Q});
+  out.commit();  // durable before the marker can name it
+  return sum;
+}
+
 std::string Trainer::save_checkpoint_now() {
   const std::string& dir = opt_.checkpoint_dir;
   const std::string model_path = checkpoint_model_path(dir, step_);
-  // Every rank holds the same weights and moments: rank 0 writes them.
-  if (world_->rank() != 0) return model_path;
   const std::string state_path = checkpoint_state_path(dir, step_);
+  const bool sharded = zero();
+  const int rank = world_->rank(), ranks = world_->size();
+  // Without ZeRO-1 every rank holds the same weights and moments: rank 0 writes them.
+  if (!sharded && rank != 0) return model_path;
   const size_t P = model_->num_parameters();
   const Gpt2& model = *model_;  // the const params_flat(): saving does not mark the bf16 copy stale
   const ParameterLayout& layout = model.layout();
-  using Named = std::pair<const float*, const char*>;
-  for (const auto& [flat, what] : {Named{model.params_flat(), "weights"},
-                                   Named{optimizer_->m(), "AdamW first moments"},
-                                   Named{optimizer_->v(), "AdamW second moments"}}) {
-    const std::string bad = non_finite_message(flat, layout, what);
-    if (!bad.empty()) {
-      throw TrainingError("not writing the checkpoint of step " + std::to_string(step_) + ": " +
-                          bad + "; " + newest_good_checkpoint() + "; training stopped");
-    }
+  const AdamW& adamw = *optimizer_;
+  std::string bad;
+  if (rank == 0) bad = non_finite_message(model.params_flat(), layout, "weights");
+  if (bad.empty() && !sharded) bad = non_finite_message(adamw.m(), layout, "AdamW first moments");
+  if (bad.empty() && !sharded) bad = non_finite_message(adamw.v(), layout, "AdamW second moments");
+  if (bad.empty() && sharded) bad = non_finite_packed(adamw.m(), adamw.size(), "AdamW first moments", rank);
+  if (bad.empty() && sharded) bad = non_finite_packed(adamw.v(), adamw.size(), "AdamW second moments", rank);
+  if (sharded) {  // every rank refuses, or none does
+    double refusing = bad.empty() ? 0 : 1;
+    world_->all_reduce_sum(&refusing, 1);
+    if (refusing > 0 && bad.empty()) bad = "another rank's training state is not finite (it says where)";
+  }
+  if (!bad.empty()) {
+    throw TrainingError("not writing the checkpoint of step " + std::to_string(step_) + ": " +
+                        bad + "; " + newest_good_checkpoint() + "; training stopped");
   }
   TrainState s;
   s.config = model.config();
   s.B = opt_.batch;
   s.T = opt_.seq_len;
-  s.grad_accum = grad_accum_ * world_->size();  // micro-batches per step over all ranks
+  s.grad_accum = grad_accum_ * ranks;  // micro-batches per step over all ranks
   s.shuffle = opt_.shuffle;
   s.seed = opt_.seed;
   s.precision = precision_;
@@ -395,17 +511,45 @@ std::string Trainer::save_checkpoint_now() {
   s.adamw_t = optimizer_->steps_taken();
   s.data = train_->position();
   try {
-    // Both files are written and synced under temporary names before either is renamed, so a full
-    // disk or an I/O error never leaves half a checkpoint. The state file goes last: its presence
-    // marks the checkpoint complete (list_checkpoints).
-    AtomicFileWriter model_file(model_path, "model-write");
-    write_checkpoint(model_file, model, checkpoint_version_for(precision_));
-    model_file.finish();
+    // Every file is written and synced under a temporary name before the state file is renamed
+    // into place, so a full disk or an I/O error never leaves half a checkpoint: the state file
+    // goes last, and its presence marks the checkpoint complete (list_checkpoints).
+    std::optional<AtomicFileWriter> model_file;
+    std::string failed;  // this rank's failure, sharded
+    try {
+      if (rank == 0) {
+        model_file.emplace(model_path, "model-write");
+        write_checkpoint(*model_file, model, checkpoint_version_for(precision_));
+        model_file->finish();
+      }
+      if (sharded) {
+        s.shard_checksums.assign(ranks, 0);
+        s.shard_checksums[rank] = write_own_shard(state_path);
+      }
+    } catch (const FileError& e) {
+      if (!sharded) throw;
+      failed = e.what();
+    }
+    if (sharded) {
+      // The state file names every shard once all of them are durable (or none is written).
+      double failures = failed.empty() ? 0 : 1;
+      world_->all_reduce_sum(&failures, 1);
+      if (!failed.empty()) throw FileError(state_shard_path(state_path, rank, ranks), failed);
+      if (failures > 0) {
+        throw FileError(state_path, std::to_string(int(failures)) +
+                                        " other rank(s) could not write their shard (they say why)");
+      }
+      for (int r = 0; r < ranks; ++r) world_->broadcast(&s.shard_checksums[r], sizeof(uint64_t), r);
+      if (rank != 0) return model_path;
+    }
     AtomicFileWriter state_file(state_path, "state-write");
-    write_train_state(state_file, s, {model.params_flat(), P}, {optimizer_->m(), P},
-                      {optimizer_->v(), P});
+    if (sharded) {
+      write_train_state(state_file, s, {}, {}, {});
+    } else {
+      write_train_state(state_file, s, {model.params_flat(), P}, {adamw.m(), P}, {adamw.v(), P});
+    }
     state_file.finish();
-    model_file.publish();
+    model_file->publish();
     if (fault_at("between-renames") == FaultAction::kKill) fault_kill_now();
     state_file.publish();
   } catch (const FileError& e) {
@@ -415,11 +559,7 @@ std::string Trainer::save_checkpoint_now() {
   }
   if (opt_.keep_checkpoints > 0) {
     const std::vector<int64_t> steps = list_checkpoints(dir);
-    std::error_code ec;
-    for (size_t i = 0; i + opt_.keep_checkpoints < steps.size(); ++i) {
-      fs::remove(checkpoint_state_path(dir, steps[i]), ec);
-      fs::remove(checkpoint_model_path(dir, steps[i]), ec);
-    }
+    for (size_t i = 0; i + opt_.keep_checkpoints < steps.size(); ++i) remove_checkpoint(dir, steps[i]);
   }
   return model_path;
 }
@@ -467,6 +607,7 @@ void Trainer::check_ranks_agree() const {
       {"--max-bad-steps", std::to_string(opt_.max_bad_steps)},
       {"--checkpoint-dir", opt_.checkpoint_dir},
       {"--checkpoint-every", std::to_string(opt_.checkpoint_every)},
+      {"--zero", std::to_string(opt_.zero)},
   };
   std::string mine;
   for (const auto& [name, value] : fields) mine += std::string(name) + ": " + value + "\n";
@@ -503,11 +644,61 @@ bool Trainer::stop_requested() {
   return asked > 0;
 }
 
-std::pair<double, double> Trainer::finish_averaging(double* loss) {
-  const auto [busy, waited] = averager_->finish();
-  world_->all_reduce_sum(loss, 1);
-  *loss /= world_->size();
-  return {busy, busy > 0 ? std::max(0.0, 1.0 - waited / busy) : 1.0};
+double Trainer::gradient_norm() {
+  Gpt2& m = *model_;
+  if (!zero()) return global_norm(m.grads_flat(), m.num_parameters(), m.kernels());
+  // Each rank's parts hold the summed gradients; together they are every gradient once.
+  double sum = 0;
+  for (const ParameterSpan& p : sync_->parts()) {
+    if (p.count > 0) sum += m.kernels().sum_squares(m.grads_flat() + p.offset, p.count);
+  }
+  world_->all_reduce_sum(&sum, 1);
+  return std::sqrt(sum);
+}
+
+void Trainer::clip_gradients(double norm) {
+  Gpt2& m = *model_;
+  for (const ParameterSpan& p : optimizer_->parts()) {
+    clip_to_norm(m.grads_flat() + p.offset, p.count, norm, opt_.grad_clip, m.kernels());
+  }
+}
+
+void Trainer::update_weights(double lr) {
+  Gpt2& m = *model_;
+  const Gpt2::UpdateSpans weights = m.weights_for_update();  // bf16: the copy too, same pass
+  if (!zero()) {
+    optimizer_->step(weights.master, m.grads_flat(), lr, weights.copy);
+    return;
+  }
+  // ZeRO-1: each part goes out while the optimizer works on the next.
+  optimizer_->step(weights.master, m.grads_flat(), lr, weights.copy,
+                   [&](size_t i) { sync_->gather(weights.master, i); });
+  const auto [busy, waited] = sync_->wait();
+  comm_busy_ms_ += busy, comm_waited_ms_ += waited;
+  if (!weights.copy) return;
+  // The other ranks' parts arrived in fp32; their bf16 copy is rounded here.
+  const auto to_bf16 = m.bf16_kernels()->to_bf16;
+  const std::vector<ParameterSpan>& spans = sync_->spans();
+  const std::vector<ParameterSpan>& own = sync_->parts();
+  for (size_t i = 0; i < spans.size(); ++i) {
+    const size_t begin = spans[i].offset, end = begin + spans[i].count;
+    const size_t own_begin = own[i].offset, own_end = own_begin + own[i].count;
+    if (own_begin > begin) to_bf16(weights.copy + begin, weights.master + begin, own_begin - begin);
+    if (end > own_end) to_bf16(weights.copy + own_end, weights.master + own_end, end - own_end);
+  }
+}
+
+void Trainer::check_replicas(int step) {
+  const Gpt2& m = *model_;
+  uint64_t mine = train_state_checksum(m.params_flat(), m.num_parameters() * sizeof(float));
+  uint64_t root = mine;
+  world_->broadcast(&root, sizeof root, 0);
+  double differ = mine == root ? 0 : 1;
+  world_->all_reduce_sum(&differ, 1);
+  if (differ == 0) return;
+  throw TrainingError("after step " + std::to_string(step + 1) + ", " +
+                      (mine != root ? std::string("this rank's") : std::string("some rank's")) +
+                      " weights differ from rank 0's (LLMCPU_CHECK_REPLICAS)");
 }
 
 float Trainer::validate() {
@@ -587,19 +778,24 @@ bool Trainer::run(const TrainObserver& obs) {
       // Each micro-batch's loss is scaled by 1 / (micro-batches over all ranks): the sum the
       // ranks' gradients are reduced to is then already their average.
       m.backward(1.0f / float(grad_accum_ * world_->size()),
-                 micro == grad_accum_ - 1 ? averager_.get() : nullptr);
+                 micro == grad_accum_ - 1 ? sync_.get() : nullptr);
     }
     loss /= grad_accum_;
-    std::pair<double, double> comm{0.0, 0.0};
-    if (averager_) comm = finish_averaging(&loss);
+    comm_busy_ms_ = comm_waited_ms_ = 0;
+    if (sync_) {
+      const auto [busy, waited] = sync_->wait();
+      comm_busy_ms_ += busy, comm_waited_ms_ += waited;
+      world_->all_reduce_sum(&loss, 1);
+      loss /= world_->size();
+    }
     if (faults_enabled()) inject_gradient_faults();
-    const double norm = global_norm(m.grads_flat(), m.num_parameters(), m.kernels());
+    const double norm = gradient_norm();
     const double lr = schedule_.at(step);
     if (std::isfinite(loss) && std::isfinite(norm)) {
       bad_in_row = 0;
-      clip_to_norm(m.grads_flat(), m.num_parameters(), norm, opt_.grad_clip, m.kernels());
-      const Gpt2::UpdateSpans weights = m.weights_for_update();  // bf16: the copy too, same pass
-      optimizer_->step(weights.master, m.grads_flat(), lr, weights.copy);
+      clip_gradients(norm);
+      update_weights(lr);
+      if (check_replicas_) check_replicas(step);
     } else {
       // The weights and moments stay as they were; the data and the schedule move on.
       if (bad_in_row++ == 0) first_bad = step;
@@ -625,9 +821,12 @@ bool Trainer::run(const TrainObserver& obs) {
     smoothed_ms = smoothed_ms == 0 ? ms : 0.9 * smoothed_ms + 0.1 * ms;
     log_line("s:%d trl:%f\n", step, static_cast<float>(loss));
     if (obs.on_step) {
+      const double hidden =
+          comm_busy_ms_ > 0 ? std::max(0.0, 1.0 - comm_waited_ms_ / comm_busy_ms_) : 1.0;
       obs.on_step({step, opt_.steps, static_cast<float>(loss), lr, norm, ms,
                    double(BT * grad_accum_ * world_->size()) / (ms / 1000.0),
-                   smoothed_ms * (opt_.steps - step - 1) / 1000.0, comm.first, comm.second});
+                   smoothed_ms * (opt_.steps - step - 1) / 1000.0, comm_busy_ms_,
+                   sync_ ? hidden : 0.0});
     }
     if (!opt_.checkpoint_dir.empty() && opt_.checkpoint_every > 0 &&
         step_ % opt_.checkpoint_every == 0 && step_ != opt_.steps) {

@@ -57,6 +57,7 @@ struct TrainOptions {
   std::string precision = "fp32";  // fp32 or bf16 (mixed precision; see core/model/gpt2.h)
   int max_bad_steps = 5;  // stop after this many steps in a row with a non-finite loss or norm
   double comm_timeout = 300;  // several ranks: seconds a collective may wait before the job ends
+  int zero = -1;  // several ranks: 1 ZeRO-1 (the optimizer state sharded), 0 not; -1: 1
 };
 
 struct StepReport {
@@ -107,7 +108,11 @@ std::string checkpoint_model_path(const std::string& dir, int64_t step);
 // The micro-batches of B x T tokens one optimizer step reads over all `ranks`: --total-batch / (B*T),
 // or one per rank without --total-batch.
 int micro_batches_per_step(const TrainOptions& options, int ranks);
+// The state file of a step's checkpoint: the whole training state, or for a ZeRO-1 run the
+// marker of its per-rank shard files (core/io/train_state.h).
 std::string checkpoint_state_path(const std::string& dir, int64_t step);
+
+struct CheckpointFiles;  // a checkpoint's state, opened and checked (trainer.cpp)
 
 class Trainer {
  public:
@@ -118,7 +123,12 @@ class Trainer {
   // Data parallelism: with a `world` of N ranks (null: a single process) every rank builds its own
   // Trainer with the same options; each step's --total-batch tokens are split over the ranks
   // (--total-batch / (B*T) micro-batches per step, a multiple of N), the gradients and losses are
-  // averaged across them, and rank 0 alone writes checkpoints, the log and the --save file.
+  // averaged across them, and rank 0 alone writes the model files, the log and the --save file.
+  // With ZeRO-1 (--zero 1, the default) each rank keeps and updates only its part of the AdamW
+  // state and writes it to a shard file of its own at a checkpoint; --resume re-shards a state
+  // saved by any number of ranks (or one process) to this run's.
+  // LLMCPU_CHECK_REPLICAS=1 in the environment makes every step compare a hash of the weights
+  // across the ranks and stop with a TrainingError naming a rank whose weights differ (tests).
   explicit Trainer(const TrainOptions& options, Communicator* world = nullptr);
   ~Trainer();
 
@@ -132,6 +142,9 @@ class Trainer {
   int steps_done() const { return step_; }  // completed optimizer steps
   const TrainOptions& options() const { return opt_; }
   const std::vector<std::string>& notes() const { return notes_; }
+  bool zero() const { return sync_ && sync_->zero(); }
+  // The AdamW state each rank holds, in bytes, index = rank (the same on every rank).
+  const std::vector<double>& optimizer_bytes() const { return optimizer_bytes_; }
   float validate();
   // Writes DIR/model_N.bin and DIR/state_N.bin for the current step: both files written and synced
   // first, then renamed into place (model, then state) with the folder synced after each. Refuses
@@ -143,7 +156,10 @@ class Trainer {
   std::string newest_good_checkpoint() const;
 
  private:
-  DataPosition resume_from(const std::string& dir);  // returns the data position to restore
+  // Loads the model and the step from the newest sound checkpoint in `dir`; returns the data
+  // position to restore. The optimizer state is read by restore_optimizer once its parts are known.
+  DataPosition resume_from(const std::string& dir);
+  void restore_optimizer();
   // Creates (if needed) and locks the checkpoint folder; true if it was created.
   bool take_checkpoint_folder();
   // Removes the lock and the folder take_checkpoint_folder created, if nothing else is in it.
@@ -158,14 +174,23 @@ class Trainer {
   void check_ranks_agree() const;
   // An interrupt on any rank (mpirun forwards Ctrl-C to all of them, not at the same moment).
   bool stop_requested();
-  // Waits for the gradients' average over the ranks (sent during backward) and averages the step's
-  // loss; returns the communication time and its hidden share.
-  std::pair<double, double> finish_averaging(double* loss);
+  // The global gradient norm (over the ranks' parts under ZeRO-1), and clipping to it.
+  double gradient_norm();
+  void clip_gradients(double norm);
+  // The AdamW update; under ZeRO-1 each part goes to the other ranks as soon as it is updated.
+  void update_weights(double lr);
+  // Every rank's weights hash the same (LLMCPU_CHECK_REPLICAS).
+  void check_replicas(int step);
+  // Writes this rank's shard of a ZeRO-1 checkpoint; returns its checksum.
+  uint64_t write_own_shard(const std::string& state_path);
 
   TrainOptions opt_;
   std::unique_ptr<Communicator> own_world_;  // the single process, when no world was given
   Communicator* world_;
-  std::unique_ptr<GradientAverager> averager_;  // with more than one rank
+  std::unique_ptr<GradientSync> sync_;  // with more than one rank
+  std::vector<double> optimizer_bytes_;
+  bool check_replicas_ = false;
+  double comm_busy_ms_ = 0, comm_waited_ms_ = 0;  // this step's
   Precision precision_ = Precision::kFp32;
   std::unique_ptr<Gpt2> model_;
   std::string origin_;
@@ -181,6 +206,7 @@ class Trainer {
   std::FILE* log_ = nullptr;
   std::unique_ptr<FolderLock> lock_;
   std::vector<std::string> notes_;
+  std::unique_ptr<CheckpointFiles> resume_files_;  // between resume_from and restore_optimizer
 };
 
 }  // namespace llmcpu

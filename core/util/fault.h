@@ -8,6 +8,7 @@
 //   actions: kill (SIGKILL this process), enospc, eio (the operation fails with that errno),
 //            nan (a NaN is written into the data at hand)
 //   points:  model-write, state-write   halfway through writing a checkpoint's model / state file
+//            shard-write                halfway through writing a rank's shard of a ZeRO-1 state
 //            between-renames            after a checkpoint's model file is renamed into place,
 //                                       before its state file is
 //            grad-NAME                  the gradient of parameter tensor NAME (e.g. grad-fcw), once

@@ -29,26 +29,20 @@
 #include "core/model/parameters.h"
 #include "core/util/file.h"
 #include "simd/error.h"
+#include "tests/common/temp_files.h"
 #include "tests/common/tiny_config.h"
 
 namespace llmcpu {
 namespace {
 
-namespace fs = std::filesystem;
-using Bytes = std::vector<uint8_t>;
-
+using testing::append;
+using testing::Bytes;
+using testing::expect_file_error;
+using testing::read_bytes;
+using testing::TempDirTest;
 using testing::tiny_config;  // a tiny, ragged model: head size 4, Vp > V
-
-Bytes read_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return Bytes(std::istreambuf_iterator<char>(in), {});
-}
-
-void write_bytes(const std::string& path, const Bytes& bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(reinterpret_cast<const char*>(bytes.data()), (std::streamsize)bytes.size());
-  ASSERT_TRUE(out.good()) << path;
-}
+using testing::write_bytes;
+namespace fs = std::filesystem;
 
 // The 1024-byte llm.c header, given its first ints.
 Bytes header(std::initializer_list<int32_t> fields) {
@@ -63,12 +57,6 @@ void set_int(Bytes& file, int index, int32_t value) {
   std::memcpy(file.data() + 4 * index, &value, 4);
 }
 
-template <typename T>
-void append(Bytes& file, const T* data, size_t n) {
-  const auto* p = reinterpret_cast<const uint8_t*>(data);
-  file.insert(file.end(), p, p + n * sizeof(T));
-}
-
 // Lengths to cut a file of `size` bytes to: the first bytes, both sides of the header's end, every
 // 37th byte, and the last few.
 std::vector<size_t> cut_lengths(size_t size) {
@@ -81,47 +69,6 @@ std::vector<size_t> cut_lengths(size_t size) {
   }
   return n;
 }
-
-// Runs `load`, which must throw a FileError for `path` whose message contains every one of `words`.
-void expect_file_error(const std::function<void()>& load, const std::string& path,
-                       std::initializer_list<std::string> words) {
-  try {
-    load();
-    ADD_FAILURE() << path << ": loaded without an error";
-  } catch (const FileError& e) {
-    const std::string what = e.what();
-    EXPECT_EQ(e.path(), path);
-    EXPECT_NE(what.find(path), std::string::npos) << "the message does not name the file: " << what;
-    for (const std::string& w : words) {
-      EXPECT_NE(what.find(w), std::string::npos) << "'" << w << "' missing in: " << what;
-    }
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << path << ": expected a FileError, got another exception: " << e.what();
-  }
-}
-
-// A fresh folder per test, removed afterwards.
-class TempDirTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = fs::path(::testing::TempDir()) / ("llmcpu_" + std::string(info->test_suite_name()) +
-                                             "_" + info->name() + "_" + std::to_string(::getpid()));
-    fs::remove_all(dir_);
-    ASSERT_TRUE(fs::create_directories(dir_)) << dir_;
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  std::string path(const std::string& name) const { return (dir_ / name).string(); }
-  std::vector<std::string> listing() const {
-    std::vector<std::string> names;
-    for (const auto& entry : fs::directory_iterator(dir_)) names.push_back(entry.path().filename());
-    std::sort(names.begin(), names.end());
-    return names;
-  }
-
-  fs::path dir_;
-};
 
 // ---------------------------------------------------------------------------------------------------
 // Checkpoints
@@ -597,6 +544,7 @@ class LoaderTrainState : public TempDirTest {
     put(uint64_t(s_.data.sample_order.size()));
     append(f, s_.data.sample_order.data(), s_.data.sample_order.size());
     put(uint64_t(params_.size()));
+    if (version >= 3) put(uint32_t(0));  // no shards: the tensors follow
     for (const auto* t : {&params_, &m_, &v_}) append(f, t->data(), t->size());
     seal(f);
     return f;
@@ -703,13 +651,13 @@ TEST_F(LoaderTrainState, BadHeaderIsRefused) {
   f[0] ^= 1;
   write_bytes(path("magic.bin"), f);
   expect_refused("magic.bin", {"bad magic", "LCTS"});
-  f = reference_file(3);
-  write_bytes(path("v3.bin"), f);
-  expect_refused("v3.bin", {"version 3", "expected 1 or 2"});
+  f = reference_file(4);
+  write_bytes(path("v4.bin"), f);
+  expect_refused("v4.bin", {"version 4", "expected 1 to 3"});
   // A parameter count that is not the model's (sealed, so the count itself is what is refused).
   f = reference_file();
   f.resize(f.size() - 8);
-  const size_t count_at = f.size() - 3 * 4 * params_.size() - 8;
+  const size_t count_at = f.size() - 3 * 4 * params_.size() - 4 - 8;  // P, then the shard count
   const uint64_t P = params_.size() + 1;
   std::memcpy(f.data() + count_at, &P, 8);
   seal(f);

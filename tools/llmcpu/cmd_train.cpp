@@ -1,5 +1,6 @@
 // `llmcpu train`: flags (and a TOML config of the same keys) onto TrainOptions, a progress line per
 // step, validation and sample lines, checkpoints, and Ctrl-C handling.
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -30,6 +31,39 @@ std::string format_duration(double seconds) {
   else if (s >= 60) std::snprintf(buf, sizeof buf, "%ldm%02lds", s / 60, s % 60);
   else std::snprintf(buf, sizeof buf, "%lds", s);
   return buf;
+}
+
+// "optimizer: AdamW moments per rank: rank 0 474.6 MiB, rank 1 474.6 MiB (ZeRO-1 over 2 ranks;
+// whole 949.2 MiB)"
+void print_optimizer_memory(const Trainer& trainer, const Gpt2& m) {
+  const std::vector<double>& bytes = trainer.optimizer_bytes();
+  const double MiB = 1024.0 * 1024.0;
+  const double whole = 2.0 * double(m.num_parameters()) * sizeof(float) / MiB;
+  if (bytes.size() == 1) {
+    std::printf("optimizer: AdamW moments %.1f MiB\n", bytes[0] / MiB);
+    return;
+  }
+  std::string per_rank;
+  for (size_t r = 0; r < bytes.size(); ++r) {
+    if (r == 8 && bytes.size() > 9) {  // the first 8, then the range
+      const auto [lo, hi] = std::minmax_element(bytes.begin() + 8, bytes.end());
+      char buf[96];
+      std::snprintf(buf, sizeof buf, ", ranks 8-%zu %.1f-%.1f MiB", bytes.size() - 1, *lo / MiB,
+                    *hi / MiB);
+      per_rank += buf;
+      break;
+    }
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%srank %zu %.1f MiB", r ? ", " : "", r, bytes[r] / MiB);
+    per_rank += buf;
+  }
+  if (trainer.zero()) {
+    std::printf("optimizer: AdamW moments per rank: %s (ZeRO-1 over %zu ranks; whole %.1f MiB)\n",
+                per_rank.c_str(), bytes.size(), whole);
+  } else {
+    std::printf("optimizer: AdamW moments per rank: %s (--zero 0: whole on every rank)\n",
+                per_rank.c_str());
+  }
 }
 
 int train_in(Communicator& world, const std::vector<std::string>& args) {
@@ -67,6 +101,7 @@ int train_in(Communicator& world, const std::vector<std::string>& args) {
     std::printf("train: %s; %d micro-batches per rank per step\n", world.describe().c_str(),
                 trainer.grad_accum());
   }
+  print_optimizer_memory(trainer, m);
   std::fflush(stdout);
   SampleDecoder decode = make_sample_decoder(extra, o.sample_every > 0);
 
@@ -75,7 +110,8 @@ int train_in(Communicator& world, const std::vector<std::string>& args) {
     std::printf("step %5d/%d | loss %.6f | lr %.2e | norm %7.4f | %7.1f ms | %8.0f tok/s | eta %s",
                 r.step + 1, r.steps, r.loss, r.lr, r.grad_norm, r.ms, r.tokens_per_second,
                 format_duration(r.eta_seconds).c_str());
-    // Several ranks: the gradient all-reduce's time, and how much of it the backward pass hid.
+    // Several ranks: the communication thread's time (the gradients' sum, and under ZeRO-1 the
+    // updated weights' gather), and how much of it the backward pass and the update hid.
     if (r.comm_ms > 0) std::printf(" | comm %.1f ms, %.0f%% hidden", r.comm_ms, 100 * r.comm_hidden);
     std::printf("\n");
     std::fflush(stdout);

@@ -38,6 +38,10 @@ void add_train_flags(ArgParser& p, TrainOptions* o, TrainCliExtras* x) {
   p.option("lr-floor", 'q', &o->lr_floor, "F", "cosine decays to F * lr (default 0)");
   p.option("weight-decay", 'c', &o->weight_decay, "WD", "AdamW decoupled weight decay (default 0)");
   p.option("grad-clip", 0, &o->grad_clip, "X", "clip the global gradient norm to X (default 0: off)");
+  p.option("zero", 'z', &o->zero, "0|1",
+           "under mpirun: 1 shards the AdamW state over the ranks (ZeRO-1: each rank updates its "
+           "part, then sends it to the others), 0 keeps it whole on every rank (default 1 with "
+           "several ranks)");
   p.option("comm-timeout", 0, &o->comm_timeout, "SECONDS",
            "under mpirun: a collective that waits longer than this for the other ranks (one hung "
            "or lost) ends the whole job, naming the rank that gave up (default 300)");
