@@ -21,6 +21,7 @@ class SingleProcess final : public Communicator {
   void all_reduce_sum(double*, size_t) override {}
   void reduce_scatter_sum(float*, size_t) override {}
   void all_gather(float*, size_t) override {}
+  void all_gather(uint16_t*, size_t) override {}
   void broadcast(void*, size_t, int) override {}
   void barrier() override {}
   void abort(int) override {}

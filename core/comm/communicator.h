@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -40,6 +41,8 @@ class Communicator {
   virtual void reduce_scatter_sum(float* data, size_t n) = 0;
   // data (n): every rank's shard (shard_of(n, rank, size)) sent to every rank, in place.
   virtual void all_gather(float* data, size_t n) = 0;
+  // The same for 16-bit elements (bf16 weights), moved as they are.
+  virtual void all_gather(uint16_t* data, size_t n) = 0;
   // data (bytes) from `root` to every rank.
   virtual void broadcast(void* data, size_t bytes, int root) = 0;
   virtual void barrier() = 0;

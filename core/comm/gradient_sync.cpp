@@ -4,6 +4,7 @@
 #include <exception>
 
 #include "core/comm/zero_shards.h"
+#include "core/runtime/pinning.h"
 
 namespace llmcpu {
 
@@ -43,16 +44,18 @@ void GradientSync::gradients_ready(int layer) {
   wake_.notify_one();
 }
 
-void GradientSync::gather(float* params, size_t i) {
+void GradientSync::gather(float* params, bf16* copy, size_t i) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    params_ = params;
-    queue_[queued_++ % queue_.size()] = -1 - long(i);
+    if (params) params_ = params;
+    if (copy) copy_ = copy;
+    queue_[queued_++ % queue_.size()] = -1 - long(params ? i : spans_.size() + i);
   }
   wake_.notify_one();
 }
 
 void GradientSync::serve() {
+  bind_helper_thread();  // on this rank's cores (its placement plan), never another rank's
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
     wake_.wait(lock, [this] { return stop_ || done_ < queued_; });
@@ -75,8 +78,13 @@ void GradientSync::serve() {
 
 void GradientSync::run(long job) {
   if (job < 0) {
-    const ParameterSpan& s = spans_[size_t(-1 - job)];
-    world_.all_gather(params_ + s.offset, s.count);
+    const size_t i = size_t(-1 - job);
+    if (i < spans_.size()) {
+      world_.all_gather(params_ + spans_[i].offset, spans_[i].count);
+    } else {
+      const ParameterSpan& s = spans_[i - spans_.size()];
+      world_.all_gather(reinterpret_cast<uint16_t*>(copy_ + s.offset), s.count);
+    }
     return;
   }
   for (size_t i : buckets_[job]) {

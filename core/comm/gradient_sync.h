@@ -6,8 +6,9 @@
 // micro-batches of all ranks), so the sums are the averages and need no pass of their own. Update
 // (ZeRO-1): as the optimizer finishes a part, the thread sends it to the other ranks (all-gather)
 // while the optimizer goes on with the next. Open MPI makes no progress outside MPI calls, hence a
-// thread doing blocking collectives; they go out in the order the work is handed over, which is
-// the same on every rank, so no result depends on timing. Nothing is allocated per step.
+// thread doing blocking collectives, bound to this rank's cores (bind_helper_thread); they go out
+// in the order the work is handed over, which is the same on every rank, so no result depends on
+// timing. Nothing is allocated per step.
 // Deliberately not here: the optimizer's arithmetic, the loss (the trainer).
 #pragma once
 
@@ -40,8 +41,9 @@ class GradientSync final : public GradientHook {
 
   // Called by the backward pass: queues the sum of `layer`'s spans (-1: wte, wpe, lnfw, lnfb).
   void gradients_ready(int layer) override;
-  // ZeRO-1: queues sending this rank's part of span `i` of `params` (whole arena) to every rank.
-  void gather(float* params, size_t i);
+  // ZeRO-1: queues sending this rank's part of span `i` of `params` (whole arena) to every rank,
+  // or of the bf16 copy `copy` (whole arena) when params is null.
+  void gather(float* params, bf16* copy, size_t i);
 
   // Waits until everything queued is done. Returns the communication thread's busy time since the
   // last call and how long the caller waited now (the part not hidden behind computation), in
@@ -56,9 +58,11 @@ class GradientSync final : public GradientHook {
   const bool zero_;
   float* grads_;
   float* params_ = nullptr;  // of the gathers
+  bf16* copy_ = nullptr;
   std::vector<ParameterSpan> spans_, parts_;
   std::vector<std::vector<size_t>> buckets_;  // per layer + 1, the indices of its spans
-  // Jobs, in the order they were handed over: b >= 0 sums bucket b, -1 - i gathers span i.
+  // Jobs, in the order they were handed over: b >= 0 sums bucket b, -1 - i gathers span i in
+  // fp32, -1 - (spans + i) in bf16.
   std::vector<long> queue_;
   size_t queued_ = 0, done_ = 0;
   double busy_ms_ = 0;

@@ -157,16 +157,8 @@ class MpiWorld final : public Communicator {
     }
   }
 
-  void all_gather(float* data, size_t n) override {
-    Collective c("MPI_Allgatherv");
-    for (size_t a = 0; a < n; a += kPieceBytes / sizeof(float)) {
-      const size_t b = std::min(n, a + kPieceBytes / sizeof(float));
-      piece_layout(n, a, b);
-      check(MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, data + a, counts_.data(),
-                           displs_.data(), MPI_FLOAT, MPI_COMM_WORLD),
-            "MPI_Allgatherv");
-    }
-  }
+  void all_gather(float* data, size_t n) override { gather_in_pieces(data, n, MPI_FLOAT); }
+  void all_gather(uint16_t* data, size_t n) override { gather_in_pieces(data, n, MPI_UINT16_T); }
 
   void broadcast(void* data, size_t bytes, int root) override {
     Collective c("MPI_Bcast");
@@ -199,6 +191,18 @@ class MpiWorld final : public Communicator {
       check(MPI_Allreduce(MPI_IN_PLACE, data + done, count, type, MPI_SUM, MPI_COMM_WORLD),
             "MPI_Allreduce");
       done += count;
+    }
+  }
+
+  template <typename T>
+  void gather_in_pieces(T* data, size_t n, MPI_Datatype type) {
+    Collective c("MPI_Allgatherv");
+    for (size_t a = 0; a < n; a += kPieceBytes / sizeof(T)) {
+      const size_t b = std::min(n, a + kPieceBytes / sizeof(T));
+      piece_layout(n, a, b);
+      check(MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, data + a, counts_.data(),
+                           displs_.data(), type, MPI_COMM_WORLD),
+            "MPI_Allgatherv");
     }
   }
 

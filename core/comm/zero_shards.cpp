@@ -13,7 +13,7 @@ std::vector<ParameterSpan> owned_parts(const std::vector<ParameterSpan>& spans, 
   parts.reserve(spans.size());
   for (const ParameterSpan& s : spans) {
     const Shard own = shard_of(s.count, rank, ranks);
-    parts.push_back({s.offset + own.begin, own.count, s.layer});
+    parts.push_back({s.offset + own.begin, own.count, s.tensor, s.layer});
   }
   return parts;
 }

@@ -102,11 +102,19 @@ void write_checkpoint(AtomicFileWriter& out, const Gpt2& model, int version) {
   out.write(header, sizeof(header));
   const float* params = model.params_flat();
   const size_t n = model.num_parameters();
+  if (model.master_released() && version == kCheckpointFp32) {
+    throw Error("write_checkpoint(" + out.path() + "): this model keeps the fp32 master of its " +
+                "matmul weights in part only (ZeRO-1); it writes version 5 (bf16)");
+  }
   if (version == kCheckpointFp32) {
     out.write(params, n * sizeof(float));
+  } else if (model.bf16_copy_current()) {
+    // The working copy is bf16(master) already, the same bytes rounding would give (and the only
+    // whole copy once the master is released).
+    out.write(model.params_bf16_flat(), n * sizeof(bf16));
   } else {
-    // Rounded here from the master (not copied from the model's working copy), so any model can be
-    // written as version 5; in chunks, so a large model needs no second full-size buffer.
+    // Rounded here from the master, so any model can be written as version 5; in chunks, so a
+    // large model needs no second full-size buffer.
     constexpr size_t kChunk = size_t(1) << 20;
     std::vector<bf16> chunk(std::min(n, kChunk));
     for (size_t i = 0; i < n; i += kChunk) {

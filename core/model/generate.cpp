@@ -21,6 +21,19 @@ struct DecodeExecutor : Fp32Executor {
   float* scores;  // (max_len)
   int max_len;
   int pos;
+  // A bf16 model without the whole fp32 master (Gpt2::release_master): its matmuls take the bf16
+  // copy of the weights and the input rounded to bf16 (into inp16, 4C), as its forward pass does.
+  const float* master = nullptr;
+  const bf16* copy = nullptr;
+  const Bf16Kernels* h = nullptr;
+  bf16* inp16 = nullptr;
+
+  void matmul_forward(float* out, const float* inp, const float* weight, const float* bias,
+                      size_t N, int C, int OC) {
+    if (!copy) return Fp32Executor::matmul_forward(out, inp, weight, bias, N, C, OC);
+    h->to_bf16(inp16, inp, N * C);
+    h->matmul_forward(out, inp16, copy + (weight - master), bias, N, C, OC);
+  }
 
   void encoder_forward(float* out, const int* inp, const float* wte, const float* wpe, int B, int T,
                        int C) {
@@ -73,6 +86,7 @@ Generator::Generator(const Gpt2& model, int max_len) : model_(model), max_len_(m
   kcache_ = AlignedBuffer<float>(L * max_len * C);
   vcache_ = AlignedBuffer<float>(L * max_len * C);
   scores_ = AlignedBuffer<float>(max_len);
+  if (model.precision() == Precision::kBf16) inp16_ = AlignedBuffer<bf16>(4 * C);
   ids_.resize(c.vocab_size);
   weights_.resize(c.vocab_size);
 }
@@ -89,6 +103,12 @@ const float* Generator::step(int token) {
   }
   DecodeExecutor x{{model_.kernels()}, kcache_.data(), vcache_.data(),
                    scores_.data(),     max_len_,       pos_};
+  if (model_.master_released()) {
+    x.master = model_.params_flat();
+    x.copy = model_.params_bf16_flat();
+    x.h = model_.bf16_kernels();
+    x.inp16 = inp16_.data();
+  }
   model_forward(x, c, model_.params(), acts_.acts, &token, 1, 1);
   ++pos_;
   return acts_.acts.logits;

@@ -40,6 +40,7 @@ class Generator {
   AlignedBuffer<float> kcache_;  // (L, max_len, C)
   AlignedBuffer<float> vcache_;  // (L, max_len, C)
   AlignedBuffer<float> scores_;  // (max_len) one head's attention scores
+  AlignedBuffer<bf16> inp16_;    // (4C) a bf16 model's matmul input, rounded
   std::vector<int> ids_;         // (V) sampling scratch
   std::vector<double> weights_;  // (V)
 };

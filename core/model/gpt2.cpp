@@ -1,5 +1,8 @@
 #include "core/model/gpt2.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -53,9 +56,36 @@ const bf16* Gpt2::params_bf16_flat() const { return bf16_ ? bf16_->copy() : null
 
 void Gpt2::refresh_bf16_weights() {
   if (!bf16_) return;
+  if (master_released_) {
+    throw Error("the bf16 weight copy cannot be rebuilt: this rank keeps the fp32 master of the "
+                "matmul weights for its own parts only (ZeRO-1)");
+  }
   bf16_->refresh();
   bf16_stale_ = false;
 }
+
+void Gpt2::release_master(const std::vector<ParameterSpan>& runs) {
+  if (!bf16_) throw Error("Gpt2::release_master: only a bf16 model computes without the fp32 master");
+  if (bf16_stale_) refresh_bf16_weights();
+  const uintptr_t page = uintptr_t(sysconf(_SC_PAGESIZE));
+  for (const ParameterSpan& r : runs) {
+    if (r.tensor < 0 || !ParameterLayout::matmul_weight(r.tensor) ||
+        r.offset < layout_.offset(r.tensor) ||
+        r.offset + r.count > layout_.offset(r.tensor) + layout_.size(r.tensor)) {
+      throw Error("Gpt2::release_master: a run outside the layers' matmul weights");
+    }
+    // The whole pages inside the run; what they held reads as zeros from now on.
+    const uintptr_t begin = uintptr_t(params_.data() + r.offset), end = begin + r.count * sizeof(float);
+    const uintptr_t first = (begin + page - 1) / page * page, last = end / page * page;
+    if (last > first) {
+      madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
+      released_bytes_ += last - first;
+    }
+  }
+  master_released_ = true;
+}
+
+size_t Gpt2::master_bytes() const { return num_parameters() * sizeof(float) - released_bytes_; }
 
 Gpt2::UpdateSpans Gpt2::weights_for_update() {
   if (bf16_stale_) refresh_bf16_weights();  // the copy must be current where the update skips

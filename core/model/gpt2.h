@@ -72,7 +72,19 @@ class Gpt2 {
 
   // The bf16 working copy of all parameters (null in fp32), current as of the last refresh.
   const bf16* params_bf16_flat() const;
+  // A bf16 model whose copy needs no refresh: it equals bf16(master) everywhere.
+  bool bf16_copy_current() const { return bf16_ && !bf16_stale_; }
   void refresh_bf16_weights();
+  // bf16 data parallelism (ZeRO-1): gives the memory of the fp32 master at `runs` (within the
+  // layers' matmul weights, ParameterLayout::matmul_weight: the other ranks' parts) back to the
+  // system, after bringing the bf16 copy up to date. The model computes with the copy of those
+  // weights; whoever updates the master keeps the copy current (Bf16Kernels::adamw_update for the
+  // parts it keeps, the others' parts arrive in bf16), because from now on the copy cannot be
+  // rebuilt from the master: refresh_bf16_weights() throws, and so does the next forward pass
+  // after a write through params_flat(). Generation reads the copy too.
+  void release_master(const std::vector<ParameterSpan>& runs);
+  bool master_released() const { return master_released_; }
+  size_t master_bytes() const;  // the fp32 master's memory still held
   // For an optimizer that updates the master weights and writes their bf16 copy in the same pass
   // (Bf16Kernels::adamw_update): the copy is taken as current afterwards, a device's copy as stale.
   // `copy` is null in fp32.
@@ -132,6 +144,8 @@ class Gpt2 {
   std::unique_ptr<OffloadDevice> device_;  // with a plugin only
   bool bf16_stale_ = false;                // the bf16 copy lags the master
   bool device_stale_ = false;              // the device's copy lags the master
+  bool master_released_ = false;           // release_master() was called
+  size_t released_bytes_ = 0;
   ActivationArena arena_;
   AlignedBuffer<int> inputs_;   // (B, T) of the last forward pass, kept for the backward pass
   AlignedBuffer<int> targets_;  // (B, T)

@@ -34,11 +34,11 @@ std::vector<ParameterSpan> ParameterLayout::spans() const {
   std::vector<ParameterSpan> out;
   for (int i = 0; i < kNumParameterTensors; ++i) {
     if (!per_layer(i)) {
-      out.push_back({offsets_[i], sizes_[i], -1});
+      out.push_back({offsets_[i], sizes_[i], i, -1});
       continue;
     }
     const size_t L = dims_[i][0], slice = sizes_[i] / L;
-    for (size_t l = 0; l < L; ++l) out.push_back({offsets_[i] + l * slice, slice, int(l)});
+    for (size_t l = 0; l < L; ++l) out.push_back({offsets_[i] + l * slice, slice, i, int(l)});
   }
   return out;
 }

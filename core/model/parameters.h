@@ -18,7 +18,8 @@ inline constexpr int kNumParameterTensors = 16;
 struct ParameterSpan {
   size_t offset;
   size_t count;
-  int layer;  // -1 for the tensors outside the layers (wte, wpe, lnfw, lnfb)
+  int tensor;  // 0..15, ParameterLayout order; -1 for a run that is not one tensor's
+  int layer;   // -1 for the tensors outside the layers (wte, wpe, lnfw, lnfb)
 };
 
 // Sizes (in elements), names and shapes of the 16 tensors, with their offsets in the flat arena.
@@ -32,6 +33,9 @@ class ParameterLayout {
   static const char* name(int i);
   // Tensors 2..13 (ln1w ... fcprojb) are (L, ...): one slice per layer.
   static bool per_layer(int i) { return i >= 2 && i <= 13; }
+  // The layers' matmul weights (qkvw, attprojw, fcw, fcprojw): a bf16 model reads them only through
+  // its bf16 copy, every other tensor (wte too, for the embedding) also in fp32.
+  static bool matmul_weight(int i) { return i == 4 || i == 6 || i == 10 || i == 12; }
   // "(L, 3*C, C) = (2, 144, 48)"
   std::string shape(int i) const;
   const std::vector<size_t>& dims(int i) const { return dims_[i]; }

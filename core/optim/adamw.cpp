@@ -19,7 +19,7 @@ size_t total(const std::vector<ParameterSpan>& parts) {
 
 AdamW::AdamW(size_t n, const AdamWConfig& config, const KernelTable& kernels,
              const Bf16Kernels* bf16_kernels)
-    : AdamW(std::vector<ParameterSpan>{{0, n, -1}}, config, kernels, bf16_kernels) {}
+    : AdamW(std::vector<ParameterSpan>{{0, n, -1, -1}}, config, kernels, bf16_kernels) {}
 
 AdamW::AdamW(std::vector<ParameterSpan> parts, const AdamWConfig& config,
              const KernelTable& kernels, const Bf16Kernels* bf16_kernels)
@@ -42,7 +42,7 @@ void AdamW::step(float* params, const float* grads, double lr, bf16* params_bf16
   const AdamWStep s{lr, config_.beta1, config_.beta2, config_.eps, config_.weight_decay, t_};
   size_t at = 0;  // the part's place in the packed moments
   for (size_t i = 0; i < parts_.size(); ++i) {
-    const auto [offset, n, layer] = parts_[i];
+    const auto [offset, n, tensor, layer] = parts_[i];
     if (n > 0 && params_bf16) {
       bf16_kernels_->adamw_update(params + offset, params_bf16 + offset, m_.data() + at,
                                   v_.data() + at, grads + offset, n, s);

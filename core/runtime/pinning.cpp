@@ -118,4 +118,19 @@ PinReport apply_plan(const Plan& plan, const Topology& topology) {
   return r;
 }
 
+bool bind_helper_thread() {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  if (!g_bound || g_bound_pus.empty()) return false;
+  hwloc_topology_t hw = detail::this_machine_hwloc();
+  hwloc_bitmap_t set = hwloc_bitmap_alloc();
+  for (int os_index : g_bound_pus) {
+    if (hwloc_obj_t pu = hwloc_get_pu_obj_by_os_index(hw, unsigned(os_index))) {
+      hwloc_bitmap_or(set, set, pu->cpuset);
+    }
+  }
+  const bool bound = !hwloc_bitmap_iszero(set) && hwloc_set_cpubind(hw, set, HWLOC_CPUBIND_THREAD) == 0;
+  hwloc_bitmap_free(set);
+  return bound;
+}
+
 }  // namespace llmcpu

@@ -34,4 +34,10 @@ std::string openmp_placement_environment();
 // earlier plan bound them. Never throws for a refused binding: that is reported.
 PinReport apply_plan(const Plan& plan, const Topology& topology);
 
+// Binds the calling thread, a helper beside the compute threads (data parallelism's communication
+// thread), to all the PUs apply_plan bound this process's threads to: it runs on this process's
+// cores, never on another rank's, wherever a compute thread leaves room. Returns false, and does
+// nothing, when no plan bound threads (or the system refuses).
+bool bind_helper_thread();
+
 }  // namespace llmcpu

@@ -230,7 +230,7 @@ Trainer::Trainer(const TrainOptions& options, Communicator* world)
   {
     AdamWConfig adamw;
     adamw.weight_decay = opt_.weight_decay;
-    std::vector<ParameterSpan> parts{{0, model_->num_parameters(), -1}};
+    std::vector<ParameterSpan> parts{{0, model_->num_parameters(), -1, -1}};
     if (zero()) parts = sync_->parts();
     optimizer_ = std::make_unique<AdamW>(std::move(parts), adamw, model_->kernels(),
                                          model_->bf16_kernels());
@@ -264,6 +264,23 @@ Trainer::Trainer(const TrainOptions& options, Communicator* world)
     }
   }
   check_ranks_agree();
+  if (zero() && precision_ == Precision::kBf16) {
+    // The bf16 model computes with the copy of the layers' matmul weights: of their fp32 master
+    // this rank keeps its own parts only.
+    std::vector<ParameterSpan> others;
+    const std::vector<ParameterSpan>& spans = sync_->spans();
+    const std::vector<ParameterSpan>& own = sync_->parts();
+    for (size_t i = 0; i < spans.size(); ++i) {
+      if (!ParameterLayout::matmul_weight(spans[i].tensor)) continue;
+      const size_t end = spans[i].offset + spans[i].count, own_end = own[i].offset + own[i].count;
+      others.push_back({spans[i].offset, own[i].offset - spans[i].offset, spans[i].tensor, -1});
+      others.push_back({own_end, end - own_end, spans[i].tensor, -1});
+    }
+    model_->release_master(others);
+  }
+  master_bytes_.assign(ranks, 0.0);
+  master_bytes_[world_->rank()] = double(model_->master_bytes());
+  world_->all_reduce_sum(master_bytes_.data(), master_bytes_.size());
   if (!opt_.log_path.empty() && world_->rank() == 0) {
     log_ = std::fopen(opt_.log_path.c_str(), opt_.resume.empty() ? "w" : "a");
     if (!log_) throw FileError(opt_.log_path, "cannot open log: " + errno_message(errno));
@@ -485,9 +502,13 @@ std::string Trainer::save_checkpoint_now() {
   const ParameterLayout& layout = model.layout();
   const AdamW& adamw = *optimizer_;
   std::string bad;
-  if (rank == 0) bad = non_finite_message(model.params_flat(), layout, "weights");
+  if (!sharded) bad = non_finite_message(model.params_flat(), layout, "weights");
   if (bad.empty() && !sharded) bad = non_finite_message(adamw.m(), layout, "AdamW first moments");
   if (bad.empty() && !sharded) bad = non_finite_message(adamw.v(), layout, "AdamW second moments");
+  for (const ParameterSpan& p : adamw.parts()) {
+    if (!bad.empty() || !sharded) break;
+    bad = non_finite_packed(model.params_flat() + p.offset, p.count, "weights", rank);
+  }
   if (bad.empty() && sharded) bad = non_finite_packed(adamw.m(), adamw.size(), "AdamW first moments", rank);
   if (bad.empty() && sharded) bad = non_finite_packed(adamw.v(), adamw.size(), "AdamW second moments", rank);
   if (sharded) {  // every rank refuses, or none does
@@ -670,17 +691,27 @@ void Trainer::update_weights(double lr) {
     optimizer_->step(weights.master, m.grads_flat(), lr, weights.copy);
     return;
   }
-  // ZeRO-1: each part goes out while the optimizer works on the next.
-  optimizer_->step(weights.master, m.grads_flat(), lr, weights.copy,
-                   [&](size_t i) { sync_->gather(weights.master, i); });
+  // ZeRO-1: each part goes out while the optimizer works on the next; in bf16 the layers' matmul
+  // weights go out as their bf16 copy (this rank keeps no fp32 master of the others' parts).
+  const std::vector<ParameterSpan>& spans = sync_->spans();
+  auto in_bf16 = [&](size_t i) {
+    return weights.copy && ParameterLayout::matmul_weight(spans[i].tensor);
+  };
+  optimizer_->step(weights.master, m.grads_flat(), lr, weights.copy, [&](size_t i) {
+    if (in_bf16(i)) {
+      sync_->gather(nullptr, weights.copy, i);
+    } else {
+      sync_->gather(weights.master, nullptr, i);
+    }
+  });
   const auto [busy, waited] = sync_->wait();
   comm_busy_ms_ += busy, comm_waited_ms_ += waited;
   if (!weights.copy) return;
-  // The other ranks' parts arrived in fp32; their bf16 copy is rounded here.
+  // The other ranks' parts of the other tensors arrived in fp32; their bf16 copy is rounded here.
   const auto to_bf16 = m.bf16_kernels()->to_bf16;
-  const std::vector<ParameterSpan>& spans = sync_->spans();
   const std::vector<ParameterSpan>& own = sync_->parts();
   for (size_t i = 0; i < spans.size(); ++i) {
+    if (in_bf16(i)) continue;
     const size_t begin = spans[i].offset, end = begin + spans[i].count;
     const size_t own_begin = own[i].offset, own_end = own_begin + own[i].count;
     if (own_begin > begin) to_bf16(weights.copy + begin, weights.master + begin, own_begin - begin);
@@ -689,8 +720,16 @@ void Trainer::update_weights(double lr) {
 }
 
 void Trainer::check_replicas(int step) {
+  // The weights the model computes with: fp32, and in bf16 the copy of the matmul weights (whose
+  // fp32 master each rank keeps only in part).
   const Gpt2& m = *model_;
-  uint64_t mine = train_state_checksum(m.params_flat(), m.num_parameters() * sizeof(float));
+  uint64_t mine = 0;
+  for (const ParameterSpan& s : m.layout().spans()) {
+    const bool copy = m.params_bf16_flat() && ParameterLayout::matmul_weight(s.tensor);
+    const uint64_t h = copy ? train_state_checksum(m.params_bf16_flat() + s.offset, s.count * sizeof(bf16))
+                            : train_state_checksum(m.params_flat() + s.offset, s.count * sizeof(float));
+    mine = (mine ^ h) * 0x9E3779B97F4A7C15ull;
+  }
   uint64_t root = mine;
   world_->broadcast(&root, sizeof root, 0);
   double differ = mine == root ? 0 : 1;
@@ -839,9 +878,10 @@ bool Trainer::run(const TrainObserver& obs) {
     if (obs.on_checkpoint) obs.on_checkpoint(step_, path);
   }
   if (!opt_.save_path.empty() && !interrupted && world_->rank() == 0) {
-    const std::string bad = non_finite_message(m.params_flat(), m.layout(), "weights");
+    const Gpt2& model = m;  // the const params_flat(): saving does not mark the bf16 copy stale
+    const std::string bad = non_finite_message(model.params_flat(), model.layout(), "weights");
     if (!bad.empty()) throw TrainingError("not writing " + opt_.save_path + ": " + bad);
-    save_checkpoint(opt_.save_path, m, checkpoint_version_for(precision_));
+    save_checkpoint(opt_.save_path, model, checkpoint_version_for(precision_));
   }
   return !interrupted;
 }

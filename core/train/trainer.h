@@ -143,8 +143,11 @@ class Trainer {
   const TrainOptions& options() const { return opt_; }
   const std::vector<std::string>& notes() const { return notes_; }
   bool zero() const { return sync_ && sync_->zero(); }
-  // The AdamW state each rank holds, in bytes, index = rank (the same on every rank).
+  // The AdamW moments and the fp32 master weights each rank holds, in bytes, index = rank (the same
+  // on every rank). Under ZeRO-1 the moments are each rank's parts; in bf16 so is the fp32 master
+  // of the layers' matmul weights (the model computes with their bf16 copy).
   const std::vector<double>& optimizer_bytes() const { return optimizer_bytes_; }
+  const std::vector<double>& master_bytes() const { return master_bytes_; }
   float validate();
   // Writes DIR/model_N.bin and DIR/state_N.bin for the current step: both files written and synced
   // first, then renamed into place (model, then state) with the folder synced after each. Refuses
@@ -188,7 +191,7 @@ class Trainer {
   std::unique_ptr<Communicator> own_world_;  // the single process, when no world was given
   Communicator* world_;
   std::unique_ptr<GradientSync> sync_;  // with more than one rank
-  std::vector<double> optimizer_bytes_;
+  std::vector<double> optimizer_bytes_, master_bytes_;
   bool check_replicas_ = false;
   double comm_busy_ms_ = 0, comm_waited_ms_ = 0;  // this step's
   Precision precision_ = Precision::kFp32;

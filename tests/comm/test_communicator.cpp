@@ -118,6 +118,20 @@ TEST(World, AllGatherAssemblesEveryShard) {
   }
 }
 
+TEST(World, AllGatherOf16BitElementsAssemblesEveryShard) {
+  Communicator& w = world();
+  for (size_t n : sizes_under_test()) {
+    SCOPED_TRACE("n=" + std::to_string(n));
+    std::vector<uint16_t> data(n, 0xFFFF);
+    const Shard s = shard_of(n, w.rank(), w.size());
+    for (size_t k = 0; k < s.count; ++k) data[s.begin + k] = uint16_t(contribution(0, s.begin + k));
+    w.all_gather(data.data(), n);
+    size_t wrong = 0;
+    for (size_t i = 0; i < n; ++i) wrong += data[i] != uint16_t(contribution(0, i));
+    EXPECT_EQ(wrong, 0u);
+  }
+}
+
 TEST(World, BroadcastFromTheLastRank) {
   Communicator& w = world();
   const int root = w.size() - 1;

@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/model/gpt2.h"
@@ -94,6 +95,19 @@ TEST(RuntimePinning, ThreadsRunWhereThePlanSays) {
       EXPECT_EQ(o.masks[t], std::vector<int>{plan.threads[t].pu}) << "thread " << t;
     }
   }
+  // A helper thread (data parallelism's communication thread) may run on every PU of the plan,
+  // and on no other.
+  std::vector<int> plan_pus;
+  for (const ThreadPlace& t : plan.threads) plan_pus.push_back(t.pu);
+  std::sort(plan_pus.begin(), plan_pus.end());
+  bool bound = false;
+  std::vector<int> helper_mask;
+  std::thread([&] {
+    bound = bind_helper_thread();
+    helper_mask = my_affinity();
+  }).join();
+  EXPECT_TRUE(bound);
+  EXPECT_EQ(helper_mask, plan_pus);
 }
 
 TEST(RuntimePinning, NeverBindsTwice) {

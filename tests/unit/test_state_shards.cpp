@@ -77,6 +77,7 @@ TEST(ZeroShards, SpansTileTheArenaAndPartsTileEverySpan) {
           EXPECT_GE(parts[i].offset, spans[i].offset);
           EXPECT_LE(parts[i].offset + parts[i].count, spans[i].offset + spans[i].count);
           EXPECT_EQ(parts[i].layer, spans[i].layer);
+          EXPECT_EQ(parts[i].tensor, spans[i].tensor);
           for (size_t k = 0; k < parts[i].count; ++k) ++owners[parts[i].offset + k];
         }
         total += packed_size(parts);

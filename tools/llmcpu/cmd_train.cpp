@@ -33,36 +33,47 @@ std::string format_duration(double seconds) {
   return buf;
 }
 
-// "optimizer: AdamW moments per rank: rank 0 474.6 MiB, rank 1 474.6 MiB (ZeRO-1 over 2 ranks;
-// whole 949.2 MiB)"
-void print_optimizer_memory(const Trainer& trainer, const Gpt2& m) {
-  const std::vector<double>& bytes = trainer.optimizer_bytes();
+// "rank 0 237.3 MiB, rank 1 237.3 MiB" (the first 8 ranks, then the range of the others).
+std::string per_rank_mib(const std::vector<double>& bytes) {
   const double MiB = 1024.0 * 1024.0;
-  const double whole = 2.0 * double(m.num_parameters()) * sizeof(float) / MiB;
-  if (bytes.size() == 1) {
-    std::printf("optimizer: AdamW moments %.1f MiB\n", bytes[0] / MiB);
-    return;
-  }
-  std::string per_rank;
+  std::string out;
+  char buf[96];
   for (size_t r = 0; r < bytes.size(); ++r) {
-    if (r == 8 && bytes.size() > 9) {  // the first 8, then the range
+    if (r == 8 && bytes.size() > 9) {
       const auto [lo, hi] = std::minmax_element(bytes.begin() + 8, bytes.end());
-      char buf[96];
       std::snprintf(buf, sizeof buf, ", ranks 8-%zu %.1f-%.1f MiB", bytes.size() - 1, *lo / MiB,
                     *hi / MiB);
-      per_rank += buf;
-      break;
+      return out + buf;
     }
-    char buf[64];
     std::snprintf(buf, sizeof buf, "%srank %zu %.1f MiB", r ? ", " : "", r, bytes[r] / MiB);
-    per_rank += buf;
+    out += buf;
   }
-  if (trainer.zero()) {
-    std::printf("optimizer: AdamW moments per rank: %s (ZeRO-1 over %zu ranks; whole %.1f MiB)\n",
-                per_rank.c_str(), bytes.size(), whole);
-  } else {
+  return out;
+}
+
+// What each rank holds of the optimizer's state: the AdamW moments and, in bf16, the fp32 master
+// weights. "optimizer: AdamW moments per rank: rank 0 474.9 MiB, rank 1 474.9 MiB (ZeRO-1 over 2
+// ranks; whole 949.7 MiB)".
+void print_optimizer_memory(const Trainer& trainer, const Gpt2& m) {
+  const double MiB = 1024.0 * 1024.0;
+  const double whole = double(m.num_parameters()) * sizeof(float) / MiB;
+  const std::vector<double>& moments = trainer.optimizer_bytes();
+  const size_t ranks = moments.size();
+  if (ranks == 1) {
+    std::printf("optimizer: AdamW moments %.1f MiB\n", moments[0] / MiB);
+    return;
+  }
+  if (!trainer.zero()) {
     std::printf("optimizer: AdamW moments per rank: %s (--zero 0: whole on every rank)\n",
-                per_rank.c_str());
+                per_rank_mib(moments).c_str());
+    return;
+  }
+  std::printf("optimizer: AdamW moments per rank: %s (ZeRO-1 over %zu ranks; whole %.1f MiB)\n",
+              per_rank_mib(moments).c_str(), ranks, 2 * whole);
+  if (m.precision() == Precision::kBf16) {
+    std::printf("optimizer: fp32 master weights per rank: %s (the layers' matmul weights sharded, "
+                "the model computes with their bf16 copy; whole %.1f MiB)\n",
+                per_rank_mib(trainer.master_bytes()).c_str(), whole);
   }
 }
 
