@@ -2,7 +2,8 @@
 // mpirun (one rank per process); rank 0 prints two tables:
 //   1. Sum all-reduce of 1 MB .. 512 MB of fp32 (the Communicator the trainer uses): median time of
 //      the repetitions, algorithm bandwidth (bytes / time) and bus bandwidth (2(N-1)/N x bytes /
-//      time, what each link carries in a ring all-reduce).
+//      time, what each link carries in a ring all-reduce); and ZeRO-1's reduce-scatter and
+//      all-gather of the same sizes, whose bus bandwidth is (N-1)/N x bytes / time.
 //   2. A cost model for data-parallel training of a model of --params parameters whose step takes
 //      --step-ms on one machine: ring all-reduce time 2(N-1)/N x 4 x params / bandwidth + 2(N-1) x
 //      latency (latency: the measured time of the smallest all-reduce) at 10, 25 and 100 Gb/s for N
@@ -23,12 +24,16 @@
 namespace llmcpu {
 namespace {
 
-double median_ms(Communicator& w, float* data, size_t n, int reps) {
+enum class Op { kAllReduce, kReduceScatter, kAllGather };
+
+double median_ms(Communicator& w, float* data, size_t n, int reps, Op op = Op::kAllReduce) {
   std::vector<double> ms;
   for (int r = 0; r < reps + 1; ++r) {
     w.barrier();
     const auto t0 = std::chrono::steady_clock::now();
-    w.all_reduce_sum(data, n);
+    if (op == Op::kAllReduce) w.all_reduce_sum(data, n);
+    if (op == Op::kReduceScatter) w.reduce_scatter_sum(data, n);
+    if (op == Op::kAllGather) w.all_gather(data, n);
     const double t =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     if (r > 0) ms.push_back(t);  // the first one warms up the buffers
@@ -69,15 +74,22 @@ int run(int argc, char** argv) {
   for (size_t i = 0; i < data.size(); ++i) data[i] = 1.0f;
   const double latency_ms = median_ms(*w, data.data(), 1, 50);
   if (lead) {
-    std::printf("| all-reduce | ms (median) | algbw GB/s | busbw GB/s |\n|---|---|---|---|\n");
-    std::printf("| 4 B | %.3f | - | - |\n", latency_ms);
+    std::printf("| all-reduce | ms (median) | algbw GB/s | busbw GB/s | reduce-scatter ms | "
+                "busbw GB/s | all-gather ms | busbw GB/s |\n|---|---|---|---|---|---|---|---|\n");
+    std::printf("| 4 B | %.3f | - | - | - | - | - | - |\n", latency_ms);
   }
   for (size_t mb = 1; mb <= 512; mb *= 2) {
     const size_t n = (mb << 20) / sizeof(float);
-    const double ms = median_ms(*w, data.data(), n, mb >= 128 ? 3 : 10);
-    const double algbw = double(mb << 20) / (ms * 1e6);
+    const int reps = mb >= 128 ? 3 : 10;
+    const double ms = median_ms(*w, data.data(), n, reps);
+    // ZeRO-1's halves of it: each moves (N-1)/N of the bytes over every link.
+    const double rs = median_ms(*w, data.data(), n, reps, Op::kReduceScatter);
+    const double ag = median_ms(*w, data.data(), n, reps, Op::kAllGather);
+    const double algbw = double(mb << 20) / (ms * 1e6), half = double(N - 1) / N;
     if (lead) {
-      std::printf("| %zu MB | %.2f | %.2f | %.2f |\n", mb, ms, algbw, algbw * 2.0 * (N - 1) / N);
+      std::printf("| %zu MB | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f |\n", mb, ms, algbw,
+                  algbw * 2.0 * half, rs, double(mb << 20) / (rs * 1e6) * half, ag,
+                  double(mb << 20) / (ag * 1e6) * half);
     }
   }
   if (!lead || step_ms <= 0) return 0;

@@ -37,7 +37,8 @@ class Communicator {
   virtual void all_reduce_sum(float* data, size_t n) = 0;
   virtual void all_reduce_sum(double* data, size_t n) = 0;
   // In place: this rank's shard of data (n; shard_of(n, rank, size)) becomes the element-wise sum
-  // of that shard over ranks; the rest of data is left unspecified.
+  // of that shard over ranks; the rest of data is left unspecified (it may hold the sum too: on one
+  // machine the MPI world all-reduces, which is faster there).
   virtual void reduce_scatter_sum(float* data, size_t n) = 0;
   // data (n): every rank's shard (shard_of(n, rank, size)) sent to every rank, in place.
   virtual void all_gather(float* data, size_t n) = 0;
