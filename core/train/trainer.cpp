@@ -697,8 +697,9 @@ void Trainer::update_weights(double lr) {
   auto in_bf16 = [&](size_t i) {
     return weights.copy && ParameterLayout::matmul_weight(spans[i].tensor);
   };
-  optimizer_->step(weights.master, m.grads_flat(), lr, weights.copy, [&](size_t i) {
-    if (in_bf16(i)) {
+  // Two pointers: the std::function holds them without allocating.
+  optimizer_->step(weights.master, m.grads_flat(), lr, weights.copy, [this, &weights](size_t i) {
+    if (weights.copy && ParameterLayout::matmul_weight(sync_->spans()[i].tensor)) {
       sync_->gather(nullptr, weights.copy, i);
     } else {
       sync_->gather(weights.master, nullptr, i);
