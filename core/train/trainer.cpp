@@ -227,6 +227,9 @@ Trainer::Trainer(const TrainOptions& options, Communicator* world)
   }
   grad_accum_ = micro / ranks;
   if (ranks > 1) sync_ = std::make_unique<GradientSync>(*world_, *model_, opt_.zero != 0);
+  if (ranks == 1 && opt_.zero == 1) {
+    notes_.push_back("--zero 1 has no effect in a single process (it shards over mpirun's ranks)");
+  }
   {
     AdamWConfig adamw;
     adamw.weight_decay = opt_.weight_decay;
