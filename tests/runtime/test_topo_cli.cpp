@@ -68,6 +68,12 @@ TEST(TopoCli, RanksEachGetTheirOwnNumaNode) {
                            "rank 2 of 4: PUs 16-23\n", "rank 3 of 4: PUs 24-31\n"}) {
     EXPECT_NE(r.output.find(line), std::string::npos) << line << r.output;
   }
+  // Each rank's communication thread on its own threads' PUs (one per core), no other rank's.
+  for (const char* line : {"communication thread: PUs 0,2,4,6\n", "communication thread: PUs 8,10,12,14\n",
+                           "communication thread: PUs 16,18,20,22\n",
+                           "communication thread: PUs 24,26,28,30\n"}) {
+    EXPECT_NE(r.output.find(line), std::string::npos) << line << r.output;
+  }
   const Outcome bad = run("topo --ranks 0");
   EXPECT_EQ(bad.status, 2);
   EXPECT_NE(bad.output.find("--ranks: expected a positive number of ranks"), std::string::npos)

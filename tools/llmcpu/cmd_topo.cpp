@@ -1,6 +1,7 @@
 // `llmcpu topo`: prints the machine (packages, NUMA nodes with their memory, cores, PUs, caches)
 // and the thread plan that `train` and `verify` would apply, or only the plan as JSON. It binds
 // nothing, and with --topology / --topology-xml it describes a machine that is not this one.
+#include <algorithm>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -139,6 +140,12 @@ int run_topo(const std::vector<std::string>& args) {
       }
       std::printf("rank %d of %d: PUs %s\n", r, ranks, req.cpus.c_str());
       print_plan(plan, origin);
+      // The data-parallel communication thread may run on any of its rank's threads' PUs.
+      std::vector<int> pus;
+      for (const ThreadPlace& t : plan.threads) pus.push_back(t.pu);
+      std::sort(pus.begin(), pus.end());
+      pus.erase(std::unique(pus.begin(), pus.end()), pus.end());
+      std::printf("communication thread: PUs %s\n", format_index_list(pus).c_str());
     }
     return 0;
   }
