@@ -20,7 +20,8 @@ GradientSync::GradientSync(Communicator& world, Gpt2& model, bool zero)
       zero_(zero),
       grads_(model.grads_flat()),
       spans_(model.layout().spans()),
-      parts_(zero ? owned_parts(spans_, world.rank(), world.size()) : spans_) {
+      parts_(zero ? owned_parts(spans_, world.rank(), world.size()) : spans_),
+      others_(others_parts(spans_, parts_)) {
   buckets_.resize(model.config().num_layers + 1);
   for (size_t i = 0; i < spans_.size(); ++i) buckets_[spans_[i].layer + 1].push_back(i);
   queue_.resize(buckets_.size() + spans_.size());  // the most one step hands over

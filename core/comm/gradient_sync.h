@@ -35,9 +35,11 @@ class GradientSync final : public GradientHook {
   GradientSync& operator=(const GradientSync&) = delete;
 
   bool zero() const { return zero_; }
-  // The layout's spans and this rank's part of each (the whole span without ZeRO-1).
+  // The layout's spans, this rank's part of each (the whole span without ZeRO-1) and the other
+  // ranks' parts (others_parts: two runs per span, empty without ZeRO-1).
   const std::vector<ParameterSpan>& spans() const { return spans_; }
   const std::vector<ParameterSpan>& parts() const { return parts_; }
+  const std::vector<ParameterSpan>& others() const { return others_; }
 
   // Called by the backward pass: queues the sum of `layer`'s spans (-1: wte, wpe, lnfw, lnfb).
   void gradients_ready(int layer) override;
@@ -59,7 +61,7 @@ class GradientSync final : public GradientHook {
   float* grads_;
   float* params_ = nullptr;  // of the gathers
   bf16* copy_ = nullptr;
-  std::vector<ParameterSpan> spans_, parts_;
+  std::vector<ParameterSpan> spans_, parts_, others_;
   std::vector<std::vector<size_t>> buckets_;  // per layer + 1, the indices of its spans
   // Jobs, in the order they were handed over: b >= 0 sums bucket b, -1 - i gathers span i in
   // fp32, -1 - (spans + i) in bf16.

@@ -168,7 +168,10 @@ class MpiWorld final : public Communicator {
         const Shard s = shard_of(n, r, size_);
         const size_t begin = std::min(s.count, k * chunk), end = std::min(s.count, begin + chunk);
         counts_[r] = int(end - begin);
-        if (end > begin) std::memcpy(scratch_in_.data() + at, data + s.begin + begin, (end - begin) * sizeof(float));
+        if (end > begin) {
+          std::memcpy(scratch_in_.data() + at, data + s.begin + begin,
+                      (end - begin) * sizeof(float));
+        }
         at += end - begin;
       }
       check(MPI_Reduce_scatter(scratch_in_.data(), scratch_.data(), counts_.data(), MPI_FLOAT,

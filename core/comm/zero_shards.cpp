@@ -18,10 +18,17 @@ std::vector<ParameterSpan> owned_parts(const std::vector<ParameterSpan>& spans, 
   return parts;
 }
 
-size_t packed_size(const std::vector<ParameterSpan>& parts) {
-  size_t n = 0;
-  for (const ParameterSpan& p : parts) n += p.count;
-  return n;
+std::vector<ParameterSpan> others_parts(const std::vector<ParameterSpan>& spans,
+                                        const std::vector<ParameterSpan>& parts) {
+  std::vector<ParameterSpan> others;
+  others.reserve(2 * spans.size());
+  for (size_t i = 0; i < spans.size(); ++i) {
+    const ParameterSpan& s = spans[i];
+    const size_t own_end = parts[i].offset + parts[i].count;
+    others.push_back({s.offset, parts[i].offset - s.offset, s.tensor, s.layer});
+    others.push_back({own_end, s.offset + s.count - own_end, s.tensor, s.layer});
+  }
+  return others;
 }
 
 void repack(const std::vector<ParameterSpan>& spans, const void* from, int k, int K, float* to,

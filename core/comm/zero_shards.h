@@ -16,9 +16,12 @@ namespace llmcpu {
 
 // Rank `rank` of `ranks`'s part of each of `spans`, one per span in the same order (a part may be
 // empty: a span smaller than the world).
-std::vector<ParameterSpan> owned_parts(const std::vector<ParameterSpan>& spans, int rank, int ranks);
-// How many elements the parts hold together: the length of their packed array.
-size_t packed_size(const std::vector<ParameterSpan>& parts);
+std::vector<ParameterSpan> owned_parts(const std::vector<ParameterSpan>& spans, int rank,
+                                       int ranks);
+// The other ranks' parts of each span, given this rank's `parts` of `spans`: the runs before and
+// after its part (two per span, either may be empty).
+std::vector<ParameterSpan> others_parts(const std::vector<ParameterSpan>& spans,
+                                        const std::vector<ParameterSpan>& parts);
 
 // Copies into `to` (rank r of N's packed array) every element it shares with `from` (rank k of
 // K's packed array, not necessarily aligned: a mapped file's); elements that `from` does not hold

@@ -169,8 +169,7 @@ std::string state_shard_path(const std::string& state_path, uint32_t rank, uint3
 uint64_t write_state_shard(AtomicFileWriter& out, const StateShardHeader& h, const float* params,
                            std::span<const ParameterSpan> parts, std::span<const float> m,
                            std::span<const float> v) {
-  uint64_t Q = 0;
-  for (const ParameterSpan& p : parts) Q += p.count;
+  const uint64_t Q = packed_size(parts);
   if (Q != h.count || m.size() != Q || v.size() != Q) {
     throw Error("write_state_shard(" + out.path() + "): tensor sizes do not match the header");
   }

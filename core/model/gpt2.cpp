@@ -65,7 +65,9 @@ void Gpt2::refresh_bf16_weights() {
 }
 
 void Gpt2::release_master(const std::vector<ParameterSpan>& runs) {
-  if (!bf16_) throw Error("Gpt2::release_master: only a bf16 model computes without the fp32 master");
+  if (!bf16_) {
+    throw Error("Gpt2::release_master: only a bf16 model computes without the fp32 master");
+  }
   if (bf16_stale_) refresh_bf16_weights();
   const uintptr_t page = uintptr_t(sysconf(_SC_PAGESIZE));
   for (const ParameterSpan& r : runs) {
@@ -75,7 +77,8 @@ void Gpt2::release_master(const std::vector<ParameterSpan>& runs) {
       throw Error("Gpt2::release_master: a run outside the layers' matmul weights");
     }
     // The whole pages inside the run; what they held reads as zeros from now on.
-    const uintptr_t begin = uintptr_t(params_.data() + r.offset), end = begin + r.count * sizeof(float);
+    const uintptr_t begin = uintptr_t(params_.data() + r.offset);
+    const uintptr_t end = begin + r.count * sizeof(float);
     const uintptr_t first = (begin + page - 1) / page * page, last = end / page * page;
     if (last > first) {
       madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);

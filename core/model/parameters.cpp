@@ -30,6 +30,12 @@ ParameterLayout::ParameterLayout(const ModelConfig& c) {
 
 const char* ParameterLayout::name(int i) { return kNames[i]; }
 
+size_t packed_size(std::span<const ParameterSpan> runs) {
+  size_t n = 0;
+  for (const ParameterSpan& r : runs) n += r.count;
+  return n;
+}
+
 std::vector<ParameterSpan> ParameterLayout::spans() const {
   std::vector<ParameterSpan> out;
   for (int i = 0; i < kNumParameterTensors; ++i) {

@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstddef>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,9 @@ struct ParameterSpan {
   int tensor;  // 0..15, ParameterLayout order; -1 for a run that is not one tensor's
   int layer;   // -1 for the tensors outside the layers (wte, wpe, lnfw, lnfb)
 };
+
+// How many elements the runs hold together (the length of their packed array, ZeRO-1's).
+size_t packed_size(std::span<const ParameterSpan> runs);
 
 // Sizes (in elements), names and shapes of the 16 tensors, with their offsets in the flat arena.
 class ParameterLayout {

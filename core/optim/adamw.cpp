@@ -9,14 +9,6 @@
 
 namespace llmcpu {
 
-namespace {
-size_t total(const std::vector<ParameterSpan>& parts) {
-  size_t n = 0;
-  for (const ParameterSpan& p : parts) n += p.count;
-  return n;
-}
-}  // namespace
-
 AdamW::AdamW(size_t n, const AdamWConfig& config, const KernelTable& kernels,
              const Bf16Kernels* bf16_kernels)
     : AdamW(std::vector<ParameterSpan>{{0, n, -1, -1}}, config, kernels, bf16_kernels) {}
@@ -27,7 +19,7 @@ AdamW::AdamW(std::vector<ParameterSpan> parts, const AdamWConfig& config,
       kernels_(kernels),
       bf16_kernels_(bf16_kernels),
       parts_(std::move(parts)),
-      m_(total(parts_)),
+      m_(packed_size(parts_)),
       v_(m_.size()) {
   first_touch_zero(m_.data(), m_.size());  // AdamW kernel's partition: pages on its threads' nodes
   first_touch_zero(v_.data(), v_.size());

@@ -128,7 +128,8 @@ bool bind_helper_thread() {
       hwloc_bitmap_or(set, set, pu->cpuset);
     }
   }
-  const bool bound = !hwloc_bitmap_iszero(set) && hwloc_set_cpubind(hw, set, HWLOC_CPUBIND_THREAD) == 0;
+  const bool bound =
+      !hwloc_bitmap_iszero(set) && hwloc_set_cpubind(hw, set, HWLOC_CPUBIND_THREAD) == 0;
   hwloc_bitmap_free(set);
   return bound;
 }

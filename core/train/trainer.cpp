@@ -271,13 +271,8 @@ Trainer::Trainer(const TrainOptions& options, Communicator* world)
     // The bf16 model computes with the copy of the layers' matmul weights: of their fp32 master
     // this rank keeps its own parts only.
     std::vector<ParameterSpan> others;
-    const std::vector<ParameterSpan>& spans = sync_->spans();
-    const std::vector<ParameterSpan>& own = sync_->parts();
-    for (size_t i = 0; i < spans.size(); ++i) {
-      if (!ParameterLayout::matmul_weight(spans[i].tensor)) continue;
-      const size_t end = spans[i].offset + spans[i].count, own_end = own[i].offset + own[i].count;
-      others.push_back({spans[i].offset, own[i].offset - spans[i].offset, spans[i].tensor, -1});
-      others.push_back({own_end, end - own_end, spans[i].tensor, -1});
+    for (const ParameterSpan& r : sync_->others()) {
+      if (ParameterLayout::matmul_weight(r.tensor)) others.push_back(r);
     }
     model_->release_master(others);
   }
@@ -313,7 +308,8 @@ bool Trainer::take_checkpoint_folder() {
     if (!std::regex_match(name, m, shard_name)) continue;
     if (fs::exists(fs::path(dir) / (m[1].str() + ".bin"), ec)) continue;
     if (fs::remove(entry.path(), ec)) {
-      notes_.push_back("removed " + entry.path().string() + ", a shard of an unfinished checkpoint");
+      notes_.push_back("removed " + entry.path().string() +
+                       ", a shard of an unfinished checkpoint");
     }
   }
   return created;
@@ -482,7 +478,8 @@ std::string non_finite_packed(const float* p, size_t n, const char* what, int ra
 uint64_t Trainer::write_own_shard(const std::string& state_path) {
   const int rank = world_->rank(), ranks = world_->size();
   const size_t Q = optimizer_->size();
-  const StateShardHeader header{step_, uint32_t(rank), uint32_t(ranks), model_->num_parameters(), Q};
+  const StateShardHeader header{step_, uint32_t(rank), uint32_t(ranks), model_->num_parameters(),
+                                Q};
   const AdamW& adamw = *optimizer_;
   const Gpt2& model = *model_;  // the const params_flat(): saving does not mark the bf16 copy stale
   AtomicFileWriter out(state_shard_path(state_path, rank, ranks), "shard-write");
@@ -505,19 +502,27 @@ std::string Trainer::save_checkpoint_now() {
   const ParameterLayout& layout = model.layout();
   const AdamW& adamw = *optimizer_;
   std::string bad;
-  if (!sharded) bad = non_finite_message(model.params_flat(), layout, "weights");
-  if (bad.empty() && !sharded) bad = non_finite_message(adamw.m(), layout, "AdamW first moments");
-  if (bad.empty() && !sharded) bad = non_finite_message(adamw.v(), layout, "AdamW second moments");
-  for (const ParameterSpan& p : adamw.parts()) {
-    if (!bad.empty() || !sharded) break;
-    bad = non_finite_packed(model.params_flat() + p.offset, p.count, "weights", rank);
+  if (!sharded) {
+    using Named = std::pair<const float*, const char*>;
+    for (const auto& [flat, what] : {Named{model.params_flat(), "weights"},
+                                     Named{adamw.m(), "AdamW first moments"},
+                                     Named{adamw.v(), "AdamW second moments"}}) {
+      if (bad.empty()) bad = non_finite_message(flat, layout, what);
+    }
+  } else {  // this rank's parts
+    for (const ParameterSpan& p : adamw.parts()) {
+      if (!bad.empty()) break;
+      bad = non_finite_packed(model.params_flat() + p.offset, p.count, "weights", rank);
+    }
+    if (bad.empty()) bad = non_finite_packed(adamw.m(), adamw.size(), "AdamW first moments", rank);
+    if (bad.empty()) bad = non_finite_packed(adamw.v(), adamw.size(), "AdamW second moments", rank);
   }
-  if (bad.empty() && sharded) bad = non_finite_packed(adamw.m(), adamw.size(), "AdamW first moments", rank);
-  if (bad.empty() && sharded) bad = non_finite_packed(adamw.v(), adamw.size(), "AdamW second moments", rank);
   if (sharded) {  // every rank refuses, or none does
     double refusing = bad.empty() ? 0 : 1;
     world_->all_reduce_sum(&refusing, 1);
-    if (refusing > 0 && bad.empty()) bad = "another rank's training state is not finite (it says where)";
+    if (refusing > 0 && bad.empty()) {
+      bad = "another rank's training state is not finite (it says where)";
+    }
   }
   if (!bad.empty()) {
     throw TrainingError("not writing the checkpoint of step " + std::to_string(step_) + ": " +
@@ -561,7 +566,8 @@ std::string Trainer::save_checkpoint_now() {
       if (!failed.empty()) throw FileError(state_shard_path(state_path, rank, ranks), failed);
       if (failures > 0) {
         throw FileError(state_path, std::to_string(int(failures)) +
-                                        " other rank(s) could not write their shard (they say why)");
+                                        " other rank(s) could not write their shard (they say "
+                                        "why)");
       }
       for (int r = 0; r < ranks; ++r) world_->broadcast(&s.shard_checksums[r], sizeof(uint64_t), r);
       if (rank != 0) return model_path;
@@ -583,7 +589,9 @@ std::string Trainer::save_checkpoint_now() {
   }
   if (opt_.keep_checkpoints > 0) {
     const std::vector<int64_t> steps = list_checkpoints(dir);
-    for (size_t i = 0; i + opt_.keep_checkpoints < steps.size(); ++i) remove_checkpoint(dir, steps[i]);
+    for (size_t i = 0; i + opt_.keep_checkpoints < steps.size(); ++i) {
+      remove_checkpoint(dir, steps[i]);
+    }
   }
   return model_path;
 }
@@ -696,10 +704,6 @@ void Trainer::update_weights(double lr) {
   }
   // ZeRO-1: each part goes out while the optimizer works on the next; in bf16 the layers' matmul
   // weights go out as their bf16 copy (this rank keeps no fp32 master of the others' parts).
-  const std::vector<ParameterSpan>& spans = sync_->spans();
-  auto in_bf16 = [&](size_t i) {
-    return weights.copy && ParameterLayout::matmul_weight(spans[i].tensor);
-  };
   // Two pointers: the std::function holds them without allocating.
   optimizer_->step(weights.master, m.grads_flat(), lr, weights.copy, [this, &weights](size_t i) {
     if (weights.copy && ParameterLayout::matmul_weight(sync_->spans()[i].tensor)) {
@@ -713,13 +717,10 @@ void Trainer::update_weights(double lr) {
   if (!weights.copy) return;
   // The other ranks' parts of the other tensors arrived in fp32; their bf16 copy is rounded here.
   const auto to_bf16 = m.bf16_kernels()->to_bf16;
-  const std::vector<ParameterSpan>& own = sync_->parts();
-  for (size_t i = 0; i < spans.size(); ++i) {
-    if (in_bf16(i)) continue;
-    const size_t begin = spans[i].offset, end = begin + spans[i].count;
-    const size_t own_begin = own[i].offset, own_end = own_begin + own[i].count;
-    if (own_begin > begin) to_bf16(weights.copy + begin, weights.master + begin, own_begin - begin);
-    if (end > own_end) to_bf16(weights.copy + own_end, weights.master + own_end, end - own_end);
+  for (const ParameterSpan& r : sync_->others()) {
+    if (r.count > 0 && !ParameterLayout::matmul_weight(r.tensor)) {
+      to_bf16(weights.copy + r.offset, weights.master + r.offset, r.count);
+    }
   }
 }
 
@@ -730,8 +731,9 @@ void Trainer::check_replicas(int step) {
   uint64_t mine = 0;
   for (const ParameterSpan& s : m.layout().spans()) {
     const bool copy = m.params_bf16_flat() && ParameterLayout::matmul_weight(s.tensor);
-    const uint64_t h = copy ? train_state_checksum(m.params_bf16_flat() + s.offset, s.count * sizeof(bf16))
-                            : train_state_checksum(m.params_flat() + s.offset, s.count * sizeof(float));
+    const uint64_t h =
+        copy ? train_state_checksum(m.params_bf16_flat() + s.offset, s.count * sizeof(bf16))
+             : train_state_checksum(m.params_flat() + s.offset, s.count * sizeof(float));
     mine = (mine ^ h) * 0x9E3779B97F4A7C15ull;
   }
   uint64_t root = mine;

@@ -69,7 +69,8 @@ TEST(TopoCli, RanksEachGetTheirOwnNumaNode) {
     EXPECT_NE(r.output.find(line), std::string::npos) << line << r.output;
   }
   // Each rank's communication thread on its own threads' PUs (one per core), no other rank's.
-  for (const char* line : {"communication thread: PUs 0,2,4,6\n", "communication thread: PUs 8,10,12,14\n",
+  for (const char* line : {"communication thread: PUs 0,2,4,6\n",
+                           "communication thread: PUs 8,10,12,14\n",
                            "communication thread: PUs 16,18,20,22\n",
                            "communication thread: PUs 24,26,28,30\n"}) {
     EXPECT_NE(r.output.find(line), std::string::npos) << line << r.output;

@@ -122,7 +122,9 @@ TEST(Bf16Model, ReleasedMasterComputesWithTheCopy) {
   std::vector<ParameterSpan> runs;
   const ParameterLayout& layout = model->layout();
   for (int t = 0; t < kNumParameterTensors; ++t) {
-    if (ParameterLayout::matmul_weight(t)) runs.push_back({layout.offset(t), layout.size(t), t, -1});
+    if (ParameterLayout::matmul_weight(t)) {
+      runs.push_back({layout.offset(t), layout.size(t), t, -1});
+    }
   }
   const size_t whole = model->master_bytes();
   model->release_master(runs);
@@ -130,8 +132,9 @@ TEST(Bf16Model, ReleasedMasterComputesWithTheCopy) {
   EXPECT_LT(model->master_bytes(), whole);
   // Some of the released master now reads as zeros: nothing below may depend on it.
   size_t zeros = 0;
+  const float* master = static_cast<const Gpt2&>(*model).params_flat();
   for (const ParameterSpan& r : runs) {
-    for (size_t i = 0; i < r.count; ++i) zeros += static_cast<const Gpt2&>(*model).params_flat()[r.offset + i] == 0.0f;
+    for (size_t i = 0; i < r.count; ++i) zeros += master[r.offset + i] == 0.0f;
   }
   EXPECT_GT(zeros, 0u);
 

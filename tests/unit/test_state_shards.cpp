@@ -1,5 +1,6 @@
 // ZeRO-1's split of the training state (core/comm/zero_shards.h) and its files
-// (core/io/train_state.h): every rank's parts together cover each span exactly once; re-sharding a
+// (core/io/train_state.h): every rank's parts together cover each span exactly once, as does one
+// rank's part with the others' parts (others_parts); re-sharding a
 // state from K ranks to N puts every element where rank r of N keeps it, checked against packed
 // arrays built here element by element from the definition (rank r owns shard_of(span, r, N) of
 // each span, packed in flat order); a shard file reads back what was written and is refused, by
@@ -81,6 +82,17 @@ TEST(ZeroShards, SpansTileTheArenaAndPartsTileEverySpan) {
           for (size_t k = 0; k < parts[i].count; ++k) ++owners[parts[i].offset + k];
         }
         total += packed_size(parts);
+        // Its part and the others' parts cover the arena once.
+        std::vector<int> covered(layout.total(), 0);
+        const std::vector<ParameterSpan> others = others_parts(spans, parts);
+        ASSERT_EQ(others.size(), 2 * spans.size());
+        for (const auto* runs : {&parts, &others}) {
+          for (const ParameterSpan& p : *runs) {
+            for (size_t k = 0; k < p.count; ++k) ++covered[p.offset + k];
+          }
+        }
+        EXPECT_EQ(std::count(covered.begin(), covered.end(), 1), long(layout.total()))
+            << "rank " << r << " of " << N;
       }
       EXPECT_EQ(total, layout.total()) << N << " ranks";
       EXPECT_EQ(std::count(owners.begin(), owners.end(), 1), long(layout.total()))
