@@ -22,6 +22,18 @@ struct Shard {
 };
 Shard shard_of(size_t n, int rank, int size);
 
+// Memory that every rank of a world on one machine maps (an MPI-3 shared window): a block per
+// rank, each rank reading and writing any of them. What a rank wrote before fence() is seen by
+// every rank after it; between fences, no two ranks may touch the same bytes if one of them writes.
+class SharedMemory {
+ public:
+  virtual ~SharedMemory() = default;
+  // Rank r's block, 64-byte aligned (the same address range in every rank's view of it).
+  virtual void* block(int rank) const = 0;
+  // A barrier that also orders the memory: every rank waits here for the others.
+  virtual void fence() = 0;
+};
+
 class Communicator {
  public:
   virtual ~Communicator() = default;
@@ -47,6 +59,11 @@ class Communicator {
   // data (bytes) from `root` to every rank.
   virtual void broadcast(void* data, size_t bytes, int root) = 0;
   virtual void barrier() = 0;
+  // Collective. When every rank of the world is on this machine: memory shared by them, a block
+  // of `bytes` for this rank (the ranks may ask for different sizes). Otherwise null: a single
+  // process, ranks on several machines, or LLMCPU_SHARED_MEMORY=0 in the environment (to run the
+  // machines' path on one machine, for tests and measurements).
+  virtual std::unique_ptr<SharedMemory> share_memory(size_t bytes) { return nullptr; }
   // A collective that waits longer than this for the other ranks ends this process (and so, through
   // mpirun, the job) with a message naming the rank and the collective: a hung rank must not hang
   // the rest forever. No effect in a single process.

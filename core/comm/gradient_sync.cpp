@@ -1,5 +1,6 @@
 #include "core/comm/gradient_sync.h"
 
+#include <algorithm>
 #include <chrono>
 #include <exception>
 
@@ -77,6 +78,58 @@ void GradientSync::serve() {
   }
 }
 
+bool GradientSync::share_memory(Gpt2& model) {
+  if (!zero_ || model.master_released() || model.offload_active()) return false;
+  const size_t P = model.num_parameters();
+  const auto round_up = [](size_t bytes) { return (bytes + 63) / 64 * 64; };
+  const size_t grads = round_up(P * sizeof(float)), params = round_up(P * sizeof(float));
+  const bool with_copy = model.precision() == Precision::kBf16;
+  // Rank 0's block holds the weights after its gradients (the pages go to whichever rank touches
+  // them first: each rank its own parts, below).
+  const size_t weights = params + (with_copy ? round_up(P * sizeof(bf16)) : 0);
+  shared_ = world_.share_memory(grads + (world_.rank() == 0 ? weights : 0));
+  if (!shared_) return false;
+  char* const base = static_cast<char*>(shared_->block(0)) + grads;
+  float* const shared_params = reinterpret_cast<float*>(base);
+  bf16* const shared_copy = with_copy ? reinterpret_cast<bf16*>(base + params) : nullptr;
+  for (int r = 0; r < world_.size(); ++r) {
+    rank_grads_.push_back(static_cast<const float*>(shared_->block(r)));
+  }
+  float* const own_grads = static_cast<float*>(shared_->block(world_.rank()));
+  if (with_copy && !model.bf16_copy_current()) model.refresh_bf16_weights();
+  const Gpt2& m = model;
+  for (const ParameterSpan& p : parts_) {  // the ranks' weights are the same: each copies its parts
+    std::copy_n(m.params_flat() + p.offset, p.count, shared_params + p.offset);
+    if (with_copy) std::copy_n(m.params_bf16_flat() + p.offset, p.count, shared_copy + p.offset);
+  }
+  shared_->fence();
+  model.use_shared_memory(shared_params, own_grads, shared_copy);  // frees the model's own arrays
+  std::fill(own_grads, own_grads + P, 0.0f);  // touched after that: the peak stays lower
+  grads_ = own_grads;
+  scratch_.resize(kSumChunk);
+  return true;
+}
+
+void GradientSync::fence() { shared_->fence(); }
+
+void GradientSync::sum_shared(const ParameterSpan& part) {
+  // In rank order, the same whichever rank sums: ((g0 + g1) + g2) + ...; through a scratch chunk,
+  // as this rank's own gradients are both read and written.
+  const size_t N = rank_grads_.size();
+  float* acc = scratch_.data();
+  for (size_t at = 0; at < part.count; at += kSumChunk) {
+    const size_t n = std::min(kSumChunk, part.count - at), o = part.offset + at;
+    const float* a = rank_grads_[0] + o;
+    const float* b = rank_grads_[1] + o;
+    for (size_t i = 0; i < n; ++i) acc[i] = a[i] + b[i];
+    for (size_t r = 2; r < N; ++r) {
+      const float* g = rank_grads_[r] + o;
+      for (size_t i = 0; i < n; ++i) acc[i] += g[i];
+    }
+    std::copy_n(acc, n, grads_ + o);
+  }
+}
+
 void GradientSync::run(long job) {
   if (job < 0) {
     const size_t i = size_t(-1 - job);
@@ -86,6 +139,11 @@ void GradientSync::run(long job) {
       const ParameterSpan& s = spans_[i - spans_.size()];
       world_.all_gather(reinterpret_cast<uint16_t*>(copy_ + s.offset), s.count);
     }
+    return;
+  }
+  if (shared_) {
+    shared_->fence();  // every rank's backward is past this layer
+    for (size_t i : buckets_[job]) sum_shared(parts_[i]);
     return;
   }
   for (size_t i : buckets_[job]) {

@@ -5,16 +5,20 @@
 // part (reduce-scatter, core/comm/zero_shards.h). The trainer scales each rank's loss by 1 / (the
 // micro-batches of all ranks), so the sums are the averages and need no pass of their own. Update
 // (ZeRO-1): as the optimizer finishes a part, the thread sends it to the other ranks (all-gather)
-// while the optimizer goes on with the next. Open MPI makes no progress outside MPI calls, hence a
-// thread doing blocking collectives, bound to this rank's cores (bind_helper_thread); they go out
-// in the order the work is handed over, which is the same on every rank, so no result depends on
-// timing. Nothing is allocated per step.
+// while the optimizer goes on with the next. With every rank on one machine (share_memory), the
+// ranks keep one copy of the weights in memory they share and their gradients where the others
+// can read them: each rank sums its parts from the ranks' blocks (after a barrier per layer) and
+// updates them in place, and there is nothing to gather. Open MPI makes no progress outside MPI
+// calls, hence a thread doing blocking collectives, bound to this rank's cores
+// (bind_helper_thread); they go out in the order the work is handed over, which is the same on
+// every rank, so no result depends on timing. Nothing is allocated per step.
 // Deliberately not here: the optimizer's arithmetic, the loss (the trainer).
 #pragma once
 
 #include <condition_variable>
 #include <cstddef>
 #include <exception>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <utility>
@@ -41,6 +45,18 @@ class GradientSync final : public GradientHook {
   const std::vector<ParameterSpan>& parts() const { return parts_; }
   const std::vector<ParameterSpan>& others() const { return others_; }
 
+  // ZeRO-1 with every rank on this machine (Communicator::share_memory): moves the model's weights
+  // (in bf16 with their copy) into one array that all the ranks share, each writing only its own
+  // parts, and its gradients into a block per rank that the other ranks read. Summing a part then
+  // reads the ranks' gradients where they are, and the updated weights need no gather: fence()
+  // after the update makes them every rank's. Collective; false, changing nothing, where the world
+  // cannot share memory or without ZeRO-1.
+  bool share_memory(Gpt2& model);
+  bool shared() const { return shared_ != nullptr; }
+  // Shared memory: waits for every rank, after which each sees what the others wrote (their parts
+  // of the weights). The caller's thread, while nothing is queued.
+  void fence();
+
   // Called by the backward pass: queues the sum of `layer`'s spans (-1: wte, wpe, lnfw, lnfb).
   void gradients_ready(int layer) override;
   // ZeRO-1: queues sending this rank's part of span `i` of `params` (whole arena) to every rank,
@@ -55,6 +71,9 @@ class GradientSync final : public GradientHook {
  private:
   void serve();  // the communication thread
   void run(long job);
+  void sum_shared(const ParameterSpan& part);  // the ranks' gradients at `part`, into this rank's
+
+  static constexpr size_t kSumChunk = 4096;  // floats: a chunk of a shared sum stays in cache
 
   Communicator& world_;
   const bool zero_;
@@ -62,6 +81,9 @@ class GradientSync final : public GradientHook {
   float* params_ = nullptr;  // of the gathers
   bf16* copy_ = nullptr;
   std::vector<ParameterSpan> spans_, parts_, others_;
+  std::unique_ptr<SharedMemory> shared_;      // share_memory(): the weights, every rank's gradients
+  std::vector<const float*> rank_grads_;      // shared: each rank's gradient block
+  std::vector<float> scratch_;                // shared: a sum under way
   std::vector<std::vector<size_t>> buckets_;  // per layer + 1, the indices of its spans
   // Jobs, in the order they were handed over: b >= 0 sums bucket b, -1 - i gathers span i in
   // fp32, -1 - (spans + i) in bf16.

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <string>
 #include <thread>
 #include <vector>
@@ -86,6 +87,53 @@ struct Collective {
   ~Collective() { watchdog().leave(); }
 };
 
+// A shared window over MPI_COMM_WORLD (every rank on this machine), in a passive epoch on every
+// rank for its whole life (lock_all), so that MPI_Win_sync orders the loads and stores around
+// each barrier.
+class MpiSharedMemory final : public SharedMemory {
+ public:
+  MpiSharedMemory(size_t bytes, int ranks) : blocks_(ranks) {
+    MPI_Info info;
+    MPI_Info_create(&info);
+    // Each rank's block in pages of its own, placed by whoever touches them first (NUMA).
+    MPI_Info_set(info, "alloc_shared_noncontig", "true");
+    void* mine = nullptr;
+    const int status =
+        MPI_Win_allocate_shared(MPI_Aint(bytes + kAlign), 1, info, MPI_COMM_WORLD, &mine, &win_);
+    MPI_Info_free(&info);
+    check(status, "MPI_Win_allocate_shared");
+    MPI_Win_set_errhandler(win_, MPI_ERRORS_RETURN);
+    for (int r = 0; r < ranks; ++r) {
+      MPI_Aint size = 0;
+      int unit = 0;
+      void* base = nullptr;
+      check(MPI_Win_shared_query(win_, r, &size, &unit, &base), "MPI_Win_shared_query");
+      const uintptr_t at = (reinterpret_cast<uintptr_t>(base) + kAlign - 1) / kAlign * kAlign;
+      blocks_[r] = reinterpret_cast<void*>(at);
+    }
+    check(MPI_Win_lock_all(MPI_MODE_NOCHECK, win_), "MPI_Win_lock_all");
+  }
+  ~MpiSharedMemory() override {
+    // Freeing is collective: a rank leaving by an exception does not wait for the others here
+    // (it ends the job instead), and the memory goes with the process.
+    if (std::uncaught_exceptions() > 0) return;
+    MPI_Win_unlock_all(win_);
+    MPI_Win_free(&win_);
+  }
+  void* block(int rank) const override { return blocks_[rank]; }
+  void fence() override {
+    Collective c("MPI_Barrier");
+    check(MPI_Win_sync(win_), "MPI_Win_sync");
+    check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
+    check(MPI_Win_sync(win_), "MPI_Win_sync");
+  }
+
+ private:
+  static constexpr uintptr_t kAlign = 64;
+  MPI_Win win_ = MPI_WIN_NULL;
+  std::vector<void*> blocks_;
+};
+
 class MpiWorld final : public Communicator {
  public:
   MpiWorld() {
@@ -127,6 +175,11 @@ class MpiWorld final : public Communicator {
         throw UsageError("LLMCPU_REDUCE_SCATTER=" + h + ": expected rounds or allreduce");
       }
       reduce_scatter_in_rounds_ = h == "rounds";
+    }
+    if (const char* shared = std::getenv("LLMCPU_SHARED_MEMORY")) {
+      const std::string s = shared;
+      if (s != "0" && s != "1") throw UsageError("LLMCPU_SHARED_MEMORY=" + s + ": expected 0 or 1");
+      share_memory_ = s == "1";
     }
     MPI_Comm_free(&local);
     counts_.resize(size_);
@@ -202,6 +255,11 @@ class MpiWorld final : public Communicator {
   }
   void abort(int code) override { MPI_Abort(MPI_COMM_WORLD, code); }
 
+  std::unique_ptr<SharedMemory> share_memory(size_t bytes) override {
+    if (machines_ > 1 || !share_memory_) return nullptr;
+    return std::make_unique<MpiSharedMemory>(bytes, size_);
+  }
+
  private:
   static constexpr size_t kMaxCount = 1u << 30;  // MPI counts are ints
   // Collectives go out in pieces of at most this many bytes: Open MPI 4.1's all-reduce for larger
@@ -246,6 +304,7 @@ class MpiWorld final : public Communicator {
 
   int machines_ = 1;
   bool reduce_scatter_in_rounds_ = false;  // else all-reduce (reduce_scatter_sum)
+  bool share_memory_ = true;               // on one machine (share_memory)
   std::vector<int> counts_, displs_;
   // A reduce-scatter round's input (all ranks' chunks) and this rank's part of its sum.
   std::vector<float> scratch_in_ = std::vector<float>(kPieceBytes / sizeof(float));

@@ -1,7 +1,8 @@
 // ZeRO-1's split of the optimizer over ranks: of every span of the parameter layout
 // (ParameterLayout::spans: a tensor, or one layer's slice of one), rank r of N owns the part
 // shard_of(span.count, r, N) gives. The owner alone reduces that part's gradient (reduce-scatter),
-// keeps its AdamW moments, updates it and sends the result to the others (all-gather). A rank's
+// keeps its AdamW moments, updates it and sends the result to the others (all-gather; on one
+// machine the ranks share the weights, GradientSync::share_memory). A rank's
 // moments, and its file in a checkpoint, hold its parts packed one after another in flat order, so
 // the packed array of rank 0 of 1 is the flat array itself. Deliberately not here: the collectives
 // (core/comm/gradient_sync), the arithmetic (core/optim/adamw).

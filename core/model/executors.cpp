@@ -4,7 +4,12 @@ namespace llmcpu {
 
 Bf16Executor::Bf16Executor(const KernelTable& k, const Bf16Kernels& h, const float* master,
                            size_t count)
-    : Fp32Executor{k}, h_(h), master_(master), copy_(count) {
+    : Fp32Executor{k},
+      h_(h),
+      master_(master),
+      copy_(count),
+      copy_data_(copy_.data()),
+      count_(count) {
   refresh();  // first touch by the converting threads
 }
 

@@ -81,9 +81,15 @@ class Bf16Executor : public Fp32Executor {
   // Sizes the attention scratch for B x T tokens.
   void plan(int B, int T, int C);
   // Rounds the master weights into the copy (after a write the executor did not see).
-  void refresh() { h_.to_bf16(copy_.data(), master_, copy_.size()); }
-  bf16* copy() { return copy_.data(); }
-  const bf16* copy() const { return copy_.data(); }
+  void refresh() { h_.to_bf16(copy_data_, master_, count_); }
+  bf16* copy() { return copy_data_; }
+  const bf16* copy() const { return copy_data_; }
+  // From now on the master is at `master` and the copy at `copy`, memory the caller owns (shared
+  // by the ranks of a machine: Gpt2::use_shared_memory); the executor's own copy is freed.
+  void use_shared_memory(const float* master, bf16* copy) {
+    master_ = master, copy_data_ = copy;
+    copy_ = AlignedBuffer<bf16>();
+  }
   const Bf16Kernels& bf16_kernels() const { return h_; }
 
   void layernorm_forward(bf16* out, float* mean, float* rstd, const float* inp, const float* weight,
@@ -108,11 +114,13 @@ class Bf16Executor : public Fp32Executor {
   }
 
  private:
-  const bf16* copy_of(const float* weight) const { return copy_.data() + (weight - master_); }
+  const bf16* copy_of(const float* weight) const { return copy_data_ + (weight - master_); }
 
   const Bf16Kernels& h_;
   const float* master_;
-  AlignedBuffer<bf16> copy_;   // same layout as the master
+  AlignedBuffer<bf16> copy_;  // same layout as the master (empty once shared)
+  bf16* copy_data_;           // copy_, or the shared copy
+  size_t count_;
   AlignedBuffer<float> atty_;  // (B, T, C)
 };
 

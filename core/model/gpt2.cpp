@@ -23,10 +23,11 @@ Gpt2::Gpt2(const ModelConfig& config, const KernelTable& kernels, Precision prec
   validate(config_, "model");
   params_ = AlignedBuffer<float>(layout_.total());
   grads_ = AlignedBuffer<float>(layout_.total());
+  params_data_ = params_.data(), grads_data_ = grads_.data();
   first_touch_zero(params_.data(), params_.size());  // NUMA: pages land where the threads use them
   first_touch_zero(grads_.data(), grads_.size());
-  p_ = ParameterViews<float>::carve(params_.data(), layout_);
-  g_ = ParameterViews<float>::carve(grads_.data(), layout_);
+  p_ = ParameterViews<float>::carve(params_data_, layout_);
+  g_ = ParameterViews<float>::carve(grads_data_, layout_);
   if (precision_ == Precision::kBf16) {
     bf16_ = std::make_unique<Bf16Executor>(kernels_,
                                            bf16_kernels ? *bf16_kernels : active_bf16_kernels(),
@@ -49,7 +50,7 @@ std::string Gpt2::kernels_summary() const {
 float* Gpt2::params_flat() {
   bf16_stale_ = bf16_ != nullptr;
   device_stale_ = device_ != nullptr;
-  return params_.data();
+  return params_data_;
 }
 
 const bf16* Gpt2::params_bf16_flat() const { return bf16_ ? bf16_->copy() : nullptr; }
@@ -59,6 +60,10 @@ void Gpt2::refresh_bf16_weights() {
   if (master_released_) {
     throw Error("the bf16 weight copy cannot be rebuilt: this rank keeps the fp32 master of the "
                 "matmul weights for its own parts only (ZeRO-1)");
+  }
+  if (shared_) {
+    throw Error("the bf16 weight copy cannot be rebuilt by one rank: the ranks of this machine "
+                "share it and each keeps its own parts current (ZeRO-1)");
   }
   bf16_->refresh();
   bf16_stale_ = false;
@@ -77,7 +82,7 @@ void Gpt2::release_master(const std::vector<ParameterSpan>& runs) {
       throw Error("Gpt2::release_master: a run outside the layers' matmul weights");
     }
     // The whole pages inside the run; what they held reads as zeros from now on.
-    const uintptr_t begin = uintptr_t(params_.data() + r.offset);
+    const uintptr_t begin = uintptr_t(params_data_ + r.offset);
     const uintptr_t end = begin + r.count * sizeof(float);
     const uintptr_t first = (begin + page - 1) / page * page, last = end / page * page;
     if (last > first) {
@@ -90,10 +95,24 @@ void Gpt2::release_master(const std::vector<ParameterSpan>& runs) {
 
 size_t Gpt2::master_bytes() const { return num_parameters() * sizeof(float) - released_bytes_; }
 
+void Gpt2::use_shared_memory(float* params, float* grads, bf16* copy) {
+  if (master_released_ || device_ || (bf16_ != nullptr) != (copy != nullptr)) {
+    throw Error("Gpt2::use_shared_memory: only for a model with its whole master, no plugin, and "
+                "a copy exactly in bf16");
+  }
+  params_data_ = params, grads_data_ = grads;
+  p_ = ParameterViews<float>::carve(params_data_, layout_);
+  g_ = ParameterViews<float>::carve(grads_data_, layout_);
+  if (bf16_) bf16_->use_shared_memory(params, copy);
+  params_ = AlignedBuffer<float>(), grads_ = AlignedBuffer<float>();
+  bf16_stale_ = false;
+  shared_ = true;
+}
+
 Gpt2::UpdateSpans Gpt2::weights_for_update() {
   if (bf16_stale_) refresh_bf16_weights();  // the copy must be current where the update skips
   device_stale_ = device_ != nullptr;
-  return {params_.data(), bf16_ ? bf16_->copy() : nullptr};
+  return {params_data_, bf16_ ? bf16_->copy() : nullptr};
 }
 
 void Gpt2::refresh_weight_copies() {
@@ -111,7 +130,7 @@ OffloadOutcome Gpt2::enable_offload(const std::string& path, const PluginOpenOpt
                   precision_name(precision_) + "; running on the CPU";
     return out;
   }
-  device_ = OffloadDevice::open(path, params_.data(), params_.size(), &out, options);
+  device_ = OffloadDevice::open(path, params_data_, num_parameters(), &out, options);
   return out;
 }
 
@@ -194,8 +213,8 @@ float Gpt2::forward(const int* inputs, const int* targets, int B, int T) {
 }
 
 void Gpt2::zero_grad() {
-  float* g = grads_.data();
-  const size_t n = grads_.size();
+  float* g = grads_data_;
+  const size_t n = num_parameters();
 #pragma omp parallel for schedule(static)
   for (size_t i = 0; i < n; ++i) g[i] = 0.0f;
 }

@@ -64,9 +64,9 @@ class Gpt2 {
   // The fp32 master weights. Writing through the non-const pointer marks the weights' copies (bf16,
   // device) stale; they are refreshed before the next forward pass.
   float* params_flat();
-  const float* params_flat() const { return params_.data(); }
-  float* grads_flat() { return grads_.data(); }
-  const float* grads_flat() const { return grads_.data(); }
+  const float* params_flat() const { return params_data_; }
+  float* grads_flat() { return grads_data_; }
+  const float* grads_flat() const { return grads_data_; }
   const ParameterViews<float>& params() const { return p_; }
   const ParameterViews<float>& grads() const { return g_; }
 
@@ -84,6 +84,13 @@ class Gpt2 {
   // after a write through params_flat(). Generation reads the copy too.
   void release_master(const std::vector<ParameterSpan>& runs);
   bool master_released() const { return master_released_; }
+  // Data parallelism on one machine (GradientSync::share_memory): from now on the model computes
+  // with the fp32 weights at `params` and, in bf16, the copy at `copy`, and adds its gradients at
+  // `grads`: memory laid out as params_flat(), owned and filled by the caller (weights shared by
+  // the ranks of the machine, each of which updates its own parts). The model's own arrays are
+  // freed. No one rank can rebuild a shared copy: refresh_bf16_weights() throws from now on, and
+  // so does a forward pass after a write through params_flat().
+  void use_shared_memory(float* params, float* grads, bf16* copy);
   size_t master_bytes() const;  // the fp32 master's memory still held
   // For an optimizer that updates the master weights and writes their bf16 copy in the same pass
   // (Bf16Kernels::adamw_update): the copy is taken as current afterwards, a device's copy as stale.
@@ -136,8 +143,10 @@ class Gpt2 {
   ParameterLayout layout_;
   const KernelTable& kernels_;
   Precision precision_;
-  AlignedBuffer<float> params_;  // flat, ParameterLayout order
+  AlignedBuffer<float> params_;  // flat, ParameterLayout order (empty once shared)
   AlignedBuffer<float> grads_;   // flat, same layout
+  float* params_data_;           // params_, or the shared weights (use_shared_memory)
+  float* grads_data_;            // grads_, or this rank's shared block
   ParameterViews<float> p_{};
   ParameterViews<float> g_{};
   std::unique_ptr<Bf16Executor> bf16_;     // bf16 only
@@ -145,6 +154,7 @@ class Gpt2 {
   bool bf16_stale_ = false;                // the bf16 copy lags the master
   bool device_stale_ = false;              // the device's copy lags the master
   bool master_released_ = false;           // release_master() was called
+  bool shared_ = false;                    // use_shared_memory() was called
   size_t released_bytes_ = 0;
   ActivationArena arena_;
   AlignedBuffer<int> inputs_;   // (B, T) of the last forward pass, kept for the backward pass

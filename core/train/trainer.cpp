@@ -230,18 +230,6 @@ Trainer::Trainer(const TrainOptions& options, Communicator* world)
   if (ranks == 1 && opt_.zero == 1) {
     notes_.push_back("--zero 1 has no effect in a single process (it shards over mpirun's ranks)");
   }
-  {
-    AdamWConfig adamw;
-    adamw.weight_decay = opt_.weight_decay;
-    std::vector<ParameterSpan> parts{{0, model_->num_parameters(), -1, -1}};
-    if (zero()) parts = sync_->parts();
-    optimizer_ = std::make_unique<AdamW>(std::move(parts), adamw, model_->kernels(),
-                                         model_->bf16_kernels());
-  }
-  if (resume_files_) restore_optimizer();
-  optimizer_bytes_.assign(ranks, 0.0);
-  optimizer_bytes_[world_->rank()] = double(optimizer_->bytes());
-  world_->all_reduce_sum(optimizer_bytes_.data(), optimizer_bytes_.size());
   check_replicas_ = ranks > 1 && std::getenv("LLMCPU_CHECK_REPLICAS") != nullptr &&
                     std::string(std::getenv("LLMCPU_CHECK_REPLICAS")) == "1";
   // Every shape the run computes is planned here (validation uses the training shape): the steps,
@@ -267,15 +255,31 @@ Trainer::Trainer(const TrainOptions& options, Communicator* world)
     }
   }
   check_ranks_agree();
-  if (zero() && precision_ == Precision::kBf16) {
-    // The bf16 model computes with the copy of the layers' matmul weights: of their fp32 master
-    // this rank keeps its own parts only.
+  // ZeRO-1 on one machine: one copy of the weights in memory that the ranks share (no gather).
+  if (zero()) shared_weights_ = sync_->share_memory(*model_);
+  if (zero() && !shared_weights_ && precision_ == Precision::kBf16) {
+    // Between machines the bf16 model computes with the copy of the layers' matmul weights: of
+    // their fp32 master this rank keeps its own parts only.
     std::vector<ParameterSpan> others;
     for (const ParameterSpan& r : sync_->others()) {
       if (ParameterLayout::matmul_weight(r.tensor)) others.push_back(r);
     }
     model_->release_master(others);
   }
+  // The moments are made (and touched) after the model's own arrays went to shared memory, so the
+  // two are never held at once.
+  {
+    AdamWConfig adamw;
+    adamw.weight_decay = opt_.weight_decay;
+    std::vector<ParameterSpan> parts{{0, model_->num_parameters(), -1, -1}};
+    if (zero()) parts = sync_->parts();
+    optimizer_ = std::make_unique<AdamW>(std::move(parts), adamw, model_->kernels(),
+                                         model_->bf16_kernels());
+  }
+  if (resume_files_) restore_optimizer();
+  optimizer_bytes_.assign(ranks, 0.0);
+  optimizer_bytes_[world_->rank()] = double(optimizer_->bytes());
+  world_->all_reduce_sum(optimizer_bytes_.data(), optimizer_bytes_.size());
   master_bytes_.assign(ranks, 0.0);
   master_bytes_[world_->rank()] = double(model_->master_bytes());
   world_->all_reduce_sum(master_bytes_.data(), master_bytes_.size());
@@ -700,6 +704,17 @@ void Trainer::update_weights(double lr) {
   const Gpt2::UpdateSpans weights = m.weights_for_update();  // bf16: the copy too, same pass
   if (!zero()) {
     optimizer_->step(weights.master, m.grads_flat(), lr, weights.copy);
+    return;
+  }
+  if (shared_weights_) {
+    // Each rank updates its parts of the shared weights (and their bf16 copy) in place; once every
+    // rank is past the fence, every rank computes with all of them.
+    optimizer_->step(weights.master, m.grads_flat(), lr, weights.copy);
+    const auto start = std::chrono::steady_clock::now();
+    sync_->fence();
+    const double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    comm_busy_ms_ += ms, comm_waited_ms_ += ms;
     return;
   }
   // ZeRO-1: each part goes out while the optimizer works on the next; in bf16 the layers' matmul

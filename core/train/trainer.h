@@ -143,6 +143,9 @@ class Trainer {
   const TrainOptions& options() const { return opt_; }
   const std::vector<std::string>& notes() const { return notes_; }
   bool zero() const { return sync_ && sync_->zero(); }
+  // ZeRO-1 with one copy of the weights shared by the ranks of this machine
+  // (GradientSync::share_memory).
+  bool shared_weights() const { return shared_weights_; }
   // The AdamW moments and the fp32 master weights each rank holds, in bytes, index = rank (the same
   // on every rank). Under ZeRO-1 the moments are each rank's parts; in bf16 so is the fp32 master
   // of the layers' matmul weights (the model computes with their bf16 copy).
@@ -191,6 +194,7 @@ class Trainer {
   std::unique_ptr<Communicator> own_world_;  // the single process, when no world was given
   Communicator* world_;
   std::unique_ptr<GradientSync> sync_;  // with more than one rank
+  bool shared_weights_ = false;
   std::vector<double> optimizer_bytes_, master_bytes_;
   bool check_replicas_ = false;
   double comm_busy_ms_ = 0, comm_waited_ms_ = 0;  // this step's

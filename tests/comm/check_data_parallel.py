@@ -11,8 +11,10 @@ rounding may land on the other side). Over 10 steps AdamW amplifies such differe
 whose gradient is near zero can change the sign of its update), so the final weights are held to
 the same run's own sensitivity: one process regrouping the very same tokens (B=4 x 2 micro-batches
 instead of B=2 x 4) moves them by some amount, and the ranks may move them at most twice that (or,
-in bf16, whose model file rounds every weight, by up to one bf16 unit in the last place). A
-shuffled 2-rank run is checked on its losses; two identical 2-rank runs must write byte-identical
+in bf16, whose model file rounds every weight, by up to one bf16 unit in the last place). ZeRO-1
+runs both ways a single machine allows: with the weights in memory the ranks share (the default) and
+with the collectives alone (LLMCPU_SHARED_MEMORY=0, as between machines); at 2 ranks the two write
+the same bytes. A shuffled 2-rank run is checked on its losses; two identical 2-rank runs must write byte-identical
 files, checkpoints included: nothing may depend on timing. Resuming: at the same ranks bit for bit;
 at other ranks, in one process, or from a --zero 0 run within the same bounds; a state shard missing
 or of another world size is refused by name. In fp32 also: a killed or hung rank, ranks started
@@ -73,7 +75,7 @@ def main():
     os.makedirs(a.out, exist_ok=True)
     bound = 1e-5 if a.precision == "fp32" else 2.0**-8
 
-    def train(ranks, save, steps=STEPS, batch=2, shuffle=False, extra=(), dry=False):
+    def train(ranks, save, steps=STEPS, batch=2, shuffle=False, extra=(), dry=False, shared=True):
         args = [a.llmcpu, "train", "--model", os.path.join(a.fixtures, "tiny_model.bin"),
                 "--train-data", os.path.join(a.fixtures, "tiny_train.bin"), "-b", str(batch),
                 "-t", "8", "--total-batch", "64", "--steps", str(steps), "--lr", "1e-3",
@@ -86,9 +88,12 @@ def main():
             return args
         if ranks == 0:
             return run(args, "llmcpu train (one process)")
+        # shared=False: the collectives alone, as between machines (no weights in shared memory).
+        env = ["-x", f"LLMCPU_SHARED_MEMORY={int(shared)}"]
         return run(["timeout", "120", a.mpirun, "-np", str(ranks), "--oversubscribe", "--bind-to",
-                    "none", "-x", "OMP_NUM_THREADS=1", "-x", "LLMCPU_CHECK_REPLICAS=1"] + args,
-                   f"mpirun -np {ranks} llmcpu train {' '.join(extra)}")
+                    "none", "-x", "OMP_NUM_THREADS=1", "-x", "LLMCPU_CHECK_REPLICAS=1"] + env + args,
+                   f"mpirun -np {ranks} llmcpu train {' '.join(extra)}" +
+                   ("" if shared else " (LLMCPU_SHARED_MEMORY=0)"))
 
     def path(name):
         return os.path.join(a.out, name)
@@ -105,16 +110,22 @@ def main():
     train(0, path("regrouped.bin"), batch=4)
     floor = relative_norm(weights(path("regrouped.bin")), base_w)
     print(f"one process, B=4 x 2 against B=2 x 4: final weights relative difference {floor:.2e}")
-    for n, zero in ((2, "1"), (4, "1"), (2, "0")):
-        name, flags = f"ranks{n}" + ("" if zero == "1" else "_zero0"), ["--zero", zero]
-        what = f"{n} ranks, --zero {zero}"
-        output = train(n, path(f"{name}.bin"), extra=flags)
+    for n, zero, shared in ((2, "1", True), (4, "1", True), (2, "1", False), (4, "1", False),
+                            (2, "0", True)):
+        name = f"ranks{n}" + ("" if zero == "1" else "_zero0") + ("" if shared else "_unshared")
+        flags = ["--zero", zero]
+        what = f"{n} ranks, --zero {zero}" + ("" if shared else ", LLMCPU_SHARED_MEMORY=0")
+        output = train(n, path(f"{name}.bin"), extra=flags, shared=shared)
         ours = losses(output, what)
         if zero == "1":
             check("ZeRO-1 over" in output, f"{what}: no per-rank optimizer memory line:\n{output}")
+        # ZeRO-1 on one machine keeps one copy of the weights in shared memory; without ZeRO-1 or
+        # with the collectives alone, every rank has its own.
+        said = "one copy in memory shared by the" in output
+        check(said == (zero == "1" and shared), f"{what}: shared weights line {said}:\n{output}")
         for i, (x, y) in enumerate(zip(ours, base)):
             check(abs(x - y) <= bound * abs(y), f"{what}, step {i + 1}: loss {x} vs {y}")
-        train(n, path(f"{name}_step.bin"), steps=1, extra=flags)
+        train(n, path(f"{name}_step.bin"), steps=1, extra=flags, shared=shared)
         first = relative_norm(weights(path(f"{name}_step.bin")), weights(path("one_step.bin")))
         final = relative_norm(weights(path(f"{name}.bin")), base_w)
         print(f"{what}: weights after 1 step {first:.2e}, after {STEPS} steps {final:.2e}")
@@ -126,9 +137,16 @@ def main():
     for i, (x, y) in enumerate(zip(ours, shuffled)):
         check(abs(x - y) <= bound * abs(y), f"2 ranks shuffled, step {i + 1}: loss {x} vs {y}")
     check(shuffled != base, "shuffling did not change the batches")
-    train(2, path("ranks2_again.bin"))
-    with open(path("ranks2_again.bin"), "rb") as x, open(path("ranks2.bin"), "rb") as y:
-        check(x.read() == y.read(), "two identical 2-rank runs wrote different model files")
+    for suffix, shared in (("", True), ("_unshared", False)):
+        train(2, path(f"ranks2_again{suffix}.bin"), shared=shared)
+        with open(path(f"ranks2_again{suffix}.bin"), "rb") as x, \
+                open(path(f"ranks2{suffix}.bin"), "rb") as y:
+            check(x.read() == y.read(),
+                  f"two identical 2-rank runs wrote different model files ({suffix or 'shared'})")
+    # Two ranks' sum is g0 + g1 whichever rank adds or in whatever order MPI does (IEEE addition
+    # commutes), so the shared-memory sums and the collectives' give the same bits.
+    with open(path("ranks2_unshared.bin"), "rb") as x, open(path("ranks2.bin"), "rb") as y:
+        check(x.read() == y.read(), "2 ranks with LLMCPU_SHARED_MEMORY=0 wrote another model file")
     resume_and_refusals(a, train, path, check, bound)
     if a.precision == "fp32":
         killed_rank_ends_the_job(a, train, path, check)

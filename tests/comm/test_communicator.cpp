@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <numeric>
+#include <string>
 #include <vector>
 
 #include "core/comm/communicator.h"
@@ -146,6 +147,40 @@ TEST(World, BroadcastFromTheLastRank) {
     EXPECT_EQ(wrong, 0u) << bytes << " bytes";
   }
   w.barrier();
+}
+
+// Memory shared by the ranks of one machine (every mpirun of these tests runs on one): blocks of
+// different sizes per rank, each filled by its rank and read by all after a fence; then every rank
+// writes into the next rank's block, which that rank reads after the next fence.
+TEST(World, SharedMemoryShowsEveryRankTheOthersBlocks) {
+  Communicator& w = world();
+  const int N = w.size(), me = w.rank();
+  const auto floats = [](int r) { return size_t(1001) * (r + 1) + (size_t(r) << 20); };
+  std::unique_ptr<SharedMemory> shared = w.share_memory(floats(me) * sizeof(float));
+  const char* off = std::getenv("LLMCPU_SHARED_MEMORY");
+  const bool expected = launched_by_mpirun() && !(off && std::string(off) == "0");
+  ASSERT_EQ(shared != nullptr, expected) << "a world on one machine shares memory, unless "
+                                            "LLMCPU_SHARED_MEMORY=0 or it is a single process";
+  if (!shared) GTEST_SKIP() << "no shared memory in this world (checked above)";
+  float* mine = static_cast<float*>(shared->block(me));
+  for (size_t i = 0; i < floats(me); ++i) mine[i] = contribution(me, i);
+  shared->fence();
+  for (int r = 0; r < N; ++r) {
+    const float* theirs = static_cast<const float*>(shared->block(r));
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(theirs) % 64, 0u) << "rank " << r << "'s block";
+    size_t wrong = 0;
+    for (size_t i = 0; i < floats(r); ++i) wrong += theirs[i] != contribution(r, i);
+    EXPECT_EQ(wrong, 0u) << "rank " << r << "'s block, as rank " << me << " sees it";
+  }
+  shared->fence();  // everyone has read: the blocks may change
+  float* next = static_cast<float*>(shared->block((me + 1) % N));
+  for (size_t i = 0; i < floats(0); ++i) next[i] = contribution(me, i) + 1;
+  shared->fence();
+  const int previous = (me + N - 1) % N;
+  size_t wrong = 0;
+  for (size_t i = 0; i < floats(0); ++i) wrong += mine[i] != contribution(previous, i) + 1;
+  EXPECT_EQ(wrong, 0u) << "rank " << previous << "'s writes into rank " << me << "'s block";
+  shared->fence();
 }
 
 }  // namespace

@@ -70,7 +70,16 @@ void print_optimizer_memory(const Trainer& trainer, const Gpt2& m) {
   }
   std::printf("optimizer: AdamW moments per rank: %s (ZeRO-1 over %zu ranks; whole %.1f MiB)\n",
               per_rank_mib(moments).c_str(), ranks, 2 * whole);
-  if (m.precision() == Precision::kBf16) {
+  if (trainer.shared_weights()) {
+    char copy[48] = "";
+    if (m.precision() == Precision::kBf16) {
+      std::snprintf(copy, sizeof copy, ", bf16 copy %.1f MiB", whole / 2);
+    }
+    std::printf("weights: one copy in memory shared by the %zu ranks of this machine (fp32 %.1f "
+                "MiB%s), each rank updating its own parts; gradients summed where the ranks "
+                "wrote them\n",
+                ranks, whole, copy);
+  } else if (m.precision() == Precision::kBf16) {
     std::printf("optimizer: fp32 master weights per rank: %s (the layers' matmul weights sharded, "
                 "the model computes with their bf16 copy; whole %.1f MiB)\n",
                 per_rank_mib(trainer.master_bytes()).c_str(), whole);
