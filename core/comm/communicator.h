@@ -61,9 +61,12 @@ class Communicator {
   virtual void barrier() = 0;
   // Collective. When every rank of the world is on this machine: memory shared by them, a block
   // of `bytes` for this rank (the ranks may ask for different sizes). Otherwise null: a single
-  // process, ranks on several machines, or LLMCPU_SHARED_MEMORY=0 in the environment (to run the
-  // machines' path on one machine, for tests and measurements).
-  virtual std::unique_ptr<SharedMemory> share_memory(size_t bytes) { return nullptr; }
+  // process, ranks on several machines, LLMCPU_SHARED_MEMORY=0 in the environment (to run the
+  // machines' path on one machine, for tests and measurements), or too little room where the
+  // memory would live (a container's small /dev/shm), which `why_not` then explains.
+  virtual std::unique_ptr<SharedMemory> share_memory(size_t bytes, std::string* why_not) {
+    return nullptr;
+  }
   // A collective that waits longer than this for the other ranks ends this process (and so, through
   // mpirun, the job) with a message naming the rank and the collective: a hung rank must not hang
   // the rest forever. No effect in a single process.

@@ -78,7 +78,7 @@ void GradientSync::serve() {
   }
 }
 
-bool GradientSync::share_memory(Gpt2& model) {
+bool GradientSync::share_memory(Gpt2& model, std::string* why_not) {
   if (!zero_ || model.master_released() || model.offload_active()) return false;
   const size_t P = model.num_parameters();
   const auto round_up = [](size_t bytes) { return (bytes + 63) / 64 * 64; };
@@ -87,7 +87,7 @@ bool GradientSync::share_memory(Gpt2& model) {
   // Rank 0's block holds the weights after its gradients (the pages go to whichever rank touches
   // them first: each rank its own parts, below).
   const size_t weights = params + (with_copy ? round_up(P * sizeof(bf16)) : 0);
-  shared_ = world_.share_memory(grads + (world_.rank() == 0 ? weights : 0));
+  shared_ = world_.share_memory(grads + (world_.rank() == 0 ? weights : 0), why_not);
   if (!shared_) return false;
   char* const base = static_cast<char*>(shared_->block(0)) + grads;
   float* const shared_params = reinterpret_cast<float*>(base);

@@ -20,6 +20,7 @@
 #include <exception>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -50,8 +51,9 @@ class GradientSync final : public GradientHook {
   // parts, and its gradients into a block per rank that the other ranks read. Summing a part then
   // reads the ranks' gradients where they are, and the updated weights need no gather: fence()
   // after the update makes them every rank's. Collective; false, changing nothing, where the world
-  // cannot share memory or without ZeRO-1.
-  bool share_memory(Gpt2& model);
+  // cannot share memory (`why_not` says why where it is not plain: Communicator::share_memory) or
+  // without ZeRO-1.
+  bool share_memory(Gpt2& model, std::string* why_not);
   bool shared() const { return shared_ != nullptr; }
   // Shared memory: waits for every rank, after which each sees what the others wrote (their parts
   // of the weights). The caller's thread, while nothing is queued.

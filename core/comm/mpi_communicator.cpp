@@ -2,6 +2,7 @@
 // MPI_THREAD_SERIALIZED or better and finalised at exit. Shards follow shard_of, so uneven sizes
 // use the v-variants of the collectives; large ones go in pieces of at most 8 MB.
 #include <mpi.h>
+#include <sys/statvfs.h>
 
 #include <algorithm>
 #include <atomic>
@@ -255,8 +256,32 @@ class MpiWorld final : public Communicator {
   }
   void abort(int code) override { MPI_Abort(MPI_COMM_WORLD, code); }
 
-  std::unique_ptr<SharedMemory> share_memory(size_t bytes) override {
+  std::unique_ptr<SharedMemory> share_memory(size_t bytes, std::string* why_not) override {
     if (machines_ > 1 || !share_memory_) return nullptr;
+    // Open MPI backs the window with a file in osc_sm_backing_directory (/dev/shm), whose pages
+    // are only taken when touched: a tmpfs too small for them (Docker's /dev/shm is 64 MB) would
+    // end the job with SIGBUS mid-run. Rank 0 looks, and every rank follows its answer.
+    double total = double(bytes) + 2 * 4096;  // the window's alignment, per rank
+    all_reduce_sum(&total, 1);
+    char reason[512] = "";
+    if (rank_ == 0) {
+      const char* dir = std::getenv("OMPI_MCA_osc_sm_backing_directory");
+      if (!dir) dir = "/dev/shm";
+      struct statvfs fs;
+      if (statvfs(dir, &fs) == 0 && double(fs.f_bavail) * double(fs.f_frsize) < total) {
+        std::snprintf(reason, sizeof reason,
+                      "%s has %.1f MiB free, the ranks' shared weights and gradients need %.1f MiB "
+                      "(in a container: a larger --shm-size; or --mca osc_sm_backing_directory "
+                      "DIR on a local file system with room)",
+                      dir, double(fs.f_bavail) * double(fs.f_frsize) / 1048576.0,
+                      total / 1048576.0);
+      }
+    }
+    broadcast(reason, sizeof reason, 0);
+    if (reason[0] != '\0') {
+      if (why_not) *why_not = reason;
+      return nullptr;
+    }
     return std::make_unique<MpiSharedMemory>(bytes, size_);
   }
 

@@ -256,7 +256,12 @@ Trainer::Trainer(const TrainOptions& options, Communicator* world)
   }
   check_ranks_agree();
   // ZeRO-1 on one machine: one copy of the weights in memory that the ranks share (no gather).
-  if (zero()) shared_weights_ = sync_->share_memory(*model_);
+  std::string why_not_shared;
+  if (zero()) shared_weights_ = sync_->share_memory(*model_, &why_not_shared);
+  if (!why_not_shared.empty()) {
+    notes_.push_back("the ranks' weights are not shared (" + why_not_shared +
+                     "): each rank keeps its own, updated by all-gather");
+  }
   if (zero() && !shared_weights_ && precision_ == Precision::kBf16) {
     // Between machines the bf16 model computes with the copy of the layers' matmul weights: of
     // their fp32 master this rank keeps its own parts only.

@@ -156,7 +156,7 @@ TEST(World, SharedMemoryShowsEveryRankTheOthersBlocks) {
   Communicator& w = world();
   const int N = w.size(), me = w.rank();
   const auto floats = [](int r) { return size_t(1001) * (r + 1) + (size_t(r) << 20); };
-  std::unique_ptr<SharedMemory> shared = w.share_memory(floats(me) * sizeof(float));
+  std::unique_ptr<SharedMemory> shared = w.share_memory(floats(me) * sizeof(float), nullptr);
   const char* off = std::getenv("LLMCPU_SHARED_MEMORY");
   const bool expected = launched_by_mpirun() && !(off && std::string(off) == "0");
   ASSERT_EQ(shared != nullptr, expected) << "a world on one machine shares memory, unless "
