@@ -110,7 +110,11 @@ bool GradientSync::share_memory(Gpt2& model, std::string* why_not) {
   return true;
 }
 
-void GradientSync::fence() { shared_->fence(); }
+double GradientSync::fence() {
+  const auto start = Clock::now();
+  shared_->fence();
+  return ms_since(start);
+}
 
 void GradientSync::sum_shared(const ParameterSpan& part) {
   // In rank order, the same whichever rank sums: ((g0 + g1) + g2) + ...; through a scratch chunk,

@@ -56,8 +56,8 @@ class GradientSync final : public GradientHook {
   bool share_memory(Gpt2& model, std::string* why_not);
   bool shared() const { return shared_ != nullptr; }
   // Shared memory: waits for every rank, after which each sees what the others wrote (their parts
-  // of the weights). The caller's thread, while nothing is queued.
-  void fence();
+  // of the weights). The caller's thread, while nothing is queued. Returns the milliseconds waited.
+  double fence();
 
   // Called by the backward pass: queues the sum of `layer`'s spans (-1: wte, wpe, lnfw, lnfb).
   void gradients_ready(int layer) override;

@@ -263,8 +263,8 @@ Trainer::Trainer(const TrainOptions& options, Communicator* world)
                      "): each rank keeps its own, updated by all-gather");
   }
   if (zero() && !shared_weights_ && precision_ == Precision::kBf16) {
-    // Between machines the bf16 model computes with the copy of the layers' matmul weights: of
-    // their fp32 master this rank keeps its own parts only.
+    // Without shared weights the bf16 model computes with the copy of the layers' matmul weights:
+    // of their fp32 master this rank keeps its own parts only.
     std::vector<ParameterSpan> others;
     for (const ParameterSpan& r : sync_->others()) {
       if (ParameterLayout::matmul_weight(r.tensor)) others.push_back(r);
@@ -707,19 +707,14 @@ void Trainer::clip_gradients(double norm) {
 void Trainer::update_weights(double lr) {
   Gpt2& m = *model_;
   const Gpt2::UpdateSpans weights = m.weights_for_update();  // bf16: the copy too, same pass
-  if (!zero()) {
+  if (!zero() || shared_weights_) {
+    // Shared weights: each rank updates its parts (and their bf16 copy) in place; once every rank
+    // is past the fence, every rank computes with all of them.
     optimizer_->step(weights.master, m.grads_flat(), lr, weights.copy);
-    return;
-  }
-  if (shared_weights_) {
-    // Each rank updates its parts of the shared weights (and their bf16 copy) in place; once every
-    // rank is past the fence, every rank computes with all of them.
-    optimizer_->step(weights.master, m.grads_flat(), lr, weights.copy);
-    const auto start = std::chrono::steady_clock::now();
-    sync_->fence();
-    const double ms =
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-    comm_busy_ms_ += ms, comm_waited_ms_ += ms;
+    if (shared_weights_) {
+      const double ms = sync_->fence();
+      comm_busy_ms_ += ms, comm_waited_ms_ += ms;
+    }
     return;
   }
   // ZeRO-1: each part goes out while the optimizer works on the next; in bf16 the layers' matmul

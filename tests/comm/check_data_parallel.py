@@ -14,11 +14,11 @@ instead of B=2 x 4) moves them by some amount, and the ranks may move them at mo
 in bf16, whose model file rounds every weight, by up to one bf16 unit in the last place). ZeRO-1
 runs both ways a single machine allows: with the weights in memory the ranks share (the default) and
 with the collectives alone (LLMCPU_SHARED_MEMORY=0, as between machines); at 2 ranks the two write
-the same bytes. A shuffled 2-rank run is checked on its losses; two identical 2-rank runs must write byte-identical
-files, checkpoints included: nothing may depend on timing. Resuming: at the same ranks bit for bit;
-at other ranks, in one process, or from a --zero 0 run within the same bounds; a state shard missing
-or of another world size is refused by name. In fp32 also: a killed or hung rank, ranks started
-with different flags.
+the same bytes. A shuffled 2-rank run is checked on its losses; two identical 2-rank runs must write
+byte-identical files, checkpoints included: nothing may depend on timing. Resuming: at the same
+ranks bit for bit; at other ranks, in one process, or from a --zero 0 run within the same bounds; a
+state shard missing or of another world size is refused by name. In fp32 also: a killed or hung
+rank, ranks started with different flags.
 """
 import argparse
 import array
@@ -91,7 +91,8 @@ def main():
         # shared=False: the collectives alone, as between machines (no weights in shared memory).
         env = ["-x", f"LLMCPU_SHARED_MEMORY={int(shared)}"]
         return run(["timeout", "120", a.mpirun, "-np", str(ranks), "--oversubscribe", "--bind-to",
-                    "none", "-x", "OMP_NUM_THREADS=1", "-x", "LLMCPU_CHECK_REPLICAS=1"] + env + args,
+                    "none", "-x", "OMP_NUM_THREADS=1", "-x", "LLMCPU_CHECK_REPLICAS=1"] + env
+                   + args,
                    f"mpirun -np {ranks} llmcpu train {' '.join(extra)}" +
                    ("" if shared else " (LLMCPU_SHARED_MEMORY=0)"))
 
