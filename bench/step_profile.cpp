@@ -126,11 +126,10 @@ int profile_step(std::string_view target, int steps) {
   for (int s = 0; s <= steps; ++s) {
     if (s == 1) seconds.clear(), total = 0, zero_grad = 0;  // step 0 warms up (JIT, scratch)
     const auto t0 = Clock::now();
-    model.forward(inputs.data(), targets.data(), B, T);
     const auto tz = Clock::now();
     model.zero_grad();
     zero_grad += std::chrono::duration<double>(Clock::now() - tz).count();
-    model.backward();
+    model.forward_backward(inputs.data(), targets.data(), B, T);
     global_norm(model.grads_flat(), model.num_parameters(), table);
     opt.step(model.params_flat(), model.grads_flat(), 1e-4);
     total += std::chrono::duration<double>(Clock::now() - t0).count();

@@ -63,6 +63,22 @@ struct Bf16Kernels {
                             const float* weight, const float* bias, size_t N, int C);
   void (*gelu_forward)(bf16* out, const float* inp, size_t N);
 
+  // Storage kernels of the bf16 activations: the layernorm output recomputed from its saved
+  // statistics (the same bits as layernorm_forward's), GELU of a bf16 input (forward and
+  // recomputation alike), and GELU's backward from the saved bf16 input.
+  void (*layernorm_apply)(bf16* out, const float* inp, const float* mean, const float* rstd,
+                          const float* weight, const float* bias, size_t N, int C);
+  void (*gelu_forward_bf16)(bf16* out, const bf16* inp, size_t N);
+  void (*gelu_backward)(float* dinp, const bf16* inp, const float* dout, size_t N);
+
+  // Flash attention (kernels.h's flash_attention_*) on bf16 q, k, v: products of bf16 operands,
+  // fp32 accumulation, softmax and lse in fp32; the output rounded to bf16. Backward reads the
+  // saved bf16 output for D_t = dout_t . out_t and gives fp32 dqkv (overwritten).
+  void (*flash_attention_forward)(bf16* out, float* lse, const bf16* qkv, int B, int T, int C,
+                                  int NH);
+  void (*flash_attention_backward)(float* dqkv, const float* dout, const bf16* out,
+                                   const bf16* qkv, const float* lse, int B, int T, int C, int NH);
+
   // AdamW on the fp32 master weights (as kernels.h), then param_bf16[i] = bf16(param[i]) when
   // param_bf16 is not null.
   void (*adamw_update)(float* param, bf16* param_bf16, float* m, float* v, const float* grad,

@@ -26,6 +26,10 @@ struct KernelTable {
 
   void (*layernorm_forward)(float* out, float* mean, float* rstd, const float* inp,
                             const float* weight, const float* bias, size_t N, int C);
+  // out = (inp - mean) * rstd * weight + bias with the statistics of a layernorm_forward: the
+  // same bits as that forward's output (recomputation in the backward pass).
+  void (*layernorm_apply)(float* out, const float* inp, const float* mean, const float* rstd,
+                          const float* weight, const float* bias, size_t N, int C);
   void (*layernorm_backward)(float* dinp /*+=*/, float* dweight /*+=*/, float* dbias /*+=*/,
                              const float* dout, const float* inp, const float* weight,
                              const float* mean, const float* rstd, size_t N, int C);
@@ -36,9 +40,20 @@ struct KernelTable {
                           const float* dout, const float* inp, const float* weight, size_t N, int C,
                           int OC);
 
+  // Causal self-attention that keeps the (B, NH, T, T) softmax matrix `att` (the plugin ABI's
+  // attention op and the reference for the flash kernels below; not used by the model).
   void (*attention_forward)(float* out, float* att, const float* qkv, int B, int T, int C, int NH);
   void (*attention_backward)(float* dqkv, float* scratch, const float* dout, const float* qkv,
                              const float* att, int B, int T, int C, int NH);
+  // Causal self-attention without the (B, NH, T, T) matrix (FlashAttention-2): queries and keys in
+  // blocks, blocks above the diagonal skipped, an online softmax. Keeps per row the log-sum-exp of
+  // its scaled scores, lse (B, NH, T): lse[b,h,t] = log sum_{u<=t} exp(scale q_t . k_u).
+  void (*flash_attention_forward)(float* out, float* lse, const float* qkv, int B, int T, int C,
+                                  int NH);
+  // dqkv (B, T, 3C) overwritten. The probabilities are recomputed block by block from lse,
+  // p = exp(scale q_t . k_u - lse_t), and D_t = dout_t . out_t stands for sum_u p dp.
+  void (*flash_attention_backward)(float* dqkv, const float* dout, const float* out,
+                                   const float* qkv, const float* lse, int B, int T, int C, int NH);
   void (*attention_decode)(float* out, float* scores, const float* q, const float* kcache,
                            const float* vcache, int pos, int C, int NH);
 

@@ -1,9 +1,12 @@
 #include "core/model/activations.h"
 
+#include <algorithm>
+#include <string>
 #include <utility>
 #include <vector>
 
 #include "core/runtime/numa_memory.h"
+#include "simd/error.h"
 
 namespace llmcpu {
 
@@ -17,6 +20,7 @@ class Carver {
     views_.emplace_back(slot, n);
     total_ += round_up(n);
   }
+  size_t bytes() const { return total_ * sizeof(E); }
   // Allocates the buffer, places its pages (first touch: the kernels) and points the views into it.
   void carve(AlignedBuffer<E>* buffer) const {
     if (total_ == 0) return;
@@ -36,63 +40,123 @@ class Carver {
   size_t total_ = 0;
 };
 
-// The forward views of one precision: fp32 tensors into `f32`, the GEMM inputs into `gemm` (the
-// same carver when G is float).
+// Rows of one chunk of the head: its logits take at most this much (or all rows, when fewer).
+constexpr size_t kHeadChunkBytes = size_t(64) << 20;
+
+size_t head_rows(const ModelConfig& c, size_t BT, bool keep_logits) {
+  if (keep_logits) return BT;
+  const size_t rows = kHeadChunkBytes / (size_t(c.padded_vocab_size) * sizeof(float));
+  return std::clamp<size_t>(rows, 1, BT);
+}
+
+// The forward views of one precision: fp32 tensors into `f32`, the G tensors into `gemm` (the same
+// carver when G is float), the head's logits into `head`.
 template <typename G>
-void lay_out(ActivationViews<G>& a, const ModelConfig& c, int B, int T, Carver<float>& f32,
-             Carver<G>& gemm) {
+void lay_out(ActivationViews<G>& a, const ModelConfig& c, int B, int T,
+             const ActivationOptions& o, Carver<float>& f32, Carver<G>& gemm,
+             Carver<float>& head) {
   const size_t L = c.num_layers, NH = c.num_heads, C = c.channels, Vp = c.padded_vocab_size;
   const size_t BT = (size_t)B * T;
+  // A recomputed tensor has one layer's buffer, shared by all layers.
+  const size_t Lgelu = o.recompute == Recompute::kNone ? L : 1;
+  const size_t Lln = o.recompute == Recompute::kAllPointwise ? 1 : L;
   a.L = c.num_layers;
   a.BT = BT;
   a.C = C;
-  a.att_size = B * NH * T * T;
+  a.NH = NH;
+  a.head_rows = head_rows(c, BT, o.keep_logits);
+  a.keep_logits = o.keep_logits;
+  a.recompute = o.recompute;
   f32.add(&a.encoded, BT * C);
-  gemm.add(&a.ln1, L * BT * C);
+  gemm.add(&a.ln1, Lln * BT * C);
   f32.add(&a.ln1_mean, L * BT);
   f32.add(&a.ln1_rstd, L * BT);
-  f32.add(&a.qkv, L * BT * 3 * C);
+  gemm.add(&a.qkv, L * BT * 3 * C);
   gemm.add(&a.atty, L * BT * C);
-  f32.add(&a.att, L * a.att_size);
+  f32.add(&a.lse, L * BT * NH);
   f32.add(&a.residual2, L * BT * C);
-  gemm.add(&a.ln2, L * BT * C);
+  gemm.add(&a.ln2, Lln * BT * C);
   f32.add(&a.ln2_mean, L * BT);
   f32.add(&a.ln2_rstd, L * BT);
-  f32.add(&a.fch, L * BT * 4 * C);
-  gemm.add(&a.fch_gelu, L * BT * 4 * C);
+  gemm.add(&a.fch, L * BT * 4 * C);
+  gemm.add(&a.fch_gelu, Lgelu * BT * 4 * C);
   f32.add(&a.residual3, L * BT * C);
   gemm.add(&a.lnf, BT * C);
   f32.add(&a.lnf_mean, BT);
   f32.add(&a.lnf_rstd, BT);
-  f32.add(&a.logits, BT * Vp);
-  f32.add(&a.lse, BT);
+  f32.add(&a.lse_head, BT);
   f32.add(&a.losses, BT);
+  head.add(&a.logits, (o.keep_logits ? BT : a.head_rows) * Vp);
+  if (o.keep_logits) head.add(&a.dlogits, a.head_rows * Vp);
 }
 
-}  // namespace
-
-ActivationArena::ActivationArena(const ModelConfig& c, int B, int T, Precision precision)
-    : B_(B), T_(T) {
-  Carver<float> fwd;
-  if (precision == Precision::kBf16) {
-    Carver<bf16> half;
-    lay_out(acts_bf16, c, B, T, fwd, half);
-    half.carve(&forward_bf16_);
-  } else {
-    lay_out(acts, c, B, T, fwd, fwd);
-  }
-  fwd.carve(&forward_);
-
+void lay_out_grads(ActivationGradViews& g, const ModelConfig& c, int B, int T,
+                   Carver<float>& bwd) {
   const size_t BT = (size_t)B * T, C = c.channels;
-  ActivationGradViews& g = grads;
-  Carver<float> bwd;
   bwd.add(&g.dresidual, BT * C);
   bwd.add(&g.dln, BT * C);
   bwd.add(&g.datty, BT * C);
   bwd.add(&g.dqkv, BT * 3 * C);
   bwd.add(&g.dfch, BT * 4 * C);
-  bwd.add(&g.dscores, (size_t)B * c.num_heads * T);
+}
+
+}  // namespace
+
+Recompute parse_recompute(std::string_view word, std::string_view flag) {
+  if (word == "none") return Recompute::kNone;
+  if (word == "gelu") return Recompute::kGelu;
+  if (word == "all-pointwise") return Recompute::kAllPointwise;
+  throw UsageError(std::string(flag) + " '" + std::string(word) +
+                   "' is not a recomputation; expected none, gelu or all-pointwise");
+}
+
+const char* recompute_name(Recompute recompute) {
+  switch (recompute) {
+    case Recompute::kGelu:
+      return "gelu";
+    case Recompute::kAllPointwise:
+      return "all-pointwise";
+    default:
+      return "none";
+  }
+}
+
+ActivationArena::ActivationArena(const ModelConfig& c, int B, int T, const ActivationOptions& o)
+    : B_(B), T_(T), options_(o) {
+  Carver<float> fwd, head, bwd;
+  if (o.precision == Precision::kBf16) {
+    Carver<bf16> half;
+    lay_out(acts_bf16, c, B, T, o, fwd, half, head);
+    half.carve(&forward_bf16_);
+  } else {
+    lay_out(acts, c, B, T, o, fwd, fwd, head);
+  }
+  fwd.carve(&forward_);
+  head.carve(&head_);
+  lay_out_grads(grads, c, B, T, bwd);
   bwd.carve(&backward_);
+  if (!o.keep_logits) acts.dlogits = acts.logits, acts_bf16.dlogits = acts_bf16.logits;
+}
+
+ActivationBytes ActivationArena::bytes(const ModelConfig& c, int B, int T,
+                                       const ActivationOptions& o) {
+  Carver<float> fwd, head, bwd;
+  ActivationBytes r;
+  if (o.precision == Precision::kBf16) {
+    Carver<bf16> half;
+    ActivationViews<bf16> a{};
+    lay_out(a, c, B, T, o, fwd, half, head);
+    r.forward = half.bytes();
+  } else {
+    ActivationViews<float> a{};
+    lay_out(a, c, B, T, o, fwd, fwd, head);
+  }
+  ActivationGradViews g{};
+  lay_out_grads(g, c, B, T, bwd);
+  r.forward += fwd.bytes();
+  r.head = head.bytes();
+  r.backward = bwd.bytes();
+  return r;
 }
 
 }  // namespace llmcpu

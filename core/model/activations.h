@@ -1,14 +1,18 @@
 // Activation and activation-gradient arenas for one (B, T), each one allocation carved into views.
 // The forward arena keeps what the backward pass reads, for every layer; the backward arena holds
 // one layer's worth of gradients, reused from the last layer down to the first. Sized once by
-// Gpt2::plan_batch: a training step allocates nothing.
+// Gpt2::plan_batch: a training step allocates nothing. Nothing grows with T^2: attention keeps its
+// rows' log-sum-exp (B, NH, T), not the (B, NH, T, T) probabilities, and the head's (B, T, Vp)
+// logits exist one chunk of rows at a time unless a caller asks to keep them.
 //
-// G is the type the GEMMs read their inputs in: float, or bf16 in mixed precision. The GEMM inputs
-// (ln1, atty, ln2, fch_gelu, lnf) are stored in G, everything else in fp32; a bf16 arena keeps them
-// in a bf16 allocation of their own, and an fp32 arena is exactly what it was without bf16.
+// G is the type of the activations that only a GEMM reads or that are recomputed: float, or bf16
+// in mixed precision (ln1, qkv, atty, ln2, fch, fch_gelu, lnf). The residual stream, layernorm
+// statistics, log-sum-exps, logits and losses stay fp32; a bf16 arena keeps the G tensors in a
+// bf16 allocation of their own.
 #pragma once
 
 #include <cstddef>
+#include <string_view>
 
 #include "core/model/config.h"
 #include "core/model/precision.h"
@@ -17,95 +21,139 @@
 
 namespace llmcpu {
 
-// One layer's activations, llm.c's l_* pointers. Rows are the B*T tokens.
+// What the backward pass recomputes instead of storing (llm.c's -r): nothing, the GELU output, or
+// also the layernorm outputs ln1 and ln2 (from the saved input and statistics). Recomputation
+// gives the same bits as the forward pass, so a run's numbers do not depend on it; it trades one
+// pass over the activation for the memory of all layers' copies (one layer's buffer is shared).
+enum class Recompute { kNone, kGelu, kAllPointwise };
+// "none", "gelu" or "all-pointwise"; anything else is a UsageError naming `flag` and the choices.
+Recompute parse_recompute(std::string_view word, std::string_view flag = "--recompute");
+const char* recompute_name(Recompute recompute);
+
+// How a batch's activations are laid out (Gpt2::plan_batch).
+struct ActivationOptions {
+  Precision precision = Precision::kFp32;
+  Recompute recompute = Recompute::kNone;
+  // Keep the logits of every row, (B, T, Vp), for a caller that reads them (verify, tests,
+  // generation); otherwise the head runs over chunks of rows and keeps one chunk's.
+  bool keep_logits = false;
+};
+
+// One layer's activations, llm.c's l_* pointers. Rows are the B*T tokens. G-typed tensors are read
+// only by a GEMM or recomputed; in bf16 they are stored in bf16.
 template <typename G>
 struct LayerActivations {
   const float* residual;  // (B, T, C) the layer's input: encoded, or the previous layer's residual3
-  G* ln1;                 // (B, T, C)
+  G* ln1;                 // (B, T, C) shared by all layers when recomputed
   float* ln1_mean;        // (B, T)
   float* ln1_rstd;        // (B, T)
-  float* qkv;             // (B, T, 3*C)
+  G* qkv;                 // (B, T, 3*C)
   G* atty;                // (B, T, C)
-  float* att;             // (B, NH, T, T)
+  float* lse;             // (B, NH, T) attention's row log-sum-exp
   float* residual2;       // (B, T, C)
-  G* ln2;                 // (B, T, C)
+  G* ln2;                 // (B, T, C) shared by all layers when recomputed
   float* ln2_mean;        // (B, T)
   float* ln2_rstd;        // (B, T)
-  float* fch;             // (B, T, 4*C)
-  G* fch_gelu;            // (B, T, 4*C)
+  G* fch;                 // (B, T, 4*C)
+  G* fch_gelu;            // (B, T, 4*C) shared by all layers when recomputed
   float* residual3;       // (B, T, C) the layer's output
+  bool recompute_gelu;       // backward recomputes fch_gelu from fch first
+  bool recompute_layernorm;  // backward recomputes ln2 and ln1 from their inputs and statistics
 };
 
 template <typename G>
 struct ActivationViews {
   float* encoded;    // (B, T, C)
-  G* ln1;            // (L, B, T, C)
+  G* ln1;            // (L, B, T, C), or (B, T, C) when recomputed
   float* ln1_mean;   // (L, B, T)
   float* ln1_rstd;   // (L, B, T)
-  float* qkv;        // (L, B, T, 3*C)
+  G* qkv;            // (L, B, T, 3*C)
   G* atty;           // (L, B, T, C)
-  float* att;        // (L, B, NH, T, T)
+  float* lse;        // (L, B, NH, T)
   float* residual2;  // (L, B, T, C)
-  G* ln2;            // (L, B, T, C)
+  G* ln2;            // (L, B, T, C), or (B, T, C) when recomputed
   float* ln2_mean;   // (L, B, T)
   float* ln2_rstd;   // (L, B, T)
-  float* fch;        // (L, B, T, 4*C)
-  G* fch_gelu;       // (L, B, T, 4*C)
+  G* fch;            // (L, B, T, 4*C)
+  G* fch_gelu;       // (L, B, T, 4*C), or (B, T, 4*C) when recomputed
   float* residual3;  // (L, B, T, C)
   G* lnf;            // (B, T, C)
   float* lnf_mean;   // (B, T)
   float* lnf_rstd;   // (B, T)
-  float* logits;     // (B, T, Vp); holds dlogits after the backward pass
-  float* lse;        // (B, T) log-sum-exp of each row's first V logits
-  float* losses;     // (B, T)
+  // The head's logits: (B, T, Vp) when kept, else one chunk of head_rows rows (head_rows, Vp).
+  float* logits;
+  // (head_rows, Vp): the chunk's logits turned into their gradient; the same memory as logits
+  // when those are not kept.
+  float* dlogits;
+  float* lse_head;  // (B, T) log-sum-exp of each row's first V logits
+  float* losses;    // (B, T)
   int L;
-  size_t BT, C, att_size;  // rows, channels, B*NH*T*T: the strides of the per-layer views
+  size_t BT, C, NH;
+  size_t head_rows;  // rows of one chunk of the head (all BT when the logits are kept)
+  bool keep_logits;
+  Recompute recompute;
 
   // The views of layer l (0 <= l < L). This is the one place the per-layer offsets are written.
   LayerActivations<G> layer(int l) const {
     const size_t i = l;
     const size_t row = i * BT * C;
+    const bool gelu = recompute != Recompute::kNone, ln = recompute == Recompute::kAllPointwise;
     return {.residual = l == 0 ? encoded : residual3 + row - BT * C,
-            .ln1 = ln1 + row,
+            .ln1 = ln ? ln1 : ln1 + row,
             .ln1_mean = ln1_mean + i * BT,
             .ln1_rstd = ln1_rstd + i * BT,
             .qkv = qkv + 3 * row,
             .atty = atty + row,
-            .att = att + i * att_size,
+            .lse = lse + i * BT * NH,
             .residual2 = residual2 + row,
-            .ln2 = ln2 + row,
+            .ln2 = ln ? ln2 : ln2 + row,
             .ln2_mean = ln2_mean + i * BT,
             .ln2_rstd = ln2_rstd + i * BT,
             .fch = fch + 4 * row,
-            .fch_gelu = fch_gelu + 4 * row,
-            .residual3 = residual3 + row};
+            .fch_gelu = gelu ? fch_gelu : fch_gelu + 4 * row,
+            .residual3 = residual3 + row,
+            .recompute_gelu = gelu,
+            .recompute_layernorm = ln};
   }
   // The last layer's output, the head's input: (B, T, C).
   const float* output() const { return residual3 + size_t(L - 1) * BT * C; }
 };
 
-// One layer of gradients, reused from the last layer down to the first.
+// One layer of gradients, reused from the last layer down to the first. During the forward pass
+// it is free: the bf16 executor rounds its GEMM outputs (qkv, fch) from dfch.
 struct ActivationGradViews {
   float* dresidual;  // (B, T, C) gradient of the residual stream, accumulated layer by layer
   float* dln;        // (B, T, C) gradient of a layernorm's output (lnf, ln2, ln1 in turn)
   float* datty;      // (B, T, C)
   float* dqkv;       // (B, T, 3*C)
   float* dfch;       // (B, T, 4*C)
-  float* dscores;    // (B, NH, T) one row of attention-score gradients per (batch, head)
+};
+
+// The bytes of an arena, by what they hold (the memory plan's figures).
+struct ActivationBytes {
+  size_t forward = 0;   // what the backward pass reads: all layers' activations
+  size_t head = 0;      // the head's logits (a chunk, or all rows when kept) and their gradient
+  size_t backward = 0;  // one layer of activation gradients
+  size_t total() const { return forward + head + backward; }
 };
 
 class ActivationArena {
  public:
   ActivationArena() = default;
-  ActivationArena(const ModelConfig& config, int B, int T, Precision precision = Precision::kFp32);
+  ActivationArena(const ModelConfig& config, int B, int T, const ActivationOptions& options = {});
+  // What the arena of that shape would hold, without allocating it.
+  static ActivationBytes bytes(const ModelConfig& config, int B, int T,
+                               const ActivationOptions& options);
 
   int batch() const { return B_; }
   int seq_len() const { return T_; }
+  const ActivationOptions& options() const { return options_; }
   size_t forward_floats() const { return forward_.size(); }
   size_t backward_floats() const { return backward_.size(); }
   size_t forward_bf16_elements() const { return forward_bf16_.size(); }
 
-  // The logits of whichever set of views the arena's precision carved.
+  // The logits of whichever set of views the arena's precision carved: all rows when kept, else
+  // the last chunk of the head.
   const float* logits() const { return acts.logits ? acts.logits : acts_bf16.logits; }
 
   // The views of the arena's precision; the other set is all null.
@@ -115,9 +163,11 @@ class ActivationArena {
 
  private:
   int B_ = 0, T_ = 0;
+  ActivationOptions options_;
   AlignedBuffer<float> forward_;
+  AlignedBuffer<float> head_;  // the logits (a chunk, or all rows) and their gradient
   AlignedBuffer<float> backward_;
-  AlignedBuffer<bf16> forward_bf16_;  // bf16: the GEMM inputs
+  AlignedBuffer<bf16> forward_bf16_;  // bf16: the G tensors
 };
 
 }  // namespace llmcpu

@@ -13,6 +13,4 @@ Bf16Executor::Bf16Executor(const KernelTable& k, const Bf16Kernels& h, const flo
   refresh();  // first touch by the converting threads
 }
 
-void Bf16Executor::plan(int B, int T, int C) { atty_ = AlignedBuffer<float>((size_t)B * T * C); }
-
 }  // namespace llmcpu

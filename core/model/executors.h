@@ -3,8 +3,9 @@
 // in what precision each op runs.
 //   Fp32Executor     every op on the CPU in fp32 (a KernelTable: scalar, AVX2, AVX-512, NEON).
 //   Bf16Executor     mixed precision: the GEMMs read bf16 inputs and a bf16 copy of the weights
-//                    (fp32 accumulation and output); the GEMM inputs (ln1, atty, ln2, fch_gelu,
-//                    lnf) are stored in bf16; all else is the fp32 executor's.
+//                    (fp32 accumulation and output); the activations only a GEMM reads or that
+//                    are recomputed (ln1, qkv, atty, ln2, fch, fch_gelu, lnf) are stored in bf16,
+//                    attention runs on bf16 q, k, v; all else is the fp32 executor's.
 //   OffloadExecutor  fp32, with matmul and attention on a plugin's device where it offers them.
 //   The decode executor (KV cache, one token at a time) is core/model/generate.cpp's.
 // An executor names its GEMM-input type `Act`; the ops are plain member functions, so the
@@ -38,10 +39,16 @@ struct Fp32Executor {
                       size_t N, int C, int OC) {
     k.matmul_forward(out, inp, weight, bias, N, C, OC);
   }
-  // Layer l's causal self-attention (l matters to an executor with a per-layer cache).
-  void attention_forward(int /*l*/, float* out, float* att, const float* qkv, int B, int T, int C,
+  // The layernorm's output again from its saved statistics (the forward's bits).
+  void layernorm_apply(float* out, const float* inp, const float* mean, const float* rstd,
+                       const float* weight, const float* bias, size_t N, int C) {
+    k.layernorm_apply(out, inp, mean, rstd, weight, bias, N, C);
+  }
+  // Layer l's causal self-attention (l matters to an executor with a per-layer cache or a
+  // device's copy of the probabilities): the flash kernel, keeping the rows' log-sum-exp.
+  void attention_forward(int /*l*/, float* out, float* lse, const float* qkv, int B, int T, int C,
                          int NH) {
-    k.attention_forward(out, att, qkv, B, T, C, NH);
+    k.flash_attention_forward(out, lse, qkv, B, T, C, NH);
   }
   void gelu_forward(float* out, const float* inp, size_t N) { k.gelu_forward(out, inp, N); }
   void residual_forward(float* out, const float* a, const float* b, size_t N) {
@@ -61,25 +68,27 @@ struct Fp32Executor {
                        const float* inp, const float* weight, size_t N, int C, int OC) {
     k.matmul_backward(dinp, dweight, dbias, dout, inp, weight, N, C, OC);
   }
-  // `scratch` (B, NH, T) is the CPU kernel's row of score gradients.
-  void attention_backward(float* dqkv, float* scratch, const float* dout, const float* qkv,
-                          const float* att, int B, int T, int C, int NH) {
-    k.attention_backward(dqkv, scratch, dout, qkv, att, B, T, C, NH);
+  // dqkv overwritten; out is the forward's output, lse its rows' log-sum-exp.
+  void attention_backward(int /*l*/, float* dqkv, const float* dout, const float* out,
+                          const float* qkv, const float* lse, int B, int T, int C, int NH) {
+    k.flash_attention_backward(dqkv, dout, out, qkv, lse, B, T, C, NH);
   }
   void gelu_backward(float* dinp, const float* inp, const float* dout, size_t N) {
     k.gelu_backward(dinp, inp, dout, N);
   }
 };
 
-// Owns the bf16 working copy of the whole flat parameter array (ParameterLayout order) and one
-// layer of fp32 attention output, which it rounds into the bf16 atty the next GEMM reads.
+// Owns the bf16 working copy of the whole flat parameter array (ParameterLayout order). The
+// activations a GEMM reads or the backward pass recomputes are bf16 (the layernorm outputs, qkv,
+// attention's output, fch and its GELU); a GEMM whose output is stored in bf16 writes fp32 into a
+// scratch first (the backward arena's dfch, free during the forward pass) and rounds it.
 class Bf16Executor : public Fp32Executor {
  public:
   using Act = bf16;
   Bf16Executor(const KernelTable& k, const Bf16Kernels& h, const float* master, size_t count);
 
-  // Sizes the attention scratch for B x T tokens.
-  void plan(int B, int T, int C);
+  // `wide` (at least B*T*4C floats) takes the fp32 output of a GEMM stored in bf16.
+  void plan(float* wide) { wide_ = wide; }
   // Rounds the master weights into the copy (after a write the executor did not see).
   void refresh() { h_.to_bf16(copy_data_, master_, count_); }
   bf16* copy() { return copy_data_; }
@@ -96,17 +105,34 @@ class Bf16Executor : public Fp32Executor {
                          const float* bias, size_t N, int C) {
     h_.layernorm_forward(out, mean, rstd, inp, weight, bias, N, C);
   }
+  void layernorm_apply(bf16* out, const float* inp, const float* mean, const float* rstd,
+                       const float* weight, const float* bias, size_t N, int C) {
+    h_.layernorm_apply(out, inp, mean, rstd, weight, bias, N, C);
+  }
   void matmul_forward(float* out, const bf16* inp, const float* weight, const float* bias, size_t N,
                       int C, int OC) {
     h_.matmul_forward(out, inp, copy_of(weight), bias, N, C, OC);
   }
-  // Attention in fp32 (into the scratch), rounded to bf16 for the projection GEMM and backward.
-  void attention_forward(int /*l*/, bf16* out, float* att, const float* qkv, int B, int T, int C,
-                         int NH) {
-    k.attention_forward(atty_.data(), att, qkv, B, T, C, NH);
-    h_.to_bf16(out, atty_.data(), (size_t)B * T * C);
+  // A GEMM output stored in bf16 (qkv, fch): fp32 into the scratch, then rounded.
+  void matmul_forward(bf16* out, const bf16* inp, const float* weight, const float* bias, size_t N,
+                      int C, int OC) {
+    h_.matmul_forward(wide_, inp, copy_of(weight), bias, N, C, OC);
+    h_.to_bf16(out, wide_, N * size_t(OC));
   }
-  void gelu_forward(bf16* out, const float* inp, size_t N) { h_.gelu_forward(out, inp, N); }
+  // Flash attention on the bf16 q, k, v; the output rounded to bf16 (the projection's input).
+  void attention_forward(int /*l*/, bf16* out, float* lse, const bf16* qkv, int B, int T, int C,
+                         int NH) {
+    h_.flash_attention_forward(out, lse, qkv, B, T, C, NH);
+  }
+  void attention_backward(int /*l*/, float* dqkv, const float* dout, const bf16* out,
+                          const bf16* qkv, const float* lse, int B, int T, int C, int NH) {
+    h_.flash_attention_backward(dqkv, dout, out, qkv, lse, B, T, C, NH);
+  }
+  // GELU of the bf16 fch, forward and recomputed alike (the same bits).
+  void gelu_forward(bf16* out, const bf16* inp, size_t N) { h_.gelu_forward_bf16(out, inp, N); }
+  void gelu_backward(float* dinp, const bf16* inp, const float* dout, size_t N) {
+    h_.gelu_backward(dinp, inp, dout, N);
+  }
   // fp32 dout (rounded to bf16 inside), the saved bf16 input and the bf16 weight; fp32 gradients.
   void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
                        const bf16* inp, const float* weight, size_t N, int C, int OC) {
@@ -121,23 +147,27 @@ class Bf16Executor : public Fp32Executor {
   AlignedBuffer<bf16> copy_;  // same layout as the master (empty once shared)
   bf16* copy_data_;           // copy_, or the shared copy
   size_t count_;
-  AlignedBuffer<float> atty_;  // (B, T, C)
+  float* wide_ = nullptr;  // (B, T, 4C) fp32 GEMM output before rounding (plan)
 };
 
-// The fp32 executor with the plugin's ops in place of the CPU's where the device offers them.
+// The fp32 executor with the plugin's ops in place of the CPU's where the device offers them. The
+// plugin's attention (ABI version 1) keeps the (B, NH, T, T) probabilities for its backward pass:
+// `att` holds every layer's, (L, B, NH, T, T), allocated only for such a plugin.
 struct OffloadExecutor : Fp32Executor {
   OffloadDevice& device;
+  float* att;
+  size_t att_size;  // B*NH*T*T
 
   void matmul_forward(float* out, const float* inp, const float* weight, const float* bias,
                       size_t N, int C, int OC) {
     if (!device.has_matmul()) return Fp32Executor::matmul_forward(out, inp, weight, bias, N, C, OC);
     device.matmul_forward(out, inp, weight, bias, N, C, OC);
   }
-  void attention_forward(int l, float* out, float* att, const float* qkv, int B, int T, int C,
+  void attention_forward(int l, float* out, float* lse, const float* qkv, int B, int T, int C,
                          int NH) {
     if (!device.has_attention())
-      return Fp32Executor::attention_forward(l, out, att, qkv, B, T, C, NH);
-    device.attention_forward(out, att, qkv, B, T, C, NH);
+      return Fp32Executor::attention_forward(l, out, lse, qkv, B, T, C, NH);
+    device.attention_forward(out, att + size_t(l) * att_size, qkv, B, T, C, NH);
   }
   void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
                        const float* inp, const float* weight, size_t N, int C, int OC) {
@@ -146,13 +176,12 @@ struct OffloadExecutor : Fp32Executor {
     }
     device.matmul_backward(dinp, dweight, dbias, dout, inp, weight, N, C, OC);
   }
-  // A device keeps its rows of score gradients on the device: `scratch` is the CPU's.
-  void attention_backward(float* dqkv, float* scratch, const float* dout, const float* qkv,
-                          const float* att, int B, int T, int C, int NH) {
+  void attention_backward(int l, float* dqkv, const float* dout, const float* out,
+                          const float* qkv, const float* lse, int B, int T, int C, int NH) {
     if (!device.has_attention()) {
-      return Fp32Executor::attention_backward(dqkv, scratch, dout, qkv, att, B, T, C, NH);
+      return Fp32Executor::attention_backward(l, dqkv, dout, out, qkv, lse, B, T, C, NH);
     }
-    device.attention_backward(dqkv, dout, qkv, att, B, T, C, NH);
+    device.attention_backward(dqkv, dout, qkv, att + size_t(l) * att_size, B, T, C, NH);
   }
 };
 

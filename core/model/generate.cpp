@@ -39,8 +39,8 @@ struct DecodeExecutor : Fp32Executor {
                        int C) {
     Fp32Executor::encoder_forward(out, inp, wte, wpe + (size_t)pos * C, B, T, C);
   }
-  void attention_forward(int l, float* out, float* /*att*/, const float* qkv, int /*B*/, int /*T*/,
-                         int C, int NH) {
+  void attention_forward(int l, float* out, float* /*lse*/, const float* qkv, int /*B*/,
+                         int /*T*/, int C, int NH) {
     float* kc = kcache + (size_t)l * max_len * C;
     float* vc = vcache + (size_t)l * max_len * C;
     std::copy_n(qkv + C, C, kc + (size_t)pos * C);
@@ -82,7 +82,7 @@ Generator::Generator(const Gpt2& model, int max_len) : model_(model), max_len_(m
                      " must be in 1..maxT=" + std::to_string(c.max_seq_len));
   }
   const size_t L = c.num_layers, C = c.channels;
-  acts_ = ActivationArena(c, 1, 1);
+  acts_ = ActivationArena(c, 1, 1, {.keep_logits = true});
   kcache_ = AlignedBuffer<float>(L * max_len * C);
   vcache_ = AlignedBuffer<float>(L * max_len * C);
   scores_ = AlignedBuffer<float>(max_len);
@@ -109,7 +109,10 @@ const float* Generator::step(int token) {
     x.h = model_.bf16_kernels();
     x.inp16 = inp16_.data();
   }
-  model_forward(x, c, model_.params(), acts_.acts, &token, 1, 1);
+  const ActivationViews<float>& a = acts_.acts;
+  model_forward(x, c, model_.params(), a, &token, 1, 1);
+  x.matmul_forward(a.logits, a.lnf, model_.params().wte, nullptr, 1, c.channels,
+                   c.padded_vocab_size);
   ++pos_;
   return acts_.acts.logits;
 }

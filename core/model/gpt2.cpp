@@ -122,8 +122,7 @@ void Gpt2::refresh_weight_copies() {
 }
 
 OffloadOutcome Gpt2::enable_offload(const std::string& path, const PluginOpenOptions& options) {
-  device_.reset();
-  device_stale_ = false;
+  disable_offload();
   OffloadOutcome out;
   if (precision_ != Precision::kFp32) {
     out.message = "offload: " + path + ": the plugin computes in fp32 only, not " +
@@ -131,12 +130,14 @@ OffloadOutcome Gpt2::enable_offload(const std::string& path, const PluginOpenOpt
     return out;
   }
   device_ = OffloadDevice::open(path, params_data_, num_parameters(), &out, options);
+  plan_device_attention();
   return out;
 }
 
 void Gpt2::disable_offload() {
   device_.reset();
   device_stale_ = false;
+  device_att_ = AlignedBuffer<float>();
 }
 
 bool Gpt2::offload_report(llmcpu_offload_report* out) {
@@ -145,7 +146,7 @@ bool Gpt2::offload_report(llmcpu_offload_report* out) {
   return true;
 }
 
-void Gpt2::plan_batch(int B, int T) {
+void Gpt2::plan_batch(int B, int T, const BatchOptions& options) {
   if (B <= 0 || T <= 0) {
     throw ShapeError("batch " + std::to_string(B) + " x " + std::to_string(T) +
                      ": batch size and sequence length must be positive");
@@ -154,26 +155,54 @@ void Gpt2::plan_batch(int B, int T) {
     throw ShapeError("sequence length T=" + std::to_string(T) +
                      " exceeds the model's maxT=" + std::to_string(config_.max_seq_len));
   }
-  if (B == arena_.batch() && T == arena_.seq_len()) return;
+  const ActivationOptions o{precision_, options.recompute, options.keep_logits};
+  const ActivationOptions& now = arena_.options();
+  if (B == arena_.batch() && T == arena_.seq_len() && o.recompute == now.recompute &&
+      o.keep_logits == now.keep_logits) {
+    return;
+  }
   arena_ = ActivationArena();  // the old arena goes first: the peak is one arena, not two
-  arena_ = ActivationArena(config_, B, T, precision_);
-  if (bf16_) bf16_->plan(B, T, config_.channels);
+  device_att_ = AlignedBuffer<float>();
+  arena_ = ActivationArena(config_, B, T, o);
+  if (bf16_) bf16_->plan(arena_.grads.dfch);
+  plan_device_attention();
   inputs_ = AlignedBuffer<int>((size_t)B * T);
   targets_ = AlignedBuffer<int>((size_t)B * T);
+}
+
+ActivationBytes Gpt2::activation_bytes(int B, int T, const BatchOptions& options) const {
+  return ActivationArena::bytes(config_, B, T,
+                                {precision_, options.recompute, options.keep_logits});
+}
+
+size_t Gpt2::device_attention_bytes(int B, int T) const {
+  if (!device_ || !device_->has_attention()) return 0;
+  return size_t(config_.num_layers) * B * config_.num_heads * T * T * sizeof(float);
+}
+
+void Gpt2::plan_device_attention() {
+  const size_t bytes = device_attention_bytes(arena_.batch(), arena_.seq_len());
+  if (bytes / sizeof(float) != device_att_.size()) {
+    device_att_ = AlignedBuffer<float>(bytes / sizeof(float));
+  }
 }
 
 template <class F>
 void Gpt2::run(F&& f) {
   if (bf16_) return f(*bf16_, arena_.acts_bf16);
   if (device_) {
-    OffloadExecutor x{{kernels_}, *device_};
+    const size_t T = size_t(arena_.seq_len());
+    OffloadExecutor x{{kernels_},
+                      *device_,
+                      device_att_.data(),
+                      size_t(arena_.batch()) * config_.num_heads * T * T};
     return f(x, arena_.acts);
   }
   Fp32Executor x{kernels_};
   f(x, arena_.acts);
 }
 
-float Gpt2::forward(const int* inputs, const int* targets, int B, int T) {
+void Gpt2::take_batch(const int* inputs, const int* targets, int B, int T) {
   if (B != arena_.batch() || T != arena_.seq_len()) {
     const std::string shape = std::to_string(B) + " x " + std::to_string(T);
     throw ShapeError(arena_.batch() == 0
@@ -184,7 +213,7 @@ float Gpt2::forward(const int* inputs, const int* targets, int B, int T) {
                                std::to_string(arena_.batch()) + " x " +
                                std::to_string(arena_.seq_len()) + " (plan_batch again first)");
   }
-  const int V = config_.vocab_size, Vp = config_.padded_vocab_size;
+  const int V = config_.vocab_size;
   const size_t BT = (size_t)B * T;
   auto check_tokens = [&](const int* tokens, const char* what) {
     check_tokens_in_vocab(tokens, BT, V, [&](const std::string& problem) {
@@ -194,22 +223,48 @@ float Gpt2::forward(const int* inputs, const int* targets, int B, int T) {
   check_tokens(inputs, "input");
   if (targets) check_tokens(targets, "target");
   std::memcpy(inputs_.data(), inputs, BT * sizeof(int));
-  have_targets_ = targets != nullptr;
   if (targets) std::memcpy(targets_.data(), targets, BT * sizeof(int));
   refresh_weight_copies();
+}
 
-  const float* losses = nullptr;
-  run([&](auto& x, const auto& a) {
-    model_forward(x, config_, p_, a, inputs_.data(), B, T);
-    if (targets) {
-      kernels_.softmax_xent_forward(a.losses, a.lse, a.logits, targets_.data(), BT, V, Vp);
-    }
-    losses = a.losses;
-  });
+// Per chunk of rows r (head_rows of them, the last one shorter):
+//   logits_r = lnf_r wte^T (Vp columns; the padded ones are zero rows of wte)
+//   loss_t = lse_t - logits[t, target_t]      (softmax_xent_forward)
+//   dlogits_r = dloss (softmax(logits_r) - onehot(targets_r))  over the first V, 0 in the padding
+//   dlnf_r = dlogits_r wte (into d.dln, overwritten);  dwte += dlogits_r^T lnf_r
+template <class X, class A>
+float Gpt2::head(X& x, const A& a, bool targets, float dloss) {
+  const int C = config_.channels, V = config_.vocab_size, Vp = config_.padded_vocab_size;
+  const size_t BT = a.BT;
+  const bool grad = !std::isnan(dloss);
+  const ActivationGradViews& d = arena_.grads;
+  for (size_t r = 0; r < BT; r += a.head_rows) {
+    const size_t n = std::min(a.head_rows, BT - r);
+    float* logits = a.keep_logits ? a.logits + r * Vp : a.logits;
+    x.matmul_forward(logits, a.lnf + r * C, p_.wte, nullptr, n, C, Vp);
+    if (!targets) continue;
+    kernels_.softmax_xent_forward(a.losses + r, a.lse_head + r, logits, targets_.data() + r, n, V,
+                                  Vp);
+    if (!grad) continue;
+    if (a.dlogits != logits) std::memcpy(a.dlogits, logits, n * Vp * sizeof(float));
+    kernels_.softmax_xent_backward(a.dlogits, a.lse_head + r, targets_.data() + r, dloss, n, V,
+                                   Vp);
+    x.matmul_backward(d.dln + r * C, g_.wte, nullptr, a.dlogits, a.lnf + r * C, p_.wte, n, C, Vp);
+  }
   if (!targets) return std::numeric_limits<float>::quiet_NaN();
   double total = 0;
-  for (size_t i = 0; i < BT; ++i) total += losses[i];
+  for (size_t i = 0; i < BT; ++i) total += a.losses[i];
   return static_cast<float>(total / double(BT));
+}
+
+float Gpt2::forward(const int* inputs, const int* targets, int B, int T) {
+  take_batch(inputs, targets, B, T);
+  float loss = 0;
+  run([&](auto& x, const auto& a) {
+    model_forward(x, config_, p_, a, inputs_.data(), B, T);
+    loss = head(x, a, targets != nullptr, std::numeric_limits<float>::quiet_NaN());
+  });
+  return loss;
 }
 
 void Gpt2::zero_grad() {
@@ -219,20 +274,20 @@ void Gpt2::zero_grad() {
   for (size_t i = 0; i < n; ++i) g[i] = 0.0f;
 }
 
-void Gpt2::backward(float loss_scale, GradientHook* hook) {
-  if (!have_targets_) throw Error("backward() needs a forward pass with targets just before it");
-  have_targets_ = false;  // the logits become dlogits below: a second backward would be wrong
-  const int B = arena_.batch(), T = arena_.seq_len();
-  const int V = config_.vocab_size, Vp = config_.padded_vocab_size;
-  const size_t BT = (size_t)B * T;
+float Gpt2::forward_backward(const int* inputs, const int* targets, int B, int T,
+                             float loss_scale, GradientHook* hook) {
+  if (!targets) throw Error("forward_backward() needs targets: the loss is what it differentiates");
+  take_batch(inputs, targets, B, T);
+  float loss = 0;
   run([&](auto& x, const auto& a) {
+    model_forward(x, config_, p_, a, inputs_.data(), B, T);
     // loss = (1/BT) sum of per-token losses, so each token's loss has gradient loss_scale / BT.
-    kernels_.softmax_xent_backward(a.logits, a.lse, targets_.data(), loss_scale / float(BT), BT, V,
-                                   Vp);
+    loss = head(x, a, true, loss_scale / float((size_t)B * T));
     model_backward(x, config_, p_, g_, a, arena_.grads, inputs_.data(), B, T, [hook](int l) {
       if (hook) hook->gradients_ready(l);
     });
   });
+  return loss;
 }
 
 void init_gpt2(Gpt2& model, unsigned long long seed) {

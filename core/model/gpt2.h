@@ -7,9 +7,10 @@
 //
 // In bf16 the model keeps the fp32 master weights and gradients of the fp32 path; its executor
 // keeps a bf16 working copy of the whole flat parameter array (only the matmul weights are read
-// from it) and stores the GEMM inputs (ln1, atty, ln2, fch_gelu, lnf) in bf16. The GEMMs take bf16
-// operands and accumulate in fp32; layernorm statistics, attention, GELU's input, the residual
-// stream, softmax and the loss stay fp32, and the encoder gathers rows of the fp32 master (exact).
+// from it) and stores in bf16 the activations a GEMM reads or the backward recomputes (ln1, qkv,
+// atty, ln2, fch, fch_gelu, lnf). The GEMMs and attention take bf16 operands and accumulate in
+// fp32; layernorm statistics, attention's softmax and log-sum-exp, the residual stream, the logits
+// and the loss stay fp32, and the encoder gathers rows of the fp32 master (exact).
 // Backward, the matmuls take the fp32 dout (rounded to bf16 inside), the saved bf16 input and the
 // bf16 weight, and give fp32 dinp, dweight and dbias; the other gradients are the fp32 kernels'.
 //
@@ -40,6 +41,12 @@ class GradientHook {
  public:
   virtual ~GradientHook() = default;
   virtual void gradients_ready(int layer) = 0;
+};
+
+// What plan_batch lays out besides the shape.
+struct BatchOptions {
+  Recompute recompute = Recompute::kNone;  // what the backward pass recomputes (--recompute)
+  bool keep_logits = false;                // logits() holds every row's after a forward pass
 };
 
 class Gpt2 {
@@ -114,29 +121,47 @@ class Gpt2 {
   bool offload_report(llmcpu_offload_report* out);
 
   // Sizes the activations for batches of B x T tokens: the only call that allocates them (a no-op
-  // when already that size). Throws ShapeError if B or T is not positive or T > maxT.
-  void plan_batch(int B, int T);
+  // when already that shape with those options). Throws ShapeError if B or T is not positive or
+  // T > maxT.
+  void plan_batch(int B, int T, const BatchOptions& options = {});
   int batch() const { return arena_.batch(); }
   int seq_len() const { return arena_.seq_len(); }
+  // What the activations of B x T tokens would take, without allocating them.
+  ActivationBytes activation_bytes(int B, int T, const BatchOptions& options = {}) const;
+  // The (L, B, NH, T, T) probabilities an offload plugin's attention keeps (0 without one).
+  size_t device_attention_bytes(int B, int T) const;
 
-  // Forward pass over inputs (B,T). With targets it also computes the per-token losses and returns
-  // their mean; without, it returns NaN. Throws ShapeError if B x T is not the planned shape or a
-  // token is outside the vocabulary.
+  // Forward pass over inputs (B, T), for evaluation and generation. With targets it computes the
+  // per-token losses and returns their mean; without, it returns NaN. The head runs over chunks of
+  // rows; the logits of all rows are kept only when planned with keep_logits. Throws ShapeError if
+  // B x T is not the planned shape or a token is outside the vocabulary.
   float forward(const int* inputs, const int* targets, int B, int T);
-  // Logits of the last forward pass: (B, T, Vp); only the first V of each row are meaningful.
-  const float* logits() const { return arena_.logits(); }
+  // The training pass: forward with targets, then adds d(loss_scale * mean loss)/d(params) into
+  // the gradients; returns the mean loss. The head and the loss are fused per chunk of rows: each
+  // chunk's logits become their gradient and go through the head's two backward GEMMs at once, so
+  // the (B, T, Vp) logits never exist whole. With a hook, tells it as each layer's gradients are
+  // complete (see GradientHook).
+  float forward_backward(const int* inputs, const int* targets, int B, int T,
+                         float loss_scale = 1.0f, GradientHook* hook = nullptr);
+  // Logits of the last forward pass, (B, T, Vp) with the first V of each row meaningful: only when
+  // planned with keep_logits (else null).
+  const float* logits() const { return arena_.options().keep_logits ? arena_.logits() : nullptr; }
   const ActivationArena& arena() const { return arena_; }
 
   void zero_grad();
-  // Adds d(loss_scale * mean loss)/d(params) into the gradients. Needs a forward pass with targets
-  // just before; it overwrites the logits with their gradient. With a hook, tells it as each
-  // layer's gradients are complete (see GradientHook).
-  void backward(float loss_scale = 1.0f, GradientHook* hook = nullptr);
 
  private:
   // Calls f(executor, activation views) with the executor this model runs on.
   template <class F>
   void run(F&& f);
+  // Checks the shape and tokens and keeps the batch for the passes.
+  void take_batch(const int* inputs, const int* targets, int B, int T);
+  // The head over chunks of rows: logits, with targets the losses, and with dloss (the gradient of
+  // each token's loss; NaN: none) the logits' gradient through both head GEMMs (d.dln, g.wte).
+  // Returns the mean loss (NaN without targets).
+  template <class X, class A>
+  float head(X& x, const A& a, bool targets, float dloss);
+  void plan_device_attention();
   void refresh_weight_copies();
 
   ModelConfig config_;
@@ -157,9 +182,9 @@ class Gpt2 {
   bool shared_ = false;                    // use_shared_memory() was called
   size_t released_bytes_ = 0;
   ActivationArena arena_;
-  AlignedBuffer<int> inputs_;   // (B, T) of the last forward pass, kept for the backward pass
+  AlignedBuffer<float> device_att_;  // (L, B, NH, T, T) for a plugin's attention only
+  AlignedBuffer<int> inputs_;   // (B, T) of the last pass
   AlignedBuffer<int> targets_;  // (B, T)
-  bool have_targets_ = false;
 };
 
 // GPT-2 initialisation: weights N(0, 0.02), the residual projections (attprojw, fcprojw) N(0,

@@ -8,8 +8,9 @@
 //   residual3 = residual2 + fch_gelu fcprojw^T + fcprojb
 // The embedding is wte[token] + wpe[position]; the head is lnf = LN(last residual3), logits =
 // lnf wte^T. The backward pass runs the same ops in reverse; the residual stream's gradient
-// (dresidual) flows unchanged into both branches of each sum. Deliberately not here: the loss and
-// its gradient (Gpt2::forward/backward), what each executor stores in which precision.
+// (dresidual) flows unchanged into both branches of each sum. Deliberately not here: the head's
+// matmul with the loss and its gradient (fused over chunks of rows in Gpt2), what each executor
+// stores in which precision.
 #pragma once
 
 #include <algorithm>
@@ -27,7 +28,7 @@ void block_forward(X& x, int l, const LayerParams<float>& p,
   const size_t BT = (size_t)B * T;
   x.layernorm_forward(a.ln1, a.ln1_mean, a.ln1_rstd, a.residual, p.ln1w, p.ln1b, BT, C);
   x.matmul_forward(a.qkv, a.ln1, p.qkvw, p.qkvb, BT, C, 3 * C);
-  x.attention_forward(l, a.atty, a.att, a.qkv, B, T, C, NH);
+  x.attention_forward(l, a.atty, a.lse, a.qkv, B, T, C, NH);
   x.matmul_forward(a.residual2, a.atty, p.attprojw, p.attprojb, BT, C, C);
   x.residual_forward(a.residual2, a.residual2, a.residual, BT * C);
   x.layernorm_forward(a.ln2, a.ln2_mean, a.ln2_rstd, a.residual2, p.ln2w, p.ln2b, BT, C);
@@ -37,27 +38,37 @@ void block_forward(X& x, int l, const LayerParams<float>& p,
   x.residual_forward(a.residual3, a.residual3, a.residual2, BT * C);
 }
 
-// d.dresidual holds d(residual3) on entry and d(residual) on return; dp accumulates.
+// d.dresidual holds d(residual3) on entry and d(residual) on return; dp accumulates. What the
+// forward pass did not keep (a.recompute_*) is recomputed just before it is read, into the one
+// buffer all layers share, with the forward's own kernels: the same bits.
 template <class X>
-void block_backward(X& x, const LayerParams<float>& p, const LayerParams<float>& dp,
+void block_backward(X& x, int l, const LayerParams<float>& p, const LayerParams<float>& dp,
                     const LayerActivations<typename X::Act>& a, const ActivationGradViews& d, int B,
                     int T, int C, int NH) {
   const size_t BT = (size_t)B * T;
+  if (a.recompute_gelu) x.gelu_forward(a.fch_gelu, a.fch, BT * 4 * C);
   x.matmul_backward(d.dfch, dp.fcprojw, dp.fcprojb, d.dresidual, a.fch_gelu, p.fcprojw, BT, 4 * C,
                     C);
   x.gelu_backward(d.dfch, a.fch, d.dfch, BT * 4 * C);
+  if (a.recompute_layernorm) {
+    x.layernorm_apply(a.ln2, a.residual2, a.ln2_mean, a.ln2_rstd, p.ln2w, p.ln2b, BT, C);
+  }
   x.matmul_backward(d.dln, dp.fcw, dp.fcb, d.dfch, a.ln2, p.fcw, BT, C, 4 * C);
   // Adds d(residual2) through ln2 to the d(residual3) that flows straight through.
   x.layernorm_backward(d.dresidual, dp.ln2w, dp.ln2b, d.dln, a.residual2, p.ln2w, a.ln2_mean,
                        a.ln2_rstd, BT, C);
   x.matmul_backward(d.datty, dp.attprojw, dp.attprojb, d.dresidual, a.atty, p.attprojw, BT, C, C);
-  x.attention_backward(d.dqkv, d.dscores, d.datty, a.qkv, a.att, B, T, C, NH);
+  x.attention_backward(l, d.dqkv, d.datty, a.atty, a.qkv, a.lse, B, T, C, NH);
+  if (a.recompute_layernorm) {
+    x.layernorm_apply(a.ln1, a.residual, a.ln1_mean, a.ln1_rstd, p.ln1w, p.ln1b, BT, C);
+  }
   x.matmul_backward(d.dln, dp.qkvw, dp.qkvb, d.dqkv, a.ln1, p.qkvw, BT, C, 3 * C);
   x.layernorm_backward(d.dresidual, dp.ln1w, dp.ln1b, d.dln, a.residual, p.ln1w, a.ln1_mean,
                        a.ln1_rstd, BT, C);
 }
 
-// The embedding, every block and the head: inputs (B, T) to a.logits (B, T, Vp).
+// The embedding, every block and the final layernorm: inputs (B, T) to a.lnf (B, T, C), the
+// head's input. The head (lnf wte^T, in chunks of rows with the loss) is the caller's.
 template <class X>
 void model_forward(X& x, const ModelConfig& c, const ParameterViews<float>& p,
                    const ActivationViews<typename X::Act>& a, const int* inputs, int B, int T) {
@@ -68,24 +79,23 @@ void model_forward(X& x, const ModelConfig& c, const ParameterViews<float>& p,
     block_forward(x, l, p.layer(l), a.layer(l), B, T, C, c.num_heads);
   }
   x.layernorm_forward(a.lnf, a.lnf_mean, a.lnf_rstd, a.output(), p.lnfw, p.lnfb, BT, C);
-  x.matmul_forward(a.logits, a.lnf, p.wte, nullptr, BT, C, c.padded_vocab_size);
 }
 
-// From dlogits (in a.logits) back to the parameter gradients g (accumulated). done(l) is called as
-// soon as layer l's gradients are complete (l = L-1 down to 0), and done(-1) once the rest (wte,
-// wpe, lnfw, lnfb) are: what a data-parallel run starts sending while the layers below compute.
+// From d(lnf) (in d.dln, the head's gradient) back to the parameter gradients g (accumulated).
+// done(l) is called as soon as layer l's gradients are complete (l = L-1 down to 0), and done(-1)
+// once the rest (wte, wpe, lnfw, lnfb) are: what a data-parallel run starts sending while the
+// layers below compute.
 template <class X, class Done>
 void model_backward(X& x, const ModelConfig& c, const ParameterViews<float>& p,
                     const ParameterViews<float>& g, const ActivationViews<typename X::Act>& a,
                     const ActivationGradViews& d, const int* inputs, int B, int T, Done&& done) {
   const int C = c.channels;
   const size_t BT = (size_t)B * T;
-  x.matmul_backward(d.dln, g.wte, nullptr, a.logits, a.lnf, p.wte, BT, C, c.padded_vocab_size);
   std::fill_n(d.dresidual, BT * C, 0.0f);
   x.layernorm_backward(d.dresidual, g.lnfw, g.lnfb, d.dln, a.output(), p.lnfw, a.lnf_mean,
                        a.lnf_rstd, BT, C);
   for (int l = c.num_layers - 1; l >= 0; --l) {
-    block_backward(x, p.layer(l), g.layer(l), a.layer(l), d, B, T, C, c.num_heads);
+    block_backward(x, l, p.layer(l), g.layer(l), a.layer(l), d, B, T, C, c.num_heads);
     done(l);
   }
   x.encoder_backward(g.wte, g.wpe, d.dresidual, inputs, B, T, C);

@@ -10,6 +10,8 @@
 #include <optional>
 #include <regex>
 
+#include <omp.h>
+
 #include "core/comm/zero_shards.h"
 #include "core/io/checkpoint.h"
 #include "core/io/train_state.h"
@@ -188,6 +190,7 @@ Trainer::Trainer(const TrainOptions& options, Communicator* world)
       schedule_((check_options(options), parse_lr_schedule(options.lr_schedule, "--lr-schedule")),
                 options.lr, options.warmup, options.steps, options.lr_floor) {
   precision_ = parse_precision(opt_.precision, "--precision");
+  recompute_ = parse_recompute(opt_.recompute, "--recompute");
   world_->set_timeout(opt_.comm_timeout);
   if (!opt_.resume.empty() && opt_.checkpoint_dir.empty()) opt_.checkpoint_dir = opt_.resume;
   // Before anything is read: a folder that cannot be written, or that another trainer is writing,
@@ -208,6 +211,9 @@ Trainer::Trainer(const TrainOptions& options, Communicator* world)
   if (!opt_.resume.empty()) {
     resume_position = resume_from(opt_.resume);
   } else {
+    std::string checkpoint, preset;
+    int version = 0;
+    check_memory(resolve_model_spec(opt_.model, &checkpoint, &preset, &version));
     model_ = make_model(opt_.model, opt_.seed, &origin_, precision_);
   }
   const ModelConfig& c = model_->config();
@@ -234,7 +240,7 @@ Trainer::Trainer(const TrainOptions& options, Communicator* world)
                     std::string(std::getenv("LLMCPU_CHECK_REPLICAS")) == "1";
   // Every shape the run computes is planned here (validation uses the training shape): the steps,
   // validations and samples that follow allocate nothing.
-  model_->plan_batch(opt_.batch, opt_.seq_len);
+  model_->plan_batch(opt_.batch, opt_.seq_len, {.recompute = recompute_});
   inputs_.resize((size_t)opt_.batch * opt_.seq_len);
   targets_.resize(inputs_.size());
   if (opt_.sample_every > 0) {
@@ -293,6 +299,32 @@ Trainer::Trainer(const TrainOptions& options, Communicator* world)
     if (!log_) throw FileError(opt_.log_path, "cannot open log: " + errno_message(errno));
   }
   new_folder.remove = false;
+}
+
+void Trainer::check_memory(const ModelConfig& config) {
+  llmcpu::validate(config, "model");
+  if (opt_.seq_len > config.max_seq_len) {
+    throw UsageError("--seq-len " + std::to_string(opt_.seq_len) + " exceeds the model's maxT " +
+                     std::to_string(config.max_seq_len));
+  }
+  MemoryRequest r;
+  r.config = config;
+  r.precision = precision_;
+  r.batch = opt_.batch;
+  r.seq_len = opt_.seq_len;
+  r.recompute = recompute_;
+  r.ranks = world_->size();
+  r.local_ranks = world_->local_size();
+  r.zero = r.ranks > 1 && opt_.zero != 0;
+  r.threads = omp_get_max_threads();
+  r.total_batch = (long long)micro_batches_per_step(opt_, r.ranks) * opt_.batch * opt_.seq_len;
+  memory_plan_ = plan_memory(r);
+  if (opt_.memory_limit.empty()) {
+    memory_limit_ = llmcpu::memory_limit(r.local_ranks);
+  } else {
+    memory_limit_ = {parse_memory_size(opt_.memory_limit, "--memory-limit"), "--memory-limit"};
+  }
+  check_fits(r, memory_plan_, memory_limit_);
 }
 
 bool Trainer::take_checkpoint_folder() {
@@ -395,6 +427,7 @@ DataPosition Trainer::resume_from(const std::string& dir) {
                      "; exact resume needs the same precision (or start a new run with --model " +
                      checkpoint_model_path(dir, step) + ")");
   }
+  check_memory(s.config);
   model_ = std::make_unique<Gpt2>(s.config, active_kernels(), precision_);
   const std::vector<ParameterSpan> spans = model_->layout().spans();
   float* params = model_->params_flat();
@@ -833,12 +866,12 @@ bool Trainer::run(const TrainObserver& obs) {
     double loss = 0;
     for (int micro = 0; micro < grad_accum_; ++micro) {
       train_->next_batch_of(world_->rank(), world_->size(), inputs.data(), targets.data());
-      loss += m.forward(inputs.data(), targets.data(), opt_.batch, opt_.seq_len);
       // The last micro-batch completes the gradients: their average goes out layer by layer.
       // Each micro-batch's loss is scaled by 1 / (micro-batches over all ranks): the sum the
       // ranks' gradients are reduced to is then already their average.
-      m.backward(1.0f / float(grad_accum_ * world_->size()),
-                 micro == grad_accum_ - 1 ? sync_.get() : nullptr);
+      loss += m.forward_backward(inputs.data(), targets.data(), opt_.batch, opt_.seq_len,
+                                 1.0f / float(grad_accum_ * world_->size()),
+                                 micro == grad_accum_ - 1 ? sync_.get() : nullptr);
     }
     loss /= grad_accum_;
     comm_busy_ms_ = comm_waited_ms_ = 0;

@@ -23,6 +23,7 @@
 #include "core/optim/adamw.h"
 #include "core/train/data_loader.h"
 #include "core/train/lr_schedule.h"
+#include "core/train/memory_plan.h"
 #include "core/util/file.h"
 #include "simd/error.h"
 
@@ -55,6 +56,8 @@ struct TrainOptions {
   std::string resume;        // a checkpoint folder to continue from
   std::string save_path;     // an extra llm.c model file written at the end
   std::string precision = "fp32";  // fp32 or bf16 (mixed precision; see core/model/gpt2.h)
+  std::string recompute = "none";  // none, gelu or all-pointwise (core/model/activations.h)
+  std::string memory_limit;        // plan against this size (e.g. "12G") instead of the machine
   int max_bad_steps = 5;  // stop after this many steps in a row with a non-finite loss or norm
   double comm_timeout = 300;  // several ranks: seconds a collective may wait before the job ends
   int zero = -1;  // several ranks: 1 ZeRO-1 (the optimizer state sharded), 0 not; -1: 1
@@ -142,6 +145,10 @@ class Trainer {
   int steps_done() const { return step_; }  // completed optimizer steps
   const TrainOptions& options() const { return opt_; }
   const std::vector<std::string>& notes() const { return notes_; }
+  // The memory this run was planned to take and the limit it was checked against, before the
+  // model was allocated (core/train/memory_plan.h).
+  const MemoryPlan& memory_plan() const { return memory_plan_; }
+  const MemoryLimit& memory_limit() const { return memory_limit_; }
   bool zero() const { return sync_ && sync_->zero(); }
   // ZeRO-1 with one copy of the weights shared by the ranks of this machine
   // (GradientSync::share_memory).
@@ -178,6 +185,9 @@ class Trainer {
   void log_line(const char* fmt, int step, float value);
   // Refuses (UsageError naming the flag) a rank whose flags, model or data differ from rank 0's.
   void check_ranks_agree() const;
+  // Plans the run's memory for a model of `config` and refuses (UsageError) a plan that does not
+  // fit: called before the model is allocated.
+  void check_memory(const ModelConfig& config);
   // An interrupt on any rank (mpirun forwards Ctrl-C to all of them, not at the same moment).
   bool stop_requested();
   // The global gradient norm (over the ranks' parts under ZeRO-1), and clipping to it.
@@ -199,6 +209,9 @@ class Trainer {
   bool check_replicas_ = false;
   double comm_busy_ms_ = 0, comm_waited_ms_ = 0;  // this step's
   Precision precision_ = Precision::kFp32;
+  Recompute recompute_ = Recompute::kNone;
+  MemoryPlan memory_plan_;
+  MemoryLimit memory_limit_;
   std::unique_ptr<Gpt2> model_;
   std::string origin_;
   int grad_accum_ = 1;

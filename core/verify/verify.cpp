@@ -38,8 +38,11 @@ VerifyReport verify_against_state(Gpt2& model, const DebugState& ref, const Veri
   const int V = cfg.vocab_size, Vp = cfg.padded_vocab_size;
   VerifyReport report;
 
-  model.plan_batch(ref.B, ref.T);
-  const float loss = model.forward(ref.inputs.data(), ref.targets.data(), ref.B, ref.T);
+  // The logits are kept for the comparison only: training never holds them all.
+  model.plan_batch(ref.B, ref.T, {.keep_logits = true});
+  model.zero_grad();
+  const float loss =
+      model.forward_backward(ref.inputs.data(), ref.targets.data(), ref.B, ref.T);
   std::vector<float> logits(BT * V);
   for (size_t r = 0; r < BT; ++r) {
     std::copy_n(model.logits() + r * Vp, V, logits.begin() + r * V);
@@ -47,8 +50,6 @@ VerifyReport verify_against_state(Gpt2& model, const DebugState& ref, const Veri
   report.rows.push_back(compare_tensors("logits", logits.data(), ref.logits.data(), BT * V, tol.logits));
   report.rows.push_back(compare_tensors("loss", &loss, &ref.loss, 1, tol.logits));
 
-  model.zero_grad();
-  model.backward();
   double all2 = 0;
   for (float g : ref.grads) all2 += double(g) * double(g);
   const double floor = std::numeric_limits<float>::epsilon() * std::sqrt(all2);

@@ -72,6 +72,29 @@ HWY_INLINE void StoreOutN(hn::Vec<DF> v, DF df, bf16* HWY_RESTRICT p, size_t n) 
   for (size_t i = 0; i < n; ++i) p[i] = float_to_bf16(buf[i]);
 }
 
+// Loads of a kernel's input vector, float or bf16 (widened exactly): whole vectors and ragged
+// tails (zero past n).
+template <class DF>
+HWY_INLINE hn::Vec<DF> LoadIn(DF df, const float* HWY_RESTRICT p) {
+  return hn::LoadU(df, p);
+}
+template <class DF>
+HWY_INLINE hn::Vec<DF> LoadIn(DF df, const bf16* HWY_RESTRICT p) {
+  return LoadBf16(df, p);
+}
+template <class DF>
+HWY_INLINE hn::Vec<DF> LoadInN(DF df, const float* HWY_RESTRICT p, size_t n) {
+  HWY_ALIGN float buf[HWY_MAX_BYTES / sizeof(float)] = {};
+  for (size_t i = 0; i < n; ++i) buf[i] = p[i];
+  return hn::Load(df, buf);
+}
+template <class DF>
+HWY_INLINE hn::Vec<DF> LoadInN(DF df, const bf16* HWY_RESTRICT p, size_t n) {
+  HWY_ALIGN float buf[HWY_MAX_BYTES / sizeof(float)] = {};
+  for (size_t i = 0; i < n; ++i) buf[i] = bf16_to_float(p[i]);
+  return hn::Load(df, buf);
+}
+
 }  // namespace HWY_NAMESPACE
 }  // namespace llmcpu
 HWY_AFTER_NAMESPACE();

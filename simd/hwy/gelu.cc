@@ -47,32 +47,33 @@ HWY_INLINE VF GeluGradOne(DF d, const GeluConsts& g, VF x, VF dy) {
   return hn::Mul(hn::Add(left, right), dy);
 }
 
-// Out: float, or bf16 for the bf16 path (rounded at the store).
-template <typename Out>
-void GeluForward(Out* out, const float* inp, size_t N) {
+// In: float, or bf16 (widened exactly); Out: float, or bf16 (rounded at the store).
+template <typename Out, typename In>
+void GeluForward(Out* out, const In* inp, size_t N) {
   ParallelChunks(N, [&](size_t begin, size_t end) {
     const DF d;
     const GeluConsts g{d};
     const size_t L = hn::Lanes(d);
     size_t i = begin;
-    for (; i + L <= end; i += L) StoreOut(GeluOne(d, g, hn::LoadU(d, inp + i)), d, out + i);
-    if (i < end) StoreOutN(GeluOne(d, g, LoadTail(d, inp + i, end - i)), d, out + i, end - i);
+    for (; i + L <= end; i += L) StoreOut(GeluOne(d, g, LoadIn(d, inp + i)), d, out + i);
+    if (i < end) StoreOutN(GeluOne(d, g, LoadInN(d, inp + i, end - i)), d, out + i, end - i);
   });
 }
 
-// dinp = gelu'(inp) * dout (overwritten; dinp may alias dout).
-void GeluBackward(float* dinp, const float* inp, const float* dout, size_t N) {
+// dinp = gelu'(inp) * dout (overwritten; dinp may alias dout). In: float, or bf16.
+template <typename In>
+void GeluBackward(float* dinp, const In* inp, const float* dout, size_t N) {
   ParallelChunks(N, [&](size_t begin, size_t end) {
     const DF d;
     const GeluConsts g{d};
     const size_t L = hn::Lanes(d);
     size_t i = begin;
     for (; i + L <= end; i += L) {
-      hn::StoreU(GeluGradOne(d, g, hn::LoadU(d, inp + i), hn::LoadU(d, dout + i)), d, dinp + i);
+      hn::StoreU(GeluGradOne(d, g, LoadIn(d, inp + i), hn::LoadU(d, dout + i)), d, dinp + i);
     }
     if (i < end) {
       const size_t n = end - i;
-      StoreTail(GeluGradOne(d, g, LoadTail(d, inp + i, n), LoadTail(d, dout + i, n)), d, dinp + i,
+      StoreTail(GeluGradOne(d, g, LoadInN(d, inp + i, n), LoadTail(d, dout + i, n)), d, dinp + i,
                 n);
     }
   });
@@ -81,11 +82,15 @@ void GeluBackward(float* dinp, const float* inp, const float* dout, size_t N) {
 }  // namespace
 
 void FillGelu(KernelTable& t) {
-  t.gelu_forward = &GeluForward<float>;
-  t.gelu_backward = &GeluBackward;
+  t.gelu_forward = &GeluForward<float, float>;
+  t.gelu_backward = &GeluBackward<float>;
 }
 
-void FillGeluBf16(Bf16Kernels& t) { t.gelu_forward = &GeluForward<bf16>; }
+void FillGeluBf16(Bf16Kernels& t) {
+  t.gelu_forward = &GeluForward<bf16, float>;
+  t.gelu_forward_bf16 = &GeluForward<bf16, bf16>;
+  t.gelu_backward = &GeluBackward<bf16>;
+}
 
 }  // namespace HWY_NAMESPACE
 }  // namespace llmcpu

@@ -47,33 +47,50 @@ HWY_INLINE float SumSquaredDeviations(const float* HWY_RESTRICT x, float m, size
   return ReduceSum(d, hn::Add(s0, s1));
 }
 
-// Out: float, or bf16 for the bf16 path (the same fp32 math, the output rounded at the store).
+// One row y_c = (x_c - m) s w_c + b_c: the forward's output and its recomputation share it, so
+// both give the same bits. Out: float, or bf16 (the same fp32 math, rounded at the store).
+template <typename Out>
+HWY_INLINE void LayerNormApplyRow(Out* HWY_RESTRICT y, const float* HWY_RESTRICT x,
+                                  const float* HWY_RESTRICT weight, const float* HWY_RESTRICT bias,
+                                  float m, float s, size_t C) {
+  const DF d;
+  const size_t L = hn::Lanes(d);
+  const VF vm = hn::Set(d, m), vs = hn::Set(d, s);
+  size_t c = 0;
+  for (; c + L <= C; c += L) {
+    const VF n = hn::Mul(hn::Sub(hn::LoadU(d, x + c), vm), vs);
+    StoreOut(hn::MulAdd(n, hn::LoadU(d, weight + c), hn::LoadU(d, bias + c)), d, y + c);
+  }
+  if (c < C) {
+    const size_t k = C - c;
+    const VF n = hn::Mul(hn::Sub(LoadTail(d, x + c, k), vm), vs);
+    StoreOutN(hn::MulAdd(n, LoadTail(d, weight + c, k), LoadTail(d, bias + c, k)), d, y + c, k);
+  }
+}
+
 template <typename Out>
 void LayerNormForward(Out* out, float* mean, float* rstd, const float* inp, const float* weight,
                       const float* bias, size_t N, int C_) {
   const size_t C = size_t(C_);
 #pragma omp parallel for schedule(static)
   for (size_t r = 0; r < N; ++r) {
-    const DF d;
-    const size_t L = hn::Lanes(d);
     const float* HWY_RESTRICT x = inp + r * C;
-    Out* HWY_RESTRICT y = out + r * C;
     const float m = Sum(x, C) / float(C);
     const float v = SumSquaredDeviations(x, m, C) / float(C);
     const float s = 1.0f / std::sqrt(v + float(scalar::kLayerNormEps));
-    const VF vm = hn::Set(d, m), vs = hn::Set(d, s);
-    size_t c = 0;
-    for (; c + L <= C; c += L) {
-      const VF n = hn::Mul(hn::Sub(hn::LoadU(d, x + c), vm), vs);
-      StoreOut(hn::MulAdd(n, hn::LoadU(d, weight + c), hn::LoadU(d, bias + c)), d, y + c);
-    }
-    if (c < C) {
-      const size_t k = C - c;
-      const VF n = hn::Mul(hn::Sub(LoadTail(d, x + c, k), vm), vs);
-      StoreOutN(hn::MulAdd(n, LoadTail(d, weight + c, k), LoadTail(d, bias + c, k)), d, y + c, k);
-    }
+    LayerNormApplyRow(out + r * C, x, weight, bias, m, s, C);
     mean[r] = m;
     rstd[r] = s;
+  }
+}
+
+template <typename Out>
+void LayerNormApply(Out* out, const float* inp, const float* mean, const float* rstd,
+                    const float* weight, const float* bias, size_t N, int C_) {
+  const size_t C = size_t(C_);
+#pragma omp parallel for schedule(static)
+  for (size_t r = 0; r < N; ++r) {
+    LayerNormApplyRow(out + r * C, inp + r * C, weight, bias, mean[r], rstd[r], C);
   }
 }
 
@@ -160,10 +177,14 @@ void LayerNormBackward(float* dinp, float* dweight, float* dbias, const float* d
 
 void FillLayerNorm(KernelTable& t) {
   t.layernorm_forward = &LayerNormForward<float>;
+  t.layernorm_apply = &LayerNormApply<float>;
   t.layernorm_backward = &LayerNormBackward;
 }
 
-void FillLayerNormBf16(Bf16Kernels& t) { t.layernorm_forward = &LayerNormForward<bf16>; }
+void FillLayerNormBf16(Bf16Kernels& t) {
+  t.layernorm_forward = &LayerNormForward<bf16>;
+  t.layernorm_apply = &LayerNormApply<bf16>;
+}
 
 }  // namespace HWY_NAMESPACE
 }  // namespace llmcpu

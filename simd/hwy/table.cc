@@ -18,6 +18,7 @@ void FillEncoder(KernelTable& t);
 void FillLayerNorm(KernelTable& t);
 bool FillMatmul(KernelTable& t, bool use_xsmm);
 void FillAttention(KernelTable& t);
+void FillFlashAttention(KernelTable& t);
 void FillGelu(KernelTable& t);
 void FillResidual(KernelTable& t);
 void FillSoftmaxXent(KernelTable& t);
@@ -34,6 +35,7 @@ const hwy_tables::TargetTables* Tables() {
     FillEncoder(t);
     FillLayerNorm(t);
     FillAttention(t);
+    FillFlashAttention(t);
     FillGelu(t);
     FillResidual(t);
     FillSoftmaxXent(t);

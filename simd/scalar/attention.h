@@ -8,11 +8,13 @@
 //   da[t,u] = dy_t . v_u;   dv_u += a[t,u] dy_t;   ds[t,u] = a[t,u] (da[t,u] - sum_w a[t,w] da[t,w])
 //   dq_t += scale * sum_u ds[t,u] k_u;   dk_u += scale * ds[t,u] q_t
 // Threads split over (batch, head) pairs, which own disjoint slices of dqkv: no races, fixed order.
+// Below them: the flash variant's contract (per-row log-sum-exp instead of att) and KV-cache decode.
 #pragma once
 
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <vector>
 
 #include "simd/scalar/common.h"
 
@@ -133,6 +135,99 @@ void attention_decode(F* out, F* scores, const F* q, const F* kcache, const F* v
       const F a = scores[u] * inv;
       const F* v = vcache + (size_t)u * C + h * hs;
       for (int i = 0; i < hs; ++i) y[i] += a * v[i];
+    }
+  }
+}
+
+}  // namespace llmcpu::scalar
+
+namespace llmcpu::scalar {
+
+// Flash attention's contract (kernels.h's flash_attention_*), written plainly: the same causal
+// attention, but instead of the (B,NH,T,T) matrix it keeps per row the log-sum-exp of the scaled
+// scores, from which the backward pass recomputes the probabilities. With s_u = scale q_t . k_u
+// (u <= t) and m = max_u s_u:
+//   lse_t = m + log sum_{u<=t} exp(s_u - m)       (the max folded in: no overflow)
+//   p_u   = exp(s_u - lse_t)                       (= softmax_u(s), the row of att)
+//   y_t   = sum_{u<=t} p_u v_u
+// Backward, with D_t = dy_t . y_t (= sum_u p_u dp_u, since y_t = sum_u p_u v_u), per row t:
+//   dp_u = dy_t . v_u;   ds_u = p_u (dp_u - D_t)
+//   dq_t += scale sum_u ds_u k_u;   dk_u += scale ds_u q_t;   dv_u += p_u dy_t
+// Not blocked and not online: one pass per row for the max, one for the sum, one for the output.
+// These are the references the blocked kernels (simd/hwy/flash_attention.cc) are tested against.
+template <typename F>
+void flash_attention_forward(F* out,        // (B,T,C)
+                             F* lse,        // (B,NH,T)
+                             const F* qkv,  // (B,T,3C)
+                             int B, int T, int C, int NH) {
+  const int hs = C / NH;
+  const F scale = F(1) / std::sqrt(F(hs));
+  const size_t C3 = (size_t)C * 3;
+#pragma omp parallel for collapse(2) schedule(static)
+  for (int b = 0; b < B; ++b) {
+    for (int h = 0; h < NH; ++h) {
+      std::vector<F> s(T);  // the scores of one row
+      for (int t = 0; t < T; ++t) {
+        const F* q = qkv + ((size_t)b * T + t) * C3 + h * hs;
+        F maxval = -INFINITY;
+        for (int u = 0; u <= t; ++u) {
+          const F* k = qkv + ((size_t)b * T + u) * C3 + C + h * hs;
+          s[u] = scale * dot(q, k, hs);
+          maxval = std::max(maxval, s[u]);
+        }
+        F acc[kLanes] = {};
+        for (int u = 0; u <= t; ++u) acc[u % kLanes] += std::exp(s[u] - maxval);
+        const F l = maxval + std::log(combine_lanes(acc));
+        lse[((size_t)b * NH + h) * T + t] = l;
+        F* y = out + ((size_t)b * T + t) * C + h * hs;
+        for (int i = 0; i < hs; ++i) y[i] = 0;
+        for (int u = 0; u <= t; ++u) {
+          const F p = std::exp(s[u] - l);
+          const F* v = qkv + ((size_t)b * T + u) * C3 + 2 * C + h * hs;
+          for (int i = 0; i < hs; ++i) y[i] += p * v[i];
+        }
+      }
+    }
+  }
+}
+
+template <typename F>
+void flash_attention_backward(F* dqkv,        // (B,T,3C) overwritten
+                              const F* dout,  // (B,T,C)
+                              const F* out,   // (B,T,C) the forward's output
+                              const F* qkv,   // (B,T,3C)
+                              const F* lse,   // (B,NH,T) the forward's log-sum-exp
+                              int B, int T, int C, int NH) {
+  const int hs = C / NH;
+  const F scale = F(1) / std::sqrt(F(hs));
+  const size_t C3 = (size_t)C * 3;
+#pragma omp parallel for collapse(2) schedule(static)
+  for (int b = 0; b < B; ++b) {
+    for (int h = 0; h < NH; ++h) {
+      for (int t = 0; t < T; ++t) {
+        F* d = dqkv + ((size_t)b * T + t) * C3 + h * hs;
+        for (int i = 0; i < hs; ++i) d[i] = d[C + i] = d[2 * C + i] = 0;
+      }
+      for (int t = 0; t < T; ++t) {
+        const F* q = qkv + ((size_t)b * T + t) * C3 + h * hs;
+        const F* dy = dout + ((size_t)b * T + t) * C + h * hs;
+        const F D = dot(dy, out + ((size_t)b * T + t) * C + h * hs, hs);
+        const F l = lse[((size_t)b * NH + h) * T + t];
+        F* dq = dqkv + ((size_t)b * T + t) * C3 + h * hs;
+        for (int u = 0; u <= t; ++u) {
+          const F* k = qkv + ((size_t)b * T + u) * C3 + C + h * hs;
+          const F* v = k + C;
+          F* dk = dqkv + ((size_t)b * T + u) * C3 + C + h * hs;
+          F* dv = dk + C;
+          const F p = std::exp(scale * dot(q, k, hs) - l);
+          const F ds = p * (dot(dy, v, hs) - D);
+          for (int i = 0; i < hs; ++i) {
+            dq[i] += scale * ds * k[i];
+            dk[i] += scale * ds * q[i];
+            dv[i] += p * dy[i];
+          }
+        }
+      }
     }
   }
 }

@@ -6,6 +6,7 @@
 
 #include "simd/bf16.h"
 #include "simd/scalar/adamw.h"
+#include "simd/scalar/attention.h"
 #include "simd/scalar/gelu.h"
 #include "simd/scalar/layernorm.h"
 #include "simd/scalar/matmul.h"
@@ -61,6 +62,40 @@ void gelu_forward(bf16* out, const float* inp, size_t N) {
   to_bf16(out, y.data(), N);
 }
 
+void layernorm_apply(bf16* out, const float* inp, const float* mean, const float* rstd,
+                     const float* weight, const float* bias, size_t N, int C) {
+  std::vector<float> y(N * size_t(C));
+  scalar::layernorm_apply<float>(y.data(), inp, mean, rstd, weight, bias, N, C);
+  to_bf16(out, y.data(), y.size());
+}
+
+void gelu_forward_bf16(bf16* out, const bf16* inp, size_t N) {
+  const std::vector<float> x = widen(inp, N);
+  gelu_forward(out, x.data(), N);
+}
+
+void gelu_backward(float* dinp, const bf16* inp, const float* dout, size_t N) {
+  const std::vector<float> x = widen(inp, N);
+  scalar::gelu_backward<float>(dinp, x.data(), dout, N);
+}
+
+// Attention on the bf16 q, k, v widened exactly: the fp32 reference, then out rounded once.
+void flash_attention_forward(bf16* out, float* lse, const bf16* qkv, int B, int T, int C, int NH) {
+  const size_t N = size_t(B) * T * C;
+  const std::vector<float> x = widen(qkv, 3 * N);
+  std::vector<float> y(N);
+  scalar::flash_attention_forward<float>(y.data(), lse, x.data(), B, T, C, NH);
+  to_bf16(out, y.data(), N);
+}
+
+// D_t from the saved bf16 out, widened exactly, as the vectorized kernels read it.
+void flash_attention_backward(float* dqkv, const float* dout, const bf16* out, const bf16* qkv,
+                              const float* lse, int B, int T, int C, int NH) {
+  const size_t N = size_t(B) * T * C;
+  const std::vector<float> x = widen(qkv, 3 * N), y = widen(out, N);
+  scalar::flash_attention_backward<float>(dqkv, dout, y.data(), x.data(), lse, B, T, C, NH);
+}
+
 void adamw_update(float* param, bf16* param_bf16, float* m, float* v, const float* grad, size_t N,
                   const scalar::AdamWStep& step) {
   scalar::adamw_update<float>(param, m, v, grad, N, step);
@@ -78,6 +113,11 @@ const Bf16Kernels& scalar_bf16_kernels() {
       .matmul_backward = matmul_backward,
       .layernorm_forward = layernorm_forward,
       .gelu_forward = gelu_forward,
+      .layernorm_apply = layernorm_apply,
+      .gelu_forward_bf16 = gelu_forward_bf16,
+      .gelu_backward = gelu_backward,
+      .flash_attention_forward = flash_attention_forward,
+      .flash_attention_backward = flash_attention_backward,
       .adamw_update = adamw_update,
   };
   return table;

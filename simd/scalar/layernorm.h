@@ -39,6 +39,20 @@ void layernorm_forward(F* out,      // (N,C)
   }
 }
 
+// The forward's output from its saved statistics (recomputation): the same expression, the same
+// bits.
+template <typename F>
+void layernorm_apply(F* out, const F* inp, const F* mean, const F* rstd,  // (N,C), (N,C), (N), (N)
+                     const F* weight, const F* bias, size_t N, int C) {
+#pragma omp parallel for schedule(static)
+  for (size_t r = 0; r < N; ++r) {
+    const F* x = inp + r * C;
+    const F m = mean[r], s = rstd[r];
+    F* y = out + r * C;
+    for (int c = 0; c < C; ++c) y[c] = (x[c] - m) * s * weight[c] + bias[c];
+  }
+}
+
 template <typename F>
 void layernorm_backward(F* dinp,        // (N,C) accumulated into (+=)
                         F* dweight, F* dbias,  // (C) accumulated into (+=)

@@ -45,6 +45,8 @@ TEST(SimdDispatch, EveryTableIsCompleteAndNamedAfterItsTarget) {
                              (void*)t.matmul_backward,
                              (void*)t.attention_forward,
                              (void*)t.attention_backward,
+                             (void*)t.flash_attention_forward,
+                             (void*)t.flash_attention_backward,
                              (void*)t.attention_decode,
                              (void*)t.gelu_forward,
                              (void*)t.gelu_backward,

@@ -130,8 +130,7 @@ TEST_P(ModelAllocations, StepValidationAndSamplingAllocateNothingAfterPlanning) 
   }
   auto step = [&] {
     model.zero_grad();
-    model.forward(in.data(), tg.data(), B, T);
-    model.backward();
+    model.forward_backward(in.data(), tg.data(), B, T);
     const double norm = global_norm(model.grads_flat(), model.num_parameters(), model.kernels());
     clip_to_norm(model.grads_flat(), model.num_parameters(), norm, 1.0, model.kernels());
     const Gpt2::UpdateSpans w = model.weights_for_update();

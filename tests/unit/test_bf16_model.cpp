@@ -52,7 +52,7 @@ std::unique_ptr<Gpt2> load_bf16(const std::string& name) {
   auto model = std::make_unique<Gpt2>(info.config, active_kernels(), Precision::kBf16);
   load_checkpoint(fixture(name, "model.bin"), *model);
   const DebugState ref = load_debug_state(fixture(name, "state.bin"), info.config);
-  model->plan_batch(ref.B, ref.T);  // the fixture's batch
+  model->plan_batch(ref.B, ref.T, {.keep_logits = true});  // the fixture's batch
   return model;
 }
 
@@ -150,7 +150,7 @@ TEST(Bf16Model, ReleasedMasterComputesWithTheCopy) {
   Gpt2 f32(c);
   load_checkpoint(dir + "/before.bin", f32);
   const int T = ref.T;
-  f32.plan_batch(1, T);
+  f32.plan_batch(1, T, {.keep_logits = true});
   f32.forward(ref.inputs.data(), nullptr, 1, T);
   Generator gen(*model, T);
   for (int t = 0; t < T; ++t) {
@@ -185,12 +185,13 @@ TEST(Bf16Model, ActiveTablesAgreeWithScalarReference) {
             kU);
 }
 
-// fp32 memory is untouched by the bf16 option; bf16 keeps the GEMM inputs in bf16 only.
+// bf16 keeps the activations a GEMM reads or the backward recomputes in bf16 only, and the
+// arena is what ActivationArena::bytes (the memory plan) says.
 TEST(Bf16Model, ArenaKeepsGemmInputsInBf16) {
   const ModelConfig c = read_checkpoint_header(fixture("small", "model.bin")).config;
   const int B = 3, T = 32;
   const size_t L = c.num_layers, C = c.channels, BT = size_t(B) * T;
-  const ActivationArena f32(c, B, T), h(c, B, T, Precision::kBf16);
+  const ActivationArena f32(c, B, T), h(c, B, T, {.precision = Precision::kBf16});
   EXPECT_EQ(f32.forward_bf16_elements(), 0u);
   EXPECT_EQ(f32.acts_bf16.ln1, nullptr);
   ASSERT_NE(f32.acts.ln1, nullptr);
@@ -199,12 +200,17 @@ TEST(Bf16Model, ArenaKeepsGemmInputsInBf16) {
   ASSERT_NE(h.acts_bf16.ln1, nullptr);
   ASSERT_NE(h.acts_bf16.logits, nullptr);
   EXPECT_EQ(h.logits(), h.acts_bf16.logits);
-  // ln1, ln2 and atty (L, BT, C), fch_gelu (L, BT, 4C), lnf (BT, C) in bf16; fp32 saves the same.
-  // (The bf16 executor keeps one layer of fp32 attention output of its own.)
-  const size_t moved = L * BT * C * 3 + L * BT * 4 * C + BT * C;
+  // ln1, ln2 and atty (L, BT, C), qkv (L, BT, 3C), fch and fch_gelu (L, BT, 4C), lnf (BT, C) in
+  // bf16; fp32 holds the same in fp32.
+  const size_t moved = L * BT * C * 3 + L * BT * 3 * C + 2 * L * BT * 4 * C + BT * C;
   EXPECT_EQ(h.forward_bf16_elements(), moved);
   EXPECT_EQ(f32.forward_floats() - h.forward_floats(), moved);
   EXPECT_EQ(f32.backward_floats(), h.backward_floats());
+  for (const ActivationArena* a : {&f32, &h}) {
+    const ActivationBytes bytes = ActivationArena::bytes(c, B, T, a->options());
+    EXPECT_EQ(bytes.forward, a->forward_floats() * 4 + a->forward_bf16_elements() * 2);
+    EXPECT_EQ(bytes.backward, a->backward_floats() * 4);
+  }
 }
 
 // The working copy is bf16(master) after a load, and after an AdamW step that writes both.
@@ -220,10 +226,9 @@ TEST(Bf16Model, CopyFollowsMasterWeights) {
     }
     return true;
   };
-  model->forward(ref.inputs.data(), ref.targets.data(), ref.B, ref.T);
-  EXPECT_TRUE(copy_is_rounded_master());
   model->zero_grad();
-  model->backward();
+  model->forward_backward(ref.inputs.data(), ref.targets.data(), ref.B, ref.T);
+  EXPECT_TRUE(copy_is_rounded_master());
   AdamW opt(model->num_parameters(), AdamWConfig{}, model->kernels(), model->bf16_kernels());
   const std::vector<bf16> before(model->params_bf16_flat(),
                                  model->params_bf16_flat() + model->num_parameters());

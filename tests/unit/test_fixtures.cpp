@@ -72,9 +72,8 @@ TEST(Determinism, GradientsIdenticalAcrossThreadCounts) {
     Gpt2 model(info.config);
     load_checkpoint(fixture(name, "model.bin"), model);
     model.plan_batch(ref.B, ref.T);
-    model.forward(ref.inputs.data(), ref.targets.data(), ref.B, ref.T);
     model.zero_grad();
-    model.backward();
+    model.forward_backward(ref.inputs.data(), ref.targets.data(), ref.B, ref.T);
     grads.emplace_back(model.grads_flat(), model.grads_flat() + model.num_parameters());
   }
   omp_set_num_threads(saved);
@@ -82,18 +81,18 @@ TEST(Determinism, GradientsIdenticalAcrossThreadCounts) {
   EXPECT_TRUE(grads[1] == grads[2]);
 }
 
-// Gradients accumulate across backward passes until zero_grad, as gradient accumulation needs.
+// Gradients accumulate across training passes until zero_grad, as gradient accumulation needs.
 TEST(Model, BackwardAccumulatesUntilZeroGrad) {
   const CheckpointInfo info = read_checkpoint_header(fixture("tiny", "model.bin"));
   const DebugState ref = load_debug_state(fixture("tiny", "state.bin"), info.config);
   Gpt2 model(info.config);
   load_checkpoint(fixture("tiny", "model.bin"), model);
   model.plan_batch(ref.B, ref.T);
-  model.forward(ref.inputs.data(), ref.targets.data(), ref.B, ref.T);
   model.zero_grad();
-  model.backward(0.5f);
+  model.forward_backward(ref.inputs.data(), ref.targets.data(), ref.B, ref.T, 0.5f);
+  // An evaluation pass in between adds nothing.
   model.forward(ref.inputs.data(), ref.targets.data(), ref.B, ref.T);
-  model.backward(0.5f);
+  model.forward_backward(ref.inputs.data(), ref.targets.data(), ref.B, ref.T, 0.5f);
   const ParameterLayout& layout = model.layout();
   for (int i = 0; i < kNumParameterTensors; ++i) {
     const TensorComparison c =
@@ -101,8 +100,8 @@ TEST(Model, BackwardAccumulatesUntilZeroGrad) {
                         ref.grads.data() + layout.offset(i), layout.size(i), 1e-4);
     EXPECT_TRUE(c.ok) << c.name << " " << c.rel_error;
   }
-  // A second backward without a forward pass in between is refused (the logits are gone).
-  EXPECT_THROW(model.backward(), Error);
+  // A training pass without targets is refused: there is no loss to differentiate.
+  EXPECT_THROW(model.forward_backward(ref.inputs.data(), nullptr, ref.B, ref.T), Error);
 }
 
 TEST(Model, RejectsBatchesThatDoNotFit) {

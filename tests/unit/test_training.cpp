@@ -2,6 +2,7 @@
 // does not depend on how the batch is split, checkpoints that survive a killed write, Ctrl-C, the
 // llm.c data loader's order, config files, and generation through the KV cache.
 #include <gtest/gtest.h>
+#include <omp.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -19,6 +20,7 @@
 #include "core/model/generate.h"
 #include "core/model/preset.h"
 #include "core/train/interrupt.h"
+#include "core/train/memory_plan.h"
 #include "core/train/trainer.h"
 #include "core/util/file.h"
 #include "core/util/rng.h"
@@ -195,6 +197,91 @@ TEST_F(Training, GradientAccumulationDoesNotDependOnTheSplit) {
   }
 }
 
+// Recomputation gives the forward pass's bits again: a run's losses and weights are the same
+// bytes whatever --recompute says, in fp32 and bf16, and the arena shrinks by the layers' copies.
+TEST_F(Training, RecomputationChangesNoBitOfTheRun) {
+  for (const char* precision : {"fp32", "bf16"}) {
+    SCOPED_TRACE(precision);
+    std::vector<std::vector<float>> losses, weights;
+    std::vector<size_t> arena;
+    size_t rows = 0, C = 0, L = 0;
+    for (const char* recompute : {"none", "gelu", "all-pointwise"}) {
+      TrainOptions o = tiny_options(4);
+      o.precision = precision;
+      o.recompute = recompute;
+      Trainer t(o);
+      std::vector<float> l;
+      TrainObserver obs;
+      obs.on_step = [&](const StepReport& r) { l.push_back(r.loss); };
+      obs.on_val = [&](int, float v) { l.push_back(v); };
+      ASSERT_TRUE(t.run(obs));
+      losses.push_back(l);
+      const Gpt2& m = t.model();
+      weights.emplace_back(m.params_flat(), m.params_flat() + m.num_parameters());
+      arena.push_back(m.arena().forward_floats() * 4 + m.arena().forward_bf16_elements() * 2);
+      rows = size_t(o.batch) * o.seq_len, C = m.config().channels, L = m.config().num_layers;
+    }
+    for (int i = 1; i < 3; ++i) {
+      EXPECT_EQ(losses[i], losses[0]) << "recompute option " << i;
+      EXPECT_TRUE(weights[i] == weights[0]) << "recompute option " << i;
+    }
+    // One layer's buffer instead of L: the GELU output is 4C wide, each layernorm C.
+    const size_t elem = std::string(precision) == "bf16" ? 2 : 4;
+    EXPECT_EQ(arena[0] - arena[1], (L - 1) * rows * 4 * C * elem);
+    EXPECT_EQ(arena[1] - arena[2], 2 * (L - 1) * rows * C * elem);
+  }
+}
+
+// A run that does not fit the memory it may use is refused before the model is allocated, with
+// the numbers and a change of flags that fits; nothing is left behind.
+TEST_F(Training, MemoryPlanThatDoesNotFitIsRefusedWithAWayOut) {
+  TrainOptions o = tiny_options(2);
+  o.checkpoint_dir = path("ck");
+  o.batch = 32;
+  o.seq_len = 32;
+  o.total_batch = 32 * 32;
+  o.val_data.clear();
+  o.val_every = 0;
+  const MemoryRequest base{.config = read_checkpoint_header(o.model).config,
+                           .batch = o.batch,
+                           .seq_len = o.seq_len,
+                           .total_batch = o.total_batch,
+                           .threads = omp_get_max_threads()};
+  MemoryRequest half = base;
+  half.batch = 16;
+  // A limit between the plan at --batch 16 and the plan at --batch 32 (megabytes apart).
+  const double fits_half = plan_memory(half).total(), needs = plan_memory(base).total();
+  ASSERT_LT(fits_half, needs);
+  o.memory_limit = std::to_string((long long)((fits_half + needs) / 2));
+  try {
+    Trainer t(o);
+    FAIL() << "a plan over the limit was accepted";
+  } catch (const UsageError& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("--memory-limit"), std::string::npos) << m;
+    EXPECT_NE(m.find("--batch 16 --total-batch 1024"), std::string::npos) << m;
+  }
+  EXPECT_FALSE(fs::exists(path("ck")));  // the folder made for the run is gone again
+  o.memory_limit = "1M";
+  EXPECT_THROW(Trainer{o}, UsageError);
+  for (const char* bad : {"", "12X", "-3G", "G"}) {
+    o.memory_limit = bad;
+    if (*bad == 0) continue;  // empty: the machine's limit
+    EXPECT_THROW(Trainer{o}, UsageError) << bad;
+  }
+  o.memory_limit.clear();
+  o.recompute = "layernorm";
+  EXPECT_THROW(Trainer{o}, UsageError);
+  // With room, the plan is what the arena holds (activations and scratch within the allowance).
+  o.recompute = "all-pointwise";
+  o.memory_limit = "64G";
+  Trainer t(o);
+  const ActivationBytes a = t.model().activation_bytes(o.batch, o.seq_len, {.recompute =
+                                                                                Recompute::kAllPointwise});
+  EXPECT_EQ(t.memory_plan().activations, double(a.forward));
+  EXPECT_EQ(t.memory_limit().source, "--memory-limit");
+}
+
 TEST_F(Training, KilledWriteLeavesThePreviousCheckpointLoadable) {
   const std::string target = path("model.bin");
   fs::copy_file(fixture("tiny", "model.bin"), target);
@@ -361,7 +448,7 @@ TEST(Generator, KvCacheMatchesFullForward) {
   Rng rng(3);
   std::vector<int> tokens(n);
   for (int& t : tokens) t = int(rng.below(V));
-  model.plan_batch(1, n);
+  model.plan_batch(1, n, {.keep_logits = true});
   model.forward(tokens.data(), nullptr, 1, n);
   std::vector<float> full(model.logits(), model.logits() + (size_t)n * Vp);
   Generator gen(model, n);

@@ -122,6 +122,10 @@ int train_in(Communicator& world, const std::vector<std::string>& args) {
                 trainer.grad_accum());
   }
   print_optimizer_memory(trainer, m);
+  std::printf("memory: %s; recompute %s; this process may use %.0f MiB (%s)\n",
+              describe(trainer.memory_plan()).c_str(), o.recompute.c_str(),
+              trainer.memory_limit().bytes / (1024.0 * 1024.0),
+              trainer.memory_limit().source.c_str());
   std::fflush(stdout);
   SampleDecoder decode = make_sample_decoder(extra, o.sample_every > 0);
 

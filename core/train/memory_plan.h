@@ -1,0 +1,68 @@
+// The memory a training run will take, worked out from its shape before anything big is allocated,
+// and the memory this process may use (a cgroup's limit, or the machine's MemAvailable), so that a
+// run that cannot fit is refused at start with the numbers and the flags that would make it fit,
+// instead of being killed by the kernel mid-run. Deliberately an account of the big allocations
+// (the model's arrays, the optimizer's moments, the activation arenas), not of every byte: the
+// program itself is counted as what it holds when the plan is made, and the kernels' per-thread
+// workspace by its largest planned use.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include "core/model/activations.h"
+#include "core/model/config.h"
+#include "core/model/precision.h"
+
+namespace llmcpu {
+
+// What a run asks of the planner: its model, shape and ranks.
+struct MemoryRequest {
+  ModelConfig config;
+  Precision precision = Precision::kFp32;
+  int batch = 0, seq_len = 0;
+  long long total_batch = 0;  // tokens per optimizer step over all ranks
+  Recompute recompute = Recompute::kNone;
+  int ranks = 1;        // the world's
+  int local_ranks = 1;  // the ranks on this machine, which share its memory
+  bool zero = false;    // ZeRO-1: the moments (and in bf16 the master) sharded over the ranks
+  int threads = 1;
+};
+
+// One process's bytes, by what they hold.
+struct MemoryPlan {
+  double parameters = 0;   // fp32 master weights (+ the bf16 working copy)
+  double gradients = 0;    // fp32
+  double optimizer = 0;    // AdamW's two moments (this rank's share under ZeRO-1)
+  double activations = 0;  // the forward arena: what the backward pass reads
+  double scratch = 0;      // one layer of activation gradients, the head's logits chunk, kernels
+  double program = 0;      // what the process holds already (code, libraries, data maps)
+  double total() const {
+    return parameters + gradients + optimizer + activations + scratch + program;
+  }
+};
+
+MemoryPlan plan_memory(const MemoryRequest& request);
+
+// The memory this process may use: the tightest of its cgroup's limit less the cgroup's usage and
+// the machine's MemAvailable (plus what this process holds already), shared equally by the ranks
+// on the machine. `source` says which one bound it.
+struct MemoryLimit {
+  double bytes = 0;
+  std::string source;
+};
+MemoryLimit memory_limit(int local_ranks);
+
+// "params 474.8 | grads 474.8 | AdamW 949.6 | activations 1302.2 | scratch 190.1 | program 35.0 |
+// total 3406.5 MiB" (one line).
+std::string describe(const MemoryPlan& plan);
+
+// Throws UsageError when `plan` does not fit in `limit`: the numbers, and the changes to the run's
+// flags that would make it fit (a smaller --batch with the same --total-batch by accumulation,
+// --recompute, bf16), each checked against the limit with plan_memory.
+void check_fits(const MemoryRequest& request, const MemoryPlan& plan, const MemoryLimit& limit);
+
+// A size such as "12G", "800M", "65536K" or a plain number of bytes; UsageError naming `flag`.
+double parse_memory_size(const std::string& text, const std::string& flag);
+
+}  // namespace llmcpu

@@ -1,0 +1,388 @@
+// Causal self-attention without the (B, NH, T, T) matrix (FlashAttention-2), vectorized: the math
+// of scalar::flash_attention_* (simd/scalar/attention.h). Per (batch, head), with hs = C/NH,
+// scale = 1/sqrt(hs) and Q, K, V, dY the head's (T, hs) slices:
+// Forward, per block of query rows against the key blocks up to the diagonal, with per row t a
+// running max m, a running sum l and an accumulator o (hs):
+//   S = Q K_j^T;  m' = max(m, max_u scale S_tu);  P_tu = exp(scale S_tu - m')   (0 for u > t)
+//   l <- exp(m - m') l + sum_u P_tu;  o <- exp(m - m') o + sum_u P_tu v_u;  m <- m'
+//   and at the end y_t = o / l, lse_t = m + log(l).
+// Backward, per key block j (dK_j, dV_j accumulated there) against the query blocks i >= j, with
+// D_t = dY_t . Y_t computed first:
+//   S = Q_i K_j^T;  P = exp(scale S - lse) (0 above the diagonal);  dP = dY_i V_j^T;
+//   dS = scale P * (dP - D);  dV_j += P^T dY_i;  dK_j += dS^T Q_i;  dQ_i += dS K_j.
+// Every product runs on the micro-kernel of gemm-inl.h, column-major as in attention.cc: a score
+// block is kept as S^T (keys down, one query per column), so the keys come packed (K_j^T, and V_j^T
+// in the backward pass) and Q, dY, V are read in place. On the diagonal block a tile of query
+// columns computes only the key rows up to its last query; the masked entries are zeros. exp from
+// hwy/contrib/math. Threads split the (batch, head) pairs, which own disjoint slices of out, lse and
+// dqkv: no races, and every sum in a fixed order (bitwise reproducible, whatever the thread count).
+// The bf16 entries widen a head's q, k, v exactly into fp32 scratch and run the same blocks; out is
+// rounded to bf16 once. Not here: the materialized kernels (attention.cc).
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "simd/hwy/flash_attention.cc"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+// Must come after foreach_target.h.
+#include <algorithm>
+#include <cmath>
+#include <type_traits>
+
+#include "hwy/contrib/math/math-inl.h"
+#include "hwy/highway.h"
+#include "simd/bf16.h"
+#include "simd/hwy/bf16-inl.h"
+#include "simd/hwy/common-inl.h"
+#include "simd/hwy/gemm-inl.h"
+#include "simd/kernels.h"
+#include "simd/workspace.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace llmcpu {
+namespace HWY_NAMESPACE {
+namespace {
+
+// Block sizes. Forward: kFwdBq query rows against key blocks of kFwdBk (a multiple of kFwdBq, so a
+// key block never starts inside a query block). The key block is long, so that rows rescale their
+// accumulator rarely, and its packed K^T panel (kFwdBk x hs) plus the V rows it pairs with stay in
+// L2 while the query block's column tiles stream over them. Backward: square blocks of kBwdB, whose
+// five block products all have one side of kBwdB (one register tile of rows on AVX-512).
+constexpr size_t kFwdBq = 64, kFwdBk = 256, kBwdB = 64;
+static_assert(kFwdBk % kFwdBq == 0, "key blocks start at query block boundaries");
+
+// Scratch carving: sizes rounded up to whole cache lines.
+HWY_INLINE size_t Lines(size_t floats) { return (floats + 15) / 16 * 16; }
+
+// The balanced column tiles GemmBlock uses: tile jt of Tiles(n) is [TileBegin(n, jt), ...(jt + 1)).
+HWY_INLINE size_t Tiles(size_t n) { return (n + kGemmNR - 1) / kGemmNR; }
+HWY_INLINE size_t TileBegin(size_t n, size_t jt) { return n * jt / Tiles(n); }
+
+// One head's q, k, v: row t of each at q + t*ld (fp32, in place or widened from bf16).
+struct HeadQKV {
+  const float* q;
+  const float* k;
+  const float* v;
+  size_t ld;
+};
+
+// P[u + i*ldp] = X[u*ldx + i] for u < rows, i < hs: rows of keys (or values) as hs columns.
+void PackColumns(float* HWY_RESTRICT P, size_t ldp, const float* HWY_RESTRICT X, size_t ldx,
+                 size_t rows, size_t hs) {
+  for (size_t u = 0; u < rows; ++u) {
+    const float* HWY_RESTRICT x = X + u * ldx;
+    for (size_t i = 0; i < hs; ++i) P[u + i * ldp] = x[i];
+  }
+}
+
+// dst[0, n) = src[0, n), bf16 widened exactly.
+void Widen(float* HWY_RESTRICT dst, const float* HWY_RESTRICT src, size_t n) {
+  std::copy(src, src + n, dst);
+}
+void Widen(float* HWY_RESTRICT dst, const bf16* HWY_RESTRICT src, size_t n) {
+  const DF d;
+  const size_t L = hn::Lanes(d);
+  size_t i = 0;
+  for (; i + L <= n; i += L) hn::StoreU(LoadBf16(d, src + i), d, dst + i);
+  for (; i < n; ++i) dst[i] = bf16_to_float(src[i]);
+}
+
+// The head's q, k, v (rows of 3C) gathered into x: T rows of [q | k | v], 3 hs floats each. The
+// copy costs O(T hs) against the O(T^2 hs) products, and spares them rows 3C apart (at T = 2048 a
+// head's rows span more 4 KiB pages than the TLB holds).
+template <typename InT>
+HeadQKV GatherHead(float* HWY_RESTRICT x, const InT* qkv, size_t C3, size_t C, size_t T,
+                   size_t hs) {
+  for (size_t t = 0; t < T; ++t) {
+    for (size_t part = 0; part < 3; ++part) {
+      Widen(x + t * 3 * hs + part * hs, qkv + t * C3 + part * C, hs);
+    }
+  }
+  return {x, x + hs, x + 2 * hs, 3 * hs};
+}
+
+// p[0, n) = 0.
+HWY_INLINE void Zero(float* HWY_RESTRICT p, size_t n) {
+  for (size_t i = 0; i < n; ++i) p[i] = 0.0f;
+}
+
+// x[0, n) *= a.
+HWY_INLINE void ScaleRow(float* HWY_RESTRICT x, size_t n, float a) {
+  const DF d;
+  const size_t L = hn::Lanes(d);
+  const VF va = hn::Set(d, a);
+  size_t i = 0;
+  for (; i + L <= n; i += L) hn::StoreU(hn::Mul(hn::LoadU(d, x + i), va), d, x + i);
+  if (i < n) StoreTail(hn::Mul(LoadTail(d, x + i, n - i), va), d, x + i, n - i);
+}
+
+// The online softmax of query row t over one key block. s[0, n) holds the raw scores q_t . k_u of
+// the keys u <= t (n >= 1), s[n, r) masked ones. On return s[0, r) holds P = exp(scale s - m') and
+// zeros from n on, with m' = max(m, max_u scale s_u); l and the accumulator o[0, hs) were rescaled
+// by exp(m - m') first when the max grew (never otherwise: a row that keeps its max is never
+// multiplied, and its first block only sets m), and l has the block's sum added.
+void OnlineSoftmaxColumn(float* HWY_RESTRICT s, size_t n, size_t r, float scale, float& m,
+                         float& l, float* HWY_RESTRICT o, size_t hs) {
+  const DF d;
+  const size_t L = hn::Lanes(d);
+  const VF vs = hn::Set(d, scale);
+  VF vmax = hn::Set(d, -INFINITY);
+  size_t u = 0;
+  for (; u + L <= n; u += L) {
+    const VF x = hn::Mul(hn::LoadU(d, s + u), vs);
+    hn::StoreU(x, d, s + u);
+    vmax = hn::Max(vmax, x);
+  }
+  if (u < n) {
+    const VF x = hn::Mul(LoadTail(d, s + u, n - u), vs);
+    StoreTail(x, d, s + u, n - u);
+    vmax = hn::Max(vmax, hn::IfThenElse(hn::FirstN(d, n - u), x, hn::Set(d, -INFINITY)));
+  }
+  const float block_max = hn::GetLane(hn::MaxOfLanes(d, vmax));
+  if (block_max > m) {
+    if (m != -INFINITY) {  // o and l are still zero before the first block
+      const float alpha = std::exp(m - block_max);
+      l *= alpha;
+      ScaleRow(o, hs, alpha);
+    }
+    m = block_max;
+  }
+  const VF vm = hn::Set(d, m);
+  VF sum = hn::Zero(d);
+  for (u = 0; u + L <= n; u += L) {
+    const VF p = hn::Exp(d, hn::Sub(hn::LoadU(d, s + u), vm));
+    hn::StoreU(p, d, s + u);
+    sum = hn::Add(sum, p);
+  }
+  if (u < n) {
+    const VF p = hn::IfThenElseZero(hn::FirstN(d, n - u),
+                                    hn::Exp(d, hn::Sub(LoadTail(d, s + u, n - u), vm)));
+    StoreTail(p, d, s + u, n - u);
+    sum = hn::Add(sum, p);
+  }
+  l += ReduceSum(d, sum);
+  Zero(s + n, r - n);
+}
+
+// Query row t of one block pair in the backward pass: s[0, n) raw scores q_t . k_u of the keys
+// u <= t and dp[0, n) = dy_t . v_u become P = exp(scale s - lse) and dS = scale P (dp - D); both
+// are zero on [n, r).
+void SoftmaxGradColumn(float* HWY_RESTRICT s, float* HWY_RESTRICT dp, size_t n, size_t r,
+                       float scale, float lse, float D) {
+  const DF d;
+  const size_t L = hn::Lanes(d);
+  const VF vs = hn::Set(d, scale), vl = hn::Set(d, lse), vD = hn::Set(d, D);
+  size_t u = 0;
+  for (; u + L <= n; u += L) {
+    const VF p = hn::Exp(d, hn::Sub(hn::Mul(hn::LoadU(d, s + u), vs), vl));
+    hn::StoreU(p, d, s + u);
+    hn::StoreU(hn::Mul(hn::Mul(p, hn::Sub(hn::LoadU(d, dp + u), vD)), vs), d, dp + u);
+  }
+  if (u < n) {
+    const size_t k = n - u;
+    const VF p = hn::Exp(d, hn::Sub(hn::Mul(LoadTail(d, s + u, k), vs), vl));
+    StoreTail(p, d, s + u, k);
+    StoreTail(hn::Mul(hn::Mul(p, hn::Sub(LoadTail(d, dp + u, k), vD)), vs), d, dp + u, k);
+  }
+  Zero(s + n, r - n);
+  Zero(dp + n, r - n);
+}
+
+// Scratch of one forward head, in floats: the K^T panels, S^T (kFwdBk x kFwdBq), the accumulators
+// O^T (hs x kFwdBq), m and l.
+size_t ForwardScratch(size_t T, size_t hs) {
+  const size_t panels = (T + kFwdBk - 1) / kFwdBk;
+  return Lines(panels * kFwdBk * hs) + Lines(kFwdBk * kFwdBq) + Lines(hs * kFwdBq) +
+         2 * Lines(kFwdBq);
+}
+
+// One (batch, head): y (T rows at y + t*ldy, OutT float or bf16) and lse[0, T).
+template <typename OutT>
+void ForwardHead(const HeadQKV& x, size_t T, size_t hs, OutT* y, size_t ldy, float* lse,
+                 float* ws) {
+  const float scale = 1.0f / std::sqrt(float(hs));
+  float* kt = ws;  // panel j: K_j^T, column-major kFwdBk x hs
+  float* st = kt + Lines((T + kFwdBk - 1) / kFwdBk * kFwdBk * hs);
+  float* ot = st + Lines(kFwdBk * kFwdBq);  // O^T: row t's accumulator at ot + (t - t0)*hs
+  float* m = ot + Lines(hs * kFwdBq);
+  float* l = m + Lines(kFwdBq);
+  for (size_t u0 = 0; u0 < T; u0 += kFwdBk) {
+    PackColumns(kt + u0 * hs, kFwdBk, x.k + u0 * x.ld, x.ld, std::min(kFwdBk, T - u0), hs);
+  }
+  const DF d;
+  const size_t L = hn::Lanes(d);
+  for (size_t t0 = 0; t0 < T; t0 += kFwdBq) {
+    const size_t nq = std::min(kFwdBq, T - t0), t1 = t0 + nq;
+    for (size_t t = 0; t < nq; ++t) m[t] = -INFINITY, l[t] = 0.0f;
+    Zero(ot, hs * nq);
+    for (size_t u0 = 0; u0 < t1; u0 += kFwdBk) {  // key blocks up to the diagonal
+      const size_t u1 = std::min(u0 + kFwdBk, t1);
+      const float* ktj = kt + u0 * hs;
+      for (size_t jt = 0, tiles = Tiles(nq); jt < tiles; ++jt) {
+        const size_t ta = t0 + TileBegin(nq, jt), tb = t0 + TileBegin(nq, jt + 1);
+        const size_t r = std::min(u1, tb) - u0;  // key rows the tile's last query needs
+        float* s = st + (ta - t0) * kFwdBk;
+        // S^T(u, t) = sum_i K_j^T(u, i) Q^T(i, t).
+        GemmBlock<BLayout::kCols>(r, tb - ta, hs, ktj, kFwdBk, x.q + ta * x.ld, x.ld, s, kFwdBk,
+                                  false);
+        for (size_t t = ta; t < tb; ++t) {
+          const size_t n = std::min(u1, t + 1) - u0;
+          OnlineSoftmaxColumn(st + (t - t0) * kFwdBk, n, r, scale, m[t - t0], l[t - t0],
+                              ot + (t - t0) * hs, hs);
+        }
+        // O^T(i, t) += sum_u V_j^T(i, u) P^T(u, t).
+        GemmBlock<BLayout::kCols>(hs, tb - ta, r, x.v + u0 * x.ld, x.ld, s, kFwdBk,
+                                  ot + (ta - t0) * hs, hs, true);
+      }
+    }
+    for (size_t t = t0; t < t1; ++t) {
+      const float* o = ot + (t - t0) * hs;
+      const VF inv = hn::Set(d, 1.0f / l[t - t0]);
+      OutT* yt = y + t * ldy;
+      size_t i = 0;
+      for (; i + L <= hs; i += L) StoreOut(hn::Mul(hn::LoadU(d, o + i), inv), d, yt + i);
+      if (i < hs) StoreOutN(hn::Mul(LoadTail(d, o + i, hs - i), inv), d, yt + i, hs - i);
+      lse[t] = m[t - t0] + std::log(l[t - t0]);
+    }
+  }
+}
+
+// Scratch of one backward head, in floats: D (T), dQ^T (hs x T), the packed K_j^T and V_j^T, S^T
+// (then P^T) and dP^T (then dS^T), the accumulators dK_j^T and dV_j^T, and one widened row of y.
+size_t BackwardScratch(size_t T, size_t hs) {
+  return Lines(T) + Lines(hs * T) + 2 * Lines(kBwdB * hs) + 2 * Lines(kBwdB * kBwdB) +
+         2 * Lines(hs * kBwdB) + Lines(hs);
+}
+
+// One (batch, head): dq, dk, dv (T rows at d* + t*ldd) overwritten, from dy (rows at dy + t*lddy),
+// y (rows at y + t*ldy, float or bf16) and lse[0, T).
+template <typename OutT>
+void BackwardHead(const HeadQKV& x, size_t T, size_t hs, const float* dy, size_t lddy,
+                  const OutT* y, size_t ldy, const float* lse, float* dq, float* dk, float* dv,
+                  size_t ldd, float* ws) {
+  const float scale = 1.0f / std::sqrt(float(hs));
+  float* D = ws;
+  float* dqt = D + Lines(T);  // dQ^T: row t at dqt + t*hs
+  float* ktj = dqt + Lines(hs * T);
+  float* vtj = ktj + Lines(kBwdB * hs);
+  float* st = vtj + Lines(kBwdB * hs);  // S^T, then P^T: query t's column at st + (t - t0)*kBwdB
+  float* dpt = st + Lines(kBwdB * kBwdB);  // dP^T, then dS^T
+  float* dkt = dpt + Lines(kBwdB * kBwdB);  // dK_j^T: key u's row at dkt + (u - u0)*hs
+  float* dvt = dkt + Lines(hs * kBwdB);
+  float* row = dvt + Lines(hs * kBwdB);
+  for (size_t t = 0; t < T; ++t) {
+    if constexpr (std::is_same_v<OutT, float>) {
+      D[t] = Dot(dy + t * lddy, y + t * ldy, hs);
+    } else {
+      Widen(row, y + t * ldy, hs);
+      D[t] = Dot(dy + t * lddy, row, hs);
+    }
+  }
+  Zero(dqt, hs * T);
+  for (size_t u0 = 0; u0 < T; u0 += kBwdB) {
+    const size_t nk = std::min(kBwdB, T - u0), u1 = u0 + nk;
+    PackColumns(ktj, kBwdB, x.k + u0 * x.ld, x.ld, nk, hs);
+    PackColumns(vtj, kBwdB, x.v + u0 * x.ld, x.ld, nk, hs);
+    Zero(dkt, hs * nk);
+    Zero(dvt, hs * nk);
+    for (size_t t0 = u0; t0 < T; t0 += kBwdB) {  // query blocks on and below the diagonal
+      const size_t nq = std::min(kBwdB, T - t0), t1 = t0 + nq;
+      for (size_t jt = 0, tiles = Tiles(nq); jt < tiles; ++jt) {
+        const size_t ta = t0 + TileBegin(nq, jt), tb = t0 + TileBegin(nq, jt + 1);
+        const size_t r = std::min(u1, tb) - u0;  // key rows the tile's last query needs
+        float* s = st + (ta - t0) * kBwdB;
+        float* dp = dpt + (ta - t0) * kBwdB;
+        // S^T(u, t) = sum_i K_j^T(u, i) Q^T(i, t);  dP^T(u, t) = sum_i V_j^T(u, i) dY^T(i, t).
+        GemmBlock<BLayout::kCols>(r, tb - ta, hs, ktj, kBwdB, x.q + ta * x.ld, x.ld, s, kBwdB,
+                                  false);
+        GemmBlock<BLayout::kCols>(r, tb - ta, hs, vtj, kBwdB, dy + ta * lddy, lddy, dp, kBwdB,
+                                  false);
+        for (size_t t = ta; t < tb; ++t) {  // every key row of the block is set (zeros above t)
+          SoftmaxGradColumn(st + (t - t0) * kBwdB, dpt + (t - t0) * kBwdB, std::min(u1, t + 1) - u0,
+                            nk, scale, lse[t], D[t]);
+        }
+        // dQ^T(i, t) += sum_u K_j^T(i, u) dS^T(u, t)  (K read in place).
+        GemmBlock<BLayout::kCols>(hs, tb - ta, r, x.k + u0 * x.ld, x.ld, dp, kBwdB, dqt + ta * hs,
+                                  hs, true);
+      }
+      // dV_j^T(i, u) += sum_t dY^T(i, t) P(t, u);  dK_j^T(i, u) += sum_t Q^T(i, t) dS(t, u), over
+      // the queries t >= the tile's first key (the others see zeros).
+      for (size_t jt = 0, tiles = Tiles(nk); jt < tiles; ++jt) {
+        const size_t ua = u0 + TileBegin(nk, jt), ub = u0 + TileBegin(nk, jt + 1);
+        const size_t ts = std::max(t0, ua);
+        if (ts >= t1) continue;
+        const size_t off = (ts - t0) * kBwdB + (ua - u0);
+        GemmBlock<BLayout::kRows>(hs, ub - ua, t1 - ts, dy + ts * lddy, lddy, st + off, kBwdB,
+                                  dvt + (ua - u0) * hs, hs, true);
+        GemmBlock<BLayout::kRows>(hs, ub - ua, t1 - ts, x.q + ts * x.ld, x.ld, dpt + off, kBwdB,
+                                  dkt + (ua - u0) * hs, hs, true);
+      }
+    }
+    for (size_t u = u0; u < u1; ++u) {
+      std::copy(dkt + (u - u0) * hs, dkt + (u - u0 + 1) * hs, dk + u * ldd);
+      std::copy(dvt + (u - u0) * hs, dvt + (u - u0 + 1) * hs, dv + u * ldd);
+    }
+  }
+  for (size_t t = 0; t < T; ++t) std::copy(dqt + t * hs, dqt + (t + 1) * hs, dq + t * ldd);
+}
+
+// The table entries: threads split the (batch, head) pairs, and gather each head's operands into
+// the thread's scratch first. InT: the type of qkv and out (float, or bf16 widened exactly).
+template <typename InT>
+void Forward(InT* out, float* lse, const InT* qkv, int B, int T_, int C_, int NH) {
+  const size_t T = size_t(T_), C = size_t(C_), hs = C / size_t(NH), C3 = 3 * C;
+  const size_t gathered = Lines(3 * T * hs);
+  // The per-thread scratch may not be had: the error is kept and thrown after the region.
+  TeamErrors errors;
+#pragma omp parallel
+  {
+    float* ws = nullptr;
+    errors.run([&] { ws = thread_scratch(ScratchSlot::kAttention, gathered + ForwardScratch(T, hs)); });
+#pragma omp for schedule(static)
+    for (int bh = 0; bh < B * NH; ++bh) {
+      if (!ws) continue;
+      const size_t b = size_t(bh / NH), h = size_t(bh % NH);
+      const HeadQKV x = GatherHead(ws, qkv + b * T * C3 + h * hs, C3, C, T, hs);
+      ForwardHead(x, T, hs, out + b * T * C + h * hs, C, lse + size_t(bh) * T, ws + gathered);
+    }
+  }
+  errors.rethrow();
+}
+
+template <typename InT>
+void Backward(float* dqkv, const float* dout, const InT* out, const InT* qkv, const float* lse,
+              int B, int T_, int C_, int NH) {
+  const size_t T = size_t(T_), C = size_t(C_), hs = C / size_t(NH), C3 = 3 * C;
+  const size_t gathered = Lines(3 * T * hs) + Lines(T * hs);  // q, k, v and dy
+  TeamErrors errors;
+#pragma omp parallel
+  {
+    float* ws = nullptr;
+    errors.run([&] { ws = thread_scratch(ScratchSlot::kAttention, gathered + BackwardScratch(T, hs)); });
+#pragma omp for schedule(static)
+    for (int bh = 0; bh < B * NH; ++bh) {
+      if (!ws) continue;
+      const size_t b = size_t(bh / NH), h = size_t(bh % NH);
+      const HeadQKV x = GatherHead(ws, qkv + b * T * C3 + h * hs, C3, C, T, hs);
+      float* dy = ws + Lines(3 * T * hs);
+      for (size_t t = 0; t < T; ++t) Widen(dy + t * hs, dout + (b * T + t) * C + h * hs, hs);
+      float* dq = dqkv + b * T * C3 + h * hs;
+      BackwardHead(x, T, hs, dy, hs, out + b * T * C + h * hs, C, lse + size_t(bh) * T, dq, dq + C,
+                   dq + 2 * C, C3, ws + gathered);
+    }
+  }
+  errors.rethrow();
+}
+
+}  // namespace
+
+void FillFlashAttention(KernelTable& t) {
+  t.flash_attention_forward = &Forward<float>;
+  t.flash_attention_backward = &Backward<float>;
+}
+
+void FillFlashAttentionBf16(Bf16Kernels& t) {
+  t.flash_attention_forward = &Forward<bf16>;
+  t.flash_attention_backward = &Backward<bf16>;
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace llmcpu
+HWY_AFTER_NAMESPACE();

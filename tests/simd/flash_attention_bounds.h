@@ -1,0 +1,173 @@
+// Error bounds of flash attention (kernels.h's flash_attention_*) computed in fp32, against the
+// scalar reference in double (scalar::flash_attention_*<double>), derived as in error_bounds.h and
+// attention_bounds.h. One bound covers both evaluations the tables use: the blocked online softmax
+// (simd/hwy/flash_attention.cc) and the reference's three passes run in fp32 (the "scalar" table).
+//
+// Forward, per (b, h, t), with s_u = scale q.k_u exact, m = max_u s_u, a_u = exp(s_u - lse) exact:
+//   x_u = fl(scale_f fl(q.k_u)):  |x_u - s_u| <= E_u = scale gamma(hs) sum_i|q_i k_ui| + gamma(3)|s_u|
+//     (the dot product; scale_f = fl(1/fl(sqrt hs)) is 2 roundings off, the product one more).
+//   The online softmax keeps p_u = exp(fl(x_u - m_j)) with m_j the running max when u's block came,
+//   and multiplies o and l by alpha = exp(fl(m_old - m_new)) at each of R rescales after it. The
+//   running maxima cancel in o / l and in m + log l, so per u only the roundings count: the
+//   subtractions, at most kU ((m - x_u) + (m - x_0)) over all (the rescale arguments telescope to
+//   m - m_first <= m - x_0), and 1 + R exps. A rescale happens only at a block whose max exceeds
+//   every earlier score, so R <= the number of u >= 1 with s_u > max_{w<u} s_w - 2 max E (records
+//   of the computed scores): a property of the data, whatever the blocking. (The reference's three
+//   passes instead subtract lse: kU (m - s_u + log(t + 1)) and the error of lse itself, below.)
+//   rel_u = E_u + kU (m - s_u + m - s_0 + log(t + 1) + 4 max E) + (1 + R) kExpUlps kUlp
+//   l = sum of t + 1 positive terms: gamma(t + 1) relative, plus R kU for its rescales; o likewise
+//   (gamma(t + 1) on sum_u a_u |v_u|, R kU); y = o fl(1/l): gamma(2). With A = sum_u a_u |v_u|:
+//   |dy| <= sum_u (rel_u + max rel) a_u |v_u| + (2 gamma(t + 1) + 2 R kU + gamma(2) + dlse) A
+//   where dlse (the reference's lse error, 0 for the online softmax) is covered by adding the lse
+//   bound's last two terms:
+//   |dlse| <= max rel + gamma(t + 1) + R kU + kLogUlps kUlp log(t + 1) + kU |lse|.
+// Backward, from the same fp32 out, lse (and qkv, dout) on both sides, per (t, u <= t):
+//   p = exp(fl(x_u - lse)):  rel_p = E_u + kU (|s_u - lse| + E_u) + kExpUlps kUlp
+//   dp = dy.v_u: F_u = gamma(hs) sum|dy v_u|;  D = dy.y: dD = gamma(hs) sum|dy y|
+//   ds = fl(fl(p fl(dp - D)) scale_f): |d ds| <= scale (p (F_u + dD) (1 + rel_p + gamma(5)) +
+//     p |dp - D| (rel_p + gamma(5)))   (subtract, multiply, scale_f's 2 and its product's 1)
+//   dq_t = sum_{u<=t} ds k_u,  dk_u = sum_{t>=u} ds q_t,  dv_u = sum_{t>=u} p dy_t: the propagated
+//   |d ds| |k| (|q|; rel_p p |dy|) plus gamma(terms) on the magnitudes.
+// Not covered: exp results below fp32's normal range (inputs here keep scores within a few units).
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <vector>
+
+#include "tests/simd/error_bounds.h"
+
+namespace llmcpu::simd_test {
+
+struct FlashForwardBounds {
+  std::vector<double> out;  // (B, T, C)
+  std::vector<double> lse;  // (B, NH, T)
+};
+
+// qkv (B, T, 3C): the inputs as the kernel saw them; lse (B, NH, T): the reference's.
+inline FlashForwardBounds flash_forward_bounds(const std::vector<double>& qkv,
+                                               const std::vector<double>& lse, int B_, int T_,
+                                               int C_, int NH_) {
+  const size_t B = size_t(B_), T = size_t(T_), C = size_t(C_), NH = size_t(NH_);
+  const size_t hs = C / NH, C3 = 3 * C;
+  const double scale = 1 / std::sqrt(double(hs));
+  FlashForwardBounds r{std::vector<double>(B * T * C), std::vector<double>(B * NH * T)};
+  std::vector<double> s(T), E(T), rel(T);
+  for (size_t b = 0; b < B; ++b) {
+    for (size_t h = 0; h < NH; ++h) {
+      for (size_t t = 0; t < T; ++t) {
+        const double* q = qkv.data() + (b * T + t) * C3 + h * hs;
+        for (size_t u = 0; u <= t; ++u) {
+          const double* k = qkv.data() + (b * T + u) * C3 + C + h * hs;
+          double dot = 0, mag = 0;
+          for (size_t i = 0; i < hs; ++i) dot += q[i] * k[i], mag += std::fabs(q[i] * k[i]);
+          s[u] = scale * dot;
+          E[u] = scale * gamma(double(hs)) * mag + gamma(3) * std::fabs(s[u]);
+        }
+        const double m = *std::max_element(s.begin(), s.begin() + t + 1);
+        const double Emax = *std::max_element(E.begin(), E.begin() + t + 1);
+        double R = 0, record = s[0];
+        for (size_t u = 1; u <= t; ++u) {
+          if (s[u] > record - 2 * Emax) ++R;
+          record = std::max(record, s[u]);
+        }
+        const double logn = std::log(double(t) + 1);
+        double rel_max = 0;
+        for (size_t u = 0; u <= t; ++u) {
+          rel[u] = E[u] + kU * (m - s[u] + m - s[0] + logn + 4 * Emax) +
+                   (1 + R) * kExpUlps * kUlp;
+          rel_max = std::max(rel_max, rel[u]);
+        }
+        const double l = lse[(b * NH + h) * T + t];
+        const double lse_tail = kLogUlps * kUlp * logn + kU * std::fabs(l);
+        const double dl = rel_max + gamma(double(t) + 1) + R * kU + lse_tail;
+        r.lse[(b * NH + h) * T + t] = dl;
+        const double common = 2 * gamma(double(t) + 1) + 2 * R * kU + gamma(2) + dl;
+        std::vector<double> bound(hs, 0.0), A(hs, 0.0);
+        for (size_t u = 0; u <= t; ++u) {
+          const double a = std::exp(s[u] - l);
+          const double* v = qkv.data() + (b * T + u) * C3 + 2 * C + h * hs;
+          for (size_t i = 0; i < hs; ++i) {
+            bound[i] += (rel[u] + rel_max) * a * std::fabs(v[i]), A[i] += a * std::fabs(v[i]);
+          }
+        }
+        for (size_t i = 0; i < hs; ++i) r.out[(b * T + t) * C + h * hs + i] = bound[i] + common * A[i];
+      }
+    }
+  }
+  return r;
+}
+
+// The bound of dqkv (B, T, 3C) for the inputs qkv, dout, out (B, T, C) and lse (B, NH, T), all
+// as the kernel saw them.
+inline std::vector<double> flash_backward_bounds(const std::vector<double>& qkv,
+                                                 const std::vector<double>& dout,
+                                                 const std::vector<double>& out,
+                                                 const std::vector<double>& lse, int B_, int T_,
+                                                 int C_, int NH_) {
+  const size_t B = size_t(B_), T = size_t(T_), C = size_t(C_), NH = size_t(NH_);
+  const size_t hs = C / NH, C3 = 3 * C;
+  const double scale = 1 / std::sqrt(double(hs));
+  std::vector<double> bound(B * T * C3, 0.0);
+  // Per (t, u <= t) of one head: p, ds, their error bounds, and p's relative error.
+  std::vector<double> P(T * T), dS(T * T), ddS(T * T), relP(T * T);
+  for (size_t b = 0; b < B; ++b) {
+    for (size_t h = 0; h < NH; ++h) {
+      auto at = [&](size_t t, size_t part) { return qkv.data() + (b * T + t) * C3 + part * C + h * hs; };
+      for (size_t t = 0; t < T; ++t) {
+        const double* q = at(t, 0);
+        const double* dy = dout.data() + (b * T + t) * C + h * hs;
+        const double* y = out.data() + (b * T + t) * C + h * hs;
+        const double l = lse[(b * NH + h) * T + t];
+        double D = 0, dD = 0;
+        for (size_t i = 0; i < hs; ++i) D += dy[i] * y[i], dD += std::fabs(dy[i] * y[i]);
+        dD *= gamma(double(hs));
+        for (size_t u = 0; u <= t; ++u) {
+          const double *k = at(u, 1), *v = at(u, 2);
+          double qk = 0, qk_mag = 0, dp = 0, dp_mag = 0;
+          for (size_t i = 0; i < hs; ++i) {
+            qk += q[i] * k[i], qk_mag += std::fabs(q[i] * k[i]);
+            dp += dy[i] * v[i], dp_mag += std::fabs(dy[i] * v[i]);
+          }
+          const double s = scale * qk;
+          const double E = scale * gamma(double(hs)) * qk_mag + gamma(3) * std::fabs(s);
+          const double p = std::exp(s - l);
+          const double rp = E + kU * (std::fabs(s - l) + E) + kExpUlps * kUlp;
+          const double F = gamma(double(hs)) * dp_mag;
+          P[t * T + u] = p, relP[t * T + u] = rp;
+          dS[t * T + u] = scale * p * (dp - D);
+          ddS[t * T + u] = scale * (p * (F + dD) * (1 + rp + gamma(5)) +
+                                    p * std::fabs(dp - D) * (rp + gamma(5)));
+        }
+      }
+      // Propagated errors and magnitudes of each sum, (T, hs) per gradient.
+      std::vector<double> bq(T * hs, 0.0), mq(T * hs, 0.0), bk(T * hs, 0.0), mk(T * hs, 0.0);
+      std::vector<double> bv(T * hs, 0.0), mv(T * hs, 0.0);
+      for (size_t t = 0; t < T; ++t) {
+        const double *q = at(t, 0), *dy = dout.data() + (b * T + t) * C + h * hs;
+        for (size_t u = 0; u <= t; ++u) {
+          const double* k = at(u, 1);
+          const double ds = std::fabs(dS[t * T + u]), dds = ddS[t * T + u], p = P[t * T + u];
+          const double dp = relP[t * T + u] * p;
+          for (size_t i = 0; i < hs; ++i) {
+            bq[t * hs + i] += dds * std::fabs(k[i]), mq[t * hs + i] += ds * std::fabs(k[i]);
+            bk[u * hs + i] += dds * std::fabs(q[i]), mk[u * hs + i] += ds * std::fabs(q[i]);
+            bv[u * hs + i] += dp * std::fabs(dy[i]), mv[u * hs + i] += p * std::fabs(dy[i]);
+          }
+        }
+      }
+      for (size_t t = 0; t < T; ++t) {
+        for (size_t i = 0; i < hs; ++i) {
+          double* row = bound.data() + (b * T + t) * C3 + h * hs + i;
+          row[0] = bq[t * hs + i] + gamma(double(t) + 1) * mq[t * hs + i];
+          row[C] = bk[t * hs + i] + gamma(double(T - t)) * mk[t * hs + i];
+          row[2 * C] = bv[t * hs + i] + gamma(double(T - t)) * mv[t * hs + i];
+        }
+      }
+    }
+  }
+  return bound;
+}
+
+}  // namespace llmcpu::simd_test
