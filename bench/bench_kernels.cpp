@@ -19,6 +19,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <functional>
 #include <memory>
@@ -34,7 +35,7 @@
 namespace llmcpu::bench {
 
 // bench/step_profile.cpp
-int profile_step(std::string_view target, int steps);
+int profile_step(std::string_view target, int steps, int T);
 
 namespace {
 
@@ -294,12 +295,17 @@ int main(int argc, char** argv) {
   using namespace llmcpu;
   using namespace llmcpu::bench;
   // --profile_step=TARGET: the time per kernel family of a whole training step instead.
-  constexpr std::string_view kProfile = "--profile_step=";
+  constexpr std::string_view kProfile = "--profile_step=", kSeqLen = "--profile_seq_len=";
+  int profile_T = 64;
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    if (arg.substr(0, kSeqLen.size()) == kSeqLen) profile_T = std::atoi(argv[i] + kSeqLen.size());
+  }
   for (int i = 1; i < argc; ++i) {
     const std::string_view arg = argv[i];
     if (arg.substr(0, kProfile.size()) != kProfile) continue;
     try {
-      return profile_step(arg.substr(kProfile.size()), 3);
+      return profile_step(arg.substr(kProfile.size()), 3, profile_T);
     } catch (const std::exception& e) {
       std::fprintf(stderr, "bench_kernels: error: %s\n", e.what());
       return 2;

@@ -1,7 +1,8 @@
-// Where the time of a GPT-2 124M training step goes (B=4, T=64, forward + backward + gradient norm
-// + AdamW, as bench_step runs it): the model runs on a copy of one kernel table whose entries time
-// each call, and the time per kernel family per step is printed as a markdown table.
-//   ./build/bench_kernels --profile_step=avx512
+// Where the time of a GPT-2 124M training step goes (B=4, T=64 or --profile_seq_len, forward +
+// backward + gradient norm + AdamW, as bench_step runs it): the model runs on a copy of one kernel
+// table whose entries time each call, and the time per kernel family per step is printed as a
+// markdown table.
+//   ./build/bench_kernels --profile_step=avx512 [--profile_seq_len=1024]
 // Not a Google Benchmark: one warm-up step, then the mean of the measured steps.
 #include <chrono>
 #include <cstdio>
@@ -58,13 +59,13 @@ KernelTable timed_table() {
     Timed x{i > 4096 ? "matmul lm_head backward" : "matmul backward (4 per layer)"};
     g_base->matmul_backward(a, b, c, d, e, f, g, h, i);
   };
-  t.attention_forward = [](F* a, F* b, CF* c, int d, int e, int f, int g) {
-    Timed x{"attention"};
-    g_base->attention_forward(a, b, c, d, e, f, g);
+  t.flash_attention_forward = [](F* a, F* b, CF* c, int d, int e, int f, int g) {
+    Timed x{"attention forward"};
+    g_base->flash_attention_forward(a, b, c, d, e, f, g);
   };
-  t.attention_backward = [](F* a, F* b, CF* c, CF* d, CF* e, int f, int g, int h, int i) {
-    Timed x{"attention"};
-    g_base->attention_backward(a, b, c, d, e, f, g, h, i);
+  t.flash_attention_backward = [](F* a, CF* b, CF* c, CF* d, CF* e, int f, int g, int h, int i) {
+    Timed x{"attention backward"};
+    g_base->flash_attention_backward(a, b, c, d, e, f, g, h, i);
   };
   t.gelu_forward = [](F* a, CF* b, size_t c) {
     Timed x{"gelu"};
@@ -103,13 +104,13 @@ KernelTable timed_table() {
 
 }  // namespace
 
-int profile_step(std::string_view target, int steps) {
+int profile_step(std::string_view target, int steps, int T) {
   const KernelTable& base = kernels_for_target(target, "--profile_step");
   std::map<std::string, double> seconds;
   g_base = &base;
   g_seconds = &seconds;
   const KernelTable table = timed_table();
-  const int B = 4, T = 64;
+  const int B = 4;
   Gpt2 model(load_model_preset(find_conf_file("models", "gpt2-124m")), table);
   init_gpt2(model, 1);
   model.plan_batch(B, T);

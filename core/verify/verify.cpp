@@ -32,14 +32,14 @@ TensorComparison compare_tensors(const std::string& name, const float* ours, con
 }
 
 VerifyReport verify_against_state(Gpt2& model, const DebugState& ref, const VerifyTolerances& tol,
-                                  DebugState* ours) {
+                                  DebugState* ours, Recompute recompute) {
   const ModelConfig& cfg = model.config();
   const size_t BT = (size_t)ref.B * ref.T;
   const int V = cfg.vocab_size, Vp = cfg.padded_vocab_size;
   VerifyReport report;
 
   // The logits are kept for the comparison only: training never holds them all.
-  model.plan_batch(ref.B, ref.T, {.keep_logits = true});
+  model.plan_batch(ref.B, ref.T, {.recompute = recompute, .keep_logits = true});
   model.zero_grad();
   const float loss =
       model.forward_backward(ref.inputs.data(), ref.targets.data(), ref.B, ref.T);

@@ -93,9 +93,10 @@ struct VerifyReport {
   bool ok = false;
 };
 
-// Runs forward and backward on `ref`'s batch. If `ours` is non-null it receives this program's
-// batch, logits, loss and gradients in debug-state form.
+// Runs forward and backward on `ref`'s batch (with `recompute`, as training would). If `ours` is
+// non-null it receives this program's batch, logits, loss and gradients in debug-state form.
 VerifyReport verify_against_state(Gpt2& model, const DebugState& ref, const VerifyTolerances& tol,
-                                  DebugState* ours = nullptr);
+                                  DebugState* ours = nullptr,
+                                  Recompute recompute = Recompute::kNone);
 
 }  // namespace llmcpu

@@ -268,6 +268,55 @@ TEST_P(SimdBf16, LayerNormAndGeluRoundTheirOutputsOnce) {
   }
 }
 
+// What the backward pass recomputes (--recompute) must be the forward's bits: the layernorm output
+// from its saved statistics, GELU from the saved bf16 input; and GELU's kernels on a bf16 input are
+// the fp32 ones on that input widened (exact), bit for bit.
+TEST_P(SimdBf16, RecomputationKernelsGiveTheForwardsBits) {
+  const bool gemm_table = GetParam() == "avx512bf16" || GetParam() == "onednn";
+  const KernelTable& f32 = kernels_for_target(gemm_table ? vectorized_targets().front() : GetParam());
+  for (const auto& [N, C] : {std::pair<size_t, int>{1, 1}, {7, 3}, {33, 47}, {9, 768}}) {
+    Random rnd(unsigned(3 * N + C));
+    const std::vector<float> inp = rnd.normal(N * C, 0.3, 2.0), wt = rnd.normal(C), b = rnd.normal(C);
+    std::vector<bf16> out(N * C), again(N * C, 0x7fc1);
+    std::vector<float> mean(N), rstd(N);
+    k().layernorm_forward(out.data(), mean.data(), rstd.data(), inp.data(), wt.data(), b.data(), N, C);
+    k().layernorm_apply(again.data(), inp.data(), mean.data(), rstd.data(), wt.data(), b.data(), N, C);
+    EXPECT_TRUE(again == out) << GetParam() << " layernorm_apply N=" << N << " C=" << C;
+
+    const std::vector<bf16> x16 = round_all(inp);
+    std::vector<float> x(N * C);
+    for (size_t i = 0; i < x.size(); ++i) x[i] = bf16_to_float(x16[i]);
+    std::vector<bf16> g16(N * C), g_from_f32(N * C);
+    k().gelu_forward_bf16(g16.data(), x16.data(), N * C);
+    k().gelu_forward(g_from_f32.data(), x.data(), N * C);
+    EXPECT_TRUE(g16 == g_from_f32) << GetParam() << " gelu_forward_bf16 N*C=" << N * C;
+
+    const std::vector<float> dout = rnd.normal(N * C);
+    std::vector<float> d16(N * C), d32(N * C);
+    k().gelu_backward(d16.data(), x16.data(), dout.data(), N * C);
+    f32.gelu_backward(d32.data(), x.data(), dout.data(), N * C);
+    expect_identical(GetParam() + " gelu_backward on bf16 input", d16, d32);
+  }
+}
+
+// The fp32 tables' layernorm_apply gives their forward's output bits.
+TEST(SimdBf16Dispatch, Fp32LayerNormApplyGivesTheForwardsBits) {
+  for (std::string_view name : available_targets()) {
+    const KernelTable& t = kernels_for_target(name);
+    for (const auto& [N, C] : {std::pair<size_t, int>{1, 1}, {5, 17}, {9, 768}}) {
+      Random rnd(unsigned(N * C));
+      const std::vector<float> inp = rnd.normal(N * C, 0.3, 2.0), wt = rnd.normal(C),
+                               b = rnd.normal(C);
+      std::vector<float> out(N * C), again(N * C, NAN), mean(N), rstd(N);
+      t.layernorm_forward(out.data(), mean.data(), rstd.data(), inp.data(), wt.data(), b.data(), N,
+                          C);
+      t.layernorm_apply(again.data(), inp.data(), mean.data(), rstd.data(), wt.data(), b.data(), N,
+                        C);
+      expect_identical(std::string(name) + " layernorm_apply", again, out);
+    }
+  }
+}
+
 TEST_P(SimdBf16, AdamWWritesTheMasterAndItsBf16Copy) {
   const size_t N = 10007;
   Random rnd(5);

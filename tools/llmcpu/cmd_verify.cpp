@@ -16,7 +16,7 @@
 namespace llmcpu {
 
 int run_verify(const std::vector<std::string>& args) {
-  std::string model_path, state_path, write_state, precision = "fp32";
+  std::string model_path, state_path, write_state, precision = "fp32", recompute = "none";
   PlacementOptions placement;
   PluginFlags plugin;
   VerifyTolerances tol;
@@ -28,6 +28,8 @@ int run_verify(const std::vector<std::string>& args) {
   p.option("write-state", 0, &write_state, "OUT.bin", "also write this program's batch, logits, loss, gradients");
   p.option("precision", 0, &precision, "P",
            "fp32 (default) or bf16 (mixed precision; limits default to 1.25e-2 and 1e-1 then)");
+  p.option("recompute", 0, &recompute, "R",
+           "none (default), gelu or all-pointwise: recompute in the backward pass, as train does");
   add_placement_flags(p, &placement);
   add_plugin_flags(p, &plugin);
   add_tolerance_flags(p, &tol);
@@ -35,6 +37,7 @@ int run_verify(const std::vector<std::string>& args) {
   if (model_path.empty()) throw UsageError("--model is required");
   if (state_path.empty()) throw UsageError("--state is required");
   const Precision prec = parse_precision(precision, "--precision");
+  const Recompute rc = parse_recompute(recompute, "--recompute");
   const Placement placed = apply_placement_flags(placement);
   std::printf("%s\n", placed.summary.c_str());
   const int nthreads = placed.plan.num_threads();
@@ -55,7 +58,7 @@ int run_verify(const std::vector<std::string>& args) {
 
   DebugState ours;
   const VerifyReport report =
-      verify_against_state(model, ref, tol, write_state.empty() ? nullptr : &ours);
+      verify_against_state(model, ref, tol, write_state.empty() ? nullptr : &ours, rc);
   print_offload_report(plugin, model);
   std::printf("%-10s %12s %14s %14s %10s\n", "tensor", "elements", "max|diff|", "rel.error", "limit");
   for (const TensorComparison& c : report.rows) {
