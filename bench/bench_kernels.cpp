@@ -3,6 +3,7 @@
 //   ./build/bench_kernels                                   all tables (scalar is slow: minutes)
 //   ./build/bench_kernels --benchmark_filter='^avx512/'     one table
 //   ./build/bench_kernels --benchmark_filter='/matmul_'     the GEMMs of every table
+//   ./build/bench_kernels --benchmark_filter=attention      materialized and flash, T = 64..2048
 //   ./build/bench_kernels --profile_step=avx512             time per kernel in a training step
 // Each row reports GFLOP/s, GB/s of compulsory traffic (every tensor read or written once), and
 // roof%: the time the kernel would take on this machine's roofline, max(FLOPs / FMA peak, bytes /
@@ -214,6 +215,64 @@ std::vector<std::pair<std::string, Bench>> kernels() {
                            NH);
     });
   });
+  // Flash attention (no T x T matrix) beside the materialized kernels above, at the bench's T and
+  // at longer contexts with B*T = 4096 tokens (B = 16, 4, 2 at T = 256, 1024, 2048; T = 64 keeps
+  // the bench's B = 4). FLOPs: causal products of hs*T(T+1) per head (2 per pair and channel, pairs
+  // u <= t): forward 2 (QK^T, PV), backward 4 for the materialized kernel (dA, dQ, dK, dV) and 5
+  // for flash (QK^T recomputed). Bytes: the materialized kernels write and read att (B,NH,T,T);
+  // flash moves only qkv, out, lse, dout and dqkv.
+  for (const int t : {T, 256, 1024, 2048}) {
+    const int b = t == T ? B : 4096 / t;
+    const size_t nc = size_t(b) * t * C, n3c = 3 * nc, nl = size_t(b) * NH * t;
+    const size_t tt = size_t(b) * NH * t * t;
+    const double prod = double(hs) * t * (t + 1) * b * NH;  // one causal product
+    const std::string at = t == T ? "" : "_T" + std::to_string(t);
+    if (t != T) {  // the materialized kernels at T = 64 are the entries above
+      const std::string key = "attention" + at;
+      r.emplace_back("attention" + at + "_fwd", [=](benchmark::State& s, const KernelTable& k) {
+        bool fresh;
+        Work& w = work(key, {nc, tt, n3c, n3c, nl, nc}, &fresh);
+        measure(s, w, {2 * prod, double(n3c + tt + nc) * F}, [&](size_t c) {
+          k.attention_forward(w.get(c, 0), w.get(c, 1), w.get(c, 2), b, t, C, NH);
+        });
+      });
+      r.emplace_back("attention" + at + "_bwd", [=](benchmark::State& s, const KernelTable& k) {
+        bool fresh;
+        Work& w = work(key, {nc, tt, n3c, n3c, nl, nc}, &fresh);
+        if (fresh) {  // att must be softmax rows
+          for (size_t c = 0; c < w.copies; ++c) {
+            k.attention_forward(w.get(c, 0), w.get(c, 1), w.get(c, 2), b, t, C, NH);
+          }
+        }
+        measure(s, w, {4 * prod, double(2 * n3c + tt + nc) * F}, [&](size_t c) {
+          k.attention_backward(w.get(c, 3), w.get(c, 4), w.get(c, 5), w.get(c, 2), w.get(c, 1), b,
+                               t, C, NH);
+        });
+      });
+    }
+    // out, lse, qkv, dqkv, dout
+    const std::string key = "flash_attention" + at;
+    r.emplace_back(key + "_fwd", [=](benchmark::State& s, const KernelTable& k) {
+      bool fresh;
+      Work& w = work(key, {nc, nl, n3c, n3c, nc}, &fresh);
+      measure(s, w, {2 * prod, double(n3c + nc + nl) * F}, [&](size_t c) {
+        k.flash_attention_forward(w.get(c, 0), w.get(c, 1), w.get(c, 2), b, t, C, NH);
+      });
+    });
+    r.emplace_back(key + "_bwd", [=](benchmark::State& s, const KernelTable& k) {
+      bool fresh;
+      Work& w = work(key, {nc, nl, n3c, n3c, nc}, &fresh);
+      if (fresh) {  // out and lse must be the forward's
+        for (size_t c = 0; c < w.copies; ++c) {
+          k.flash_attention_forward(w.get(c, 0), w.get(c, 1), w.get(c, 2), b, t, C, NH);
+        }
+      }
+      measure(s, w, {5 * prod, double(2 * n3c + 2 * nc + nl) * F}, [&](size_t c) {
+        k.flash_attention_backward(w.get(c, 3), w.get(c, 4), w.get(c, 0), w.get(c, 2), w.get(c, 1),
+                                   b, t, C, NH);
+      });
+    });
+  }
   r.emplace_back("attention_decode", [=](benchmark::State& s, const KernelTable& k) {
     bool fresh;
     Work& w =

@@ -4,6 +4,7 @@
 //   ./build/bench_layers                                    every table (scalar is slow: minutes)
 //   ./build/bench_layers --benchmark_filter='^avx512bf16/'  one table
 //   ./build/bench_layers --benchmark_filter='/(to_|adamw)'  conversions and AdamW, every table
+//   ./build/bench_layers --benchmark_filter=attention       flash attention, T = 64 to 2048
 // roof% is the time the kernel would take on the roofline, max(FLOPs / peak, bytes / bandwidth),
 // over the measured time. The roofs are measured at start with the same threads (bench/roofs.h):
 // the GEMMs against the bf16 peak (AMX where present, else AVX512-BF16 dot products), the other
@@ -198,6 +199,41 @@ std::vector<Layer> layers() {
                    k.matmul_backward(w.f(c, 4), w.f(c, 5), g.bias ? w.f(c, 6) : nullptr, w.f(c, 7),
                                      w.h(c, 1), w.h(c, 2), BT, g.C, g.OC);
                  }});
+  }
+  // Flash attention on bf16 q, k, v (fp32 arithmetic: against the FMA peak), GPT-2's heads
+  // (NH = 12, hs = 64) at the bench's T = 64 (B = 4) and at T = 256, 1024, 2048 with B*T = 4096
+  // (B = 16, 4, 2). FLOPs: causal products of hs*T(T+1) per head, 2 forward and 5 backward (as
+  // bench_kernels, where the fp32 and the materialized kernels are). Bytes: qkv and out in bf16,
+  // lse, dout and dqkv in fp32. The backward's out and lse come from the default bf16 table.
+  for (const int t : {T, 256, 1024, 2048}) {
+    const int b = t == T ? B : 4096 / t, nh = 12, hs = C / nh;
+    const size_t nc = size_t(b) * t * C, n3c = 3 * nc, nl = size_t(b) * nh * t;
+    const double prod = double(hs) * t * (t + 1) * b * nh;
+    const std::string key = "flash_attention" + (t == T ? "" : "_T" + std::to_string(t));
+    // out, lse, qkv, dqkv, dout
+    const std::vector<Tensor> spec = {b16(nc), f32(nl), b16(n3c), f32(n3c), f32(nc)};
+    const auto forward = [=](Work& w) {
+      for (size_t c = 0; c < w.copies; ++c) {
+        active_bf16_kernels().flash_attention_forward(w.h(c, 0), w.f(c, 1), w.h(c, 2), b, t, C, nh);
+      }
+    };
+    r.push_back({key + "_fwd",
+                 key,
+                 spec,
+                 {2 * prod, 2.0 * (n3c + nc) + 4.0 * nl},
+                 [=](const Bf16Kernels& k, Work& w, size_t c) {
+                   k.flash_attention_forward(w.h(c, 0), w.f(c, 1), w.h(c, 2), b, t, C, nh);
+                 },
+                 forward});
+    r.push_back({key + "_bwd",
+                 key,
+                 spec,
+                 {5 * prod, 2.0 * (n3c + nc) + 4.0 * (n3c + nc + nl)},
+                 [=](const Bf16Kernels& k, Work& w, size_t c) {
+                   k.flash_attention_backward(w.f(c, 3), w.f(c, 4), w.h(c, 0), w.h(c, 2), w.f(c, 1),
+                                              b, t, C, nh);
+                 },
+                 forward});
   }
   return r;
 }

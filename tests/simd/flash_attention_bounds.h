@@ -4,7 +4,8 @@
 // (simd/hwy/flash_attention.cc) and the reference's three passes run in fp32 (the "scalar" table).
 //
 // Forward, per (b, h, t), with s_u = scale q.k_u exact, m = max_u s_u, a_u = exp(s_u - lse) exact:
-//   x_u = fl(scale_f fl(q.k_u)):  |x_u - s_u| <= E_u = scale gamma(hs) sum_i|q_i k_ui| + gamma(3)|s_u|
+//   x_u = fl(scale_f fl(q.k_u)):  |x_u - s_u| <= E_u = scale gamma(hs) sum_i|q_i k_ui| +
+//   gamma(3)|s_u|
 //     (the dot product; scale_f = fl(1/fl(sqrt hs)) is 2 roundings off, the product one more).
 //   The online softmax keeps p_u = exp(fl(x_u - m_j)) with m_j the running max when u's block came,
 //   and multiplies o and l by alpha = exp(fl(m_old - m_new)) at each of R rescales after it. The
@@ -75,8 +76,7 @@ inline FlashForwardBounds flash_forward_bounds(const std::vector<double>& qkv,
         const double logn = std::log(double(t) + 1);
         double rel_max = 0;
         for (size_t u = 0; u <= t; ++u) {
-          rel[u] = E[u] + kU * (m - s[u] + m - s[0] + logn + 4 * Emax) +
-                   (1 + R) * kExpUlps * kUlp;
+          rel[u] = E[u] + kU * (m - s[u] + m - s[0] + logn + 4 * Emax) + (1 + R) * kExpUlps * kUlp;
           rel_max = std::max(rel_max, rel[u]);
         }
         const double l = lse[(b * NH + h) * T + t];
@@ -92,7 +92,8 @@ inline FlashForwardBounds flash_forward_bounds(const std::vector<double>& qkv,
             bound[i] += (rel[u] + rel_max) * a * std::fabs(v[i]), A[i] += a * std::fabs(v[i]);
           }
         }
-        for (size_t i = 0; i < hs; ++i) r.out[(b * T + t) * C + h * hs + i] = bound[i] + common * A[i];
+        for (size_t i = 0; i < hs; ++i)
+          r.out[(b * T + t) * C + h * hs + i] = bound[i] + common * A[i];
       }
     }
   }
@@ -114,7 +115,9 @@ inline std::vector<double> flash_backward_bounds(const std::vector<double>& qkv,
   std::vector<double> P(T * T), dS(T * T), ddS(T * T), relP(T * T);
   for (size_t b = 0; b < B; ++b) {
     for (size_t h = 0; h < NH; ++h) {
-      auto at = [&](size_t t, size_t part) { return qkv.data() + (b * T + t) * C3 + part * C + h * hs; };
+      auto at = [&](size_t t, size_t part) {
+        return qkv.data() + (b * T + t) * C3 + part * C + h * hs;
+      };
       for (size_t t = 0; t < T; ++t) {
         const double* q = at(t, 0);
         const double* dy = dout.data() + (b * T + t) * C + h * hs;

@@ -33,10 +33,10 @@ struct Shape {
            " hs=" + std::to_string(hs);
   }
 };
-constexpr Shape kShapes[] = {{1, 1, 1, 1},     {2, 2, 3, 2},     {1, 3, 12, 3},   {2, 5, 2, 7},
-                             {1, 17, 4, 8},    {2, 31, 3, 16},   {1, 32, 2, 31},  {1, 33, 1, 64},
-                             {2, 63, 2, 65},   {1, 64, 1, 128},  {1, 65, 12, 64}, {2, 127, 3, 3},
-                             {1, 129, 2, 128}, {2, 257, 1, 65},  {1, 513, 2, 31}, {1, 1024, 1, 64}};
+constexpr Shape kShapes[] = {{1, 1, 1, 1},     {2, 2, 3, 2},    {1, 3, 12, 3},   {2, 5, 2, 7},
+                             {1, 17, 4, 8},    {2, 31, 3, 16},  {1, 32, 2, 31},  {1, 33, 1, 64},
+                             {2, 63, 2, 65},   {1, 64, 1, 128}, {1, 65, 12, 64}, {2, 127, 3, 3},
+                             {1, 129, 2, 128}, {2, 257, 1, 65}, {1, 513, 2, 31}, {1, 1024, 1, 64}};
 
 std::vector<double> widen_bf16(const std::vector<bf16>& v) {
   std::vector<double> r(v.size());
@@ -78,8 +78,8 @@ const Case& reference(size_t index, bool bf16_case) {
   const std::vector<double> qd = widen(c.qkv), dd = widen(c.dout);
   c.out.resize(B * T * C);
   c.lse.resize(B * NH * T);
-  scalar::flash_attention_forward<double>(c.out.data(), c.lse.data(), qd.data(), sh.B, sh.T,
-                                          sh.C(), sh.NH);
+  scalar::flash_attention_forward<double>(c.out.data(), c.lse.data(), qd.data(), sh.B, sh.T, sh.C(),
+                                          sh.NH);
   c.forward = flash_forward_bounds(qd, c.lse, sh.B, sh.T, sh.C(), sh.NH);
   c.out_in.assign(c.out.begin(), c.out.end());
   c.lse_in.assign(c.lse.begin(), c.lse.end());
@@ -208,15 +208,16 @@ INSTANTIATE_TEST_SUITE_P(AllTables, SimdFlashAttentionBf16, ::testing::ValuesIn(
                          param_name);
 
 // In double, the flash reference and the materialized one are the same function up to their
-// rounding, ~ (T + hs) 2^-53 relative to the magnitudes: within 1e-12 of each tensor's scale. lse is
-// checked against the materialized softmax independently: a[t,u] = exp(s_u - lse_t) for every u,
+// rounding, ~ (T + hs) 2^-53 relative to the magnitudes: within 1e-12 of each tensor's scale. lse
+// is checked against the materialized softmax independently: a[t,u] = exp(s_u - lse_t) for every u,
 // so lse_t = s_u - log a[t,u] at the row's largest weight.
 TEST(FlashAttentionReference, AgreesWithTheMaterializedReferenceInDouble) {
   for (const Shape sh : {Shape{2, 17, 3, 7}, Shape{1, 64, 2, 16}, Shape{2, 33, 1, 64}}) {
     const size_t B = size_t(sh.B), T = size_t(sh.T), C = size_t(sh.C()), NH = size_t(sh.NH);
     const size_t hs = size_t(sh.hs), C3 = 3 * C;
     Random rnd(unsigned(sh.T));
-    const std::vector<double> qkv = widen(rnd.normal(B * T * C3)), dout = widen(rnd.normal(B * T * C));
+    const std::vector<double> qkv = widen(rnd.normal(B * T * C3)),
+                              dout = widen(rnd.normal(B * T * C));
     std::vector<double> out_a(B * T * C), att(B * NH * T * T), out_f(B * T * C), lse(B * NH * T);
     scalar::attention_forward<double>(out_a.data(), att.data(), qkv.data(), sh.B, sh.T, sh.C(),
                                       sh.NH);
@@ -232,7 +233,8 @@ TEST(FlashAttentionReference, AgreesWithTheMaterializedReferenceInDouble) {
       double scale = 0;
       for (double x : ref) scale = std::max(scale, std::fabs(x));
       for (size_t i = 0; i < got.size(); ++i) {
-        ASSERT_LE(std::fabs(got[i] - ref[i]), 1e-12 * scale) << what << sh.name() << " element " << i;
+        ASSERT_LE(std::fabs(got[i] - ref[i]), 1e-12 * scale)
+            << what << sh.name() << " element " << i;
       }
     };
     expect_close("out", out_f, out_a);

@@ -273,6 +273,41 @@ TEST(FiniteDifference, Attention) {
   }
 }
 
+// The flash form: the backward pass from the saved out and lse (per-row log-sum-exp) instead of
+// the softmax matrix, on the same shape as the materialized one above.
+TEST(FiniteDifference, FlashAttention) {
+  constexpr int B = 2, T = 5, C = 12, NH = 3, hs = C / NH;  // head size 4
+  std::mt19937_64 rng(5);
+  Vec qkv = random_vec((size_t)B * T * 3 * C, rng);
+  const Vec R = random_vec((size_t)B * T * C, rng);
+
+  Vec out((size_t)B * T * C), lse((size_t)B * NH * T);
+  auto J = [&] {
+    scalar::flash_attention_forward(out.data(), lse.data(), qkv.data(), B, T, C, NH);
+    return weighted_sum(out, R);
+  };
+  J();
+  const Vec out0 = out, lse0 = lse;
+  Vec dqkv(qkv.size(), kSentinel);
+  scalar::flash_attention_backward(dqkv.data(), R.data(), out0.data(), qkv.data(), lse0.data(), B,
+                                   T, C, NH);
+
+  // As the materialized case, with lse's log and one more subtraction per weight: A = hs.
+  // Chain: hs (score) + T (sum) + 5 (exp, log, subtractions) + T (weighted sum) + B*T*C (J).
+  const double tol = fd_tolerance(hs + 2 * T + 5 + B * T * C, sum_abs(R) * hs);
+  const Vec numeric = numeric_gradient(qkv, J);
+  for (int part = 0; part < 3; ++part) {
+    Vec a, n;
+    for (size_t bt = 0; bt < (size_t)B * T; ++bt) {
+      for (int c = 0; c < C; ++c) {
+        a.push_back(dqkv[bt * 3 * C + part * C + c]);
+        n.push_back(numeric[bt * 3 * C + part * C + c]);
+      }
+    }
+    expect_gradient(std::string("flash dqkv ") + "qkv"[part] + " (overwritten)", a, n, tol);
+  }
+}
+
 TEST(FiniteDifference, Gelu) {
   constexpr size_t N = 13;
   std::mt19937_64 rng(6);
@@ -509,6 +544,17 @@ TEST(FiniteDifferenceDeterminism, BackwardIsBitIdenticalAcrossThreadCounts) {
     const auto dout = to_float(random_vec((size_t)B * T * C, rng));
     expect_same_bits_across_threads("encoder", {(size_t)Vp * C, (size_t)maxT * C}, [&](auto& g) {
       scalar::encoder_backward(g[0].data(), g[1].data(), dout.data(), inp.data(), B, T, C);
+    });
+  }
+  {
+    constexpr int B = 3, T = 17, C = 48, NH = 4;
+    const auto qkv = to_float(random_vec((size_t)B * T * 3 * C, rng));
+    const auto dout = to_float(random_vec((size_t)B * T * C, rng));
+    std::vector<float> out((size_t)B * T * C), lse((size_t)B * NH * T);
+    scalar::flash_attention_forward(out.data(), lse.data(), qkv.data(), B, T, C, NH);
+    expect_same_bits_across_threads("flash attention", {(size_t)B * T * 3 * C}, [&](auto& g) {
+      scalar::flash_attention_backward(g[0].data(), dout.data(), out.data(), qkv.data(), lse.data(),
+                                       B, T, C, NH);
     });
   }
 }
