@@ -12,12 +12,13 @@
 //   dS = scale P * (dP - D);  dV_j += P^T dY_i;  dK_j += dS^T Q_i;  dQ_i += dS K_j.
 // Every product runs on the micro-kernel of gemm-inl.h, column-major as in attention.cc: a score
 // block is kept as S^T (keys down, one query per column), so the keys come packed (K_j^T, and V_j^T
-// in the backward pass) and Q, dY, V are read in place. On the diagonal block a tile of query
+// in the backward pass) and Q, dY, V are read in place from a copy of the head gathered into the
+// thread's scratch (rows of 3 hs, not 3C, apart). On the diagonal block a tile of query
 // columns computes only the key rows up to its last query; the masked entries are zeros. exp from
-// hwy/contrib/math. Threads split the (batch, head) pairs, which own disjoint slices of out, lse and
-// dqkv: no races, and every sum in a fixed order (bitwise reproducible, whatever the thread count).
-// The bf16 entries widen a head's q, k, v exactly into fp32 scratch and run the same blocks; out is
-// rounded to bf16 once. Not here: the materialized kernels (attention.cc).
+// hwy/contrib/math. Threads split the (batch, head) pairs, which own disjoint slices of out, lse
+// and dqkv: no races, and every sum in a fixed order (bitwise reproducible, whatever the thread
+// count). The bf16 entries widen a head's q, k, v exactly into fp32 scratch and run the same
+// blocks; out is rounded to bf16 once. Not here: the materialized kernels (attention.cc).
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "simd/hwy/flash_attention.cc"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
@@ -44,7 +45,9 @@ namespace {
 // key block never starts inside a query block). The key block is long, so that rows rescale their
 // accumulator rarely, and its packed K^T panel (kFwdBk x hs) plus the V rows it pairs with stay in
 // L2 while the query block's column tiles stream over them. Backward: square blocks of kBwdB, whose
-// five block products all have one side of kBwdB (one register tile of rows on AVX-512).
+// five block products all have one side of kBwdB (one register tile of rows on AVX-512). Measured
+// on Zen 5 (hs = 64, T = 256..2048): kFwdBk = 128 or 512 within noise of 256; kFwdBq = 32 or 128,
+// and kBwdB = 32 or 96, slower; kBwdB = 128 the same.
 constexpr size_t kFwdBq = 64, kFwdBk = 256, kBwdB = 64;
 static_assert(kFwdBk % kFwdBq == 0, "key blocks start at query block boundaries");
 
@@ -55,7 +58,7 @@ HWY_INLINE size_t Lines(size_t floats) { return (floats + 15) / 16 * 16; }
 HWY_INLINE size_t Tiles(size_t n) { return (n + kGemmNR - 1) / kGemmNR; }
 HWY_INLINE size_t TileBegin(size_t n, size_t jt) { return n * jt / Tiles(n); }
 
-// One head's q, k, v: row t of each at q + t*ld (fp32, in place or widened from bf16).
+// One head's q, k, v: row t of each at q + t*ld (fp32, copied or widened from bf16).
 struct HeadQKV {
   const float* q;
   const float* k;
@@ -63,20 +66,31 @@ struct HeadQKV {
   size_t ld;
 };
 
-// P[u + i*ldp] = X[u*ldx + i] for u < rows, i < hs: rows of keys (or values) as hs columns.
+// P[u + i*ldp] = X[u*ldx + i] for u < rows, i < hs: rows of keys (or values) as hs columns. In
+// groups of 16 rows, so that each column's stores fill whole cache lines while the group's rows
+// stay in L1 (one strided store per element cost more than the block products at T = 256).
 void PackColumns(float* HWY_RESTRICT P, size_t ldp, const float* HWY_RESTRICT X, size_t ldx,
                  size_t rows, size_t hs) {
-  for (size_t u = 0; u < rows; ++u) {
-    const float* HWY_RESTRICT x = X + u * ldx;
-    for (size_t i = 0; i < hs; ++i) P[u + i * ldp] = x[i];
+  constexpr size_t kGroup = 16;
+  for (size_t u0 = 0; u0 < rows; u0 += kGroup) {
+    const size_t n = std::min(kGroup, rows - u0);
+    for (size_t i = 0; i < hs; ++i) {
+      float* HWY_RESTRICT p = P + u0 + i * ldp;
+      const float* HWY_RESTRICT x = X + u0 * ldx + i;
+      for (size_t u = 0; u < n; ++u) p[u] = x[u * ldx];
+    }
   }
 }
 
 // dst[0, n) = src[0, n), bf16 widened exactly.
-void Widen(float* HWY_RESTRICT dst, const float* HWY_RESTRICT src, size_t n) {
-  std::copy(src, src + n, dst);
+void CopyToF32(float* HWY_RESTRICT dst, const float* HWY_RESTRICT src, size_t n) {
+  const DF d;
+  const size_t L = hn::Lanes(d);
+  size_t i = 0;
+  for (; i + L <= n; i += L) hn::StoreU(hn::LoadU(d, src + i), d, dst + i);
+  if (i < n) StoreTail(LoadTail(d, src + i, n - i), d, dst + i, n - i);
 }
-void Widen(float* HWY_RESTRICT dst, const bf16* HWY_RESTRICT src, size_t n) {
+void CopyToF32(float* HWY_RESTRICT dst, const bf16* HWY_RESTRICT src, size_t n) {
   const DF d;
   const size_t L = hn::Lanes(d);
   size_t i = 0;
@@ -92,7 +106,7 @@ HeadQKV GatherHead(float* HWY_RESTRICT x, const InT* qkv, size_t C3, size_t C, s
                    size_t hs) {
   for (size_t t = 0; t < T; ++t) {
     for (size_t part = 0; part < 3; ++part) {
-      Widen(x + t * 3 * hs + part * hs, qkv + t * C3 + part * C, hs);
+      CopyToF32(x + t * 3 * hs + part * hs, qkv + t * C3 + part * C, hs);
     }
   }
   return {x, x + hs, x + 2 * hs, 3 * hs};
@@ -118,24 +132,20 @@ HWY_INLINE void ScaleRow(float* HWY_RESTRICT x, size_t n, float a) {
 // zeros from n on, with m' = max(m, max_u scale s_u); l and the accumulator o[0, hs) were rescaled
 // by exp(m - m') first when the max grew (never otherwise: a row that keeps its max is never
 // multiplied, and its first block only sets m), and l has the block's sum added.
-void OnlineSoftmaxColumn(float* HWY_RESTRICT s, size_t n, size_t r, float scale, float& m,
-                         float& l, float* HWY_RESTRICT o, size_t hs) {
+void OnlineSoftmaxColumn(float* HWY_RESTRICT s, size_t n, size_t r, float scale, float& m, float& l,
+                         float* HWY_RESTRICT o, size_t hs) {
   const DF d;
   const size_t L = hn::Lanes(d);
-  const VF vs = hn::Set(d, scale);
+  // Rounding is monotonic and scale > 0: the largest fl(scale s_u) is fl(scale max_u s_u), so the
+  // max pass reads the raw scores and the exp pass scales them.
   VF vmax = hn::Set(d, -INFINITY);
   size_t u = 0;
-  for (; u + L <= n; u += L) {
-    const VF x = hn::Mul(hn::LoadU(d, s + u), vs);
-    hn::StoreU(x, d, s + u);
-    vmax = hn::Max(vmax, x);
-  }
+  for (; u + L <= n; u += L) vmax = hn::Max(vmax, hn::LoadU(d, s + u));
   if (u < n) {
-    const VF x = hn::Mul(LoadTail(d, s + u, n - u), vs);
-    StoreTail(x, d, s + u, n - u);
-    vmax = hn::Max(vmax, hn::IfThenElse(hn::FirstN(d, n - u), x, hn::Set(d, -INFINITY)));
+    vmax = hn::Max(vmax, hn::IfThenElse(hn::FirstN(d, n - u), LoadTail(d, s + u, n - u),
+                                        hn::Set(d, -INFINITY)));
   }
-  const float block_max = hn::GetLane(hn::MaxOfLanes(d, vmax));
+  const float block_max = scale * hn::GetLane(hn::MaxOfLanes(d, vmax));
   if (block_max > m) {
     if (m != -INFINITY) {  // o and l are still zero before the first block
       const float alpha = std::exp(m - block_max);
@@ -144,16 +154,16 @@ void OnlineSoftmaxColumn(float* HWY_RESTRICT s, size_t n, size_t r, float scale,
     }
     m = block_max;
   }
-  const VF vm = hn::Set(d, m);
+  const VF vm = hn::Set(d, m), vs = hn::Set(d, scale);
   VF sum = hn::Zero(d);
   for (u = 0; u + L <= n; u += L) {
-    const VF p = hn::Exp(d, hn::Sub(hn::LoadU(d, s + u), vm));
+    const VF p = hn::Exp(d, hn::Sub(hn::Mul(hn::LoadU(d, s + u), vs), vm));
     hn::StoreU(p, d, s + u);
     sum = hn::Add(sum, p);
   }
   if (u < n) {
-    const VF p = hn::IfThenElseZero(hn::FirstN(d, n - u),
-                                    hn::Exp(d, hn::Sub(LoadTail(d, s + u, n - u), vm)));
+    const VF x = hn::Mul(LoadTail(d, s + u, n - u), vs);
+    const VF p = hn::IfThenElseZero(hn::FirstN(d, n - u), hn::Exp(d, hn::Sub(x, vm)));
     StoreTail(p, d, s + u, n - u);
     sum = hn::Add(sum, p);
   }
@@ -262,7 +272,7 @@ void BackwardHead(const HeadQKV& x, size_t T, size_t hs, const float* dy, size_t
   float* dqt = D + Lines(T);  // dQ^T: row t at dqt + t*hs
   float* ktj = dqt + Lines(hs * T);
   float* vtj = ktj + Lines(kBwdB * hs);
-  float* st = vtj + Lines(kBwdB * hs);  // S^T, then P^T: query t's column at st + (t - t0)*kBwdB
+  float* st = vtj + Lines(kBwdB * hs);     // S^T, then P^T: query t's column at st + (t - t0)*kBwdB
   float* dpt = st + Lines(kBwdB * kBwdB);  // dP^T, then dS^T
   float* dkt = dpt + Lines(kBwdB * kBwdB);  // dK_j^T: key u's row at dkt + (u - u0)*hs
   float* dvt = dkt + Lines(hs * kBwdB);
@@ -271,7 +281,7 @@ void BackwardHead(const HeadQKV& x, size_t T, size_t hs, const float* dy, size_t
     if constexpr (std::is_same_v<OutT, float>) {
       D[t] = Dot(dy + t * lddy, y + t * ldy, hs);
     } else {
-      Widen(row, y + t * ldy, hs);
+      CopyToF32(row, y + t * ldy, hs);
       D[t] = Dot(dy + t * lddy, row, hs);
     }
   }
@@ -316,11 +326,11 @@ void BackwardHead(const HeadQKV& x, size_t T, size_t hs, const float* dy, size_t
       }
     }
     for (size_t u = u0; u < u1; ++u) {
-      std::copy(dkt + (u - u0) * hs, dkt + (u - u0 + 1) * hs, dk + u * ldd);
-      std::copy(dvt + (u - u0) * hs, dvt + (u - u0 + 1) * hs, dv + u * ldd);
+      CopyToF32(dk + u * ldd, dkt + (u - u0) * hs, hs);
+      CopyToF32(dv + u * ldd, dvt + (u - u0) * hs, hs);
     }
   }
-  for (size_t t = 0; t < T; ++t) std::copy(dqt + t * hs, dqt + (t + 1) * hs, dq + t * ldd);
+  for (size_t t = 0; t < T; ++t) CopyToF32(dq + t * ldd, dqt + t * hs, hs);
 }
 
 // The table entries: threads split the (batch, head) pairs, and gather each head's operands into
@@ -334,7 +344,8 @@ void Forward(InT* out, float* lse, const InT* qkv, int B, int T_, int C_, int NH
 #pragma omp parallel
   {
     float* ws = nullptr;
-    errors.run([&] { ws = thread_scratch(ScratchSlot::kAttention, gathered + ForwardScratch(T, hs)); });
+    errors.run(
+        [&] { ws = thread_scratch(ScratchSlot::kAttention, gathered + ForwardScratch(T, hs)); });
 #pragma omp for schedule(static)
     for (int bh = 0; bh < B * NH; ++bh) {
       if (!ws) continue;
@@ -355,14 +366,15 @@ void Backward(float* dqkv, const float* dout, const InT* out, const InT* qkv, co
 #pragma omp parallel
   {
     float* ws = nullptr;
-    errors.run([&] { ws = thread_scratch(ScratchSlot::kAttention, gathered + BackwardScratch(T, hs)); });
+    errors.run(
+        [&] { ws = thread_scratch(ScratchSlot::kAttention, gathered + BackwardScratch(T, hs)); });
 #pragma omp for schedule(static)
     for (int bh = 0; bh < B * NH; ++bh) {
       if (!ws) continue;
       const size_t b = size_t(bh / NH), h = size_t(bh % NH);
       const HeadQKV x = GatherHead(ws, qkv + b * T * C3 + h * hs, C3, C, T, hs);
       float* dy = ws + Lines(3 * T * hs);
-      for (size_t t = 0; t < T; ++t) Widen(dy + t * hs, dout + (b * T + t) * C + h * hs, hs);
+      for (size_t t = 0; t < T; ++t) CopyToF32(dy + t * hs, dout + (b * T + t) * C + h * hs, hs);
       float* dq = dqkv + b * T * C3 + h * hs;
       BackwardHead(x, T, hs, dy, hs, out + b * T * C + h * hs, C, lse + size_t(bh) * T, dq, dq + C,
                    dq + 2 * C, C3, ws + gathered);

@@ -8,7 +8,7 @@
 //   da[t,u] = dy_t . v_u;   dv_u += a[t,u] dy_t;   ds[t,u] = a[t,u] (da[t,u] - sum_w a[t,w] da[t,w])
 //   dq_t += scale * sum_u ds[t,u] k_u;   dk_u += scale * ds[t,u] q_t
 // Threads split over (batch, head) pairs, which own disjoint slices of dqkv: no races, fixed order.
-// Below them: the flash variant's contract (per-row log-sum-exp instead of att) and KV-cache decode.
+// Below them: the flash variant's contract (a per-row log-sum-exp instead of att), KV-cache decode.
 #pragma once
 
 #include <algorithm>
