@@ -103,11 +103,13 @@ void lay_out_grads(ActivationGradViews& g, const ModelConfig& c, int B, int T,
 }  // namespace
 
 Recompute parse_recompute(std::string_view word, std::string_view flag) {
-  if (word == "none") return Recompute::kNone;
-  if (word == "gelu") return Recompute::kGelu;
-  if (word == "all-pointwise") return Recompute::kAllPointwise;
+  // llm.c's -r 0, 1, 2 mean the same.
+  if (word == "none" || word == "0") return Recompute::kNone;
+  if (word == "gelu" || word == "1") return Recompute::kGelu;
+  if (word == "all-pointwise" || word == "2") return Recompute::kAllPointwise;
   throw UsageError(std::string(flag) + " '" + std::string(word) +
-                   "' is not a recomputation; expected none, gelu or all-pointwise");
+                   "' is not a recomputation; expected none, gelu or all-pointwise (or llm.c's 0, "
+                   "1, 2)");
 }
 
 const char* recompute_name(Recompute recompute) {

@@ -26,7 +26,8 @@ namespace llmcpu {
 // gives the same bits as the forward pass, so a run's numbers do not depend on it; it trades one
 // pass over the activation for the memory of all layers' copies (one layer's buffer is shared).
 enum class Recompute { kNone, kGelu, kAllPointwise };
-// "none", "gelu" or "all-pointwise"; anything else is a UsageError naming `flag` and the choices.
+// "none", "gelu" or "all-pointwise" (or llm.c's "0", "1", "2"); anything else is a UsageError
+// naming `flag` and the choices.
 Recompute parse_recompute(std::string_view word, std::string_view flag = "--recompute");
 const char* recompute_name(Recompute recompute);
 

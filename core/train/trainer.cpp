@@ -307,6 +307,10 @@ void Trainer::check_memory(const ModelConfig& config) {
     throw UsageError("--seq-len " + std::to_string(opt_.seq_len) + " exceeds the model's maxT " +
                      std::to_string(config.max_seq_len));
   }
+  // The kernel tables are chosen first (the bf16 GEMM engines are measured then, and oneDNN's code
+  // and JIT kernels stay resident): what that takes is part of the program the plan measures.
+  active_kernels();
+  if (precision_ == Precision::kBf16) active_bf16_kernels();
   MemoryRequest r;
   r.config = config;
   r.precision = precision_;

@@ -62,9 +62,9 @@ void add_train_flags(ArgParser& p, TrainOptions* o, TrainCliExtras* x) {
   p.option("save", 0, &o->save_path, "M.bin", "also write the final model here (atomically)");
   p.option("precision", 0, &o->precision, "P",
            "fp32 (default) or bf16: bf16 weights' copy and activations, fp32 master weights");
-  p.option("recompute", 0, &o->recompute, "R",
-           "none (default), gelu or all-pointwise: recompute GELU (and layernorm) outputs in the "
-           "backward pass instead of keeping them (less memory, the same numbers)");
+  p.option("recompute", 'r', &o->recompute, "R",
+           "none (default), gelu or all-pointwise (llm.c's 0, 1, 2): recompute GELU (and layernorm) "
+           "outputs in the backward pass instead of keeping them (less memory, the same numbers)");
   p.option("memory-limit", 0, &o->memory_limit, "SIZE",
            "refuse a run planned to need more than SIZE (e.g. 12G; default: the cgroup limit or "
            "MemAvailable)");
