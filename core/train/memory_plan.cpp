@@ -170,7 +170,7 @@ void check_fits(const MemoryRequest& request, const MemoryPlan& plan, const Memo
     message += "; it would fit with ";
     for (size_t i = 0; i < ways.size(); ++i) message += (i ? ", or " : "") + ways[i];
   }
-  throw UsageError("train: " + message);
+  throw UsageError(message);
 }
 
 double parse_memory_size(const std::string& text, const std::string& flag) {
