@@ -217,10 +217,6 @@ Trainer::Trainer(const TrainOptions& options, Communicator* world)
     model_ = make_model(opt_.model, opt_.seed, &origin_, precision_);
   }
   const ModelConfig& c = model_->config();
-  if (opt_.seq_len > c.max_seq_len) {
-    throw UsageError("--seq-len " + std::to_string(opt_.seq_len) + " exceeds the model's maxT " +
-                     std::to_string(c.max_seq_len));
-  }
   const int ranks = world_->size();
   const int micro = micro_batches_per_step(opt_, ranks);
   if (micro % ranks != 0) {

@@ -333,28 +333,35 @@ void BackwardHead(const HeadQKV& x, size_t T, size_t hs, const float* dy, size_t
   for (size_t t = 0; t < T; ++t) CopyToF32(dq + t * ldd, dqt + t * hs, hs);
 }
 
-// The table entries: threads split the (batch, head) pairs, and gather each head's operands into
-// the thread's scratch first. InT: the type of qkv and out (float, or bf16 widened exactly).
-template <typename InT>
-void Forward(InT* out, float* lse, const InT* qkv, int B, int T_, int C_, int NH) {
-  const size_t T = size_t(T_), C = size_t(C_), hs = C / size_t(NH), C3 = 3 * C;
-  const size_t gathered = Lines(3 * T * hs);
-  // The per-thread scratch may not be had: the error is kept and thrown after the region.
+// Threads split the (batch, head) pairs: head(b, h, bh = b*NH + h, ws) runs for each with the
+// thread's scratch ws of `floats` floats. The per-thread scratch may not be had: the error is kept
+// and thrown after the region.
+template <class Head>
+void ForEachHead(int B, int NH, size_t floats, const Head& head) {
   TeamErrors errors;
 #pragma omp parallel
   {
     float* ws = nullptr;
-    errors.run(
-        [&] { ws = thread_scratch(ScratchSlot::kAttention, gathered + ForwardScratch(T, hs)); });
+    errors.run([&] { ws = thread_scratch(ScratchSlot::kAttention, floats); });
 #pragma omp for schedule(static)
     for (int bh = 0; bh < B * NH; ++bh) {
-      if (!ws) continue;
-      const size_t b = size_t(bh / NH), h = size_t(bh % NH);
-      const HeadQKV x = GatherHead(ws, qkv + b * T * C3 + h * hs, C3, C, T, hs);
-      ForwardHead(x, T, hs, out + b * T * C + h * hs, C, lse + size_t(bh) * T, ws + gathered);
+      if (ws) head(size_t(bh / NH), size_t(bh % NH), size_t(bh), ws);
     }
   }
   errors.rethrow();
+}
+
+// The table entries: each head's operands are gathered into the thread's scratch first. InT: the
+// type of qkv and out (float, or bf16 widened exactly).
+template <typename InT>
+void Forward(InT* out, float* lse, const InT* qkv, int B, int T_, int C_, int NH) {
+  const size_t T = size_t(T_), C = size_t(C_), hs = C / size_t(NH), C3 = 3 * C;
+  const size_t gathered = Lines(3 * T * hs);
+  ForEachHead(B, NH, gathered + ForwardScratch(T, hs),
+              [&](size_t b, size_t h, size_t bh, float* ws) {
+                const HeadQKV x = GatherHead(ws, qkv + b * T * C3 + h * hs, C3, C, T, hs);
+                ForwardHead(x, T, hs, out + b * T * C + h * hs, C, lse + bh * T, ws + gathered);
+              });
 }
 
 template <typename InT>
@@ -362,25 +369,17 @@ void Backward(float* dqkv, const float* dout, const InT* out, const InT* qkv, co
               int B, int T_, int C_, int NH) {
   const size_t T = size_t(T_), C = size_t(C_), hs = C / size_t(NH), C3 = 3 * C;
   const size_t gathered = Lines(3 * T * hs) + Lines(T * hs);  // q, k, v and dy
-  TeamErrors errors;
-#pragma omp parallel
-  {
-    float* ws = nullptr;
-    errors.run(
-        [&] { ws = thread_scratch(ScratchSlot::kAttention, gathered + BackwardScratch(T, hs)); });
-#pragma omp for schedule(static)
-    for (int bh = 0; bh < B * NH; ++bh) {
-      if (!ws) continue;
-      const size_t b = size_t(bh / NH), h = size_t(bh % NH);
-      const HeadQKV x = GatherHead(ws, qkv + b * T * C3 + h * hs, C3, C, T, hs);
-      float* dy = ws + Lines(3 * T * hs);
-      for (size_t t = 0; t < T; ++t) CopyToF32(dy + t * hs, dout + (b * T + t) * C + h * hs, hs);
-      float* dq = dqkv + b * T * C3 + h * hs;
-      BackwardHead(x, T, hs, dy, hs, out + b * T * C + h * hs, C, lse + size_t(bh) * T, dq, dq + C,
-                   dq + 2 * C, C3, ws + gathered);
-    }
-  }
-  errors.rethrow();
+  ForEachHead(B, NH, gathered + BackwardScratch(T, hs),
+              [&](size_t b, size_t h, size_t bh, float* ws) {
+                const HeadQKV x = GatherHead(ws, qkv + b * T * C3 + h * hs, C3, C, T, hs);
+                float* dy = ws + Lines(3 * T * hs);
+                for (size_t t = 0; t < T; ++t) {
+                  CopyToF32(dy + t * hs, dout + (b * T + t) * C + h * hs, hs);
+                }
+                float* dq = dqkv + b * T * C3 + h * hs;
+                BackwardHead(x, T, hs, dy, hs, out + b * T * C + h * hs, C, lse + bh * T, dq,
+                             dq + C, dq + 2 * C, C3, ws + gathered);
+              });
 }
 
 }  // namespace

@@ -113,6 +113,21 @@ void expect_gradient(const std::string& what, const Vec& analytic, const Vec& nu
   EXPECT_EQ(failures, 0) << what << ": elements out of tolerance";
 }
 
+// dqkv (rows, 3C) against the numeric gradient, q, k and v separately so a failure says which.
+void expect_dqkv_parts(const std::string& what, const Vec& dqkv, const Vec& numeric, size_t rows,
+                       int C, double tol) {
+  for (int part = 0; part < 3; ++part) {
+    Vec a, n;
+    for (size_t r = 0; r < rows; ++r) {
+      for (int c = 0; c < C; ++c) {
+        a.push_back(dqkv[r * 3 * C + part * C + c]);
+        n.push_back(numeric[r * 3 * C + part * C + c]);
+      }
+    }
+    expect_gradient(what + " " + "qkv"[part] + " (overwritten)", a, n, tol);
+  }
+}
+
 // Subtracts the value an accumulating gradient was pre-filled with.
 Vec minus(const Vec& v, double prefill) {
   Vec r(v);
@@ -238,17 +253,7 @@ TEST(FiniteDifference, Attention) {
   // Chain: hs (score) + T (softmax sum) + 4 (exp, divide) + T (weighted sum) + B*T*C (J).
   const double tol = fd_tolerance(hs + 2 * T + 4 + B * T * C, sum_abs(R) * hs);
   const Vec numeric = numeric_gradient(qkv, J);
-  // Check q, k and v separately, so a failure says which.
-  for (int part = 0; part < 3; ++part) {
-    Vec a, n;
-    for (size_t bt = 0; bt < (size_t)B * T; ++bt) {
-      for (int c = 0; c < C; ++c) {
-        a.push_back(dqkv[bt * 3 * C + part * C + c]);
-        n.push_back(numeric[bt * 3 * C + part * C + c]);
-      }
-    }
-    expect_gradient(std::string("dqkv ") + "qkv"[part] + " (overwritten)", a, n, tol);
-  }
+  expect_dqkv_parts("dqkv", dqkv, numeric, size_t(B) * T, C, tol);
 
   // Causal: the softmax weights are zero above the diagonal, and changing the last token's q, k and
   // v leaves every earlier output bit-identical.
@@ -296,16 +301,7 @@ TEST(FiniteDifference, FlashAttention) {
   // Chain: hs (score) + T (sum) + 5 (exp, log, subtractions) + T (weighted sum) + B*T*C (J).
   const double tol = fd_tolerance(hs + 2 * T + 5 + B * T * C, sum_abs(R) * hs);
   const Vec numeric = numeric_gradient(qkv, J);
-  for (int part = 0; part < 3; ++part) {
-    Vec a, n;
-    for (size_t bt = 0; bt < (size_t)B * T; ++bt) {
-      for (int c = 0; c < C; ++c) {
-        a.push_back(dqkv[bt * 3 * C + part * C + c]);
-        n.push_back(numeric[bt * 3 * C + part * C + c]);
-      }
-    }
-    expect_gradient(std::string("flash dqkv ") + "qkv"[part] + " (overwritten)", a, n, tol);
-  }
+  expect_dqkv_parts("flash dqkv", dqkv, numeric, size_t(B) * T, C, tol);
 }
 
 TEST(FiniteDifference, Gelu) {
