@@ -6,17 +6,15 @@
 //                    (fp32 accumulation and output); the activations only a GEMM reads or that
 //                    are recomputed (ln1, qkv, atty, ln2, fch, fch_gelu, lnf) are stored in bf16,
 //                    attention runs on bf16 q, k, v; all else is the fp32 executor's.
-//   OffloadExecutor  fp32, with matmul and attention on a plugin's device where it offers them.
 //   The decode executor (KV cache, one token at a time) is core/model/generate.cpp's.
 // An executor names its GEMM-input type `Act`; the ops are plain member functions, so the
 // transformer, a template over the executor, calls them without a lookup. Weights are always
-// passed as pointers into the fp32 master array: an executor that keeps its own copy (bf16, a
-// device) finds the tensor at the same offset in it.
+// passed as pointers into the fp32 master array: an executor that keeps its own copy (bf16) finds
+// the tensor at the same offset in it.
 #pragma once
 
 #include <cstddef>
 
-#include "core/plugin/offload.h"
 #include "core/util/aligned_buffer.h"
 #include "simd/bf16.h"
 #include "simd/kernels.h"
@@ -44,8 +42,8 @@ struct Fp32Executor {
                        const float* weight, const float* bias, size_t N, int C) {
     k.layernorm_apply(out, inp, mean, rstd, weight, bias, N, C);
   }
-  // Layer l's causal self-attention (l matters to an executor with a per-layer cache or a
-  // device's copy of the probabilities): the flash kernel, keeping the rows' log-sum-exp.
+  // Layer l's causal self-attention (l matters to an executor with a per-layer cache): the flash
+  // kernel, keeping the rows' log-sum-exp.
   void attention_forward(int /*l*/, float* out, float* lse, const float* qkv, int B, int T, int C,
                          int NH) {
     k.flash_attention_forward(out, lse, qkv, B, T, C, NH);
@@ -148,41 +146,6 @@ class Bf16Executor : public Fp32Executor {
   bf16* copy_data_;           // copy_, or the shared copy
   size_t count_;
   float* wide_ = nullptr;  // (B, T, 4C) fp32 GEMM output before rounding (plan)
-};
-
-// The fp32 executor with the plugin's ops in place of the CPU's where the device offers them. The
-// plugin's attention (ABI version 1) keeps the (B, NH, T, T) probabilities for its backward pass:
-// `att` holds every layer's, (L, B, NH, T, T), allocated only for such a plugin.
-struct OffloadExecutor : Fp32Executor {
-  OffloadDevice& device;
-  float* att;
-  size_t att_size;  // B*NH*T*T
-
-  void matmul_forward(float* out, const float* inp, const float* weight, const float* bias,
-                      size_t N, int C, int OC) {
-    if (!device.has_matmul()) return Fp32Executor::matmul_forward(out, inp, weight, bias, N, C, OC);
-    device.matmul_forward(out, inp, weight, bias, N, C, OC);
-  }
-  void attention_forward(int l, float* out, float* lse, const float* qkv, int B, int T, int C,
-                         int NH) {
-    if (!device.has_attention())
-      return Fp32Executor::attention_forward(l, out, lse, qkv, B, T, C, NH);
-    device.attention_forward(out, att + size_t(l) * att_size, qkv, B, T, C, NH);
-  }
-  void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
-                       const float* inp, const float* weight, size_t N, int C, int OC) {
-    if (!device.has_matmul()) {
-      return Fp32Executor::matmul_backward(dinp, dweight, dbias, dout, inp, weight, N, C, OC);
-    }
-    device.matmul_backward(dinp, dweight, dbias, dout, inp, weight, N, C, OC);
-  }
-  void attention_backward(int l, float* dqkv, const float* dout, const float* out,
-                          const float* qkv, const float* lse, int B, int T, int C, int NH) {
-    if (!device.has_attention()) {
-      return Fp32Executor::attention_backward(l, dqkv, dout, out, qkv, lse, B, T, C, NH);
-    }
-    device.attention_backward(dqkv, dout, qkv, att + size_t(l) * att_size, B, T, C, NH);
-  }
 };
 
 }  // namespace llmcpu

@@ -43,13 +43,15 @@ std::string Gpt2::kernels_summary() const {
   std::string s = precision_name(precision_);
   if (bf16_) s += " (" + std::string(bf16_->bf16_kernels().target) + " GEMMs)";
   s += ", " + std::string(kernels_.target);
-  if (device_) s += "+" + device_->name();
-  return s + " kernels";
+  s += " kernels";
+  if (offload_active()) s += ", " + device_->name() + " " + layers_.describe(config_.num_layers);
+  return s;
 }
 
 float* Gpt2::params_flat() {
+  if (device_ahead_) fetch_device_state(true, false);  // a caller may read before it writes
   bf16_stale_ = bf16_ != nullptr;
-  device_stale_ = device_ != nullptr;
+  device_stale_ = offload_active();
   return params_data_;
 }
 
@@ -111,33 +113,73 @@ void Gpt2::use_shared_memory(float* params, float* grads, bf16* copy) {
 
 Gpt2::UpdateSpans Gpt2::weights_for_update() {
   if (bf16_stale_) refresh_bf16_weights();  // the copy must be current where the update skips
-  device_stale_ = device_ != nullptr;
+  device_stale_ = offload_active();
   return {params_data_, bf16_ ? bf16_->copy() : nullptr};
 }
 
 void Gpt2::refresh_weight_copies() {
   if (bf16_stale_) refresh_bf16_weights();
-  if (device_stale_) device_->weights_changed();
+  if (offload_active() && !device_configured_) configure_device();
+  if (device_stale_) device_->set_parameters(params_data_);
   device_stale_ = false;
 }
 
-OffloadOutcome Gpt2::enable_offload(const std::string& path, const PluginOpenOptions& options) {
+OffloadOutcome Gpt2::enable_offload(const std::string& path, const OffloadOptions& options) {
   disable_offload();
+  const OffloadLayers layers =
+      OffloadLayers::parse(options.layers, config_.num_layers, "--offload-layers");
   OffloadOutcome out;
   if (precision_ != Precision::kFp32) {
     out.message = "offload: " + path + ": the plugin computes in fp32 only, not " +
                   precision_name(precision_) + "; running on the CPU";
     return out;
   }
-  device_ = OffloadDevice::open(path, params_data_, num_parameters(), &out, options);
-  plan_device_attention();
+  device_ = OffloadDevice::open(path, &out, options.open);
+  if (!device_) return out;
+  layers_ = layers;
+  device_memory_limit_ = options.memory_limit;
+  out.message += ": " + layers_.describe(config_.num_layers);
+  if (!offload_active()) out.message += " (the CPU computes everything)";
+  if (arena_.batch() > 0 && offload_active()) {
+    try {
+      configure_device();
+    } catch (...) {
+      disable_offload();
+      throw;
+    }
+  }
   return out;
 }
 
 void Gpt2::disable_offload() {
+  if (device_ahead_) fetch_device_state(true, false);
   device_.reset();
-  device_stale_ = false;
-  device_att_ = AlignedBuffer<float>();
+  layers_ = OffloadLayers{};
+  device_configured_ = device_stale_ = device_ahead_ = false;
+}
+
+bool Gpt2::device_owns(int tensor, int layer) const {
+  return offload_active() && llmcpu::device_owns(layers_, config_.num_layers, tensor, layer);
+}
+
+void Gpt2::configure_device() {
+  if (device_ahead_) fetch_device_state(true, false);  // a new shape starts from the master
+  device_configured_ = false;
+  device_->configure(make_model_desc(config_, layout_, arena_.batch(), arena_.seq_len(),
+                                     precision_, layers_, device_memory_limit_),
+                     params_data_);
+  device_configured_ = true;
+  device_stale_ = device_ahead_ = false;
+}
+
+void Gpt2::fetch_device_state(bool params, bool grads) {
+  if (!offload_active() || !device_configured_) return;
+  if (params && device_ahead_) {
+    device_->read_state(params_data_, nullptr, nullptr, nullptr);
+    device_ahead_ = false;
+    bf16_stale_ = bf16_ != nullptr;
+  }
+  if (grads) device_->read_state(nullptr, grads_data_, nullptr, nullptr);
 }
 
 bool Gpt2::offload_report(llmcpu_offload_report* out) {
@@ -162,10 +204,9 @@ void Gpt2::plan_batch(int B, int T, const BatchOptions& options) {
     return;
   }
   arena_ = ActivationArena();  // the old arena goes first: the peak is one arena, not two
-  device_att_ = AlignedBuffer<float>();
   arena_ = ActivationArena(config_, B, T, o);
   if (bf16_) bf16_->plan(arena_.grads.dfch);
-  plan_device_attention();
+  if (offload_active()) configure_device();
   inputs_ = AlignedBuffer<int>((size_t)B * T);
   targets_ = AlignedBuffer<int>((size_t)B * T);
 }
@@ -175,29 +216,9 @@ ActivationBytes Gpt2::activation_bytes(int B, int T, const BatchOptions& options
                                 {precision_, options.recompute, options.keep_logits});
 }
 
-size_t Gpt2::device_attention_bytes(int B, int T) const {
-  if (!device_ || !device_->has_attention()) return 0;
-  return size_t(config_.num_layers) * B * config_.num_heads * T * T * sizeof(float);
-}
-
-void Gpt2::plan_device_attention() {
-  const size_t bytes = device_attention_bytes(arena_.batch(), arena_.seq_len());
-  if (bytes / sizeof(float) != device_att_.size()) {
-    device_att_ = AlignedBuffer<float>(bytes / sizeof(float));
-  }
-}
-
 template <class F>
 void Gpt2::run(F&& f) {
   if (bf16_) return f(*bf16_, arena_.acts_bf16);
-  if (device_) {
-    const size_t T = size_t(arena_.seq_len());
-    OffloadExecutor x{{kernels_},
-                      *device_,
-                      device_att_.data(),
-                      size_t(arena_.batch()) * config_.num_heads * T * T};
-    return f(x, arena_.acts);
-  }
   Fp32Executor x{kernels_};
   f(x, arena_.acts);
 }
@@ -259,6 +280,9 @@ float Gpt2::head(X& x, const A& a, bool targets, float dloss) {
 
 float Gpt2::forward(const int* inputs, const int* targets, int B, int T) {
   take_batch(inputs, targets, B, T);
+  if (offload_active()) {
+    return offloaded_pass(targets != nullptr, std::numeric_limits<float>::quiet_NaN(), nullptr);
+  }
   float loss = 0;
   run([&](auto& x, const auto& a) {
     model_forward(x, config_, p_, a, inputs_.data(), B, T);
@@ -268,6 +292,7 @@ float Gpt2::forward(const int* inputs, const int* targets, int B, int T) {
 }
 
 void Gpt2::zero_grad() {
+  if (offload_active() && device_configured_) device_->zero_grad();
   float* g = grads_data_;
   const size_t n = num_parameters();
 #pragma omp parallel for schedule(static)
@@ -278,6 +303,8 @@ float Gpt2::forward_backward(const int* inputs, const int* targets, int B, int T
                              float loss_scale, GradientHook* hook) {
   if (!targets) throw Error("forward_backward() needs targets: the loss is what it differentiates");
   take_batch(inputs, targets, B, T);
+  // loss = (1/BT) sum of per-token losses, so each token's loss has gradient loss_scale / BT.
+  if (offload_active()) return offloaded_pass(true, loss_scale / float((size_t)B * T), hook);
   float loss = 0;
   run([&](auto& x, const auto& a) {
     model_forward(x, config_, p_, a, inputs_.data(), B, T);
@@ -286,6 +313,62 @@ float Gpt2::forward_backward(const int* inputs, const int* targets, int B, int T
     model_backward(x, config_, p_, g_, a, arena_.grads, inputs_.data(), B, T, [hook](int l) {
       if (hook) hook->gradients_ready(l);
     });
+  });
+  return loss;
+}
+
+// The device runs blocks [first, L) (all: the embedding and the head too); the CPU the rest:
+//   CPU: embedding, blocks [0, first)  ->  residual up  ->  device: blocks [first, L)  ->
+//   residual down  ->  CPU: lnf, head and loss, their backward  ->  d(residual) up  ->
+//   device: backward of its blocks (its gradients stay there)  ->  d(residual) down  ->
+//   CPU: backward of blocks [0, first) and the embedding.
+float Gpt2::offloaded_pass(bool targets, float dloss, GradientHook* hook) {
+  const int B = arena_.batch(), T = arena_.seq_len(), L = config_.num_layers;
+  const size_t BT = (size_t)B * T;
+  const bool grad = !std::isnan(dloss);
+  const int first = layers_.all ? 0 : L - layers_.blocks;
+  float loss = std::numeric_limits<float>::quiet_NaN();
+  run([&](auto& x, const auto& a) {
+    llmcpu_forward_args f{};
+    f.struct_size = sizeof f;
+    f.logits_position = LLMCPU_LOGITS_NONE;
+    f.dloss = dloss;
+    if (layers_.all) {
+      f.inputs = inputs_.data();
+      f.targets = targets ? targets_.data() : nullptr;
+      f.losses = a.losses;
+      if (a.keep_logits) f.logits_position = LLMCPU_LOGITS_ALL, f.logits = a.logits;
+      device_->forward(f);
+      if (grad) {
+        device_->backward(nullptr, nullptr);
+        for (int l = L - 1; l >= -1; --l) {
+          if (hook) hook->gradients_ready(l);
+        }
+      }
+      if (targets) {
+        double total = 0;
+        for (size_t i = 0; i < BT; ++i) total += a.losses[i];
+        loss = static_cast<float>(total / double(BT));
+      }
+      return;
+    }
+    embed_and_blocks_forward(x, config_, p_, a, inputs_.data(), B, T, first);
+    f.residual_in = a.layer(first).residual;
+    f.residual_out = a.residual3 + size_t(L - 1) * BT * config_.channels;
+    device_->forward(f);
+    final_layernorm_forward(x, config_, p_, a, B, T);
+    loss = head(x, a, targets, grad ? dloss : std::numeric_limits<float>::quiet_NaN());
+    if (!grad) return;
+    const ActivationGradViews& d = arena_.grads;
+    final_layernorm_backward(x, config_, p_, g_, a, d, B, T);
+    device_->backward(d.dresidual, d.dresidual);
+    for (int l = L - 1; l >= first; --l) {
+      if (hook) hook->gradients_ready(l);
+    }
+    blocks_and_embed_backward(x, config_, p_, g_, a, d, inputs_.data(), B, T, first,
+                              [hook](int l) {
+                                if (hook) hook->gradients_ready(l);
+                              });
   });
   return loss;
 }

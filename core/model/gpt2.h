@@ -1,9 +1,12 @@
 // GPT-2: parameters, gradients and activations of one model, the executor that runs its ops, and
 // the forward and backward passes with the loss. The computation itself is written once in
 // core/model/transformer.h; the executors (core/model/executors.h) decide where and in what
-// precision each op runs: fp32 on the CPU, bf16 mixed precision (Precision::kBf16), or fp32 with
-// matmul and attention on an offload plugin (enable_offload). Deliberately not here: the optimizer
-// (core/optim), files (core/io), data and the training loop, generation (core/model/generate.h).
+// precision each op runs: fp32 on the CPU or bf16 mixed precision (Precision::kBf16). With an
+// offload plugin (enable_offload) a device owns the last blocks, or all of the model, and runs
+// them itself (core/plugin/offload.h); the CPU keeps every op the device does not own, and only the
+// residual stream at the boundary crosses. Deliberately not here: the optimizer (core/optim, and
+// the device's AdamW is driven by core/train), files (core/io), data and the training loop,
+// generation (core/model/generate.h).
 //
 // In bf16 the model keeps the fp32 master weights and gradients of the fp32 path; its executor
 // keeps a bf16 working copy of the whole flat parameter array (only the matmul weights are read
@@ -16,7 +19,8 @@
 //
 // Copies of the weights (the bf16 copy, a device's) follow the master by themselves: a write
 // through params_flat() or weights_for_update() marks them stale, and the next forward pass
-// refreshes them.
+// refreshes them. The other way round, a device that updated its own parameters (the trainer's
+// device AdamW) is ahead of the master for its part until fetch_device_state() copies it back.
 #pragma once
 
 #include <cstddef>
@@ -47,6 +51,13 @@ class GradientHook {
 struct BatchOptions {
   Recompute recompute = Recompute::kNone;  // what the backward pass recomputes (--recompute)
   bool keep_logits = false;                // logits() holds every row's after a forward pass
+};
+
+// What enable_offload gives a device.
+struct OffloadOptions {
+  std::string layers = "all";  // --offload-layers: "all" or how many of the last blocks
+  size_t memory_limit = 0;     // --device-memory-limit in bytes; 0: what the device has
+  PluginOpenOptions open;
 };
 
 class Gpt2 {
@@ -108,17 +119,30 @@ class Gpt2 {
   };
   UpdateSpans weights_for_update();
 
-  // Offloads this model's matmuls and attention (as far as the plugin offers them) to the plugin
-  // at `path`, which keeps the weights on its device. Never throws for a plugin that cannot be
-  // used: the outcome says why and the model stays on the CPU. The plugin computes in fp32, so a
-  // bf16 model refuses it the same way. Replaces any plugin this model had; other models are not
-  // affected.
-  OffloadOutcome enable_offload(const std::string& path, const PluginOpenOptions& options = {});
+  // Hands the part of the model that options.layers names to the plugin at `path`, which keeps
+  // it (weights, gradients, activations, and for a trainer the AdamW moments) on its device; the
+  // device is configured for the planned batch shape now or at plan_batch. A plugin that cannot be
+  // loaded or opened does not throw: the outcome says why and the model stays on the CPU; so does
+  // a bf16 model (the device computes in fp32). A bad options.layers throws UsageError, and so
+  // does a plan that does not fit the device (naming the most layers that fit). Replaces any
+  // plugin this model had.
+  OffloadOutcome enable_offload(const std::string& path, const OffloadOptions& options = {});
   void disable_offload();
-  bool offload_active() const { return device_ != nullptr; }
+  // A device owns part of the model (a plugin with zero blocks counts as none).
+  bool offload_active() const { return device_ != nullptr && (layers_.all || layers_.blocks > 0); }
+  const OffloadLayers& offload_layers() const { return layers_; }
+  OffloadDevice* offload_device() { return offload_active() ? device_.get() : nullptr; }
+  // Whether the device owns element(s) of tensor `tensor` in layer `layer` (-1 outside layers).
+  bool device_owns(int tensor, int layer) const;
   // The device's figures since the last call; false without a plugin. Throws DeviceError if the
   // plugin fails.
   bool offload_report(llmcpu_offload_report* out);
+  // Copies the device's part of the parameters and/or gradients into params_flat() and
+  // grads_flat() (without marking anything stale). The trainer calls it before it writes or
+  // samples; verify, before it compares gradients. No-op without a device.
+  void fetch_device_state(bool params, bool grads);
+  // The device updated its own parameters (its AdamW): the master lags for that part.
+  void device_parameters_changed() { device_ahead_ = offload_active(); }
 
   // Sizes the activations for batches of B x T tokens: the only call that allocates them (a no-op
   // when already that shape with those options). Throws ShapeError if B or T is not positive or
@@ -128,8 +152,6 @@ class Gpt2 {
   int seq_len() const { return arena_.seq_len(); }
   // What the activations of B x T tokens would take, without allocating them.
   ActivationBytes activation_bytes(int B, int T, const BatchOptions& options = {}) const;
-  // The (L, B, NH, T, T) probabilities an offload plugin's attention keeps (0 without one).
-  size_t device_attention_bytes(int B, int T) const;
 
   // Forward pass over inputs (B, T), for evaluation and generation. With targets it computes the
   // per-token losses and returns their mean; without, it returns NaN. The head runs over chunks of
@@ -161,8 +183,10 @@ class Gpt2 {
   // Returns the mean loss (NaN without targets).
   template <class X, class A>
   float head(X& x, const A& a, bool targets, float dloss);
-  void plan_device_attention();
+  void configure_device();
   void refresh_weight_copies();
+  // forward / forward_backward with a device: dloss NaN is the forward pass only.
+  float offloaded_pass(bool targets, float dloss, GradientHook* hook);
 
   ModelConfig config_;
   ParameterLayout layout_;
@@ -176,13 +200,16 @@ class Gpt2 {
   ParameterViews<float> g_{};
   std::unique_ptr<Bf16Executor> bf16_;     // bf16 only
   std::unique_ptr<OffloadDevice> device_;  // with a plugin only
+  OffloadLayers layers_;                   // what the device owns
+  size_t device_memory_limit_ = 0;
+  bool device_configured_ = false;         // for the planned batch shape
   bool bf16_stale_ = false;                // the bf16 copy lags the master
   bool device_stale_ = false;              // the device's copy lags the master
+  bool device_ahead_ = false;              // the master lags the device's part
   bool master_released_ = false;           // release_master() was called
   bool shared_ = false;                    // use_shared_memory() was called
   size_t released_bytes_ = 0;
   ActivationArena arena_;
-  AlignedBuffer<float> device_att_;  // (L, B, NH, T, T) for a plugin's attention only
   AlignedBuffer<int> inputs_;   // (B, T) of the last pass
   AlignedBuffer<int> targets_;  // (B, T)
 };

@@ -1,6 +1,7 @@
 // GPT-2's computation, written once: the embedding, one transformer block, the head, and the passes
 // over all layers, forward and backward, over an executor X (core/model/executors.h) that runs each
-// op: fp32, bf16 mixed precision, offload to a plugin, or decoding through a KV cache. Per block,
+// op: fp32, bf16 mixed precision, or decoding through a KV cache (a plugin that owns blocks runs
+// them itself; Gpt2 calls the passes below for the CPU's part). Per block,
 // with residual the layer's input:
 //   ln1 = LN(residual)        qkv = ln1 qkvw^T + qkvb        atty = attention(qkv)
 //   residual2 = residual + atty attprojw^T + attprojb
@@ -67,18 +68,61 @@ void block_backward(X& x, int l, const LayerParams<float>& p, const LayerParams<
                        a.ln1_rstd, BT, C);
 }
 
+// The embedding and blocks [0, end): inputs (B, T) to the residual stream at block `end`'s input
+// (a.layer(end).residual, or a.output() when end = L).
+template <class X>
+void embed_and_blocks_forward(X& x, const ModelConfig& c, const ParameterViews<float>& p,
+                              const ActivationViews<typename X::Act>& a, const int* inputs, int B,
+                              int T, int end) {
+  x.encoder_forward(a.encoded, inputs, p.wte, p.wpe, B, T, c.channels);
+  for (int l = 0; l < end; ++l) block_forward(x, l, p.layer(l), a.layer(l), B, T, c.channels, c.num_heads);
+}
+
+// The final layernorm: the last block's output to a.lnf (B, T, C), the head's input.
+template <class X>
+void final_layernorm_forward(X& x, const ModelConfig& c, const ParameterViews<float>& p,
+                             const ActivationViews<typename X::Act>& a, int B, int T) {
+  x.layernorm_forward(a.lnf, a.lnf_mean, a.lnf_rstd, a.output(), p.lnfw, p.lnfb, (size_t)B * T,
+                      c.channels);
+}
+
 // The embedding, every block and the final layernorm: inputs (B, T) to a.lnf (B, T, C), the
 // head's input. The head (lnf wte^T, in chunks of rows with the loss) is the caller's.
 template <class X>
 void model_forward(X& x, const ModelConfig& c, const ParameterViews<float>& p,
                    const ActivationViews<typename X::Act>& a, const int* inputs, int B, int T) {
-  const int C = c.channels;
+  embed_and_blocks_forward(x, c, p, a, inputs, B, T, c.num_layers);
+  final_layernorm_forward(x, c, p, a, B, T);
+}
+
+// From d(lnf) (in d.dln, the head's gradient) to d.dresidual = d(the last block's output) (its
+// previous contents dropped), and the gradients of lnfw, lnfb.
+template <class X>
+void final_layernorm_backward(X& x, const ModelConfig& c, const ParameterViews<float>& p,
+                              const ParameterViews<float>& g,
+                              const ActivationViews<typename X::Act>& a,
+                              const ActivationGradViews& d, int B, int T) {
   const size_t BT = (size_t)B * T;
-  x.encoder_forward(a.encoded, inputs, p.wte, p.wpe, B, T, C);
-  for (int l = 0; l < c.num_layers; ++l) {
-    block_forward(x, l, p.layer(l), a.layer(l), B, T, C, c.num_heads);
+  std::fill_n(d.dresidual, BT * c.channels, 0.0f);
+  x.layernorm_backward(d.dresidual, g.lnfw, g.lnfb, d.dln, a.output(), p.lnfw, a.lnf_mean,
+                       a.lnf_rstd, BT, c.channels);
+}
+
+// From d.dresidual = d(block `end`'s input) back through blocks end-1 .. 0 and the embedding to
+// the parameter gradients g (accumulated). done(l) is called as soon as layer l's gradients are
+// complete, and done(-1) once the embedding's (wte, wpe) are.
+template <class X, class Done>
+void blocks_and_embed_backward(X& x, const ModelConfig& c, const ParameterViews<float>& p,
+                               const ParameterViews<float>& g,
+                               const ActivationViews<typename X::Act>& a,
+                               const ActivationGradViews& d, const int* inputs, int B, int T,
+                               int end, Done&& done) {
+  for (int l = end - 1; l >= 0; --l) {
+    block_backward(x, l, p.layer(l), g.layer(l), a.layer(l), d, B, T, c.channels, c.num_heads);
+    done(l);
   }
-  x.layernorm_forward(a.lnf, a.lnf_mean, a.lnf_rstd, a.output(), p.lnfw, p.lnfb, BT, C);
+  x.encoder_backward(g.wte, g.wpe, d.dresidual, inputs, B, T, c.channels);
+  done(-1);
 }
 
 // From d(lnf) (in d.dln, the head's gradient) back to the parameter gradients g (accumulated).
@@ -89,17 +133,8 @@ template <class X, class Done>
 void model_backward(X& x, const ModelConfig& c, const ParameterViews<float>& p,
                     const ParameterViews<float>& g, const ActivationViews<typename X::Act>& a,
                     const ActivationGradViews& d, const int* inputs, int B, int T, Done&& done) {
-  const int C = c.channels;
-  const size_t BT = (size_t)B * T;
-  std::fill_n(d.dresidual, BT * C, 0.0f);
-  x.layernorm_backward(d.dresidual, g.lnfw, g.lnfb, d.dln, a.output(), p.lnfw, a.lnf_mean,
-                       a.lnf_rstd, BT, C);
-  for (int l = c.num_layers - 1; l >= 0; --l) {
-    block_backward(x, l, p.layer(l), g.layer(l), a.layer(l), d, B, T, C, c.num_heads);
-    done(l);
-  }
-  x.encoder_backward(g.wte, g.wpe, d.dresidual, inputs, B, T, C);
-  done(-1);
+  final_layernorm_backward(x, c, p, g, a, d, B, T);
+  blocks_and_embed_backward(x, c, p, g, a, d, inputs, B, T, c.num_layers, done);
 }
 
 }  // namespace llmcpu

@@ -32,16 +32,29 @@ void AdamW::step(float* params, const float* grads, double lr, bf16* params_bf16
   }
   ++t_;
   const AdamWStep s{lr, config_.beta1, config_.beta2, config_.eps, config_.weight_decay, t_};
+  // Elements [begin, end) of the arena, whose moments start at `at` in the packed arrays.
+  auto update = [&](size_t begin, size_t end, size_t at) {
+    if (end <= begin) return;
+    const size_t n = end - begin;
+    if (params_bf16) {
+      bf16_kernels_->adamw_update(params + begin, params_bf16 + begin, m_.data() + at,
+                                  v_.data() + at, grads + begin, n, s);
+    } else {
+      kernels_.adamw_update(params + begin, m_.data() + at, v_.data() + at, grads + begin, n, s);
+    }
+  };
   size_t at = 0;  // the part's place in the packed moments
   for (size_t i = 0; i < parts_.size(); ++i) {
-    const auto [offset, n, tensor, layer] = parts_[i];
-    if (n > 0 && params_bf16) {
-      bf16_kernels_->adamw_update(params + offset, params_bf16 + offset, m_.data() + at,
-                                  v_.data() + at, grads + offset, n, s);
-    } else if (n > 0) {
-      kernels_.adamw_update(params + offset, m_.data() + at, v_.data() + at, grads + offset, n, s);
+    const size_t offset = parts_[i].offset, end = offset + parts_[i].count;
+    size_t from = offset;  // the part minus the skipped runs, in order
+    for (const ParameterSpan& r : skipped_) {
+      const size_t r_end = r.offset + r.count;
+      if (r_end <= from || r.offset >= end) continue;
+      update(from, std::max(from, r.offset), at + (from - offset));
+      from = std::min(end, r_end);
     }
-    at += n;
+    update(from, end, at + (from - offset));
+    at += parts_[i].count;
     if (after_part) after_part(i);
   }
 }

@@ -40,6 +40,9 @@ class AdamW {
             const std::function<void(size_t part)>& after_part = {});
 
   const std::vector<ParameterSpan>& parts() const { return parts_; }
+  // Runs of the arena (disjoint, in flat order) that step() leaves alone: another optimizer (a
+  // device's AdamW) updates them, and their moments here are a copy for checkpoints only.
+  void skip(std::vector<ParameterSpan> runs) { skipped_ = std::move(runs); }
 
   long long steps_taken() const { return t_; }
   void set_steps_taken(long long t) { t_ = t; }  // when resuming
@@ -57,6 +60,7 @@ class AdamW {
   const KernelTable& kernels_;
   const Bf16Kernels* bf16_kernels_;
   std::vector<ParameterSpan> parts_;
+  std::vector<ParameterSpan> skipped_;
   AlignedBuffer<float> m_;
   AlignedBuffer<float> v_;
   long long t_ = 0;

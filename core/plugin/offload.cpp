@@ -7,11 +7,57 @@
 
 namespace llmcpu {
 
-OffloadDevice::OffloadDevice(std::unique_ptr<PluginLibrary> lib)
-    : lib_(std::move(lib)), ops_(lib_->ops()) {}
+OffloadLayers OffloadLayers::parse(const std::string& text, int num_layers,
+                                   const std::string& flag) {
+  if (text == "all") return {num_layers, true};
+  size_t used = 0;
+  int n = -1;
+  try {
+    n = std::stoi(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != text.size() || text.empty() || n < 0 || n > num_layers) {
+    throw UsageError(flag + ": expected all or a number of blocks from 0 to " +
+                     std::to_string(num_layers) + " (the model's layers), got '" + text + "'");
+  }
+  return {n, false};
+}
 
-std::unique_ptr<OffloadDevice> OffloadDevice::open(const std::string& path, const float* params,
-                                                   size_t count, OffloadOutcome* outcome,
+std::string OffloadLayers::describe(int num_layers) const {
+  if (all) return "all: embedding, " + std::to_string(num_layers) + " blocks, head and loss";
+  if (blocks == 0) return "no blocks";
+  return "blocks " + std::to_string(num_layers - blocks) + ".." + std::to_string(num_layers - 1) +
+         " of " + std::to_string(num_layers);
+}
+
+llmcpu_model_desc make_model_desc(const ModelConfig& c, const ParameterLayout& layout, int B, int T,
+                                  Precision precision, const OffloadLayers& layers,
+                                  size_t memory_limit) {
+  llmcpu_model_desc d{};
+  d.struct_size = sizeof d;
+  d.precision = precision == Precision::kBf16 ? LLMCPU_PRECISION_BF16 : LLMCPU_PRECISION_FP32;
+  d.max_seq_len = c.max_seq_len;
+  d.vocab_size = c.vocab_size;
+  d.padded_vocab_size = c.padded_vocab_size;
+  d.num_layers = c.num_layers;
+  d.num_heads = c.num_heads;
+  d.channels = c.channels;
+  d.batch = B;
+  d.seq_len = T;
+  d.first_layer = layers.all ? 0 : c.num_layers - layers.blocks;
+  d.flags = layers.all ? LLMCPU_OFFLOAD_EMBEDDING | LLMCPU_OFFLOAD_HEAD : 0u;
+  d.memory_limit = memory_limit;
+  for (int i = 0; i < kNumParameterTensors; ++i) d.tensor_offset[i] = layout.offset(i);
+  return d;
+}
+
+bool device_owns(const OffloadLayers& layers, int num_layers, int tensor, int layer) {
+  if (layers.all) return true;
+  return ParameterLayout::per_layer(tensor) && layer >= num_layers - layers.blocks;
+}
+
+std::unique_ptr<OffloadDevice> OffloadDevice::open(const std::string& path, OffloadOutcome* outcome,
                                                    const PluginOpenOptions& options) {
   std::unique_ptr<PluginLibrary> lib;
   try {
@@ -20,45 +66,73 @@ std::unique_ptr<OffloadDevice> OffloadDevice::open(const std::string& path, cons
     *outcome = {false, std::string("offload: ") + e.what() + "; running on the CPU"};
     return nullptr;
   }
-  if (lib->api().set_weights(lib->device(), params, count) != LLMCPU_PLUGIN_OK) {
-    *outcome = {false, "offload: " + path + ": cannot keep the weights (" +
-                           std::to_string(count * sizeof(float) >> 20) +
-                           " MiB) on the device: " + lib->last_error() + "; running on the CPU"};
-    return nullptr;
-  }
-  *outcome = {true, "offload: " + lib->name() + " (" + lib->device_name() +
-                        "): " + describe_offloaded_ops(lib->ops())};
+  *outcome = {true, "offload: " + lib->name() + " (" + lib->device_name() + ")"};
   return std::unique_ptr<OffloadDevice>(new OffloadDevice(std::move(lib)));
 }
 
-void OffloadDevice::matmul_forward(float* out, const float* inp, const float* weight,
-                                   const float* bias, size_t N, int C, int OC) {
-  lib_->check(lib_->api().matmul_forward(lib_->device(), out, inp, weight, bias, N, C, OC),
-              "matmul_forward");
+llmcpu_memory_plan OffloadDevice::plan(const llmcpu_model_desc& desc) {
+  llmcpu_memory_plan p{};
+  p.struct_size = sizeof p;
+  lib_->check(lib_->api().plan(lib_->device(), &desc, &p), "plan");
+  return p;
 }
 
-void OffloadDevice::matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
-                                    const float* inp, const float* weight, size_t N, int C,
-                                    int OC) {
-  lib_->check(lib_->api().matmul_backward(lib_->device(), dinp, dweight, dbias, dout, inp, weight,
-                                          N, C, OC),
-              "matmul_backward");
+std::string describe_memory_plan(const llmcpu_memory_plan& p) {
+  auto mib = [](uint64_t b) { return std::to_string((b + (1u << 20) - 1) >> 20) + " MiB"; };
+  return "the plan needs " + mib(p.total_bytes) + " on the device (weights, gradients and AdamW " +
+         mib(p.weight_bytes) + ", activations " + mib(p.activation_bytes) + ", other " +
+         mib(p.other_bytes) + ") and it has " + mib(p.available_bytes);
 }
 
-void OffloadDevice::attention_forward(float* out, float* att, const float* qkv, int B, int T, int C,
-                                      int NH) {
-  lib_->check(lib_->api().attention_forward(lib_->device(), out, att, qkv, B, T, C, NH),
-              "attention_forward");
+void OffloadDevice::configure(const llmcpu_model_desc& desc, const float* params) {
+  const llmcpu_memory_plan p = plan(desc);
+  if (!p.fits) {
+    const bool all = desc.flags & LLMCPU_OFFLOAD_HEAD;
+    const std::string what =
+        all ? "all layers" : std::to_string(desc.num_layers - desc.first_layer) + " blocks";
+    std::string hint = p.all_fits ? "--offload-layers all fits"
+                                  : p.max_layers > 0 ? "at most " + std::to_string(p.max_layers) +
+                                                           " blocks fit (--offload-layers " +
+                                                           std::to_string(p.max_layers) + ")"
+                                                     : "not even one block fits";
+    throw UsageError("--offload-layers: " + what + " of batch " + std::to_string(desc.batch) +
+                     " x " + std::to_string(desc.seq_len) + " on " + lib_->device_name() + ": " +
+                     describe_memory_plan(p) + "; " + hint +
+                     " (or a smaller --batch with the same --total-batch)");
+  }
+  lib_->check(lib_->api().configure(lib_->device(), &desc, params), "configure");
 }
 
-void OffloadDevice::attention_backward(float* dqkv, const float* dout, const float* qkv,
-                                       const float* att, int B, int T, int C, int NH) {
-  lib_->check(lib_->api().attention_backward(lib_->device(), dqkv, dout, qkv, att, B, T, C, NH),
-              "attention_backward");
+void OffloadDevice::set_parameters(const float* params) {
+  lib_->check(lib_->api().set_parameters(lib_->device(), params), "set_parameters");
 }
 
-void OffloadDevice::weights_changed() {
-  lib_->check(lib_->api().weights_changed(lib_->device()), "weights_changed");
+void OffloadDevice::set_moments(const float* m, const float* v) {
+  lib_->check(lib_->api().set_moments(lib_->device(), m, v), "set_moments");
+}
+
+void OffloadDevice::read_state(float* params, float* grads, float* m, float* v) {
+  lib_->check(lib_->api().read_state(lib_->device(), params, grads, m, v), "read_state");
+}
+
+void OffloadDevice::forward(const llmcpu_forward_args& args) {
+  lib_->check(lib_->api().forward(lib_->device(), &args), "forward");
+}
+
+void OffloadDevice::backward(const float* dresidual_top, float* dresidual_bottom) {
+  lib_->check(lib_->api().backward(lib_->device(), dresidual_top, dresidual_bottom), "backward");
+}
+
+void OffloadDevice::zero_grad() { lib_->check(lib_->api().zero_grad(lib_->device()), "zero_grad"); }
+
+double OffloadDevice::grad_sum_squares() {
+  double s = 0;
+  lib_->check(lib_->api().grad_sum_squares(lib_->device(), &s), "grad_sum_squares");
+  return s;
+}
+
+void OffloadDevice::adamw_step(const llmcpu_adamw_args& args) {
+  lib_->check(lib_->api().adamw_step(lib_->device(), &args), "adamw_step");
 }
 
 llmcpu_offload_report OffloadDevice::report() {
@@ -68,11 +142,16 @@ llmcpu_offload_report OffloadDevice::report() {
   return out;
 }
 
+std::string OffloadDevice::schedule() {
+  const char* s = lib_->api().schedule(lib_->device());
+  return s ? s : "";
+}
+
 std::string format_offload_report(const llmcpu_offload_report& r) {
   char buf[256];
   std::snprintf(buf, sizeof buf,
                 "offload: copy %.3f ms, compute %.3f ms, hidden %.1f%% of copying, up %.2f MB, "
-                "down %.2f MB (%u ops)",
+                "down %.2f MB (%u calls)",
                 r.copy_ms, r.compute_ms, 100.0 * r.hidden_fraction, double(r.bytes_up) / 1e6,
                 double(r.bytes_down) / 1e6, r.calls);
   return buf;

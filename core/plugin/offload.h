@@ -1,62 +1,86 @@
-// One model's offload device: a loaded plugin that keeps the model's weights resident and computes
-// the ops it offers (matmul, attention) for that model's offload executor
-// (core/model/executors.h). Each model that offloads owns one; nothing here is global, so two
-// models in one process may each have their own plugin, or one may have none. A plugin that cannot
-// be used never stops the program: open() says why and the model stays on the CPU.
-// Deliberately not here: dlopen and the ABI checks (plugin_library.h), which model ops go to the
-// device (the executor), command-line flags.
+// One model's offload device (plugin ABI version 2): a loaded plugin that owns a span of the model's
+// transformer blocks, and with "all" also the embedding and the head, and keeps their weights,
+// gradients, AdamW moments and activations on its device. This is the C ABI in C++ clothes: calls
+// that throw DeviceError with the plugin's message, and the descriptor of what the device owns.
+// Nothing here is global, so two models in one process may each have their own plugin. A plugin
+// that cannot be loaded never stops the program (open() says why and the model stays on the CPU);
+// a plan that does not fit the device does (the user asked for those layers).
+// Deliberately not here: dlopen and the ABI checks (plugin_library.h), when the model calls what
+// (core/model/gpt2.cpp), the optimizer's split (core/train), command-line flags.
 #pragma once
 
 #include <cstddef>
 #include <memory>
 #include <string>
 
+#include "core/model/config.h"
+#include "core/model/parameters.h"
+#include "core/model/precision.h"
 #include "core/plugin/plugin_library.h"
 
 namespace llmcpu {
 
+// Which part of the model the device takes (--offload-layers N|all): the last `blocks` blocks,
+// and with `all` the embedding, every block, the head and the loss.
+struct OffloadLayers {
+  int blocks = 0;
+  bool all = false;
+  // "all", or a number 0..L. Throws UsageError naming `flag` otherwise.
+  static OffloadLayers parse(const std::string& text, int num_layers, const std::string& flag);
+  std::string describe(int num_layers) const;  // "all: embedding, 12 blocks, head and loss"
+};
+
 struct OffloadOutcome {
   bool active = false;
-  // One line: "offload: vulkan (llvmpipe ...): matmul, attention" when active, else
-  // "offload: PATH: REASON; running on the CPU".
+  // One line: "offload: vulkan (DEVICE): ..." when active, else "offload: PATH: REASON; running on
+  // the CPU".
   std::string message;
 };
 
+// The ABI's description of a model, its micro-batch and the device's part.
+llmcpu_model_desc make_model_desc(const ModelConfig& c, const ParameterLayout& layout, int B, int T,
+                                  Precision precision, const OffloadLayers& layers,
+                                  size_t memory_limit);
+// Whether flat element `index` of tensor `tensor` (layer `layer`, -1 outside the layers) is the
+// device's under `layers` (the per-layer tensors from block L - blocks on, the rest with all).
+bool device_owns(const OffloadLayers& layers, int num_layers, int tensor, int layer);
+
 class OffloadDevice {
  public:
-  // Loads the plugin at `path` and hands it the flat parameters (count floats, at the same address
-  // for the device's life), which it keeps on the device. Returns null when the plugin cannot be
-  // loaded or cannot keep the weights; `outcome` says what happened either way.
-  static std::unique_ptr<OffloadDevice> open(const std::string& path, const float* params,
-                                             size_t count, OffloadOutcome* outcome,
+  // Loads the plugin at `path` and opens a device. Returns null when it cannot be used; `outcome`
+  // says what happened either way.
+  static std::unique_ptr<OffloadDevice> open(const std::string& path, OffloadOutcome* outcome,
                                              const PluginOpenOptions& options = {});
 
-  bool has_matmul() const { return ops_ & LLMCPU_PLUGIN_OP_MATMUL; }
-  bool has_attention() const { return ops_ & LLMCPU_PLUGIN_OP_ATTENTION; }
   std::string name() const { return lib_->name(); }
+  std::string device_name() const { return lib_->device_name(); }
+  const std::string& path() const { return lib_->path(); }
 
-  // The plugin's ops (core/plugin_abi.h has their contracts); a failing call throws DeviceError.
-  // A weight inside the array given to open() is served from the device copy.
-  void matmul_forward(float* out, const float* inp, const float* weight, const float* bias,
-                      size_t N, int C, int OC);
-  void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
-                       const float* inp, const float* weight, size_t N, int C, int OC);
-  void attention_forward(float* out, float* att, const float* qkv, int B, int T, int C, int NH);
-  void attention_backward(float* dqkv, const float* dout, const float* qkv, const float* att, int B,
-                          int T, int C, int NH);
-
-  // The parameters changed on the host (an optimizer step, a load): the device copy is refreshed.
-  void weights_changed();
-  // The device figures since the last call (copy and compute time, overlap, bytes).
+  // The plugin's calls (core/plugin_abi.h has their contracts); a failing call throws DeviceError.
+  llmcpu_memory_plan plan(const llmcpu_model_desc& desc);
+  // Checks the plan first: one that does not fit throws UsageError naming the numbers and the most
+  // layers that fit.
+  void configure(const llmcpu_model_desc& desc, const float* params);
+  void set_parameters(const float* params);
+  void set_moments(const float* m, const float* v);
+  void read_state(float* params, float* grads, float* m, float* v);
+  void forward(const llmcpu_forward_args& args);
+  void backward(const float* dresidual_top, float* dresidual_bottom);
+  void zero_grad();
+  double grad_sum_squares();
+  void adamw_step(const llmcpu_adamw_args& args);
   llmcpu_offload_report report();
+  std::string schedule();
 
  private:
-  explicit OffloadDevice(std::unique_ptr<PluginLibrary> lib);
+  explicit OffloadDevice(std::unique_ptr<PluginLibrary> lib) : lib_(std::move(lib)) {}
   std::unique_ptr<PluginLibrary> lib_;
-  uint32_t ops_ = 0;
 };
 
-// "offload: copy X ms, compute Y ms, hidden Z% of copying, up A MB, down B MB (N ops)".
+// "offload: copy X ms, compute Y ms, hidden Z% of copying, up A MB, down B MB (N calls)".
 std::string format_offload_report(const llmcpu_offload_report& r);
+// "the plan needs 812 MiB on the device (weights and AdamW 600 MiB, activations 200 MiB, other
+// 12 MiB) but it has 512 MiB"
+std::string describe_memory_plan(const llmcpu_memory_plan& p);
 
 }  // namespace llmcpu

@@ -20,7 +20,7 @@ std::string dl_reason(const std::string& dl_path) {
   return s;
 }
 
-// The entries the engine calls unconditionally, and per op family; a plugin must fill them.
+// The entries the engine calls; a plugin must fill them all.
 void check_function_table(const llmcpu_plugin_api& api, const std::string& path) {
   std::vector<const char*> missing;
   auto need = [&](const void* fn, const char* name) {
@@ -29,11 +29,19 @@ void check_function_table(const llmcpu_plugin_api& api, const std::string& path)
   need(reinterpret_cast<const void*>(api.open), "open");
   need(reinterpret_cast<const void*>(api.close), "close");
   need(reinterpret_cast<const void*>(api.device_name), "device_name");
-  need(reinterpret_cast<const void*>(api.ops), "ops");
   need(reinterpret_cast<const void*>(api.last_error), "last_error");
-  need(reinterpret_cast<const void*>(api.set_weights), "set_weights");
-  need(reinterpret_cast<const void*>(api.weights_changed), "weights_changed");
+  need(reinterpret_cast<const void*>(api.plan), "plan");
+  need(reinterpret_cast<const void*>(api.configure), "configure");
+  need(reinterpret_cast<const void*>(api.set_parameters), "set_parameters");
+  need(reinterpret_cast<const void*>(api.set_moments), "set_moments");
+  need(reinterpret_cast<const void*>(api.read_state), "read_state");
+  need(reinterpret_cast<const void*>(api.forward), "forward");
+  need(reinterpret_cast<const void*>(api.backward), "backward");
+  need(reinterpret_cast<const void*>(api.zero_grad), "zero_grad");
+  need(reinterpret_cast<const void*>(api.grad_sum_squares), "grad_sum_squares");
+  need(reinterpret_cast<const void*>(api.adamw_step), "adamw_step");
   need(reinterpret_cast<const void*>(api.report), "report");
+  need(reinterpret_cast<const void*>(api.schedule), "schedule");
   if (missing.empty()) return;
   std::string list;
   for (const char* m : missing) list += (list.empty() ? "" : ", ") + std::string(m);
@@ -69,12 +77,20 @@ std::unique_ptr<PluginLibrary> PluginLibrary::load(const std::string& path,
   auto entry = reinterpret_cast<llmcpu_plugin_query_fn>(sym);
   const llmcpu_plugin_api* api = entry(LLMCPU_PLUGIN_ABI_VERSION);
   if (!api) {
+    // It cannot serve ours: ask for the earlier versions to name the one it was built for.
+    for (uint32_t v = LLMCPU_PLUGIN_ABI_VERSION - 1; v >= 1; --v) {
+      const llmcpu_plugin_api* old = entry(v);
+      if (old && old->abi_version == v) {
+        throw FileError(path, "built for ABI version " + std::to_string(v) +
+                                  ", this llmcpu needs " + needs + " (rebuild the plugin)");
+      }
+    }
     throw FileError(path, "built for another ABI version (it cannot serve version " + needs +
                               ", which this llmcpu needs)");
   }
   if (api->abi_version != LLMCPU_PLUGIN_ABI_VERSION) {
     throw FileError(path, "built for ABI version " + std::to_string(api->abi_version) +
-                              ", this llmcpu needs " + needs);
+                              ", this llmcpu needs " + needs + " (rebuild the plugin)");
   }
   if (api->struct_size < sizeof(llmcpu_plugin_api)) {
     throw FileError(path, "its function table is " + std::to_string(api->struct_size) +
@@ -101,17 +117,6 @@ std::unique_ptr<PluginLibrary> PluginLibrary::load(const std::string& path,
     throw FileError(path, "cannot open a device: " + why);
   }
   lib->device_ = device;
-  const uint32_t ops = api->ops(device);
-  auto lacks = [&](uint32_t bit, const void* a, const void* b) {
-    return (ops & bit) && (!a || !b);
-  };
-  if (lacks(LLMCPU_PLUGIN_OP_MATMUL, reinterpret_cast<const void*>(api->matmul_forward),
-            reinterpret_cast<const void*>(api->matmul_backward)) ||
-      lacks(LLMCPU_PLUGIN_OP_ATTENTION, reinterpret_cast<const void*>(api->attention_forward),
-            reinterpret_cast<const void*>(api->attention_backward))) {
-    throw FileError(path, "not a usable llmcpu plugin: it offers " + describe_offloaded_ops(ops) +
-                              " but leaves their entry points empty");
-  }
   return lib;
 }
 
@@ -129,8 +134,6 @@ std::string PluginLibrary::device_name() const {
   return s ? s : "unnamed device";
 }
 
-uint32_t PluginLibrary::ops() const { return api_->ops(device_); }
-
 std::string PluginLibrary::last_error() const {
   const char* s = api_->last_error(device_);
   return s && *s ? s : "no message";
@@ -140,13 +143,6 @@ void PluginLibrary::check(int status, const char* call) const {
   if (status == LLMCPU_PLUGIN_OK) return;
   throw DeviceError("offload (" + name() + ", " + path_ + "): " + call +
                     " failed: " + last_error());
-}
-
-std::string describe_offloaded_ops(uint32_t ops) {
-  std::string s;
-  if (ops & LLMCPU_PLUGIN_OP_MATMUL) s += "matmul";
-  if (ops & LLMCPU_PLUGIN_OP_ATTENTION) s += std::string(s.empty() ? "" : ", ") + "attention";
-  return s.empty() ? "nothing" : s;
 }
 
 }  // namespace llmcpu

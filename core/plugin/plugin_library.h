@@ -1,6 +1,6 @@
 // Loading one offload plugin: dlopen, the entry symbol, the ABI checks (version and struct size),
 // and opening a device. Every way this can fail is a FileError whose message is one line naming the
-// file and the reason ("PATH: built for ABI version 2, this llmcpu needs 1"); the caller decides to
+// file and the reason ("PATH: built for ABI version 1, this llmcpu needs 2 (rebuild the plugin)"); the caller decides to
 // fall back to the CPU. The object owns the dlopen handle and the opened device and closes both.
 // Deliberately not here: which kernels are routed to the plugin (core/plugin/offload.h).
 #pragma once
@@ -34,7 +34,6 @@ class PluginLibrary {
   llmcpu_plugin* device() const { return device_; }
   std::string name() const;         // "vulkan"
   std::string device_name() const;  // "llvmpipe (LLVM 15.0.6, 256 bits)"
-  uint32_t ops() const;             // LLMCPU_PLUGIN_OP_* bits
   std::string last_error() const;
 
   // Throws DeviceError "offload (NAME, PATH): CALL failed: LAST_ERROR" unless status is OK.
@@ -48,8 +47,5 @@ class PluginLibrary {
   const llmcpu_plugin_api* api_ = nullptr;
   llmcpu_plugin* device_ = nullptr;
 };
-
-// The kernel families named by LLMCPU_PLUGIN_OP_* bits: "matmul, attention" (or "nothing").
-std::string describe_offloaded_ops(uint32_t ops);
 
 }  // namespace llmcpu

@@ -532,6 +532,7 @@ uint64_t Trainer::write_own_shard(const std::string& state_path) {
 }
 
 std::string Trainer::save_checkpoint_now() {
+  fetch_device_state();
   const std::string& dir = opt_.checkpoint_dir;
   const std::string model_path = checkpoint_model_path(dir, step_);
   const std::string state_path = checkpoint_state_path(dir, step_);
@@ -718,8 +719,37 @@ bool Trainer::stop_requested() {
   return asked > 0;
 }
 
+void Trainer::adopt_device() {
+  Gpt2& m = *model_;
+  OffloadDevice* device = m.offload_device();
+  if (device == device_) return;
+  if (device && world_->size() > 1) {
+    throw UsageError("--offload-layers with " + std::to_string(world_->size()) +
+                     " ranks: a device's part of the model is not reduced over ranks yet; run "
+                     "one process per device without mpirun, or leave --plugin out");
+  }
+  device_ = device;
+  std::vector<ParameterSpan> on_device;
+  for (const ParameterSpan& r : m.layout().spans()) {
+    if (device_ && m.device_owns(r.tensor, r.layer)) on_device.push_back(r);
+  }
+  optimizer_->skip(on_device);
+  // The moments are the whole arena's here (one process): a resume's reach the device.
+  if (device_) device_->set_moments(optimizer_->m(), optimizer_->v());
+}
+
+void Trainer::fetch_device_state() {
+  if (!device_) return;
+  model_->fetch_device_state(true, false);
+  device_->read_state(nullptr, nullptr, optimizer_->m(), optimizer_->v());
+}
+
 double Trainer::gradient_norm() {
   Gpt2& m = *model_;
+  if (device_) {  // the device's gradients are zero here: its part of the sum comes from it
+    return std::sqrt(m.kernels().sum_squares(m.grads_flat(), m.num_parameters()) +
+                     device_->grad_sum_squares());
+  }
   if (!zero()) return global_norm(m.grads_flat(), m.num_parameters(), m.kernels());
   // Each rank's parts hold the summed gradients; together they are every gradient once.
   double sum = 0;
@@ -733,7 +763,8 @@ double Trainer::gradient_norm() {
 void Trainer::clip_gradients(double norm) {
   Gpt2& m = *model_;
   for (const ParameterSpan& p : optimizer_->parts()) {
-    clip_to_norm(m.grads_flat() + p.offset, p.count, norm, opt_.grad_clip, m.kernels());
+    device_grad_scale_ =
+        clip_to_norm(m.grads_flat() + p.offset, p.count, norm, opt_.grad_clip, m.kernels());
   }
 }
 
@@ -744,6 +775,17 @@ void Trainer::update_weights(double lr) {
     // Shared weights: each rank updates its parts (and their bf16 copy) in place; once every rank
     // is past the fence, every rank computes with all of them.
     optimizer_->step(weights.master, m.grads_flat(), lr, weights.copy);
+    if (device_) {  // the same update of the device's part, where its weights live
+      const AdamWConfig& c = optimizer_->config();
+      llmcpu_adamw_args a{};
+      a.struct_size = sizeof a;
+      a.grad_scale = device_grad_scale_;
+      a.lr = lr, a.beta1 = c.beta1, a.beta2 = c.beta2, a.eps = c.eps;
+      a.weight_decay = c.weight_decay;
+      a.t = optimizer_->steps_taken();
+      device_->adamw_step(a);
+      m.device_parameters_changed();
+    }
     if (shared_weights_) {
       const double ms = sync_->fence();
       comm_busy_ms_ += ms, comm_waited_ms_ += ms;
@@ -813,6 +855,7 @@ float Trainer::validate() {
 const std::vector<int>& Trainer::sample(int step) {
   // Its own RNG, seeded from the run's seed and the step: sampling never disturbs training.
   Rng rng(opt_.seed ^ (0xA5A5A5A5ull + uint64_t(step) * 0x9E3779B97F4A7C15ull));
+  model_->fetch_device_state(true, false);  // the generator reads the master weights
   const ModelConfig& c = model_->config();
   const int eot = c.vocab_size > 50256 ? 50256 : c.vocab_size - 1;
   Generator& gen = *generator_;
@@ -842,6 +885,7 @@ bool Trainer::run(const TrainObserver& obs) {
   bool interrupted = false;
   int bad_in_row = 0, first_bad = 0;  // steps skipped for a non-finite loss or gradient norm
   const int first = step_;
+  adopt_device();
   for (int step = step_;; ++step) {
     const bool last = step == opt_.steps;
     // A resumed run does not repeat the validation and sample of the step it resumes at.
@@ -932,6 +976,7 @@ bool Trainer::run(const TrainObserver& obs) {
     if (obs.on_checkpoint) obs.on_checkpoint(step_, path);
   }
   if (!opt_.save_path.empty() && !interrupted && world_->rank() == 0) {
+    fetch_device_state();
     const Gpt2& model = m;  // the const params_flat(): saving does not mark the bf16 copy stale
     const std::string bad = non_finite_message(model.params_flat(), model.layout(), "weights");
     if (!bad.empty()) throw TrainingError("not writing " + opt_.save_path + ": " + bad);

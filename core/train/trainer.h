@@ -193,6 +193,13 @@ class Trainer {
   // The global gradient norm (over the ranks' parts under ZeRO-1), and clipping to it.
   double gradient_norm();
   void clip_gradients(double norm);
+  // With a device that owns part of the model (Gpt2::enable_offload, before run()): the CPU's
+  // AdamW leaves that part to the device's and hands it the moments (a resume's); once per run.
+  // Refused with several ranks.
+  void adopt_device();
+  // The device's parameters and moments into the model and the CPU's AdamW (their copy), before
+  // anything is written or sampled.
+  void fetch_device_state();
   // The AdamW update; under ZeRO-1 each part goes to the other ranks as soon as it is updated.
   void update_weights(double lr);
   // Every rank's weights hash the same (LLMCPU_CHECK_REPLICAS).
@@ -219,6 +226,8 @@ class Trainer {
   std::unique_ptr<DataLoader> train_;
   std::unique_ptr<DataLoader> val_;
   std::unique_ptr<AdamW> optimizer_;
+  OffloadDevice* device_ = nullptr;  // adopted: owns part of the model and its AdamW
+  float device_grad_scale_ = 1.0f;   // this step's clipping factor, for the device's AdamW
   std::unique_ptr<Generator> generator_;  // with --sample-every
   std::vector<int> inputs_, targets_;     // (B, T) one batch of training or validation data
   std::vector<int> sample_;

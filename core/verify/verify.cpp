@@ -43,6 +43,7 @@ VerifyReport verify_against_state(Gpt2& model, const DebugState& ref, const Veri
   model.zero_grad();
   const float loss =
       model.forward_backward(ref.inputs.data(), ref.targets.data(), ref.B, ref.T);
+  model.fetch_device_state(false, true);  // a device's gradients, for the comparison
   std::vector<float> logits(BT * V);
   for (size_t r = 0; r < BT; ++r) {
     std::copy_n(model.logits() + r * Vp, V, logits.begin() + r * V);

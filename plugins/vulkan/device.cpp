@@ -149,6 +149,11 @@ Device::Device(int device_index, bool verbose) : verbose_(verbose) {
         VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
     enable12.timelineSemaphore = VK_TRUE;
     enable12.hostQueryReset = host_reset ? VK_TRUE : VK_FALSE;
+    // Double precision in shaders where offered (AdamW's correctly rounded sqrt and division).
+    float64_ = f2.features.shaderFloat64 == VK_TRUE;
+    VkPhysicalDeviceFeatures2 enable2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+    enable2.pNext = &enable12;
+    enable2.features.shaderFloat64 = float64_ ? VK_TRUE : VK_FALSE;
 
     const float priority = 1.0f;
     VkDeviceQueueCreateInfo qci[2]{};
@@ -162,7 +167,7 @@ Device::Device(int device_index, bool verbose) : verbose_(verbose) {
       ++nq;
     }
     VkDeviceCreateInfo dci{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
-    dci.pNext = &enable12;
+    dci.pNext = &enable2;
     dci.queueCreateInfoCount = nq;
     dci.pQueueCreateInfos = qci;
     LLMCPU_VK(vkCreateDevice(physical_, &dci, nullptr, &device_));
@@ -173,10 +178,11 @@ Device::Device(int device_index, bool verbose) : verbose_(verbose) {
     if (verbose_) {
       std::fprintf(stderr,
                    "vulkan: using %s; compute queue family %u, %s; maxStorageBufferRange %u; "
-                   "timestamps %s\n",
+                   "timestamps %s; shaderFloat64 %s\n",
                    props_.deviceName, compute_family_,
                    dedicated_transfer() ? "dedicated transfer queue family" : "one queue for all",
-                   props_.limits.maxStorageBufferRange, timestamps_ ? "on" : "off");
+                   props_.limits.maxStorageBufferRange, timestamps_ ? "on" : "off",
+                   float64_ ? "on" : "off");
     }
   } catch (...) {
     if (device_) vkDestroyDevice(device_, nullptr);
@@ -191,6 +197,15 @@ Device::~Device() {
     vkDestroyDevice(device_, nullptr);
   }
   if (instance_) vkDestroyInstance(instance_, nullptr);
+}
+
+uint64_t Device::device_local_bytes() const {
+  uint64_t best = 0;
+  for (uint32_t i = 0; i < mem_props_.memoryHeapCount; ++i) {
+    const VkMemoryHeap& h = mem_props_.memoryHeaps[i];
+    if ((h.flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT) && h.size > best) best = h.size;
+  }
+  return best;
 }
 
 uint32_t Device::find_memory(uint32_t type_bits, MemoryKind kind) const {

@@ -66,6 +66,10 @@ class Device {
   bool timestamps() const { return timestamps_; }
   double timestamp_period_ns() const { return props_.limits.timestampPeriod; }
   bool verbose() const { return verbose_; }
+  // shaderFloat64 is supported and enabled: shaders may use double.
+  bool float64() const { return float64_; }
+  // The size of the largest memory heap with VK_MEMORY_HEAP_DEVICE_LOCAL_BIT (0 if none).
+  uint64_t device_local_bytes() const;
 
  private:
   uint32_t find_memory(uint32_t type_bits, MemoryKind kind) const;
@@ -78,6 +82,7 @@ class Device {
   uint32_t compute_family_ = 0, transfer_family_ = 0;
   VkQueue compute_queue_ = VK_NULL_HANDLE, transfer_queue_ = VK_NULL_HANDLE;
   bool timestamps_ = false;
+  bool float64_ = false;
   bool verbose_ = false;
 };
 

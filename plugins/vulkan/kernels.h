@@ -1,8 +1,8 @@
 // The compute pipelines (one per shader in shaders/, SPIR-V compiled at build time) and the
 // recording of one dispatch: descriptor set from a pool that is reset at the start of every op,
-// push constants, workgroup counts. Every binding is checked against maxStorageBufferRange and the
-// offset alignment. Not here: which buffers an op binds (ops.cpp), command buffer submission
-// (stream.h).
+// push constants (zero-extended where a kernel accepts a shorter block), workgroup counts. Every
+// binding is checked against maxStorageBufferRange and the offset alignment. Not here: which
+// buffers an op binds (ops.cpp, block_ops.cpp), command buffer submission (stream.h).
 #pragma once
 
 #include <initializer_list>
@@ -12,7 +12,25 @@
 
 namespace llmcpu::vk {
 
-enum class Kernel { kGemm, kColsum, kAttentionForward, kAttentionBackward, kCount };
+enum class Kernel {
+  kGemm,
+  kColsum,
+  kAttentionForward,
+  kAttentionBackward,
+  kEncoderForward,
+  kEncoderBackward,
+  kLayerNormForward,
+  kLayerNormBackward,
+  kGeluForward,
+  kGeluBackward,
+  kResidualForward,
+  kSoftmaxXentForward,
+  kSoftmaxXentBackward,
+  kSumSquares,
+  kAdamW,     // sqrt and division in double, correctly rounded (needs shaderFloat64)
+  kAdamWF32,  // float only: sqrt and division to Vulkan's precision
+  kCount
+};
 
 // Push constants of shaders/gemm.comp (see there): C(m,n) (+)= sum_k A(m,k) B(k,n) [+ bias(n)].
 struct GemmPush {
@@ -26,15 +44,76 @@ struct GemmPush {
 inline constexpr uint32_t kGemmBias = 1, kGemmAccumulate = 2;
 inline constexpr uint32_t kGemmTile = 64;  // outputs per workgroup in m and n
 
+// shaders/colsum.comp: s(s_off + n) (+)= sum_m d(d_off + m ld + n).
 struct ColsumPush {
-  uint32_t M, N, ld, d_off, accumulate;
+  uint32_t M, N, ld, d_off, accumulate, s_off;
 };
 
+// shaders/attention_forward.comp and attention_backward.comp. Every operand is an element offset
+// into its binding; the forward reads qkv_off, out_off, att_off, the backward all but out_off.
+// A push of only the first 20 bytes (T .. scale) is accepted by the forward and zero-extended.
 struct AttentionPush {
   uint32_t T, C, NH, hs;
   float scale;
   uint32_t pass;  // backward only
+  uint32_t qkv_off, out_off, att_off, dout_off, dqkv_off, ds_off;
 };
+
+// shaders/encoder_forward.comp.
+struct EncoderForwardPush {
+  uint32_t N, T, C, vocab_lo, vocab_hi;
+  uint32_t out_off, tok_off, wte_off, wpe_off;
+};
+// shaders/encoder_backward.comp: mode 0 accumulates dwte (dst), mode 1 dwpe (dst).
+struct EncoderBackwardPush {
+  uint32_t N, T, C, vocab_lo, vocab_hi;
+  uint32_t dst_off, dout_off, tok_off, mode;
+};
+
+// shaders/layernorm_forward.comp.
+struct LayerNormForwardPush {
+  uint32_t N, C;
+  uint32_t out_off, mean_off, rstd_off, inp_off, w_off, b_off;
+};
+// shaders/layernorm_backward.comp: pass 0 dinp (rows), pass 1 dweight and dbias (columns).
+struct LayerNormBackwardPush {
+  uint32_t N, C;
+  uint32_t dinp_off, dw_off, db_off, dout_off, inp_off, w_off, mean_off, rstd_off;
+  uint32_t pass;
+};
+
+// shaders/gelu_forward.comp (reads inp, writes out) and gelu_backward.comp (out is dinp).
+struct GeluPush {
+  uint32_t n, out_off, inp_off, dout_off;
+};
+
+// shaders/residual_forward.comp.
+struct ResidualPush {
+  uint32_t n, out_off, a_off, b_off;
+};
+
+// shaders/softmax_xent_forward.comp and softmax_xent_backward.comp (in place on the logits).
+struct SoftmaxXentPush {
+  uint32_t N, V, Vp;
+  uint32_t losses_off, lse_off, logits_off, targets_off;
+  float dloss;  // backward only
+};
+
+// shaders/adamw.comp (both variants).
+struct AdamWPush {
+  uint32_t n, param_off, m_off, v_off, grad_off;
+  float decay, beta1, beta2, step_size, bc2_sqrt, eps, grad_scale;
+};
+
+// shaders/sum_squares.comp: partials(out_off + j) = sum of x^2 over block j.
+struct SumSquaresPush {
+  uint32_t n, out_off, x_off;
+};
+inline constexpr uint32_t kSumSquaresBlock = 4096;  // elements per partial: 64 invocations x 64
+
+// Element-wise and row-wise kernels index workgroups in two dimensions (x below this many, then y),
+// so that more than 65535 workgroups (Vulkan's guaranteed maxComputeWorkGroupCount) fit.
+inline constexpr uint32_t kMaxGroupsX = 65535;
 
 struct Binding {
   VkBuffer buffer;
@@ -49,6 +128,10 @@ class Kernels {
   Kernels(const Kernels&) = delete;
   Kernels& operator=(const Kernels&) = delete;
 
+  Device& device() const { return dev_; }
+  // Whether the kernel's pipeline exists (kAdamW needs shaderFloat64).
+  bool available(Kernel k) const { return pipes_[size_t(k)].pipeline != VK_NULL_HANDLE; }
+
   // Frees every descriptor set handed out so far: call when no recorded work is pending.
   void reset_sets();
   void dispatch(VkCommandBuffer cb, Kernel k, std::initializer_list<Binding> bindings,
@@ -61,6 +144,7 @@ class Kernels {
     VkPipeline pipeline = VK_NULL_HANDLE;
     uint32_t bindings = 0;
     uint32_t push_size = 0;
+    uint32_t min_push = 0;  // a shorter push is refused, one up to push_size zero-extended
   };
   VkDescriptorSet allocate_set(VkDescriptorSetLayout layout);
 

@@ -218,9 +218,15 @@ void Stream::run(size_t n, const std::function<void(size_t, Chunk&)>& plan) {
     stamped_.assign(query_capacity_, 0);
   }
   order_.clear();
-  auto note = [&](char stage, size_t i) {
+  // "C4<U4,D1": compute of chunk 4, submitted waiting for upload 4 and download 1.
+  auto note = [&](char stage, size_t i, std::initializer_list<std::pair<char, size_t>> waits) {
     if (!order_.empty()) order_ += ' ';
     order_ += stage + std::to_string(i);
+    char sep = '<';
+    for (const auto& [w, k] : waits) {
+      order_ += sep + std::string(1, w) + std::to_string(k);
+      sep = ',';
+    }
   };
   constexpr size_t K = kSlots, R = kSlots + 3;
   const VkQueue tq = dev_.transfer_queue(), cq = dev_.compute_queue();
@@ -234,7 +240,11 @@ void Stream::run(size_t n, const std::function<void(size_t, Chunk&)>& plan) {
         wait(kUp, base_ + j + 1 - std::min(j + 1, K));
         record_upload(j, c, s);
         submit(tq, s.up, kUp, base_ + j + 1, {{kComp, j >= K ? base_ + j + 1 - K : 0}});
-        note('U', j);
+        if (j >= K) {
+          note('U', j, {{'C', j - K}});
+        } else {
+          note('U', j, {});
+        }
       }
       if (j >= 1 && j - 1 < n) {  // compute(j-1)
         const size_t i = j - 1;
@@ -250,7 +260,11 @@ void Stream::run(size_t n, const std::function<void(size_t, Chunk&)>& plan) {
         LLMCPU_VK(vkEndCommandBuffer(s.comp));
         submit(cq, s.comp, kComp, base_ + i + 1,
                {{kUp, base_ + i + 1}, {kDown, i >= K ? base_ + i + 1 - K : 0}});
-        note('C', i);
+        if (i >= K) {
+          note('C', i, {{'U', i}, {'D', i - K}});
+        } else {
+          note('C', i, {{'U', i}});
+        }
       }
       if (j >= 2 && j - 2 < n) {  // download(j-2), after chunk j-2-K left the staging buffer
         const size_t i = j - 2;
@@ -258,7 +272,7 @@ void Stream::run(size_t n, const std::function<void(size_t, Chunk&)>& plan) {
         if (i >= K) read_out(i - K, chunks_[(i - K) % R], s);
         record_download(i, chunks_[i % R], s);
         submit(tq, s.down, kDown, base_ + i + 1, {{kComp, base_ + i + 1}});
-        note('D', i);
+        note('D', i, {{'C', i}});
       }
     }
     for (size_t i = n > K ? n - K : 0; i < n; ++i) read_out(i, chunks_[i % R], slots_[i % K]);

@@ -77,7 +77,8 @@ class Stream {
   static void compute_barrier(VkCommandBuffer cb);
 
   Totals take_totals();
-  // The order of the last run's submissions, e.g. "U0 U1 C0 U2 C1 D0 ..." (tests, verbose mode).
+  // The order of the last run's submissions with the semaphore waits of each, e.g.
+  // "U0 U1 C0<U0 U2 C1<U1 D0<C0 ..." (tests, verbose mode).
   const std::string& last_order() const { return order_; }
 
  private:

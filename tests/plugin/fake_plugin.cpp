@@ -1,73 +1,72 @@
-// Fake offload plugins for the tests, one source built as several MODULE libraries, chosen by
-// FAKE_VARIANT:
-//   cpu          a working plugin that computes matmul and attention with plain loops (double
-//                accumulation) and keeps its own "resident" copy of the weights, refreshed only by
-//                set_weights / weights_changed, as a device would: a missed refresh shows in the
-//                results. With LLMCPU_FAKE_PLUGIN_LOG=FILE it writes its call counts there.
-//   other_abi    exports the entry but reports ABI version LLMCPU_PLUGIN_ABI_VERSION + 1
-//   null_entry   its entry returns NULL (it cannot serve the engine's version)
-//   small_struct reports a function table smaller than this ABI's
-//   no_entry     exports no entry symbol at all
-//   no_device    open() returns LLMCPU_PLUGIN_NO_DEVICE
-//   fail_ops     opens fine, then every op fails with a message
-// Not a model of any real device: no timing, the report's figures are derived from byte counts.
-#include <cmath>
+// Fake offload plugins (ABI version 2) for the loader tests: one source built as several MODULE
+// libraries, chosen by FAKE_VARIANT (the names are tests/plugin/CMakeLists.txt's):
+//   other_abi       its table reports ABI version LLMCPU_PLUGIN_ABI_VERSION + 1
+//   null_entry      its entry returns NULL for every version (it serves none the engine asks for)
+//   v1              built for version 1: NULL unless asked for version 1, then a version-1 table
+//   v1_table        whatever version is asked for, a table whose abi_version is 1
+//   small_struct    reports a function table smaller than this ABI's
+//   no_entry        exports no entry symbol at all
+//   no_device       open() returns LLMCPU_PLUGIN_NO_DEVICE
+//   missing_fn      a full-size table with read_state and schedule left NULL
+//   fail_configure  opens, plan() says it fits (a 1 TiB device), configure() fails with a message
+//   tiny_device     a 1 MiB device: plan() computes the memory plan below from the model_desc,
+//                   configure() refuses a plan that does not fit, naming the numbers
+// The memory plan, in bytes (P: the owned parameters: 12C^2 + 13C per block, wte Vp*C with the
+// embedding or the head (the lm_head is the tied wte), wpe maxT*C with the embedding, lnf 2C with
+// the head; N = B*T tokens; s: 4 fp32, 2 bf16):
+//   weight_bytes     = P * (16 + (bf16 ? 2 : 0))    params, grads, m, v in fp32, plus a bf16 copy
+//   activation_bytes = s * N * (blocks * (18C + 2*NH*T + 4) + (head ? Vp + C + 2 : 0)
+//                               + (embedding ? C : 0))   llm.c's activations per token
+//   other_bytes      = 4 * (4*N*C + (embedding ? N : 0) + (head ? 2N : 0))   staging
+//   available_bytes  = the device's size, or memory_limit where that is smaller
+//   max_layers       = the most blocks that fit with this shape, without embedding or head
+// Deliberately no compute: forward, backward, the optimizer and the state copies all fail with
+// "not implemented" (the Vulkan plugin on lavapipe covers the real path). No globals besides the
+// function table: all state lives in the llmcpu_plugin struct.
+#include <algorithm>
+#include <cstdarg>
+#include <cstddef>
+#include <cstdint>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
-#include <vector>
+#include <new>
 
 #include "core/plugin_abi.h"
 
-#define FAKE_CPU 0
-#define FAKE_OTHER_ABI 1
-#define FAKE_NULL_ENTRY 2
-#define FAKE_SMALL_STRUCT 3
-#define FAKE_NO_ENTRY 4
-#define FAKE_NO_DEVICE 5
-#define FAKE_FAIL_OPS 6
+#define FAKE_OTHER_ABI 0
+#define FAKE_NULL_ENTRY 1
+#define FAKE_V1 2
+#define FAKE_V1_TABLE 3
+#define FAKE_SMALL_STRUCT 4
+#define FAKE_NO_ENTRY 5
+#define FAKE_NO_DEVICE 6
+#define FAKE_MISSING_FN 7
+#define FAKE_FAIL_CONFIGURE 8
+#define FAKE_TINY_DEVICE 9
 
 #ifndef FAKE_VARIANT
 #error "define FAKE_VARIANT"
 #endif
 
 struct llmcpu_plugin {
-  const float* params = nullptr;  // the engine's array
-  size_t count = 0;
-  std::vector<float> resident;  // our "device" copy
-  unsigned set_weights = 0, weights_changed = 0;
-  unsigned matmul_forward = 0, matmul_backward = 0, attention_forward = 0, attention_backward = 0;
-  unsigned calls_since_report = 0;
-  unsigned long long up = 0, down = 0;
-  char error[256] = {};
+  bool configured = false;
+  llmcpu_model_desc desc{};  // of the last configure that succeeded
+  char error[512] = {};
 };
 
 namespace {
 
-void write_log(const llmcpu_plugin* p) {
-  const char* path = std::getenv("LLMCPU_FAKE_PLUGIN_LOG");
-  if (!path) return;
-  std::FILE* f = std::fopen(path, "w");
-  if (!f) return;
-  std::fprintf(f,
-               "set_weights %u\nweights_changed %u\nmatmul_forward %u\nmatmul_backward %u\n"
-               "attention_forward %u\nattention_backward %u\n",
-               p->set_weights, p->weights_changed, p->matmul_forward, p->matmul_backward,
-               p->attention_forward, p->attention_backward);
-  std::fclose(f);
-}
+constexpr uint64_t kDeviceBytes =
+    FAKE_VARIANT == FAKE_TINY_DEVICE ? uint64_t(1) << 20 : uint64_t(1) << 40;
+constexpr const char* kDeviceName =
+    FAKE_VARIANT == FAKE_TINY_DEVICE ? "fake device (1 MiB)" : "fake device (1 TiB)";
 
-// A weight inside the engine's parameter array is read from our resident copy.
-const float* resident(llmcpu_plugin* p, const float* w, size_t n) {
-  if (p->params && w >= p->params && w < p->params + p->count) {
-    return p->resident.data() + (w - p->params);
-  }
-  p->up += n * sizeof(float);
-  return w;
-}
-
-int fail(llmcpu_plugin* p, const char* what) {
-  std::snprintf(p->error, sizeof p->error, "fake device lost during %s", what);
+int fail(llmcpu_plugin* p, const char* format, ...) __attribute__((format(printf, 2, 3)));
+int fail(llmcpu_plugin* p, const char* format, ...) {
+  va_list args;
+  va_start(args, format);
+  std::vsnprintf(p->error, sizeof p->error, format, args);
+  va_end(args);
   return LLMCPU_PLUGIN_ERROR;
 }
 
@@ -76,187 +75,142 @@ int open_device(const llmcpu_plugin_open_args* args, llmcpu_plugin** out) {
     std::snprintf(args->error, args->error_size, "no fake device here (test plugin)");
     return LLMCPU_PLUGIN_NO_DEVICE;
   }
-  *out = new llmcpu_plugin();
+  if (args->struct_size < sizeof(llmcpu_plugin_open_args)) {
+    std::snprintf(args->error, args->error_size, "open args are %u bytes, expected %zu",
+                  args->struct_size, sizeof(llmcpu_plugin_open_args));
+    return LLMCPU_PLUGIN_ERROR;
+  }
+  if (args->device_index > 0) {
+    std::snprintf(args->error, args->error_size,
+                  "the fake plugin has one device (index 0), asked for %d", args->device_index);
+    return LLMCPU_PLUGIN_NO_DEVICE;
+  }
+  llmcpu_plugin* p = new (std::nothrow) llmcpu_plugin();
+  if (!p) {
+    std::snprintf(args->error, args->error_size, "out of host memory");
+    return LLMCPU_PLUGIN_ERROR;
+  }
+  *out = p;
   return LLMCPU_PLUGIN_OK;
 }
 
-void close_device(llmcpu_plugin* p) {
-  write_log(p);
-  delete p;
-}
-
-const char* device_name(llmcpu_plugin*) { return "plain loops on the CPU"; }
-uint32_t ops(llmcpu_plugin*) { return LLMCPU_PLUGIN_OP_MATMUL | LLMCPU_PLUGIN_OP_ATTENTION; }
+void close_device(llmcpu_plugin* p) { delete p; }
+const char* device_name(llmcpu_plugin*) { return kDeviceName; }
 const char* last_error(llmcpu_plugin* p) { return p->error; }
 
-int set_weights(llmcpu_plugin* p, const float* params, size_t count) {
-  p->params = params;
-  p->count = count;
-  p->resident.assign(params, params + count);
-  p->up += count * sizeof(float);
-  ++p->set_weights;
-  write_log(p);
-  return LLMCPU_PLUGIN_OK;
+// The plan of the header comment, for `blocks` blocks and the flags. Elements, then bytes.
+void fill_plan(const llmcpu_model_desc& d, int blocks, uint32_t flags, llmcpu_memory_plan* out) {
+  const uint64_t C = uint64_t(d.channels), N = uint64_t(d.batch) * uint64_t(d.seq_len);
+  const bool embedding = flags & LLMCPU_OFFLOAD_EMBEDDING, head = flags & LLMCPU_OFFLOAD_HEAD;
+  const uint64_t act_size = d.precision == LLMCPU_PRECISION_BF16 ? 2 : 4;
+  const uint64_t per_param = 16 + (d.precision == LLMCPU_PRECISION_BF16 ? 2 : 0);
+  const uint64_t params = uint64_t(blocks) * (12 * C * C + 13 * C) +
+                          (embedding || head ? uint64_t(d.padded_vocab_size) * C : 0) +
+                          (embedding ? uint64_t(d.max_seq_len) * C : 0) + (head ? 2 * C : 0);
+  const uint64_t per_token =
+      uint64_t(blocks) * (18 * C + 2 * uint64_t(d.num_heads) * uint64_t(d.seq_len) + 4) +
+      (head ? uint64_t(d.padded_vocab_size) + C + 2 : 0) + (embedding ? C : 0);
+  out->weight_bytes = params * per_param;
+  out->activation_bytes = act_size * N * per_token;
+  out->other_bytes = 4 * (4 * N * C + (embedding ? N : 0) + (head ? 2 * N : 0));
+  out->total_bytes = out->weight_bytes + out->activation_bytes + out->other_bytes;
+  out->available_bytes =
+      d.memory_limit ? std::min<uint64_t>(d.memory_limit, kDeviceBytes) : kDeviceBytes;
+  out->fits = out->total_bytes <= out->available_bytes;
 }
 
-int weights_changed(llmcpu_plugin* p) {
-  if (!p->params) return fail(p, "weights_changed (no set_weights before)");
-  p->resident.assign(p->params, p->params + p->count);
-  p->up += p->count * sizeof(float);
-  ++p->weights_changed;
-  write_log(p);
-  return LLMCPU_PLUGIN_OK;
-}
-
-int matmul_forward(llmcpu_plugin* p, float* out, const float* inp, const float* weight,
-                   const float* bias, size_t N, int C, int OC) {
-  if (FAKE_VARIANT == FAKE_FAIL_OPS) return fail(p, "matmul_forward");
-  const float* w = resident(p, weight, (size_t)OC * C);
-  const float* b = bias ? resident(p, bias, OC) : nullptr;
-  p->up += N * C * sizeof(float);
-  for (size_t n = 0; n < N; ++n) {
-    for (int o = 0; o < OC; ++o) {
-      double acc = b ? b[o] : 0.0;
-      for (int c = 0; c < C; ++c) acc += double(inp[n * C + c]) * w[(size_t)o * C + c];
-      out[n * OC + o] = float(acc);
-    }
+int plan(llmcpu_plugin* p, const llmcpu_model_desc* d, llmcpu_memory_plan* out) {
+  if (out->struct_size < sizeof(llmcpu_memory_plan)) {
+    return fail(p, "llmcpu_memory_plan is %u bytes, expected %zu", out->struct_size,
+                sizeof(llmcpu_memory_plan));
   }
-  p->down += N * OC * sizeof(float);
-  ++p->matmul_forward;
-  ++p->calls_since_report;
+  if (d->struct_size < sizeof(llmcpu_model_desc)) {
+    return fail(p, "llmcpu_model_desc is %u bytes, expected %zu", d->struct_size,
+                sizeof(llmcpu_model_desc));
+  }
+  if (d->channels <= 0 || d->num_heads <= 0 || d->channels % d->num_heads != 0) {
+    return fail(p, "channels %d is not a multiple of num_heads %d", d->channels, d->num_heads);
+  }
+  if (d->num_layers <= 0 || d->batch <= 0 || d->seq_len <= 0 || d->seq_len > d->max_seq_len ||
+      d->padded_vocab_size < d->vocab_size) {
+    return fail(p, "bad shape (L %d, B %d, T %d, maxT %d, V %d, Vp %d)", d->num_layers, d->batch,
+                d->seq_len, d->max_seq_len, d->vocab_size, d->padded_vocab_size);
+  }
+  if (d->first_layer < 0 || d->first_layer > d->num_layers) {
+    return fail(p, "first_layer %d is outside 0..%d", d->first_layer, d->num_layers);
+  }
+  if ((d->flags & LLMCPU_OFFLOAD_EMBEDDING) && d->first_layer != 0) {
+    return fail(p, "the embedding needs first_layer 0, got %d", d->first_layer);
+  }
+  const uint32_t struct_size = out->struct_size;
+  *out = llmcpu_memory_plan{};
+  out->struct_size = struct_size;
+  fill_plan(*d, d->num_layers - d->first_layer, d->flags, out);
+
+  llmcpu_memory_plan probe{};
+  fill_plan(*d, 1, 0, &probe);
+  const uint64_t per_block = probe.weight_bytes + probe.activation_bytes;
+  const uint64_t room =
+      probe.available_bytes > probe.other_bytes ? probe.available_bytes - probe.other_bytes : 0;
+  out->max_layers = int32_t(std::min<uint64_t>(room / per_block, uint64_t(d->num_layers)));
+  fill_plan(*d, d->num_layers, LLMCPU_OFFLOAD_EMBEDDING | LLMCPU_OFFLOAD_HEAD, &probe);
+  out->all_fits = probe.fits;
   return LLMCPU_PLUGIN_OK;
 }
 
-int matmul_backward(llmcpu_plugin* p, float* dinp, float* dweight, float* dbias, const float* dout,
-                    const float* inp, const float* weight, size_t N, int C, int OC) {
-  if (FAKE_VARIANT == FAKE_FAIL_OPS) return fail(p, "matmul_backward");
-  const float* w = resident(p, weight, (size_t)OC * C);
-  if (dinp) {
-    for (size_t n = 0; n < N; ++n) {
-      for (int c = 0; c < C; ++c) {
-        double acc = 0;
-        for (int o = 0; o < OC; ++o) acc += double(dout[n * OC + o]) * w[(size_t)o * C + c];
-        dinp[n * C + c] = float(acc);
-      }
-    }
+int configure(llmcpu_plugin* p, const llmcpu_model_desc* d, const float* params) {
+  p->configured = false;
+  llmcpu_memory_plan m{};
+  m.struct_size = sizeof m;
+  if (plan(p, d, &m) != LLMCPU_PLUGIN_OK) return LLMCPU_PLUGIN_ERROR;
+  if (!m.fits) {
+    return fail(p,
+                "the plan needs %llu bytes on the fake device (weights and AdamW %llu, "
+                "activations %llu, other %llu) but it has %llu; at most %d blocks fit",
+                (unsigned long long)m.total_bytes, (unsigned long long)m.weight_bytes,
+                (unsigned long long)m.activation_bytes, (unsigned long long)m.other_bytes,
+                (unsigned long long)m.available_bytes, m.max_layers);
   }
-  for (int o = 0; o < OC; ++o) {
-    for (int c = 0; c < C; ++c) {
-      double acc = 0;
-      for (size_t n = 0; n < N; ++n) acc += double(dout[n * OC + o]) * inp[n * C + c];
-      dweight[(size_t)o * C + c] += float(acc);
-    }
-    if (dbias) {
-      double acc = 0;
-      for (size_t n = 0; n < N; ++n) acc += dout[n * OC + o];
-      dbias[o] += float(acc);
-    }
+  if (FAKE_VARIANT == FAKE_FAIL_CONFIGURE) {
+    return fail(p, "fake device lost while allocating %llu bytes (test plugin)",
+                (unsigned long long)m.total_bytes);
   }
-  p->up += (N * OC + N * C + (size_t)OC * C) * sizeof(float);
-  p->down += ((dinp ? N * C : 0) + (size_t)OC * C) * sizeof(float);
-  ++p->matmul_backward;
-  ++p->calls_since_report;
+  if (!params) return fail(p, "params is NULL");
+  p->desc = *d;
+  p->configured = true;
   return LLMCPU_PLUGIN_OK;
 }
 
-int attention_forward(llmcpu_plugin* p, float* out, float* att, const float* qkv, int B, int T,
-                      int C, int NH) {
-  if (FAKE_VARIANT == FAKE_FAIL_OPS) return fail(p, "attention_forward");
-  const int hs = C / NH;
-  const double scale = 1.0 / std::sqrt(double(hs));
-  const size_t C3 = 3 * (size_t)C;
-  std::vector<double> s(T);
-  for (int b = 0; b < B; ++b) {
-    for (int h = 0; h < NH; ++h) {
-      for (int t = 0; t < T; ++t) {
-        const float* q = qkv + ((size_t)b * T + t) * C3 + h * hs;
-        double mx = -INFINITY, sum = 0;
-        for (int u = 0; u <= t; ++u) {
-          const float* k = qkv + ((size_t)b * T + u) * C3 + C + h * hs;
-          double d = 0;
-          for (int i = 0; i < hs; ++i) d += double(q[i]) * k[i];
-          s[u] = scale * d;
-          mx = std::fmax(mx, s[u]);
-        }
-        for (int u = 0; u <= t; ++u) sum += (s[u] = std::exp(s[u] - mx));
-        float* a = att + (((size_t)b * NH + h) * T + t) * T;
-        for (int u = 0; u < T; ++u) a[u] = u <= t ? float(s[u] / sum) : 0.0f;
-        float* y = out + ((size_t)b * T + t) * C + h * hs;
-        for (int i = 0; i < hs; ++i) {
-          double acc = 0;
-          for (int u = 0; u <= t; ++u)
-            acc += s[u] / sum * qkv[((size_t)b * T + u) * C3 + 2 * C + h * hs + i];
-          y[i] = float(acc);
-        }
-      }
-    }
-  }
-  p->up += (size_t)B * T * C3 * sizeof(float);
-  p->down += ((size_t)B * T * C + (size_t)B * NH * T * T) * sizeof(float);
-  ++p->attention_forward;
-  ++p->calls_since_report;
-  return LLMCPU_PLUGIN_OK;
+// Every call past configure: the fake computes nothing. (PluginLibrary::check names the call.)
+int not_implemented(llmcpu_plugin* p) {
+  if (!p->configured) return fail(p, "not configured");
+  return fail(p, "not implemented (the fake plugin plans and configures only)");
 }
 
-int attention_backward(llmcpu_plugin* p, float* dqkv, const float* dout, const float* qkv,
-                       const float* att, int B, int T, int C, int NH) {
-  if (FAKE_VARIANT == FAKE_FAIL_OPS) return fail(p, "attention_backward");
-  const int hs = C / NH;
-  const double scale = 1.0 / std::sqrt(double(hs));
-  const size_t C3 = 3 * (size_t)C;
-  std::vector<double> d(B * T * C3, 0.0), da(T);
-  for (int b = 0; b < B; ++b) {
-    for (int h = 0; h < NH; ++h) {
-      for (int t = 0; t < T; ++t) {
-        const float* a = att + (((size_t)b * NH + h) * T + t) * T;
-        const float* dy = dout + ((size_t)b * T + t) * C + h * hs;
-        const size_t qt = ((size_t)b * T + t) * C3 + h * hs;
-        double a_da = 0;
-        for (int u = 0; u <= t; ++u) {
-          const size_t vu = ((size_t)b * T + u) * C3 + 2 * C + h * hs;
-          double dot = 0;
-          for (int i = 0; i < hs; ++i) {
-            dot += double(dy[i]) * qkv[vu + i];
-            d[vu + i] += double(a[u]) * dy[i];
-          }
-          da[u] = dot;
-          a_da += a[u] * dot;
-        }
-        for (int u = 0; u <= t; ++u) {
-          const double g = scale * a[u] * (da[u] - a_da);
-          const size_t ku = ((size_t)b * T + u) * C3 + C + h * hs;
-          for (int i = 0; i < hs; ++i) {
-            d[qt + i] += g * qkv[ku + i];
-            d[ku + i] += g * qkv[qt + i];
-          }
-        }
-      }
-    }
-  }
-  for (size_t i = 0; i < d.size(); ++i) dqkv[i] = float(d[i]);
-  p->up += ((size_t)B * T * C + (size_t)B * T * C3 + (size_t)B * NH * T * T) * sizeof(float);
-  p->down += (size_t)B * T * C3 * sizeof(float);
-  ++p->attention_backward;
-  ++p->calls_since_report;
-  return LLMCPU_PLUGIN_OK;
-}
+int set_parameters(llmcpu_plugin* p, const float*) { return not_implemented(p); }
+int set_moments(llmcpu_plugin* p, const float*, const float*) { return not_implemented(p); }
+int read_state(llmcpu_plugin* p, float*, float*, float*, float*) { return not_implemented(p); }
+int forward(llmcpu_plugin* p, const llmcpu_forward_args*) { return not_implemented(p); }
+int backward(llmcpu_plugin* p, const float*, float*) { return not_implemented(p); }
+int zero_grad(llmcpu_plugin* p) { return not_implemented(p); }
+int grad_sum_squares(llmcpu_plugin* p, double*) { return not_implemented(p); }
+int adamw_step(llmcpu_plugin* p, const llmcpu_adamw_args*) { return not_implemented(p); }
 
-// Figures derived from the bytes moved and the ops run: 1 GB/s copies, 0.01 ms per op, half hidden.
+// Nothing ran, so nothing to report: zero figures.
 int report(llmcpu_plugin* p, llmcpu_offload_report* out) {
-  if (out->struct_size < sizeof(llmcpu_offload_report)) return fail(p, "report (struct too small)");
-  out->calls = p->calls_since_report;
-  out->bytes_up = p->up;
-  out->bytes_down = p->down;
-  out->copy_ms = double(p->up + p->down) / 1e6;
-  out->compute_ms = 0.01 * p->calls_since_report;
-  out->hidden_fraction = 0.5;
-  out->wall_ms = out->compute_ms + 0.5 * out->copy_ms;
-  p->calls_since_report = 0;
-  p->up = p->down = 0;
+  if (out->struct_size < sizeof(llmcpu_offload_report)) {
+    return fail(p, "llmcpu_offload_report is %u bytes, expected %zu", out->struct_size,
+                sizeof(llmcpu_offload_report));
+  }
+  const uint32_t struct_size = out->struct_size;
+  *out = llmcpu_offload_report{};
+  out->struct_size = struct_size;
   return LLMCPU_PLUGIN_OK;
 }
 
-llmcpu_plugin_api make_api() {
+const char* schedule(llmcpu_plugin*) { return ""; }
+
+constexpr llmcpu_plugin_api make_api() {
   llmcpu_plugin_api api{};
   api.abi_version = LLMCPU_PLUGIN_ABI_VERSION;
   api.struct_size = sizeof(llmcpu_plugin_api);
@@ -264,22 +218,30 @@ llmcpu_plugin_api make_api() {
   api.open = open_device;
   api.close = close_device;
   api.device_name = device_name;
-  api.ops = ops;
   api.last_error = last_error;
-  api.set_weights = set_weights;
-  api.weights_changed = weights_changed;
-  api.matmul_forward = matmul_forward;
-  api.matmul_backward = matmul_backward;
-  api.attention_forward = attention_forward;
-  api.attention_backward = attention_backward;
+  api.plan = plan;
+  api.configure = configure;
+  api.set_parameters = set_parameters;
+  api.set_moments = set_moments;
+  api.read_state = read_state;
+  api.forward = forward;
+  api.backward = backward;
+  api.zero_grad = zero_grad;
+  api.grad_sum_squares = grad_sum_squares;
+  api.adamw_step = adamw_step;
   api.report = report;
+  api.schedule = schedule;
   if (FAKE_VARIANT == FAKE_OTHER_ABI) api.abi_version = LLMCPU_PLUGIN_ABI_VERSION + 1;
-  if (FAKE_VARIANT == FAKE_SMALL_STRUCT)
-    api.struct_size = offsetof(llmcpu_plugin_api, matmul_forward);
+  if (FAKE_VARIANT == FAKE_V1 || FAKE_VARIANT == FAKE_V1_TABLE) api.abi_version = 1;
+  if (FAKE_VARIANT == FAKE_SMALL_STRUCT) api.struct_size = offsetof(llmcpu_plugin_api, forward);
+  if (FAKE_VARIANT == FAKE_MISSING_FN) {
+    api.read_state = nullptr;
+    api.schedule = nullptr;
+  }
   return api;
 }
 
-const llmcpu_plugin_api kApi = make_api();
+constexpr llmcpu_plugin_api kApi = make_api();
 
 }  // namespace
 
@@ -287,7 +249,9 @@ const llmcpu_plugin_api kApi = make_api();
 extern "C" __attribute__((visibility("default"))) const llmcpu_plugin_api* llmcpu_plugin_query(
     uint32_t engine_abi_version) {
   if (FAKE_VARIANT == FAKE_NULL_ENTRY) return nullptr;
-  (void)engine_abi_version;  // the other_abi variant answers regardless, as an old plugin might
+  // A plugin built for version 1 serves only that version.
+  if (FAKE_VARIANT == FAKE_V1 && engine_abi_version != 1) return nullptr;
+  // The others answer whatever is asked, as a plugin that does not check might.
   return &kApi;
 }
 #else

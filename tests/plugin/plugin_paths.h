@@ -6,8 +6,8 @@
 
 namespace llmcpu::testing {
 
-// One of the fake plugins of fake_plugin.cpp: "cpu", "other_abi", "null_entry", "small_struct",
-// "no_entry", "no_device", "fail_ops".
+// One of the fake plugins of fake_plugin.cpp: "other_abi", "null_entry", "v1", "v1_table",
+// "small_struct", "no_entry", "no_device", "missing_fn", "fail_configure", "tiny_device".
 inline std::string fake_plugin(const std::string& variant) {
   return std::string(LLMCPU_FAKE_PLUGIN_DIR) + "/libllmcpu_fake_plugin_" + variant + ".so";
 }

@@ -5,15 +5,20 @@
 #include <utility>
 
 #include "core/plugin/offload.h"
+#include "core/train/memory_plan.h"
 #include "simd/error.h"
 
 namespace llmcpu {
 
 void add_plugin_flags(ArgParser& p, PluginFlags* o) {
-  p.option(
-      "plugin", 0, &o->path, "PATH",
-      "offload matmul and attention to a plugin, e.g. build/libllmcpu_vulkan.so (falls back to "
-      "the CPU, saying why, when it cannot be used)");
+  p.option("plugin", 0, &o->path, "PATH",
+           "run layers on a device through a plugin, e.g. build/libllmcpu_vulkan.so (falls back "
+           "to the CPU, saying why, when it cannot be loaded)");
+  p.option("offload-layers", 0, &o->layers, "N|all",
+           "with --plugin: the last N transformer blocks run on the device, or all (default): the "
+           "embedding, every block, the head and the loss");
+  p.option("device-memory-limit", 0, &o->memory_limit, "SIZE",
+           "with --plugin: plan against SIZE of device memory (e.g. 6G) instead of the device's");
   p.flag("offload-report", 0, &o->report,
          "print the device's copy and compute time, their overlap and the bytes moved after each "
          "step");
@@ -22,7 +27,12 @@ void add_plugin_flags(ArgParser& p, PluginFlags* o) {
 void apply_plugin_flags(const PluginFlags& o, Gpt2& model) {
   if (o.path.empty()) return;
   std::fflush(stdout);  // the lines before this one come first
-  const OffloadOutcome r = model.enable_offload(o.path);
+  OffloadOptions options;
+  options.layers = o.layers;
+  if (!o.memory_limit.empty()) {
+    options.memory_limit = size_t(parse_memory_size(o.memory_limit, "--device-memory-limit"));
+  }
+  const OffloadOutcome r = model.enable_offload(o.path, options);
   std::fprintf(r.active ? stdout : stderr, "%s\n", r.message.c_str());
   std::fflush(r.active ? stdout : stderr);
 }

@@ -1,5 +1,5 @@
-// The offload flags of `train` and `verify` (--plugin, --offload-report; `plugin = "PATH"` in a run
-// config) and the steps that turn them into an active plugin on a model and print the device report
+// The offload flags of `train` and `verify` (--plugin, --offload-layers, --device-memory-limit,
+// --offload-report; `plugin = "PATH"` and the others in a run config) and the steps that turn them into an active plugin on a model and print the device report
 // after each step. Also verify's
 // tolerance flags, whose defaults become the offload bound when a plugin computes.
 // The loading and the kernel routing themselves are core/plugin; this only binds flags to them.
@@ -15,15 +15,19 @@
 namespace llmcpu {
 
 struct PluginFlags {
-  std::string path;     // --plugin: an offload plugin (shared library); empty: CPU only
-  bool report = false;  // --offload-report: device copy/compute times after each step
+  std::string path;           // --plugin: an offload plugin (shared library); empty: CPU only
+  std::string layers = "all"; // --offload-layers: "all" or how many of the last blocks
+  std::string memory_limit;   // --device-memory-limit: plan against this much device memory
+  bool report = false;        // --offload-report: device copy/compute times after each step
 };
 
 // Registers --plugin and --offload-report on p, bound to *o.
 void add_plugin_flags(ArgParser& p, PluginFlags* o);
 
-// When --plugin was given, offloads the model's ops to it and prints what it offloads (stdout), or
-// why the model stays on the CPU (stderr; a bf16 model, for one, refuses the fp32 plugin).
+// When --plugin was given, hands the layers --offload-layers names to it and prints what the
+// device owns (stdout), or why the model stays on the CPU (stderr; a bf16 model, for one, refuses
+// the fp32 plugin). A bad --offload-layers or --device-memory-limit, or a plan that does not fit
+// the device, throws UsageError.
 void apply_plugin_flags(const PluginFlags& o, Gpt2& model);
 
 // Prints the model's device report line (stdout) when --offload-report was given; without an

@@ -6,6 +6,8 @@
 //   pass 1, one workgroup per (u, h, b) column: dk_u = sum_{t>=u} ds_tu q_t,
 //           dv_u = sum_{t>=u} a_tu dy_t
 // Each output element has one owner and a fixed summation order: no atomics. dqkv is overwritten.
+// Each operand starts at its element offset (dout_off, qkv_off, att_off, dqkv_off, ds_off) in its
+// binding. Pass 1 reads the ds of pass 0: the caller puts a barrier between the two dispatches.
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 
@@ -21,6 +23,7 @@ layout(push_constant) uniform Push {
   uint T, C, NH, hs;
   float scale;
   uint pass;
+  uint qkv_off, out_off, att_off, dout_off, dqkv_off, ds_off;  // out_off: forward only
 } pc;
 
 void main() {
@@ -29,28 +32,31 @@ void main() {
   const uint C3 = 3 * pc.C;
   const uint hoff = h * pc.hs;
   const uint arow0 = (b * pc.NH + h) * pc.T;  // row index of (b, h, t=0) in att and ds
+  const uint q0 = pc.qkv_off + hoff, k0 = q0 + pc.C, v0 = q0 + 2 * pc.C;  // + token * C3
+  const uint dy0 = pc.dout_off + hoff;                                      // + token * C
+  const uint dq0 = pc.dqkv_off + hoff;                                      // + token * C3
   if (pc.pass == 0) {
     const uint t = x;
-    const uint row = (arow0 + t) * pc.T;
-    const uint dy = (b * pc.T + t) * pc.C + hoff;
+    const uint arow = pc.att_off + (arow0 + t) * pc.T, srow = pc.ds_off + (arow0 + t) * pc.T;
+    const uint dy = dy0 + (b * pc.T + t) * pc.C;
     float lD = 0.0;
     for (uint u = lid; u <= t; u += ROW_THREADS) {
-      const uint v = (b * pc.T + u) * C3 + 2 * pc.C + hoff;
+      const uint v = v0 + (b * pc.T + u) * C3;
       float da = 0.0;
       for (uint i = 0; i < pc.hs; ++i) da += dout[dy + i] * qkv[v + i];
-      ds[row + u] = da;
-      lD += att[row + u] * da;
+      ds[srow + u] = da;
+      lD += att[arow + u] * da;
     }
     const float D = workgroup_reduce(lD, 0);
     for (uint u = lid; u <= t; u += ROW_THREADS) {
-      ds[row + u] = pc.scale * att[row + u] * (ds[row + u] - D);
+      ds[srow + u] = pc.scale * att[arow + u] * (ds[srow + u] - D);
     }
     memoryBarrierBuffer();
     barrier();
     for (uint i = lid; i < pc.hs; i += ROW_THREADS) {
       float dq = 0.0;
-      for (uint u = 0; u <= t; ++u) dq += ds[row + u] * qkv[(b * pc.T + u) * C3 + pc.C + hoff + i];
-      dqkv[(b * pc.T + t) * C3 + hoff + i] = dq;
+      for (uint u = 0; u <= t; ++u) dq += ds[srow + u] * qkv[k0 + (b * pc.T + u) * C3 + i];
+      dqkv[dq0 + (b * pc.T + t) * C3 + i] = dq;
     }
   } else {
     const uint u = x;
@@ -58,11 +64,11 @@ void main() {
       float dk = 0.0, dv = 0.0;
       for (uint t = u; t < pc.T; ++t) {
         const uint row = (arow0 + t) * pc.T;
-        dk += ds[row + u] * qkv[(b * pc.T + t) * C3 + hoff + i];
-        dv += att[row + u] * dout[(b * pc.T + t) * pc.C + hoff + i];
+        dk += ds[pc.ds_off + row + u] * qkv[q0 + (b * pc.T + t) * C3 + i];
+        dv += att[pc.att_off + row + u] * dout[dy0 + (b * pc.T + t) * pc.C + i];
       }
-      dqkv[(b * pc.T + u) * C3 + pc.C + hoff + i] = dk;
-      dqkv[(b * pc.T + u) * C3 + 2 * pc.C + hoff + i] = dv;
+      dqkv[dq0 + (b * pc.T + u) * C3 + pc.C + i] = dk;
+      dqkv[dq0 + (b * pc.T + u) * C3 + 2 * pc.C + i] = dv;
     }
   }
 }

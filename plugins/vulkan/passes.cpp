@@ -1,0 +1,273 @@
+// The device's forward and backward passes over its blocks (and with "all" the embedding and the
+// head), as core/model/transformer.h writes them for the CPU, chunk by chunk of batch elements
+// through the copy-compute pipeline. See model.h.
+#include <cmath>
+#include <cstring>
+
+#include "plugins/vulkan/model.h"
+
+namespace llmcpu::vk {
+namespace {
+
+constexpr size_t F = sizeof(float);
+
+// Orders a transfer (vkCmdCopyBuffer, vkCmdFillBuffer) before the compute that follows, and the
+// other way round.
+void transfer_barrier(VkCommandBuffer cb) {
+  VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+  mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+  mb.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT |
+                     VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+  const VkPipelineStageFlags st = VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
+  vkCmdPipelineBarrier(cb, st, st, 0, 1, &mb, 0, nullptr, 0, nullptr);
+}
+
+}  // namespace
+
+const Buffer& DeviceModel::block_input(int l) const {
+  return l == first_ ? x_in_ : acts_[size_t(l - 1 - first_)].residual3;
+}
+
+// One block over rows [r0, r0 + nb*T) (transformer.h's block_forward).
+void DeviceModel::record_block_forward(VkCommandBuffer cb, int l, size_t r0, int nb, int chunk) {
+  const BlockActs& a = acts_[size_t(l - first_)];
+  const Group& w = groups_[block_group_[size_t(l - first_)]];
+  const uint32_t C = uint32_t(C_), n = uint32_t(size_t(nb) * T_);
+  const size_t rc = r0 * C;
+  auto P = [&](size_t off) { return ref(w.p, off); };
+  const Buffer& in = block_input(l);
+  ops_.layernorm_forward(cb, ref(a.ln1, rc), ref(a.ln1_mean, r0), ref(a.ln1_rstd, r0), ref(in, rc),
+                         P(bl_.ln1w), P(bl_.ln1b), n, C);
+  Stream::compute_barrier(cb);
+  ops_.matmul_forward(cb, ref(a.qkv, 3 * rc), ref(a.ln1, rc), P(bl_.qkvw), P(bl_.qkvb), true, n, C,
+                      3 * C);
+  Stream::compute_barrier(cb);
+  ops_.attention_forward(cb, ref(a.atty, rc), ref(a.att[size_t(chunk)]), ref(a.qkv, 3 * rc),
+                         uint32_t(nb), uint32_t(T_), C, uint32_t(NH_));
+  Stream::compute_barrier(cb);
+  ops_.matmul_forward(cb, ref(a.residual2, rc), ref(a.atty, rc), P(bl_.attprojw), P(bl_.attprojb),
+                      true, n, C, C);
+  Stream::compute_barrier(cb);
+  ops_.residual_forward(cb, ref(a.residual2, rc), ref(a.residual2, rc), ref(in, rc), n * C);
+  Stream::compute_barrier(cb);
+  ops_.layernorm_forward(cb, ref(a.ln2, rc), ref(a.ln2_mean, r0), ref(a.ln2_rstd, r0),
+                         ref(a.residual2, rc), P(bl_.ln2w), P(bl_.ln2b), n, C);
+  Stream::compute_barrier(cb);
+  ops_.matmul_forward(cb, ref(a.fch, 4 * rc), ref(a.ln2, rc), P(bl_.fcw), P(bl_.fcb), true, n, C,
+                      4 * C);
+  Stream::compute_barrier(cb);
+  ops_.gelu_forward(cb, ref(a.fch_gelu, 4 * rc), ref(a.fch, 4 * rc), 4 * n * C);
+  Stream::compute_barrier(cb);
+  ops_.matmul_forward(cb, ref(a.residual3, rc), ref(a.fch_gelu, 4 * rc), P(bl_.fcprojw),
+                      P(bl_.fcprojb), true, n, 4 * C, C);
+  Stream::compute_barrier(cb);
+  ops_.residual_forward(cb, ref(a.residual3, rc), ref(a.residual3, rc), ref(a.residual2, rc), n * C);
+  Stream::compute_barrier(cb);
+}
+
+// One block's backward over the chunk's rows; dres_ (the chunk's rows from 0) holds d(output) on
+// entry and d(input) on return (transformer.h's block_backward).
+void DeviceModel::record_block_backward(VkCommandBuffer cb, int l, size_t r0, int nb, int chunk) {
+  const BlockActs& a = acts_[size_t(l - first_)];
+  const Group& w = groups_[block_group_[size_t(l - first_)]];
+  const uint32_t C = uint32_t(C_), n = uint32_t(size_t(nb) * T_);
+  const size_t rc = r0 * C;
+  auto P = [&](size_t off) { return ref(w.p, off); };
+  auto G = [&](size_t off) { return ref(w.g, off); };
+  const Buffer& in = block_input(l);
+  ops_.matmul_backward_input(cb, ref(dfch_), ref(dres_), P(bl_.fcprojw), n, 4 * C, C, false);
+  ops_.matmul_backward_weight(cb, G(bl_.fcprojw), G(bl_.fcprojb), true, ref(dres_),
+                              ref(a.fch_gelu, 4 * rc), n, 4 * C, C);
+  Stream::compute_barrier(cb);
+  ops_.gelu_backward(cb, ref(dfch_), ref(a.fch, 4 * rc), ref(dfch_), 4 * n * C);
+  Stream::compute_barrier(cb);
+  ops_.matmul_backward_input(cb, ref(dln_), ref(dfch_), P(bl_.fcw), n, C, 4 * C, false);
+  ops_.matmul_backward_weight(cb, G(bl_.fcw), G(bl_.fcb), true, ref(dfch_), ref(a.ln2, rc), n, C,
+                              4 * C);
+  Stream::compute_barrier(cb);
+  ops_.layernorm_backward(cb, ref(dres_), G(bl_.ln2w), G(bl_.ln2b), ref(dln_), ref(a.residual2, rc),
+                          P(bl_.ln2w), ref(a.ln2_mean, r0), ref(a.ln2_rstd, r0), n, C);
+  Stream::compute_barrier(cb);
+  ops_.matmul_backward_input(cb, ref(datty_), ref(dres_), P(bl_.attprojw), n, C, C, false);
+  ops_.matmul_backward_weight(cb, G(bl_.attprojw), G(bl_.attprojb), true, ref(dres_),
+                              ref(a.atty, rc), n, C, C);
+  Stream::compute_barrier(cb);
+  ops_.attention_backward(cb, ref(dqkv_), ref(ds_), ref(datty_), ref(a.qkv, 3 * rc),
+                          ref(a.att[size_t(chunk)]), uint32_t(nb), uint32_t(T_), C, uint32_t(NH_));
+  Stream::compute_barrier(cb);
+  ops_.matmul_backward_input(cb, ref(dln_), ref(dqkv_), P(bl_.qkvw), n, C, 3 * C, false);
+  ops_.matmul_backward_weight(cb, G(bl_.qkvw), G(bl_.qkvb), true, ref(dqkv_), ref(a.ln1, rc), n, C,
+                              3 * C);
+  Stream::compute_barrier(cb);
+  ops_.layernorm_backward(cb, ref(dres_), G(bl_.ln1w), G(bl_.ln1b), ref(dln_), ref(in, rc),
+                          P(bl_.ln1w), ref(a.ln1_mean, r0), ref(a.ln1_rstd, r0), n, C);
+  Stream::compute_barrier(cb);
+}
+
+// The head over `rows` rows from r0 (Gpt2::head on the CPU): lnf, then per sub-chunk of
+// head_rows_ rows the logits against every wte piece, the losses, the requested logits (copied
+// into `out` at row chunk_row0's place), and with a gradient dlogits, dlnf and dwte at once.
+void DeviceModel::record_head(VkCommandBuffer cb, size_t r0, size_t rows,
+                              const llmcpu_forward_args& a, VkBuffer out, size_t out_row0) {
+  const uint32_t C = uint32_t(C_), Vp = uint32_t(Vp_);
+  const Group& other = groups_[other_group_];
+  ops_.layernorm_forward(cb, ref(lnf_, r0 * C), ref(lnf_mean_, r0), ref(lnf_rstd_, r0),
+                         ref(acts_.back().residual3, r0 * C), ref(other.p, lnfw_off_),
+                         ref(other.p, lnfb_off_), uint32_t(rows), C);
+  Stream::compute_barrier(cb);
+  const bool grad = have_targets_ && !std::isnan(a.dloss);
+  for (size_t s = 0; s < rows; s += head_rows_) {
+    const size_t r = r0 + s;
+    const uint32_t n = uint32_t(std::min(head_rows_, rows - s));
+    for (size_t k = 0; wte_first_group_ + k < other_group_; ++k) {
+      const Group& piece = groups_[wte_first_group_ + k];
+      const uint32_t lo = uint32_t(k * wte_rows_per_piece_), cols = uint32_t(piece.floats / C);
+      // logits[:, lo + j] = lnf_r . wte[lo + j]
+      ops_.gemm(cb, ref(logits_, lo), ref(lnf_, r * C), ref(piece.p), ref(piece.p), n, cols, C, C, 1,
+                1, C, Vp, 0);
+    }
+    Stream::compute_barrier(cb);
+    if (have_targets_) {
+      ops_.softmax_xent_forward(cb, ref(losses_, r), ref(lse_, r), ref(logits_), ref(targets_, r),
+                                n, uint32_t(V_), Vp);
+    }
+    if (a.logits_position == LLMCPU_LOGITS_ALL) {
+      transfer_barrier(cb);
+      const VkBufferCopy region{0, (r - out_row0) * Vp * F, size_t(n) * Vp * F};
+      vkCmdCopyBuffer(cb, logits_.buffer, out, 1, &region);
+    } else if (a.logits_position >= 0) {
+      transfer_barrier(cb);
+      for (size_t i = 0; i < n; ++i) {
+        if ((r + i) % size_t(T_) != size_t(a.logits_position)) continue;
+        const size_t b = (r + i) / size_t(T_) - out_row0 / size_t(T_);
+        const VkBufferCopy region{i * Vp * F, b * Vp * F, size_t(Vp) * F};
+        vkCmdCopyBuffer(cb, logits_.buffer, out, 1, &region);
+      }
+    }
+    transfer_barrier(cb);
+    if (!grad) continue;
+    ops_.softmax_xent_backward(cb, ref(logits_), ref(lse_, r), ref(targets_, r), a.dloss, n,
+                               uint32_t(V_), Vp);
+    Stream::compute_barrier(cb);
+    for (size_t k = 0; wte_first_group_ + k < other_group_; ++k) {
+      const Group& piece = groups_[wte_first_group_ + k];
+      const uint32_t lo = uint32_t(k * wte_rows_per_piece_), cols = uint32_t(piece.floats / C);
+      // dlnf_r (+)= dlogits[:, lo:] wte_piece;  dwte_piece += dlogits[:, lo:]^T lnf_r
+      ops_.gemm(cb, ref(dlnf_, r * C), ref(logits_, lo), ref(piece.p), ref(piece.p), n, C, cols, Vp, 1, C,
+                1, C, k == 0 ? 0u : kGemmAccumulate);
+      ops_.gemm(cb, ref(piece.g), ref(logits_, lo), ref(lnf_, r * C), ref(lnf_), cols, C, n, 1, Vp, C,
+                1, C, kGemmAccumulate);
+      Stream::compute_barrier(cb);  // the next piece accumulates into dlnf
+    }
+  }
+}
+
+void DeviceModel::forward(const llmcpu_forward_args& a) {
+  const size_t C = size_t(C_), BT = size_t(B_) * T_;
+  if (embedding_ && !a.inputs) throw VulkanError("forward: the device owns the embedding, no inputs");
+  if (!embedding_ && !a.residual_in) throw VulkanError("forward: no residual_in for block " + std::to_string(first_));
+  if (!head_ && !a.residual_out) throw VulkanError("forward: no residual_out for the CPU's head");
+  if (head_ && a.targets && !a.losses) throw VulkanError("forward: targets without losses");
+  if (head_ && a.logits_position != LLMCPU_LOGITS_NONE && !a.logits) {
+    throw VulkanError("forward: logits_position without a logits array");
+  }
+  if (head_ && a.logits_position >= T_) throw VulkanError("forward: logits_position past T");
+  have_targets_ = head_ && a.targets;
+  have_grad_ = head_ ? (have_targets_ && !std::isnan(a.dloss)) : true;
+  const size_t Vp = size_t(Vp_);
+  if (head_ && a.logits_position == LLMCPU_LOGITS_ALL) stream_.reserve(size_t(nb_) * T_ * Vp * F);
+  if (head_ && a.logits_position >= 0) stream_.reserve(size_t(nb_) * Vp * F);
+  kernels_.reset_sets();
+  stream_.run(size_t(chunks_), [&](size_t i, Chunk& c) {
+    const int b0 = int(i) * nb_, nb = std::min(nb_, B_ - b0);
+    const size_t r0 = size_t(b0) * T_, rows = size_t(nb) * T_;
+    if (embedding_) c.uploads.push_back({a.inputs + r0, rows * 4, tokens_.buffer, r0 * 4});
+    else c.uploads.push_back({a.residual_in + r0 * C, rows * C * F, x_in_.buffer, r0 * C * F});
+    if (have_targets_) c.uploads.push_back({a.targets + r0, rows * 4, targets_.buffer, r0 * 4});
+    c.compute = [this, &a, i, b0, nb, r0, rows](VkCommandBuffer cb, const SlotBuffers& slot) {
+      if (embedding_) {
+        for (size_t k = 0; wte_first_group_ + k < other_group_; ++k) {
+          const Group& piece = groups_[wte_first_group_ + k];
+          const uint32_t lo = uint32_t(k * wte_rows_per_piece_);
+          ops_.encoder_forward(cb, ref(x_in_, r0 * C_), ref(tokens_, r0), ref(piece.p),
+                               ref(groups_[other_group_].p, wpe_off_), uint32_t(rows),
+                               uint32_t(T_), uint32_t(C_), lo, lo + uint32_t(piece.floats / C_));
+        }
+        Stream::compute_barrier(cb);
+      }
+      for (int l = first_; l < L_; ++l) record_block_forward(cb, l, r0, nb, int(i));
+      if (head_) record_head(cb, r0, rows, a, slot.out, r0);
+      (void)b0;
+    };
+    if (head_) {
+      if (have_targets_) c.downloads.push_back({a.losses + r0, rows * F, losses_.buffer, r0 * F, false});
+      if (a.logits_position == LLMCPU_LOGITS_ALL) {
+        c.downloads.push_back({a.logits + r0 * Vp, rows * Vp * F, VK_NULL_HANDLE, 0, false});
+      } else if (a.logits_position >= 0) {
+        c.downloads.push_back({a.logits + size_t(b0) * Vp, size_t(nb) * Vp * F, VK_NULL_HANDLE, 0, false});
+      }
+    } else {
+      c.downloads.push_back({a.residual_out + r0 * C, rows * C * F,
+                             acts_.back().residual3.buffer, r0 * C * F, false});
+    }
+  });
+  schedule_ = "forward: " + stream_.last_order();
+  ++passes_;
+  (void)BT;
+}
+
+void DeviceModel::backward(const float* dresidual_top, float* dresidual_bottom) {
+  if (!have_grad_) {
+    throw VulkanError("backward: the last forward pass had no loss gradient (targets and dloss)");
+  }
+  if (!head_ && !dresidual_top) throw VulkanError("backward: no dresidual_top from the CPU's head");
+  if (!embedding_ && !dresidual_bottom) throw VulkanError("backward: no dresidual_bottom for the CPU");
+  const size_t C = size_t(C_);
+  kernels_.reset_sets();
+  stream_.run(size_t(chunks_), [&](size_t i, Chunk& c) {
+    const int b0 = int(i) * nb_, nb = std::min(nb_, B_ - b0);
+    const size_t r0 = size_t(b0) * T_, rows = size_t(nb) * T_;
+    if (!head_) c.uploads.push_back({dresidual_top + r0 * C, rows * C * F, VK_NULL_HANDLE, 0});
+    c.compute = [this, i, nb, r0, rows](VkCommandBuffer cb, const SlotBuffers& slot) {
+      const uint32_t Cu = uint32_t(C_);
+      if (head_) {  // d(last block's output) = lnf's backward of dlnf (final_layernorm_backward)
+        vkCmdFillBuffer(cb, dres_.buffer, 0, rows * C_ * F, 0);
+        transfer_barrier(cb);
+        const Group& other = groups_[other_group_];
+        ops_.layernorm_backward(cb, ref(dres_), ref(other.g, lnfw_off_), ref(other.g, lnfb_off_),
+                                ref(dlnf_, r0 * C_), ref(acts_.back().residual3, r0 * C_),
+                                ref(other.p, lnfw_off_), ref(lnf_mean_, r0), ref(lnf_rstd_, r0),
+                                uint32_t(rows), Cu);
+        Stream::compute_barrier(cb);
+      } else {
+        const VkBufferCopy region{0, 0, rows * C_ * F};
+        vkCmdCopyBuffer(cb, slot.in, dres_.buffer, 1, &region);
+        transfer_barrier(cb);
+      }
+      for (int l = L_ - 1; l >= first_; --l) record_block_backward(cb, l, r0, nb, int(i));
+      if (embedding_) {
+        const Group& other = groups_[other_group_];
+        for (size_t k = 0; wte_first_group_ + k < other_group_; ++k) {
+          const Group& piece = groups_[wte_first_group_ + k];
+          const uint32_t lo = uint32_t(k * wte_rows_per_piece_);
+          ops_.encoder_backward(cb, ref(piece.g), ref(other.g, wpe_off_), k == 0, ref(dres_),
+                                ref(tokens_, r0), uint32_t(rows), uint32_t(T_), Cu, lo,
+                                lo + uint32_t(piece.floats / C_));
+        }
+        Stream::compute_barrier(cb);
+      } else {
+        const VkBufferCopy region{0, 0, rows * C_ * F};
+        vkCmdCopyBuffer(cb, dres_.buffer, slot.out, 1, &region);
+        transfer_barrier(cb);
+      }
+    };
+    if (!embedding_) {
+      c.downloads.push_back({dresidual_bottom + r0 * C, rows * C * F, VK_NULL_HANDLE, 0, false});
+    }
+  });
+  schedule_ += "\nbackward: " + stream_.last_order();
+  have_grad_ = false;
+  ++passes_;
+}
+
+}  // namespace llmcpu::vk
