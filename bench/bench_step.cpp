@@ -5,9 +5,10 @@
 // Threads are placed as `llmcpu train` places them; the environment picks the policy:
 //   LLMCPU_BIND=compact|spread|none (default compact), LLMCPU_NUMA=local|interleave|off (default
 //   local), LLMCPU_THREADS=N (default one per core). The plan is printed in one line at start.
-// LLMCPU_PLUGIN=PATH or --plugin PATH offloads matmul and attention to a plugin (as `train
-// --plugin`); the rows then also show the device's copy and compute time per step and the share of
-// copying hidden by compute.
+// LLMCPU_PLUGIN=PATH or --plugin PATH hands layers to a plugin's device (as `train --plugin`;
+// LLMCPU_OFFLOAD_LAYERS=N|all, default all): the device then also runs their AdamW, and the rows
+// show the device's copy and compute time per step, the share of copying hidden by compute and
+// the bytes each way.
 // LLMCPU_PRECISION=bf16 runs the bf16 mixed-precision step (as `train --precision bf16`).
 #include <benchmark/benchmark.h>
 #include <omp.h>
@@ -42,19 +43,30 @@ void BM_TrainStep(benchmark::State& state, const char* preset) {
   Gpt2 model(load_model_preset(find_conf_file("models", preset)), active_kernels(), g_precision);
   init_gpt2(model, 1);
   // The plugin belongs to this model (and keeps its weights): a fresh one per benchmark.
+  model.plan_batch(B, T);
   if (const char* plugin = std::getenv("LLMCPU_PLUGIN")) {
-    const OffloadOutcome r = model.enable_offload(plugin);
+    OffloadOptions o;
+    if (const char* n = std::getenv("LLMCPU_OFFLOAD_LAYERS")) o.layers = n;
+    const OffloadOutcome r = model.enable_offload(plugin, o);
     if (!r.active) {
       state.SkipWithError(r.message.c_str());
       return;
     }
   }
-  llmcpu_offload_report dev;
-  model.offload_report(&dev);  // count from the first step on, not the upload of the weights
-  model.plan_batch(B, T);
   AdamWConfig cfg;
   cfg.weight_decay = 0.1;
   AdamW opt(model.num_parameters(), cfg, model.kernels(), model.bf16_kernels());
+  // The device's part is updated where it lives (as the trainer does): the CPU's AdamW skips it.
+  OffloadDevice* device = model.offload_device();
+  if (device) {
+    std::vector<ParameterSpan> on_device;
+    for (const ParameterSpan& r : model.layout().spans()) {
+      if (model.device_owns(r.tensor, r.layer)) on_device.push_back(r);
+    }
+    opt.skip(on_device);
+  }
+  llmcpu_offload_report dev;
+  model.offload_report(&dev);  // count from the first step on, not the upload of the weights
   std::vector<int> inputs((size_t)B * T), targets((size_t)B * T);
   Rng rng(7);
   for (size_t i = 0; i < inputs.size(); ++i) {
@@ -69,8 +81,18 @@ void BM_TrainStep(benchmark::State& state, const char* preset) {
     passes += seconds_since(t0);
     t0 = Clock::now();
     benchmark::DoNotOptimize(global_norm(model.grads_flat(), model.num_parameters()));
+    if (device) benchmark::DoNotOptimize(device->grad_sum_squares());
     const Gpt2::UpdateSpans w = model.weights_for_update();  // bf16: the copy in the same pass
-    opt.step(w.master, model.grads_flat(), 1e-4, w.copy);    // a device's copy: next forward
+    opt.step(w.master, model.grads_flat(), 1e-4, w.copy);
+    if (device) {
+      llmcpu_adamw_args a{};
+      a.struct_size = sizeof a;
+      a.grad_scale = 1.0f;
+      a.lr = 1e-4, a.beta1 = cfg.beta1, a.beta2 = cfg.beta2, a.eps = cfg.eps;
+      a.weight_decay = cfg.weight_decay, a.t = opt.steps_taken();
+      device->adamw_step(a);
+      model.device_parameters_changed();
+    }
     upd += seconds_since(t0);
   };
   // One untimed step first, as in a training run's steady state: libxsmm JIT, scratch growth and
@@ -84,6 +106,8 @@ void BM_TrainStep(benchmark::State& state, const char* preset) {
     state.counters["copy_ms"] = dev.copy_ms / n;
     state.counters["compute_ms"] = dev.compute_ms / n;
     state.counters["hidden%"] = 100 * dev.hidden_fraction;
+    state.counters["MB_up"] = double(dev.bytes_up) / 1e6 / n;
+    state.counters["MB_down"] = double(dev.bytes_down) / 1e6 / n;
   }
   const double total = passes + upd;
   state.counters["tok/s"] =

@@ -141,8 +141,12 @@ class Gpt2 {
   // grads_flat() (without marking anything stale). The trainer calls it before it writes or
   // samples; verify, before it compares gradients. No-op without a device.
   void fetch_device_state(bool params, bool grads);
-  // The device updated its own parameters (its AdamW): the master lags for that part.
-  void device_parameters_changed() { device_ahead_ = offload_active(); }
+  // The device updated its own parameters (its AdamW, after weights_for_update() gave the CPU's
+  // optimizer the rest): the master lags for the device's part, and the device's copy is current.
+  void device_parameters_changed() {
+    device_ahead_ = offload_active();
+    device_stale_ = false;
+  }
 
   // Sizes the activations for batches of B x T tokens: the only call that allocates them (a no-op
   // when already that shape with those options). Throws ShapeError if B or T is not positive or

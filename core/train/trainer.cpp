@@ -284,6 +284,16 @@ Trainer::Trainer(const TrainOptions& options, Communicator* world)
                                          model_->bf16_kernels());
   }
   if (resume_files_) restore_optimizer();
+  if (!opt_.plugin.empty()) {  // after the moments: a resume's go to the device
+    OffloadOptions offload;
+    offload.layers = opt_.offload_layers;
+    if (!opt_.device_memory_limit.empty()) {
+      offload.memory_limit =
+          size_t(parse_memory_size(opt_.device_memory_limit, "--device-memory-limit"));
+    }
+    offload_ = model_->enable_offload(opt_.plugin, offload);
+    adopt_device();
+  }
   optimizer_bytes_.assign(ranks, 0.0);
   optimizer_bytes_[world_->rank()] = double(optimizer_->bytes());
   world_->all_reduce_sum(optimizer_bytes_.data(), optimizer_bytes_.size());

@@ -58,6 +58,9 @@ struct TrainOptions {
   std::string precision = "fp32";  // fp32 or bf16 (mixed precision; see core/model/gpt2.h)
   std::string recompute = "none";  // none, gelu or all-pointwise (core/model/activations.h)
   std::string memory_limit;        // plan against this size (e.g. "12G") instead of the machine
+  std::string plugin;                  // an offload plugin (core/plugin/offload.h); empty: none
+  std::string offload_layers = "all";  // with a plugin: "all" or how many of the last blocks
+  std::string device_memory_limit;     // with a plugin: plan against this much device memory
   int max_bad_steps = 5;  // stop after this many steps in a row with a non-finite loss or norm
   double comm_timeout = 300;  // several ranks: seconds a collective may wait before the job ends
   int zero = -1;  // several ranks: 1 ZeRO-1 (the optimizer state sharded), 0 not; -1: 1
@@ -149,6 +152,8 @@ class Trainer {
   // model was allocated (core/train/memory_plan.h).
   const MemoryPlan& memory_plan() const { return memory_plan_; }
   const MemoryLimit& memory_limit() const { return memory_limit_; }
+  // What became of --plugin (empty message without one): the device's part, or why not.
+  const OffloadOutcome& offload() const { return offload_; }
   bool zero() const { return sync_ && sync_->zero(); }
   // ZeRO-1 with one copy of the weights shared by the ranks of this machine
   // (GradientSync::share_memory).
@@ -226,6 +231,7 @@ class Trainer {
   std::unique_ptr<DataLoader> train_;
   std::unique_ptr<DataLoader> val_;
   std::unique_ptr<AdamW> optimizer_;
+  OffloadOutcome offload_;
   OffloadDevice* device_ = nullptr;  // adopted: owns part of the model and its AdamW
   float device_grad_scale_ = 1.0f;   // this step's clipping factor, for the device's AdamW
   std::unique_ptr<Generator> generator_;  // with --sample-every

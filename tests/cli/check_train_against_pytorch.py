@@ -7,6 +7,8 @@ Always: the log's `s:N trl:X` lines, one per step, within LOSS_LIMIT of NAME_los
   torch.nn.utils.clip_grad_norm_ returns it) against NAME_norms.txt; that PyTorch did clip on some
   step; and, given --unclipped OTHER (the same fixture made without clipping), that the clipped
   losses differ from OTHER's by more than LOSS_LIMIT, so that a run ignoring --grad-clip fails.
+--plugin P [--offload-layers N|all]: the same run with that part of the model on P's device (the
+  limits are the same: the device computes in fp32 as the CPU does, within the same bounds).
 --val-every K (a fixture made with --val-every K): the log's `s:N tel:X` lines at exactly the steps
   of NAME_val_losses.txt (0, K, 2K, ... and the last), each between the train loss of the step
   before and that of its own step (validation comes before the step's update, as in llm.c), within
@@ -57,6 +59,8 @@ def main():
     ap.add_argument("--unclipped", help="name of the same fixture made without --grad-clip")
     ap.add_argument("--val-every", type=int, default=0)
     ap.add_argument("--val-batches", type=int, default=4)
+    ap.add_argument("--plugin", help="an offload plugin: the run goes through it")
+    ap.add_argument("--offload-layers", default="all")
     a = ap.parse_args()
 
     fixture = lambda suffix: os.path.join(a.dir, f"{a.name}_{suffix}")
@@ -69,6 +73,8 @@ def main():
     if a.val_every > 0:
         cmd += ["--val-data", fixture("val.bin"), "--val-every", str(a.val_every),
                 "--val-batches", str(a.val_batches)]
+    if a.plugin:
+        cmd += ["--plugin", a.plugin, "--offload-layers", a.offload_layers]
     print(" ".join(cmd))
     run = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     print(run.stdout)

@@ -1,7 +1,8 @@
 # Runs 10 steps of `llmcpu train` on a PyTorch fixture and checks every logged loss against PyTorch's
 # within 2e-4. Called by ctest: cmake -DLLMCPU=... -DDIR=... -DNAME=... -DB=... -DT=... -P this file.
 # Optional: -DPRECISION=bf16 (default fp32), -DTOL_MICRO=N, the limit in units of 1e-6
-# (default 200), and -DRECOMPUTE=gelu|all-pointwise (default none).
+# (default 200), -DRECOMPUTE=gelu|all-pointwise (default none), and -DPLUGIN=PATH
+# -DOFFLOAD_LAYERS=N|all: the same run with that part of the model on the plugin's device.
 if(NOT DEFINED PRECISION)
   set(PRECISION fp32)
 endif()
@@ -12,9 +13,14 @@ if(NOT DEFINED RECOMPUTE)
   set(RECOMPUTE none)
 endif()
 set(log ${DIR}/${NAME}_llmcpu_${PRECISION}_log.txt)
+set(offload)
+if(DEFINED PLUGIN)
+  set(offload --plugin ${PLUGIN} --offload-layers ${OFFLOAD_LAYERS})
+  set(log ${DIR}/${NAME}_llmcpu_${PRECISION}_offload_${OFFLOAD_LAYERS}_log.txt)
+endif()
 execute_process(COMMAND ${LLMCPU} train --model ${DIR}/${NAME}_model.bin --train-data ${DIR}/${NAME}_train.bin
                         --batch ${B} --seq-len ${T} --steps 10 --lr 1e-3 --weight-decay 0.01 --no-shuffle
-                        --precision ${PRECISION} --recompute ${RECOMPUTE} --log ${log}
+                        --precision ${PRECISION} --recompute ${RECOMPUTE} --log ${log} ${offload}
                 RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "llmcpu train exited with ${rc}")

@@ -106,9 +106,12 @@ int train_in(Communicator& world, const std::vector<std::string>& args) {
   const int nthreads = placed.plan.num_threads();
   parse_precision(o.precision, "--precision");  // before anything is loaded: a typo fails fast
 
+  o.plugin = extra.plugin.path;
+  o.offload_layers = extra.plugin.layers;
+  o.device_memory_limit = extra.plugin.memory_limit;
   Trainer trainer(o, &world);
   for (const std::string& note : trainer.notes()) std::printf("train: %s\n", note.c_str());
-  apply_plugin_flags(extra.plugin, trainer.model());
+  print_offload_outcome(trainer.offload());
   const Gpt2& m = trainer.model();
   std::printf("train: %s\n", trainer.model_origin().c_str());
   const int ranks = world.size();

@@ -26,13 +26,17 @@ void add_plugin_flags(ArgParser& p, PluginFlags* o) {
 
 void apply_plugin_flags(const PluginFlags& o, Gpt2& model) {
   if (o.path.empty()) return;
-  std::fflush(stdout);  // the lines before this one come first
   OffloadOptions options;
   options.layers = o.layers;
   if (!o.memory_limit.empty()) {
     options.memory_limit = size_t(parse_memory_size(o.memory_limit, "--device-memory-limit"));
   }
-  const OffloadOutcome r = model.enable_offload(o.path, options);
+  print_offload_outcome(model.enable_offload(o.path, options));
+}
+
+void print_offload_outcome(const OffloadOutcome& r) {
+  if (r.message.empty()) return;
+  std::fflush(stdout);  // the lines before this one come first
   std::fprintf(r.active ? stdout : stderr, "%s\n", r.message.c_str());
   std::fflush(r.active ? stdout : stderr);
 }

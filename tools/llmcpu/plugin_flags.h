@@ -29,6 +29,9 @@ void add_plugin_flags(ArgParser& p, PluginFlags* o);
 // the fp32 plugin). A bad --offload-layers or --device-memory-limit, or a plan that does not fit
 // the device, throws UsageError.
 void apply_plugin_flags(const PluginFlags& o, Gpt2& model);
+// The outcome's line: stdout when the device is active, stderr when the model stays on the CPU;
+// nothing without a plugin.
+void print_offload_outcome(const OffloadOutcome& r);
 
 // Prints the model's device report line (stdout) when --offload-report was given; without an
 // active plugin it says once that there is nothing to report.
