@@ -52,8 +52,7 @@ void BlockOps::gemm(VkCommandBuffer cb, Ref c, Ref a, Ref b, Ref bias, uint32_t 
                     uint32_t c_sm, uint32_t flags) {
   if (M == 0 || N == 0) return;
   check(bias.buf != VK_NULL_HANDLE || !(flags & kGemmBias), "gemm", "kGemmBias without a bias");
-  const GemmPush pc{M,     N,    K,     a.off, a_sm,     a_sk, b.off,
-                    b_sk,  b_sn, c.off, c_sm,  bias.off, flags};
+  const GemmPush pc{M, N, K, a.off, a_sm, a_sk, b.off, b_sk, b_sn, c.off, c_sm, bias.off, flags};
   const Binding binds[4] = {bind(a), bind(b), bind(c), bind_or(bias, c)};
   // K = 0 still runs once: C = bias (or 0), or C unchanged when accumulating.
   for (uint32_t k0 = 0; k0 < K || k0 == 0; k0 += kMaxGemmK) {
@@ -80,10 +79,9 @@ void BlockOps::matmul_forward(VkCommandBuffer cb, Ref out, Ref inp, Ref weight, 
 
 // dinp (N,C) (+)= dout (N,OC) W:  A = dout (a_sm = OC, a_sk = 1), B(k,n) = W[k,n] (b_sk = C,
 // b_sn = 1).
-void BlockOps::matmul_backward_input(VkCommandBuffer cb, Ref dinp, Ref dout, Ref weight,
-                                     uint32_t N, uint32_t C, uint32_t OC, bool accumulate) {
-  gemm(cb, dinp, dout, weight, Ref{}, N, C, OC, OC, 1, C, 1, C,
-       accumulate ? kGemmAccumulate : 0);
+void BlockOps::matmul_backward_input(VkCommandBuffer cb, Ref dinp, Ref dout, Ref weight, uint32_t N,
+                                     uint32_t C, uint32_t OC, bool accumulate) {
+  gemm(cb, dinp, dout, weight, Ref{}, N, C, OC, OC, 1, C, 1, C, accumulate ? kGemmAccumulate : 0);
 }
 
 // dW (OC,C) += dout^T inp:  A(m,k) = dout[k,m] (a_sm = 1, a_sk = OC), B = inp (b_sk = C, b_sn = 1);
@@ -94,8 +92,7 @@ void BlockOps::matmul_backward_weight(VkCommandBuffer cb, Ref dweight, Ref dbias
   if (!has_bias || OC == 0) return;
   check(dbias.buf != VK_NULL_HANDLE, "matmul_backward_weight", "has_bias without a dbias buffer");
   const ColsumPush pc{N, OC, OC, dout.off, 1, dbias.off};
-  k_.dispatch(cb, Kernel::kColsum, {bind(dout), bind(dbias)}, &pc, sizeof pc, groups(OC, 64), 1,
-              1);
+  k_.dispatch(cb, Kernel::kColsum, {bind(dout), bind(dbias)}, &pc, sizeof pc, groups(OC, 64), 1, 1);
 }
 
 void BlockOps::attention_forward(VkCommandBuffer cb, Ref out, Ref att, Ref qkv, uint32_t nb,
@@ -133,8 +130,7 @@ void BlockOps::encoder_forward(VkCommandBuffer cb, Ref out, Ref tokens, Ref wte,
                                uint32_t vocab_hi) {
   check(T > 0, "encoder_forward", "T = 0");
   if (N == 0 || C == 0 || vocab_hi <= vocab_lo) return;
-  const EncoderForwardPush pc{N,     T,          C,       vocab_lo, vocab_hi,
-                              out.off, tokens.off, wte.off, wpe.off};
+  const EncoderForwardPush pc{N, T, C, vocab_lo, vocab_hi, out.off, tokens.off, wte.off, wpe.off};
   const Grid g = flat_grid(groups(uint64_t(N) * C, 256));
   k_.dispatch(cb, Kernel::kEncoderForward, {bind(tokens), bind(wte), bind(wpe), bind(out)}, &pc,
               sizeof pc, g.x, g.y, 1);
@@ -173,12 +169,11 @@ void BlockOps::layernorm_forward(VkCommandBuffer cb, Ref out, Ref mean, Ref rstd
 }
 
 void BlockOps::layernorm_backward(VkCommandBuffer cb, Ref dinp, Ref dweight, Ref dbias, Ref dout,
-                                  Ref inp, Ref weight, Ref mean, Ref rstd, uint32_t N,
-                                  uint32_t C) {
+                                  Ref inp, Ref weight, Ref mean, Ref rstd, uint32_t N, uint32_t C) {
   check(C > 0, "layernorm_backward", "C = 0");
   if (N == 0) return;
-  LayerNormBackwardPush pc{N,        C,       dinp.off,   dweight.off, dbias.off,
-                           dout.off, inp.off, weight.off, mean.off,    rstd.off, 0};
+  LayerNormBackwardPush pc{N,       C,          dinp.off, dweight.off, dbias.off, dout.off,
+                           inp.off, weight.off, mean.off, rstd.off,    0};
   // The two passes write different buffers and read only the inputs: no barrier between them.
   for (uint32_t pass = 0; pass < 2; ++pass) {
     pc.pass = pass;
@@ -209,8 +204,8 @@ void BlockOps::residual_forward(VkCommandBuffer cb, Ref out, Ref a, Ref b, uint3
   if (n == 0) return;
   const ResidualPush pc{n, out.off, a.off, b.off};
   const Grid g = flat_grid(groups(n, 256));
-  k_.dispatch(cb, Kernel::kResidualForward, {bind(a), bind(b), bind(out)}, &pc, sizeof pc, g.x,
-              g.y, 1);
+  k_.dispatch(cb, Kernel::kResidualForward, {bind(a), bind(b), bind(out)}, &pc, sizeof pc, g.x, g.y,
+              1);
 }
 
 void BlockOps::softmax_xent_forward(VkCommandBuffer cb, Ref losses, Ref lse, Ref logits,
@@ -238,8 +233,8 @@ void BlockOps::softmax_xent_backward(VkCommandBuffer cb, Ref logits, Ref lse, Re
 void BlockOps::adamw(VkCommandBuffer cb, Ref param, Ref m, Ref v, Ref grad, uint32_t n,
                      const AdamWConstants& s) {
   if (n == 0) return;
-  const AdamWPush pc{n,      param.off,   m.off,   v.off,  grad.off,
-                     s.decay, s.beta1, s.beta2, s.step_size, s.bc2_sqrt, s.eps, s.grad_scale};
+  const AdamWPush pc{n,       param.off, m.off,       v.off,      grad.off, s.decay,
+                     s.beta1, s.beta2,   s.step_size, s.bc2_sqrt, s.eps,    s.grad_scale};
   const Grid g = flat_grid(groups(n, 256));
   k_.dispatch(cb, adamw_exact() ? Kernel::kAdamW : Kernel::kAdamWF32,
               {bind(param), bind(m), bind(v), bind(grad)}, &pc, sizeof pc, g.x, g.y, 1);

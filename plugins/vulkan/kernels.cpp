@@ -2,7 +2,6 @@
 #include "plugins/vulkan/kernels.h"
 
 #include <cstdint>
-#include <cstring>
 #include <iterator>
 #include <string>
 
@@ -64,40 +63,34 @@ struct ShaderInfo {
   size_t bytes;
   uint32_t bindings;
   uint32_t push_size;
-  uint32_t min_push;     // 0: exactly push_size
-  bool needs_float64;    // created only where the device has shaderFloat64
+  bool needs_float64;  // created only where the device has shaderFloat64
 };
 
 constexpr uint32_t kSetsPerPool = 1024;
 constexpr uint32_t kMaxBindings = 8;
-constexpr uint32_t kMaxPush = 128;  // Vulkan's guaranteed maxPushConstantsSize
 
 }  // namespace
 
 Kernels::Kernels(Device& dev) : dev_(dev) {
   // In the order of enum Kernel.
   const ShaderInfo infos[] = {
-      {kGemmSpv, sizeof kGemmSpv, 4, sizeof(GemmPush), 0, false},
-      {kColsumSpv, sizeof kColsumSpv, 2, sizeof(ColsumPush), 0, false},
-      // ops.cpp pushes only T, C, NH, hs, scale (20 bytes): its offsets are then 0.
-      {kAttentionForwardSpv, sizeof kAttentionForwardSpv, 3, sizeof(AttentionPush), 20, false},
-      {kAttentionBackwardSpv, sizeof kAttentionBackwardSpv, 5, sizeof(AttentionPush), 0, false},
-      {kEncoderForwardSpv, sizeof kEncoderForwardSpv, 4, sizeof(EncoderForwardPush), 0, false},
-      {kEncoderBackwardSpv, sizeof kEncoderBackwardSpv, 3, sizeof(EncoderBackwardPush), 0, false},
-      {kLayernormForwardSpv, sizeof kLayernormForwardSpv, 6, sizeof(LayerNormForwardPush), 0,
+      {kGemmSpv, sizeof kGemmSpv, 4, sizeof(GemmPush), false},
+      {kColsumSpv, sizeof kColsumSpv, 2, sizeof(ColsumPush), false},
+      {kAttentionForwardSpv, sizeof kAttentionForwardSpv, 3, sizeof(AttentionPush), false},
+      {kAttentionBackwardSpv, sizeof kAttentionBackwardSpv, 5, sizeof(AttentionPush), false},
+      {kEncoderForwardSpv, sizeof kEncoderForwardSpv, 4, sizeof(EncoderForwardPush), false},
+      {kEncoderBackwardSpv, sizeof kEncoderBackwardSpv, 3, sizeof(EncoderBackwardPush), false},
+      {kLayernormForwardSpv, sizeof kLayernormForwardSpv, 6, sizeof(LayerNormForwardPush), false},
+      {kLayernormBackwardSpv, sizeof kLayernormBackwardSpv, 8, sizeof(LayerNormBackwardPush),
        false},
-      {kLayernormBackwardSpv, sizeof kLayernormBackwardSpv, 8, sizeof(LayerNormBackwardPush), 0,
-       false},
-      {kGeluForwardSpv, sizeof kGeluForwardSpv, 2, sizeof(GeluPush), 0, false},
-      {kGeluBackwardSpv, sizeof kGeluBackwardSpv, 3, sizeof(GeluPush), 0, false},
-      {kResidualForwardSpv, sizeof kResidualForwardSpv, 3, sizeof(ResidualPush), 0, false},
-      {kSoftmaxXentForwardSpv, sizeof kSoftmaxXentForwardSpv, 4, sizeof(SoftmaxXentPush), 0,
-       false},
-      {kSoftmaxXentBackwardSpv, sizeof kSoftmaxXentBackwardSpv, 3, sizeof(SoftmaxXentPush), 0,
-       false},
-      {kSumSquaresSpv, sizeof kSumSquaresSpv, 2, sizeof(SumSquaresPush), 0, false},
-      {kAdamwSpv, sizeof kAdamwSpv, 4, sizeof(AdamWPush), 0, true},
-      {kAdamwF32Spv, sizeof kAdamwF32Spv, 4, sizeof(AdamWPush), 0, false},
+      {kGeluForwardSpv, sizeof kGeluForwardSpv, 2, sizeof(GeluPush), false},
+      {kGeluBackwardSpv, sizeof kGeluBackwardSpv, 3, sizeof(GeluPush), false},
+      {kResidualForwardSpv, sizeof kResidualForwardSpv, 3, sizeof(ResidualPush), false},
+      {kSoftmaxXentForwardSpv, sizeof kSoftmaxXentForwardSpv, 4, sizeof(SoftmaxXentPush), false},
+      {kSoftmaxXentBackwardSpv, sizeof kSoftmaxXentBackwardSpv, 3, sizeof(SoftmaxXentPush), false},
+      {kSumSquaresSpv, sizeof kSumSquaresSpv, 2, sizeof(SumSquaresPush), false},
+      {kAdamwSpv, sizeof kAdamwSpv, 4, sizeof(AdamWPush), true},
+      {kAdamwF32Spv, sizeof kAdamwF32Spv, 4, sizeof(AdamWPush), false},
   };
   static_assert(std::size(infos) == size_t(Kernel::kCount), "one ShaderInfo per Kernel");
   VkDevice d = dev_.device();
@@ -107,7 +100,6 @@ Kernels::Kernels(Device& dev) : dev_(dev) {
       if (infos[i].needs_float64 && !dev_.float64()) continue;
       p.bindings = infos[i].bindings;
       p.push_size = infos[i].push_size;
-      p.min_push = infos[i].min_push ? infos[i].min_push : infos[i].push_size;
       VkDescriptorSetLayoutBinding b[kMaxBindings]{};
       for (uint32_t j = 0; j < p.bindings; ++j) {
         b[j].binding = j;
@@ -196,7 +188,7 @@ void Kernels::dispatch(VkCommandBuffer cb, Kernel k, std::initializer_list<Bindi
     throw VulkanError("internal: kernel " + std::to_string(int(k)) + " is not available on " +
                       dev_.name() + " (it needs shaderFloat64)");
   }
-  if (bindings.size() != p.bindings || push_size < p.min_push || push_size > p.push_size) {
+  if (bindings.size() != p.bindings || push_size != p.push_size) {
     throw VulkanError("internal: kernel " + std::to_string(int(k)) + " called with " +
                       std::to_string(bindings.size()) + " bindings, " + std::to_string(push_size) +
                       " bytes of push constants");
@@ -224,9 +216,7 @@ void Kernels::dispatch(VkCommandBuffer cb, Kernel k, std::initializer_list<Bindi
   vkUpdateDescriptorSets(dev_.device(), j, writes, 0, nullptr);
   vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, p.pipeline);
   vkCmdBindDescriptorSets(cb, VK_PIPELINE_BIND_POINT_COMPUTE, p.layout, 0, 1, &set, 0, nullptr);
-  uint8_t block[kMaxPush] = {};  // a shorter push is zero-extended to the pipeline's range
-  std::memcpy(block, push, push_size);
-  vkCmdPushConstants(cb, p.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, p.push_size, block);
+  vkCmdPushConstants(cb, p.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, push_size, push);
   vkCmdDispatch(cb, gx, gy, gz);
 }
 

@@ -1,8 +1,8 @@
 // The compute pipelines (one per shader in shaders/, SPIR-V compiled at build time) and the
 // recording of one dispatch: descriptor set from a pool that is reset at the start of every op,
-// push constants (zero-extended where a kernel accepts a shorter block), workgroup counts. Every
-// binding is checked against maxStorageBufferRange and the offset alignment. Not here: which
-// buffers an op binds (ops.cpp, block_ops.cpp), command buffer submission (stream.h).
+// push constants, workgroup counts. Every binding is checked against maxStorageBufferRange and the
+// offset alignment. Not here: which buffers an op binds (block_ops.cpp), command buffer submission
+// (stream.h).
 #pragma once
 
 #include <initializer_list>
@@ -51,7 +51,6 @@ struct ColsumPush {
 
 // shaders/attention_forward.comp and attention_backward.comp. Every operand is an element offset
 // into its binding; the forward reads qkv_off, out_off, att_off, the backward all but out_off.
-// A push of only the first 20 bytes (T .. scale) is accepted by the forward and zero-extended.
 struct AttentionPush {
   uint32_t T, C, NH, hs;
   float scale;
@@ -144,7 +143,6 @@ class Kernels {
     VkPipeline pipeline = VK_NULL_HANDLE;
     uint32_t bindings = 0;
     uint32_t push_size = 0;
-    uint32_t min_push = 0;  // a shorter push is refused, one up to push_size zero-extended
   };
   VkDescriptorSet allocate_set(VkDescriptorSetLayout layout);
 

@@ -28,6 +28,7 @@
 #include "core/util/rng.h"
 #include "plugins/vulkan/device.h"
 #include "plugins/vulkan/stream.h"
+#include "simd/error.h"
 #include "simd/scalar/adamw.h"
 
 namespace llmcpu {
@@ -151,13 +152,15 @@ void expect_pipelined(const std::vector<Submission>& subs, int n, int K) {
     EXPECT_EQ(s.waits, expected) << s.stage << s.chunk;
     for (const auto& w : s.waits) {  // nothing waits for a stage submitted after it
       ASSERT_TRUE(at.count(w)) << w.first << w.second;
-      EXPECT_LT(at[w], at[{s.stage, s.chunk}]) << s.stage << s.chunk << " waits for a later one";
+      const size_t waited = at[w], self = at[std::pair{s.stage, s.chunk}];
+      EXPECT_LT(waited, self) << s.stage << s.chunk << " waits for a later one";
     }
   }
+  auto pos = [&](char stage, int chunk) { return at[std::pair{stage, chunk}]; };
   for (int i = 0; i + 1 < n; ++i) {
-    EXPECT_LT(at[{'U', i + 1}], at[{'D', i}]) << "upload " << i + 1 << " after download " << i;
-    EXPECT_LT(at[{'U', i + 1}], at[{'C', i + 1}]);
-    if (i + 2 < n) EXPECT_LT(at[{'D', i}], at[{'C', i + 2}]) << "download " << i << " late";
+    EXPECT_LT(pos('U', i + 1), pos('D', i)) << "upload " << i + 1 << " after download " << i;
+    EXPECT_LT(pos('U', i + 1), pos('C', i + 1));
+    if (i + 2 < n) EXPECT_LT(pos('D', i), pos('C', i + 2)) << "download " << i << " late";
   }
 }
 

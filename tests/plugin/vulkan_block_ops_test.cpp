@@ -1,0 +1,846 @@
+// The Vulkan plugin's block ops (plugins/vulkan/block_ops.h), recorded directly into a command
+// buffer on the device the plugin would pick, against the scalar reference kernels of simd/scalar/
+// run in double, on ragged shapes, with every operand at a nonzero element offset inside a larger
+// device buffer (the elements around each operand are checked untouched). Bounds are derived from
+// fp32 rounding (tests/simd/error_bounds.h) and the precision Vulkan guarantees for shader
+// built-ins (below); AdamW with shaderFloat64 is compared bit for bit with the CPU's float path.
+// Not here: the plugin's C ABI, streaming and memory plan (other tests); skipped, with a message,
+// only where no Vulkan device exists at all.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "plugins/vulkan/block_ops.h"
+#include "plugins/vulkan/device.h"
+#include "plugins/vulkan/kernels.h"
+#include "plugins/vulkan/stream.h"
+#include "simd/scalar/adamw.h"
+#include "simd/scalar/attention.h"
+#include "simd/scalar/encoder.h"
+#include "simd/scalar/gelu.h"
+#include "simd/scalar/layernorm.h"
+#include "simd/scalar/matmul.h"
+#include "simd/scalar/residual.h"
+#include "simd/scalar/softmax_xent.h"
+#include "tests/simd/attention_bounds.h"
+#include "tests/simd/error_bounds.h"
+
+namespace llmcpu::simd_test {
+namespace {
+
+using vk::BlockOps;
+using vk::Ref;
+
+// Vulkan's precision of shader built-ins (spec, "Precision and Operation of SPIR-V
+// Instructions"), one ulp of y being at most kUlp |y|: +, -, * correctly rounded; x / y and 1 / x
+// 2.5 ulp; exp(x) 3 + 2|x| ulp; log(x) 3 ulp outside [0.5, 2], absolute 2^-21 inside; inversesqrt
+// 2 ulp; sqrt inherited from 1 / inversesqrt; tanh inherited from sinh / cosh, themselves from
+// (exp(x) -+ exp(-x)) / 2. fma and contracted multiply-adds round at most as often as the
+// separate operations, so the gamma(n) bounds hold whether or not a driver fuses.
+double exp_ulps(double x) { return 3 + 2 * std::fabs(x); }
+constexpr double kDivRel = 2.5 * kUlp;
+constexpr double kRsqrtRel = 2 * kUlp;
+constexpr double kLogAbsNearOne = 0x1p-21;
+constexpr double kLogRel = 3 * kUlp;
+// sqrt = 1 / inversesqrt: (1 + 2.5 ulp) / (1 - 2 ulp) - 1, relative.
+const double kSqrtRel = (1 + kDivRel) / (1 - kRsqrtRel) - 1;
+
+// |tanh computed at a - tanh(a)| for Vulkan's tanh = sinh / cosh: with e = exp(|a|) and
+// exp(-|a|) each within eps = exp_ulps(|a|) ulp, the ratio (e+ - e-)/(e+ + e-) errs by at most
+// eps (1 + |t|) / (1 - eps) (the same relative error on all four terms), and the subtraction,
+// the addition and the 2.5-ulp division add gamma(7) of the result.
+double tanh_error(double a, double t) {
+  const double eps = exp_ulps(std::fabs(a)) * kUlp;
+  const double ratio = eps * (1 + std::fabs(t)) / (1 - eps);
+  return ratio + gamma(7) * (std::fabs(t) + ratio);
+}
+
+// |log computed at S - log S| from Vulkan's log precision, S > 0.
+double log_error(double S) { return std::max(kLogAbsNearOne, kLogRel * std::fabs(std::log(S))); }
+
+// --- The device, a command buffer per run, and tensors at offsets inside guarded buffers. ---
+
+constexpr float kGuard = -1234.5f;  // the elements around a tensor, which no op may change
+constexpr uint32_t kTail = 5;       // guard elements after a tensor
+
+struct Tensor {
+  vk::Buffer dev, host;  // device-local storage; host-visible staging of the same size
+  uint32_t off = 0;      // elements before the tensor (guards)
+  size_t n = 0;          // elements of the tensor
+  Ref ref() const { return {dev.buffer, dev.size, off}; }
+};
+
+class VulkanBlockOps : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    try {
+      dev_ = new vk::Device(-1, false);
+    } catch (const vk::NoDeviceError& e) {
+      no_device_ = e.what();
+      return;
+    }
+    kernels_ = new vk::Kernels(*dev_);
+    VkCommandPoolCreateInfo pci{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
+    pci.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
+    pci.queueFamilyIndex = dev_->compute_family();
+    LLMCPU_VK(vkCreateCommandPool(dev_->device(), &pci, nullptr, &pool_));
+    VkCommandBufferAllocateInfo ai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+    ai.commandPool = pool_;
+    ai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+    ai.commandBufferCount = 1;
+    LLMCPU_VK(vkAllocateCommandBuffers(dev_->device(), &ai, &cb_));
+  }
+  static void TearDownTestSuite() {
+    if (pool_) vkDestroyCommandPool(dev_->device(), pool_, nullptr);
+    pool_ = VK_NULL_HANDLE;
+    delete kernels_;
+    delete dev_;
+    kernels_ = nullptr, dev_ = nullptr;
+  }
+  void SetUp() override {
+    if (!dev_) GTEST_SKIP() << "no Vulkan device: " << no_device_;
+    ops_ = std::make_unique<BlockOps>(*kernels_);
+  }
+  void TearDown() override { free_tensors(); }
+  // Frees every tensor (between the shapes of one test).
+  void free_tensors() {
+    for (Tensor& t : tensors_) dev_->destroy(t.dev), dev_->destroy(t.host);
+    tensors_.clear();
+  }
+
+  // A tensor of v's elements at element offset `off` in a buffer of its own, guards around it.
+  Tensor& tensor(const void* data, size_t n, uint32_t off) {
+    Tensor& t = tensors_.emplace_back();
+    t.off = off, t.n = n;
+    const size_t bytes = (off + n + kTail) * sizeof(float);
+    t.dev = dev_->create_buffer(bytes, vk::MemoryKind::kDevice);
+    t.host = dev_->create_buffer(bytes, vk::MemoryKind::kDownload);
+    float* h = static_cast<float*>(t.host.mapped);
+    std::fill(h, h + off + n + kTail, kGuard);
+    if (n) std::memcpy(h + off, data, n * sizeof(float));
+    return t;
+  }
+  Tensor& tensor(const std::vector<float>& v, uint32_t off) {
+    return tensor(v.data(), v.size(), off);
+  }
+  Tensor& tensor_int(const std::vector<int>& v, uint32_t off) {
+    return tensor(v.data(), v.size(), off);
+  }
+
+  // One submission: every tensor host -> device, the op(s), every tensor device -> host.
+  void run(const std::function<void(VkCommandBuffer)>& record) {
+    LLMCPU_VK(vkResetCommandBuffer(cb_, 0));
+    VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+    bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+    LLMCPU_VK(vkBeginCommandBuffer(cb_, &bi));
+    for (Tensor& t : tensors_) {
+      const VkBufferCopy r{0, 0, t.dev.size};
+      vkCmdCopyBuffer(cb_, t.host.buffer, t.dev.buffer, 1, &r);
+    }
+    barrier(VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT,
+            VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+            VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
+    record(cb_);
+    barrier(VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT,
+            VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_READ_BIT);
+    for (Tensor& t : tensors_) {
+      const VkBufferCopy r{0, 0, t.dev.size};
+      vkCmdCopyBuffer(cb_, t.dev.buffer, t.host.buffer, 1, &r);
+    }
+    barrier(VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT,
+            VK_PIPELINE_STAGE_HOST_BIT, VK_ACCESS_HOST_READ_BIT);
+    LLMCPU_VK(vkEndCommandBuffer(cb_));
+    VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
+    si.commandBufferCount = 1;
+    si.pCommandBuffers = &cb_;
+    LLMCPU_VK(vkQueueSubmit(dev_->compute_queue(), 1, &si, VK_NULL_HANDLE));
+    LLMCPU_VK(vkQueueWaitIdle(dev_->compute_queue()));
+    kernels_->reset_sets();
+  }
+
+  static std::vector<float> get(const Tensor& t) {
+    const float* h = static_cast<const float*>(t.host.mapped) + t.off;
+    return {h, h + t.n};
+  }
+  // Every guard element is still kGuard: the op wrote only inside its operands.
+  static void expect_guards(const std::string& what, const Tensor& t) {
+    const float* h = static_cast<const float*>(t.host.mapped);
+    size_t bad = 0;
+    for (size_t i = 0; i < t.off; ++i) bad += h[i] != kGuard;
+    for (size_t i = t.off + t.n; i < t.off + t.n + kTail; ++i) bad += h[i] != kGuard;
+    EXPECT_EQ(bad, 0u) << what << ": elements outside the tensor changed";
+  }
+
+  static void barrier(VkPipelineStageFlags src, VkAccessFlags src_access, VkPipelineStageFlags dst,
+                      VkAccessFlags dst_access) {
+    VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+    mb.srcAccessMask = src_access;
+    mb.dstAccessMask = dst_access;
+    vkCmdPipelineBarrier(cb_, src, dst, 0, 1, &mb, 0, nullptr, 0, nullptr);
+  }
+
+  static inline vk::Device* dev_ = nullptr;
+  static inline vk::Kernels* kernels_ = nullptr;
+  static inline VkCommandPool pool_ = VK_NULL_HANDLE;
+  static inline VkCommandBuffer cb_ = VK_NULL_HANDLE;
+  static inline std::string no_device_;
+  std::unique_ptr<BlockOps> ops_;
+  std::deque<Tensor> tensors_;
+};
+
+std::string dims(std::initializer_list<std::pair<const char*, size_t>> d) {
+  std::string s;
+  for (const auto& [name, v] : d) s += std::string(" ") + name + "=" + std::to_string(v);
+  return s;
+}
+
+TEST_F(VulkanBlockOps, DeviceReportsMemoryAndFloat64) {
+  EXPECT_GT(dev_->device_local_bytes(), 0u) << dev_->name() << " has no device-local heap";
+  EXPECT_EQ(kernels_->available(vk::Kernel::kAdamW), dev_->float64());
+  EXPECT_EQ(ops_->adamw_exact(), dev_->float64());
+  std::printf("device %s: largest device-local heap %.1f GiB, shaderFloat64 %s\n", dev_->name(),
+              double(dev_->device_local_bytes()) / (1 << 30), dev_->float64() ? "on" : "off");
+}
+
+// --- matmul: the bounds of tests/plugin/vulkan_ops_test.cpp, gamma(terms) sum |terms|. ---
+
+struct MatShape {
+  uint32_t N, C, OC;
+};
+// Ragged against the 64x64 tiles and 16-wide k slices; C = 1; OC = 40000 > kMaxGemmK, so dinp's
+// sum over OC runs as two dispatches with a barrier between them.
+constexpr MatShape kMatShapes[] = {{1, 1, 1},     {3, 5, 7},     {17, 33, 29}, {70, 96, 131},
+                                   {33, 200, 13}, {130, 64, 64}, {7, 1, 65},   {3, 5, 40000}};
+
+TEST_F(VulkanBlockOps, MatmulForwardAndBackwardRaggedShapes) {
+  unsigned seed = 1;
+  for (const MatShape& s : kMatShapes) {
+    for (int variant = 0; variant < 2; ++variant) {  // bias and dinp "+="; neither
+      const bool has_bias = variant == 0, accumulate = variant == 0;
+      const size_t N = s.N, C = s.C, OC = s.OC;
+      Random rnd(seed++);
+      const std::vector<float> inp = rnd.normal(N * C), w = rnd.normal(OC * C, 0, 0.5),
+                               b = rnd.normal(OC), dout = rnd.normal(N * OC),
+                               dinp0 = rnd.normal(N * C), dw0 = rnd.normal(OC * C),
+                               db0 = rnd.normal(OC);
+      Tensor& t_inp = tensor(inp, 3);
+      Tensor& t_w = tensor(w, 5);
+      Tensor& t_b = tensor(b, 7);
+      Tensor& t_out = tensor(std::vector<float>(N * OC, NAN), 11);
+      Tensor& t_dout = tensor(dout, 13);
+      Tensor& t_dinp = tensor(accumulate ? dinp0 : std::vector<float>(N * C, NAN), 17);
+      Tensor& t_dw = tensor(dw0, 19);
+      Tensor& t_db = tensor(db0, 23);
+      run([&](VkCommandBuffer cb) {
+        ops_->matmul_forward(cb, t_out.ref(), t_inp.ref(), t_w.ref(), t_b.ref(), has_bias, s.N, s.C,
+                             s.OC);
+        ops_->matmul_backward_input(cb, t_dinp.ref(), t_dout.ref(), t_w.ref(), s.N, s.C, s.OC,
+                                    accumulate);
+        ops_->matmul_backward_weight(cb, t_dw.ref(), t_db.ref(), has_bias, t_dout.ref(),
+                                     t_inp.ref(), s.N, s.C, s.OC);
+      });
+      const std::string where =
+          dims({{"N", N}, {"C", C}, {"OC", OC}}) + (has_bias ? " bias, +=" : " no bias, =");
+      const std::vector<double> x = widen(inp), wd = widen(w), bd = widen(b), dy = widen(dout);
+      std::vector<double> out_r(N * OC), out_b(N * OC);
+      scalar::matmul_forward<double>(out_r.data(), x.data(), wd.data(),
+                                     has_bias ? bd.data() : nullptr, N, s.C, s.OC);
+      for (size_t n = 0; n < N; ++n) {
+        for (size_t o = 0; o < OC; ++o) {
+          double mag = has_bias ? std::fabs(bd[o]) : 0.0;
+          for (size_t i = 0; i < C; ++i) mag += std::fabs(x[n * C + i] * wd[o * C + i]);
+          out_b[n * OC + o] = gamma(double(C) + 1) * mag;
+        }
+      }
+      expect_within("matmul out" + where, get(t_out), out_r, out_b);
+
+      std::vector<double> dinp_r(N * C), dw_r = widen(dw0), db_r = widen(db0);
+      scalar::matmul_backward<double>(dinp_r.data(), dw_r.data(), db_r.data(), dy.data(), x.data(),
+                                      wd.data(), N, s.C, s.OC);
+      std::vector<double> dinp_b(N * C);
+      for (size_t n = 0; n < N; ++n) {
+        for (size_t i = 0; i < C; ++i) {
+          double mag = accumulate ? std::fabs(double(dinp0[n * C + i])) : 0.0;
+          for (size_t o = 0; o < OC; ++o) mag += std::fabs(dy[n * OC + o] * wd[o * C + i]);
+          if (accumulate) dinp_r[n * C + i] += dinp0[n * C + i];
+          dinp_b[n * C + i] = gamma(double(OC) + 1) * mag;
+        }
+      }
+      expect_within("matmul dinp" + where, get(t_dinp), dinp_r, dinp_b);
+      std::vector<double> dw_b(OC * C), db_b(OC);
+      for (size_t o = 0; o < OC; ++o) {
+        double mb = std::fabs(double(db0[o]));
+        for (size_t n = 0; n < N; ++n) mb += std::fabs(dy[n * OC + o]);
+        db_b[o] = gamma(double(N) + 1) * mb;
+        for (size_t i = 0; i < C; ++i) {
+          double mag = std::fabs(double(dw0[o * C + i]));
+          for (size_t n = 0; n < N; ++n) mag += std::fabs(dy[n * OC + o] * x[n * C + i]);
+          dw_b[o * C + i] = gamma(double(N) + 1) * mag;
+        }
+      }
+      expect_within("matmul dweight" + where, get(t_dw), dw_r, dw_b);
+      if (has_bias) {
+        expect_within("matmul dbias" + where, get(t_db), db_r, db_b);
+      } else {
+        expect_identical("matmul dbias untouched" + where, get(t_db), db0);
+      }
+      for (const Tensor* t : {&t_inp, &t_w, &t_b, &t_out, &t_dout, &t_dinp, &t_dw, &t_db})
+        expect_guards("matmul" + where, *t);
+      free_tensors();
+    }
+  }
+}
+
+// --- attention: the bounds of tests/simd/attention_bounds.h with Vulkan's exp and 1/x. ---
+
+struct AttnShape {
+  uint32_t B, T, C, NH;
+};
+// Head sizes 1, 3, 12, 64; T = 1; T above the 64 invocations of a row and not a multiple of them.
+constexpr AttnShape kAttnShapes[] = {{2, 5, 3, 3},   {1, 17, 15, 5}, {2, 13, 36, 3}, {3, 1, 24, 2},
+                                     {1, 40, 64, 1}, {3, 70, 48, 4}, {1, 67, 128, 2}};
+
+TEST_F(VulkanBlockOps, AttentionForwardAndBackwardAtOffsets) {
+  for (const AttnShape sh : kAttnShapes) {
+    const size_t B = sh.B, T = sh.T, C = sh.C, NH = sh.NH, C3 = 3 * C;
+    Random rnd(sh.C * 7 + sh.T);
+    const std::vector<float> qkv = rnd.normal(B * T * C3), dout = rnd.normal(B * T * C);
+    Tensor& t_qkv = tensor(qkv, 9);
+    Tensor& t_out = tensor(std::vector<float>(B * T * C, NAN), 4);
+    Tensor& t_att = tensor(std::vector<float>(B * NH * T * T, NAN), 21);
+    run([&](VkCommandBuffer cb) {
+      ops_->attention_forward(cb, t_out.ref(), t_att.ref(), t_qkv.ref(), sh.B, sh.T, sh.C, sh.NH);
+    });
+    const std::vector<double> qd = widen(qkv), dd = widen(dout);
+    std::vector<double> out_r(B * T * C), att_r(B * NH * T * T);
+    scalar::attention_forward<double>(out_r.data(), att_r.data(), qd.data(), int(B), int(T), int(C),
+                                      int(NH));
+    const AttentionForwardBounds fb =
+        attention_forward_bounds(qd, att_r, int(B), int(T), int(C), int(NH), exp_ulps, kDivRel);
+    const std::string where = dims({{"B", B}, {"T", T}, {"C", C}, {"NH", NH}});
+    expect_within("attention out" + where, get(t_out), out_r, fb.out);
+    expect_within("attention att" + where, get(t_att), att_r, fb.att);  // 0 above the diagonal
+
+    // Backward from the reference's att rounded to fp32, on both sides; dqkv overwritten.
+    const std::vector<float> att_in(att_r.begin(), att_r.end());
+    Tensor& t_att_in = tensor(att_in, 2);
+    Tensor& t_dout = tensor(dout, 6);
+    Tensor& t_dqkv = tensor(std::vector<float>(B * T * C3, NAN), 15);
+    Tensor& t_ds = tensor(std::vector<float>(B * NH * T * T, NAN), 1);
+    run([&](VkCommandBuffer cb) {
+      ops_->attention_backward(cb, t_dqkv.ref(), t_ds.ref(), t_dout.ref(), t_qkv.ref(),
+                               t_att_in.ref(), sh.B, sh.T, sh.C, sh.NH);
+    });
+    const std::vector<double> ad = widen(att_in);
+    std::vector<double> dqkv_r(B * T * C3), scratch(B * NH * T);
+    scalar::attention_backward<double>(dqkv_r.data(), scratch.data(), dd.data(), qd.data(),
+                                       ad.data(), int(B), int(T), int(C), int(NH));
+    const std::vector<double> dqkv_b =
+        attention_backward_bounds(qd, dd, ad, int(B), int(T), int(C), int(NH));
+    expect_within("attention dqkv" + where, get(t_dqkv), dqkv_r, dqkv_b);
+    for (const Tensor* t : {&t_qkv, &t_out, &t_att, &t_att_in, &t_dout, &t_dqkv, &t_ds})
+      expect_guards("attention" + where, *t);
+    free_tensors();
+  }
+}
+
+// --- encoder: one fp32 addition per element (forward); rows in order (backward). ---
+
+struct EncShape {
+  uint32_t N, T, C, Vp;
+};
+// N a multiple of T, N < T (a short chunk), N not a multiple of T; C = 1, 200, not multiples of 64.
+constexpr EncShape kEncShapes[] = {
+    {6, 3, 1, 5}, {2, 8, 70, 11}, {130, 13, 200, 37}, {7, 3, 65, 64}, {64, 64, 33, 3}};
+
+TEST_F(VulkanBlockOps, EncoderForwardByVocabPieces) {
+  for (const EncShape s : kEncShapes) {
+    const size_t N = s.N, T = s.T, C = s.C, Vp = s.Vp, pos0 = 2, maxT = T + pos0;
+    Random rnd(s.C + s.N);
+    const std::vector<int> tokens = rnd.tokens(N, int(Vp));
+    const std::vector<float> wte = rnd.normal(Vp * C), wpe = rnd.normal(maxT * C);
+    const uint32_t lo = s.Vp / 3;  // two pieces of the table: [0, lo), [lo, Vp)
+    Tensor& t_tok = tensor_int(tokens, 3);
+    Tensor& t_wte = tensor(wte, 5);
+    Tensor& t_wpe = tensor(wpe, 7);
+    Tensor& t_out = tensor(std::vector<float>(N * C, NAN), 9);
+    Tensor& t_one = tensor(std::vector<float>(N * C, 0.5f), 2);  // the second piece only
+    run([&](VkCommandBuffer cb) {
+      const Ref wpe_at = t_wpe.ref().at(pos0 * C);  // positions from pos0
+      ops_->encoder_forward(cb, t_out.ref(), t_tok.ref(), t_wte.ref(), wpe_at, s.N, s.T, s.C, 0,
+                            lo);
+      ops_->encoder_forward(cb, t_out.ref(), t_tok.ref(), t_wte.ref().at(size_t(lo) * C), wpe_at,
+                            s.N, s.T, s.C, lo, s.Vp);
+      ops_->encoder_forward(cb, t_one.ref(), t_tok.ref(), t_wte.ref().at(size_t(lo) * C), wpe_at,
+                            s.N, s.T, s.C, lo, s.Vp);
+    });
+    std::vector<double> ref(N * C), bound(N * C), one(N * C), one_bound(N * C);
+    for (size_t i = 0; i < N; ++i) {
+      const bool in_piece = tokens[i] >= int(lo);
+      for (size_t c = 0; c < C; ++c) {
+        const double v = double(wte[size_t(tokens[i]) * C + c]) + wpe[(pos0 + i % T) * C + c];
+        ref[i * C + c] = v, bound[i * C + c] = kU * std::fabs(v);  // one rounding
+        one[i * C + c] = in_piece ? v : 0.5;  // rows of the other piece: untouched
+        one_bound[i * C + c] = in_piece ? bound[i * C + c] : 0.0;
+      }
+    }
+    const std::string where = dims({{"N", N}, {"T", T}, {"C", C}, {"Vp", Vp}});
+    expect_within("encoder out" + where, get(t_out), ref, bound);
+    expect_within("encoder one piece" + where, get(t_one), one, one_bound);
+    for (const Tensor* t : {&t_tok, &t_wte, &t_wpe, &t_out, &t_one})
+      expect_guards("encoder" + where, *t);
+    free_tensors();
+  }
+}
+
+// Backward: every element of dwte and dwpe is its start plus the rows' dout added one at a time in
+// the CPU's order, so gamma(rows) (|start| + sum |dout|) from the exact sum, and bit for bit
+// scalar::encoder_backward<float>.
+TEST_F(VulkanBlockOps, EncoderBackwardDeterministicInRowOrder) {
+  for (const EncShape s : kEncShapes) {
+    for (const bool with_wpe : {true, false}) {
+      const size_t N = s.N, T = s.T, C = s.C, Vp = s.Vp;
+      Random rnd(s.C + s.N + 1);
+      std::vector<int> tokens = rnd.tokens(N, int(Vp));
+      if (N > 2) tokens[N - 1] = tokens[0];  // a repeated token
+      const std::vector<float> dout = rnd.normal(N * C), dwte0 = rnd.normal(Vp * C),
+                               dwpe0 = rnd.normal(T * C);
+      const uint32_t lo = s.Vp / 2;  // the piece [lo, Vp) of the table
+      Tensor& t_tok = tensor_int(tokens, 1);
+      Tensor& t_dout = tensor(dout, 4);
+      Tensor& t_dwte = tensor(dwte0, 8);
+      Tensor& t_dwpe = tensor(dwpe0, 3);
+      run([&](VkCommandBuffer cb) {
+        ops_->encoder_backward(cb, t_dwte.ref().at(size_t(lo) * C), t_dwpe.ref(), with_wpe,
+                               t_dout.ref(), t_tok.ref(), s.N, s.T, s.C, lo, s.Vp);
+      });
+      // The float reference on the whole table; rows below lo must keep their start.
+      std::vector<float> dwte_f = dwte0, dwpe_f = dwpe0;
+      std::vector<double> dwte_r = widen(dwte0), dwpe_r = widen(dwpe0);
+      std::vector<double> dwte_b(Vp * C), dwpe_b(T * C);
+      for (size_t k = 0; k < Vp * C; ++k) dwte_b[k] = std::fabs(double(dwte0[k]));
+      for (size_t k = 0; k < T * C; ++k) dwpe_b[k] = std::fabs(double(dwpe0[k]));
+      std::vector<size_t> rows_wte(Vp, 0), rows_wpe(T, 0);
+      for (size_t i = 0; i < N; ++i) {
+        const size_t tok = size_t(tokens[i]), t = i % T;
+        for (size_t c = 0; c < C; ++c) {
+          const float d = dout[i * C + c];
+          if (tok >= lo) {
+            dwte_f[tok * C + c] += d;
+            dwte_r[tok * C + c] += d, dwte_b[tok * C + c] += std::fabs(d);
+          }
+          if (with_wpe) {
+            dwpe_f[t * C + c] += d;
+            dwpe_r[t * C + c] += d, dwpe_b[t * C + c] += std::fabs(d);
+          }
+        }
+        if (tok >= lo) ++rows_wte[tok];
+        ++rows_wpe[t];
+      }
+      for (size_t k = 0; k < Vp * C; ++k) dwte_b[k] *= gamma(double(rows_wte[k / C]));
+      for (size_t k = 0; k < T * C; ++k) dwpe_b[k] *= with_wpe ? gamma(double(rows_wpe[k / C])) : 0;
+      const std::string where =
+          dims({{"N", N}, {"T", T}, {"C", C}, {"Vp", Vp}}) + (with_wpe ? " with wpe" : "");
+      expect_within("encoder dwte" + where, get(t_dwte), dwte_r, dwte_b);
+      expect_within("encoder dwpe" + where, get(t_dwpe), dwpe_r, dwpe_b);
+      expect_identical("encoder dwte vs CPU float" + where, get(t_dwte), dwte_f);
+      expect_identical("encoder dwpe vs CPU float" + where, get(t_dwpe), dwpe_f);
+      for (const Tensor* t : {&t_tok, &t_dout, &t_dwte, &t_dwpe})
+        expect_guards("encoder backward" + where, *t);
+      free_tensors();
+    }
+  }
+}
+
+// --- LayerNorm ---
+// Forward, per row with m*, v*, s* the exact mean, variance and rstd (eps = 1e-5):
+//   m = fl(sum x)/C:          dm = gamma(C) mean|x|
+//   v = fl(sum (x - m)^2)/C:  sum (x - m)^2 = C v* + C (m - m*)^2 exactly (the deviations sum to
+//                             0), so |v - v*| <= gamma(C + 3) v* + dm^2
+//   s = inversesqrt(v + eps): the argument errs by r = (|v - v*| + u eps + u (v* + eps)) relative
+//                             to v* + eps (eps's float rounding, the addition); inversesqrt
+//                             passes on half of it and adds 2 ulp:
+//                             rho = ((1 - r)^-1/2 (1 + 2 ulp) - 1)
+//   y = (x - m) s w + b:      dy <= |w| s* (1 + rho) (dm + |x - m*| rho)
+//                                   + gamma(3) (|x - m*| + dm) s* (1 + rho) |w| + u |b|
+// Backward, from the fp32 mean and rstd on both sides, g = w dy, n = (x - m) s: dx = dx0 + s (g -
+// fl(sum g)/C - n fl(sum g n)/C) is a polynomial in the inputs (the divisions by C each one
+// correctly rounded product with 1/C) whose terms pass through at most C + 7 roundings:
+// gamma(C + 7) times the expression in absolute values. dw = dw0 + sum_rows n dy: gamma(N + 3)
+// (|dw0| + sum |n dy|); db = db0 + sum dy: gamma(N) (|db0| + sum |dy|).
+struct LnShape {
+  uint32_t N, C;
+};
+constexpr LnShape kLnShapes[] = {{1, 1}, {3, 7}, {5, 17}, {4, 64}, {9, 129}, {130, 200}, {2, 65}};
+
+TEST_F(VulkanBlockOps, LayerNormForwardAndBackward) {
+  for (const LnShape sh : kLnShapes) {
+    const size_t N = sh.N, C = sh.C;
+    Random rnd(sh.C * 3 + sh.N);
+    const std::vector<float> x = rnd.normal(N * C, 0.5, 2), w = rnd.normal(C, 1, 0.3),
+                             b = rnd.normal(C, 0, 0.3), dy = rnd.normal(N * C),
+                             dx0 = rnd.normal(N * C), dw0 = rnd.normal(C), db0 = rnd.normal(C);
+    Tensor& t_x = tensor(x, 3);
+    Tensor& t_w = tensor(w, 1);
+    Tensor& t_b = tensor(b, 2);
+    Tensor& t_y = tensor(std::vector<float>(N * C, NAN), 5);
+    Tensor& t_mean = tensor(std::vector<float>(N, NAN), 7);
+    Tensor& t_rstd = tensor(std::vector<float>(N, NAN), 11);
+    run([&](VkCommandBuffer cb) {
+      ops_->layernorm_forward(cb, t_y.ref(), t_mean.ref(), t_rstd.ref(), t_x.ref(), t_w.ref(),
+                              t_b.ref(), sh.N, sh.C);
+    });
+    const std::vector<double> xd = widen(x), wd = widen(w), bd = widen(b);
+    std::vector<double> y_r(N * C), mean_r(N), rstd_r(N), y_b(N * C), mean_b(N), rstd_b(N);
+    scalar::layernorm_forward<double>(y_r.data(), mean_r.data(), rstd_r.data(), xd.data(),
+                                      wd.data(), bd.data(), N, sh.C);
+    const double eps = scalar::kLayerNormEps;
+    for (size_t r = 0; r < N; ++r) {
+      double abs_mean = 0;
+      for (size_t c = 0; c < C; ++c) abs_mean += std::fabs(xd[r * C + c]) / double(C);
+      const double dm = gamma(double(C)) * abs_mean;
+      const double s = rstd_r[r], v = std::max(0.0, 1 / (s * s) - eps);
+      const double rel_arg =
+          (gamma(double(C) + 3) * v + dm * dm + kU * eps + kU * (v + eps)) / (v + eps);
+      const double rho = (1 + kRsqrtRel) / std::sqrt(1 - rel_arg) - 1;
+      mean_b[r] = dm;
+      rstd_b[r] = rho * s;
+      for (size_t c = 0; c < C; ++c) {
+        const double dev = std::fabs(xd[r * C + c] - mean_r[r]), aw = std::fabs(wd[c]);
+        y_b[r * C + c] = aw * s * (1 + rho) * (dm + dev * rho) +
+                         gamma(3) * (dev + dm) * s * (1 + rho) * aw + kU * std::fabs(bd[c]);
+      }
+    }
+    const std::string where = dims({{"N", N}, {"C", C}});
+    expect_within("layernorm out" + where, get(t_y), y_r, y_b);
+    expect_within("layernorm mean" + where, get(t_mean), mean_r, mean_b);
+    expect_within("layernorm rstd" + where, get(t_rstd), rstd_r, rstd_b);
+
+    // Backward from the same fp32 statistics on both sides: the device's.
+    const std::vector<float> mean = get(t_mean), rstd = get(t_rstd);
+    Tensor& t_dy = tensor(dy, 13);
+    Tensor& t_dx = tensor(dx0, 4);
+    Tensor& t_dw = tensor(dw0, 6);
+    Tensor& t_db = tensor(db0, 8);
+    run([&](VkCommandBuffer cb) {
+      ops_->layernorm_backward(cb, t_dx.ref(), t_dw.ref(), t_db.ref(), t_dy.ref(), t_x.ref(),
+                               t_w.ref(), t_mean.ref(), t_rstd.ref(), sh.N, sh.C);
+    });
+    std::vector<double> dx_r = widen(dx0), dw_r = widen(dw0), db_r = widen(db0);
+    const std::vector<double> dyd = widen(dy), md = widen(mean), sd = widen(rstd);
+    scalar::layernorm_backward<double>(dx_r.data(), dw_r.data(), db_r.data(), dyd.data(), xd.data(),
+                                       wd.data(), md.data(), sd.data(), N, sh.C);
+    std::vector<double> dx_b(N * C), dw_b(C), db_b(C);
+    for (size_t c = 0; c < C; ++c)
+      dw_b[c] = std::fabs(double(dw0[c])), db_b[c] = std::fabs(double(db0[c]));
+    for (size_t r = 0; r < N; ++r) {
+      const double s = sd[r];
+      double g_abs = 0, gn_abs = 0;
+      for (size_t c = 0; c < C; ++c) {
+        const double g = wd[c] * dyd[r * C + c], n = (xd[r * C + c] - md[r]) * s;
+        g_abs += std::fabs(g), gn_abs += std::fabs(g * n);
+        dw_b[c] += std::fabs(n * dyd[r * C + c]);
+        db_b[c] += std::fabs(dyd[r * C + c]);
+      }
+      for (size_t c = 0; c < C; ++c) {
+        const double g = wd[c] * dyd[r * C + c], n = (xd[r * C + c] - md[r]) * s;
+        const double mag =
+            std::fabs(double(dx0[r * C + c])) +
+            s * (std::fabs(g) + g_abs / double(C) + std::fabs(n) * gn_abs / double(C));
+        dx_b[r * C + c] = gamma(double(C) + 7) * mag;
+      }
+    }
+    for (size_t c = 0; c < C; ++c) dw_b[c] *= gamma(double(N) + 3), db_b[c] *= gamma(double(N));
+    expect_within("layernorm dinp" + where, get(t_dx), dx_r, dx_b);
+    expect_within("layernorm dweight" + where, get(t_dw), dw_r, dw_b);
+    expect_within("layernorm dbias" + where, get(t_db), db_r, db_b);
+    for (const Tensor* t : {&t_x, &t_w, &t_b, &t_y, &t_mean, &t_rstd, &t_dy, &t_dx, &t_dw, &t_db})
+      expect_guards("layernorm" + where, *t);
+    free_tensors();
+  }
+}
+
+// --- GELU, residual ---
+// GELU with s = sqrt(2/pi), k = 0.044715 (the shader's are their float roundings, one u each),
+// a = s (x + k x^3), th = tanh(a):
+//   a takes <= 7 roundings (two constants, three products, a sum, the scaling):
+//     |d a| <= gamma(7) s (|x| + k |x|^3);
+//   th: tanh's slope is <= 1, so |d th| <= |d a| + tanh_error (Vulkan's tanh, above);
+//   forward y = 0.5 x (1 + th): |d y| <= 0.5 |x| |d th| + gamma(2) 0.5 |x| (1 + |th| + |d th|);
+//   backward local = 0.5 (1 + th) + 0.5 x (1 - th^2) s (1 + 3k x^2) and dinp = local dout:
+//     th's error moves local by <= |d th| (0.5 + |x| s (1 + 3k x^2) (|th| + |d th| / 2)),
+//     the evaluation (<= 9 roundings with 3k's, times dout) gamma(9) times the terms' magnitudes.
+constexpr size_t kLengths[] = {1, 3, 255, 256, 257, 1000, 70001};
+
+TEST_F(VulkanBlockOps, GeluForwardAndBackwardInPlace) {
+  const double s = scalar::kGeluScale, kc = scalar::kGeluCube;
+  for (const size_t n : kLengths) {
+    Random rnd(unsigned(n) + 7);
+    std::vector<float> x = rnd.uniform(n, -6, 6);
+    x[0] = 0.0f;
+    if (n > 2) x[n - 1] = 15.0f, x[n / 2] = -15.0f;  // saturated tanh
+    const std::vector<float> dout = rnd.normal(n);
+    Tensor& t_x = tensor(x, 3);
+    Tensor& t_y = tensor(std::vector<float>(n, NAN), 5);
+    Tensor& t_dout = tensor(dout, 7);
+    Tensor& t_dx = tensor(std::vector<float>(n, NAN), 1);
+    Tensor& t_inplace = tensor(dout, 9);  // dout in, dinp out
+    run([&](VkCommandBuffer cb) {
+      ops_->gelu_forward(cb, t_y.ref(), t_x.ref(), uint32_t(n));
+      ops_->gelu_backward(cb, t_dx.ref(), t_x.ref(), t_dout.ref(), uint32_t(n));
+      ops_->gelu_backward(cb, t_inplace.ref(), t_x.ref(), t_inplace.ref(), uint32_t(n));
+    });
+    std::vector<double> y_r(n), dx_r(n), y_b(n), dx_b(n);
+    const std::vector<double> xd = widen(x), dd = widen(dout);
+    scalar::gelu_forward<double>(y_r.data(), xd.data(), n);
+    scalar::gelu_backward<double>(dx_r.data(), xd.data(), dd.data(), n);
+    for (size_t i = 0; i < n; ++i) {
+      const double xi = xd[i], ax = std::fabs(xi);
+      const double a = s * (xi + kc * xi * xi * xi), th = std::tanh(a), ath = std::fabs(th);
+      const double d_arg = gamma(7) * s * (ax + kc * ax * ax * ax);
+      const double d_th = d_arg + tanh_error(std::fabs(a) + d_arg, ath + d_arg);
+      y_b[i] = 0.5 * ax * d_th + gamma(2) * 0.5 * ax * (1 + ath + d_th);
+      const double slope = s * (1 + 3 * kc * xi * xi), th1 = ath + d_th;
+      const double d_local = d_th * (0.5 + ax * slope * (ath + d_th / 2)) +
+                             gamma(9) * (0.5 * (1 + th1) + 0.5 * ax * (1 + th1 * th1) * slope);
+      dx_b[i] = std::fabs(dd[i]) * d_local;
+    }
+    const std::string where = dims({{"n", n}});
+    expect_within("gelu forward" + where, get(t_y), y_r, y_b);
+    expect_within("gelu backward" + where, get(t_dx), dx_r, dx_b);
+    expect_identical("gelu backward in place" + where, get(t_inplace), get(t_dx));
+    for (const Tensor* t : {&t_x, &t_y, &t_dout, &t_dx, &t_inplace})
+      expect_guards("gelu" + where, *t);
+    free_tensors();
+  }
+}
+
+// One rounding: |out - (a + b)| <= u |a + b|; in place (out = a) the same.
+TEST_F(VulkanBlockOps, ResidualForwardInPlace) {
+  for (const size_t n : kLengths) {
+    Random rnd(unsigned(n) + 11);
+    const std::vector<float> a = rnd.normal(n), b = rnd.normal(n);
+    Tensor& t_a = tensor(a, 3);
+    Tensor& t_b = tensor(b, 5);
+    Tensor& t_out = tensor(std::vector<float>(n, NAN), 2);
+    Tensor& t_acc = tensor(a, 6);
+    run([&](VkCommandBuffer cb) {
+      ops_->residual_forward(cb, t_out.ref(), t_a.ref(), t_b.ref(), uint32_t(n));
+      ops_->residual_forward(cb, t_acc.ref(), t_acc.ref(), t_b.ref(), uint32_t(n));
+    });
+    std::vector<double> r(n), bound(n);
+    const std::vector<double> ad = widen(a), bd = widen(b);
+    scalar::residual_forward<double>(r.data(), ad.data(), bd.data(), n);
+    for (size_t i = 0; i < n; ++i) bound[i] = kU * std::fabs(r[i]);
+    const std::string where = dims({{"n", n}});
+    expect_within("residual" + where, get(t_out), r, bound);
+    expect_within("residual in place" + where, get(t_acc), r, bound);
+    for (const Tensor* t : {&t_a, &t_b, &t_out, &t_acc}) expect_guards("residual" + where, *t);
+    free_tensors();
+  }
+}
+
+// --- softmax + cross-entropy ---
+// Forward, per row with m = max z (exact), e_v = exp(z_v - m), S = sum e_v:
+//   each e_v: the rounded difference shifts exp's argument by <= u|z_v - m|, exp adds
+//     exp_ulps(z_v - m) ulp: rel_v = e^(u|z_v - m|) (1 + exp_ulps ulp) - 1;
+//   S: V positive terms, |dS| <= sum e_v ((1 + rel_v)(1 + gamma(V)) - 1);
+//   log: -log(1 - |dS|/S) passed on, plus Vulkan's log error at S;
+//   lse = m + log S and loss = lse - z_y: one rounding each.
+// Backward dz_v = exp(z_v - lse) dloss (lse given as the same float on both sides): rel_v as
+// above with z_v - lse, one u for the product; the target's - dloss one more rounding of the
+// result; the padding exactly zero.
+struct XentShape {
+  uint32_t N, V, Vp;
+};
+constexpr XentShape kXentShapes[] = {
+    {1, 1, 3}, {3, 7, 8}, {5, 33, 64}, {130, 1009, 1040}, {2, 50257, 50304}};
+
+TEST_F(VulkanBlockOps, SoftmaxCrossEntropyForwardAndBackward) {
+  for (const XentShape sh : kXentShapes) {
+    const size_t N = sh.N, V = sh.V, Vp = sh.Vp;
+    Random rnd(sh.V + sh.N);
+    const std::vector<float> logits = rnd.normal(N * Vp, 0, 3);
+    const std::vector<int> targets = rnd.tokens(N, int(V));
+    Tensor& t_z = tensor(logits, 5);
+    Tensor& t_y = tensor_int(targets, 3);
+    Tensor& t_loss = tensor(std::vector<float>(N, NAN), 1);
+    Tensor& t_lse = tensor(std::vector<float>(N, NAN), 2);
+    run([&](VkCommandBuffer cb) {
+      ops_->softmax_xent_forward(cb, t_loss.ref(), t_lse.ref(), t_z.ref(), t_y.ref(), sh.N, sh.V,
+                                 sh.Vp);
+    });
+    const std::vector<double> zd = widen(logits);
+    std::vector<double> loss_r(N), lse_r(N), loss_b(N), lse_b(N);
+    scalar::softmax_xent_forward<double>(loss_r.data(), lse_r.data(), zd.data(), targets.data(), N,
+                                         int(V), int(Vp));
+    for (size_t n = 0; n < N; ++n) {
+      const double* z = zd.data() + n * Vp;
+      const double m = *std::max_element(z, z + V);
+      double S = 0, dS = 0;
+      for (size_t v = 0; v < V; ++v) {
+        const double e = std::exp(z[v] - m), d = std::fabs(z[v] - m);
+        const double rel = std::exp(kU * d) * (1 + exp_ulps(d * (1 + kU)) * kUlp) - 1;
+        S += e;
+        dS += e * ((1 + rel) * (1 + gamma(double(V))) - 1);
+      }
+      const double d_log = -std::log(1 - dS / S) + log_error(S);
+      lse_b[n] = d_log + kU * (std::fabs(lse_r[n]) + d_log);
+      loss_b[n] = lse_b[n] + kU * (std::fabs(loss_r[n]) + lse_b[n]);
+    }
+    const std::string where = dims({{"N", N}, {"V", V}, {"Vp", Vp}});
+    expect_within("xent lse" + where, get(t_lse), lse_r, lse_b);
+    expect_within("xent loss" + where, get(t_loss), loss_r, loss_b);
+
+    const float dloss = 1.0f / float(N);
+    const std::vector<float> lse = get(t_lse);  // both sides from the same lse
+    std::vector<double> grad_r = zd, grad_b(N * Vp, 0.0);
+    const std::vector<double> lse_in = widen(lse);
+    scalar::softmax_xent_backward<double>(grad_r.data(), lse_in.data(), targets.data(), dloss, N,
+                                          int(V), int(Vp));
+    run([&](VkCommandBuffer cb) {
+      ops_->softmax_xent_backward(cb, t_z.ref(), t_lse.ref(), t_y.ref(), dloss, sh.N, sh.V, sh.Vp);
+    });
+    for (size_t n = 0; n < N; ++n) {
+      for (size_t v = 0; v < V; ++v) {
+        const double z = zd[n * Vp + v], d = std::fabs(z - lse_in[n]), p = std::exp(z - lse_in[n]);
+        const double rel = std::exp(kU * d) * (1 + exp_ulps(d * (1 + kU)) * kUlp) - 1;
+        double b = dloss * p * ((1 + rel) * (1 + kU) - 1);
+        if (int(v) == targets[n]) b += kU * (dloss * p * (1 + rel) * (1 + kU) + dloss);
+        grad_b[n * Vp + v] = b;
+      }
+    }
+    expect_within("xent dlogits" + where, get(t_z), grad_r, grad_b);  // padding: exactly 0
+    for (const Tensor* t : {&t_z, &t_y, &t_loss, &t_lse}) expect_guards("xent" + where, *t);
+    free_tensors();
+  }
+}
+
+// --- AdamW ---
+// The host constants as simd/scalar/adamw.h computes them.
+vk::AdamWConstants constants(const scalar::AdamWStep& s, float grad_scale) {
+  return {float(1.0 - s.lr * s.weight_decay),
+          float(s.beta1),
+          float(s.beta2),
+          float(s.lr / (1.0 - std::pow(s.beta1, double(s.t)))),
+          float(std::sqrt(1.0 - std::pow(s.beta2, double(s.t)))),
+          float(s.eps),
+          grad_scale};
+}
+
+// With shaderFloat64 every operation is the CPU's correctly rounded fp32 one in the CPU's order:
+// m, v and param bit for bit those of scalar::adamw_update<float> (built without FMA contraction,
+// -ffp-contract=off). The float-only variant shares m, v (bit for bit) and p = param * decay; only
+// q = step m / (sqrt(v) / bc2 + eps) differs: relative to the exact q on those floats the CPU errs
+// by rel_c = (1 + u)^2 / (1 - gamma(3)) - 1 (sqrt, /, + eps; the product, /), the device by rel_g
+// = (1 + u)(1 + 2.5 ulp) / (1 - a) - 1 with a = (1 + sqrt's)(1 + 2.5 ulp)(1 + u) - 1; then
+// param = fl(p - q) on both: |param_g - param_c| <= (1 + u)|q_g - q_c| + 2u |param_c| / (1 - u).
+TEST_F(VulkanBlockOps, AdamWMatchesCpuFloatPath) {
+  const scalar::AdamWStep steps[] = {{6e-4, 0.9, 0.95, 1e-8, 0.1, 1},
+                                     {1e-3, 0.9, 0.999, 1e-8, 0.0, 7},
+                                     {3e-4, 0.8, 0.95, 1e-6, 0.1, 1000}};
+  for (const bool float_only : {false, true}) {
+    if (!float_only && !dev_->float64()) {
+      std::printf("%s has no shaderFloat64: the exact AdamW variant is not tested\n", dev_->name());
+      continue;
+    }
+    ops_->set_adamw_float32_only(float_only);
+    ASSERT_EQ(ops_->adamw_exact(), !float_only);
+    for (const size_t n : kLengths) {
+      for (const scalar::AdamWStep& step : steps) {
+        for (const float grad_scale : {1.0f, 0.37f}) {
+          Random rnd(unsigned(n) + unsigned(step.t));
+          const std::vector<float> p0 = rnd.normal(n), m0 = rnd.normal(n, 0, 0.1);
+          std::vector<float> v0 = rnd.uniform(n, 0, 0.01), g = rnd.normal(n);
+          v0[0] = 0.0f, g[0] = 0.0f;  // a parameter that has never had a gradient
+          Tensor& t_p = tensor(p0, 3);
+          Tensor& t_m = tensor(m0, 5);
+          Tensor& t_v = tensor(v0, 7);
+          Tensor& t_g = tensor(g, 9);
+          const vk::AdamWConstants k = constants(step, grad_scale);
+          run([&](VkCommandBuffer cb) {
+            ops_->adamw(cb, t_p.ref(), t_m.ref(), t_v.ref(), t_g.ref(), uint32_t(n), k);
+          });
+          // The CPU's float path, on gradients scaled the way the device scales them (one fp32
+          // product, exact for grad_scale 1).
+          std::vector<float> p_r = p0, m_r = m0, v_r = v0, g_r = g;
+          for (float& x : g_r) x *= grad_scale;
+          scalar::adamw_update<float>(p_r.data(), m_r.data(), v_r.data(), g_r.data(), n, step);
+          const std::string where = dims({{"n", n}, {"t", size_t(step.t)}}) + " grad_scale " +
+                                    std::to_string(grad_scale) +
+                                    (float_only ? " float only" : " exact");
+          const std::vector<float> p = get(t_p);
+          expect_identical("adamw m" + where, get(t_m), m_r);
+          expect_identical("adamw v" + where, get(t_v), v_r);
+          if (!float_only) {
+            expect_identical("adamw param" + where, p, p_r);
+          } else {
+            const double u = kU;
+            const double rel_c = (1 + u) * (1 + u) / (1 - gamma(3)) - 1;
+            const double a = (1 + kSqrtRel) * (1 + kDivRel) * (1 + u) - 1;
+            const double rel_g = (1 + u) * (1 + kDivRel) / (1 - a) - 1;
+            std::vector<double> bound(n);
+            for (size_t i = 0; i < n; ++i) {
+              const double vi = v_r[i], mi = m_r[i];
+              const double q = double(k.step_size) * mi / (std::sqrt(vi) / k.bc2_sqrt + k.eps);
+              const double dq = std::fabs(q) * (rel_c + rel_g);
+              bound[i] = (1 + u) * dq + 2 * u * std::fabs(double(p_r[i])) / (1 - u);
+            }
+            expect_within("adamw param" + where, p, widen(p_r), bound);
+          }
+          for (const Tensor* t : {&t_p, &t_m, &t_v, &t_g}) expect_guards("adamw" + where, *t);
+          free_tensors();
+        }
+      }
+    }
+  }
+  ops_->set_adamw_float32_only(false);
+}
+
+// --- sum of squares: per block of sum_squares_block() elements, fp32: gamma(len) sum x^2. ---
+TEST_F(VulkanBlockOps, SumSquaresPartialsPerBlock) {
+  const uint32_t block = BlockOps::sum_squares_block();
+  for (const uint32_t n : {1u, 3u, block - 1, block, block + 1, 70001u, 300000u}) {
+    Random rnd(n);
+    const std::vector<float> x = rnd.normal(n, 0.1, 2);
+    const uint32_t blocks = BlockOps::sum_squares_blocks(n);
+    ASSERT_EQ(blocks, (n + block - 1) / block);
+    Tensor& t_x = tensor(x, 3);
+    Tensor& t_part = tensor(std::vector<float>(blocks, NAN), 5);
+    run([&](VkCommandBuffer cb) { ops_->sum_squares(cb, t_part.ref(), t_x.ref(), n); });
+    std::vector<double> ref(blocks, 0.0), bound(blocks);
+    for (uint32_t j = 0; j < blocks; ++j) {
+      const size_t i0 = size_t(j) * block, i1 = std::min<size_t>(n, i0 + block);
+      for (size_t i = i0; i < i1; ++i) ref[j] += double(x[i]) * x[i];
+      bound[j] = gamma(double(i1 - i0)) * ref[j];
+    }
+    const std::string where = dims({{"n", n}});
+    expect_within("sum_squares partials" + where, get(t_part), ref, bound);
+    for (const Tensor* t : {&t_x, &t_part}) expect_guards("sum_squares" + where, *t);
+    free_tensors();
+  }
+}
+
+// Refusals name the op and the shape.
+TEST_F(VulkanBlockOps, BadShapesAreRefusedWithAMessage) {
+  Tensor& t = tensor(std::vector<float>(64, 0.0f), 1);
+  try {
+    ops_->attention_forward(cb_, t.ref(), t.ref(), t.ref(), 1, 2, 10, 3);
+    ADD_FAILURE() << "C not a multiple of NH was accepted";
+  } catch (const vk::VulkanError& e) {
+    EXPECT_NE(std::string(e.what()).find("attention_forward"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("multiple of NH"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(ops_->softmax_xent_forward(cb_, t.ref(), t.ref(), t.ref(), t.ref(), 1, 9, 8),
+               vk::VulkanError);
+}
+
+}  // namespace
+}  // namespace llmcpu::simd_test
