@@ -142,7 +142,7 @@ OffloadOutcome Gpt2::enable_offload(const std::string& path, const OffloadOption
   if (!offload_active()) out.message += " (the CPU computes everything)";
   if (arena_.batch() > 0 && offload_active()) {
     try {
-      configure_device();
+      replan();  // the CPU's arena without the device's blocks; configures the device
     } catch (...) {
       disable_offload();
       throw;
@@ -156,6 +156,14 @@ void Gpt2::disable_offload() {
   device_.reset();
   layers_ = OffloadLayers{};
   device_configured_ = device_stale_ = device_ahead_ = false;
+  if (arena_.batch() > 0 && arena_.acts.L != config_.num_layers) replan();  // every block again
+}
+
+void Gpt2::replan() {
+  const ActivationOptions o = arena_.options();
+  const int B = arena_.batch(), T = arena_.seq_len();
+  arena_ = ActivationArena();
+  plan_batch(B, T, {.recompute = o.recompute, .keep_logits = o.keep_logits});
 }
 
 bool Gpt2::device_owns(int tensor, int layer) const {
@@ -200,19 +208,32 @@ void Gpt2::plan_batch(int B, int T, const BatchOptions& options) {
   const ActivationOptions o{precision_, options.recompute, options.keep_logits};
   const ActivationOptions& now = arena_.options();
   if (B == arena_.batch() && T == arena_.seq_len() && o.recompute == now.recompute &&
-      o.keep_logits == now.keep_logits) {
+      o.keep_logits == now.keep_logits && arena_.acts.L == host_layers()) {
     return;
   }
   arena_ = ActivationArena();  // the old arena goes first: the peak is one arena, not two
-  arena_ = ActivationArena(config_, B, T, o);
+  arena_ = ActivationArena(host_arena_config(), B, T, o);
   if (bf16_) bf16_->plan(arena_.grads.dfch);
   if (offload_active()) configure_device();
   inputs_ = AlignedBuffer<int>((size_t)B * T);
   targets_ = AlignedBuffer<int>((size_t)B * T);
 }
 
+int Gpt2::host_layers() const {
+  if (!offload_active()) return config_.num_layers;
+  // The CPU's blocks and one more, whose output is where the device's last block lands; with all,
+  // one layer's worth for the losses' and logits' sake.
+  return layers_.all ? 1 : config_.num_layers - layers_.blocks + 1;
+}
+
+ModelConfig Gpt2::host_arena_config() const {
+  ModelConfig c = config_;
+  c.num_layers = host_layers();
+  return c;
+}
+
 ActivationBytes Gpt2::activation_bytes(int B, int T, const BatchOptions& options) const {
-  return ActivationArena::bytes(config_, B, T,
+  return ActivationArena::bytes(host_arena_config(), B, T,
                                 {precision_, options.recompute, options.keep_logits});
 }
 
@@ -354,7 +375,7 @@ float Gpt2::offloaded_pass(bool targets, float dloss, GradientHook* hook) {
     }
     embed_and_blocks_forward(x, config_, p_, a, inputs_.data(), B, T, first);
     f.residual_in = a.layer(first).residual;
-    f.residual_out = a.residual3 + size_t(L - 1) * BT * config_.channels;
+    f.residual_out = a.residual3 + size_t(a.L - 1) * BT * config_.channels;  // a.output()
     device_->forward(f);
     final_layernorm_forward(x, config_, p_, a, B, T);
     loss = head(x, a, targets, grad ? dloss : std::numeric_limits<float>::quiet_NaN());

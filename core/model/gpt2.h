@@ -154,7 +154,8 @@ class Gpt2 {
   void plan_batch(int B, int T, const BatchOptions& options = {});
   int batch() const { return arena_.batch(); }
   int seq_len() const { return arena_.seq_len(); }
-  // What the activations of B x T tokens would take, without allocating them.
+  // What the activations of B x T tokens would take, without allocating them (on the CPU: a
+  // device's blocks keep theirs on the device).
   ActivationBytes activation_bytes(int B, int T, const BatchOptions& options = {}) const;
 
   // Forward pass over inputs (B, T), for evaluation and generation. With targets it computes the
@@ -188,6 +189,12 @@ class Gpt2 {
   template <class X, class A>
   float head(X& x, const A& a, bool targets, float dloss);
   void configure_device();
+  // Layers of activations the CPU keeps: all of them, or with a device only its own blocks' and
+  // one more (the landing place of the device's output); the arena is planned for that many.
+  int host_layers() const;
+  ModelConfig host_arena_config() const;
+  // plan_batch again for the planned shape (the host's layers changed).
+  void replan();
   void refresh_weight_copies();
   // forward / forward_backward with a device: dloss NaN is the forward pass only.
   float offloaded_pass(bool targets, float dloss, GradientHook* hook);

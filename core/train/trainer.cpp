@@ -236,6 +236,15 @@ Trainer::Trainer(const TrainOptions& options, Communicator* world)
                     std::string(std::getenv("LLMCPU_CHECK_REPLICAS")) == "1";
   // Every shape the run computes is planned here (validation uses the training shape): the steps,
   // validations and samples that follow allocate nothing.
+  if (!opt_.plugin.empty()) {  // first: the CPU's arena then leaves out the device's blocks
+    OffloadOptions offload;
+    offload.layers = opt_.offload_layers;
+    if (!opt_.device_memory_limit.empty()) {
+      offload.memory_limit =
+          size_t(parse_memory_size(opt_.device_memory_limit, "--device-memory-limit"));
+    }
+    offload_ = model_->enable_offload(opt_.plugin, offload);
+  }
   model_->plan_batch(opt_.batch, opt_.seq_len, {.recompute = recompute_});
   inputs_.resize((size_t)opt_.batch * opt_.seq_len);
   targets_.resize(inputs_.size());
@@ -284,16 +293,7 @@ Trainer::Trainer(const TrainOptions& options, Communicator* world)
                                          model_->bf16_kernels());
   }
   if (resume_files_) restore_optimizer();
-  if (!opt_.plugin.empty()) {  // after the moments: a resume's go to the device
-    OffloadOptions offload;
-    offload.layers = opt_.offload_layers;
-    if (!opt_.device_memory_limit.empty()) {
-      offload.memory_limit =
-          size_t(parse_memory_size(opt_.device_memory_limit, "--device-memory-limit"));
-    }
-    offload_ = model_->enable_offload(opt_.plugin, offload);
-    adopt_device();
-  }
+  adopt_device();  // after the moments: a resume's go to the device
   optimizer_bytes_.assign(ranks, 0.0);
   optimizer_bytes_[world_->rank()] = double(optimizer_->bytes());
   world_->all_reduce_sum(optimizer_bytes_.data(), optimizer_bytes_.size());
