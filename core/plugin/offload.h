@@ -37,6 +37,9 @@ struct OffloadOutcome {
   std::string message;
 };
 
+// "1 block", "3 blocks".
+std::string count_blocks(int n);
+
 // The ABI's description of a model, its micro-batch and the device's part.
 llmcpu_model_desc make_model_desc(const ModelConfig& c, const ParameterLayout& layout, int B, int T,
                                   Precision precision, const OffloadLayers& layers,

@@ -10,7 +10,7 @@ namespace llmcpu::vk {
 namespace {
 
 constexpr size_t F = sizeof(float);
-constexpr size_t kStagingBytes = 16u << 20;
+constexpr size_t kStagingBytes = 4u << 20;  // set-up and checkpoint copies only
 constexpr size_t kLogitsBytes = 64u << 20;  // the head's logits at most, as the CPU's chunk
 
 // The sizes of every buffer a desc needs, in floats (int32 counts as one), in one place for the

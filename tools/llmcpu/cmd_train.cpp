@@ -94,6 +94,7 @@ int train_in(Communicator& world, const std::vector<std::string>& args) {
               "Every flag can also be a key of a --config TOML file; flags override the file.");
   add_train_flags(p, &o, &extra);
   if (!p.parse(args)) return 0;
+  check_plugin_flags(p, extra.plugin);
   o.shuffle = !extra.no_shuffle;
   // Several ranks on one machine: each one's threads on cores of its own, unless --cpus or mpirun's
   // binding says where.

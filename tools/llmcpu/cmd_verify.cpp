@@ -34,6 +34,7 @@ int run_verify(const std::vector<std::string>& args) {
   add_plugin_flags(p, &plugin);
   add_tolerance_flags(p, &tol);
   if (!p.parse(args)) return 0;
+  check_plugin_flags(p, plugin);
   if (model_path.empty()) throw UsageError("--model is required");
   if (state_path.empty()) throw UsageError("--state is required");
   const Precision prec = parse_precision(precision, "--precision");

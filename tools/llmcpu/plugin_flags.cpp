@@ -24,6 +24,15 @@ void add_plugin_flags(ArgParser& p, PluginFlags* o) {
          "step");
 }
 
+void check_plugin_flags(const ArgParser& p, const PluginFlags& o) {
+  if (!o.path.empty()) return;
+  for (const char* flag : {"offload-layers", "device-memory-limit"}) {
+    if (p.given(flag)) {
+      throw UsageError(std::string("--") + flag + " needs --plugin (the device that takes the layers)");
+    }
+  }
+}
+
 void apply_plugin_flags(const PluginFlags& o, Gpt2& model) {
   if (o.path.empty()) return;
   OffloadOptions options;

@@ -24,6 +24,9 @@ struct PluginFlags {
 // Registers --plugin and --offload-report on p, bound to *o.
 void add_plugin_flags(ArgParser& p, PluginFlags* o);
 
+// --offload-layers or --device-memory-limit without --plugin: UsageError.
+void check_plugin_flags(const ArgParser& p, const PluginFlags& o);
+
 // When --plugin was given, hands the layers --offload-layers names to it and prints what the
 // device owns (stdout), or why the model stays on the CPU (stderr; a bf16 model, for one, refuses
 // the fp32 plugin). A bad --offload-layers or --device-memory-limit, or a plan that does not fit
