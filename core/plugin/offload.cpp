@@ -151,13 +151,28 @@ std::string OffloadDevice::schedule() {
   return s ? s : "";
 }
 
+namespace {
+
+// "2.05 kB", "25.17 MB": decimal units, as time -v and the benchmarks print.
+std::string bytes_text(uint64_t b) {
+  char buf[32];
+  if (b < 1000000) {
+    std::snprintf(buf, sizeof buf, "%.2f kB", double(b) / 1e3);
+  } else {
+    std::snprintf(buf, sizeof buf, "%.2f MB", double(b) / 1e6);
+  }
+  return buf;
+}
+
+}  // namespace
+
 std::string format_offload_report(const llmcpu_offload_report& r) {
-  char buf[256];
+  char buf[192];
   std::snprintf(buf, sizeof buf,
-                "offload: copy %.3f ms, compute %.3f ms, hidden %.1f%% of copying, up %.2f MB, "
-                "down %.2f MB (%u calls)",
-                r.copy_ms, r.compute_ms, 100.0 * r.hidden_fraction, double(r.bytes_up) / 1e6,
-                double(r.bytes_down) / 1e6, r.calls);
+                "offload: copy %.3f ms, compute %.3f ms, hidden %.1f%% of copying, up %s, down %s "
+                "(%u calls)",
+                r.copy_ms, r.compute_ms, 100.0 * r.hidden_fraction, bytes_text(r.bytes_up).c_str(),
+                bytes_text(r.bytes_down).c_str(), r.calls);
   return buf;
 }
 

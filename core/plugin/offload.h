@@ -80,7 +80,7 @@ class OffloadDevice {
   std::unique_ptr<PluginLibrary> lib_;
 };
 
-// "offload: copy X ms, compute Y ms, hidden Z% of copying, up A MB, down B MB (N calls)".
+// "offload: copy X ms, compute Y ms, hidden Z% of copying, up A kB|MB, down B kB|MB (N calls)".
 std::string format_offload_report(const llmcpu_offload_report& r);
 // "the plan needs 812 MiB on the device (weights and AdamW 600 MiB, activations 200 MiB, other
 // 12 MiB) but it has 512 MiB"
