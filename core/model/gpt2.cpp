@@ -129,13 +129,18 @@ OffloadOutcome Gpt2::enable_offload(const std::string& path, const OffloadOption
   const OffloadLayers layers =
       OffloadLayers::parse(options.layers, config_.num_layers, "--offload-layers");
   OffloadOutcome out;
-  if (precision_ != Precision::kFp32) {
-    out.message = "offload: " + path + ": the plugin computes in fp32 only, not " +
-                  precision_name(precision_) + "; running on the CPU";
-    return out;
-  }
   device_ = OffloadDevice::open(path, &out, options.open);
   if (!device_) return out;
+  // A plugin may not run this precision (or this shape) at all: then the model stays on the CPU,
+  // as for a plugin that cannot be loaded. Whether it fits is configure's question.
+  try {
+    const int B = std::max(arena_.batch(), 1), T = std::max(arena_.seq_len(), 1);
+    device_->plan(make_model_desc(config_, layout_, B, T, precision_, layers, 0));
+  } catch (const DeviceError& e) {
+    device_.reset();
+    out = {false, "offload: " + path + ": " + e.what() + "; running on the CPU"};
+    return out;
+  }
   layers_ = layers;
   device_memory_limit_ = options.memory_limit;
   out.message += ": " + layers_.describe(config_.num_layers);

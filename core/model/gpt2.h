@@ -123,7 +123,7 @@ class Gpt2 {
   // it (weights, gradients, activations, and for a trainer the AdamW moments) on its device; the
   // device is configured for the planned batch shape now or at plan_batch. A plugin that cannot be
   // loaded or opened does not throw: the outcome says why and the model stays on the CPU; so does
-  // a bf16 model (the device computes in fp32). A bad options.layers throws UsageError, and so
+  // a plugin that cannot run this model's precision. A bad options.layers throws UsageError, and so
   // does a plan that does not fit the device (naming the most layers that fit). Replaces any
   // plugin this model had.
   OffloadOutcome enable_offload(const std::string& path, const OffloadOptions& options = {});

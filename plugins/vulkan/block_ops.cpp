@@ -45,13 +45,21 @@ void check(bool ok, const char* op, const std::string& what) {
   if (!ok) throw VulkanError(std::string("block_ops.cpp: ") + op + ": " + what);
 }
 
-}  // namespace
+// The bf16 ops need 16-bit loads and stores in storage buffers; without them the engine reports
+// this message (and keeps the bf16 path on the CPU).
+void require_bf16(const Kernels& k, const char* op) {
+  check(k.device().bf16_storage(), op,
+        std::string(k.device().name()) +
+            " lacks the Vulkan 1.1 feature storageBuffer16BitAccess that bf16 storage needs");
+}
 
-void BlockOps::gemm(VkCommandBuffer cb, Ref c, Ref a, Ref b, Ref bias, uint32_t M, uint32_t N,
-                    uint32_t K, uint32_t a_sm, uint32_t a_sk, uint32_t b_sk, uint32_t b_sn,
-                    uint32_t c_sm, uint32_t flags) {
+// C(m,n) (+)= sum_k A(m,k) B(k,n) [+ bias(n)] with the gemm.comp variant `kernel` (how A and B are
+// read); offsets and strides in the elements of each operand's buffer.
+void record_gemm(Kernels& k, Kernel kernel, const char* op, VkCommandBuffer cb, Ref c, Ref a, Ref b,
+                 Ref bias, uint32_t M, uint32_t N, uint32_t K, uint32_t a_sm, uint32_t a_sk,
+                 uint32_t b_sk, uint32_t b_sn, uint32_t c_sm, uint32_t flags) {
   if (M == 0 || N == 0) return;
-  check(bias.buf != VK_NULL_HANDLE || !(flags & kGemmBias), "gemm", "kGemmBias without a bias");
+  check(bias.buf != VK_NULL_HANDLE || !(flags & kGemmBias), op, "kGemmBias without a bias");
   const GemmPush pc{M, N, K, a.off, a_sm, a_sk, b.off, b_sk, b_sn, c.off, c_sm, bias.off, flags};
   const Binding binds[4] = {bind(a), bind(b), bind(c), bind_or(bias, c)};
   // K = 0 still runs once: C = bias (or 0), or C unchanged when accumulating.
@@ -64,9 +72,84 @@ void BlockOps::gemm(VkCommandBuffer cb, Ref c, Ref a, Ref b, Ref bias, uint32_t 
       piece.flags = (flags & ~kGemmBias) | kGemmAccumulate;
       Stream::compute_barrier(cb);  // the previous piece's C is read
     }
-    k_.dispatch(cb, Kernel::kGemm, {binds[0], binds[1], binds[2], binds[3]}, &piece, sizeof piece,
-                groups(N, kGemmTile), groups(M, kGemmTile), 1);
+    k.dispatch(cb, kernel, {binds[0], binds[1], binds[2], binds[3]}, &piece, sizeof piece,
+               groups(N, kGemmTile), groups(M, kGemmTile), 1);
   }
+}
+
+// dbias (OC) += column sums of the fp32 dout (N,OC) (shaders/colsum.comp).
+void record_bias_sum(Kernels& k, const char* op, VkCommandBuffer cb, Ref dbias, Ref dout,
+                     uint32_t N, uint32_t OC) {
+  if (OC == 0) return;
+  check(dbias.buf != VK_NULL_HANDLE, op, "has_bias without a dbias buffer");
+  const ColsumPush pc{N, OC, OC, dout.off, 1, dbias.off};
+  k.dispatch(cb, Kernel::kColsum, {bind(dout), bind(dbias)}, &pc, sizeof pc, groups(OC, 64), 1, 1);
+}
+
+void record_attention_forward(Kernels& k, Kernel kernel, const char* op, VkCommandBuffer cb,
+                              Ref out, Ref att, Ref qkv, uint32_t nb, uint32_t T, uint32_t C,
+                              uint32_t NH) {
+  check(NH > 0 && C % NH == 0, op,
+        "C = " + std::to_string(C) + " is not a multiple of NH = " + std::to_string(NH));
+  if (nb == 0 || T == 0) return;
+  const uint32_t hs = C / NH;
+  AttentionPush pc{T, C, NH, hs, 1.0f / std::sqrt(float(hs)), 0};
+  pc.qkv_off = qkv.off, pc.out_off = out.off, pc.att_off = att.off;
+  k.dispatch(cb, kernel, {bind(qkv), bind(out), bind(att)}, &pc, sizeof pc, T, NH, nb);
+}
+
+void record_attention_backward(Kernels& k, Kernel kernel, const char* op, VkCommandBuffer cb,
+                               Ref dqkv, Ref ds, Ref dout, Ref qkv, Ref att, uint32_t nb,
+                               uint32_t T, uint32_t C, uint32_t NH) {
+  check(NH > 0 && C % NH == 0, op,
+        "C = " + std::to_string(C) + " is not a multiple of NH = " + std::to_string(NH));
+  if (nb == 0 || T == 0) return;
+  const uint32_t hs = C / NH;
+  AttentionPush pc{T, C, NH, hs, 1.0f / std::sqrt(float(hs)), 0};
+  pc.qkv_off = qkv.off, pc.att_off = att.off, pc.dout_off = dout.off;
+  pc.dqkv_off = dqkv.off, pc.ds_off = ds.off;
+  for (uint32_t pass = 0; pass < 2; ++pass) {
+    pc.pass = pass;
+    if (pass == 1) Stream::compute_barrier(cb);  // pass 1 reads the ds of pass 0
+    k.dispatch(cb, kernel, {bind(dout), bind(qkv), bind(att), bind(dqkv), bind(ds)}, &pc, sizeof pc,
+               T, NH, nb);
+  }
+}
+
+void record_layernorm_forward(Kernels& k, Kernel kernel, const char* op, VkCommandBuffer cb,
+                              Ref out, Ref mean, Ref rstd, Ref inp, Ref weight, Ref bias,
+                              uint32_t N, uint32_t C) {
+  check(C > 0, op, "C = 0");
+  if (N == 0) return;
+  const LayerNormForwardPush pc{N, C, out.off, mean.off, rstd.off, inp.off, weight.off, bias.off};
+  const Grid g = flat_grid(N);  // one workgroup per row
+  k.dispatch(cb, kernel, {bind(inp), bind(weight), bind(bias), bind(out), bind(mean), bind(rstd)},
+             &pc, sizeof pc, g.x, g.y, 1);
+}
+
+void record_gelu_forward(Kernels& k, Kernel kernel, VkCommandBuffer cb, Ref out, Ref inp,
+                         uint32_t n) {
+  if (n == 0) return;
+  const GeluPush pc{n, out.off, inp.off, 0};
+  const Grid g = flat_grid(groups(n, 256));
+  k.dispatch(cb, kernel, {bind(inp), bind(out)}, &pc, sizeof pc, g.x, g.y, 1);
+}
+
+void record_gelu_backward(Kernels& k, Kernel kernel, VkCommandBuffer cb, Ref dinp, Ref inp,
+                          Ref dout, uint32_t n) {
+  if (n == 0) return;
+  const GeluPush pc{n, dinp.off, inp.off, dout.off};
+  const Grid g = flat_grid(groups(n, 256));
+  k.dispatch(cb, kernel, {bind(inp), bind(dout), bind(dinp)}, &pc, sizeof pc, g.x, g.y, 1);
+}
+
+}  // namespace
+
+void BlockOps::gemm(VkCommandBuffer cb, Ref c, Ref a, Ref b, Ref bias, uint32_t M, uint32_t N,
+                    uint32_t K, uint32_t a_sm, uint32_t a_sk, uint32_t b_sk, uint32_t b_sn,
+                    uint32_t c_sm, uint32_t flags) {
+  record_gemm(k_, Kernel::kGemm, "gemm", cb, c, a, b, bias, M, N, K, a_sm, a_sk, b_sk, b_sn, c_sm,
+              flags);
 }
 
 // out (N,OC) = inp (N,C) W^T [+ b]:  A = inp (a_sm = C, a_sk = 1), B(k,n) = W[n,k] (b_sk = 1,
@@ -89,40 +172,19 @@ void BlockOps::matmul_backward_input(VkCommandBuffer cb, Ref dinp, Ref dout, Ref
 void BlockOps::matmul_backward_weight(VkCommandBuffer cb, Ref dweight, Ref dbias, bool has_bias,
                                       Ref dout, Ref inp, uint32_t N, uint32_t C, uint32_t OC) {
   gemm(cb, dweight, dout, inp, Ref{}, OC, C, N, 1, OC, C, 1, C, kGemmAccumulate);
-  if (!has_bias || OC == 0) return;
-  check(dbias.buf != VK_NULL_HANDLE, "matmul_backward_weight", "has_bias without a dbias buffer");
-  const ColsumPush pc{N, OC, OC, dout.off, 1, dbias.off};
-  k_.dispatch(cb, Kernel::kColsum, {bind(dout), bind(dbias)}, &pc, sizeof pc, groups(OC, 64), 1, 1);
+  if (has_bias) record_bias_sum(k_, "matmul_backward_weight", cb, dbias, dout, N, OC);
 }
 
 void BlockOps::attention_forward(VkCommandBuffer cb, Ref out, Ref att, Ref qkv, uint32_t nb,
                                  uint32_t T, uint32_t C, uint32_t NH) {
-  check(NH > 0 && C % NH == 0, "attention_forward",
-        "C = " + std::to_string(C) + " is not a multiple of NH = " + std::to_string(NH));
-  if (nb == 0 || T == 0) return;
-  const uint32_t hs = C / NH;
-  AttentionPush pc{T, C, NH, hs, 1.0f / std::sqrt(float(hs)), 0};
-  pc.qkv_off = qkv.off, pc.out_off = out.off, pc.att_off = att.off;
-  k_.dispatch(cb, Kernel::kAttentionForward, {bind(qkv), bind(out), bind(att)}, &pc, sizeof pc, T,
-              NH, nb);
+  record_attention_forward(k_, Kernel::kAttentionForward, "attention_forward", cb, out, att, qkv,
+                           nb, T, C, NH);
 }
 
 void BlockOps::attention_backward(VkCommandBuffer cb, Ref dqkv, Ref ds, Ref dout, Ref qkv, Ref att,
                                   uint32_t nb, uint32_t T, uint32_t C, uint32_t NH) {
-  check(NH > 0 && C % NH == 0, "attention_backward",
-        "C = " + std::to_string(C) + " is not a multiple of NH = " + std::to_string(NH));
-  if (nb == 0 || T == 0) return;
-  const uint32_t hs = C / NH;
-  AttentionPush pc{T, C, NH, hs, 1.0f / std::sqrt(float(hs)), 0};
-  pc.qkv_off = qkv.off, pc.att_off = att.off, pc.dout_off = dout.off;
-  pc.dqkv_off = dqkv.off, pc.ds_off = ds.off;
-  for (uint32_t pass = 0; pass < 2; ++pass) {
-    pc.pass = pass;
-    if (pass == 1) Stream::compute_barrier(cb);  // pass 1 reads the ds of pass 0
-    k_.dispatch(cb, Kernel::kAttentionBackward,
-                {bind(dout), bind(qkv), bind(att), bind(dqkv), bind(ds)}, &pc, sizeof pc, T, NH,
-                nb);
-  }
+  record_attention_backward(k_, Kernel::kAttentionBackward, "attention_backward", cb, dqkv, ds,
+                            dout, qkv, att, nb, T, C, NH);
 }
 
 void BlockOps::encoder_forward(VkCommandBuffer cb, Ref out, Ref tokens, Ref wte, Ref wpe,
@@ -159,13 +221,8 @@ void BlockOps::encoder_backward(VkCommandBuffer cb, Ref dwte, Ref dwpe, bool wit
 
 void BlockOps::layernorm_forward(VkCommandBuffer cb, Ref out, Ref mean, Ref rstd, Ref inp,
                                  Ref weight, Ref bias, uint32_t N, uint32_t C) {
-  check(C > 0, "layernorm_forward", "C = 0");
-  if (N == 0) return;
-  const LayerNormForwardPush pc{N, C, out.off, mean.off, rstd.off, inp.off, weight.off, bias.off};
-  const Grid g = flat_grid(N);  // one workgroup per row
-  k_.dispatch(cb, Kernel::kLayerNormForward,
-              {bind(inp), bind(weight), bind(bias), bind(out), bind(mean), bind(rstd)}, &pc,
-              sizeof pc, g.x, g.y, 1);
+  record_layernorm_forward(k_, Kernel::kLayerNormForward, "layernorm_forward", cb, out, mean, rstd,
+                           inp, weight, bias, N, C);
 }
 
 void BlockOps::layernorm_backward(VkCommandBuffer cb, Ref dinp, Ref dweight, Ref dbias, Ref dout,
@@ -186,18 +243,11 @@ void BlockOps::layernorm_backward(VkCommandBuffer cb, Ref dinp, Ref dweight, Ref
 }
 
 void BlockOps::gelu_forward(VkCommandBuffer cb, Ref out, Ref inp, uint32_t n) {
-  if (n == 0) return;
-  const GeluPush pc{n, out.off, inp.off, 0};
-  const Grid g = flat_grid(groups(n, 256));
-  k_.dispatch(cb, Kernel::kGeluForward, {bind(inp), bind(out)}, &pc, sizeof pc, g.x, g.y, 1);
+  record_gelu_forward(k_, Kernel::kGeluForward, cb, out, inp, n);
 }
 
 void BlockOps::gelu_backward(VkCommandBuffer cb, Ref dinp, Ref inp, Ref dout, uint32_t n) {
-  if (n == 0) return;
-  const GeluPush pc{n, dinp.off, inp.off, dout.off};
-  const Grid g = flat_grid(groups(n, 256));
-  k_.dispatch(cb, Kernel::kGeluBackward, {bind(inp), bind(dout), bind(dinp)}, &pc, sizeof pc, g.x,
-              g.y, 1);
+  record_gelu_backward(k_, Kernel::kGeluBackward, cb, dinp, inp, dout, n);
 }
 
 void BlockOps::residual_forward(VkCommandBuffer cb, Ref out, Ref a, Ref b, uint32_t n) {
@@ -228,6 +278,91 @@ void BlockOps::softmax_xent_backward(VkCommandBuffer cb, Ref logits, Ref lse, Re
   const Grid g = flat_grid(groups(uint64_t(N) * Vp, 256));
   k_.dispatch(cb, Kernel::kSoftmaxXentBackward, {bind(logits), bind(lse), bind(targets)}, &pc,
               sizeof pc, g.x, g.y, 1);
+}
+
+// --- bf16 storage: the same recordings with the bf16 variants of the shaders. A bf16 Ref's `off`
+// counts 16-bit elements of its buffer, and so do the strides of a bf16 GEMM operand.
+
+// out (N,OC) = inp (N,C) W^T [+ b], A = inp and B = W both bf16 (the layout of matmul_forward).
+void BlockOps::matmul_forward_bf16(VkCommandBuffer cb, Ref out, Ref inp, Ref weight, Ref bias,
+                                   bool has_bias, uint32_t N, uint32_t C, uint32_t OC) {
+  require_bf16(k_, "matmul_forward_bf16");
+  record_gemm(k_, Kernel::kGemmHH, "matmul_forward_bf16", cb, out, inp, weight,
+              has_bias ? bias : Ref{}, N, OC, C, C, 1, 1, C, OC, has_bias ? kGemmBias : 0);
+}
+
+// dinp (N,C) (+)= bf16(dout) (N,OC) W: A = dout rounded on load, B = W bf16.
+void BlockOps::matmul_backward_input_bf16(VkCommandBuffer cb, Ref dinp, Ref dout, Ref weight,
+                                          uint32_t N, uint32_t C, uint32_t OC, bool accumulate) {
+  require_bf16(k_, "matmul_backward_input_bf16");
+  record_gemm(k_, Kernel::kGemmRH, "matmul_backward_input_bf16", cb, dinp, dout, weight, Ref{}, N,
+              C, OC, OC, 1, C, 1, C, accumulate ? kGemmAccumulate : 0);
+}
+
+// dW (OC,C) += bf16(dout)^T inp: A(m,k) = dout[k,m] rounded on load, B = inp bf16; dbias from the
+// fp32 dout.
+void BlockOps::matmul_backward_weight_bf16(VkCommandBuffer cb, Ref dweight, Ref dbias,
+                                           bool has_bias, Ref dout, Ref inp, uint32_t N, uint32_t C,
+                                           uint32_t OC) {
+  require_bf16(k_, "matmul_backward_weight_bf16");
+  record_gemm(k_, Kernel::kGemmRH, "matmul_backward_weight_bf16", cb, dweight, dout, inp, Ref{}, OC,
+              C, N, 1, OC, C, 1, C, kGemmAccumulate);
+  if (has_bias) record_bias_sum(k_, "matmul_backward_weight_bf16", cb, dbias, dout, N, OC);
+}
+
+// The variant of gemm.comp for each (a_type, b_type): F fp32, R fp32 rounded on load, H bf16.
+void BlockOps::gemm_bf16(VkCommandBuffer cb, Ref c, Ref a, Elem a_type, Ref b, Elem b_type,
+                         uint32_t M, uint32_t N, uint32_t K, uint32_t a_sm, uint32_t a_sk,
+                         uint32_t b_sk, uint32_t b_sn, uint32_t c_sm, uint32_t flags) {
+  static constexpr Kernel kByType[3][3] = {
+      {Kernel::kGemm, Kernel::kGemmFR, Kernel::kGemmFH},
+      {Kernel::kGemmRF, Kernel::kGemmRR, Kernel::kGemmRH},
+      {Kernel::kGemmHF, Kernel::kGemmHR, Kernel::kGemmHH},
+  };
+  require_bf16(k_, "gemm_bf16");
+  check(!(flags & kGemmBias), "gemm_bf16", "kGemmBias: gemm_bf16 takes no bias operand");
+  check(size_t(a_type) < 3 && size_t(b_type) < 3, "gemm_bf16", "unknown Elem");
+  record_gemm(k_, kByType[size_t(a_type)][size_t(b_type)], "gemm_bf16", cb, c, a, b, Ref{}, M, N, K,
+              a_sm, a_sk, b_sk, b_sn, c_sm, flags);
+}
+
+void BlockOps::layernorm_forward_bf16(VkCommandBuffer cb, Ref out, Ref mean, Ref rstd, Ref inp,
+                                      Ref weight, Ref bias, uint32_t N, uint32_t C) {
+  require_bf16(k_, "layernorm_forward_bf16");
+  record_layernorm_forward(k_, Kernel::kLayerNormForwardBf16, "layernorm_forward_bf16", cb, out,
+                           mean, rstd, inp, weight, bias, N, C);
+}
+
+void BlockOps::attention_forward_bf16(VkCommandBuffer cb, Ref out, Ref att, Ref qkv, uint32_t nb,
+                                      uint32_t T, uint32_t C, uint32_t NH) {
+  require_bf16(k_, "attention_forward_bf16");
+  record_attention_forward(k_, Kernel::kAttentionForwardBf16, "attention_forward_bf16", cb, out,
+                           att, qkv, nb, T, C, NH);
+}
+
+void BlockOps::attention_backward_bf16(VkCommandBuffer cb, Ref dqkv, Ref ds, Ref dout, Ref qkv,
+                                       Ref att, uint32_t nb, uint32_t T, uint32_t C, uint32_t NH) {
+  require_bf16(k_, "attention_backward_bf16");
+  record_attention_backward(k_, Kernel::kAttentionBackwardBf16, "attention_backward_bf16", cb, dqkv,
+                            ds, dout, qkv, att, nb, T, C, NH);
+}
+
+void BlockOps::gelu_forward_bf16(VkCommandBuffer cb, Ref out, Ref inp, uint32_t n) {
+  require_bf16(k_, "gelu_forward_bf16");
+  record_gelu_forward(k_, Kernel::kGeluForwardBf16, cb, out, inp, n);
+}
+
+void BlockOps::gelu_backward_bf16(VkCommandBuffer cb, Ref dinp, Ref inp, Ref dout, uint32_t n) {
+  require_bf16(k_, "gelu_backward_bf16");
+  record_gelu_backward(k_, Kernel::kGeluBackwardBf16, cb, dinp, inp, dout, n);
+}
+
+void BlockOps::to_bf16(VkCommandBuffer cb, Ref out, Ref in, uint32_t n) {
+  require_bf16(k_, "to_bf16");
+  if (n == 0) return;
+  const ToBf16Push pc{n, out.off, in.off};
+  const Grid g = flat_grid(groups(n, 256));
+  k_.dispatch(cb, Kernel::kToBf16, {bind(in), bind(out)}, &pc, sizeof pc, g.x, g.y, 1);
 }
 
 void BlockOps::adamw(VkCommandBuffer cb, Ref param, Ref m, Ref v, Ref grad, uint32_t n,

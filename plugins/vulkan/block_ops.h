@@ -89,6 +89,40 @@ class BlockOps {
   void softmax_xent_backward(VkCommandBuffer cb, Ref logits, Ref lse, Ref targets, float dloss,
                              uint32_t N, uint32_t V, uint32_t Vp);
 
+  // bf16 storage (precision bf16, the CPU's mixed precision: simd/scalar/bf16_table.cpp is the
+  // reference): a bf16 tensor is a Ref to a buffer of 16-bit elements (off and sizes counted in
+  // them), each the upper half of an fp32 rounded to nearest even. Outputs not named bf16 are fp32.
+  //   out (N,OC) = bf16 inp (N,C) . bf16 weight^T [+ fp32 bias]
+  void matmul_forward_bf16(VkCommandBuffer cb, Ref out, Ref inp, Ref weight, Ref bias,
+                           bool has_bias, uint32_t N, uint32_t C, uint32_t OC);
+  //   dinp (N,C) (+)= bf16(dout) (N,OC) . bf16 weight: dout is fp32, rounded to bf16 as it is read
+  void matmul_backward_input_bf16(VkCommandBuffer cb, Ref dinp, Ref dout, Ref weight, uint32_t N,
+                                  uint32_t C, uint32_t OC, bool accumulate);
+  //   dweight (OC,C) += bf16(dout)^T . bf16 inp;  dbias (OC) += column sums of the fp32 dout
+  void matmul_backward_weight_bf16(VkCommandBuffer cb, Ref dweight, Ref dbias, bool has_bias,
+                                   Ref dout, Ref inp, uint32_t N, uint32_t C, uint32_t OC);
+  // The head's products in bf16 with a row stride of the logits (Vp) and a window of vocabulary
+  // rows: the general form of the three above. a_type/b_type: how A and B are read.
+  enum class Elem { kF32, kF32AsBf16, kBf16 };  // fp32; fp32 rounded to bf16 on load; bf16
+  void gemm_bf16(VkCommandBuffer cb, Ref c, Ref a, Elem a_type, Ref b, Elem b_type, uint32_t M,
+                 uint32_t N, uint32_t K, uint32_t a_sm, uint32_t a_sk, uint32_t b_sk, uint32_t b_sn,
+                 uint32_t c_sm, uint32_t flags);
+  // layernorm with fp32 statistics and a bf16 output.
+  void layernorm_forward_bf16(VkCommandBuffer cb, Ref out, Ref mean, Ref rstd, Ref inp, Ref weight,
+                              Ref bias, uint32_t N, uint32_t C);
+  // Attention on bf16 q, k, v (widened exactly), fp32 softmax and att; the output rounded to bf16.
+  void attention_forward_bf16(VkCommandBuffer cb, Ref out, Ref att, Ref qkv, uint32_t nb,
+                              uint32_t T, uint32_t C, uint32_t NH);
+  // dqkv (fp32, overwritten) from the fp32 dout, the bf16 qkv and the fp32 att.
+  void attention_backward_bf16(VkCommandBuffer cb, Ref dqkv, Ref ds, Ref dout, Ref qkv, Ref att,
+                               uint32_t nb, uint32_t T, uint32_t C, uint32_t NH);
+  // GELU of a bf16 input into bf16; its backward from the bf16 input and an fp32 dout into fp32
+  // (in place allowed: dinp and dout the same fp32 elements).
+  void gelu_forward_bf16(VkCommandBuffer cb, Ref out, Ref inp, uint32_t n);
+  void gelu_backward_bf16(VkCommandBuffer cb, Ref dinp, Ref inp, Ref dout, uint32_t n);
+  // out (bf16) = round-to-nearest-even of in (fp32), n elements.
+  void to_bf16(VkCommandBuffer cb, Ref out, Ref in, uint32_t n);
+
   // simd/scalar/adamw.h on n elements (g = grad * grad_scale first).
   void adamw(VkCommandBuffer cb, Ref param, Ref m, Ref v, Ref grad, uint32_t n,
              const AdamWConstants& s);

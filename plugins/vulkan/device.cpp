@@ -140,9 +140,11 @@ Device::Device(int device_index, bool verbose) : verbose_(verbose) {
       throw NoDeviceError(std::string(props_.deviceName) + " has no compute queue");
     if (transfer_family_ == kNone) transfer_family_ = compute_family_;
 
+    VkPhysicalDeviceVulkan11Features f11{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES};
     VkPhysicalDeviceVulkan12Features f12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
     VkPhysicalDeviceFeatures2 f2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
-    f2.pNext = &f12;
+    f2.pNext = &f11;
+    f11.pNext = &f12;
     vkGetPhysicalDeviceFeatures2(physical_, &f2);
     const bool host_reset = f12.hostQueryReset;
     VkPhysicalDeviceVulkan12Features enable12{
@@ -151,8 +153,14 @@ Device::Device(int device_index, bool verbose) : verbose_(verbose) {
     enable12.hostQueryReset = host_reset ? VK_TRUE : VK_FALSE;
     // Double precision in shaders where offered (AdamW's correctly rounded sqrt and division).
     float64_ = f2.features.shaderFloat64 == VK_TRUE;
+    // 16-bit loads and stores in storage buffers where offered (bf16 storage).
+    bf16_storage_ = f11.storageBuffer16BitAccess == VK_TRUE;
+    VkPhysicalDeviceVulkan11Features enable11{
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES};
+    enable11.storageBuffer16BitAccess = bf16_storage_ ? VK_TRUE : VK_FALSE;
+    enable11.pNext = &enable12;
     VkPhysicalDeviceFeatures2 enable2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
-    enable2.pNext = &enable12;
+    enable2.pNext = &enable11;
     enable2.features.shaderFloat64 = float64_ ? VK_TRUE : VK_FALSE;
 
     const float priority = 1.0f;
@@ -178,11 +186,11 @@ Device::Device(int device_index, bool verbose) : verbose_(verbose) {
     if (verbose_) {
       std::fprintf(stderr,
                    "vulkan: using %s; compute queue family %u, %s; maxStorageBufferRange %u; "
-                   "timestamps %s; shaderFloat64 %s\n",
+                   "timestamps %s; shaderFloat64 %s; storageBuffer16BitAccess %s\n",
                    props_.deviceName, compute_family_,
                    dedicated_transfer() ? "dedicated transfer queue family" : "one queue for all",
                    props_.limits.maxStorageBufferRange, timestamps_ ? "on" : "off",
-                   float64_ ? "on" : "off");
+                   float64_ ? "on" : "off", bf16_storage_ ? "on" : "off");
     }
   } catch (...) {
     if (device_) vkDestroyDevice(device_, nullptr);

@@ -68,6 +68,9 @@ class Device {
   bool verbose() const { return verbose_; }
   // shaderFloat64 is supported and enabled: shaders may use double.
   bool float64() const { return float64_; }
+  // storageBuffer16BitAccess (Vulkan 1.1 core) is supported and enabled: shaders may load and store
+  // 16-bit elements of storage buffers, the bf16 storage of block_ops.h.
+  bool bf16_storage() const { return bf16_storage_; }
   // The size of the largest memory heap with VK_MEMORY_HEAP_DEVICE_LOCAL_BIT (0 if none).
   uint64_t device_local_bytes() const;
 
@@ -83,6 +86,7 @@ class Device {
   VkQueue compute_queue_ = VK_NULL_HANDLE, transfer_queue_ = VK_NULL_HANDLE;
   bool timestamps_ = false;
   bool float64_ = false;
+  bool bf16_storage_ = false;
   bool verbose_ = false;
 };
 

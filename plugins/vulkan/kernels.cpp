@@ -57,13 +57,59 @@ const uint32_t kAdamwSpv[] = {
 const uint32_t kAdamwF32Spv[] = {
 #include "adamw_f32.spv.h"
 };
+const uint32_t kGemmFRSpv[] = {
+#include "gemm_fr.spv.h"
+};
+const uint32_t kGemmFHSpv[] = {
+#include "gemm_fh.spv.h"
+};
+const uint32_t kGemmRFSpv[] = {
+#include "gemm_rf.spv.h"
+};
+const uint32_t kGemmRRSpv[] = {
+#include "gemm_rr.spv.h"
+};
+const uint32_t kGemmRHSpv[] = {
+#include "gemm_rh.spv.h"
+};
+const uint32_t kGemmHFSpv[] = {
+#include "gemm_hf.spv.h"
+};
+const uint32_t kGemmHRSpv[] = {
+#include "gemm_hr.spv.h"
+};
+const uint32_t kGemmHHSpv[] = {
+#include "gemm_hh.spv.h"
+};
+const uint32_t kLayernormForwardBf16Spv[] = {
+#include "layernorm_forward_bf16.spv.h"
+};
+const uint32_t kAttentionForwardBf16Spv[] = {
+#include "attention_forward_bf16.spv.h"
+};
+const uint32_t kAttentionBackwardBf16Spv[] = {
+#include "attention_backward_bf16.spv.h"
+};
+const uint32_t kGeluForwardBf16Spv[] = {
+#include "gelu_forward_bf16.spv.h"
+};
+const uint32_t kGeluBackwardBf16Spv[] = {
+#include "gelu_backward_bf16.spv.h"
+};
+const uint32_t kToBf16Spv[] = {
+#include "to_bf16.spv.h"
+};
+
+// The device feature a pipeline needs beyond the baseline; it is created only where the device has
+// it (dispatching it elsewhere throws, naming the feature).
+enum class Needs { kNothing, kFloat64, kBf16Storage };
 
 struct ShaderInfo {
   const uint32_t* code;
   size_t bytes;
   uint32_t bindings;
   uint32_t push_size;
-  bool needs_float64;  // created only where the device has shaderFloat64
+  Needs needs;
 };
 
 constexpr uint32_t kSetsPerPool = 1024;
@@ -74,30 +120,57 @@ constexpr uint32_t kMaxBindings = 8;
 Kernels::Kernels(Device& dev) : dev_(dev) {
   // In the order of enum Kernel.
   const ShaderInfo infos[] = {
-      {kGemmSpv, sizeof kGemmSpv, 4, sizeof(GemmPush), false},
-      {kColsumSpv, sizeof kColsumSpv, 2, sizeof(ColsumPush), false},
-      {kAttentionForwardSpv, sizeof kAttentionForwardSpv, 3, sizeof(AttentionPush), false},
-      {kAttentionBackwardSpv, sizeof kAttentionBackwardSpv, 5, sizeof(AttentionPush), false},
-      {kEncoderForwardSpv, sizeof kEncoderForwardSpv, 4, sizeof(EncoderForwardPush), false},
-      {kEncoderBackwardSpv, sizeof kEncoderBackwardSpv, 3, sizeof(EncoderBackwardPush), false},
-      {kLayernormForwardSpv, sizeof kLayernormForwardSpv, 6, sizeof(LayerNormForwardPush), false},
+      {kGemmSpv, sizeof kGemmSpv, 4, sizeof(GemmPush), Needs::kNothing},
+      {kColsumSpv, sizeof kColsumSpv, 2, sizeof(ColsumPush), Needs::kNothing},
+      {kAttentionForwardSpv, sizeof kAttentionForwardSpv, 3, sizeof(AttentionPush),
+       Needs::kNothing},
+      {kAttentionBackwardSpv, sizeof kAttentionBackwardSpv, 5, sizeof(AttentionPush),
+       Needs::kNothing},
+      {kEncoderForwardSpv, sizeof kEncoderForwardSpv, 4, sizeof(EncoderForwardPush),
+       Needs::kNothing},
+      {kEncoderBackwardSpv, sizeof kEncoderBackwardSpv, 3, sizeof(EncoderBackwardPush),
+       Needs::kNothing},
+      {kLayernormForwardSpv, sizeof kLayernormForwardSpv, 6, sizeof(LayerNormForwardPush),
+       Needs::kNothing},
       {kLayernormBackwardSpv, sizeof kLayernormBackwardSpv, 8, sizeof(LayerNormBackwardPush),
-       false},
-      {kGeluForwardSpv, sizeof kGeluForwardSpv, 2, sizeof(GeluPush), false},
-      {kGeluBackwardSpv, sizeof kGeluBackwardSpv, 3, sizeof(GeluPush), false},
-      {kResidualForwardSpv, sizeof kResidualForwardSpv, 3, sizeof(ResidualPush), false},
-      {kSoftmaxXentForwardSpv, sizeof kSoftmaxXentForwardSpv, 4, sizeof(SoftmaxXentPush), false},
-      {kSoftmaxXentBackwardSpv, sizeof kSoftmaxXentBackwardSpv, 3, sizeof(SoftmaxXentPush), false},
-      {kSumSquaresSpv, sizeof kSumSquaresSpv, 2, sizeof(SumSquaresPush), false},
-      {kAdamwSpv, sizeof kAdamwSpv, 4, sizeof(AdamWPush), true},
-      {kAdamwF32Spv, sizeof kAdamwF32Spv, 4, sizeof(AdamWPush), false},
+       Needs::kNothing},
+      {kGeluForwardSpv, sizeof kGeluForwardSpv, 2, sizeof(GeluPush), Needs::kNothing},
+      {kGeluBackwardSpv, sizeof kGeluBackwardSpv, 3, sizeof(GeluPush), Needs::kNothing},
+      {kResidualForwardSpv, sizeof kResidualForwardSpv, 3, sizeof(ResidualPush), Needs::kNothing},
+      {kSoftmaxXentForwardSpv, sizeof kSoftmaxXentForwardSpv, 4, sizeof(SoftmaxXentPush),
+       Needs::kNothing},
+      {kSoftmaxXentBackwardSpv, sizeof kSoftmaxXentBackwardSpv, 3, sizeof(SoftmaxXentPush),
+       Needs::kNothing},
+      {kSumSquaresSpv, sizeof kSumSquaresSpv, 2, sizeof(SumSquaresPush), Needs::kNothing},
+      {kAdamwSpv, sizeof kAdamwSpv, 4, sizeof(AdamWPush), Needs::kFloat64},
+      {kAdamwF32Spv, sizeof kAdamwF32Spv, 4, sizeof(AdamWPush), Needs::kNothing},
+      {kGemmFRSpv, sizeof kGemmFRSpv, 4, sizeof(GemmPush), Needs::kBf16Storage},
+      {kGemmFHSpv, sizeof kGemmFHSpv, 4, sizeof(GemmPush), Needs::kBf16Storage},
+      {kGemmRFSpv, sizeof kGemmRFSpv, 4, sizeof(GemmPush), Needs::kBf16Storage},
+      {kGemmRRSpv, sizeof kGemmRRSpv, 4, sizeof(GemmPush), Needs::kBf16Storage},
+      {kGemmRHSpv, sizeof kGemmRHSpv, 4, sizeof(GemmPush), Needs::kBf16Storage},
+      {kGemmHFSpv, sizeof kGemmHFSpv, 4, sizeof(GemmPush), Needs::kBf16Storage},
+      {kGemmHRSpv, sizeof kGemmHRSpv, 4, sizeof(GemmPush), Needs::kBf16Storage},
+      {kGemmHHSpv, sizeof kGemmHHSpv, 4, sizeof(GemmPush), Needs::kBf16Storage},
+      {kLayernormForwardBf16Spv, sizeof kLayernormForwardBf16Spv, 6, sizeof(LayerNormForwardPush),
+       Needs::kBf16Storage},
+      {kAttentionForwardBf16Spv, sizeof kAttentionForwardBf16Spv, 3, sizeof(AttentionPush),
+       Needs::kBf16Storage},
+      {kAttentionBackwardBf16Spv, sizeof kAttentionBackwardBf16Spv, 5, sizeof(AttentionPush),
+       Needs::kBf16Storage},
+      {kGeluForwardBf16Spv, sizeof kGeluForwardBf16Spv, 2, sizeof(GeluPush), Needs::kBf16Storage},
+      {kGeluBackwardBf16Spv, sizeof kGeluBackwardBf16Spv, 3, sizeof(GeluPush), Needs::kBf16Storage},
+      {kToBf16Spv, sizeof kToBf16Spv, 2, sizeof(ToBf16Push), Needs::kBf16Storage},
   };
   static_assert(std::size(infos) == size_t(Kernel::kCount), "one ShaderInfo per Kernel");
   VkDevice d = dev_.device();
   try {
     for (size_t i = 0; i < size_t(Kernel::kCount); ++i) {
       Pipeline& p = pipes_[i];
-      if (infos[i].needs_float64 && !dev_.float64()) continue;
+      if (infos[i].needs == Needs::kFloat64) p.needs = "shaderFloat64";
+      if (infos[i].needs == Needs::kBf16Storage) p.needs = "storageBuffer16BitAccess";
+      if (infos[i].needs == Needs::kFloat64 && !dev_.float64()) continue;
+      if (infos[i].needs == Needs::kBf16Storage && !dev_.bf16_storage()) continue;
       p.bindings = infos[i].bindings;
       p.push_size = infos[i].push_size;
       VkDescriptorSetLayoutBinding b[kMaxBindings]{};
@@ -186,7 +259,7 @@ void Kernels::dispatch(VkCommandBuffer cb, Kernel k, std::initializer_list<Bindi
   const Pipeline& p = pipes_[size_t(k)];
   if (!p.pipeline) {
     throw VulkanError("internal: kernel " + std::to_string(int(k)) + " is not available on " +
-                      dev_.name() + " (it needs shaderFloat64)");
+                      dev_.name() + " (it needs " + (p.needs ? p.needs : "?") + ")");
   }
   if (bindings.size() != p.bindings || push_size != p.push_size) {
     throw VulkanError("internal: kernel " + std::to_string(int(k)) + " called with " +

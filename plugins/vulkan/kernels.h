@@ -29,6 +29,22 @@ enum class Kernel {
   kSumSquares,
   kAdamW,     // sqrt and division in double, correctly rounded (needs shaderFloat64)
   kAdamWF32,  // float only: sqrt and division to Vulkan's precision
+  // bf16 storage variants (need storageBuffer16BitAccess). GEMMs by how A and B are read: F fp32,
+  // R fp32 rounded to bf16 on load, H bf16 (kGemm is FF).
+  kGemmFR,
+  kGemmFH,
+  kGemmRF,
+  kGemmRR,
+  kGemmRH,
+  kGemmHF,
+  kGemmHR,
+  kGemmHH,
+  kLayerNormForwardBf16,   // bf16 out
+  kAttentionForwardBf16,   // bf16 qkv and out
+  kAttentionBackwardBf16,  // bf16 qkv
+  kGeluForwardBf16,        // bf16 inp and out
+  kGeluBackwardBf16,       // bf16 inp
+  kToBf16,
   kCount
 };
 
@@ -104,6 +120,11 @@ struct AdamWPush {
   float decay, beta1, beta2, step_size, bc2_sqrt, eps, grad_scale;
 };
 
+// shaders/to_bf16.comp: out (bf16, out_off in 16-bit elements) = bf16(in), n elements.
+struct ToBf16Push {
+  uint32_t n, out_off, in_off;
+};
+
 // shaders/sum_squares.comp: partials(out_off + j) = sum of x^2 over block j.
 struct SumSquaresPush {
   uint32_t n, out_off, x_off;
@@ -128,7 +149,8 @@ class Kernels {
   Kernels& operator=(const Kernels&) = delete;
 
   Device& device() const { return dev_; }
-  // Whether the kernel's pipeline exists (kAdamW needs shaderFloat64).
+  // Whether the kernel's pipeline exists (kAdamW needs shaderFloat64, the bf16 variants
+  // storageBuffer16BitAccess).
   bool available(Kernel k) const { return pipes_[size_t(k)].pipeline != VK_NULL_HANDLE; }
 
   // Frees every descriptor set handed out so far: call when no recorded work is pending.
@@ -143,6 +165,7 @@ class Kernels {
     VkPipeline pipeline = VK_NULL_HANDLE;
     uint32_t bindings = 0;
     uint32_t push_size = 0;
+    const char* needs = nullptr;  // the device feature it needs, if any
   };
   VkDescriptorSet allocate_set(VkDescriptorSetLayout layout);
 

@@ -18,9 +18,10 @@ constexpr size_t kLogitsBytes = 64u << 20;  // the head's logits at most, as the
 struct Sizes {
   size_t BT, rows;  // rows: of one chunk (nb * T)
   int nb, chunks;
-  size_t block_params;  // per owned block
-  size_t block_acts;    // per owned block, without attention
-  size_t att_chunk;     // one chunk's attention matrices (nb, NH, T, T)
+  size_t block_params;     // per owned block
+  size_t act;              // bytes of an activation a GEMM reads: 4, or 2 in bf16
+  size_t block_act_bytes;  // per owned block, without attention
+  size_t att_chunk;        // one chunk's attention matrices (nb, NH, T, T)
   size_t wte_rows_per_piece, wte_pieces;
   size_t other_params;  // wpe | lnfw | lnfb
   size_t head_rows;
@@ -37,7 +38,10 @@ Sizes sizes_of(const llmcpu_model_desc& d, size_t max_binding) {
   s.chunks = (d.batch + s.nb - 1) / s.nb;
   s.rows = size_t(s.nb) * T;
   s.block_params = BlockLayout(C).total;
-  s.block_acts = 15 * s.BT * C + 4 * s.BT;
+  s.act = d.precision == LLMCPU_PRECISION_BF16 ? 2 : F;
+  // fp32: residual2, residual3, the two layernorms' statistics; GEMM inputs: ln1, qkv, atty, ln2,
+  // fch, fch_gelu (14 C per token).
+  s.block_act_bytes = (2 * s.BT * C + 4 * s.BT) * F + 14 * s.BT * C * s.act;
   s.att_chunk = size_t(s.nb) * NH * T * T;
   s.wte_rows_per_piece = std::max<size_t>(1, max_binding / (C * F));
   s.wte_pieces = (Vp + s.wte_rows_per_piece - 1) / s.wte_rows_per_piece;
@@ -75,13 +79,16 @@ Footprint footprint(const llmcpu_model_desc& d, size_t max_binding) {
   Footprint f;
   size_t params = blocks * s.block_params;
   if (embedding || head) params += Vp * C + s.other_params;
-  f.weights = 4 * params * F;
-  size_t acts = blocks * (s.block_acts + size_t(s.chunks) * s.att_chunk) + s.BT * C;  // + x_in
-  if (embedding) acts += s.BT;                                  // tokens
-  if (head) acts += s.BT + 3 * s.BT * C + 2 * s.BT + 2 * s.BT;  // targets, lnf, dlnf, stats, losses, lse
-  if (head) acts += s.head_rows * Vp;
-  acts += s.scratch;
-  f.activations = acts * F;
+  const bool bf16 = d.precision == LLMCPU_PRECISION_BF16;
+  f.weights = 4 * params * F + (bf16 ? params * 2 : 0);  // + the bf16 working copy
+  size_t acts =
+      blocks * (s.block_act_bytes + size_t(s.chunks) * s.att_chunk * F) + s.BT * C * F;  // + x_in
+  if (embedding) acts += s.BT * F;                                                       // tokens
+  if (head) {  // targets, lnf, dlnf, lnf's statistics, losses, lse, logits
+    acts += s.BT * C * s.act + (s.BT + s.BT * C + 4 * s.BT + s.head_rows * Vp) * F;
+  }
+  acts += s.scratch * F;
+  f.activations = acts;
   const size_t largest_group = std::max({s.block_params, s.wte_rows_per_piece * C, s.other_params});
   f.other = kStagingBytes + 4 * size_t(kSlots) * s.slot +
             BlockOps::sum_squares_blocks(uint32_t(largest_group)) * F;
@@ -130,6 +137,7 @@ DeviceModel::Group& DeviceModel::add_group(size_t floats) {
   g.g = make(floats * F, "a gradient group");
   g.m = make(floats * F, "a moment group");
   g.v = make(floats * F, "a moment group");
+  if (bf16_) g.c = make(floats * 2, "a bf16 weight copy");
   return g;
 }
 
@@ -150,10 +158,16 @@ DeviceModel::DeviceModel(Device& dev, Kernels& kernels, Stream& stream,
       first_(desc.first_layer),
       embedding_(desc.flags & LLMCPU_OFFLOAD_EMBEDDING),
       head_(desc.flags & LLMCPU_OFFLOAD_HEAD),
+      bf16_(desc.precision == LLMCPU_PRECISION_BF16),
       bl_(size_t(desc.channels)) {
   const Sizes s = sizes_of(d_, dev_.max_binding_bytes());
   nb_ = s.nb, chunks_ = s.chunks, head_rows_ = s.head_rows;
-  const size_t C = size_t(C_), BT = s.BT, rows = s.rows;
+  const size_t C = size_t(C_), BT = s.BT, rows = s.rows, A = s.act;
+  if (bf16_ && !dev_.bf16_storage()) {
+    throw VulkanError(std::string(dev_.name()) +
+                      " has no 16-bit storage buffers "
+                      "(storageBuffer16BitAccess): bf16 cannot run on it, fp32 can");
+  }
   groups_.reserve(size_t(L_ - first_) + s.wte_pieces + 1);
   try {
     // Parameters, in groups whose segments map the host's flat arrays.
@@ -186,24 +200,24 @@ DeviceModel::DeviceModel(Device& dev, Kernels& kernels, Stream& stream,
     x_in_ = make(BT * C * F, "the blocks' input");
     for (int l = first_; l < L_; ++l) {
       BlockActs& a = acts_.emplace_back();
-      a.ln1 = make(BT * C * F, "ln1");
+      a.ln1 = make(BT * C * A, "ln1");
       a.ln1_mean = make(BT * F, "ln1 mean");
       a.ln1_rstd = make(BT * F, "ln1 rstd");
-      a.qkv = make(3 * BT * C * F, "qkv");
-      a.atty = make(BT * C * F, "atty");
+      a.qkv = make(3 * BT * C * A, "qkv");
+      a.atty = make(BT * C * A, "atty");
       a.residual2 = make(BT * C * F, "residual2");
-      a.ln2 = make(BT * C * F, "ln2");
+      a.ln2 = make(BT * C * A, "ln2");
       a.ln2_mean = make(BT * F, "ln2 mean");
       a.ln2_rstd = make(BT * F, "ln2 rstd");
-      a.fch = make(4 * BT * C * F, "fch");
-      a.fch_gelu = make(4 * BT * C * F, "fch_gelu");
+      a.fch = make(4 * BT * C * A, "fch");
+      a.fch_gelu = make(4 * BT * C * A, "fch_gelu");
       a.residual3 = make(BT * C * F, "residual3");
       for (int c = 0; c < chunks_; ++c) a.att.push_back(make(s.att_chunk * F, "attention"));
     }
     if (embedding_) tokens_ = make(BT * F, "tokens");
     if (head_) {
       targets_ = make(BT * F, "targets");
-      lnf_ = make(BT * C * F, "lnf");
+      lnf_ = make(BT * C * A, "lnf");
       lnf_mean_ = make(BT * F, "lnf mean");
       lnf_rstd_ = make(BT * F, "lnf rstd");
       dlnf_ = make(BT * C * F, "dlnf");
@@ -253,7 +267,7 @@ DeviceModel::~DeviceModel() { release(); }
 void DeviceModel::release() {
   vkDeviceWaitIdle(dev_.device());
   for (Group& g : groups_) {
-    for (Buffer* b : {&g.p, &g.g, &g.m, &g.v}) dev_.destroy(*b);
+    for (Buffer* b : {&g.p, &g.g, &g.m, &g.v, &g.c}) dev_.destroy(*b);
   }
   groups_.clear();
   for (BlockActs& a : acts_) {
@@ -328,6 +342,14 @@ void DeviceModel::upload_state(const float* params, const float* m, const float*
       if (v) copy_to_device(g.v, s.dev * F, v + s.host, s.count * F);
     }
   }
+  if (params) refresh_copies();
+}
+
+void DeviceModel::refresh_copies() {
+  if (!bf16_) return;
+  one_shot([&](VkCommandBuffer cb) {
+    for (Group& g : groups_) ops_.to_bf16(cb, ref(g.c), ref(g.p), uint32_t(g.floats));
+  });
 }
 
 void DeviceModel::download_state(float* params, float* grads, float* m, float* v) {
@@ -385,6 +407,7 @@ void DeviceModel::adamw(const llmcpu_adamw_args& a) {
       ops_.adamw(cb, ref(g.p), ref(g.m), ref(g.v), ref(g.g), uint32_t(g.floats), k);
     }
   });
+  refresh_copies();  // bf16: the copy of what changed, as the CPU's adamw_update writes it
 }
 
 }  // namespace llmcpu::vk

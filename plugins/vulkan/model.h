@@ -54,6 +54,8 @@ class DeviceModel {
   void upload_state(const float* params, const float* m, const float* v);
   void download_state(float* params, float* grads, float* m, float* v);
   void zero_grad();
+  // bf16: rounds every group's parameters into its working copy.
+  void refresh_copies();
   double grad_sum_squares();
   void adamw(const llmcpu_adamw_args& a);
 
@@ -75,8 +77,11 @@ class DeviceModel {
     size_t floats = 0;
     std::vector<Segment> segments;
     Buffer p, g, m, v;
+    Buffer c;  // bf16: the working copy of p, rounded after every change of p
   };
-  // One owned block's kept activations (whole micro-batch) and attention matrices (per chunk).
+  // One owned block's kept activations (whole micro-batch) and attention matrices (per chunk). In
+  // bf16 the ones a GEMM reads or attention's q, k, v (ln1, qkv, atty, ln2, fch, fch_gelu) hold
+  // 16-bit elements, as the CPU's mixed precision stores them.
   struct BlockActs {
     Buffer ln1, ln1_mean, ln1_rstd, qkv, atty, residual2, ln2, ln2_mean, ln2_rstd, fch, fch_gelu,
         residual3;
@@ -106,11 +111,12 @@ class DeviceModel {
   llmcpu_model_desc d_;
   int L_, C_, NH_, V_, Vp_, B_, T_, first_;
   bool embedding_, head_;
-  int nb_;       // batch elements per chunk
-  int chunks_;   // ceil(B / nb)
+  bool bf16_;   // precision bf16: bf16 weights' copy and GEMM inputs, fp32 accumulation
+  int nb_;      // batch elements per chunk
+  int chunks_;  // ceil(B / nb)
   BlockLayout bl_;
 
-  std::vector<Group> groups_;   // every owned parameter, for AdamW, zeroing, norms, state
+  std::vector<Group> groups_;        // every owned parameter, for AdamW, zeroing, norms, state
   std::vector<size_t> block_group_;  // per owned block (index l - first)
   size_t wte_first_group_ = 0, wte_rows_per_piece_ = 0, other_group_ = 0;  // with the embedding
   size_t wpe_off_ = 0, lnfw_off_ = 0, lnfb_off_ = 0;                       // in the other group
@@ -118,14 +124,14 @@ class DeviceModel {
   std::vector<BlockActs> acts_;  // per owned block
   Buffer x_in_;                  // (B,T,C) the first owned block's input
   Buffer tokens_, targets_;      // (B,T) int32, with the embedding / the head
-  Buffer lnf_, lnf_mean_, lnf_rstd_, dlnf_, losses_, lse_;  // with the head
-  Buffer logits_;                // (head_rows_, Vp) one sub-chunk of the head
+  Buffer lnf_, lnf_mean_, lnf_rstd_, dlnf_, losses_, lse_;  // with the head (lnf bf16 in bf16)
+  Buffer logits_;  // (head_rows_, Vp) one sub-chunk of the head
   size_t head_rows_ = 0;
   bool have_targets_ = false, have_grad_ = false;
   // Backward scratch for one chunk of nb*T rows.
   Buffer dres_, dln_, dfch_, datty_, dqkv_, ds_;
-  Buffer partials_;              // sum_squares partials
-  Buffer staging_;               // host-visible, for the synchronous copies
+  Buffer partials_;  // sum_squares partials
+  Buffer staging_;   // host-visible, for the synchronous copies
   VkCommandPool pool_ = VK_NULL_HANDLE;
   VkCommandBuffer cb_ = VK_NULL_HANDLE;
   VkFence fence_ = VK_NULL_HANDLE;

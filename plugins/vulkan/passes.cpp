@@ -28,7 +28,10 @@ const Buffer& DeviceModel::block_input(int l) const {
   return l == first_ ? x_in_ : acts_[size_t(l - 1 - first_)].residual3;
 }
 
-// One block over rows [r0, r0 + nb*T) (transformer.h's block_forward).
+// One block over rows [r0, r0 + nb*T) (transformer.h's block_forward). In bf16 the GEMMs read the
+// bf16 copy of the weights and bf16 inputs; qkv and fch come out in fp32 into the backward's dfch
+// scratch (idle during the forward pass) and are rounded into their bf16 buffers, as the CPU's
+// Bf16Executor does.
 void DeviceModel::record_block_forward(VkCommandBuffer cb, int l, size_t r0, int nb, int chunk) {
   const BlockActs& a = acts_[size_t(l - first_)];
   const Group& w = groups_[block_group_[size_t(l - first_)]];
@@ -36,37 +39,60 @@ void DeviceModel::record_block_forward(VkCommandBuffer cb, int l, size_t r0, int
   const size_t rc = r0 * C;
   auto P = [&](size_t off) { return ref(w.p, off); };
   const Buffer& in = block_input(l);
-  ops_.layernorm_forward(cb, ref(a.ln1, rc), ref(a.ln1_mean, r0), ref(a.ln1_rstd, r0), ref(in, rc),
-                         P(bl_.ln1w), P(bl_.ln1b), n, C);
+  // out (n, OC) = inp (n, K) . weight^T + bias; `stored` (bf16 only): out rounded into it.
+  auto linear = [&](Ref out, Ref inp, size_t weight, size_t bias, uint32_t K, uint32_t OC,
+                    const Ref* stored) {
+    if (!bf16_) return ops_.matmul_forward(cb, out, inp, P(weight), P(bias), true, n, K, OC);
+    ops_.matmul_forward_bf16(cb, stored ? ref(dfch_) : out, inp, ref(w.c, weight), P(bias), true, n,
+                             K, OC);
+    if (!stored) return;
+    Stream::compute_barrier(cb);
+    ops_.to_bf16(cb, *stored, ref(dfch_), n * OC);
+  };
+  auto layernorm = [&](Ref out, Ref mean, Ref rstd, Ref x, size_t weight, size_t bias) {
+    if (bf16_) return ops_.layernorm_forward_bf16(cb, out, mean, rstd, x, P(weight), P(bias), n, C);
+    ops_.layernorm_forward(cb, out, mean, rstd, x, P(weight), P(bias), n, C);
+  };
+  layernorm(ref(a.ln1, rc), ref(a.ln1_mean, r0), ref(a.ln1_rstd, r0), ref(in, rc), bl_.ln1w,
+            bl_.ln1b);
   Stream::compute_barrier(cb);
-  ops_.matmul_forward(cb, ref(a.qkv, 3 * rc), ref(a.ln1, rc), P(bl_.qkvw), P(bl_.qkvb), true, n, C,
-                      3 * C);
+  const Ref qkv = ref(a.qkv, 3 * rc);
+  linear(qkv, ref(a.ln1, rc), bl_.qkvw, bl_.qkvb, C, 3 * C, bf16_ ? &qkv : nullptr);
   Stream::compute_barrier(cb);
-  ops_.attention_forward(cb, ref(a.atty, rc), ref(a.att[size_t(chunk)]), ref(a.qkv, 3 * rc),
-                         uint32_t(nb), uint32_t(T_), C, uint32_t(NH_));
+  if (bf16_) {
+    ops_.attention_forward_bf16(cb, ref(a.atty, rc), ref(a.att[size_t(chunk)]), qkv, uint32_t(nb),
+                                uint32_t(T_), C, uint32_t(NH_));
+  } else {
+    ops_.attention_forward(cb, ref(a.atty, rc), ref(a.att[size_t(chunk)]), qkv, uint32_t(nb),
+                           uint32_t(T_), C, uint32_t(NH_));
+  }
   Stream::compute_barrier(cb);
-  ops_.matmul_forward(cb, ref(a.residual2, rc), ref(a.atty, rc), P(bl_.attprojw), P(bl_.attprojb),
-                      true, n, C, C);
+  linear(ref(a.residual2, rc), ref(a.atty, rc), bl_.attprojw, bl_.attprojb, C, C, nullptr);
   Stream::compute_barrier(cb);
   ops_.residual_forward(cb, ref(a.residual2, rc), ref(a.residual2, rc), ref(in, rc), n * C);
   Stream::compute_barrier(cb);
-  ops_.layernorm_forward(cb, ref(a.ln2, rc), ref(a.ln2_mean, r0), ref(a.ln2_rstd, r0),
-                         ref(a.residual2, rc), P(bl_.ln2w), P(bl_.ln2b), n, C);
+  layernorm(ref(a.ln2, rc), ref(a.ln2_mean, r0), ref(a.ln2_rstd, r0), ref(a.residual2, rc),
+            bl_.ln2w, bl_.ln2b);
   Stream::compute_barrier(cb);
-  ops_.matmul_forward(cb, ref(a.fch, 4 * rc), ref(a.ln2, rc), P(bl_.fcw), P(bl_.fcb), true, n, C,
-                      4 * C);
+  const Ref fch = ref(a.fch, 4 * rc);
+  linear(fch, ref(a.ln2, rc), bl_.fcw, bl_.fcb, C, 4 * C, bf16_ ? &fch : nullptr);
   Stream::compute_barrier(cb);
-  ops_.gelu_forward(cb, ref(a.fch_gelu, 4 * rc), ref(a.fch, 4 * rc), 4 * n * C);
+  if (bf16_) {
+    ops_.gelu_forward_bf16(cb, ref(a.fch_gelu, 4 * rc), fch, 4 * n * C);
+  } else {
+    ops_.gelu_forward(cb, ref(a.fch_gelu, 4 * rc), fch, 4 * n * C);
+  }
   Stream::compute_barrier(cb);
-  ops_.matmul_forward(cb, ref(a.residual3, rc), ref(a.fch_gelu, 4 * rc), P(bl_.fcprojw),
-                      P(bl_.fcprojb), true, n, 4 * C, C);
+  linear(ref(a.residual3, rc), ref(a.fch_gelu, 4 * rc), bl_.fcprojw, bl_.fcprojb, 4 * C, C,
+         nullptr);
   Stream::compute_barrier(cb);
   ops_.residual_forward(cb, ref(a.residual3, rc), ref(a.residual3, rc), ref(a.residual2, rc), n * C);
   Stream::compute_barrier(cb);
 }
 
 // One block's backward over the chunk's rows; dres_ (the chunk's rows from 0) holds d(output) on
-// entry and d(input) on return (transformer.h's block_backward).
+// entry and d(input) on return (transformer.h's block_backward). In bf16 the products take the
+// fp32 gradient rounded to bf16 as they read it, the saved bf16 input and the bf16 weight.
 void DeviceModel::record_block_backward(VkCommandBuffer cb, int l, size_t r0, int nb, int chunk) {
   const BlockActs& a = acts_[size_t(l - first_)];
   const Group& w = groups_[block_group_[size_t(l - first_)]];
@@ -75,29 +101,44 @@ void DeviceModel::record_block_backward(VkCommandBuffer cb, int l, size_t r0, in
   auto P = [&](size_t off) { return ref(w.p, off); };
   auto G = [&](size_t off) { return ref(w.g, off); };
   const Buffer& in = block_input(l);
-  ops_.matmul_backward_input(cb, ref(dfch_), ref(dres_), P(bl_.fcprojw), n, 4 * C, C, false);
-  ops_.matmul_backward_weight(cb, G(bl_.fcprojw), G(bl_.fcprojb), true, ref(dres_),
-                              ref(a.fch_gelu, 4 * rc), n, 4 * C, C);
+  // dinp = dout . weight; dweight += dout^T inp; dbias += sums of dout.
+  auto linear_backward = [&](Ref dinp, Ref dout, Ref inp, size_t weight, size_t bias, uint32_t K,
+                             uint32_t OC) {
+    if (bf16_) {
+      ops_.matmul_backward_input_bf16(cb, dinp, dout, ref(w.c, weight), n, K, OC, false);
+      ops_.matmul_backward_weight_bf16(cb, G(weight), G(bias), true, dout, inp, n, K, OC);
+    } else {
+      ops_.matmul_backward_input(cb, dinp, dout, P(weight), n, K, OC, false);
+      ops_.matmul_backward_weight(cb, G(weight), G(bias), true, dout, inp, n, K, OC);
+    }
+  };
+  linear_backward(ref(dfch_), ref(dres_), ref(a.fch_gelu, 4 * rc), bl_.fcprojw, bl_.fcprojb, 4 * C,
+                  C);
   Stream::compute_barrier(cb);
-  ops_.gelu_backward(cb, ref(dfch_), ref(a.fch, 4 * rc), ref(dfch_), 4 * n * C);
+  if (bf16_) {
+    ops_.gelu_backward_bf16(cb, ref(dfch_), ref(a.fch, 4 * rc), ref(dfch_), 4 * n * C);
+  } else {
+    ops_.gelu_backward(cb, ref(dfch_), ref(a.fch, 4 * rc), ref(dfch_), 4 * n * C);
+  }
   Stream::compute_barrier(cb);
-  ops_.matmul_backward_input(cb, ref(dln_), ref(dfch_), P(bl_.fcw), n, C, 4 * C, false);
-  ops_.matmul_backward_weight(cb, G(bl_.fcw), G(bl_.fcb), true, ref(dfch_), ref(a.ln2, rc), n, C,
-                              4 * C);
+  linear_backward(ref(dln_), ref(dfch_), ref(a.ln2, rc), bl_.fcw, bl_.fcb, C, 4 * C);
   Stream::compute_barrier(cb);
   ops_.layernorm_backward(cb, ref(dres_), G(bl_.ln2w), G(bl_.ln2b), ref(dln_), ref(a.residual2, rc),
                           P(bl_.ln2w), ref(a.ln2_mean, r0), ref(a.ln2_rstd, r0), n, C);
   Stream::compute_barrier(cb);
-  ops_.matmul_backward_input(cb, ref(datty_), ref(dres_), P(bl_.attprojw), n, C, C, false);
-  ops_.matmul_backward_weight(cb, G(bl_.attprojw), G(bl_.attprojb), true, ref(dres_),
-                              ref(a.atty, rc), n, C, C);
+  linear_backward(ref(datty_), ref(dres_), ref(a.atty, rc), bl_.attprojw, bl_.attprojb, C, C);
   Stream::compute_barrier(cb);
-  ops_.attention_backward(cb, ref(dqkv_), ref(ds_), ref(datty_), ref(a.qkv, 3 * rc),
-                          ref(a.att[size_t(chunk)]), uint32_t(nb), uint32_t(T_), C, uint32_t(NH_));
+  if (bf16_) {
+    ops_.attention_backward_bf16(cb, ref(dqkv_), ref(ds_), ref(datty_), ref(a.qkv, 3 * rc),
+                                 ref(a.att[size_t(chunk)]), uint32_t(nb), uint32_t(T_), C,
+                                 uint32_t(NH_));
+  } else {
+    ops_.attention_backward(cb, ref(dqkv_), ref(ds_), ref(datty_), ref(a.qkv, 3 * rc),
+                            ref(a.att[size_t(chunk)]), uint32_t(nb), uint32_t(T_), C,
+                            uint32_t(NH_));
+  }
   Stream::compute_barrier(cb);
-  ops_.matmul_backward_input(cb, ref(dln_), ref(dqkv_), P(bl_.qkvw), n, C, 3 * C, false);
-  ops_.matmul_backward_weight(cb, G(bl_.qkvw), G(bl_.qkvb), true, ref(dqkv_), ref(a.ln1, rc), n, C,
-                              3 * C);
+  linear_backward(ref(dln_), ref(dqkv_), ref(a.ln1, rc), bl_.qkvw, bl_.qkvb, C, 3 * C);
   Stream::compute_barrier(cb);
   ops_.layernorm_backward(cb, ref(dres_), G(bl_.ln1w), G(bl_.ln1b), ref(dln_), ref(in, rc),
                           P(bl_.ln1w), ref(a.ln1_mean, r0), ref(a.ln1_rstd, r0), n, C);
@@ -111,9 +152,16 @@ void DeviceModel::record_head(VkCommandBuffer cb, size_t r0, size_t rows,
                               const llmcpu_forward_args& a, VkBuffer out, size_t out_row0) {
   const uint32_t C = uint32_t(C_), Vp = uint32_t(Vp_);
   const Group& other = groups_[other_group_];
-  ops_.layernorm_forward(cb, ref(lnf_, r0 * C), ref(lnf_mean_, r0), ref(lnf_rstd_, r0),
-                         ref(acts_.back().residual3, r0 * C), ref(other.p, lnfw_off_),
-                         ref(other.p, lnfb_off_), uint32_t(rows), C);
+  if (bf16_) {
+    ops_.layernorm_forward_bf16(cb, ref(lnf_, r0 * C), ref(lnf_mean_, r0), ref(lnf_rstd_, r0),
+                                ref(acts_.back().residual3, r0 * C), ref(other.p, lnfw_off_),
+                                ref(other.p, lnfb_off_), uint32_t(rows), C);
+  } else {
+    ops_.layernorm_forward(cb, ref(lnf_, r0 * C), ref(lnf_mean_, r0), ref(lnf_rstd_, r0),
+                           ref(acts_.back().residual3, r0 * C), ref(other.p, lnfw_off_),
+                           ref(other.p, lnfb_off_), uint32_t(rows), C);
+  }
+  using E = BlockOps::Elem;
   Stream::compute_barrier(cb);
   const bool grad = have_targets_ && !std::isnan(a.dloss);
   for (size_t s = 0; s < rows; s += head_rows_) {
@@ -123,8 +171,13 @@ void DeviceModel::record_head(VkCommandBuffer cb, size_t r0, size_t rows,
       const Group& piece = groups_[wte_first_group_ + k];
       const uint32_t lo = uint32_t(k * wte_rows_per_piece_), cols = uint32_t(piece.floats / C);
       // logits[:, lo + j] = lnf_r . wte[lo + j]
-      ops_.gemm(cb, ref(logits_, lo), ref(lnf_, r * C), ref(piece.p), ref(piece.p), n, cols, C, C, 1,
-                1, C, Vp, 0);
+      if (bf16_) {
+        ops_.gemm_bf16(cb, ref(logits_, lo), ref(lnf_, r * C), E::kBf16, ref(piece.c), E::kBf16, n,
+                       cols, C, C, 1, 1, C, Vp, 0);
+      } else {
+        ops_.gemm(cb, ref(logits_, lo), ref(lnf_, r * C), ref(piece.p), ref(piece.p), n, cols, C, C,
+                  1, 1, C, Vp, 0);
+      }
     }
     Stream::compute_barrier(cb);
     if (have_targets_) {
@@ -153,10 +206,18 @@ void DeviceModel::record_head(VkCommandBuffer cb, size_t r0, size_t rows,
       const Group& piece = groups_[wte_first_group_ + k];
       const uint32_t lo = uint32_t(k * wte_rows_per_piece_), cols = uint32_t(piece.floats / C);
       // dlnf_r (+)= dlogits[:, lo:] wte_piece;  dwte_piece += dlogits[:, lo:]^T lnf_r
-      ops_.gemm(cb, ref(dlnf_, r * C), ref(logits_, lo), ref(piece.p), ref(piece.p), n, C, cols, Vp, 1, C,
-                1, C, k == 0 ? 0u : kGemmAccumulate);
-      ops_.gemm(cb, ref(piece.g), ref(logits_, lo), ref(lnf_, r * C), ref(lnf_), cols, C, n, 1, Vp, C,
-                1, C, kGemmAccumulate);
+      const uint32_t first_piece = k == 0 ? 0u : kGemmAccumulate;
+      if (bf16_) {
+        ops_.gemm_bf16(cb, ref(dlnf_, r * C), ref(logits_, lo), E::kF32AsBf16, ref(piece.c),
+                       E::kBf16, n, C, cols, Vp, 1, C, 1, C, first_piece);
+        ops_.gemm_bf16(cb, ref(piece.g), ref(logits_, lo), E::kF32AsBf16, ref(lnf_, r * C),
+                       E::kBf16, cols, C, n, 1, Vp, C, 1, C, kGemmAccumulate);
+      } else {
+        ops_.gemm(cb, ref(dlnf_, r * C), ref(logits_, lo), ref(piece.p), ref(piece.p), n, C, cols,
+                  Vp, 1, C, 1, C, first_piece);
+        ops_.gemm(cb, ref(piece.g), ref(logits_, lo), ref(lnf_, r * C), ref(lnf_), cols, C, n, 1,
+                  Vp, C, 1, C, kGemmAccumulate);
+      }
       Stream::compute_barrier(cb);  // the next piece accumulates into dlnf
     }
   }

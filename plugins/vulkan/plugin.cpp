@@ -115,8 +115,8 @@ std::string check_desc(const llmcpu_model_desc* d) {
     return "model_desc struct_size " + std::to_string(d->struct_size) + ", expected at least " +
            std::to_string(sizeof(llmcpu_model_desc));
   }
-  if (d->precision != LLMCPU_PRECISION_FP32) {
-    return "precision " + std::to_string(d->precision) + ": this plugin computes in fp32 only";
+  if (d->precision != LLMCPU_PRECISION_FP32 && d->precision != LLMCPU_PRECISION_BF16) {
+    return "precision " + std::to_string(d->precision) + ": expected fp32 (0) or bf16 (1)";
   }
   if (d->channels <= 0 || d->num_heads <= 0 || d->channels % d->num_heads != 0 ||
       d->num_layers <= 0 || d->vocab_size <= 0 || d->padded_vocab_size < d->vocab_size ||
@@ -152,6 +152,11 @@ int plugin_plan(llmcpu_plugin* p, const llmcpu_model_desc* d, llmcpu_memory_plan
   }
   const std::string bad = check_desc(d);
   if (!bad.empty()) return fail(p, "vulkan plan: " + bad);
+  if (d->precision == LLMCPU_PRECISION_BF16 && p->engine && !p->engine->dev.bf16_storage()) {
+    return fail(p, std::string("vulkan plan: ") + p->engine->dev.name() +
+                       " has no 16-bit storage buffers (storageBuffer16BitAccess): bf16 cannot "
+                       "run on it, fp32 can");
+  }
   return guarded(p, "plan", [&](Engine& e) {
     *out = llmcpu::vk::memory_plan(*d, e.dev.max_binding_bytes(), available(e, d));
   });

@@ -9,6 +9,8 @@
 //   no_device       open() returns LLMCPU_PLUGIN_NO_DEVICE
 //   missing_fn      a full-size table with read_state and schedule left NULL
 //   fail_configure  opens, plan() says it fits (a 1 TiB device), configure() fails with a message
+//   fp32_only       as fail_configure, but plan() refuses a bf16 model (a plugin that cannot
+//                   run that precision: the engine keeps such a model on the CPU)
 //   tiny_device     a 1 MiB device: plan() computes the memory plan below from the model_desc,
 //                   configure() refuses a plan that does not fit, naming the numbers
 // The memory plan, in bytes (P: the owned parameters: 12C^2 + 13C per block, wte Vp*C with the
@@ -43,6 +45,7 @@
 #define FAKE_MISSING_FN 7
 #define FAKE_FAIL_CONFIGURE 8
 #define FAKE_TINY_DEVICE 9
+#define FAKE_FP32_ONLY 10
 
 #ifndef FAKE_VARIANT
 #error "define FAKE_VARIANT"
@@ -120,6 +123,9 @@ void fill_plan(const llmcpu_model_desc& d, int blocks, uint32_t flags, llmcpu_me
 }
 
 int plan(llmcpu_plugin* p, const llmcpu_model_desc* d, llmcpu_memory_plan* out) {
+  if (FAKE_VARIANT == FAKE_FP32_ONLY && d->precision == LLMCPU_PRECISION_BF16) {
+    return fail(p, "fake device computes in fp32 only (test plugin)");
+  }
   if (out->struct_size < sizeof(llmcpu_memory_plan)) {
     return fail(p, "llmcpu_memory_plan is %u bytes, expected %zu", out->struct_size,
                 sizeof(llmcpu_memory_plan));
@@ -171,7 +177,7 @@ int configure(llmcpu_plugin* p, const llmcpu_model_desc* d, const float* params)
                 (unsigned long long)m.activation_bytes, (unsigned long long)m.other_bytes,
                 (unsigned long long)m.available_bytes, m.max_layers);
   }
-  if (FAKE_VARIANT == FAKE_FAIL_CONFIGURE) {
+  if (FAKE_VARIANT == FAKE_FAIL_CONFIGURE || FAKE_VARIANT == FAKE_FP32_ONLY) {
     return fail(p, "fake device lost while allocating %llu bytes (test plugin)",
                 (unsigned long long)m.total_bytes);
   }

@@ -14,6 +14,7 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,7 @@
 #include "plugins/vulkan/device.h"
 #include "plugins/vulkan/kernels.h"
 #include "plugins/vulkan/stream.h"
+#include "simd/bf16.h"
 #include "simd/scalar/adamw.h"
 #include "simd/scalar/attention.h"
 #include "simd/scalar/encoder.h"
@@ -70,10 +72,13 @@ double log_error(double S) { return std::max(kLogAbsNearOne, kLogRel * std::fabs
 constexpr float kGuard = -1234.5f;  // the elements around a tensor, which no op may change
 constexpr uint32_t kTail = 5;       // guard elements after a tensor
 
+constexpr bf16 kGuardBf16 = 0xc49a;  // the same for a bf16 tensor (-1232)
+
 struct Tensor {
   vk::Buffer dev, host;  // device-local storage; host-visible staging of the same size
   uint32_t off = 0;      // elements before the tensor (guards)
   size_t n = 0;          // elements of the tensor
+  bool bf16 = false;     // 16-bit elements (bf16 storage), else 32-bit (float or int)
   Ref ref() const { return {dev.buffer, dev.size, off}; }
 };
 
@@ -133,6 +138,19 @@ class VulkanBlockOps : public ::testing::Test {
   Tensor& tensor_int(const std::vector<int>& v, uint32_t off) {
     return tensor(v.data(), v.size(), off);
   }
+  // A bf16 tensor: 16-bit elements (its offset and size counted in them), bf16 guards around it;
+  // an odd offset or length puts elements in the halves of 32-bit words shared with a guard.
+  Tensor& tensor_bf16(const std::vector<bf16>& v, uint32_t off) {
+    Tensor& t = tensors_.emplace_back();
+    t.off = off, t.n = v.size(), t.bf16 = true;
+    const size_t bytes = (off + v.size() + kTail) * sizeof(bf16);
+    t.dev = dev_->create_buffer(bytes, vk::MemoryKind::kDevice);
+    t.host = dev_->create_buffer(bytes, vk::MemoryKind::kDownload);
+    bf16* h = static_cast<bf16*>(t.host.mapped);
+    std::fill(h, h + off + v.size() + kTail, kGuardBf16);
+    std::copy(v.begin(), v.end(), h + off);
+    return t;
+  }
 
   // One submission: every tensor host -> device, the op(s), every tensor device -> host.
   void run(const std::function<void(VkCommandBuffer)>& record) {
@@ -166,15 +184,24 @@ class VulkanBlockOps : public ::testing::Test {
   }
 
   static std::vector<float> get(const Tensor& t) {
+    EXPECT_FALSE(t.bf16);
     const float* h = static_cast<const float*>(t.host.mapped) + t.off;
     return {h, h + t.n};
   }
-  // Every guard element is still kGuard: the op wrote only inside its operands.
+  static std::vector<bf16> get_bf16(const Tensor& t) {
+    EXPECT_TRUE(t.bf16);
+    const bf16* h = static_cast<const bf16*>(t.host.mapped) + t.off;
+    return {h, h + t.n};
+  }
+  // Every guard element is still kGuard (kGuardBf16): the op wrote only inside its operands.
   static void expect_guards(const std::string& what, const Tensor& t) {
-    const float* h = static_cast<const float*>(t.host.mapped);
     size_t bad = 0;
-    for (size_t i = 0; i < t.off; ++i) bad += h[i] != kGuard;
-    for (size_t i = t.off + t.n; i < t.off + t.n + kTail; ++i) bad += h[i] != kGuard;
+    const size_t end = t.off + t.n + kTail;
+    for (size_t i = 0; i < end; ++i) {
+      if (i >= t.off && i < t.off + t.n) continue;
+      bad += t.bf16 ? static_cast<const bf16*>(t.host.mapped)[i] != kGuardBf16
+                    : static_cast<const float*>(t.host.mapped)[i] != kGuard;
+    }
     EXPECT_EQ(bad, 0u) << what << ": elements outside the tensor changed";
   }
 
@@ -219,6 +246,58 @@ struct MatShape {
 constexpr MatShape kMatShapes[] = {{1, 1, 1},     {3, 5, 7},     {17, 33, 29}, {70, 96, 131},
                                    {33, 200, 13}, {130, 64, 64}, {7, 1, 65},   {3, 5, 40000}};
 
+// The three products of a linear layer in double and their bounds, from the operands as the
+// device reads them: x (N,C), w (OC,C), b (OC), dy (N,OC) in the products, dy_bias (N,OC) in the
+// bias sums (the same as dy in fp32; bf16 rounds dy for the products only), the fp32 starts of
+// dinp (when accumulating), dweight and dbias.
+struct MatmulReference {
+  std::vector<double> out, out_b, dinp, dinp_b, dw, dw_b, db, db_b;
+};
+MatmulReference matmul_reference(const std::vector<double>& x, const std::vector<double>& wd,
+                                 const std::vector<double>& bd, const std::vector<double>& dy,
+                                 const std::vector<double>& dy_bias,
+                                 const std::vector<float>& dinp0, const std::vector<float>& dw0,
+                                 const std::vector<float>& db0, bool has_bias, bool accumulate,
+                                 const MatShape& s) {
+  const size_t N = s.N, C = s.C, OC = s.OC;
+  MatmulReference r;
+  r.out.resize(N * OC), r.out_b.resize(N * OC);
+  scalar::matmul_forward<double>(r.out.data(), x.data(), wd.data(), has_bias ? bd.data() : nullptr,
+                                 N, s.C, s.OC);
+  for (size_t n = 0; n < N; ++n) {
+    for (size_t o = 0; o < OC; ++o) {
+      double mag = has_bias ? std::fabs(bd[o]) : 0.0;
+      for (size_t i = 0; i < C; ++i) mag += std::fabs(x[n * C + i] * wd[o * C + i]);
+      r.out_b[n * OC + o] = gamma(double(C) + 1) * mag;
+    }
+  }
+  r.dinp.resize(N * C), r.dw = widen(dw0), r.db = widen(db0);
+  scalar::matmul_backward<double>(r.dinp.data(), r.dw.data(), nullptr, dy.data(), x.data(),
+                                  wd.data(), N, s.C, s.OC);
+  r.dinp_b.resize(N * C);
+  for (size_t n = 0; n < N; ++n) {
+    for (size_t i = 0; i < C; ++i) {
+      double mag = accumulate ? std::fabs(double(dinp0[n * C + i])) : 0.0;
+      for (size_t o = 0; o < OC; ++o) mag += std::fabs(dy[n * OC + o] * wd[o * C + i]);
+      if (accumulate) r.dinp[n * C + i] += dinp0[n * C + i];
+      r.dinp_b[n * C + i] = gamma(double(OC) + 1) * mag;
+    }
+  }
+  r.dw_b.resize(OC * C), r.db_b.resize(OC);
+  for (size_t o = 0; o < OC; ++o) {
+    double mb = std::fabs(double(db0[o]));
+    for (size_t n = 0; n < N; ++n)
+      r.db[o] += dy_bias[n * OC + o], mb += std::fabs(dy_bias[n * OC + o]);
+    r.db_b[o] = gamma(double(N) + 1) * mb;
+    for (size_t i = 0; i < C; ++i) {
+      double mag = std::fabs(double(dw0[o * C + i]));
+      for (size_t n = 0; n < N; ++n) mag += std::fabs(dy[n * OC + o] * x[n * C + i]);
+      r.dw_b[o * C + i] = gamma(double(N) + 1) * mag;
+    }
+  }
+  return r;
+}
+
 TEST_F(VulkanBlockOps, MatmulForwardAndBackwardRaggedShapes) {
   unsigned seed = 1;
   for (const MatShape& s : kMatShapes) {
@@ -248,46 +327,14 @@ TEST_F(VulkanBlockOps, MatmulForwardAndBackwardRaggedShapes) {
       });
       const std::string where =
           dims({{"N", N}, {"C", C}, {"OC", OC}}) + (has_bias ? " bias, +=" : " no bias, =");
-      const std::vector<double> x = widen(inp), wd = widen(w), bd = widen(b), dy = widen(dout);
-      std::vector<double> out_r(N * OC), out_b(N * OC);
-      scalar::matmul_forward<double>(out_r.data(), x.data(), wd.data(),
-                                     has_bias ? bd.data() : nullptr, N, s.C, s.OC);
-      for (size_t n = 0; n < N; ++n) {
-        for (size_t o = 0; o < OC; ++o) {
-          double mag = has_bias ? std::fabs(bd[o]) : 0.0;
-          for (size_t i = 0; i < C; ++i) mag += std::fabs(x[n * C + i] * wd[o * C + i]);
-          out_b[n * OC + o] = gamma(double(C) + 1) * mag;
-        }
-      }
-      expect_within("matmul out" + where, get(t_out), out_r, out_b);
-
-      std::vector<double> dinp_r(N * C), dw_r = widen(dw0), db_r = widen(db0);
-      scalar::matmul_backward<double>(dinp_r.data(), dw_r.data(), db_r.data(), dy.data(), x.data(),
-                                      wd.data(), N, s.C, s.OC);
-      std::vector<double> dinp_b(N * C);
-      for (size_t n = 0; n < N; ++n) {
-        for (size_t i = 0; i < C; ++i) {
-          double mag = accumulate ? std::fabs(double(dinp0[n * C + i])) : 0.0;
-          for (size_t o = 0; o < OC; ++o) mag += std::fabs(dy[n * OC + o] * wd[o * C + i]);
-          if (accumulate) dinp_r[n * C + i] += dinp0[n * C + i];
-          dinp_b[n * C + i] = gamma(double(OC) + 1) * mag;
-        }
-      }
-      expect_within("matmul dinp" + where, get(t_dinp), dinp_r, dinp_b);
-      std::vector<double> dw_b(OC * C), db_b(OC);
-      for (size_t o = 0; o < OC; ++o) {
-        double mb = std::fabs(double(db0[o]));
-        for (size_t n = 0; n < N; ++n) mb += std::fabs(dy[n * OC + o]);
-        db_b[o] = gamma(double(N) + 1) * mb;
-        for (size_t i = 0; i < C; ++i) {
-          double mag = std::fabs(double(dw0[o * C + i]));
-          for (size_t n = 0; n < N; ++n) mag += std::fabs(dy[n * OC + o] * x[n * C + i]);
-          dw_b[o * C + i] = gamma(double(N) + 1) * mag;
-        }
-      }
-      expect_within("matmul dweight" + where, get(t_dw), dw_r, dw_b);
+      const std::vector<double> dy = widen(dout);
+      const MatmulReference r = matmul_reference(widen(inp), widen(w), widen(b), dy, dy, dinp0, dw0,
+                                                 db0, has_bias, accumulate, s);
+      expect_within("matmul out" + where, get(t_out), r.out, r.out_b);
+      expect_within("matmul dinp" + where, get(t_dinp), r.dinp, r.dinp_b);
+      expect_within("matmul dweight" + where, get(t_dw), r.dw, r.dw_b);
       if (has_bias) {
-        expect_within("matmul dbias" + where, get(t_db), db_r, db_b);
+        expect_within("matmul dbias" + where, get(t_db), r.db, r.db_b);
       } else {
         expect_identical("matmul dbias untouched" + where, get(t_db), db0);
       }
@@ -480,6 +527,37 @@ struct LnShape {
 };
 constexpr LnShape kLnShapes[] = {{1, 1}, {3, 7}, {5, 17}, {4, 64}, {9, 129}, {130, 200}, {2, 65}};
 
+// The forward's reference in double and its bounds (above) for the fp32 results.
+struct LayerNormReference {
+  std::vector<double> y, mean, rstd, y_b, mean_b, rstd_b;
+};
+LayerNormReference layernorm_reference(const std::vector<double>& xd, const std::vector<double>& wd,
+                                       const std::vector<double>& bd, size_t N, size_t C) {
+  LayerNormReference r;
+  r.y.resize(N * C), r.mean.resize(N), r.rstd.resize(N);
+  r.y_b.resize(N * C), r.mean_b.resize(N), r.rstd_b.resize(N);
+  scalar::layernorm_forward<double>(r.y.data(), r.mean.data(), r.rstd.data(), xd.data(), wd.data(),
+                                    bd.data(), N, int(C));
+  const double eps = scalar::kLayerNormEps;
+  for (size_t row = 0; row < N; ++row) {
+    double abs_mean = 0;
+    for (size_t c = 0; c < C; ++c) abs_mean += std::fabs(xd[row * C + c]) / double(C);
+    const double dm = gamma(double(C)) * abs_mean;
+    const double s = r.rstd[row], v = std::max(0.0, 1 / (s * s) - eps);
+    const double rel_arg =
+        (gamma(double(C) + 3) * v + dm * dm + kU * eps + kU * (v + eps)) / (v + eps);
+    const double rho = (1 + kRsqrtRel) / std::sqrt(1 - rel_arg) - 1;
+    r.mean_b[row] = dm;
+    r.rstd_b[row] = rho * s;
+    for (size_t c = 0; c < C; ++c) {
+      const double dev = std::fabs(xd[row * C + c] - r.mean[row]), aw = std::fabs(wd[c]);
+      r.y_b[row * C + c] = aw * s * (1 + rho) * (dm + dev * rho) +
+                           gamma(3) * (dev + dm) * s * (1 + rho) * aw + kU * std::fabs(bd[c]);
+    }
+  }
+  return r;
+}
+
 TEST_F(VulkanBlockOps, LayerNormForwardAndBackward) {
   for (const LnShape sh : kLnShapes) {
     const size_t N = sh.N, C = sh.C;
@@ -498,30 +576,11 @@ TEST_F(VulkanBlockOps, LayerNormForwardAndBackward) {
                               t_b.ref(), sh.N, sh.C);
     });
     const std::vector<double> xd = widen(x), wd = widen(w), bd = widen(b);
-    std::vector<double> y_r(N * C), mean_r(N), rstd_r(N), y_b(N * C), mean_b(N), rstd_b(N);
-    scalar::layernorm_forward<double>(y_r.data(), mean_r.data(), rstd_r.data(), xd.data(),
-                                      wd.data(), bd.data(), N, sh.C);
-    const double eps = scalar::kLayerNormEps;
-    for (size_t r = 0; r < N; ++r) {
-      double abs_mean = 0;
-      for (size_t c = 0; c < C; ++c) abs_mean += std::fabs(xd[r * C + c]) / double(C);
-      const double dm = gamma(double(C)) * abs_mean;
-      const double s = rstd_r[r], v = std::max(0.0, 1 / (s * s) - eps);
-      const double rel_arg =
-          (gamma(double(C) + 3) * v + dm * dm + kU * eps + kU * (v + eps)) / (v + eps);
-      const double rho = (1 + kRsqrtRel) / std::sqrt(1 - rel_arg) - 1;
-      mean_b[r] = dm;
-      rstd_b[r] = rho * s;
-      for (size_t c = 0; c < C; ++c) {
-        const double dev = std::fabs(xd[r * C + c] - mean_r[r]), aw = std::fabs(wd[c]);
-        y_b[r * C + c] = aw * s * (1 + rho) * (dm + dev * rho) +
-                         gamma(3) * (dev + dm) * s * (1 + rho) * aw + kU * std::fabs(bd[c]);
-      }
-    }
+    const LayerNormReference f = layernorm_reference(xd, wd, bd, N, C);
     const std::string where = dims({{"N", N}, {"C", C}});
-    expect_within("layernorm out" + where, get(t_y), y_r, y_b);
-    expect_within("layernorm mean" + where, get(t_mean), mean_r, mean_b);
-    expect_within("layernorm rstd" + where, get(t_rstd), rstd_r, rstd_b);
+    expect_within("layernorm out" + where, get(t_y), f.y, f.y_b);
+    expect_within("layernorm mean" + where, get(t_mean), f.mean, f.mean_b);
+    expect_within("layernorm rstd" + where, get(t_rstd), f.rstd, f.rstd_b);
 
     // Backward from the same fp32 statistics on both sides: the device's.
     const std::vector<float> mean = get(t_mean), rstd = get(t_rstd);
@@ -579,8 +638,24 @@ TEST_F(VulkanBlockOps, LayerNormForwardAndBackward) {
 //     the evaluation (<= 9 roundings with 3k's, times dout) gamma(9) times the terms' magnitudes.
 constexpr size_t kLengths[] = {1, 3, 255, 256, 257, 1000, 70001};
 
-TEST_F(VulkanBlockOps, GeluForwardAndBackwardInPlace) {
+// The bounds above at one element: forward |d y|, backward |d dinp| (dout = 1).
+struct GeluBounds {
+  double forward, backward_per_dout;
+};
+GeluBounds gelu_bounds(double xi) {
   const double s = scalar::kGeluScale, kc = scalar::kGeluCube;
+  const double ax = std::fabs(xi);
+  const double a = s * (xi + kc * xi * xi * xi), th = std::tanh(a), ath = std::fabs(th);
+  const double d_arg = gamma(7) * s * (ax + kc * ax * ax * ax);
+  const double d_th = d_arg + tanh_error(std::fabs(a) + d_arg, ath + d_arg);
+  const double y_b = 0.5 * ax * d_th + gamma(2) * 0.5 * ax * (1 + ath + d_th);
+  const double slope = s * (1 + 3 * kc * xi * xi), th1 = ath + d_th;
+  const double d_local = d_th * (0.5 + ax * slope * (ath + d_th / 2)) +
+                         gamma(9) * (0.5 * (1 + th1) + 0.5 * ax * (1 + th1 * th1) * slope);
+  return {y_b, d_local};
+}
+
+TEST_F(VulkanBlockOps, GeluForwardAndBackwardInPlace) {
   for (const size_t n : kLengths) {
     Random rnd(unsigned(n) + 7);
     std::vector<float> x = rnd.uniform(n, -6, 6);
@@ -602,15 +677,9 @@ TEST_F(VulkanBlockOps, GeluForwardAndBackwardInPlace) {
     scalar::gelu_forward<double>(y_r.data(), xd.data(), n);
     scalar::gelu_backward<double>(dx_r.data(), xd.data(), dd.data(), n);
     for (size_t i = 0; i < n; ++i) {
-      const double xi = xd[i], ax = std::fabs(xi);
-      const double a = s * (xi + kc * xi * xi * xi), th = std::tanh(a), ath = std::fabs(th);
-      const double d_arg = gamma(7) * s * (ax + kc * ax * ax * ax);
-      const double d_th = d_arg + tanh_error(std::fabs(a) + d_arg, ath + d_arg);
-      y_b[i] = 0.5 * ax * d_th + gamma(2) * 0.5 * ax * (1 + ath + d_th);
-      const double slope = s * (1 + 3 * kc * xi * xi), th1 = ath + d_th;
-      const double d_local = d_th * (0.5 + ax * slope * (ath + d_th / 2)) +
-                             gamma(9) * (0.5 * (1 + th1) + 0.5 * ax * (1 + th1 * th1) * slope);
-      dx_b[i] = std::fabs(dd[i]) * d_local;
+      const GeluBounds g = gelu_bounds(xd[i]);
+      y_b[i] = g.forward;
+      dx_b[i] = std::fabs(dd[i]) * g.backward_per_dout;
     }
     const std::string where = dims({{"n", n}});
     expect_within("gelu forward" + where, get(t_y), y_r, y_b);
@@ -824,6 +893,345 @@ TEST_F(VulkanBlockOps, SumSquaresPartialsPerBlock) {
     const std::string where = dims({{"n", n}});
     expect_within("sum_squares partials" + where, get(t_part), ref, bound);
     for (const Tensor* t : {&t_x, &t_part}) expect_guards("sum_squares" + where, *t);
+    free_tensors();
+  }
+}
+
+// --- bf16 storage (block_ops.h's bf16 section) against simd/scalar/bf16_table.cpp's semantics:
+// bf16 operands widened exactly, the fp32 math, bf16 outputs rounded once at the end. The
+// references run in double from the same bf16 inputs. The bf16 roundings sit at the same points
+// on both sides, so:
+//   * an fp32 output is held to the fp32 op's bound above, computed from the widened operands (a
+//     product of two bf16 values is exact in fp32, which those bounds do not even use);
+//   * a bf16 output y_bf = bf16(y_dev) with |y_dev - y| <= bound (y the exact value): rounding to
+//     nearest is monotone, so bf16(y - bound) <= y_bf <= bf16(y + bound). Where the bound is below
+//     half a bf16 ulp (2^-9 relative; everywhere but GELU's negative tail, x < -4, where 1 + tanh
+//     cancels and the fp32 result itself keeps few correct bits) that interval is bf16(y) alone,
+//     or bf16(y) and its neighbour when y_dev and y straddle a rounding midpoint: the device and
+//     the reference's bf16(fl32(y)) then differ by at most one bf16 ulp.
+
+// x rounded to the nearest bf16, ties to even, directly from the double (no fp32 step, which could
+// round twice): 8 significand bits, spacing 2^(e-8) for x in [2^(e-1), 2^e), 2^-133 below 2^-126.
+double round_bf16(double x) {
+  if (x == 0 || !std::isfinite(x)) return x;
+  int e;
+  std::frexp(x, &e);
+  const double q = std::ldexp(1.0, std::max(e - 1, -126) - 7);
+  return std::nearbyint(x / q) * q;
+}
+
+std::vector<bf16> bf16_of(const std::vector<float>& v) {
+  return to_bf16_vector(v.data(), v.size());
+}
+std::vector<double> widen_bf16(const std::vector<bf16>& v) {
+  std::vector<double> r(v.size());
+  for (size_t i = 0; i < v.size(); ++i) r[i] = bf16_to_float(v[i]);
+  return r;
+}
+// fp32 values rounded to bf16 (the "rounded on load" operands), exactly, as doubles.
+std::vector<double> widen_rounded(const std::vector<float>& v) { return widen_bf16(bf16_of(v)); }
+
+// Expects every bf16 got[i] within [bf16(ref - bound), bf16(ref + bound)] (see above).
+void expect_bf16_within(const std::string& what, const std::vector<bf16>& got,
+                        const std::vector<double>& ref, const std::vector<double>& bound) {
+  ASSERT_EQ(got.size(), ref.size()) << what;
+  ASSERT_EQ(got.size(), bound.size()) << what;
+  size_t failures = 0, first = 0, off_nearest = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    const double g = bf16_to_float(got[i]);
+    const double lo = round_bf16(ref[i] - bound[i]), hi = round_bf16(ref[i] + bound[i]);
+    if (!(lo <= g && g <= hi)) failures += failures == 0 ? (first = i, 1) : 1;  // NaN fails too
+    off_nearest += g != round_bf16(ref[i]);
+  }
+  EXPECT_EQ(failures, 0u) << what << ": first failing element " << first << " got "
+                          << bf16_to_float(got[first]) << ", reference " << ref[first] << " (bf16 "
+                          << round_bf16(ref[first]) << "), bound " << bound[first];
+  if (off_nearest) {
+    std::printf("%s: %zu of %zu elements differ from bf16(reference), within the interval\n",
+                what.c_str(), off_nearest, got.size());
+  }
+}
+
+TEST_F(VulkanBlockOps, DeviceReportsBf16Storage) {
+  EXPECT_EQ(kernels_->available(vk::Kernel::kGemmHH), dev_->bf16_storage());
+  EXPECT_EQ(kernels_->available(vk::Kernel::kToBf16), dev_->bf16_storage());
+  std::printf("device %s: storageBuffer16BitAccess %s\n", dev_->name(),
+              dev_->bf16_storage() ? "on" : "off");
+  if (dev_->bf16_storage()) return;
+  Tensor& t = tensor(std::vector<float>(4, 0.0f), 1);
+  try {
+    ops_->to_bf16(cb_, t.ref(), t.ref(), 4);
+    ADD_FAILURE() << "to_bf16 ran without 16-bit storage";
+  } catch (const vk::VulkanError& e) {
+    EXPECT_NE(std::string(e.what()).find("storageBuffer16BitAccess"), std::string::npos)
+        << e.what();
+  }
+}
+
+// Skips a bf16 test on a device without 16-bit storage (DeviceReportsBf16Storage checks the
+// refusal there).
+#define SKIP_WITHOUT_BF16()                                             \
+  if (!dev_->bf16_storage()) {                                          \
+    GTEST_SKIP() << dev_->name() << " has no storageBuffer16BitAccess"; \
+  }
+
+// Bit for bit float_to_bf16 on ties (both parities), the values either side of a tie, subnormals,
+// the largest finite float (rounds to infinity), infinities, signed zeros, NaNs (signalling ones
+// get their quiet bit, the sign kept), then random bit patterns (every exponent).
+TEST_F(VulkanBlockOps, ToBf16BitExact) {
+  SKIP_WITHOUT_BF16();
+  std::vector<uint32_t> bits = {
+      0x3f808000, 0x3f818000, 0x3f807fff, 0x3f808001, 0xbf808000, 0xbf818000,   // ties, neighbours
+      0x00008000, 0x00018000, 0x00007fff, 0x0000ffff, 0x00000001, 0x807fffff,   // subnormals
+      0x007fffff, 0x00800000, 0x7f7fffff, 0xff7fffff, 0x7f7f7fff, 0x7f7f8000,   // edges, overflow
+      0x7f800000, 0xff800000, 0x00000000, 0x80000000,                           // inf, zero
+      0x7f800001, 0xff800001, 0x7fc00000, 0xffffffff, 0x7fbfffff, 0x7f808000};  // NaNs
+  std::mt19937 rng(5);
+  while (bits.size() < 70001) bits.push_back(uint32_t(rng()));
+  std::vector<float> x(bits.size());
+  std::memcpy(x.data(), bits.data(), bits.size() * sizeof(float));
+  for (const size_t n : {size_t(1), size_t(3), bits.size()}) {
+    const std::vector<float> in(x.begin(), x.begin() + ptrdiff_t(n));
+    Tensor& t_in = tensor(in, 3);
+    Tensor& t_out = tensor_bf16(std::vector<bf16>(n, 0x7fc1), 5);
+    run([&](VkCommandBuffer cb) { ops_->to_bf16(cb, t_out.ref(), t_in.ref(), uint32_t(n)); });
+    const std::vector<bf16> got = get_bf16(t_out);
+    size_t bad = 0, first = 0;
+    for (size_t i = 0; i < n; ++i) {
+      if (got[i] != float_to_bf16(in[i])) bad += bad == 0 ? (first = i, 1) : 1;
+      // The test's own double rounding agrees with float_to_bf16 on finite values that stay finite.
+      if (std::isfinite(in[i]) && std::isfinite(bf16_to_float(float_to_bf16(in[i])))) {
+        ASSERT_EQ(round_bf16(in[i]), bf16_to_float(float_to_bf16(in[i]))) << bits[i];
+      }
+    }
+    EXPECT_EQ(bad, 0u) << "to_bf16 n=" << n << ": first mismatch at " << first << ", bits 0x"
+                       << std::hex << bits[first] << " gave 0x" << got[first] << ", expected 0x"
+                       << float_to_bf16(in[first]);
+    expect_guards("to_bf16 in", t_in);
+    expect_guards("to_bf16 out", t_out);
+    free_tensors();
+  }
+}
+
+// matmul_*_bf16: bf16 inp and weight; dout fp32 (values that bf16 does not hold), rounded to bf16
+// for the products, fp32 for dbias. Shapes of kMatShapes (OC = 40000 splits dinp's sum in two);
+// odd offsets put bf16 tensors in the middle of 32-bit words.
+TEST_F(VulkanBlockOps, MatmulBf16ForwardAndBackward) {
+  SKIP_WITHOUT_BF16();
+  unsigned seed = 101;
+  for (const MatShape& s : kMatShapes) {
+    for (int variant = 0; variant < 2; ++variant) {
+      const bool has_bias = variant == 0, accumulate = variant == 0;
+      const size_t N = s.N, C = s.C, OC = s.OC;
+      Random rnd(seed++);
+      const std::vector<bf16> inp = bf16_of(rnd.normal(N * C)),
+                              w = bf16_of(rnd.normal(OC * C, 0, 0.5));
+      const std::vector<float> b = rnd.normal(OC), dout = rnd.normal(N * OC),
+                               dinp0 = rnd.normal(N * C), dw0 = rnd.normal(OC * C),
+                               db0 = rnd.normal(OC);
+      Tensor& t_inp = tensor_bf16(inp, 3);
+      Tensor& t_w = tensor_bf16(w, 5);
+      Tensor& t_b = tensor(b, 7);
+      Tensor& t_out = tensor(std::vector<float>(N * OC, NAN), 11);
+      Tensor& t_dout = tensor(dout, 13);
+      Tensor& t_dinp = tensor(accumulate ? dinp0 : std::vector<float>(N * C, NAN), 17);
+      Tensor& t_dw = tensor(dw0, 19);
+      Tensor& t_db = tensor(db0, 23);
+      run([&](VkCommandBuffer cb) {
+        ops_->matmul_forward_bf16(cb, t_out.ref(), t_inp.ref(), t_w.ref(), t_b.ref(), has_bias, s.N,
+                                  s.C, s.OC);
+        ops_->matmul_backward_input_bf16(cb, t_dinp.ref(), t_dout.ref(), t_w.ref(), s.N, s.C, s.OC,
+                                         accumulate);
+        ops_->matmul_backward_weight_bf16(cb, t_dw.ref(), t_db.ref(), has_bias, t_dout.ref(),
+                                          t_inp.ref(), s.N, s.C, s.OC);
+      });
+      const std::string where = " bf16" + dims({{"N", N}, {"C", C}, {"OC", OC}}) +
+                                (has_bias ? " bias, +=" : " no bias, =");
+      const MatmulReference r =
+          matmul_reference(widen_bf16(inp), widen_bf16(w), widen(b), widen_rounded(dout),
+                           widen(dout), dinp0, dw0, db0, has_bias, accumulate, s);
+      expect_within("matmul out" + where, get(t_out), r.out, r.out_b);
+      expect_within("matmul dinp" + where, get(t_dinp), r.dinp, r.dinp_b);
+      expect_within("matmul dweight" + where, get(t_dw), r.dw, r.dw_b);
+      if (has_bias) {
+        expect_within("matmul dbias" + where, get(t_db), r.db, r.db_b);
+      } else {
+        expect_identical("matmul dbias untouched" + where, get(t_db), db0);
+      }
+      for (const Tensor* t : {&t_inp, &t_w, &t_b, &t_out, &t_dout, &t_dinp, &t_dw, &t_db})
+        expect_guards("matmul" + where, *t);
+      free_tensors();
+    }
+  }
+}
+
+// gemm_bf16 in the head's form, for every (a_type, b_type): C = logits (M rows of Vp) at the
+// window of columns [lo, lo + N), B(k,n) = table[lo + n, k] (rows of a vocabulary piece), "=" and
+// "+="; the columns outside the window keep their values. Bound gamma(K + 1) (|c0| + sum |a b|)
+// with a and b the values as read (fp32, fp32 rounded to bf16, bf16 widened).
+TEST_F(VulkanBlockOps, GemmBf16EveryElemPairInTheHeadsLayout) {
+  SKIP_WITHOUT_BF16();
+  using Elem = BlockOps::Elem;
+  const Elem elems[] = {Elem::kF32, Elem::kF32AsBf16, Elem::kBf16};
+  const char* names[] = {"f32", "f32 as bf16", "bf16"};
+  const uint32_t M = 37, K = 45, Vp = 70, lo = 13, N = 29;  // the window: columns [13, 42)
+  for (int ai = 0; ai < 3; ++ai) {
+    for (int bi = 0; bi < 3; ++bi) {
+      for (const bool accumulate : {false, true}) {
+        Random rnd(unsigned(ai * 7 + bi * 3 + accumulate));
+        const std::vector<float> a = rnd.normal(size_t(M) * K), table = rnd.normal(size_t(Vp) * K),
+                                 c0 = rnd.normal(size_t(M) * Vp);
+        Tensor& t_a = elems[ai] == Elem::kBf16 ? tensor_bf16(bf16_of(a), 5) : tensor(a, 5);
+        Tensor& t_b = elems[bi] == Elem::kBf16 ? tensor_bf16(bf16_of(table), 3) : tensor(table, 3);
+        Tensor& t_c = tensor(c0, 9);
+        run([&](VkCommandBuffer cb) {
+          ops_->gemm_bf16(cb, t_c.ref().at(lo), t_a.ref(), elems[ai], t_b.ref().at(size_t(lo) * K),
+                          elems[bi], M, N, K, K, 1, 1, K, Vp, accumulate ? vk::kGemmAccumulate : 0);
+        });
+        const std::vector<double> ad = elems[ai] == Elem::kF32 ? widen(a) : widen_rounded(a),
+                                  bd =
+                                      elems[bi] == Elem::kF32 ? widen(table) : widen_rounded(table);
+        std::vector<double> ref = widen(c0), bound(ref.size(), 0.0);
+        for (size_t m = 0; m < M; ++m) {
+          for (size_t n = lo; n < lo + N; ++n) {
+            double sum = accumulate ? double(c0[m * Vp + n]) : 0.0;
+            double mag = std::fabs(sum);
+            for (size_t k = 0; k < K; ++k) {
+              sum += ad[m * K + k] * bd[n * K + k];
+              mag += std::fabs(ad[m * K + k] * bd[n * K + k]);
+            }
+            ref[m * Vp + n] = sum, bound[m * Vp + n] = gamma(double(K) + 1) * mag;
+          }
+        }
+        const std::string where = std::string(" gemm_bf16 A ") + names[ai] + ", B " + names[bi] +
+                                  (accumulate ? ", +=" : ", =");
+        expect_within("logits" + where, get(t_c), ref, bound);  // outside the window: exact
+        for (const Tensor* t : {&t_a, &t_b, &t_c}) expect_guards(where, *t);
+        free_tensors();
+      }
+    }
+  }
+  Tensor& t = tensor(std::vector<float>(8, 0.0f), 1);
+  EXPECT_THROW(ops_->gemm_bf16(cb_, t.ref(), t.ref(), Elem::kBf16, t.ref(), Elem::kBf16, 1, 1, 1, 1,
+                               1, 1, 1, 1, vk::kGemmBias),
+               vk::VulkanError);
+}
+
+// layernorm_forward_bf16: fp32 statistics within the fp32 bounds, the output within the bf16
+// interval of the fp32 output's bound.
+TEST_F(VulkanBlockOps, LayerNormForwardBf16Output) {
+  SKIP_WITHOUT_BF16();
+  for (const LnShape sh : kLnShapes) {
+    const size_t N = sh.N, C = sh.C;
+    Random rnd(sh.C * 5 + sh.N);
+    const std::vector<float> x = rnd.normal(N * C, 0.5, 2), w = rnd.normal(C, 1, 0.3),
+                             b = rnd.normal(C, 0, 0.3);
+    Tensor& t_x = tensor(x, 3);
+    Tensor& t_w = tensor(w, 1);
+    Tensor& t_b = tensor(b, 2);
+    Tensor& t_y = tensor_bf16(std::vector<bf16>(N * C, 0x7fc1), 5);
+    Tensor& t_mean = tensor(std::vector<float>(N, NAN), 7);
+    Tensor& t_rstd = tensor(std::vector<float>(N, NAN), 11);
+    run([&](VkCommandBuffer cb) {
+      ops_->layernorm_forward_bf16(cb, t_y.ref(), t_mean.ref(), t_rstd.ref(), t_x.ref(), t_w.ref(),
+                                   t_b.ref(), sh.N, sh.C);
+    });
+    const LayerNormReference f = layernorm_reference(widen(x), widen(w), widen(b), N, C);
+    const std::string where = " bf16" + dims({{"N", N}, {"C", C}});
+    expect_bf16_within("layernorm out" + where, get_bf16(t_y), f.y, f.y_b);
+    expect_within("layernorm mean" + where, get(t_mean), f.mean, f.mean_b);
+    expect_within("layernorm rstd" + where, get(t_rstd), f.rstd, f.rstd_b);
+    for (const Tensor* t : {&t_x, &t_w, &t_b, &t_y, &t_mean, &t_rstd})
+      expect_guards("layernorm" + where, *t);
+    free_tensors();
+  }
+}
+
+// attention_*_bf16: bf16 qkv; att fp32 within the fp32 bounds, out within the bf16 interval of
+// the fp32 out's bound; dqkv from the fp32 att (the reference's, rounded to fp32) and fp32 dout
+// within the fp32 backward bounds. The backward uses D = sum_u a_u da_u as the fp32 op does (the
+// CPU's flash backward takes D = dout . out from the bf16 out instead).
+TEST_F(VulkanBlockOps, AttentionBf16ForwardAndBackward) {
+  SKIP_WITHOUT_BF16();
+  for (const AttnShape sh : kAttnShapes) {
+    const size_t B = sh.B, T = sh.T, C = sh.C, NH = sh.NH, C3 = 3 * C;
+    Random rnd(sh.C * 11 + sh.T);
+    const std::vector<bf16> qkv = bf16_of(rnd.normal(B * T * C3));
+    const std::vector<float> dout = rnd.normal(B * T * C);
+    Tensor& t_qkv = tensor_bf16(qkv, 9);
+    Tensor& t_out = tensor_bf16(std::vector<bf16>(B * T * C, 0x7fc1), 3);
+    Tensor& t_att = tensor(std::vector<float>(B * NH * T * T, NAN), 21);
+    run([&](VkCommandBuffer cb) {
+      ops_->attention_forward_bf16(cb, t_out.ref(), t_att.ref(), t_qkv.ref(), sh.B, sh.T, sh.C,
+                                   sh.NH);
+    });
+    const std::vector<double> qd = widen_bf16(qkv), dd = widen(dout);
+    std::vector<double> out_r(B * T * C), att_r(B * NH * T * T);
+    scalar::attention_forward<double>(out_r.data(), att_r.data(), qd.data(), int(B), int(T), int(C),
+                                      int(NH));
+    const AttentionForwardBounds fb =
+        attention_forward_bounds(qd, att_r, int(B), int(T), int(C), int(NH), exp_ulps, kDivRel);
+    const std::string where = " bf16" + dims({{"B", B}, {"T", T}, {"C", C}, {"NH", NH}});
+    expect_bf16_within("attention out" + where, get_bf16(t_out), out_r, fb.out);
+    expect_within("attention att" + where, get(t_att), att_r, fb.att);
+
+    const std::vector<float> att_in(att_r.begin(), att_r.end());
+    Tensor& t_att_in = tensor(att_in, 2);
+    Tensor& t_dout = tensor(dout, 6);
+    Tensor& t_dqkv = tensor(std::vector<float>(B * T * C3, NAN), 15);
+    Tensor& t_ds = tensor(std::vector<float>(B * NH * T * T, NAN), 1);
+    run([&](VkCommandBuffer cb) {
+      ops_->attention_backward_bf16(cb, t_dqkv.ref(), t_ds.ref(), t_dout.ref(), t_qkv.ref(),
+                                    t_att_in.ref(), sh.B, sh.T, sh.C, sh.NH);
+    });
+    const std::vector<double> ad = widen(att_in);
+    std::vector<double> dqkv_r(B * T * C3), scratch(B * NH * T);
+    scalar::attention_backward<double>(dqkv_r.data(), scratch.data(), dd.data(), qd.data(),
+                                       ad.data(), int(B), int(T), int(C), int(NH));
+    expect_within("attention dqkv" + where, get(t_dqkv), dqkv_r,
+                  attention_backward_bounds(qd, dd, ad, int(B), int(T), int(C), int(NH)));
+    for (const Tensor* t : {&t_qkv, &t_out, &t_att, &t_att_in, &t_dout, &t_dqkv, &t_ds})
+      expect_guards("attention" + where, *t);
+    free_tensors();
+  }
+}
+
+// gelu_forward_bf16 (bf16 in, bf16 out: the bf16 interval of the fp32 bound) and
+// gelu_backward_bf16 (bf16 inp, fp32 dout and dinp: the fp32 bound), in place as well.
+TEST_F(VulkanBlockOps, GeluBf16ForwardAndBackwardInPlace) {
+  SKIP_WITHOUT_BF16();
+  for (const size_t n : kLengths) {
+    Random rnd(unsigned(n) + 17);
+    std::vector<float> xf = rnd.uniform(n, -6, 6);
+    xf[0] = 0.0f;
+    if (n > 2) xf[n - 1] = 15.0f, xf[n / 2] = -15.0f;
+    const std::vector<bf16> x = bf16_of(xf);
+    const std::vector<float> dout = rnd.normal(n);
+    Tensor& t_x = tensor_bf16(x, 3);
+    Tensor& t_y = tensor_bf16(std::vector<bf16>(n, 0x7fc1), 1);
+    Tensor& t_dout = tensor(dout, 7);
+    Tensor& t_dx = tensor(std::vector<float>(n, NAN), 1);
+    Tensor& t_inplace = tensor(dout, 9);
+    run([&](VkCommandBuffer cb) {
+      ops_->gelu_forward_bf16(cb, t_y.ref(), t_x.ref(), uint32_t(n));
+      ops_->gelu_backward_bf16(cb, t_dx.ref(), t_x.ref(), t_dout.ref(), uint32_t(n));
+      ops_->gelu_backward_bf16(cb, t_inplace.ref(), t_x.ref(), t_inplace.ref(), uint32_t(n));
+    });
+    std::vector<double> y_r(n), dx_r(n), y_b(n), dx_b(n);
+    const std::vector<double> xd = widen_bf16(x), dd = widen(dout);
+    scalar::gelu_forward<double>(y_r.data(), xd.data(), n);
+    scalar::gelu_backward<double>(dx_r.data(), xd.data(), dd.data(), n);
+    for (size_t i = 0; i < n; ++i) {
+      const GeluBounds g = gelu_bounds(xd[i]);
+      y_b[i] = g.forward;
+      dx_b[i] = std::fabs(dd[i]) * g.backward_per_dout;
+    }
+    const std::string where = " bf16" + dims({{"n", n}});
+    expect_bf16_within("gelu forward" + where, get_bf16(t_y), y_r, y_b);
+    expect_within("gelu backward" + where, get(t_dx), dx_r, dx_b);
+    expect_identical("gelu backward in place" + where, get(t_inplace), get(t_dx));
+    for (const Tensor* t : {&t_x, &t_y, &t_dout, &t_dx, &t_inplace})
+      expect_guards("gelu" + where, *t);
     free_tensors();
   }
 }

@@ -8,13 +8,23 @@
 // Each output element has one owner and a fixed summation order: no atomics. dqkv is overwritten.
 // Each operand starts at its element offset (dout_off, qkv_off, att_off, dqkv_off, ds_off) in its
 // binding. Pass 1 reads the ds of pass 0: the caller puts a barrier between the two dispatches.
+// QKV_BF16: qkv is a bf16 buffer (qkv_off in 16-bit elements), widened exactly; the rest fp32.
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
+#ifdef QKV_BF16
+#include "bf16.glsl"
+#endif
 
 layout(local_size_x = ROW_THREADS) in;
 
 layout(std430, binding = 0) readonly buffer DoutBuf { float dout[]; };
+#ifdef QKV_BF16
+layout(std430, binding = 1) readonly buffer QkvBuf { uint16_t qkv[]; };
+#define LOAD_QKV(i) bf16_to_float(qkv[i])
+#else
 layout(std430, binding = 1) readonly buffer QkvBuf { float qkv[]; };
+#define LOAD_QKV(i) qkv[i]
+#endif
 layout(std430, binding = 2) readonly buffer AttBuf { float att[]; };
 layout(std430, binding = 3) writeonly buffer DqkvBuf { float dqkv[]; };
 layout(std430, binding = 4) coherent buffer DsBuf { float ds[]; };
@@ -43,7 +53,7 @@ void main() {
     for (uint u = lid; u <= t; u += ROW_THREADS) {
       const uint v = v0 + (b * pc.T + u) * C3;
       float da = 0.0;
-      for (uint i = 0; i < pc.hs; ++i) da += dout[dy + i] * qkv[v + i];
+      for (uint i = 0; i < pc.hs; ++i) da += dout[dy + i] * LOAD_QKV(v + i);
       ds[srow + u] = da;
       lD += att[arow + u] * da;
     }
@@ -55,7 +65,7 @@ void main() {
     barrier();
     for (uint i = lid; i < pc.hs; i += ROW_THREADS) {
       float dq = 0.0;
-      for (uint u = 0; u <= t; ++u) dq += ds[srow + u] * qkv[k0 + (b * pc.T + u) * C3 + i];
+      for (uint u = 0; u <= t; ++u) dq += ds[srow + u] * LOAD_QKV(k0 + (b * pc.T + u) * C3 + i);
       dqkv[dq0 + (b * pc.T + t) * C3 + i] = dq;
     }
   } else {
@@ -64,7 +74,7 @@ void main() {
       float dk = 0.0, dv = 0.0;
       for (uint t = u; t < pc.T; ++t) {
         const uint row = (arow0 + t) * pc.T;
-        dk += ds[pc.ds_off + row + u] * qkv[q0 + (b * pc.T + t) * C3 + i];
+        dk += ds[pc.ds_off + row + u] * LOAD_QKV(q0 + (b * pc.T + t) * C3 + i);
         dv += att[pc.att_off + row + u] * dout[dy0 + (b * pc.T + t) * pc.C + i];
       }
       dqkv[dq0 + (b * pc.T + u) * C3 + pc.C + i] = dk;

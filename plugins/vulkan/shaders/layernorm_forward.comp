@@ -4,8 +4,12 @@
 //   y_c  = (x_c - mean) * rstd * w_c + b_c,   eps = 1e-5
 // Sums in fp32: each invocation adds its strided channels, then workgroup_reduce. rstd is
 // inversesqrt (Vulkan: 2 ulp). mean and rstd (N) are kept for the backward pass.
+// OUT_BF16: out is a bf16 buffer, y_c rounded to bf16 once (statistics stay fp32).
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
+#ifdef OUT_BF16
+#include "bf16.glsl"
+#endif
 
 layout(local_size_x = ROW_THREADS) in;
 #include "grid.glsl"
@@ -13,7 +17,13 @@ layout(local_size_x = ROW_THREADS) in;
 layout(std430, binding = 0) readonly buffer InpBuf { float inp[]; };
 layout(std430, binding = 1) readonly buffer WBuf { float weight[]; };
 layout(std430, binding = 2) readonly buffer BBuf { float bias[]; };
+#ifdef OUT_BF16
+layout(std430, binding = 3) writeonly buffer OutBuf { uint16_t o[]; };
+#define STORE_OUT(i, v) o[i] = float_to_bf16(v)
+#else
 layout(std430, binding = 3) writeonly buffer OutBuf { float o[]; };
+#define STORE_OUT(i, v) o[i] = v
+#endif
 layout(std430, binding = 4) writeonly buffer MeanBuf { float mean[]; };
 layout(std430, binding = 5) writeonly buffer RstdBuf { float rstd[]; };
 
@@ -38,7 +48,7 @@ void main() {
   const float v = workgroup_reduce(lv, 0) / float(pc.C);
   const float s = inversesqrt(v + 1e-5);
   for (uint c = lid; c < pc.C; c += ROW_THREADS) {
-    o[y + c] = (inp[x + c] - m) * s * weight[pc.w_off + c] + bias[pc.b_off + c];
+    STORE_OUT(y + c, (inp[x + c] - m) * s * weight[pc.w_off + c] + bias[pc.b_off + c]);
   }
   if (lid == 0) {
     mean[pc.mean_off + row] = m;
