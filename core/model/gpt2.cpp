@@ -60,12 +60,14 @@ const bf16* Gpt2::params_bf16_flat() const { return bf16_ ? bf16_->copy() : null
 void Gpt2::refresh_bf16_weights() {
   if (!bf16_) return;
   if (master_released_) {
-    throw Error("the bf16 weight copy cannot be rebuilt: this rank keeps the fp32 master of the "
-                "matmul weights for its own parts only (ZeRO-1)");
+    throw Error(
+        "the bf16 weight copy cannot be rebuilt: this rank keeps the fp32 master of the "
+        "matmul weights for its own parts only (ZeRO-1)");
   }
   if (shared_) {
-    throw Error("the bf16 weight copy cannot be rebuilt by one rank: the ranks of this machine "
-                "share it and each keeps its own parts current (ZeRO-1)");
+    throw Error(
+        "the bf16 weight copy cannot be rebuilt by one rank: the ranks of this machine "
+        "share it and each keeps its own parts current (ZeRO-1)");
   }
   bf16_->refresh();
   bf16_stale_ = false;
@@ -99,8 +101,9 @@ size_t Gpt2::master_bytes() const { return num_parameters() * sizeof(float) - re
 
 void Gpt2::use_shared_memory(float* params, float* grads, bf16* copy) {
   if (master_released_ || device_ || (bf16_ != nullptr) != (copy != nullptr)) {
-    throw Error("Gpt2::use_shared_memory: only for a model with its whole master, no plugin, and "
-                "a copy exactly in bf16");
+    throw Error(
+        "Gpt2::use_shared_memory: only for a model with its whole master, no plugin, and "
+        "a copy exactly in bf16");
   }
   params_data_ = params, grads_data_ = grads;
   p_ = ParameterViews<float>::carve(params_data_, layout_);
@@ -178,8 +181,8 @@ bool Gpt2::device_owns(int tensor, int layer) const {
 void Gpt2::configure_device() {
   if (device_ahead_) fetch_device_state(true, false);  // a new shape starts from the master
   device_configured_ = false;
-  device_->configure(make_model_desc(config_, layout_, arena_.batch(), arena_.seq_len(),
-                                     precision_, layers_, device_memory_limit_),
+  device_->configure(make_model_desc(config_, layout_, arena_.batch(), arena_.seq_len(), precision_,
+                                     layers_, device_memory_limit_),
                      params_data_);
   device_configured_ = true;
   device_stale_ = device_ahead_ = false;
@@ -294,8 +297,7 @@ float Gpt2::head(X& x, const A& a, bool targets, float dloss) {
                                   Vp);
     if (!grad) continue;
     if (a.dlogits != logits) std::memcpy(a.dlogits, logits, n * Vp * sizeof(float));
-    kernels_.softmax_xent_backward(a.dlogits, a.lse_head + r, targets_.data() + r, dloss, n, V,
-                                   Vp);
+    kernels_.softmax_xent_backward(a.dlogits, a.lse_head + r, targets_.data() + r, dloss, n, V, Vp);
     x.matmul_backward(d.dln + r * C, g_.wte, nullptr, a.dlogits, a.lnf + r * C, p_.wte, n, C, Vp);
   }
   if (!targets) return std::numeric_limits<float>::quiet_NaN();
@@ -325,8 +327,8 @@ void Gpt2::zero_grad() {
   for (size_t i = 0; i < n; ++i) g[i] = 0.0f;
 }
 
-float Gpt2::forward_backward(const int* inputs, const int* targets, int B, int T,
-                             float loss_scale, GradientHook* hook) {
+float Gpt2::forward_backward(const int* inputs, const int* targets, int B, int T, float loss_scale,
+                             GradientHook* hook) {
   if (!targets) throw Error("forward_backward() needs targets: the loss is what it differentiates");
   take_batch(inputs, targets, B, T);
   // loss = (1/BT) sum of per-token losses, so each token's loss has gradient loss_scale / BT.
@@ -391,10 +393,9 @@ float Gpt2::offloaded_pass(bool targets, float dloss, GradientHook* hook) {
     for (int l = L - 1; l >= first; --l) {
       if (hook) hook->gradients_ready(l);
     }
-    blocks_and_embed_backward(x, config_, p_, g_, a, d, inputs_.data(), B, T, first,
-                              [hook](int l) {
-                                if (hook) hook->gradients_ready(l);
-                              });
+    blocks_and_embed_backward(x, config_, p_, g_, a, d, inputs_.data(), B, T, first, [hook](int l) {
+      if (hook) hook->gradients_ready(l);
+    });
   });
   return loss;
 }

@@ -213,12 +213,12 @@ class Gpt2 {
   std::unique_ptr<OffloadDevice> device_;  // with a plugin only
   OffloadLayers layers_;                   // what the device owns
   size_t device_memory_limit_ = 0;
-  bool device_configured_ = false;         // for the planned batch shape
-  bool bf16_stale_ = false;                // the bf16 copy lags the master
-  bool device_stale_ = false;              // the device's copy lags the master
-  bool device_ahead_ = false;              // the master lags the device's part
-  bool master_released_ = false;           // release_master() was called
-  bool shared_ = false;                    // use_shared_memory() was called
+  bool device_configured_ = false;  // for the planned batch shape
+  bool bf16_stale_ = false;         // the bf16 copy lags the master
+  bool device_stale_ = false;       // the device's copy lags the master
+  bool device_ahead_ = false;       // the master lags the device's part
+  bool master_released_ = false;    // release_master() was called
+  bool shared_ = false;             // use_shared_memory() was called
   size_t released_bytes_ = 0;
   ActivationArena arena_;
   AlignedBuffer<int> inputs_;   // (B, T) of the last pass

@@ -75,7 +75,8 @@ void embed_and_blocks_forward(X& x, const ModelConfig& c, const ParameterViews<f
                               const ActivationViews<typename X::Act>& a, const int* inputs, int B,
                               int T, int end) {
   x.encoder_forward(a.encoded, inputs, p.wte, p.wpe, B, T, c.channels);
-  for (int l = 0; l < end; ++l) block_forward(x, l, p.layer(l), a.layer(l), B, T, c.channels, c.num_heads);
+  for (int l = 0; l < end; ++l)
+    block_forward(x, l, p.layer(l), a.layer(l), B, T, c.channels, c.num_heads);
 }
 
 // The final layernorm: the last block's output to a.lnf (B, T, C), the head's input.

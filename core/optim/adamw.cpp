@@ -63,7 +63,8 @@ double global_norm(const float* grads, size_t n, const KernelTable& kernels) {
   return std::sqrt(kernels.sum_squares(grads, n));
 }
 
-float clip_to_norm(float* grads, size_t n, double norm, double max_norm, const KernelTable& kernels) {
+float clip_to_norm(float* grads, size_t n, double norm, double max_norm,
+                   const KernelTable& kernels) {
   if (max_norm <= 0) return 1.0f;
   const double factor = max_norm / (norm + 1e-6);
   if (factor >= 1.0) return 1.0f;

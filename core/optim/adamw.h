@@ -1,8 +1,9 @@
-// AdamW on the flat parameter arena (torch.optim.AdamW semantics), with optional global-norm clipping.
-// Owns the first and second moments: of the whole arena, or under ZeRO-1 (core/comm/zero_shards.h)
-// of this rank's parts of it only, packed in flat order. Moments and the updated (master) weights
-// are fp32 in both precisions; in bf16 the same pass also writes the bf16 working copy of the
-// weights (Bf16Kernels::adamw_update). Each element's update is the same whichever rank makes it.
+// AdamW on the flat parameter arena (torch.optim.AdamW semantics), with optional global-norm
+// clipping. Owns the first and second moments: of the whole arena, or under ZeRO-1
+// (core/comm/zero_shards.h) of this rank's parts of it only, packed in flat order. Moments and the
+// updated (master) weights are fp32 in both precisions; in bf16 the same pass also writes the bf16
+// working copy of the weights (Bf16Kernels::adamw_update). Each element's update is the same
+// whichever rank makes it.
 #pragma once
 
 #include <cstddef>
@@ -70,7 +71,8 @@ class AdamW {
 double global_norm(const float* grads, size_t n, const KernelTable& kernels = active_kernels());
 
 // If max_norm > 0 and norm > max_norm, scales the gradients by max_norm / norm (as
-// torch.nn.utils.clip_grad_norm_, whose factor is max_norm / (norm + 1e-6)). Returns the factor used.
+// torch.nn.utils.clip_grad_norm_, whose factor is max_norm / (norm + 1e-6)). Returns the factor
+// used.
 float clip_to_norm(float* grads, size_t n, double norm, double max_norm,
                    const KernelTable& kernels = active_kernels());
 

@@ -29,7 +29,8 @@ std::string count_blocks(int n) { return std::to_string(n) + (n == 1 ? " block" 
 std::string OffloadLayers::describe(int num_layers) const {
   if (all) return "all: embedding, " + count_blocks(num_layers) + ", head and loss";
   if (blocks == 0) return "no blocks";
-  if (blocks == 1) return "block " + std::to_string(num_layers - 1) + " of " + std::to_string(num_layers);
+  if (blocks == 1)
+    return "block " + std::to_string(num_layers - 1) + " of " + std::to_string(num_layers);
   return "blocks " + std::to_string(num_layers - blocks) + ".." + std::to_string(num_layers - 1) +
          " of " + std::to_string(num_layers);
 }
@@ -91,14 +92,13 @@ void OffloadDevice::configure(const llmcpu_model_desc& desc, const float* params
   const llmcpu_memory_plan p = plan(desc);
   if (!p.fits) {
     const bool all = desc.flags & LLMCPU_OFFLOAD_HEAD;
-    const std::string what =
-        all ? "all layers" : count_blocks(desc.num_layers - desc.first_layer);
-    const std::string hint =
-        p.all_fits ? "--offload-layers all fits"
-        : p.max_layers > 0
-            ? "at most " + count_blocks(p.max_layers) + (p.max_layers == 1 ? " fits" : " fit") +
-                  " (--offload-layers " + std::to_string(p.max_layers) + ")"
-            : "not even one block fits";
+    const std::string what = all ? "all layers" : count_blocks(desc.num_layers - desc.first_layer);
+    const std::string hint = p.all_fits ? "--offload-layers all fits"
+                             : p.max_layers > 0
+                                 ? "at most " + count_blocks(p.max_layers) +
+                                       (p.max_layers == 1 ? " fits" : " fit") +
+                                       " (--offload-layers " + std::to_string(p.max_layers) + ")"
+                                 : "not even one block fits";
     throw UsageError("--offload-layers: " + what + " of batch " + std::to_string(desc.batch) +
                      " x " + std::to_string(desc.seq_len) + " on " + lib_->device_name() + ": " +
                      describe_memory_plan(p) + "; " + hint +

@@ -1,10 +1,10 @@
-// One model's offload device (plugin ABI version 2): a loaded plugin that owns a span of the model's
-// transformer blocks, and with "all" also the embedding and the head, and keeps their weights,
-// gradients, AdamW moments and activations on its device. This is the C ABI in C++ clothes: calls
-// that throw DeviceError with the plugin's message, and the descriptor of what the device owns.
-// Nothing here is global, so two models in one process may each have their own plugin. A plugin
-// that cannot be loaded never stops the program (open() says why and the model stays on the CPU);
-// a plan that does not fit the device does (the user asked for those layers).
+// One model's offload device (plugin ABI version 2): a loaded plugin that owns a span of the
+// model's transformer blocks, and with "all" also the embedding and the head, and keeps their
+// weights, gradients, AdamW moments and activations on its device. This is the C ABI in C++
+// clothes: calls that throw DeviceError with the plugin's message, and the descriptor of what the
+// device owns. Nothing here is global, so two models in one process may each have their own plugin.
+// A plugin that cannot be loaded never stops the program (open() says why and the model stays on
+// the CPU); a plan that does not fit the device does (the user asked for those layers).
 // Deliberately not here: dlopen and the ABI checks (plugin_library.h), when the model calls what
 // (core/model/gpt2.cpp), the optimizer's split (core/train), command-line flags.
 #pragma once

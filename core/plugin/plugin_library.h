@@ -1,8 +1,9 @@
 // Loading one offload plugin: dlopen, the entry symbol, the ABI checks (version and struct size),
 // and opening a device. Every way this can fail is a FileError whose message is one line naming the
-// file and the reason ("PATH: built for ABI version 1, this llmcpu needs 2 (rebuild the plugin)"); the caller decides to
-// fall back to the CPU. The object owns the dlopen handle and the opened device and closes both.
-// Deliberately not here: which kernels are routed to the plugin (core/plugin/offload.h).
+// file and the reason ("PATH: built for ABI version 1, this llmcpu needs 2 (rebuild the plugin)");
+// the caller decides to fall back to the CPU. The object owns the dlopen handle and the opened
+// device and closes both. Deliberately not here: which kernels are routed to the plugin
+// (core/plugin/offload.h).
 #pragma once
 
 #include <cstdint>

@@ -174,10 +174,12 @@ DeviceModel::DeviceModel(Device& dev, Kernels& kernels, Stream& stream,
     for (int l = first_; l < L_; ++l) {
       block_group_.push_back(groups_.size());
       Group& g = add_group(bl_.total);
-      const size_t per[12] = {C, C, 3 * C * C, 3 * C, C * C, C, C, C, 4 * C * C, 4 * C, 4 * C * C, C};
+      const size_t per[12] = {C, C, 3 * C * C, 3 * C, C * C,     C,
+                              C, C, 4 * C * C, 4 * C, 4 * C * C, C};
       size_t dev_at = 0;
       for (int i = 0; i < 12; ++i) {
-        g.segments.push_back({size_t(d_.tensor_offset[2 + i]) + size_t(l) * per[i], per[i], dev_at});
+        g.segments.push_back(
+            {size_t(d_.tensor_offset[2 + i]) + size_t(l) * per[i], per[i], dev_at});
         dev_at += per[i];
       }
     }
@@ -278,9 +280,9 @@ void DeviceModel::release() {
     for (Buffer& b : a.att) dev_.destroy(b);
   }
   acts_.clear();
-  for (Buffer* b : {&x_in_, &tokens_, &targets_, &lnf_, &lnf_mean_, &lnf_rstd_, &dlnf_, &losses_,
-                    &lse_, &logits_, &dres_, &dln_, &dfch_, &datty_, &dqkv_, &ds_, &partials_,
-                    &staging_}) {
+  for (Buffer* b :
+       {&x_in_, &tokens_, &targets_, &lnf_, &lnf_mean_, &lnf_rstd_, &dlnf_, &losses_, &lse_,
+        &logits_, &dres_, &dln_, &dfch_, &datty_, &dqkv_, &ds_, &partials_, &staging_}) {
     dev_.destroy(*b);
   }
   if (fence_) vkDestroyFence(dev_.device(), fence_, nullptr);

@@ -18,7 +18,8 @@ void transfer_barrier(VkCommandBuffer cb) {
   mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
   mb.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT |
                      VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
-  const VkPipelineStageFlags st = VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
+  const VkPipelineStageFlags st =
+      VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
   vkCmdPipelineBarrier(cb, st, st, 0, 1, &mb, 0, nullptr, 0, nullptr);
 }
 
@@ -86,7 +87,8 @@ void DeviceModel::record_block_forward(VkCommandBuffer cb, int l, size_t r0, int
   linear(ref(a.residual3, rc), ref(a.fch_gelu, 4 * rc), bl_.fcprojw, bl_.fcprojb, 4 * C, C,
          nullptr);
   Stream::compute_barrier(cb);
-  ops_.residual_forward(cb, ref(a.residual3, rc), ref(a.residual3, rc), ref(a.residual2, rc), n * C);
+  ops_.residual_forward(cb, ref(a.residual3, rc), ref(a.residual3, rc), ref(a.residual2, rc),
+                        n * C);
   Stream::compute_barrier(cb);
 }
 
@@ -225,8 +227,10 @@ void DeviceModel::record_head(VkCommandBuffer cb, size_t r0, size_t rows,
 
 void DeviceModel::forward(const llmcpu_forward_args& a) {
   const size_t C = size_t(C_), BT = size_t(B_) * T_;
-  if (embedding_ && !a.inputs) throw VulkanError("forward: the device owns the embedding, no inputs");
-  if (!embedding_ && !a.residual_in) throw VulkanError("forward: no residual_in for block " + std::to_string(first_));
+  if (embedding_ && !a.inputs)
+    throw VulkanError("forward: the device owns the embedding, no inputs");
+  if (!embedding_ && !a.residual_in)
+    throw VulkanError("forward: no residual_in for block " + std::to_string(first_));
   if (!head_ && !a.residual_out) throw VulkanError("forward: no residual_out for the CPU's head");
   if (head_ && a.targets && !a.losses) throw VulkanError("forward: targets without losses");
   if (head_ && a.logits_position != LLMCPU_LOGITS_NONE && !a.logits) {
@@ -242,8 +246,10 @@ void DeviceModel::forward(const llmcpu_forward_args& a) {
   stream_.run(size_t(chunks_), [&](size_t i, Chunk& c) {
     const int b0 = int(i) * nb_, nb = std::min(nb_, B_ - b0);
     const size_t r0 = size_t(b0) * T_, rows = size_t(nb) * T_;
-    if (embedding_) c.uploads.push_back({a.inputs + r0, rows * 4, tokens_.buffer, r0 * 4});
-    else c.uploads.push_back({a.residual_in + r0 * C, rows * C * F, x_in_.buffer, r0 * C * F});
+    if (embedding_)
+      c.uploads.push_back({a.inputs + r0, rows * 4, tokens_.buffer, r0 * 4});
+    else
+      c.uploads.push_back({a.residual_in + r0 * C, rows * C * F, x_in_.buffer, r0 * C * F});
     if (have_targets_) c.uploads.push_back({a.targets + r0, rows * 4, targets_.buffer, r0 * 4});
     c.compute = [this, &a, i, b0, nb, r0, rows](VkCommandBuffer cb, const SlotBuffers& slot) {
       if (embedding_) {
@@ -251,8 +257,8 @@ void DeviceModel::forward(const llmcpu_forward_args& a) {
           const Group& piece = groups_[wte_first_group_ + k];
           const uint32_t lo = uint32_t(k * wte_rows_per_piece_);
           ops_.encoder_forward(cb, ref(x_in_, r0 * C_), ref(tokens_, r0), ref(piece.p),
-                               ref(groups_[other_group_].p, wpe_off_), uint32_t(rows),
-                               uint32_t(T_), uint32_t(C_), lo, lo + uint32_t(piece.floats / C_));
+                               ref(groups_[other_group_].p, wpe_off_), uint32_t(rows), uint32_t(T_),
+                               uint32_t(C_), lo, lo + uint32_t(piece.floats / C_));
         }
         Stream::compute_barrier(cb);
       }
@@ -261,15 +267,17 @@ void DeviceModel::forward(const llmcpu_forward_args& a) {
       (void)b0;
     };
     if (head_) {
-      if (have_targets_) c.downloads.push_back({a.losses + r0, rows * F, losses_.buffer, r0 * F, false});
+      if (have_targets_)
+        c.downloads.push_back({a.losses + r0, rows * F, losses_.buffer, r0 * F, false});
       if (a.logits_position == LLMCPU_LOGITS_ALL) {
         c.downloads.push_back({a.logits + r0 * Vp, rows * Vp * F, VK_NULL_HANDLE, 0, false});
       } else if (a.logits_position >= 0) {
-        c.downloads.push_back({a.logits + size_t(b0) * Vp, size_t(nb) * Vp * F, VK_NULL_HANDLE, 0, false});
+        c.downloads.push_back(
+            {a.logits + size_t(b0) * Vp, size_t(nb) * Vp * F, VK_NULL_HANDLE, 0, false});
       }
     } else {
-      c.downloads.push_back({a.residual_out + r0 * C, rows * C * F,
-                             acts_.back().residual3.buffer, r0 * C * F, false});
+      c.downloads.push_back({a.residual_out + r0 * C, rows * C * F, acts_.back().residual3.buffer,
+                             r0 * C * F, false});
     }
   });
   schedule_ = "forward: " + stream_.last_order();
@@ -282,7 +290,8 @@ void DeviceModel::backward(const float* dresidual_top, float* dresidual_bottom) 
     throw VulkanError("backward: the last forward pass had no loss gradient (targets and dloss)");
   }
   if (!head_ && !dresidual_top) throw VulkanError("backward: no dresidual_top from the CPU's head");
-  if (!embedding_ && !dresidual_bottom) throw VulkanError("backward: no dresidual_bottom for the CPU");
+  if (!embedding_ && !dresidual_bottom)
+    throw VulkanError("backward: no dresidual_bottom for the CPU");
   const size_t C = size_t(C_);
   kernels_.reset_sets();
   stream_.run(size_t(chunks_), [&](size_t i, Chunk& c) {

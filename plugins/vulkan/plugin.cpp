@@ -172,10 +172,10 @@ int plugin_configure(llmcpu_plugin* p, const llmcpu_model_desc* d, const float* 
     const llmcpu_memory_plan plan =
         llmcpu::vk::memory_plan(*d, e.dev.max_binding_bytes(), available(e, d));
     if (!plan.fits) {
-      throw llmcpu::vk::VulkanError(
-          "the plan needs " + std::to_string(plan.total_bytes >> 20) + " MiB, the device has " +
-          std::to_string(plan.available_bytes >> 20) + " MiB; at most " +
-          std::to_string(plan.max_layers) + " blocks fit");
+      throw llmcpu::vk::VulkanError("the plan needs " + std::to_string(plan.total_bytes >> 20) +
+                                    " MiB, the device has " +
+                                    std::to_string(plan.available_bytes >> 20) + " MiB; at most " +
+                                    std::to_string(plan.max_layers) + " blocks fit");
     }
     e.model = std::make_unique<DeviceModel>(e.dev, e.kernels, e.stream, *d);
     e.model->upload_state(params, nullptr, nullptr);

@@ -166,7 +166,8 @@ void expect_pipelined(const std::vector<Submission>& subs, int n, int K) {
 
 TEST_F(VulkanLayers, PassesArePipelinedOverChunksOfTheBatch) {
   const int K = vk::kSlots;
-  for (const OffloadLayers layers : {OffloadLayers{config_.num_layers, true}, OffloadLayers{2, false}}) {
+  for (const OffloadLayers layers :
+       {OffloadLayers{config_.num_layers, true}, OffloadLayers{2, false}}) {
     SCOPED_TRACE(layers.describe(config_.num_layers));
     device_->configure(desc(layers), params_.data());
     const size_t BT = tokens_.size(), C = size_t(config_.channels);

@@ -28,7 +28,8 @@ void check_plugin_flags(const ArgParser& p, const PluginFlags& o) {
   if (!o.path.empty()) return;
   for (const char* flag : {"offload-layers", "device-memory-limit"}) {
     if (p.given(flag)) {
-      throw UsageError(std::string("--") + flag + " needs --plugin (the device that takes the layers)");
+      throw UsageError(std::string("--") + flag +
+                       " needs --plugin (the device that takes the layers)");
     }
   }
 }

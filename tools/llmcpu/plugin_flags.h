@@ -1,6 +1,6 @@
 // The offload flags of `train` and `verify` (--plugin, --offload-layers, --device-memory-limit,
-// --offload-report; `plugin = "PATH"` and the others in a run config) and the steps that turn them into an active plugin on a model and print the device report
-// after each step. Also verify's
+// --offload-report; `plugin = "PATH"` and the others in a run config) and the steps that turn them
+// into an active plugin on a model and print the device report after each step. Also verify's
 // tolerance flags, whose defaults become the offload bound when a plugin computes.
 // The loading and the kernel routing themselves are core/plugin; this only binds flags to them.
 #pragma once
@@ -15,10 +15,10 @@
 namespace llmcpu {
 
 struct PluginFlags {
-  std::string path;           // --plugin: an offload plugin (shared library); empty: CPU only
-  std::string layers = "all"; // --offload-layers: "all" or how many of the last blocks
-  std::string memory_limit;   // --device-memory-limit: plan against this much device memory
-  bool report = false;        // --offload-report: device copy/compute times after each step
+  std::string path;            // --plugin: an offload plugin (shared library); empty: CPU only
+  std::string layers = "all";  // --offload-layers: "all" or how many of the last blocks
+  std::string memory_limit;    // --device-memory-limit: plan against this much device memory
+  bool report = false;         // --offload-report: device copy/compute times after each step
 };
 
 // Registers --plugin and --offload-report on p, bound to *o.
