@@ -229,9 +229,7 @@ void Gpt2::plan_batch(int B, int T, const BatchOptions& options) {
 
 int Gpt2::host_layers() const {
   if (!offload_active()) return config_.num_layers;
-  // The CPU's blocks and one more, whose output is where the device's last block lands; with all,
-  // one layer's worth for the losses' and logits' sake.
-  return layers_.all ? 1 : config_.num_layers - layers_.blocks + 1;
+  return host_activation_layers(layers_, config_.num_layers);
 }
 
 ModelConfig Gpt2::host_arena_config() const {

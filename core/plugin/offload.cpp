@@ -24,6 +24,11 @@ OffloadLayers OffloadLayers::parse(const std::string& text, int num_layers,
   return {n, false};
 }
 
+int host_activation_layers(const OffloadLayers& layers, int num_layers) {
+  if (layers.all) return 1;
+  return layers.blocks == 0 ? num_layers : num_layers - layers.blocks + 1;
+}
+
 std::string count_blocks(int n) { return std::to_string(n) + (n == 1 ? " block" : " blocks"); }
 
 std::string OffloadLayers::describe(int num_layers) const {

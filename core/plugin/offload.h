@@ -37,6 +37,10 @@ struct OffloadOutcome {
   std::string message;
 };
 
+// The layers of activations the CPU keeps when a device owns `layers`: the CPU's blocks and one
+// more (the landing place of the device's output); with all, one layer's worth (the losses').
+int host_activation_layers(const OffloadLayers& layers, int num_layers);
+
 // "1 block", "3 blocks".
 std::string count_blocks(int n);
 

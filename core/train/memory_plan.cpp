@@ -85,8 +85,10 @@ MemoryPlan plan_memory(const MemoryRequest& r) {
   plan.parameters = P * 4 + (bf16 ? P * sizeof(bf16) : 0);
   plan.gradients = P * 4;
   plan.optimizer = 2 * P * 4 / (r.zero ? ranks : 1);
+  ModelConfig host = r.config;
+  if (r.host_layers > 0) host.num_layers = r.host_layers;
   const ActivationBytes a =
-      ActivationArena::bytes(r.config, r.batch, r.seq_len, {r.precision, r.recompute, false});
+      ActivationArena::bytes(host, r.batch, r.seq_len, {r.precision, r.recompute, false});
   plan.activations = double(a.forward);
   plan.scratch = double(a.backward + a.head) + kWorkspacePerThread * std::max(r.threads, 1);
   plan.program = std::max(0.0, proc_kib_field("/proc/self/status", "VmRSS"));
@@ -137,10 +139,9 @@ void check_fits(const MemoryRequest& request, const MemoryPlan& plan, const Memo
     MemoryRequest r = request;
     r.batch = b;
     if (fits(r)) {
-      ways.push_back("--batch " + std::to_string(b) + " --total-batch " +
-                     std::to_string(request.total_batch) +
-                     " (the same tokens per step, by accumulation; " + mib(plan_memory(r).total()) +
-                     ")");
+      ways.push_back(
+          "--batch " + std::to_string(b) + " --total-batch " + std::to_string(request.total_batch) +
+          " (the same tokens per step, by accumulation; " + mib(plan_memory(r).total()) + ")");
       break;
     }
   }
@@ -162,8 +163,8 @@ void check_fits(const MemoryRequest& request, const MemoryPlan& plan, const Memo
     }
   }
   std::string message = "the run needs about " + mib(plan.total()) + " (" + describe(plan) +
-                         ") but this process may use " + mib(limit.bytes) + " (" + limit.source +
-                         ")";
+                        ") but this process may use " + mib(limit.bytes) + " (" + limit.source +
+                        ")";
   if (ways.empty()) {
     message += "; no smaller batch or recomputation fits: a smaller model or --seq-len";
   } else {
@@ -184,7 +185,7 @@ double parse_memory_size(const std::string& text, const std::string& flag) {
   std::string unit = text.substr(used);
   for (char& ch : unit) ch = char(std::toupper(static_cast<unsigned char>(ch)));
   if (unit.size() == 2 && unit[1] == 'B') unit.pop_back();
-  const double scale = unit.empty() ? 1.0
+  const double scale = unit.empty()  ? 1.0
                        : unit == "K" ? 1024.0
                        : unit == "M" ? kMiB
                        : unit == "G" ? kMiB * 1024.0

@@ -27,6 +27,9 @@ struct MemoryRequest {
   int local_ranks = 1;  // the ranks on this machine, which share its memory
   bool zero = false;    // ZeRO-1: the moments (and in bf16 the master) sharded over the ranks
   int threads = 1;
+  // The layers whose activations this process keeps: 0 for all of them; fewer when a device owns
+  // the others (host_activation_layers, core/plugin/offload.h).
+  int host_layers = 0;
 };
 
 // One process's bytes, by what they hold.

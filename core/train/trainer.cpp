@@ -244,6 +244,12 @@ Trainer::Trainer(const TrainOptions& options, Communicator* world)
           size_t(parse_memory_size(opt_.device_memory_limit, "--device-memory-limit"));
     }
     offload_ = model_->enable_offload(opt_.plugin, offload);
+    if (!model_->offload_active() && memory_request_.host_layers > 0) {
+      // The CPU keeps every layer after all: the plan of the run it now is.
+      memory_request_.host_layers = 0;
+      memory_plan_ = plan_memory(memory_request_);
+      check_fits(memory_request_, memory_plan_, memory_limit_);
+    }
   }
   model_->plan_batch(opt_.batch, opt_.seq_len, {.recompute = recompute_});
   inputs_.resize((size_t)opt_.batch * opt_.seq_len);
@@ -328,6 +334,12 @@ void Trainer::check_memory(const ModelConfig& config) {
   r.zero = r.ranks > 1 && opt_.zero != 0;
   r.threads = omp_get_max_threads();
   r.total_batch = (long long)micro_batches_per_step(opt_, r.ranks) * opt_.batch * opt_.seq_len;
+  if (!opt_.plugin.empty()) {  // planned as if the plugin takes its layers (checked again if not)
+    r.host_layers = host_activation_layers(
+        OffloadLayers::parse(opt_.offload_layers, config.num_layers, "--offload-layers"),
+        config.num_layers);
+  }
+  memory_request_ = r;
   memory_plan_ = plan_memory(r);
   if (opt_.memory_limit.empty()) {
     memory_limit_ = llmcpu::memory_limit(r.local_ranks);

@@ -222,6 +222,7 @@ class Trainer {
   double comm_busy_ms_ = 0, comm_waited_ms_ = 0;  // this step's
   Precision precision_ = Precision::kFp32;
   Recompute recompute_ = Recompute::kNone;
+  MemoryRequest memory_request_;
   MemoryPlan memory_plan_;
   MemoryLimit memory_limit_;
   std::unique_ptr<Gpt2> model_;

@@ -625,6 +625,29 @@ TEST_F(VulkanCli, DeviceMemoryLimitRefusesNamingTheBlocksThatFit) {
   EXPECT_EQ(most_blocks_that_fit(more.output), some) << more.output;
 }
 
+// The CPU keeps the activations of its own blocks only (and one landing layer for the device's
+// output; with all, one layer's worth): the memory plan's activations fall by the same amount for
+// each layer the device takes (3 on the CPU, then 2, then 1), and a plugin that falls back keeps
+// them all.
+TEST_F(VulkanCli, TheCpuKeepsActivationsOfItsOwnBlocksOnly) {
+  auto activations = [&](const std::string& extra) {
+    const Outcome r = run_llmcpu(train_args(1, "small", 3, 64) + extra);
+    EXPECT_EQ(r.status, 0) << r.output;
+    std::smatch m;
+    EXPECT_TRUE(std::regex_search(r.output, m, std::regex("\\| activations ([0-9.]+) \\|")))
+        << r.output;
+    return m.empty() ? -1.0 : std::stod(m[1]);
+  };
+  const double cpu = activations("");
+  const double two = activations(" --plugin " + plugin_ + " --offload-layers 2");
+  const double all = activations(" --plugin " + plugin_ + " --offload-layers all");
+  const double fallback = activations(" --plugin " + path("missing.so"));
+  EXPECT_GT(cpu, two);
+  EXPECT_GT(two, all);
+  EXPECT_NEAR(cpu - two, two - all, 0.1 + 1e-9);  // one layer each; printed to 0.1 MiB
+  EXPECT_EQ(fallback, cpu);
+}
+
 // bf16 on the device: the CPU's mixed precision (bf16 weights' copy and GEMM inputs, fp32
 // accumulation), held to the CPU bf16 run's limits: verify's bf16 defaults (logits 1.25e-2,
 // gradients 1e-1, core/verify/verify.h) and, for the losses of a few steps, 1e-2 from the CPU's
