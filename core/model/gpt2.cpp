@@ -128,9 +128,9 @@ void Gpt2::refresh_weight_copies() {
 }
 
 OffloadOutcome Gpt2::enable_offload(const std::string& path, const OffloadOptions& options) {
-  disable_offload();
   const OffloadLayers layers =
       OffloadLayers::parse(options.layers, config_.num_layers, "--offload-layers");
+  disable_offload();
   OffloadOutcome out;
   device_ = OffloadDevice::open(path, &out, options.open);
   if (!device_) return out;
@@ -138,7 +138,9 @@ OffloadOutcome Gpt2::enable_offload(const std::string& path, const OffloadOption
   // as for a plugin that cannot be loaded. Whether it fits is configure's question.
   try {
     const int B = std::max(arena_.batch(), 1), T = std::max(arena_.seq_len(), 1);
-    device_->plan(make_model_desc(config_, layout_, B, T, precision_, layers, 0));
+    if (layers.all || layers.blocks > 0) {
+      device_->plan(make_model_desc(config_, layout_, B, T, precision_, layers, 0));
+    }
   } catch (const DeviceError& e) {
     device_.reset();
     out = {false, "offload: " + path + ": " + e.what() + "; running on the CPU"};
@@ -163,7 +165,7 @@ void Gpt2::disable_offload() {
   if (device_ahead_) fetch_device_state(true, false);
   device_.reset();
   layers_ = OffloadLayers{};
-  device_configured_ = device_stale_ = device_ahead_ = false;
+  device_configured_ = device_stale_ = device_ahead_ = device_trained_ = false;
   if (arena_.batch() > 0 && arena_.acts.L != config_.num_layers) replan();  // every block again
 }
 
@@ -179,6 +181,11 @@ bool Gpt2::device_owns(int tensor, int layer) const {
 }
 
 void Gpt2::configure_device() {
+  if (device_trained_) {
+    // configure() starts the device's moments at zero: an optimizer's state would be lost.
+    throw Error("Gpt2: the device's part already holds AdamW moments of this run; a new batch "
+                "shape would drop them (plan the batch before the first optimizer step)");
+  }
   if (device_ahead_) fetch_device_state(true, false);  // a new shape starts from the master
   device_configured_ = false;
   device_->configure(make_model_desc(config_, layout_, arena_.batch(), arena_.seq_len(), precision_,

@@ -121,7 +121,8 @@ class Gpt2 {
 
   // Hands the part of the model that options.layers names to the plugin at `path`, which keeps
   // it (weights, gradients, activations, and for a trainer the AdamW moments) on its device; the
-  // device is configured for the planned batch shape now or at plan_batch. A plugin that cannot be
+  // device is configured for the planned batch shape now or at plan_batch (which refuses a new
+  // shape once the device's AdamW ran: configuring drops its moments). A plugin that cannot be
   // loaded or opened does not throw: the outcome says why and the model stays on the CPU; so does
   // a plugin that cannot run this model's precision. A bad options.layers throws UsageError, and so
   // does a plan that does not fit the device (naming the most layers that fit). Replaces any
@@ -144,7 +145,7 @@ class Gpt2 {
   // The device updated its own parameters (its AdamW, after weights_for_update() gave the CPU's
   // optimizer the rest): the master lags for the device's part, and the device's copy is current.
   void device_parameters_changed() {
-    device_ahead_ = offload_active();
+    device_ahead_ = device_trained_ = offload_active();
     device_stale_ = false;
   }
 
@@ -217,6 +218,7 @@ class Gpt2 {
   bool bf16_stale_ = false;         // the bf16 copy lags the master
   bool device_stale_ = false;       // the device's copy lags the master
   bool device_ahead_ = false;       // the master lags the device's part
+  bool device_trained_ = false;     // the device's AdamW ran: its moments are state
   bool master_released_ = false;    // release_master() was called
   bool shared_ = false;             // use_shared_memory() was called
   size_t released_bytes_ = 0;

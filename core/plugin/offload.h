@@ -48,7 +48,7 @@ std::string count_blocks(int n);
 llmcpu_model_desc make_model_desc(const ModelConfig& c, const ParameterLayout& layout, int B, int T,
                                   Precision precision, const OffloadLayers& layers,
                                   size_t memory_limit);
-// Whether flat element `index` of tensor `tensor` (layer `layer`, -1 outside the layers) is the
+// Whether tensor `tensor`'s slice of layer `layer` (-1 for the tensors outside the layers) is the
 // device's under `layers` (the per-layer tensors from block L - blocks on, the rest with all).
 bool device_owns(const OffloadLayers& layers, int num_layers, int tensor, int layer);
 
@@ -86,8 +86,8 @@ class OffloadDevice {
 
 // "offload: copy X ms, compute Y ms, hidden Z% of copying, up A kB|MB, down B kB|MB (N calls)".
 std::string format_offload_report(const llmcpu_offload_report& r);
-// "the plan needs 812 MiB on the device (weights and AdamW 600 MiB, activations 200 MiB, other
-// 12 MiB) but it has 512 MiB"
+// "the plan needs 812 MiB on the device (weights, gradients and AdamW 600 MiB, activations
+// 200 MiB, other 12 MiB) and it has 512 MiB"
 std::string describe_memory_plan(const llmcpu_memory_plan& p);
 
 }  // namespace llmcpu

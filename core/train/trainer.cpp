@@ -785,9 +785,11 @@ double Trainer::gradient_norm() {
 void Trainer::clip_gradients(double norm) {
   Gpt2& m = *model_;
   for (const ParameterSpan& p : optimizer_->parts()) {
-    device_grad_scale_ =
-        clip_to_norm(m.grads_flat() + p.offset, p.count, norm, opt_.grad_clip, m.kernels());
+    clip_to_norm(m.grads_flat() + p.offset, p.count, norm, opt_.grad_clip, m.kernels());
   }
+  // The device's gradients take the same factor in its AdamW (clip_to_norm's: 1 when not clipped).
+  const double factor = opt_.grad_clip > 0 ? opt_.grad_clip / (norm + 1e-6) : 1.0;
+  device_grad_scale_ = factor < 1.0 ? float(factor) : 1.0f;
 }
 
 void Trainer::update_weights(double lr) {
@@ -958,6 +960,8 @@ bool Trainer::run(const TrainObserver& obs) {
     } else {
       // The weights and moments stay as they were; the data and the schedule move on.
       if (bad_in_row++ == 0) first_bad = step;
+      // The device's gradients and weights, for the diagnosis of where the step went wrong.
+      if (device_) m.fetch_device_state(true, true);
       const std::string at = "step " + std::to_string(step + 1) + "/" + std::to_string(opt_.steps);
       if (bad_in_row >= opt_.max_bad_steps) {
         log_line("s:%d trl:%f\n", step, static_cast<float>(loss));

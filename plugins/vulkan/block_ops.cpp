@@ -2,7 +2,8 @@
 // bindings of whole buffers, workgroup counts (kernels.h has the push structs, shaders/ the math).
 // Deliberately not here: barriers between ops, submission, buffer allocation, shape planning. The
 // only barriers recorded are inside an op whose second dispatch reads the first's output
-// (attention_backward's two passes; a GEMM split along k, see kMaxGemmK).
+// (attention_backward's two passes; a GEMM split along k, see kMaxGemmK);
+// flash_attention_backward's two passes need none.
 #include "plugins/vulkan/block_ops.h"
 
 #include <algorithm>
@@ -17,7 +18,7 @@ namespace {
 // llvmpipe (lavapipe) ends all loops of one shader invocation, silently, after 65535 iterations in
 // total; gemm.comp spends about 23 per 16-wide slice of k, so a GEMM's k range is dispatched in
 // pieces of at most kMaxGemmK terms, each after the first adding into C (the bias only once),
-// with a barrier between them (as ops.cpp does). Only sums over more than 32768 terms (the
+// with a barrier between them. Only sums over more than 32768 terms (the
 // lm_head's dinp over V) take more than one dispatch.
 constexpr uint32_t kMaxGemmK = 32768;
 
@@ -116,6 +117,46 @@ void record_attention_backward(Kernels& k, Kernel kernel, const char* op, VkComm
   }
 }
 
+// Flash attention's shape: C a multiple of NH, a head size the shaders hold (HS_MAX).
+uint32_t flash_head_size(const char* op, uint32_t C, uint32_t NH) {
+  check(NH > 0 && C % NH == 0, op,
+        "C = " + std::to_string(C) + " is not a multiple of NH = " + std::to_string(NH));
+  const uint32_t hs = C / NH;
+  check(hs <= kFlashMaxHeadSize, op,
+        "head size C / NH = " + std::to_string(hs) + " is above the " +
+            std::to_string(kFlashMaxHeadSize) + " the flash attention shaders hold");
+  return hs;
+}
+
+// One workgroup per (block of kFlashBlock query rows, head, batch element).
+void record_flash_attention_forward(Kernels& k, Kernel kernel, const char* op, VkCommandBuffer cb,
+                                    Ref out, Ref lse, Ref qkv, uint32_t nb, uint32_t T, uint32_t C,
+                                    uint32_t NH) {
+  const uint32_t hs = flash_head_size(op, C, NH);
+  if (nb == 0 || T == 0) return;
+  FlashAttentionPush pc{T, C, NH, hs, 1.0f / std::sqrt(float(hs)), 0};
+  pc.qkv_off = qkv.off, pc.out_off = out.off, pc.lse_off = lse.off;
+  k.dispatch(cb, kernel, {bind(qkv), bind(out), bind(lse)}, &pc, sizeof pc, groups(T, kFlashBlock),
+             NH, nb);
+}
+
+// Pass 0 (dk, dv per key block) and pass 1 (dq per query block) write different parts of dqkv and
+// read only the inputs: no barrier between them.
+void record_flash_attention_backward(Kernels& k, Kernel kernel, const char* op, VkCommandBuffer cb,
+                                     Ref dqkv, Ref dout, Ref out, Ref qkv, Ref lse, uint32_t nb,
+                                     uint32_t T, uint32_t C, uint32_t NH) {
+  const uint32_t hs = flash_head_size(op, C, NH);
+  if (nb == 0 || T == 0) return;
+  FlashAttentionPush pc{T, C, NH, hs, 1.0f / std::sqrt(float(hs)), 0};
+  pc.qkv_off = qkv.off, pc.out_off = out.off, pc.lse_off = lse.off;
+  pc.dout_off = dout.off, pc.dqkv_off = dqkv.off;
+  for (uint32_t pass = 0; pass < 2; ++pass) {
+    pc.pass = pass;
+    k.dispatch(cb, kernel, {bind(dout), bind(out), bind(qkv), bind(lse), bind(dqkv)}, &pc,
+               sizeof pc, groups(T, kFlashBlock), NH, nb);
+  }
+}
+
 void record_layernorm_forward(Kernels& k, Kernel kernel, const char* op, VkCommandBuffer cb,
                               Ref out, Ref mean, Ref rstd, Ref inp, Ref weight, Ref bias,
                               uint32_t N, uint32_t C) {
@@ -185,6 +226,18 @@ void BlockOps::attention_backward(VkCommandBuffer cb, Ref dqkv, Ref ds, Ref dout
                                   uint32_t nb, uint32_t T, uint32_t C, uint32_t NH) {
   record_attention_backward(k_, Kernel::kAttentionBackward, "attention_backward", cb, dqkv, ds,
                             dout, qkv, att, nb, T, C, NH);
+}
+
+void BlockOps::flash_attention_forward(VkCommandBuffer cb, Ref out, Ref lse, Ref qkv, uint32_t nb,
+                                       uint32_t T, uint32_t C, uint32_t NH) {
+  record_flash_attention_forward(k_, Kernel::kFlashAttentionForward, "flash_attention_forward", cb,
+                                 out, lse, qkv, nb, T, C, NH);
+}
+
+void BlockOps::flash_attention_backward(VkCommandBuffer cb, Ref dqkv, Ref dout, Ref out, Ref qkv,
+                                        Ref lse, uint32_t nb, uint32_t T, uint32_t C, uint32_t NH) {
+  record_flash_attention_backward(k_, Kernel::kFlashAttentionBackward, "flash_attention_backward",
+                                  cb, dqkv, dout, out, qkv, lse, nb, T, C, NH);
 }
 
 void BlockOps::encoder_forward(VkCommandBuffer cb, Ref out, Ref tokens, Ref wte, Ref wpe,
@@ -345,6 +398,22 @@ void BlockOps::attention_backward_bf16(VkCommandBuffer cb, Ref dqkv, Ref ds, Ref
   require_bf16(k_, "attention_backward_bf16");
   record_attention_backward(k_, Kernel::kAttentionBackwardBf16, "attention_backward_bf16", cb, dqkv,
                             ds, dout, qkv, att, nb, T, C, NH);
+}
+
+void BlockOps::flash_attention_forward_bf16(VkCommandBuffer cb, Ref out, Ref lse, Ref qkv,
+                                            uint32_t nb, uint32_t T, uint32_t C, uint32_t NH) {
+  require_bf16(k_, "flash_attention_forward_bf16");
+  record_flash_attention_forward(k_, Kernel::kFlashAttentionForwardBf16,
+                                 "flash_attention_forward_bf16", cb, out, lse, qkv, nb, T, C, NH);
+}
+
+void BlockOps::flash_attention_backward_bf16(VkCommandBuffer cb, Ref dqkv, Ref dout, Ref out,
+                                             Ref qkv, Ref lse, uint32_t nb, uint32_t T, uint32_t C,
+                                             uint32_t NH) {
+  require_bf16(k_, "flash_attention_backward_bf16");
+  record_flash_attention_backward(k_, Kernel::kFlashAttentionBackwardBf16,
+                                  "flash_attention_backward_bf16", cb, dqkv, dout, out, qkv, lse,
+                                  nb, T, C, NH);
 }
 
 void BlockOps::gelu_forward_bf16(VkCommandBuffer cb, Ref out, Ref inp, uint32_t n) {

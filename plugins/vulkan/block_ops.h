@@ -57,6 +57,14 @@ class BlockOps {
                          uint32_t C, uint32_t NH);
   void attention_backward(VkCommandBuffer cb, Ref dqkv, Ref ds, Ref dout, Ref qkv, Ref att,
                           uint32_t nb, uint32_t T, uint32_t C, uint32_t NH);
+  // The same attention keeping only the row log-sum-exp lse (nb,NH,T) (fp32) between forward and
+  // backward, as simd/scalar/attention.h's flash_attention_* (shaders/flash_attention_*.comp):
+  // out (nb,T,C), lse from qkv (nb,T,3C); the backward recomputes the probabilities from lse and
+  // overwrites dqkv (nb,T,3C), with D_t = dout_t . out_t. Head size C / NH at most 128.
+  void flash_attention_forward(VkCommandBuffer cb, Ref out, Ref lse, Ref qkv, uint32_t nb,
+                               uint32_t T, uint32_t C, uint32_t NH);
+  void flash_attention_backward(VkCommandBuffer cb, Ref dqkv, Ref dout, Ref out, Ref qkv, Ref lse,
+                                uint32_t nb, uint32_t T, uint32_t C, uint32_t NH);
 
   // out (N,C) = wte[tokens[i]] + wpe[pos0 + i % T] for the rows whose token lies in
   // [vocab_lo, vocab_hi); wte is the piece of rows vocab_lo.. (other rows are left untouched).
@@ -116,6 +124,13 @@ class BlockOps {
   // dqkv (fp32, overwritten) from the fp32 dout, the bf16 qkv and the fp32 att.
   void attention_backward_bf16(VkCommandBuffer cb, Ref dqkv, Ref ds, Ref dout, Ref qkv, Ref att,
                                uint32_t nb, uint32_t T, uint32_t C, uint32_t NH);
+  // Flash attention on bf16 q, k, v (widened exactly): fp32 lse, the output rounded to bf16; the
+  // backward from the fp32 dout, the bf16 out (D_t = dout_t . out_t, out widened exactly), the bf16
+  // qkv and the fp32 lse into the fp32 dqkv (simd/scalar/bf16_table.cpp's flash_attention_*).
+  void flash_attention_forward_bf16(VkCommandBuffer cb, Ref out, Ref lse, Ref qkv, uint32_t nb,
+                                    uint32_t T, uint32_t C, uint32_t NH);
+  void flash_attention_backward_bf16(VkCommandBuffer cb, Ref dqkv, Ref dout, Ref out, Ref qkv,
+                                     Ref lse, uint32_t nb, uint32_t T, uint32_t C, uint32_t NH);
   // GELU of a bf16 input into bf16; its backward from the bf16 input and an fp32 dout into fp32
   // (in place allowed: dinp and dout the same fp32 elements).
   void gelu_forward_bf16(VkCommandBuffer cb, Ref out, Ref inp, uint32_t n);

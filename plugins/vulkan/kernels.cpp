@@ -99,6 +99,18 @@ const uint32_t kGeluBackwardBf16Spv[] = {
 const uint32_t kToBf16Spv[] = {
 #include "to_bf16.spv.h"
 };
+const uint32_t kFlashAttentionForwardSpv[] = {
+#include "flash_attention_forward.spv.h"
+};
+const uint32_t kFlashAttentionBackwardSpv[] = {
+#include "flash_attention_backward.spv.h"
+};
+const uint32_t kFlashAttentionForwardBf16Spv[] = {
+#include "flash_attention_forward_bf16.spv.h"
+};
+const uint32_t kFlashAttentionBackwardBf16Spv[] = {
+#include "flash_attention_backward_bf16.spv.h"
+};
 
 // The device feature a pipeline needs beyond the baseline; it is created only where the device has
 // it (dispatching it elsewhere throws, naming the feature).
@@ -161,6 +173,14 @@ Kernels::Kernels(Device& dev) : dev_(dev) {
       {kGeluForwardBf16Spv, sizeof kGeluForwardBf16Spv, 2, sizeof(GeluPush), Needs::kBf16Storage},
       {kGeluBackwardBf16Spv, sizeof kGeluBackwardBf16Spv, 3, sizeof(GeluPush), Needs::kBf16Storage},
       {kToBf16Spv, sizeof kToBf16Spv, 2, sizeof(ToBf16Push), Needs::kBf16Storage},
+      {kFlashAttentionForwardSpv, sizeof kFlashAttentionForwardSpv, 3, sizeof(FlashAttentionPush),
+       Needs::kNothing},
+      {kFlashAttentionBackwardSpv, sizeof kFlashAttentionBackwardSpv, 5, sizeof(FlashAttentionPush),
+       Needs::kNothing},
+      {kFlashAttentionForwardBf16Spv, sizeof kFlashAttentionForwardBf16Spv, 3,
+       sizeof(FlashAttentionPush), Needs::kBf16Storage},
+      {kFlashAttentionBackwardBf16Spv, sizeof kFlashAttentionBackwardBf16Spv, 5,
+       sizeof(FlashAttentionPush), Needs::kBf16Storage},
   };
   static_assert(std::size(infos) == size_t(Kernel::kCount), "one ShaderInfo per Kernel");
   VkDevice d = dev_.device();

@@ -45,6 +45,12 @@ enum class Kernel {
   kGeluForwardBf16,        // bf16 inp and out
   kGeluBackwardBf16,       // bf16 inp
   kToBf16,
+  // Flash attention (keeps lse (nb,NH,T) instead of the (nb,NH,T,T) matrix): fp32, then bf16 qkv
+  // and out.
+  kFlashAttentionForward,
+  kFlashAttentionBackward,
+  kFlashAttentionForwardBf16,
+  kFlashAttentionBackwardBf16,
   kCount
 };
 
@@ -73,6 +79,17 @@ struct AttentionPush {
   uint32_t pass;  // backward only
   uint32_t qkv_off, out_off, att_off, dout_off, dqkv_off, ds_off;
 };
+
+// shaders/flash_attention_forward.comp and flash_attention_backward.comp. Every operand is an
+// element offset into its binding; the forward reads qkv_off, out_off, lse_off.
+struct FlashAttentionPush {
+  uint32_t T, C, NH, hs;
+  float scale;
+  uint32_t pass;  // backward only: 0 dk and dv, 1 dq
+  uint32_t qkv_off, out_off, lse_off, dout_off, dqkv_off;
+};
+inline constexpr uint32_t kFlashMaxHeadSize = 128;  // HS_MAX of both shaders
+inline constexpr uint32_t kFlashBlock = 16;         // query rows per workgroup (BR)
 
 // shaders/encoder_forward.comp.
 struct EncoderForwardPush {

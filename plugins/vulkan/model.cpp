@@ -81,8 +81,8 @@ Footprint footprint(const llmcpu_model_desc& d, size_t max_binding) {
   if (embedding || head) params += Vp * C + s.other_params;
   const bool bf16 = d.precision == LLMCPU_PRECISION_BF16;
   f.weights = 4 * params * F + (bf16 ? params * 2 : 0);  // + the bf16 working copy
-  size_t acts =
-      blocks * (s.block_act_bytes + size_t(s.chunks) * s.att_chunk * F) + s.BT * C * F;  // + x_in
+  const size_t att = size_t(d.batch) * d.num_heads * size_t(d.seq_len) * d.seq_len;  // all chunks
+  size_t acts = blocks * (s.block_act_bytes + att * F) + s.BT * C * F;  // + x_in
   if (embedding) acts += s.BT * F;                                                       // tokens
   if (head) {  // targets, lnf, dlnf, lnf's statistics, losses, lse, logits
     acts += s.BT * C * s.act + (s.BT + s.BT * C + 4 * s.BT + s.head_rows * Vp) * F;
@@ -90,9 +90,36 @@ Footprint footprint(const llmcpu_model_desc& d, size_t max_binding) {
   acts += s.scratch * F;
   f.activations = acts;
   const size_t largest_group = std::max({s.block_params, s.wte_rows_per_piece * C, s.other_params});
-  f.other = kStagingBytes + 4 * size_t(kSlots) * s.slot +
+  // The stream's slots: four buffers each, at least its initial 4 MiB (stream.cpp), 256-aligned.
+  const size_t slot = (std::max<size_t>(s.slot, 4u << 20) + 255) / 256 * 256;
+  f.other = kStagingBytes + 4 * size_t(kSlots) * slot +
             BlockOps::sum_squares_blocks(uint32_t(largest_group)) * F;
   return f;
+}
+
+std::string buffer_over_binding(const llmcpu_model_desc& d, size_t max_binding) {
+  const Sizes s = sizes_of(d, max_binding);
+  const size_t C = size_t(d.channels);
+  struct Need {
+    const char* what;
+    size_t bytes;
+  };
+  // The largest buffers that grow with the shape: per chunk (fch and the backward's dfch, the
+  // attention matrices), per block (its parameters), and per micro-batch (the head's lnf, dlnf).
+  const Need needs[] = {
+      {"one chunk's fc activations", 4 * s.rows * C * F},
+      {"one chunk's attention matrices", s.att_chunk * F},
+      {"one block's parameters", s.block_params * F},
+      {"the micro-batch's final layernorm", s.BT * C * F},
+  };
+  for (const Need& n : needs) {
+    if (n.bytes > max_binding) {
+      return std::string(n.what) + " (" + std::to_string(n.bytes) +
+             " bytes) exceed maxStorageBufferRange (" + std::to_string(max_binding) +
+             " bytes): a smaller --batch (with the same --total-batch) or --seq-len fits";
+    }
+  }
+  return "";
 }
 
 llmcpu_memory_plan memory_plan(const llmcpu_model_desc& d, size_t max_binding, uint64_t available) {
@@ -199,22 +226,29 @@ DeviceModel::DeviceModel(Device& dev, Kernels& kernels, Stream& stream,
       g.segments.push_back({size_t(d_.tensor_offset[15]), C, lnfb_off_});
     }
     // Activations kept from forward to backward.
-    x_in_ = make(BT * C * F, "the blocks' input");
+    // Per chunk of nb batch elements (the last may have fewer): what a pass addresses at once.
+    auto chunk_rows = [&](int c) { return size_t(std::min(nb_, B_ - c * nb_)) * size_t(T_); };
+    for (int c = 0; c < chunks_; ++c) x_in_.push_back(make(chunk_rows(c) * C * F, "the blocks' input"));
+    const size_t NH = size_t(NH_), Tt = size_t(T_);
     for (int l = first_; l < L_; ++l) {
-      BlockActs& a = acts_.emplace_back();
-      a.ln1 = make(BT * C * A, "ln1");
-      a.ln1_mean = make(BT * F, "ln1 mean");
-      a.ln1_rstd = make(BT * F, "ln1 rstd");
-      a.qkv = make(3 * BT * C * A, "qkv");
-      a.atty = make(BT * C * A, "atty");
-      a.residual2 = make(BT * C * F, "residual2");
-      a.ln2 = make(BT * C * A, "ln2");
-      a.ln2_mean = make(BT * F, "ln2 mean");
-      a.ln2_rstd = make(BT * F, "ln2 rstd");
-      a.fch = make(4 * BT * C * A, "fch");
-      a.fch_gelu = make(4 * BT * C * A, "fch_gelu");
-      a.residual3 = make(BT * C * F, "residual3");
-      for (int c = 0; c < chunks_; ++c) a.att.push_back(make(s.att_chunk * F, "attention"));
+      std::vector<ChunkActs>& block = acts_.emplace_back();
+      for (int c = 0; c < chunks_; ++c) {
+        const size_t R = chunk_rows(c), nb = R / Tt;
+        ChunkActs& a = block.emplace_back();
+        a.ln1 = make(R * C * A, "ln1");
+        a.ln1_mean = make(R * F, "ln1 mean");
+        a.ln1_rstd = make(R * F, "ln1 rstd");
+        a.qkv = make(3 * R * C * A, "qkv");
+        a.atty = make(R * C * A, "atty");
+        a.att = make(nb * NH * Tt * Tt * F, "attention");
+        a.residual2 = make(R * C * F, "residual2");
+        a.ln2 = make(R * C * A, "ln2");
+        a.ln2_mean = make(R * F, "ln2 mean");
+        a.ln2_rstd = make(R * F, "ln2 rstd");
+        a.fch = make(4 * R * C * A, "fch");
+        a.fch_gelu = make(4 * R * C * A, "fch_gelu");
+        a.residual3 = make(R * C * F, "residual3");
+      }
     }
     if (embedding_) tokens_ = make(BT * F, "tokens");
     if (head_) {
@@ -272,16 +306,19 @@ void DeviceModel::release() {
     for (Buffer* b : {&g.p, &g.g, &g.m, &g.v, &g.c}) dev_.destroy(*b);
   }
   groups_.clear();
-  for (BlockActs& a : acts_) {
-    for (Buffer* b : {&a.ln1, &a.ln1_mean, &a.ln1_rstd, &a.qkv, &a.atty, &a.residual2, &a.ln2,
-                      &a.ln2_mean, &a.ln2_rstd, &a.fch, &a.fch_gelu, &a.residual3}) {
-      dev_.destroy(*b);
+  for (std::vector<ChunkActs>& block : acts_) {
+    for (ChunkActs& a : block) {
+      for (Buffer* b : {&a.ln1, &a.ln1_mean, &a.ln1_rstd, &a.qkv, &a.atty, &a.att, &a.residual2,
+                        &a.ln2, &a.ln2_mean, &a.ln2_rstd, &a.fch, &a.fch_gelu, &a.residual3}) {
+        dev_.destroy(*b);
+      }
     }
-    for (Buffer& b : a.att) dev_.destroy(b);
   }
   acts_.clear();
+  for (Buffer& b : x_in_) dev_.destroy(b);
+  x_in_.clear();
   for (Buffer* b :
-       {&x_in_, &tokens_, &targets_, &lnf_, &lnf_mean_, &lnf_rstd_, &dlnf_, &losses_, &lse_,
+       {&tokens_, &targets_, &lnf_, &lnf_mean_, &lnf_rstd_, &dlnf_, &losses_, &lse_,
         &logits_, &dres_, &dln_, &dfch_, &datty_, &dqkv_, &ds_, &partials_, &staging_}) {
     dev_.destroy(*b);
   }

@@ -30,13 +30,17 @@ struct BlockLayout {
   explicit BlockLayout(size_t C);
 };
 
-// What a desc needs, in bytes (the ABI's llmcpu_memory_plan, computed without a device): exactly
-// what DeviceModel allocates for it.
+// What a desc needs, in bytes (the ABI's llmcpu_memory_plan, computed without a device): what
+// DeviceModel allocates for it, buffer by buffer. Not counted: the stream's slots grown for a
+// forward pass that returns every position's logits (verify's), which run only then.
 struct Footprint {
   uint64_t weights = 0, activations = 0, other = 0;
   uint64_t total() const { return weights + activations + other; }
 };
 Footprint footprint(const llmcpu_model_desc& d, size_t max_binding_bytes);
+// Why `d` cannot run at all on a device with this binding limit (one buffer it needs would be
+// larger), or "" when it can.
+std::string buffer_over_binding(const llmcpu_model_desc& d, size_t max_binding_bytes);
 // The plan of `d` against `available` bytes, with the most blocks that fit.
 llmcpu_memory_plan memory_plan(const llmcpu_model_desc& d, size_t max_binding_bytes,
                                uint64_t available);
@@ -79,13 +83,13 @@ class DeviceModel {
     Buffer p, g, m, v;
     Buffer c;  // bf16: the working copy of p, rounded after every change of p
   };
-  // One owned block's kept activations (whole micro-batch) and attention matrices (per chunk). In
-  // bf16 the ones a GEMM reads or attention's q, k, v (ln1, qkv, atty, ln2, fch, fch_gelu) hold
-  // 16-bit elements, as the CPU's mixed precision stores them.
-  struct BlockActs {
-    Buffer ln1, ln1_mean, ln1_rstd, qkv, atty, residual2, ln2, ln2_mean, ln2_rstd, fch, fch_gelu,
-        residual3;
-    std::vector<Buffer> att;  // per chunk: (nb, NH, T, T)
+  // One owned block's kept activations for one chunk of the batch (its nb*T rows, offsets from 0),
+  // so that no buffer outgrows a binding as the batch grows. In bf16 the ones a GEMM reads or
+  // attention's q, k, v (ln1, qkv, atty, ln2, fch, fch_gelu) hold 16-bit elements, as the CPU's
+  // mixed precision stores them.
+  struct ChunkActs {
+    Buffer ln1, ln1_mean, ln1_rstd, qkv, atty, att, residual2, ln2, ln2_mean, ln2_rstd, fch,
+        fch_gelu, residual3;
   };
 
   Buffer make(size_t bytes, const char* what, MemoryKind kind = MemoryKind::kDevice);
@@ -98,11 +102,11 @@ class DeviceModel {
   template <typename Fn>
   void one_shot(Fn&& record);
 
-  void record_block_forward(VkCommandBuffer cb, int l, size_t r0, int nb, int chunk);
-  void record_block_backward(VkCommandBuffer cb, int l, size_t r0, int nb, int chunk);
+  void record_block_forward(VkCommandBuffer cb, int l, int nb, int chunk);
+  void record_block_backward(VkCommandBuffer cb, int l, int nb, int chunk);
   void record_head(VkCommandBuffer cb, size_t r0, size_t rows, const llmcpu_forward_args& a,
-                   VkBuffer out, size_t chunk_row0);
-  const Buffer& block_input(int l) const;
+                   VkBuffer out, int chunk);
+  const Buffer& block_input(int l, int chunk) const;
 
   Device& dev_;
   Kernels& kernels_;
@@ -121,8 +125,8 @@ class DeviceModel {
   size_t wte_first_group_ = 0, wte_rows_per_piece_ = 0, other_group_ = 0;  // with the embedding
   size_t wpe_off_ = 0, lnfw_off_ = 0, lnfb_off_ = 0;                       // in the other group
 
-  std::vector<BlockActs> acts_;  // per owned block
-  Buffer x_in_;                  // (B,T,C) the first owned block's input
+  std::vector<std::vector<ChunkActs>> acts_;  // [owned block][chunk]
+  std::vector<Buffer> x_in_;                  // per chunk (nb,T,C): the first owned block's input
   Buffer tokens_, targets_;      // (B,T) int32, with the embedding / the head
   Buffer lnf_, lnf_mean_, lnf_rstd_, dlnf_, losses_, lse_;  // with the head (lnf bf16 in bf16)
   Buffer logits_;  // (head_rows_, Vp) one sub-chunk of the head

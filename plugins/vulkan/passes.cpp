@@ -25,21 +25,21 @@ void transfer_barrier(VkCommandBuffer cb) {
 
 }  // namespace
 
-const Buffer& DeviceModel::block_input(int l) const {
-  return l == first_ ? x_in_ : acts_[size_t(l - 1 - first_)].residual3;
+const Buffer& DeviceModel::block_input(int l, int chunk) const {
+  return l == first_ ? x_in_[size_t(chunk)] : acts_[size_t(l - 1 - first_)][size_t(chunk)].residual3;
 }
 
 // One block over rows [r0, r0 + nb*T) (transformer.h's block_forward). In bf16 the GEMMs read the
 // bf16 copy of the weights and bf16 inputs; qkv and fch come out in fp32 into the backward's dfch
 // scratch (idle during the forward pass) and are rounded into their bf16 buffers, as the CPU's
 // Bf16Executor does.
-void DeviceModel::record_block_forward(VkCommandBuffer cb, int l, size_t r0, int nb, int chunk) {
-  const BlockActs& a = acts_[size_t(l - first_)];
+void DeviceModel::record_block_forward(VkCommandBuffer cb, int l, int nb, int chunk) {
+  const ChunkActs& a = acts_[size_t(l - first_)][size_t(chunk)];
   const Group& w = groups_[block_group_[size_t(l - first_)]];
   const uint32_t C = uint32_t(C_), n = uint32_t(size_t(nb) * T_);
-  const size_t rc = r0 * C;
+  const size_t r0 = 0, rc = 0;  // the chunk's own buffers
   auto P = [&](size_t off) { return ref(w.p, off); };
-  const Buffer& in = block_input(l);
+  const Buffer& in = block_input(l, chunk);
   // out (n, OC) = inp (n, K) . weight^T + bias; `stored` (bf16 only): out rounded into it.
   auto linear = [&](Ref out, Ref inp, size_t weight, size_t bias, uint32_t K, uint32_t OC,
                     const Ref* stored) {
@@ -61,10 +61,10 @@ void DeviceModel::record_block_forward(VkCommandBuffer cb, int l, size_t r0, int
   linear(qkv, ref(a.ln1, rc), bl_.qkvw, bl_.qkvb, C, 3 * C, bf16_ ? &qkv : nullptr);
   Stream::compute_barrier(cb);
   if (bf16_) {
-    ops_.attention_forward_bf16(cb, ref(a.atty, rc), ref(a.att[size_t(chunk)]), qkv, uint32_t(nb),
+    ops_.attention_forward_bf16(cb, ref(a.atty, rc), ref(a.att), qkv, uint32_t(nb),
                                 uint32_t(T_), C, uint32_t(NH_));
   } else {
-    ops_.attention_forward(cb, ref(a.atty, rc), ref(a.att[size_t(chunk)]), qkv, uint32_t(nb),
+    ops_.attention_forward(cb, ref(a.atty, rc), ref(a.att), qkv, uint32_t(nb),
                            uint32_t(T_), C, uint32_t(NH_));
   }
   Stream::compute_barrier(cb);
@@ -95,14 +95,14 @@ void DeviceModel::record_block_forward(VkCommandBuffer cb, int l, size_t r0, int
 // One block's backward over the chunk's rows; dres_ (the chunk's rows from 0) holds d(output) on
 // entry and d(input) on return (transformer.h's block_backward). In bf16 the products take the
 // fp32 gradient rounded to bf16 as they read it, the saved bf16 input and the bf16 weight.
-void DeviceModel::record_block_backward(VkCommandBuffer cb, int l, size_t r0, int nb, int chunk) {
-  const BlockActs& a = acts_[size_t(l - first_)];
+void DeviceModel::record_block_backward(VkCommandBuffer cb, int l, int nb, int chunk) {
+  const ChunkActs& a = acts_[size_t(l - first_)][size_t(chunk)];
   const Group& w = groups_[block_group_[size_t(l - first_)]];
   const uint32_t C = uint32_t(C_), n = uint32_t(size_t(nb) * T_);
-  const size_t rc = r0 * C;
+  const size_t r0 = 0, rc = 0;  // the chunk's own buffers
   auto P = [&](size_t off) { return ref(w.p, off); };
   auto G = [&](size_t off) { return ref(w.g, off); };
-  const Buffer& in = block_input(l);
+  const Buffer& in = block_input(l, chunk);
   // dinp = dout . weight; dweight += dout^T inp; dbias += sums of dout.
   auto linear_backward = [&](Ref dinp, Ref dout, Ref inp, size_t weight, size_t bias, uint32_t K,
                              uint32_t OC) {
@@ -132,11 +132,11 @@ void DeviceModel::record_block_backward(VkCommandBuffer cb, int l, size_t r0, in
   Stream::compute_barrier(cb);
   if (bf16_) {
     ops_.attention_backward_bf16(cb, ref(dqkv_), ref(ds_), ref(datty_), ref(a.qkv, 3 * rc),
-                                 ref(a.att[size_t(chunk)]), uint32_t(nb), uint32_t(T_), C,
+                                 ref(a.att), uint32_t(nb), uint32_t(T_), C,
                                  uint32_t(NH_));
   } else {
     ops_.attention_backward(cb, ref(dqkv_), ref(ds_), ref(datty_), ref(a.qkv, 3 * rc),
-                            ref(a.att[size_t(chunk)]), uint32_t(nb), uint32_t(T_), C,
+                            ref(a.att), uint32_t(nb), uint32_t(T_), C,
                             uint32_t(NH_));
   }
   Stream::compute_barrier(cb);
@@ -151,16 +151,18 @@ void DeviceModel::record_block_backward(VkCommandBuffer cb, int l, size_t r0, in
 // head_rows_ rows the logits against every wte piece, the losses, the requested logits (copied
 // into `out` at row chunk_row0's place), and with a gradient dlogits, dlnf and dwte at once.
 void DeviceModel::record_head(VkCommandBuffer cb, size_t r0, size_t rows,
-                              const llmcpu_forward_args& a, VkBuffer out, size_t out_row0) {
+                              const llmcpu_forward_args& a, VkBuffer out, int chunk) {
+  const size_t out_row0 = r0;  // `out` holds this chunk's rows from its start
+  const Buffer& last = acts_.back()[size_t(chunk)].residual3;
   const uint32_t C = uint32_t(C_), Vp = uint32_t(Vp_);
   const Group& other = groups_[other_group_];
   if (bf16_) {
     ops_.layernorm_forward_bf16(cb, ref(lnf_, r0 * C), ref(lnf_mean_, r0), ref(lnf_rstd_, r0),
-                                ref(acts_.back().residual3, r0 * C), ref(other.p, lnfw_off_),
+                                ref(last), ref(other.p, lnfw_off_),
                                 ref(other.p, lnfb_off_), uint32_t(rows), C);
   } else {
     ops_.layernorm_forward(cb, ref(lnf_, r0 * C), ref(lnf_mean_, r0), ref(lnf_rstd_, r0),
-                           ref(acts_.back().residual3, r0 * C), ref(other.p, lnfw_off_),
+                           ref(last), ref(other.p, lnfw_off_),
                            ref(other.p, lnfb_off_), uint32_t(rows), C);
   }
   using E = BlockOps::Elem;
@@ -249,21 +251,21 @@ void DeviceModel::forward(const llmcpu_forward_args& a) {
     if (embedding_)
       c.uploads.push_back({a.inputs + r0, rows * 4, tokens_.buffer, r0 * 4});
     else
-      c.uploads.push_back({a.residual_in + r0 * C, rows * C * F, x_in_.buffer, r0 * C * F});
+      c.uploads.push_back({a.residual_in + r0 * C, rows * C * F, x_in_[i].buffer, 0});
     if (have_targets_) c.uploads.push_back({a.targets + r0, rows * 4, targets_.buffer, r0 * 4});
     c.compute = [this, &a, i, b0, nb, r0, rows](VkCommandBuffer cb, const SlotBuffers& slot) {
       if (embedding_) {
         for (size_t k = 0; wte_first_group_ + k < other_group_; ++k) {
           const Group& piece = groups_[wte_first_group_ + k];
           const uint32_t lo = uint32_t(k * wte_rows_per_piece_);
-          ops_.encoder_forward(cb, ref(x_in_, r0 * C_), ref(tokens_, r0), ref(piece.p),
+          ops_.encoder_forward(cb, ref(x_in_[i]), ref(tokens_, r0), ref(piece.p),
                                ref(groups_[other_group_].p, wpe_off_), uint32_t(rows), uint32_t(T_),
                                uint32_t(C_), lo, lo + uint32_t(piece.floats / C_));
         }
         Stream::compute_barrier(cb);
       }
-      for (int l = first_; l < L_; ++l) record_block_forward(cb, l, r0, nb, int(i));
-      if (head_) record_head(cb, r0, rows, a, slot.out, r0);
+      for (int l = first_; l < L_; ++l) record_block_forward(cb, l, nb, int(i));
+      if (head_) record_head(cb, r0, rows, a, slot.out, int(i));
       (void)b0;
     };
     if (head_) {
@@ -276,8 +278,8 @@ void DeviceModel::forward(const llmcpu_forward_args& a) {
             {a.logits + size_t(b0) * Vp, size_t(nb) * Vp * F, VK_NULL_HANDLE, 0, false});
       }
     } else {
-      c.downloads.push_back({a.residual_out + r0 * C, rows * C * F, acts_.back().residual3.buffer,
-                             r0 * C * F, false});
+      c.downloads.push_back(
+          {a.residual_out + r0 * C, rows * C * F, acts_.back()[i].residual3.buffer, 0, false});
     }
   });
   schedule_ = "forward: " + stream_.last_order();
@@ -305,7 +307,7 @@ void DeviceModel::backward(const float* dresidual_top, float* dresidual_bottom) 
         transfer_barrier(cb);
         const Group& other = groups_[other_group_];
         ops_.layernorm_backward(cb, ref(dres_), ref(other.g, lnfw_off_), ref(other.g, lnfb_off_),
-                                ref(dlnf_, r0 * C_), ref(acts_.back().residual3, r0 * C_),
+                                ref(dlnf_, r0 * C_), ref(acts_.back()[i].residual3),
                                 ref(other.p, lnfw_off_), ref(lnf_mean_, r0), ref(lnf_rstd_, r0),
                                 uint32_t(rows), Cu);
         Stream::compute_barrier(cb);
@@ -314,7 +316,7 @@ void DeviceModel::backward(const float* dresidual_top, float* dresidual_bottom) 
         vkCmdCopyBuffer(cb, slot.in, dres_.buffer, 1, &region);
         transfer_barrier(cb);
       }
-      for (int l = L_ - 1; l >= first_; --l) record_block_backward(cb, l, r0, nb, int(i));
+      for (int l = L_ - 1; l >= first_; --l) record_block_backward(cb, l, nb, int(i));
       if (embedding_) {
         const Group& other = groups_[other_group_];
         for (size_t k = 0; wte_first_group_ + k < other_group_; ++k) {

@@ -134,9 +134,7 @@ std::string check_desc(const llmcpu_model_desc* d) {
   if ((d->flags & LLMCPU_OFFLOAD_EMBEDDING) && d->first_layer != 0) {
     return "the embedding on the device needs every block there (first_layer 0)";
   }
-  if ((d->flags & LLMCPU_OFFLOAD_HEAD) && d->first_layer == d->num_layers) {
-    return "the head on the device needs the last block there";
-  }
+  if (d->first_layer == d->num_layers) return "the device owns no block (first_layer = num_layers)";
   return "";
 }
 
@@ -150,7 +148,8 @@ int plugin_plan(llmcpu_plugin* p, const llmcpu_model_desc* d, llmcpu_memory_plan
     return fail(p, "vulkan plan: memory_plan struct_size " + std::to_string(out->struct_size) +
                        ", expected at least " + std::to_string(sizeof(llmcpu_memory_plan)));
   }
-  const std::string bad = check_desc(d);
+  std::string bad = check_desc(d);
+  if (bad.empty() && p->engine) bad = llmcpu::vk::buffer_over_binding(*d, p->engine->dev.max_binding_bytes());
   if (!bad.empty()) return fail(p, "vulkan plan: " + bad);
   if (d->precision == LLMCPU_PRECISION_BF16 && p->engine && !p->engine->dev.bf16_storage()) {
     return fail(p, std::string("vulkan plan: ") + p->engine->dev.name() +
@@ -164,7 +163,8 @@ int plugin_plan(llmcpu_plugin* p, const llmcpu_model_desc* d, llmcpu_memory_plan
 
 int plugin_configure(llmcpu_plugin* p, const llmcpu_model_desc* d, const float* params) {
   if (!p) return LLMCPU_PLUGIN_ERROR;
-  const std::string bad = check_desc(d);
+  std::string bad = check_desc(d);
+  if (bad.empty() && p->engine) bad = llmcpu::vk::buffer_over_binding(*d, p->engine->dev.max_binding_bytes());
   if (!bad.empty()) return fail(p, "vulkan configure: " + bad);
   if (!params) return fail(p, "vulkan configure: no parameters");
   return guarded(p, "configure", [&](Engine& e) {

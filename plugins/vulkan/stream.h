@@ -1,4 +1,4 @@
-// The copy-compute pipeline. An op is cut into chunks (rows of activations, or batch elements);
+// The copy-compute pipeline. A pass is cut into chunks (batch elements of a micro-batch);
 // each chunk is an upload (host -> staging -> device), a compute command buffer and a download
 // (device -> staging -> host). Chunks rotate over kSlots slots, each with its own staging and
 // device buffers, and are submitted in software-pipelined order
@@ -10,7 +10,7 @@
 // Uploads and downloads go to the dedicated transfer queue when the device has one, else to the
 // compute queue. Timestamps around every stage give copy and compute time and the share of copy
 // time that overlapped compute (report()); in verbose mode each run prints the spans it used. Not
-// here: what a chunk computes (ops.cpp) or where resident weights live (weights.h).
+// here: what a chunk computes or where the model's buffers live (model.h, passes.cpp).
 #pragma once
 
 #include <functional>
@@ -73,7 +73,8 @@ class Stream {
   // download is in host memory.
   void run(size_t n, const std::function<void(size_t, Chunk&)>& plan);
 
-  // Records a barrier between two dispatches of one compute command buffer.
+  // Records a barrier between two dispatches (or a dispatch and a copy or fill) of one compute
+  // command buffer: every earlier compute and transfer access before every later one.
   static void compute_barrier(VkCommandBuffer cb);
 
   Totals take_totals();

@@ -33,6 +33,7 @@
 #include "simd/scalar/softmax_xent.h"
 #include "tests/simd/attention_bounds.h"
 #include "tests/simd/error_bounds.h"
+#include "tests/simd/flash_attention_bounds.h"
 
 namespace llmcpu::simd_test {
 namespace {
@@ -395,6 +396,196 @@ TEST_F(VulkanBlockOps, AttentionForwardAndBackwardAtOffsets) {
     for (const Tensor* t : {&t_qkv, &t_out, &t_att, &t_att_in, &t_dout, &t_dqkv, &t_ds})
       expect_guards("attention" + where, *t);
     free_tensors();
+  }
+}
+
+// --- flash attention: the bounds of tests/simd/flash_attention_bounds.h, which take exp and log
+// within one ulp and 1/l correctly rounded, plus what Vulkan's precision adds (the ops follow that
+// header's online softmax forward and three-sum backward):
+//   forward, per row t: every exp argument (p_u's x_u - m_j, a rescale's m_old - m_new) lies within
+//     m - s_min + 2 Emax of 0, so each of p_u's 1 + R exps errs by (exp_ulps(that) - 1) ulp more:
+//     rel+ = (1 + R) (exp_ulps(m - s_min + 2 Emax) - 1) kUlp on every u; out gains
+//     (2 rel+ + kDivRel) sum_u a_u |v_u| (the header's sum_u (rel_u + max rel) a_u |v_u|, and 1/l
+//     within 2.5 ulp), lse gains rel+ + log_error(l) with l <= t + 1 (up to its rounding).
+//   backward, per (t, u <= t): p's exp errs by rp+ = (exp_ulps(|s - lse| + E) - 1) kUlp more, so ds
+//     by scale p (F + dD + |dp - D|) rp+ more, dv's terms by rp+ p |dy|.
+// R and E as in the header (records of the scores; the dot product's bound).
+struct FlashRow {
+  double m, s_min, E_max, R;
+};
+FlashRow flash_row(const std::vector<double>& qkv, size_t b, size_t h, size_t t, size_t T, size_t C,
+                   size_t hs) {
+  const double scale = 1 / std::sqrt(double(hs));
+  const double* q = qkv.data() + (b * T + t) * 3 * C + h * hs;
+  std::vector<double> s(t + 1);
+  double E_max = 0;
+  for (size_t u = 0; u <= t; ++u) {
+    const double* k = qkv.data() + (b * T + u) * 3 * C + C + h * hs;
+    double dot = 0, mag = 0;
+    for (size_t i = 0; i < hs; ++i) dot += q[i] * k[i], mag += std::fabs(q[i] * k[i]);
+    s[u] = scale * dot;
+    E_max = std::max(E_max, scale * gamma(double(hs)) * mag + gamma(3) * std::fabs(s[u]));
+  }
+  FlashRow r{*std::max_element(s.begin(), s.end()), *std::min_element(s.begin(), s.end()), E_max,
+             0};
+  double record = s[0];
+  for (size_t u = 1; u <= t; ++u) {
+    if (s[u] > record - 2 * E_max) ++r.R;
+    record = std::max(record, s[u]);
+  }
+  return r;
+}
+
+FlashForwardBounds flash_forward_bounds_vk(const std::vector<double>& qkv,
+                                           const std::vector<double>& lse, size_t B, size_t T,
+                                           size_t C, size_t NH) {
+  FlashForwardBounds r = flash_forward_bounds(qkv, lse, int(B), int(T), int(C), int(NH));
+  const size_t hs = C / NH;
+  for (size_t b = 0; b < B; ++b) {
+    for (size_t h = 0; h < NH; ++h) {
+      for (size_t t = 0; t < T; ++t) {
+        const FlashRow row = flash_row(qkv, b, h, t, T, C, hs);
+        const double rel = (1 + row.R) * (exp_ulps(row.m - row.s_min + 2 * row.E_max) - 1) * kUlp;
+        const double l = lse[(b * NH + h) * T + t];
+        r.lse[(b * NH + h) * T + t] += rel + log_error((double(t) + 1) * (1 + 1e-3));
+        for (size_t u = 0; u <= t; ++u) {
+          const double* k = qkv.data() + (b * T + u) * 3 * C + C + h * hs;
+          const double* q = qkv.data() + (b * T + t) * 3 * C + h * hs;
+          double dot = 0;
+          for (size_t i = 0; i < hs; ++i) dot += q[i] * k[i];
+          const double a = std::exp(dot / std::sqrt(double(hs)) - l);
+          for (size_t i = 0; i < hs; ++i)
+            r.out[(b * T + t) * C + h * hs + i] += (2 * rel + kDivRel) * a * std::fabs(k[C + i]);
+        }
+      }
+    }
+  }
+  return r;
+}
+
+std::vector<double> flash_backward_bounds_vk(const std::vector<double>& qkv,
+                                             const std::vector<double>& dout,
+                                             const std::vector<double>& out,
+                                             const std::vector<double>& lse, size_t B, size_t T,
+                                             size_t C, size_t NH) {
+  std::vector<double> r =
+      flash_backward_bounds(qkv, dout, out, lse, int(B), int(T), int(C), int(NH));
+  const size_t hs = C / NH, C3 = 3 * C;
+  const double scale = 1 / std::sqrt(double(hs));
+  for (size_t b = 0; b < B; ++b) {
+    for (size_t h = 0; h < NH; ++h) {
+      for (size_t t = 0; t < T; ++t) {
+        const double* q = qkv.data() + (b * T + t) * C3 + h * hs;
+        const double* dy = dout.data() + (b * T + t) * C + h * hs;
+        const double* y = out.data() + (b * T + t) * C + h * hs;
+        const double l = lse[(b * NH + h) * T + t];
+        double D = 0, dD = 0;
+        for (size_t i = 0; i < hs; ++i) D += dy[i] * y[i], dD += std::fabs(dy[i] * y[i]);
+        dD *= gamma(double(hs));
+        for (size_t u = 0; u <= t; ++u) {
+          const double* k = qkv.data() + (b * T + u) * C3 + C + h * hs;
+          const double* v = k + C;
+          double qk = 0, qk_mag = 0, dp = 0, dp_mag = 0;
+          for (size_t i = 0; i < hs; ++i) {
+            qk += q[i] * k[i], qk_mag += std::fabs(q[i] * k[i]);
+            dp += dy[i] * v[i], dp_mag += std::fabs(dy[i] * v[i]);
+          }
+          const double s = scale * qk;
+          const double E = scale * gamma(double(hs)) * qk_mag + gamma(3) * std::fabs(s);
+          const double p = std::exp(s - l);
+          const double rp = (exp_ulps(std::fabs(s - l) + E) - 1) * kUlp;
+          const double dds = scale * p * (gamma(double(hs)) * dp_mag + dD + std::fabs(dp - D)) * rp;
+          for (size_t i = 0; i < hs; ++i) {
+            r[(b * T + t) * C3 + h * hs + i] += dds * std::fabs(k[i]);
+            r[(b * T + u) * C3 + C + h * hs + i] += dds * std::fabs(q[i]);
+            r[(b * T + u) * C3 + 2 * C + h * hs + i] += rp * p * std::fabs(dy[i]);
+          }
+        }
+      }
+    }
+  }
+  return r;
+}
+
+// Head sizes 1 to 128 (ragged), T = 1, T across the 16-row and 32-key blocks, T = 300, and
+// T = 1024 at head sizes 64 and 128 (the longest loops: lavapipe's 65535 iterations).
+constexpr AttnShape kFlashShapes[] = {
+    {2, 5, 3, 3},    {1, 17, 15, 5},  {2, 13, 36, 3},   {3, 1, 24, 2},    {1, 40, 64, 1},
+    {3, 70, 48, 4},  {1, 67, 128, 2}, {2, 33, 127, 1},  {1, 49, 384, 3},  {2, 129, 100, 4},
+    {1, 300, 90, 2}, {1, 16, 32, 2},  {1, 1024, 64, 1}, {1, 1024, 128, 1}};
+
+// flash_attention_*: the forward against scalar::flash_attention_forward<double> (out and lse),
+// then the backward from the reference's out and lse rounded to fp32 (the same values on both
+// sides) against scalar::flash_attention_backward<double>; odd offsets, guards untouched, dqkv
+// overwritten (NaN before).
+TEST_F(VulkanBlockOps, FlashAttentionForwardAndBackwardAtOffsets) {
+  for (const AttnShape sh : kFlashShapes) {
+    const size_t B = sh.B, T = sh.T, C = sh.C, NH = sh.NH, C3 = 3 * C;
+    Random rnd(sh.C * 13 + sh.T);
+    const std::vector<float> qkv = rnd.normal(B * T * C3), dout = rnd.normal(B * T * C);
+    Tensor& t_qkv = tensor(qkv, 9);
+    Tensor& t_out = tensor(std::vector<float>(B * T * C, NAN), 4);
+    Tensor& t_lse = tensor(std::vector<float>(B * NH * T, NAN), 7);
+    run([&](VkCommandBuffer cb) {
+      ops_->flash_attention_forward(cb, t_out.ref(), t_lse.ref(), t_qkv.ref(), sh.B, sh.T, sh.C,
+                                    sh.NH);
+    });
+    const std::vector<double> qd = widen(qkv), dd = widen(dout);
+    std::vector<double> out_r(B * T * C), lse_r(B * NH * T);
+    scalar::flash_attention_forward<double>(out_r.data(), lse_r.data(), qd.data(), int(B), int(T),
+                                            int(C), int(NH));
+    const FlashForwardBounds fb = flash_forward_bounds_vk(qd, lse_r, B, T, C, NH);
+    const std::string where = dims({{"B", B}, {"T", T}, {"C", C}, {"NH", NH}});
+    expect_within("flash out" + where, get(t_out), out_r, fb.out);
+    expect_within("flash lse" + where, get(t_lse), lse_r, fb.lse);
+
+    const std::vector<float> out_in(out_r.begin(), out_r.end()), lse_in(lse_r.begin(), lse_r.end());
+    Tensor& t_out_in = tensor(out_in, 3);
+    Tensor& t_lse_in = tensor(lse_in, 5);
+    Tensor& t_dout = tensor(dout, 6);
+    Tensor& t_dqkv = tensor(std::vector<float>(B * T * C3, NAN), 15);
+    run([&](VkCommandBuffer cb) {
+      ops_->flash_attention_backward(cb, t_dqkv.ref(), t_dout.ref(), t_out_in.ref(), t_qkv.ref(),
+                                     t_lse_in.ref(), sh.B, sh.T, sh.C, sh.NH);
+    });
+    const std::vector<double> yd = widen(out_in), ld = widen(lse_in);
+    std::vector<double> dqkv_r(B * T * C3);
+    scalar::flash_attention_backward<double>(dqkv_r.data(), dd.data(), yd.data(), qd.data(),
+                                             ld.data(), int(B), int(T), int(C), int(NH));
+    expect_within("flash dqkv" + where, get(t_dqkv), dqkv_r,
+                  flash_backward_bounds_vk(qd, dd, yd, ld, B, T, C, NH));
+    for (const Tensor* t : {&t_qkv, &t_out, &t_lse, &t_out_in, &t_lse_in, &t_dout, &t_dqkv})
+      expect_guards("flash attention" + where, *t);
+    free_tensors();
+  }
+}
+
+// The same twice: bit for bit the same results (one owner per element, fixed order).
+TEST_F(VulkanBlockOps, FlashAttentionIsDeterministic) {
+  const uint32_t B = 2, T = 77, C = 96, NH = 2;
+  Random rnd(3);
+  const std::vector<float> qkv = rnd.normal(size_t(B) * T * 3 * C), dout = rnd.normal(B * T * C);
+  Tensor& t_qkv = tensor(qkv, 1);
+  Tensor& t_dout = tensor(dout, 2);
+  std::vector<float> first[3];
+  for (int rep = 0; rep < 2; ++rep) {
+    Tensor& t_out = tensor(std::vector<float>(B * T * C, NAN), 3);
+    Tensor& t_lse = tensor(std::vector<float>(B * NH * T, NAN), 4);
+    Tensor& t_dqkv = tensor(std::vector<float>(size_t(B) * T * 3 * C, NAN), 5);
+    run([&](VkCommandBuffer cb) {
+      ops_->flash_attention_forward(cb, t_out.ref(), t_lse.ref(), t_qkv.ref(), B, T, C, NH);
+      vk::Stream::compute_barrier(cb);
+      ops_->flash_attention_backward(cb, t_dqkv.ref(), t_dout.ref(), t_out.ref(), t_qkv.ref(),
+                                     t_lse.ref(), B, T, C, NH);
+    });
+    const std::vector<float> got[3] = {get(t_out), get(t_lse), get(t_dqkv)};
+    for (int i = 0; i < 3; ++i) {
+      if (rep == 0) {
+        first[i] = got[i];
+      } else {
+        expect_identical("flash attention rerun " + std::to_string(i), got[i], first[i]);
+      }
+    }
   }
 }
 
@@ -1196,6 +1387,55 @@ TEST_F(VulkanBlockOps, AttentionBf16ForwardAndBackward) {
   }
 }
 
+// flash_attention_*_bf16 (simd/scalar/bf16_table.cpp's semantics): bf16 qkv widened exactly; out
+// within the bf16 interval of the fp32 out's bound, lse fp32 within its fp32 bound; the backward
+// from the reference's out rounded to bf16 (D from it, widened exactly), its lse rounded to fp32
+// and the fp32 dout, within the fp32 backward bounds of those operands.
+TEST_F(VulkanBlockOps, FlashAttentionBf16ForwardAndBackward) {
+  SKIP_WITHOUT_BF16();
+  for (const AttnShape sh : kFlashShapes) {
+    const size_t B = sh.B, T = sh.T, C = sh.C, NH = sh.NH, C3 = 3 * C;
+    Random rnd(sh.C * 17 + sh.T);
+    const std::vector<bf16> qkv = bf16_of(rnd.normal(B * T * C3));
+    const std::vector<float> dout = rnd.normal(B * T * C);
+    Tensor& t_qkv = tensor_bf16(qkv, 9);
+    Tensor& t_out = tensor_bf16(std::vector<bf16>(B * T * C, 0x7fc1), 3);
+    Tensor& t_lse = tensor(std::vector<float>(B * NH * T, NAN), 7);
+    run([&](VkCommandBuffer cb) {
+      ops_->flash_attention_forward_bf16(cb, t_out.ref(), t_lse.ref(), t_qkv.ref(), sh.B, sh.T,
+                                         sh.C, sh.NH);
+    });
+    const std::vector<double> qd = widen_bf16(qkv), dd = widen(dout);
+    std::vector<double> out_r(B * T * C), lse_r(B * NH * T);
+    scalar::flash_attention_forward<double>(out_r.data(), lse_r.data(), qd.data(), int(B), int(T),
+                                            int(C), int(NH));
+    const FlashForwardBounds fb = flash_forward_bounds_vk(qd, lse_r, B, T, C, NH);
+    const std::string where = " bf16" + dims({{"B", B}, {"T", T}, {"C", C}, {"NH", NH}});
+    expect_bf16_within("flash out" + where, get_bf16(t_out), out_r, fb.out);
+    expect_within("flash lse" + where, get(t_lse), lse_r, fb.lse);
+
+    const std::vector<bf16> out_in = bf16_of(std::vector<float>(out_r.begin(), out_r.end()));
+    const std::vector<float> lse_in(lse_r.begin(), lse_r.end());
+    Tensor& t_out_in = tensor_bf16(out_in, 1);
+    Tensor& t_lse_in = tensor(lse_in, 5);
+    Tensor& t_dout = tensor(dout, 6);
+    Tensor& t_dqkv = tensor(std::vector<float>(B * T * C3, NAN), 15);
+    run([&](VkCommandBuffer cb) {
+      ops_->flash_attention_backward_bf16(cb, t_dqkv.ref(), t_dout.ref(), t_out_in.ref(),
+                                          t_qkv.ref(), t_lse_in.ref(), sh.B, sh.T, sh.C, sh.NH);
+    });
+    const std::vector<double> yd = widen_bf16(out_in), ld = widen(lse_in);
+    std::vector<double> dqkv_r(B * T * C3);
+    scalar::flash_attention_backward<double>(dqkv_r.data(), dd.data(), yd.data(), qd.data(),
+                                             ld.data(), int(B), int(T), int(C), int(NH));
+    expect_within("flash dqkv" + where, get(t_dqkv), dqkv_r,
+                  flash_backward_bounds_vk(qd, dd, yd, ld, B, T, C, NH));
+    for (const Tensor* t : {&t_qkv, &t_out, &t_lse, &t_out_in, &t_lse_in, &t_dout, &t_dqkv})
+      expect_guards("flash attention" + where, *t);
+    free_tensors();
+  }
+}
+
 // gelu_forward_bf16 (bf16 in, bf16 out: the bf16 interval of the fp32 bound) and
 // gelu_backward_bf16 (bf16 inp, fp32 dout and dinp: the fp32 bound), in place as well.
 TEST_F(VulkanBlockOps, GeluBf16ForwardAndBackwardInPlace) {
@@ -1248,6 +1488,13 @@ TEST_F(VulkanBlockOps, BadShapesAreRefusedWithAMessage) {
   }
   EXPECT_THROW(ops_->softmax_xent_forward(cb_, t.ref(), t.ref(), t.ref(), t.ref(), 1, 9, 8),
                vk::VulkanError);
+  try {
+    ops_->flash_attention_forward(cb_, t.ref(), t.ref(), t.ref(), 1, 2, 258, 2);
+    ADD_FAILURE() << "a head size of 129 was accepted";
+  } catch (const vk::VulkanError& e) {
+    EXPECT_NE(std::string(e.what()).find("flash_attention_forward"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("head size"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

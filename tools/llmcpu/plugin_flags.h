@@ -28,8 +28,8 @@ void add_plugin_flags(ArgParser& p, PluginFlags* o);
 void check_plugin_flags(const ArgParser& p, const PluginFlags& o);
 
 // When --plugin was given, hands the layers --offload-layers names to it and prints what the
-// device owns (stdout), or why the model stays on the CPU (stderr; a bf16 model, for one, refuses
-// the fp32 plugin). A bad --offload-layers or --device-memory-limit, or a plan that does not fit
+// device owns (stdout), or why the model stays on the CPU (stderr; a plugin that cannot run the
+// model's precision, for one). A bad --offload-layers or --device-memory-limit, or a plan that does not fit
 // the device, throws UsageError.
 void apply_plugin_flags(const PluginFlags& o, Gpt2& model);
 // The outcome's line: stdout when the device is active, stderr when the model stays on the CPU;
