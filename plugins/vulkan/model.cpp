@@ -21,7 +21,7 @@ struct Sizes {
   size_t block_params;     // per owned block
   size_t act;              // bytes of an activation a GEMM reads: 4, or 2 in bf16
   size_t block_act_bytes;  // per owned block, without attention
-  size_t att_chunk;        // one chunk's attention matrices (nb, NH, T, T)
+  size_t att_chunk;        // one chunk's attention state: lse (nb, NH, T), or (nb, NH, T, T)
   size_t wte_rows_per_piece, wte_pieces;
   size_t other_params;  // wpe | lnfw | lnfb
   size_t head_rows;
@@ -42,13 +42,13 @@ Sizes sizes_of(const llmcpu_model_desc& d, size_t max_binding) {
   // fp32: residual2, residual3, the two layernorms' statistics; GEMM inputs: ln1, qkv, atty, ln2,
   // fch, fch_gelu (14 C per token).
   s.block_act_bytes = (2 * s.BT * C + 4 * s.BT) * F + 14 * s.BT * C * s.act;
-  s.att_chunk = size_t(s.nb) * NH * T * T;
+  s.att_chunk = size_t(s.nb) * NH * T * (flash_head(d) ? 1 : T);
   s.wte_rows_per_piece = std::max<size_t>(1, max_binding / (C * F));
   s.wte_pieces = (Vp + s.wte_rows_per_piece - 1) / s.wte_rows_per_piece;
   s.other_params = size_t(d.max_seq_len) * C + 2 * C;
   s.head_rows = std::max<size_t>(1, std::min(kLogitsBytes, max_binding) / (Vp * F));
   s.head_rows = std::min(s.head_rows, s.rows);
-  s.scratch = 10 * s.rows * C + s.att_chunk;
+  s.scratch = 10 * s.rows * C + (flash_head(d) ? 0 : s.att_chunk);  // + the scores' gradient
   const size_t up = std::max(s.rows * C, 2 * s.rows) * F, down = std::max(s.rows * C, s.rows) * F;
   s.slot = std::max(up, down);
   return s;
@@ -71,6 +71,8 @@ BlockLayout::BlockLayout(size_t C) {
 
 int chunk_batch(int B) { return (B + 3) / 4; }
 
+bool flash_head(const llmcpu_model_desc& d) { return d.channels / d.num_heads <= 128; }
+
 Footprint footprint(const llmcpu_model_desc& d, size_t max_binding) {
   const Sizes s = sizes_of(d, max_binding);
   const size_t blocks = size_t(d.num_layers - d.first_layer);
@@ -81,7 +83,8 @@ Footprint footprint(const llmcpu_model_desc& d, size_t max_binding) {
   if (embedding || head) params += Vp * C + s.other_params;
   const bool bf16 = d.precision == LLMCPU_PRECISION_BF16;
   f.weights = 4 * params * F + (bf16 ? params * 2 : 0);  // + the bf16 working copy
-  const size_t att = size_t(d.batch) * d.num_heads * size_t(d.seq_len) * d.seq_len;  // all chunks
+  const size_t att =  // all chunks' attention state
+      size_t(d.batch) * d.num_heads * size_t(d.seq_len) * (flash_head(d) ? 1 : d.seq_len);
   size_t acts = blocks * (s.block_act_bytes + att * F) + s.BT * C * F;  // + x_in
   if (embedding) acts += s.BT * F;                                                       // tokens
   if (head) {  // targets, lnf, dlnf, lnf's statistics, losses, lse, logits
@@ -108,7 +111,7 @@ std::string buffer_over_binding(const llmcpu_model_desc& d, size_t max_binding) 
   // attention matrices), per block (its parameters), and per micro-batch (the head's lnf, dlnf).
   const Need needs[] = {
       {"one chunk's fc activations", 4 * s.rows * C * F},
-      {"one chunk's attention matrices", s.att_chunk * F},
+      {"one chunk's attention state", s.att_chunk * F},
       {"one block's parameters", s.block_params * F},
       {"the micro-batch's final layernorm", s.BT * C * F},
   };
@@ -186,6 +189,7 @@ DeviceModel::DeviceModel(Device& dev, Kernels& kernels, Stream& stream,
       embedding_(desc.flags & LLMCPU_OFFLOAD_EMBEDDING),
       head_(desc.flags & LLMCPU_OFFLOAD_HEAD),
       bf16_(desc.precision == LLMCPU_PRECISION_BF16),
+      flash_(flash_head(desc)),
       bl_(size_t(desc.channels)) {
   const Sizes s = sizes_of(d_, dev_.max_binding_bytes());
   nb_ = s.nb, chunks_ = s.chunks, head_rows_ = s.head_rows;
@@ -240,7 +244,11 @@ DeviceModel::DeviceModel(Device& dev, Kernels& kernels, Stream& stream,
         a.ln1_rstd = make(R * F, "ln1 rstd");
         a.qkv = make(3 * R * C * A, "qkv");
         a.atty = make(R * C * A, "atty");
-        a.att = make(nb * NH * Tt * Tt * F, "attention");
+        if (flash_) {
+          a.lse = make(nb * NH * Tt * F, "attention's log-sum-exp");
+        } else {
+          a.att = make(nb * NH * Tt * Tt * F, "attention");
+        }
         a.residual2 = make(R * C * F, "residual2");
         a.ln2 = make(R * C * A, "ln2");
         a.ln2_mean = make(R * F, "ln2 mean");
@@ -266,7 +274,7 @@ DeviceModel::DeviceModel(Device& dev, Kernels& kernels, Stream& stream,
     dfch_ = make(4 * rows * C * F, "dfch");
     datty_ = make(rows * C * F, "datty");
     dqkv_ = make(3 * rows * C * F, "dqkv");
-    ds_ = make(s.att_chunk * F, "dscores");
+    if (!flash_) ds_ = make(s.att_chunk * F, "dscores");
     size_t largest = 0;
     for (const Group& g : groups_) largest = std::max(largest, g.floats);
     partials_ = make(BlockOps::sum_squares_blocks(uint32_t(largest)) * F, "partial sums",
@@ -308,7 +316,7 @@ void DeviceModel::release() {
   groups_.clear();
   for (std::vector<ChunkActs>& block : acts_) {
     for (ChunkActs& a : block) {
-      for (Buffer* b : {&a.ln1, &a.ln1_mean, &a.ln1_rstd, &a.qkv, &a.atty, &a.att, &a.residual2,
+      for (Buffer* b : {&a.ln1, &a.ln1_mean, &a.ln1_rstd, &a.qkv, &a.atty, &a.lse, &a.att, &a.residual2,
                         &a.ln2, &a.ln2_mean, &a.ln2_rstd, &a.fch, &a.fch_gelu, &a.residual3}) {
         dev_.destroy(*b);
       }

@@ -44,6 +44,8 @@ std::string buffer_over_binding(const llmcpu_model_desc& d, size_t max_binding_b
 // The plan of `d` against `available` bytes, with the most blocks that fit.
 llmcpu_memory_plan memory_plan(const llmcpu_model_desc& d, size_t max_binding_bytes,
                                uint64_t available);
+// Whether attention runs as flash attention (keeping lse) for this head size.
+bool flash_head(const llmcpu_model_desc& d);
 // Batch elements per chunk of a pass: B split in up to four chunks.
 int chunk_batch(int B);
 
@@ -87,8 +89,10 @@ class DeviceModel {
   // so that no buffer outgrows a binding as the batch grows. In bf16 the ones a GEMM reads or
   // attention's q, k, v (ln1, qkv, atty, ln2, fch, fch_gelu) hold 16-bit elements, as the CPU's
   // mixed precision stores them.
+  // Attention keeps the rows' log-sum-exp `lse` (nb, NH, T) for the flash backward, or, for a
+  // head size above the flash kernels' 128, the probabilities `att` (nb, NH, T, T).
   struct ChunkActs {
-    Buffer ln1, ln1_mean, ln1_rstd, qkv, atty, att, residual2, ln2, ln2_mean, ln2_rstd, fch,
+    Buffer ln1, ln1_mean, ln1_rstd, qkv, atty, lse, att, residual2, ln2, ln2_mean, ln2_rstd, fch,
         fch_gelu, residual3;
   };
 
@@ -116,6 +120,7 @@ class DeviceModel {
   int L_, C_, NH_, V_, Vp_, B_, T_, first_;
   bool embedding_, head_;
   bool bf16_;   // precision bf16: bf16 weights' copy and GEMM inputs, fp32 accumulation
+  bool flash_;  // flash attention (head size <= 128): lse kept, not the probabilities
   int nb_;      // batch elements per chunk
   int chunks_;  // ceil(B / nb)
   BlockLayout bl_;

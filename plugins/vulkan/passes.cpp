@@ -60,12 +60,15 @@ void DeviceModel::record_block_forward(VkCommandBuffer cb, int l, int nb, int ch
   const Ref qkv = ref(a.qkv, 3 * rc);
   linear(qkv, ref(a.ln1, rc), bl_.qkvw, bl_.qkvb, C, 3 * C, bf16_ ? &qkv : nullptr);
   Stream::compute_barrier(cb);
-  if (bf16_) {
-    ops_.attention_forward_bf16(cb, ref(a.atty, rc), ref(a.att), qkv, uint32_t(nb),
-                                uint32_t(T_), C, uint32_t(NH_));
+  const uint32_t nbu = uint32_t(nb), Tu = uint32_t(T_), NH = uint32_t(NH_);
+  if (flash_ && bf16_) {
+    ops_.flash_attention_forward_bf16(cb, ref(a.atty, rc), ref(a.lse), qkv, nbu, Tu, C, NH);
+  } else if (flash_) {
+    ops_.flash_attention_forward(cb, ref(a.atty, rc), ref(a.lse), qkv, nbu, Tu, C, NH);
+  } else if (bf16_) {
+    ops_.attention_forward_bf16(cb, ref(a.atty, rc), ref(a.att), qkv, nbu, Tu, C, NH);
   } else {
-    ops_.attention_forward(cb, ref(a.atty, rc), ref(a.att), qkv, uint32_t(nb),
-                           uint32_t(T_), C, uint32_t(NH_));
+    ops_.attention_forward(cb, ref(a.atty, rc), ref(a.att), qkv, nbu, Tu, C, NH);
   }
   Stream::compute_barrier(cb);
   linear(ref(a.residual2, rc), ref(a.atty, rc), bl_.attprojw, bl_.attprojb, C, C, nullptr);
@@ -130,14 +133,20 @@ void DeviceModel::record_block_backward(VkCommandBuffer cb, int l, int nb, int c
   Stream::compute_barrier(cb);
   linear_backward(ref(datty_), ref(dres_), ref(a.atty, rc), bl_.attprojw, bl_.attprojb, C, C);
   Stream::compute_barrier(cb);
-  if (bf16_) {
-    ops_.attention_backward_bf16(cb, ref(dqkv_), ref(ds_), ref(datty_), ref(a.qkv, 3 * rc),
-                                 ref(a.att), uint32_t(nb), uint32_t(T_), C,
-                                 uint32_t(NH_));
+  const uint32_t nbu = uint32_t(nb), Tu = uint32_t(T_), NH = uint32_t(NH_);
+  const Ref qkv = ref(a.qkv, 3 * rc), atty = ref(a.atty, rc);
+  if (flash_ && bf16_) {
+    ops_.flash_attention_backward_bf16(cb, ref(dqkv_), ref(datty_), atty, qkv, ref(a.lse), nbu, Tu,
+                                       C, NH);
+  } else if (flash_) {
+    ops_.flash_attention_backward(cb, ref(dqkv_), ref(datty_), atty, qkv, ref(a.lse), nbu, Tu, C,
+                                  NH);
+  } else if (bf16_) {
+    ops_.attention_backward_bf16(cb, ref(dqkv_), ref(ds_), ref(datty_), qkv, ref(a.att), nbu, Tu,
+                                 C, NH);
   } else {
-    ops_.attention_backward(cb, ref(dqkv_), ref(ds_), ref(datty_), ref(a.qkv, 3 * rc),
-                            ref(a.att), uint32_t(nb), uint32_t(T_), C,
-                            uint32_t(NH_));
+    ops_.attention_backward(cb, ref(dqkv_), ref(ds_), ref(datty_), qkv, ref(a.att), nbu, Tu, C,
+                            NH);
   }
   Stream::compute_barrier(cb);
   linear_backward(ref(dln_), ref(dqkv_), ref(a.ln1, rc), bl_.qkvw, bl_.qkvb, C, 3 * C);
