@@ -58,13 +58,7 @@ void BM_TrainStep(benchmark::State& state, const char* preset) {
   AdamW opt(model.num_parameters(), cfg, model.kernels(), model.bf16_kernels());
   // The device's part is updated where it lives (as the trainer does): the CPU's AdamW skips it.
   OffloadDevice* device = model.offload_device();
-  if (device) {
-    std::vector<ParameterSpan> on_device;
-    for (const ParameterSpan& r : model.layout().spans()) {
-      if (model.device_owns(r.tensor, r.layer)) on_device.push_back(r);
-    }
-    opt.skip(on_device);
-  }
+  opt.skip(model.device_spans());
   llmcpu_offload_report dev;
   model.offload_report(&dev);  // count from the first step on, not the upload of the weights
   std::vector<int> inputs((size_t)B * T), targets((size_t)B * T);
@@ -85,12 +79,7 @@ void BM_TrainStep(benchmark::State& state, const char* preset) {
     const Gpt2::UpdateSpans w = model.weights_for_update();  // bf16: the copy in the same pass
     opt.step(w.master, model.grads_flat(), 1e-4, w.copy);
     if (device) {
-      llmcpu_adamw_args a{};
-      a.struct_size = sizeof a;
-      a.grad_scale = 1.0f;
-      a.lr = 1e-4, a.beta1 = cfg.beta1, a.beta2 = cfg.beta2, a.eps = cfg.eps;
-      a.weight_decay = cfg.weight_decay, a.t = opt.steps_taken();
-      device->adamw_step(a);
+      device->adamw_step(cfg, 1e-4, opt.steps_taken(), 1.0f);
       model.device_parameters_changed();
     }
     upd += seconds_since(t0);

@@ -16,6 +16,16 @@
 #include "simd/error.h"
 
 namespace llmcpu {
+namespace {
+
+// The mean of the BT per-token losses, summed in double.
+float mean_loss(const float* losses, size_t BT) {
+  double total = 0;
+  for (size_t i = 0; i < BT; ++i) total += losses[i];
+  return static_cast<float>(total / double(BT));
+}
+
+}  // namespace
 
 Gpt2::Gpt2(const ModelConfig& config, const KernelTable& kernels, Precision precision,
            const Bf16Kernels* bf16_kernels)
@@ -180,11 +190,20 @@ bool Gpt2::device_owns(int tensor, int layer) const {
   return offload_active() && llmcpu::device_owns(layers_, config_.num_layers, tensor, layer);
 }
 
+std::vector<ParameterSpan> Gpt2::device_spans() const {
+  std::vector<ParameterSpan> out;
+  for (const ParameterSpan& r : layout_.spans()) {
+    if (device_owns(r.tensor, r.layer)) out.push_back(r);
+  }
+  return out;
+}
+
 void Gpt2::configure_device() {
   if (device_trained_) {
     // configure() starts the device's moments at zero: an optimizer's state would be lost.
-    throw Error("Gpt2: the device's part already holds AdamW moments of this run; a new batch "
-                "shape would drop them (plan the batch before the first optimizer step)");
+    throw Error(
+        "Gpt2: the device's part already holds AdamW moments of this run; a new batch "
+        "shape would drop them (plan the batch before the first optimizer step)");
   }
   if (device_ahead_) fetch_device_state(true, false);  // a new shape starts from the master
   device_configured_ = false;
@@ -306,9 +325,7 @@ float Gpt2::head(X& x, const A& a, bool targets, float dloss) {
     x.matmul_backward(d.dln + r * C, g_.wte, nullptr, a.dlogits, a.lnf + r * C, p_.wte, n, C, Vp);
   }
   if (!targets) return std::numeric_limits<float>::quiet_NaN();
-  double total = 0;
-  for (size_t i = 0; i < BT; ++i) total += a.losses[i];
-  return static_cast<float>(total / double(BT));
+  return mean_loss(a.losses, BT);
 }
 
 float Gpt2::forward(const int* inputs, const int* targets, int B, int T) {
@@ -378,11 +395,7 @@ float Gpt2::offloaded_pass(bool targets, float dloss, GradientHook* hook) {
           if (hook) hook->gradients_ready(l);
         }
       }
-      if (targets) {
-        double total = 0;
-        for (size_t i = 0; i < BT; ++i) total += a.losses[i];
-        loss = static_cast<float>(total / double(BT));
-      }
+      if (targets) loss = mean_loss(a.losses, BT);
       return;
     }
     embed_and_blocks_forward(x, config_, p_, a, inputs_.data(), B, T, first);

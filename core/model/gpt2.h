@@ -135,6 +135,8 @@ class Gpt2 {
   OffloadDevice* offload_device() { return offload_active() ? device_.get() : nullptr; }
   // Whether the device owns element(s) of tensor `tensor` in layer `layer` (-1 outside layers).
   bool device_owns(int tensor, int layer) const;
+  // The runs of the flat arena the device owns (none without one): what a CPU optimizer skips.
+  std::vector<ParameterSpan> device_spans() const;
   // The device's figures since the last call; false without a plugin. Throws DeviceError if the
   // plugin fails.
   bool offload_report(llmcpu_offload_report* out);

@@ -63,13 +63,17 @@ double global_norm(const float* grads, size_t n, const KernelTable& kernels) {
   return std::sqrt(kernels.sum_squares(grads, n));
 }
 
-float clip_to_norm(float* grads, size_t n, double norm, double max_norm,
-                   const KernelTable& kernels) {
+float clip_factor(double norm, double max_norm) {
   if (max_norm <= 0) return 1.0f;
   const double factor = max_norm / (norm + 1e-6);
-  if (factor >= 1.0) return 1.0f;
-  kernels.scale(grads, static_cast<float>(factor), n);
-  return static_cast<float>(factor);
+  return factor >= 1.0 ? 1.0f : static_cast<float>(factor);
+}
+
+float clip_to_norm(float* grads, size_t n, double norm, double max_norm,
+                   const KernelTable& kernels) {
+  const float factor = clip_factor(norm, max_norm);
+  if (factor != 1.0f) kernels.scale(grads, factor, n);
+  return factor;
 }
 
 }  // namespace llmcpu

@@ -70,6 +70,10 @@ class AdamW {
 // sqrt(sum of squares) over a flat gradient buffer, the same for any thread count.
 double global_norm(const float* grads, size_t n, const KernelTable& kernels = active_kernels());
 
+// The factor clip_to_norm scales by: max_norm / (norm + 1e-6) when max_norm > 0 and that is below
+// 1, else 1.
+float clip_factor(double norm, double max_norm);
+
 // If max_norm > 0 and norm > max_norm, scales the gradients by max_norm / norm (as
 // torch.nn.utils.clip_grad_norm_, whose factor is max_norm / (norm + 1e-6)). Returns the factor
 // used.

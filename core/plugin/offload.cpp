@@ -140,7 +140,14 @@ double OffloadDevice::grad_sum_squares() {
   return s;
 }
 
-void OffloadDevice::adamw_step(const llmcpu_adamw_args& args) {
+void OffloadDevice::adamw_step(const AdamWConfig& config, double lr, long long t,
+                               float grad_scale) {
+  llmcpu_adamw_args args{};
+  args.struct_size = sizeof args;
+  args.grad_scale = grad_scale;
+  args.lr = lr, args.beta1 = config.beta1, args.beta2 = config.beta2, args.eps = config.eps;
+  args.weight_decay = config.weight_decay;
+  args.t = t;
   lib_->check(lib_->api().adamw_step(lib_->device(), &args), "adamw_step");
 }
 

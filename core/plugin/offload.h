@@ -16,6 +16,7 @@
 #include "core/model/config.h"
 #include "core/model/parameters.h"
 #include "core/model/precision.h"
+#include "core/optim/adamw.h"
 #include "core/plugin/plugin_library.h"
 
 namespace llmcpu {
@@ -75,7 +76,9 @@ class OffloadDevice {
   void backward(const float* dresidual_top, float* dresidual_bottom);
   void zero_grad();
   double grad_sum_squares();
-  void adamw_step(const llmcpu_adamw_args& args);
+  // One AdamW update of the device's part with the CPU's AdamW's hyperparameters, at step t (from
+  // 1), each gradient times grad_scale first (clipping).
+  void adamw_step(const AdamWConfig& config, double lr, long long t, float grad_scale);
   llmcpu_offload_report report();
   std::string schedule();
 

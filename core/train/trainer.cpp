@@ -237,13 +237,8 @@ Trainer::Trainer(const TrainOptions& options, Communicator* world)
   // Every shape the run computes is planned here (validation uses the training shape): the steps,
   // validations and samples that follow allocate nothing.
   if (!opt_.plugin.empty()) {  // first: the CPU's arena then leaves out the device's blocks
-    OffloadOptions offload;
-    offload.layers = opt_.offload_layers;
-    if (!opt_.device_memory_limit.empty()) {
-      offload.memory_limit =
-          size_t(parse_memory_size(opt_.device_memory_limit, "--device-memory-limit"));
-    }
-    offload_ = model_->enable_offload(opt_.plugin, offload);
+    offload_ = model_->enable_offload(
+        opt_.plugin, offload_options(opt_.offload_layers, opt_.device_memory_limit));
     if (!model_->offload_active() && memory_request_.host_layers > 0) {
       // The CPU keeps every layer after all: the plan of the run it now is.
       memory_request_.host_layers = 0;
@@ -311,6 +306,15 @@ Trainer::Trainer(const TrainOptions& options, Communicator* world)
     if (!log_) throw FileError(opt_.log_path, "cannot open log: " + errno_message(errno));
   }
   new_folder.remove = false;
+}
+
+OffloadOptions offload_options(const std::string& layers, const std::string& device_memory_limit) {
+  OffloadOptions o;
+  o.layers = layers;
+  if (!device_memory_limit.empty()) {
+    o.memory_limit = size_t(parse_memory_size(device_memory_limit, "--device-memory-limit"));
+  }
+  return o;
 }
 
 void Trainer::check_memory(const ModelConfig& config) {
@@ -751,11 +755,7 @@ void Trainer::adopt_device() {
                      "one process per device without mpirun, or leave --plugin out");
   }
   device_ = device;
-  std::vector<ParameterSpan> on_device;
-  for (const ParameterSpan& r : m.layout().spans()) {
-    if (device_ && m.device_owns(r.tensor, r.layer)) on_device.push_back(r);
-  }
-  optimizer_->skip(on_device);
+  optimizer_->skip(m.device_spans());
   // The moments are the whole arena's here (one process): a resume's reach the device.
   if (device_) device_->set_moments(optimizer_->m(), optimizer_->v());
 }
@@ -787,9 +787,7 @@ void Trainer::clip_gradients(double norm) {
   for (const ParameterSpan& p : optimizer_->parts()) {
     clip_to_norm(m.grads_flat() + p.offset, p.count, norm, opt_.grad_clip, m.kernels());
   }
-  // The device's gradients take the same factor in its AdamW (clip_to_norm's: 1 when not clipped).
-  const double factor = opt_.grad_clip > 0 ? opt_.grad_clip / (norm + 1e-6) : 1.0;
-  device_grad_scale_ = factor < 1.0 ? float(factor) : 1.0f;
+  device_grad_scale_ = clip_factor(norm, opt_.grad_clip);  // the device's, in its AdamW
 }
 
 void Trainer::update_weights(double lr) {
@@ -800,14 +798,7 @@ void Trainer::update_weights(double lr) {
     // is past the fence, every rank computes with all of them.
     optimizer_->step(weights.master, m.grads_flat(), lr, weights.copy);
     if (device_) {  // the same update of the device's part, where its weights live
-      const AdamWConfig& c = optimizer_->config();
-      llmcpu_adamw_args a{};
-      a.struct_size = sizeof a;
-      a.grad_scale = device_grad_scale_;
-      a.lr = lr, a.beta1 = c.beta1, a.beta2 = c.beta2, a.eps = c.eps;
-      a.weight_decay = c.weight_decay;
-      a.t = optimizer_->steps_taken();
-      device_->adamw_step(a);
+      device_->adamw_step(optimizer_->config(), lr, optimizer_->steps_taken(), device_grad_scale_);
       m.device_parameters_changed();
     }
     if (shared_weights_) {

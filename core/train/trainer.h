@@ -66,6 +66,10 @@ struct TrainOptions {
   int zero = -1;  // several ranks: 1 ZeRO-1 (the optimizer state sharded), 0 not; -1: 1
 };
 
+// What --offload-layers and --device-memory-limit (text, as given) ask of a device: the options
+// Gpt2::enable_offload takes. Throws UsageError for a size that is not one.
+OffloadOptions offload_options(const std::string& layers, const std::string& device_memory_limit);
+
 struct StepReport {
   int step;  // 0-based
   int steps;

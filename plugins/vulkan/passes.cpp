@@ -26,13 +26,14 @@ void transfer_barrier(VkCommandBuffer cb) {
 }  // namespace
 
 const Buffer& DeviceModel::block_input(int l, int chunk) const {
-  return l == first_ ? x_in_[size_t(chunk)] : acts_[size_t(l - 1 - first_)][size_t(chunk)].residual3;
+  return l == first_ ? x_in_[size_t(chunk)]
+                     : acts_[size_t(l - 1 - first_)][size_t(chunk)].residual3;
 }
 
-// One block over rows [r0, r0 + nb*T) (transformer.h's block_forward). In bf16 the GEMMs read the
-// bf16 copy of the weights and bf16 inputs; qkv and fch come out in fp32 into the backward's dfch
-// scratch (idle during the forward pass) and are rounded into their bf16 buffers, as the CPU's
-// Bf16Executor does.
+// One block over one chunk of nb batch elements (transformer.h's block_forward). In bf16 the GEMMs
+// read the bf16 copy of the weights and bf16 inputs; qkv and fch come out in fp32 into the
+// backward's dfch scratch (idle during the forward pass) and are rounded into their bf16 buffers,
+// as the CPU's Bf16Executor does.
 void DeviceModel::record_block_forward(VkCommandBuffer cb, int l, int nb, int chunk) {
   const ChunkActs& a = acts_[size_t(l - first_)][size_t(chunk)];
   const Group& w = groups_[block_group_[size_t(l - first_)]];
@@ -142,11 +143,10 @@ void DeviceModel::record_block_backward(VkCommandBuffer cb, int l, int nb, int c
     ops_.flash_attention_backward(cb, ref(dqkv_), ref(datty_), atty, qkv, ref(a.lse), nbu, Tu, C,
                                   NH);
   } else if (bf16_) {
-    ops_.attention_backward_bf16(cb, ref(dqkv_), ref(ds_), ref(datty_), qkv, ref(a.att), nbu, Tu,
-                                 C, NH);
+    ops_.attention_backward_bf16(cb, ref(dqkv_), ref(ds_), ref(datty_), qkv, ref(a.att), nbu, Tu, C,
+                                 NH);
   } else {
-    ops_.attention_backward(cb, ref(dqkv_), ref(ds_), ref(datty_), qkv, ref(a.att), nbu, Tu, C,
-                            NH);
+    ops_.attention_backward(cb, ref(dqkv_), ref(ds_), ref(datty_), qkv, ref(a.att), nbu, Tu, C, NH);
   }
   Stream::compute_barrier(cb);
   linear_backward(ref(dln_), ref(dqkv_), ref(a.ln1, rc), bl_.qkvw, bl_.qkvb, C, 3 * C);
@@ -161,18 +161,16 @@ void DeviceModel::record_block_backward(VkCommandBuffer cb, int l, int nb, int c
 // into `out` at row chunk_row0's place), and with a gradient dlogits, dlnf and dwte at once.
 void DeviceModel::record_head(VkCommandBuffer cb, size_t r0, size_t rows,
                               const llmcpu_forward_args& a, VkBuffer out, int chunk) {
-  const size_t out_row0 = r0;  // `out` holds this chunk's rows from its start
   const Buffer& last = acts_.back()[size_t(chunk)].residual3;
   const uint32_t C = uint32_t(C_), Vp = uint32_t(Vp_);
   const Group& other = groups_[other_group_];
   if (bf16_) {
     ops_.layernorm_forward_bf16(cb, ref(lnf_, r0 * C), ref(lnf_mean_, r0), ref(lnf_rstd_, r0),
-                                ref(last), ref(other.p, lnfw_off_),
-                                ref(other.p, lnfb_off_), uint32_t(rows), C);
+                                ref(last), ref(other.p, lnfw_off_), ref(other.p, lnfb_off_),
+                                uint32_t(rows), C);
   } else {
-    ops_.layernorm_forward(cb, ref(lnf_, r0 * C), ref(lnf_mean_, r0), ref(lnf_rstd_, r0),
-                           ref(last), ref(other.p, lnfw_off_),
-                           ref(other.p, lnfb_off_), uint32_t(rows), C);
+    ops_.layernorm_forward(cb, ref(lnf_, r0 * C), ref(lnf_mean_, r0), ref(lnf_rstd_, r0), ref(last),
+                           ref(other.p, lnfw_off_), ref(other.p, lnfb_off_), uint32_t(rows), C);
   }
   using E = BlockOps::Elem;
   Stream::compute_barrier(cb);
@@ -199,13 +197,13 @@ void DeviceModel::record_head(VkCommandBuffer cb, size_t r0, size_t rows,
     }
     if (a.logits_position == LLMCPU_LOGITS_ALL) {
       transfer_barrier(cb);
-      const VkBufferCopy region{0, (r - out_row0) * Vp * F, size_t(n) * Vp * F};
+      const VkBufferCopy region{0, (r - r0) * Vp * F, size_t(n) * Vp * F};  // out: the chunk's
       vkCmdCopyBuffer(cb, logits_.buffer, out, 1, &region);
     } else if (a.logits_position >= 0) {
       transfer_barrier(cb);
       for (size_t i = 0; i < n; ++i) {
         if ((r + i) % size_t(T_) != size_t(a.logits_position)) continue;
-        const size_t b = (r + i) / size_t(T_) - out_row0 / size_t(T_);
+        const size_t b = (r + i) / size_t(T_) - r0 / size_t(T_);
         const VkBufferCopy region{i * Vp * F, b * Vp * F, size_t(Vp) * F};
         vkCmdCopyBuffer(cb, logits_.buffer, out, 1, &region);
       }
@@ -237,7 +235,7 @@ void DeviceModel::record_head(VkCommandBuffer cb, size_t r0, size_t rows,
 }
 
 void DeviceModel::forward(const llmcpu_forward_args& a) {
-  const size_t C = size_t(C_), BT = size_t(B_) * T_;
+  const size_t C = size_t(C_);
   if (embedding_ && !a.inputs)
     throw VulkanError("forward: the device owns the embedding, no inputs");
   if (!embedding_ && !a.residual_in)
@@ -262,7 +260,7 @@ void DeviceModel::forward(const llmcpu_forward_args& a) {
     else
       c.uploads.push_back({a.residual_in + r0 * C, rows * C * F, x_in_[i].buffer, 0});
     if (have_targets_) c.uploads.push_back({a.targets + r0, rows * 4, targets_.buffer, r0 * 4});
-    c.compute = [this, &a, i, b0, nb, r0, rows](VkCommandBuffer cb, const SlotBuffers& slot) {
+    c.compute = [this, &a, i, nb, r0, rows](VkCommandBuffer cb, const SlotBuffers& slot) {
       if (embedding_) {
         for (size_t k = 0; wte_first_group_ + k < other_group_; ++k) {
           const Group& piece = groups_[wte_first_group_ + k];
@@ -275,7 +273,6 @@ void DeviceModel::forward(const llmcpu_forward_args& a) {
       }
       for (int l = first_; l < L_; ++l) record_block_forward(cb, l, nb, int(i));
       if (head_) record_head(cb, r0, rows, a, slot.out, int(i));
-      (void)b0;
     };
     if (head_) {
       if (have_targets_)
@@ -293,7 +290,6 @@ void DeviceModel::forward(const llmcpu_forward_args& a) {
   });
   schedule_ = "forward: " + stream_.last_order();
   ++passes_;
-  (void)BT;
 }
 
 void DeviceModel::backward(const float* dresidual_top, float* dresidual_bottom) {

@@ -138,6 +138,19 @@ std::string check_desc(const llmcpu_model_desc* d) {
   return "";
 }
 
+// check_desc, then what this device cannot hold or run: a buffer over its binding limit, bf16
+// without 16-bit storage.
+std::string desc_problem(const Engine& e, const llmcpu_model_desc* d) {
+  std::string bad = check_desc(d);
+  if (bad.empty()) bad = llmcpu::vk::buffer_over_binding(*d, e.dev.max_binding_bytes());
+  if (bad.empty() && d->precision == LLMCPU_PRECISION_BF16 && !e.dev.bf16_storage()) {
+    bad = std::string(e.dev.name()) +
+          " has no 16-bit storage buffers (storageBuffer16BitAccess): bf16 cannot run on it, fp32 "
+          "can";
+  }
+  return bad;
+}
+
 uint64_t available(const Engine& e, const llmcpu_model_desc* d) {
   return d->memory_limit ? d->memory_limit : e.dev.device_local_bytes();
 }
@@ -148,14 +161,9 @@ int plugin_plan(llmcpu_plugin* p, const llmcpu_model_desc* d, llmcpu_memory_plan
     return fail(p, "vulkan plan: memory_plan struct_size " + std::to_string(out->struct_size) +
                        ", expected at least " + std::to_string(sizeof(llmcpu_memory_plan)));
   }
-  std::string bad = check_desc(d);
-  if (bad.empty() && p->engine) bad = llmcpu::vk::buffer_over_binding(*d, p->engine->dev.max_binding_bytes());
+  if (!p->engine) return LLMCPU_PLUGIN_ERROR;
+  const std::string bad = desc_problem(*p->engine, d);
   if (!bad.empty()) return fail(p, "vulkan plan: " + bad);
-  if (d->precision == LLMCPU_PRECISION_BF16 && p->engine && !p->engine->dev.bf16_storage()) {
-    return fail(p, std::string("vulkan plan: ") + p->engine->dev.name() +
-                       " has no 16-bit storage buffers (storageBuffer16BitAccess): bf16 cannot "
-                       "run on it, fp32 can");
-  }
   return guarded(p, "plan", [&](Engine& e) {
     *out = llmcpu::vk::memory_plan(*d, e.dev.max_binding_bytes(), available(e, d));
   });
@@ -163,8 +171,8 @@ int plugin_plan(llmcpu_plugin* p, const llmcpu_model_desc* d, llmcpu_memory_plan
 
 int plugin_configure(llmcpu_plugin* p, const llmcpu_model_desc* d, const float* params) {
   if (!p) return LLMCPU_PLUGIN_ERROR;
-  std::string bad = check_desc(d);
-  if (bad.empty() && p->engine) bad = llmcpu::vk::buffer_over_binding(*d, p->engine->dev.max_binding_bytes());
+  if (!p->engine) return LLMCPU_PLUGIN_ERROR;
+  const std::string bad = desc_problem(*p->engine, d);
   if (!bad.empty()) return fail(p, "vulkan configure: " + bad);
   if (!params) return fail(p, "vulkan configure: no parameters");
   return guarded(p, "configure", [&](Engine& e) {

@@ -160,7 +160,9 @@ void expect_pipelined(const std::vector<Submission>& subs, int n, int K) {
   for (int i = 0; i + 1 < n; ++i) {
     EXPECT_LT(pos('U', i + 1), pos('D', i)) << "upload " << i + 1 << " after download " << i;
     EXPECT_LT(pos('U', i + 1), pos('C', i + 1));
-    if (i + 2 < n) EXPECT_LT(pos('D', i), pos('C', i + 2)) << "download " << i << " late";
+    if (i + 2 < n) {
+      EXPECT_LT(pos('D', i), pos('C', i + 2)) << "download " << i << " late";
+    }
   }
 }
 
@@ -223,18 +225,20 @@ TEST_F(VulkanLayers, AdamWIsTheCpusOnTheDevicesGradients) {
   const double gamma = 4096 * 0x1p-24 / (1 - 4096 * 0x1p-24);
   EXPECT_NEAR(device_->grad_sum_squares(), host, gamma * abs_sum + 1e-30);
 
-  llmcpu_adamw_args a{};
-  a.struct_size = sizeof a;
-  a.grad_scale = 0.75f;
-  a.lr = 3e-4, a.beta1 = 0.9, a.beta2 = 0.95, a.eps = 1e-8, a.weight_decay = 0.1, a.t = 4;
-  device_->adamw_step(a);
+  AdamWConfig config;
+  config.beta1 = 0.9, config.beta2 = 0.95, config.eps = 1e-8, config.weight_decay = 0.1;
+  const double lr = 3e-4;
+  const long long t = 4;
+  const float grad_scale = 0.75f;
+  device_->adamw_step(config, lr, t, grad_scale);
   std::vector<float> p_dev(P), m_dev(P), v_dev(P);
   device_->read_state(p_dev.data(), nullptr, m_dev.data(), v_dev.data());
   // The CPU's update of the same state: gradients scaled in place first, as clip_to_norm does.
   std::vector<float> p_cpu = params_, m_cpu = m, v_cpu = v, g = grads;
-  for (float& x : g) x *= a.grad_scale;
-  scalar::adamw_update(p_cpu.data(), m_cpu.data(), v_cpu.data(), g.data(), P,
-                       scalar::AdamWStep{a.lr, a.beta1, a.beta2, a.eps, a.weight_decay, a.t});
+  for (float& x : g) x *= grad_scale;
+  scalar::adamw_update(
+      p_cpu.data(), m_cpu.data(), v_cpu.data(), g.data(), P,
+      scalar::AdamWStep{lr, config.beta1, config.beta2, config.eps, config.weight_decay, t});
   size_t differ = 0, beyond_two_ulps = 0;
   for (size_t i = 0; i < P; ++i) {
     EXPECT_EQ(m_dev[i], m_cpu[i]) << i;  // products and sums only: always the same
@@ -244,7 +248,9 @@ TEST_F(VulkanLayers, AdamWIsTheCpusOnTheDevicesGradients) {
     if (std::abs(double(p_dev[i]) - double(p_cpu[i])) > 2 * ulp) ++beyond_two_ulps;
   }
   EXPECT_EQ(beyond_two_ulps, 0u);
-  if (vk::Device(-1, false).float64()) EXPECT_EQ(differ, 0u) << "of " << P << " parameters";
+  if (vk::Device(-1, false).float64()) {
+    EXPECT_EQ(differ, 0u) << "of " << P << " parameters";
+  }
 }
 
 TEST_F(VulkanLayers, StateRoundTripsAndOnlyTheOwnedPartIsTouched) {

@@ -36,12 +36,7 @@ void check_plugin_flags(const ArgParser& p, const PluginFlags& o) {
 
 void apply_plugin_flags(const PluginFlags& o, Gpt2& model) {
   if (o.path.empty()) return;
-  OffloadOptions options;
-  options.layers = o.layers;
-  if (!o.memory_limit.empty()) {
-    options.memory_limit = size_t(parse_memory_size(o.memory_limit, "--device-memory-limit"));
-  }
-  print_offload_outcome(model.enable_offload(o.path, options));
+  print_offload_outcome(model.enable_offload(o.path, offload_options(o.layers, o.memory_limit)));
 }
 
 void print_offload_outcome(const OffloadOutcome& r) {
