@@ -6,6 +6,7 @@
 #include <regex>
 #include <set>
 
+#include "core/data/document_split.h"
 #include "core/data/shard_writer.h"
 #include "core/util/file.h"
 #include "simd/error.h"
@@ -64,6 +65,8 @@ PrepareResult prepare_shards(const Tokenizer& tokenizer, const PrepareOptions& o
                      " can only decode; give a folder with encoder.json and vocab.bpe");
   }
 
+  const DocumentSplit split(o.split_on);
+
   PrepareProgress p;
   p.files_total = o.inputs.size();
   for (const std::string& in : o.inputs) {
@@ -94,18 +97,27 @@ PrepareResult prepare_shards(const Tokenizer& tokenizer, const PrepareOptions& o
   for (const std::string& in : o.inputs) {
     const MappedFile f(in);
     const std::string_view text(reinterpret_cast<const char*>(f.data()), f.size());
-    writer.add(&eot, 1);
-    for (size_t at = 0; at < text.size();) {
-      const size_t cut = next_safe_cut(text, at, kPieceBytes);
-      ids.clear();
-      tokenizer.encode_append(text.substr(at, cut - at), ids);
-      writer.add(ids.data(), ids.size());
-      p.bytes_done += cut - at;
-      p.tokens = writer.total_tokens();
-      p.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      if (cut == text.size()) ++p.files_done;
-      if (progress) progress(p);
-      at = cut;
+    for (size_t begin = 0;;) {
+      const size_t found = split.document_end(text, begin);
+      const bool last = found == DocumentSplit::kNone;
+      const size_t end = last ? text.size() : found;
+      const std::string_view doc = text.substr(begin, end - begin);
+      writer.add(&eot, 1);
+      for (size_t at = 0;;) {  // at least once: an empty document still counts its bytes (none)
+        const size_t cut = next_safe_cut(doc, at, kPieceBytes);
+        ids.clear();
+        tokenizer.encode_append(doc.substr(at, cut - at), ids);
+        writer.add(ids.data(), ids.size());
+        p.bytes_done += cut - at;
+        p.tokens = writer.total_tokens();
+        p.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        if (last && cut >= doc.size()) ++p.files_done;
+        if (progress) progress(p);
+        at = cut;
+        if (at >= doc.size()) break;
+      }
+      if (last) break;
+      begin = end;
     }
   }
   writer.finish();

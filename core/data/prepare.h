@@ -1,8 +1,10 @@
-// Text files -> llm.c token shards (`llmcpu prepare`). Each input file is one document; like
-// llm.c's data scripts, every document is preceded by <|endoftext|>, so the stream reads [eot, doc
-// 1 ..., eot, doc 2 ..., ...]; the stream is split into val and train shards by ShardWriter. Large
-// documents are encoded in pieces of about a megabyte, cut where GPT-2's pre-tokenisation cannot
-// join across the cut, so the ids are those of encoding each document whole.
+// Text files -> llm.c token shards (`llmcpu prepare`). Each input file is one document, or is cut
+// into documents by PrepareOptions::split_on (document_split.h: blank lines, lines or a regex, with
+// llm.c's rule). Like llm.c's data scripts, every document is preceded by <|endoftext|>, so the
+// stream reads [eot, doc 1 ..., eot, doc 2 ..., ...]; the stream is split into val and train shards
+// by ShardWriter. Large documents are encoded in pieces of about a megabyte, cut where GPT-2's
+// pre-tokenisation cannot join across the cut, so the ids are those of encoding each document
+// whole.
 // Not here: downloading data, any cleaning or normalisation of the text.
 #pragma once
 
@@ -22,6 +24,7 @@ struct PrepareOptions {
   std::string name = "data";
   int64_t val_tokens = -1;  // -1: 10% of all tokens, at most one shard
   int64_t shard_tokens = 100'000'000;
+  std::string split_on = "file";  // --split-on: file, blank-lines, lines or regex:PATTERN
 };
 
 struct PrepareProgress {

@@ -72,7 +72,18 @@ void ShardWriter::drain(bool final) {
       val_left_ -= static_cast<int64_t>(n);
       continue;
     }
-    const size_t n = avail >= shard_tokens_ ? shard_tokens_ : final ? avail : 0;
+    // A full shard is written once at least min_tail() tokens would be left after it, so the last
+    // shard is never shorter than that unless it is the only one: a shorter tail is written with the
+    // shard before it (or, where that would overflow an llm.c shard's int32 count, the two are
+    // split evenly).
+    size_t n = 0;
+    if (avail >= shard_tokens_ + min_tail()) {
+      n = shard_tokens_;
+    } else if (final && avail > shard_tokens_) {
+      n = avail <= static_cast<size_t>(INT32_MAX) ? avail : avail / 2;
+    } else if (final) {
+      n = avail;
+    }
     if (n == 0) return;
     write_next(false, n);
   }

@@ -1,9 +1,12 @@
 // Splits a stream of token ids into llm.c token shards, as llm.c's data scripts do: the first
 // val_tokens tokens go to DIR/NAME_val_000000.bin (more val files only if val_tokens exceeds one
-// shard), the rest to DIR/NAME_train_000000.bin, NAME_train_000001.bin, ... of shard_tokens each
-// (the last one shorter). With val_tokens unset, val is 10% of all tokens, at most one shard; until
-// that is known (the end of the stream, or 10 shards' worth of tokens) the tokens wait in memory, 2
-// bytes each. Not here: tokenizing, reading inputs (prepare.h).
+// shard), the rest to DIR/NAME_train_000000.bin, NAME_train_000001.bin, ... of shard_tokens each,
+// except the last, which holds what is left: a tail shorter than half a shard goes into the shard
+// before it (the last train shard then holds up to a shard and a half), so that a glob over the
+// train shards never catches a few stray tokens that no batch fits in. With val_tokens unset, val
+// is 10% of all tokens, at most one shard; until that is known (the end of the stream, or 10
+// shards' worth of tokens) the tokens wait in memory, 2 bytes each. Not here: tokenizing, reading
+// inputs (prepare.h).
 #pragma once
 
 #include <cstdint>
@@ -35,6 +38,7 @@ class ShardWriter {
                                 size_t index);
 
  private:
+  size_t min_tail() const { return shard_tokens_ / 2; }
   void drain(bool final);
   void write_next(bool val, size_t n);
 

@@ -33,15 +33,24 @@ DataLoader::DataLoader(const std::string& pattern, int B, int T, int vocab_size,
                        uint64_t seed)
     : pattern_(pattern), B_(B), T_(T), shuffle_(shuffle), seed_(seed), rng_(seed) {
   const size_t need = (size_t)B * T + 1;
+  size_t largest = 0;
   for (const std::string& file : expand_glob(pattern)) {
-    shards_.emplace_back(file);
-    const TokenShard& s = shards_.back();
-    if (s.size() < need) {
-      throw FileError(file, "holds " + std::to_string(s.size()) +
-                                " tokens, fewer than one batch needs (B*T+1 = " +
-                                std::to_string(need) + ")");
+    TokenShard shard(file);
+    shard.check_vocab(vocab_size);
+    largest = std::max(largest, shard.size());
+    if (shard.size() < need) {
+      skipped_.push_back({file, shard.size()});
+      continue;
     }
-    s.check_vocab(vocab_size);
+    shards_.push_back(std::move(shard));
+  }
+  if (shards_.empty()) {
+    const std::string batch = "one batch needs (B*T+1 = " + std::to_string(need) + ")";
+    throw FileError(pattern, skipped_.size() == 1
+                                 ? "holds " + std::to_string(largest) + " tokens, fewer than " + batch
+                                 : "none of its " + std::to_string(skipped_.size()) +
+                                       " shards holds the tokens " + batch + "; the largest holds " +
+                                       std::to_string(largest));
   }
   // The largest shard's sample order up front: moving to another shard allocates nothing.
   uint64_t most = 0;

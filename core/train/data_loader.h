@@ -28,8 +28,9 @@ struct DataPosition {
 
 class DataLoader {
  public:
-  // `pattern`: a file or a glob (shards are taken in sorted order). Throws FileError when nothing
-  // matches, a shard is malformed, holds fewer than B*T + 1 tokens, or has a token >= vocab_size.
+  // `pattern`: a file or a glob (shards are taken in sorted order). A shard holding fewer than
+  // B*T + 1 tokens (one sample) is left out and listed in skipped(). Throws FileError when nothing
+  // matches, no shard holds a sample, a shard is malformed or has a token >= vocab_size.
   DataLoader(const std::string& pattern, int B, int T, int vocab_size, bool shuffle, uint64_t seed);
 
   // Fills inputs and targets, B*T ints each, and moves to the next sample.
@@ -45,6 +46,12 @@ class DataLoader {
   // Restores a position saved from a loader over the same shards; throws Error if it cannot belong.
   void restore(const DataPosition& position);
 
+  struct Skipped {
+    std::string file;
+    size_t tokens;
+  };
+  // The shards too short for one sample, left out of the stream.
+  const std::vector<Skipped>& skipped() const { return skipped_; }
   size_t num_shards() const { return shards_.size(); }
   uint64_t total_samples() const;
   const std::string& pattern() const { return pattern_; }
@@ -57,6 +64,7 @@ class DataLoader {
 
   std::string pattern_;
   std::vector<TokenShard> shards_;
+  std::vector<Skipped> skipped_;
   int B_, T_;
   bool shuffle_;
   uint64_t seed_;

@@ -259,6 +259,14 @@ Trainer::Trainer(const TrainOptions& options, Communicator* world)
     val_ = std::make_unique<DataLoader>(opt_.val_data, opt_.batch, opt_.seq_len, c.vocab_size,
                                         /*shuffle=*/false, 0);
   }
+  for (const DataLoader* loader : {train_.get(), val_.get()}) {
+    if (!loader) continue;
+    for (const DataLoader::Skipped& s : loader->skipped()) {
+      notes_.push_back(s.file + " holds " + std::to_string(s.tokens) +
+                       " tokens, fewer than one batch needs (B*T+1 = " +
+                       std::to_string((size_t)opt_.batch * opt_.seq_len + 1) + "): skipped");
+    }
+  }
   if (resume_position) {
     try {
       train_->restore(*resume_position);

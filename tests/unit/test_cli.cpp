@@ -105,6 +105,27 @@ TEST_F(Cli, TrainFromPresetLearns) {
   EXPECT_LT(losses.back(), losses[0] - 1.0);
 }
 
+// A glob that also catches a shard too short for one batch trains on the others and says which it
+// left out.
+TEST_F(Cli, TrainGlobWithAShortShardSkipsIt) {
+  std::vector<uint16_t> tokens;
+  for (int i = 0; i < 400; ++i) tokens.push_back(static_cast<uint16_t>((i % 17) * 2963 % 50257));
+  write_token_shard(path("d_train_000000.bin"), tokens);
+  write_token_shard(path("d_train_000001.bin"), std::vector<uint16_t>(tokens.begin(), tokens.begin() + 40));
+  const Outcome r = run("train --model gpt2-d2 --train-data '" + path("d_train_*.bin") +
+                        "' -b 2 -t 32 --steps 2 --log " + path("log.txt"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find(path("d_train_000001.bin") +
+                          " holds 40 tokens, fewer than one batch needs (B*T+1 = 65): skipped"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find("d_train_000000.bin holds"), std::string::npos) << r.output;
+  std::ifstream log(path("log.txt"));
+  int lines = 0;
+  for (std::string line; std::getline(log, line);) lines += line.find("trl:") != std::string::npos;
+  EXPECT_EQ(lines, 2);
+}
+
 TEST_F(Cli, SampleContinuesThePromptReproducibly) {
   // Needs the GPT-2 tokenizer in the cache folder (tools/fetch-data.sh puts it there).
   std::vector<uint16_t> tokens;

@@ -365,6 +365,33 @@ TEST_F(Training, SequentialLoaderWalksShardsInOrder) {
   }
 }
 
+// A shard too short for one sample (a tail an older `prepare` wrote, or a stray file the glob
+// catches) is left out with its name and size; the other shards are read as if it were not there.
+TEST_F(Training, LoaderSkipsAShardShorterThanOneSample) {
+  write_token_shard(path("train_000002.bin"), std::vector<uint16_t>(26, 7));  // B*T + 1 = 27
+  DataLoader loader(path("train_*.bin"), 2, 13, 311, /*shuffle=*/false, 1);
+  ASSERT_EQ(loader.skipped().size(), 1u);
+  EXPECT_EQ(loader.skipped()[0].file, path("train_000002.bin"));
+  EXPECT_EQ(loader.skipped()[0].tokens, 26u);
+  EXPECT_EQ(loader.num_shards(), 2u);
+  const TokenShard s0(path("train_000000.bin")), s1(path("train_000001.bin"));
+  EXPECT_EQ(loader.total_samples(), (s0.size() - 1) / 26 + (s1.size() - 1) / 26);
+
+  // Only short shards: an error naming the pattern, the largest shard and what a batch needs.
+  try {
+    DataLoader none(path("train_*.bin"), 20, 160, 311, false, 1);
+    ADD_FAILURE() << "no error when no shard holds a batch";
+  } catch (const FileError& e) {
+    EXPECT_EQ(e.path(), path("train_*.bin"));
+    const std::string what = e.what();
+    EXPECT_NE(what.find("none of its 3 shards"), std::string::npos) << what;
+    EXPECT_NE(what.find("3201"), std::string::npos) << what;  // B*T + 1
+    EXPECT_NE(what.find("largest holds 3000"), std::string::npos) << what;
+  }
+  // One file: as before, its size and the need.
+  EXPECT_THROW(DataLoader(path("train_000002.bin"), 2, 13, 311, false, 1), FileError);
+}
+
 TEST_F(Training, ShuffledLoaderVisitsEverySampleOncePerEpoch) {
   DataLoader loader(path("train_*.bin"), 2, 13, 311, /*shuffle=*/true, 9);
   DataLoader again(path("train_*.bin"), 2, 13, 311, /*shuffle=*/true, 9);

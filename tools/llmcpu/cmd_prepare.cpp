@@ -55,21 +55,27 @@ int run_prepare(const std::vector<std::string>& args) {
   ArgParser p(
       "prepare",
       "Encodes text files with GPT-2's tokenizer into llm.c token shards. Each input file is\n"
-      "one document, preceded by <|endoftext|>. The first --val-tokens tokens go to\n"
-      "DIR/NAME_val_000000.bin, the rest to DIR/NAME_train_000000.bin, NAME_train_000001.bin,\n"
-      "... of --shard-tokens each.\n"
+      "one document, or several with --split-on; every document is preceded by <|endoftext|>.\n"
+      "The first --val-tokens tokens go to DIR/NAME_val_000000.bin, the rest to\n"
+      "DIR/NAME_train_000000.bin, NAME_train_000001.bin, ... of --shard-tokens each; a last\n"
+      "train shard shorter than half of --shard-tokens goes into the one before it.\n"
+      "llm.c's tinyshakespeare shards: --split-on blank-lines --val-tokens 32768.\n"
       "usage: llmcpu prepare --input FILE... --out-dir DIR [--name NAME] [--val-tokens N]\n"
-      "                      [--shard-tokens N] [--tokenizer PATH]");
+      "                      [--shard-tokens N] [--split-on HOW] [--tokenizer PATH]");
   p.option("input", 'i', &inputs_help, "FILE...", "text files, one document each, in this order");
   p.option("out-dir", 'o', &o.out_dir, "DIR", "where the shards go (created if missing)");
   p.option("name", 0, &o.name, "NAME", "shard name prefix (default: data)");
   p.option("val-tokens", 0, &val_tokens, "N",
            "tokens for validation (default: 10% of all tokens, at most one shard)");
   p.option("shard-tokens", 0, &shard_tokens, "N", "tokens per shard (default 100000000, as llm.c)");
+  p.option("split-on", 0, &o.split_on, "HOW",
+           "documents in each file: file (default), blank-lines (as llm.c's tinyshakespeare), "
+           "lines, or regex:PATTERN; a document ends after its separator");
   p.option("tokenizer", 0, &tokenizer_path, "PATH",
            "folder with encoder.json and vocab.bpe (default: the cache folder's tokenizer/)");
   const SplitArgs split = split_args(
-      args, {"--out-dir", "-o", "--name", "--val-tokens", "--shard-tokens", "--tokenizer"},
+      args,
+      {"--out-dir", "-o", "--name", "--val-tokens", "--shard-tokens", "--split-on", "--tokenizer"},
       {"--input", "-i"});
   if (!p.parse(split.flags)) return 0;
   if (!split.plain.empty()) {
