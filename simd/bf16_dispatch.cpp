@@ -108,4 +108,15 @@ const Bf16Kernels& active_bf16_kernels() {
   return *table;
 }
 
+SimdBuild simd_build() {
+  SimdBuild b;
+#if LLMCPU_HAVE_LIBXSMM
+  b.libxsmm = true;
+#endif
+#if LLMCPU_HAVE_ONEDNN
+  b.onednn = true;
+#endif
+  return b;
+}
+
 }  // namespace llmcpu

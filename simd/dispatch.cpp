@@ -43,6 +43,15 @@ std::vector<std::string_view> available_targets() {
   return r;
 }
 
+std::vector<std::string> compiled_targets() {
+  std::vector<std::string> r{"scalar"};
+  for (const auto& [bit, target] : hwy_tables::compiled()) {
+    r.emplace_back(target);
+    if (hwy_tables::xsmm_compiled(bit)) r.emplace_back(hwy_tables::target_name(bit, true));
+  }
+  return r;
+}
+
 const KernelTable& kernels_for_target(std::string_view name, std::string_view what) {
   for (const Entry& e : entries()) {
     if (e.name == name) return *e.table;

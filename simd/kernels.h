@@ -91,4 +91,14 @@ const KernelTable& kernels_for_target(std::string_view name,
 // best ISA first.
 std::vector<std::string_view> available_targets();
 
+// What this build holds, whether or not this CPU runs it (`llmcpu --version`): every kernel target
+// compiled in ("scalar", the Highway targets best first, each with "+xsmm" where libxsmm was built
+// in), and the optional GEMM libraries.
+std::vector<std::string> compiled_targets();
+struct SimdBuild {
+  bool libxsmm = false;  // libxsmm's JIT GEMMs (the "+xsmm" tables)
+  bool onednn = false;   // oneDNN's bf16 matmul (the "onednn" bf16 table, AMX where present)
+};
+SimdBuild simd_build();
+
 }  // namespace llmcpu

@@ -36,6 +36,8 @@ std::unique_ptr<Communicator> single_process_communicator() {
 bool launched_by_mpirun() { return std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr; }
 
 #ifndef LLMCPU_HAVE_MPI
+std::string mpi_build() { return ""; }
+
 std::unique_ptr<Communicator> world_communicator() {
   if (launched_by_mpirun()) {
     throw UsageError(

@@ -82,6 +82,9 @@ class Communicator {
 // A world of one process.
 std::unique_ptr<Communicator> single_process_communicator();
 
+// The MPI this build was compiled against ("Open MPI 4.1.4"), or "" when built without MPI.
+std::string mpi_build();
+
 // True when this process was started by mpirun (Open MPI's environment is set).
 bool launched_by_mpirun();
 // Under mpirun, the MPI world (initialising MPI, with threads: the calling thread and a

@@ -338,6 +338,15 @@ class MpiWorld final : public Communicator {
 
 }  // namespace
 
+std::string mpi_build() {
+#ifdef OMPI_MAJOR_VERSION
+  return "Open MPI " + std::to_string(OMPI_MAJOR_VERSION) + "." + std::to_string(OMPI_MINOR_VERSION) +
+         "." + std::to_string(OMPI_RELEASE_VERSION);
+#else
+  return "MPI " + std::to_string(MPI_VERSION) + "." + std::to_string(MPI_SUBVERSION);
+#endif
+}
+
 std::unique_ptr<Communicator> world_communicator() {
   if (!launched_by_mpirun()) return single_process_communicator();
   return std::make_unique<MpiWorld>();

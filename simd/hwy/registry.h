@@ -23,6 +23,10 @@ struct TargetTables {
 // Targets this build compiled, best first, whether or not this CPU runs them: (bit, name).
 std::vector<std::pair<int64_t, std::string_view>> compiled();
 
+// Whether this build compiled the target's table with libxsmm GEMMs (x86, AVX2 and better, with
+// libxsmm found), whether or not the JIT works on this CPU.
+bool xsmm_compiled(int64_t hwy_target);
+
 // The tables of every compiled target this CPU runs, best first.
 const std::vector<const TargetTables*>& supported();
 

@@ -75,6 +75,15 @@ std::vector<std::pair<int64_t, std::string_view>> compiled() {
   return r;
 }
 
+bool xsmm_compiled(int64_t hwy_target) {
+#if LLMCPU_HAVE_LIBXSMM && HWY_ARCH_X86
+  return hwy_target <= HWY_AVX2;  // better targets have lower bits, as simd/hwy/matmul.cc tests
+#else
+  (void)hwy_target;
+  return false;
+#endif
+}
+
 const std::vector<const TargetTables*>& supported() {
   static const std::vector<const TargetTables*> tables = [] {
     std::vector<const TargetTables*> r;

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/io/token_shard.h"
+#include "simd/kernels.h"
 #include "tests/unit/fixture_paths.h"
 #include "tests/common/process.h"
 
@@ -124,6 +125,51 @@ TEST_F(Cli, TrainGlobWithAShortShardSkipsIt) {
   int lines = 0;
   for (std::string line; std::getline(log, line);) lines += line.find("trl:") != std::string::npos;
   EXPECT_EQ(lines, 2);
+}
+
+// What a bug report needs: the version and commit, the compiler, the kernel targets built in and
+// those this CPU runs (every one the dispatcher offers), and the optional parts.
+TEST_F(Cli, VersionNamesTheBuildAndTheCpu) {
+  // The commit the sources are at, where they are a git checkout and git is installed.
+  const Outcome head = testing::run_shell("git -C " LLMCPU_FIXTURE_DIR " rev-parse HEAD 2>/dev/null");
+  const std::string commit = head.status == 0 ? head.output.substr(0, 12) : "unknown";
+  for (const char* cmd : {"--version", "version"}) {
+    const Outcome r = run(cmd);
+    ASSERT_EQ(r.status, 0) << r.output;
+    EXPECT_TRUE(std::regex_search(r.output, std::regex("^llmcpu [0-9]+\\.[0-9]+\\.[0-9]+ \\(commit ")))
+        << r.output;
+    EXPECT_NE(r.output.find("(commit " + commit), std::string::npos) << commit << "\n" << r.output;
+    EXPECT_TRUE(std::regex_search(r.output, std::regex("\ncompiler: +(g\\+\\+|clang) [0-9]+\\.")))
+        << r.output;
+    std::smatch runs;
+    ASSERT_TRUE(std::regex_search(r.output, runs, std::regex("\n  runs: +([^\n]*)\n"))) << r.output;
+    std::string want;
+    for (std::string_view t : available_targets()) want += (want.empty() ? "" : ", ") + std::string(t);
+    EXPECT_EQ(runs[1].str(), want);
+    const std::string built = r.output.substr(r.output.find("kernels built:"));
+    for (std::string_view t : available_targets()) {
+      EXPECT_NE(built.substr(0, built.find('\n')).find(std::string(t)), std::string::npos) << t;
+    }
+    for (const char* part : {"\nlibxsmm: ", "\noneDNN: ", "\nMPI: ", "\nVulkan plugin: "}) {
+      EXPECT_NE(r.output.find(part), std::string::npos) << part << " missing in\n" << r.output;
+    }
+  }
+  EXPECT_EQ(run("version extra").status, 2);
+}
+
+// A mistyped command shows its error first: the placement line comes only once the flags and files
+// were checked.
+TEST_F(Cli, ErrorsComeBeforeThePlacementLine) {
+  for (const std::string& args :
+       {"train --model gpt2-d2 --train-data " + path("missing_*.bin"),
+        "train --model " + path("nope.bin") + " --train-data " + fixture("tiny", "train.bin"),
+        "verify --model " + fixture("tiny", "model.bin") + " --state " + path("nope.bin"),
+        "sample --model " + path("nope.bin")}) {
+    const Outcome r = run(args);
+    EXPECT_EQ(r.status, 2) << args << "\n" << r.output;
+    EXPECT_EQ(r.output.find("placement:"), std::string::npos) << args << "\n" << r.output;
+    EXPECT_NE(r.output.find("error: "), std::string::npos) << args << "\n" << r.output;
+  }
 }
 
 TEST_F(Cli, SampleContinuesThePromptReproducibly) {

@@ -37,8 +37,7 @@ int run_sample(const std::vector<std::string>& args) {
   if (tokens <= 0) throw UsageError("--tokens must be positive");
   if (temperature < 0) throw UsageError("--temperature must not be negative");
   if (top_k < 0) throw UsageError("--top-k must not be negative");
-  const Placement placed = apply_placement_flags(placement);
-  std::fprintf(stderr, "%s\n", placed.summary.c_str());
+  const Placement placed = apply_placement_flags(placement);  // printed once the files have loaded
 
   const Tokenizer tok = Tokenizer::load(tokenizer_path.empty() ? default_tokenizer_dir() : tokenizer_path);
   const CheckpointInfo info = read_checkpoint_header(model_path);
@@ -65,6 +64,7 @@ int run_sample(const std::vector<std::string>& args) {
                      "--tokens " + std::to_string(tokens) + " exceed the model's context of " +
                      std::to_string(c.max_seq_len) + " tokens");
   }
+  std::fprintf(stderr, "%s\n", placed.summary.c_str());
   Generator gen(model, length);
   Rng rng(seed);
   std::fwrite(prompt.data(), 1, prompt.size(), stdout);

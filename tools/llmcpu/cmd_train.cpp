@@ -102,8 +102,9 @@ int train_in(Communicator& world, const std::vector<std::string>& args) {
     extra.placement.cpus =
         rank_cpu_share(this_machine_topology(), world.local_rank(), world.local_size());
   }
+  // Applied now (threads are pinned before anything is allocated), printed once the model and the
+  // data have loaded: a mistyped command shows its error first.
   const Placement placed = apply_placement_flags(extra.placement);
-  std::printf("%s\n", placed.summary.c_str());
   const int nthreads = placed.plan.num_threads();
   parse_precision(o.precision, "--precision");  // before anything is loaded: a typo fails fast
 
@@ -111,6 +112,7 @@ int train_in(Communicator& world, const std::vector<std::string>& args) {
   o.offload_layers = extra.plugin.layers;
   o.device_memory_limit = extra.plugin.memory_limit;
   Trainer trainer(o, &world);
+  std::printf("%s\n", placed.summary.c_str());
   for (const std::string& note : trainer.notes()) std::printf("train: %s\n", note.c_str());
   print_offload_outcome(trainer.offload());
   const Gpt2& m = trainer.model();

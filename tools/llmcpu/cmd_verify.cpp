@@ -39,8 +39,7 @@ int run_verify(const std::vector<std::string>& args) {
   if (state_path.empty()) throw UsageError("--state is required");
   const Precision prec = parse_precision(precision, "--precision");
   const Recompute rc = parse_recompute(recompute, "--recompute");
-  const Placement placed = apply_placement_flags(placement);
-  std::printf("%s\n", placed.summary.c_str());
+  const Placement placed = apply_placement_flags(placement);  // printed once the files have loaded
   const int nthreads = placed.plan.num_threads();
 
   const CheckpointInfo info = read_checkpoint_header(model_path);
@@ -53,6 +52,7 @@ int run_verify(const std::vector<std::string>& args) {
     if (!p.given("tolerance-grads")) tol.grads = kBf16Tolerances.grads;
   }
   const DebugState ref = load_debug_state(state_path, info.config);
+  std::printf("%s\n", placed.summary.c_str());
   std::printf("verify: model %s (%s, version %d), state %s (B=%d T=%d), %s, %d threads\n",
               model_path.c_str(), describe(info.config).c_str(), info.version, state_path.c_str(),
               ref.B, ref.T, model.kernels_summary().c_str(), nthreads);

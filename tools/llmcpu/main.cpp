@@ -40,6 +40,9 @@ int main(int argc, char** argv) {
     if (command == "tokenize") return llmcpu::run_tokenize(args);
     if (command == "prepare") return llmcpu::run_prepare(args);
     if (command == "sample") return llmcpu::run_sample(args);
+    if (command == "version" || command == "--version" || command == "-V") {
+      return llmcpu::run_version(args);
+    }
     if (command == "help" || command == "--help" || command == "-h") {
       std::fputs(kUsage, stdout);
       return 0;
