@@ -18,7 +18,7 @@ struct BenchOptions {
   ModelConfig config;
   std::string model;       // the name the rows carry ("gpt2-d2", a file's name)
   std::string checkpoint;  // weights for the step (empty: GPT-2 initialisation)
-  int batch = 4, seq_len = 64;
+  int batch = 2, seq_len = 64;
   Precision precision = Precision::kFp32;
   std::vector<std::string> targets;  // kernel targets (resolve_targets)
   int reps = 3;                      // timed calls of each op, timed steps
@@ -44,7 +44,8 @@ struct BenchRow {
 struct TargetRoofs {
   std::string target;
   std::string bf16_table;  // bf16 only: the table its bf16 ops run on
-  double fp32 = 0;         // FLOP/s, fp32 FMAs on the target's instruction set
+  double fp32 = 0;         // FLOP/s, fp32 FMAs on the target's instruction set (the best
+                           // target's for scalar, hwy_scalar and the libxsmm tables)
   double gemm = 0;         // FLOP/s, the matmuls' peak (fp32, or the bf16 table's)
 };
 

@@ -57,7 +57,7 @@ int run_bench(const std::vector<std::string>& args) {
               "and a whole step, per SIMD target, against this machine's roofs measured at start.");
   p.option("model", 'e', &model, "M",
            "checkpoint file, preset file (.toml) or preset name (default gpt2-d2)");
-  p.option("batch", 'b', &o.batch, "B", "batch size (default 4)");
+  p.option("batch", 'b', &o.batch, "B", "batch size (default 2)");
   p.option("seq-len", 't', &o.seq_len, "T", "sequence length (default 64)");
   p.option("precision", 0, &precision, "P", "fp32 or bf16 (mixed precision; default fp32)");
   p.option("targets", 0, &targets, "LIST", targets_help.c_str());
