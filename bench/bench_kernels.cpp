@@ -8,7 +8,7 @@
 // Each row reports GFLOP/s, GB/s of compulsory traffic (every tensor read or written once), and
 // roof%: the time the kernel would take on this machine's roofline, max(FLOPs / FMA peak, bytes /
 // stream bandwidth), over the measured time. Both roofs are measured at start with the same
-// threads: a register-resident FMA loop (bench/roofline.cc) and stream loops (a triad and an
+// threads: a register-resident FMA loop (simd/hwy/roofline.cc) and stream loops (a triad and an
 // in-place update) counted as the bytes they actually move, while kernels are credited only their
 // compulsory bytes. Inputs rotate over enough copies to exceed 128 MiB, so each call
 // starts from DRAM as in a training step, where the other layers' tensors have evicted this one's.

@@ -20,6 +20,7 @@ constexpr const char* kUsage =
     "  tokenize  GPT-2 token ids of a text file, or (--decode) the text of token ids\n"
     "  prepare   encode text files into llm.c token shards (val and train)\n"
     "  sample    generate text from a checkpoint (KV cache, temperature, top-k)\n"
+    "  bench     time every layer's kernels and a training step per SIMD target, against the roofs\n"
     "  help      this text\n"
     "\n"
     "`llmcpu <command> --help` lists a command's flags.\n";
@@ -43,6 +44,7 @@ int main(int argc, char** argv) {
     if (command == "version" || command == "--version" || command == "-V") {
       return llmcpu::run_version(args);
     }
+    if (command == "bench") return llmcpu::run_bench(args);
     if (command == "help" || command == "--help" || command == "-h") {
       std::fputs(kUsage, stdout);
       return 0;

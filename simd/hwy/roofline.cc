@@ -1,10 +1,10 @@
-// This machine's roofs for bench_kernels, written with Highway and run on the best target the CPU
-// has (one call per thread of the OpenMP team, all at once):
+// The loops that measure this machine's roofs (simd/roofs.h), written with Highway and compiled for
+// every target (one call per thread of the OpenMP team, all at once):
 //   FmaLoop:   register-resident independent fused multiply-adds, no memory traffic (compute roof);
 //   Triad:     a = b + s c, and Update: a += s b, over one thread's slice of arrays far larger
 //              than the caches, with full-width vectors (bandwidth roof).
 #undef HWY_TARGET_INCLUDE
-#define HWY_TARGET_INCLUDE "bench/roofline.cc"
+#define HWY_TARGET_INCLUDE "simd/hwy/roofline.cc"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 // Must come after foreach_target.h.
 #include <cstddef>
@@ -13,7 +13,7 @@
 
 HWY_BEFORE_NAMESPACE();
 namespace llmcpu {
-namespace bench {
+namespace roofs {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
@@ -63,17 +63,28 @@ void Update(float* HWY_RESTRICT a, const float* HWY_RESTRICT b, float s, size_t 
 }
 
 }  // namespace HWY_NAMESPACE
-}  // namespace bench
+}  // namespace roofs
 }  // namespace llmcpu
 HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
-namespace llmcpu::bench {
+#include "simd/roofs.h"
+
+namespace llmcpu::roofs {
 HWY_EXPORT(FmaLoop);
 HWY_EXPORT(Triad);
 HWY_EXPORT(Update);
 double fma_loop(size_t iterations, float seed) {
   return HWY_DYNAMIC_DISPATCH(FmaLoop)(iterations, seed);
+}
+double fma_loop_on(int64_t hwy_target, size_t iterations, float seed) {
+  // HWY_EXPORT's table: an initialising entry, one entry per dynamic target in bit order, then the
+  // portable fallback (as simd/hwy/table.cc indexes it).
+  const bool fallback = (hwy_target & (HWY_SCALAR | HWY_EMU128)) != 0;
+  const size_t index =
+      fallback ? HWY_MAX_DYNAMIC_TARGETS + 1
+               : hwy::Num0BitsBelowLS1Bit_Nonzero64(uint64_t(HWY_CHOSEN_TARGET_SHIFT(hwy_target)));
+  return HWY_DISPATCH_TABLE(FmaLoop)[index](iterations, seed);
 }
 void triad(float* a, const float* b, const float* c, float s, size_t n) {
   HWY_DYNAMIC_DISPATCH(Triad)(a, b, c, s, n);
@@ -81,5 +92,5 @@ void triad(float* a, const float* b, const float* c, float s, size_t n) {
 void update(float* a, const float* b, float s, size_t n) {
   HWY_DYNAMIC_DISPATCH(Update)(a, b, s, n);
 }
-}  // namespace llmcpu::bench
+}  // namespace llmcpu::roofs
 #endif

@@ -1,0 +1,49 @@
+// The kernels one GPT-2 training step runs, as `llmcpu bench` measures them: one entry per op and
+// pass (encoder, layernorm, the five matmuls, attention, GELU, residual, softmax + cross-entropy,
+// AdamW) at a model's shapes, with the FLOPs and the compulsory bytes of one call, how many calls a
+// step makes, and how to set up inputs and run one call on a given kernel table.
+// The calls are the ones the executors make (core/model/executors.h): fp32 or, in bf16, the bf16
+// table's GEMMs, layernorm, GELU, attention and AdamW on bf16 activations, the rest in fp32.
+// Not here: timing and roofs (core/bench/run.h), the whole step, the printing.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/model/config.h"
+#include "core/model/precision.h"
+#include "simd/bf16.h"
+#include "simd/kernels.h"
+
+namespace llmcpu::bench {
+
+// What limits an op on the roofline model, before it is measured.
+enum class Roof {
+  kFp32,  // its FLOPs against the target's fp32 FMA peak
+  kBf16,  // its FLOPs against the bf16 GEMM peak of the target's bf16 table
+};
+
+struct LayerOp {
+  std::string op;     // "matmul qkv", "attention", ...
+  std::string pass;   // "forward", "backward" or "update"
+  std::string shape;  // "N=256 C=128 OC=384"
+  int per_step = 1;   // calls in one training step (L for a block's op)
+  double flops = 0;   // of one call (2 per multiply-accumulate)
+  double bytes = 0;   // compulsory: every tensor read or written once
+  Roof roof = Roof::kFp32;
+  // Allocates and fills the inputs (random, valid for the op) and returns the call on them; the
+  // buffers live as long as the returned function.
+  std::function<std::function<void()>()> prepare;
+};
+
+// Every op of a training step of `config` at B x T in `precision`, forward then backward, then the
+// optimizer; the calls go to `k` and (bf16) `h`, which must outlive the ops.
+std::vector<LayerOp> layer_ops(const ModelConfig& config, int B, int T, Precision precision,
+                               const KernelTable& k, const Bf16Kernels& h);
+
+// Rows of one chunk of the head's logits (as the model runs it: at most 64 MiB of logits).
+size_t head_chunk_rows(const ModelConfig& config, size_t BT);
+
+}  // namespace llmcpu::bench
