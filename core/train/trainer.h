@@ -21,6 +21,7 @@
 #include "core/model/generate.h"
 #include "core/model/gpt2.h"
 #include "core/optim/adamw.h"
+#include "core/report/train_reports.h"
 #include "core/train/data_loader.h"
 #include "core/train/lr_schedule.h"
 #include "core/train/memory_plan.h"
@@ -46,6 +47,8 @@ struct TrainOptions {
   uint64_t seed = 1337;
   bool shuffle = true;
   std::string log_path;    // llm.c log lines (s:STEP trl:LOSS, s:STEP tel:LOSS)
+  std::string metrics_path;  // a JSON object per line per step (core/report/metrics.h)
+  std::string plot_path;     // the loss plot, *.png or *.svg, redrawn at every validation
   int val_every = 0;       // 0: never
   int val_batches = 20;
   int sample_every = 0;    // 0: never
@@ -244,6 +247,7 @@ class Trainer {
   std::vector<int> sample_;
   LrSchedule schedule_;
   std::FILE* log_ = nullptr;
+  std::unique_ptr<TrainReports> reports_;  // rank 0, with --metrics or --plot
   std::unique_ptr<FolderLock> lock_;
   std::vector<std::string> notes_;
   std::unique_ptr<CheckpointFiles> resume_files_;  // between resume_from and restore_optimizer
