@@ -63,7 +63,8 @@ std::string parse_line(const std::string& line, std::vector<LineValue>* values) 
     const std::string key = word.substr(0, colon);
     if (key != "trl" && key != "tel") continue;
     double loss = 0;
-    if (!parse_number(word.substr(colon + 1), &loss)) return key + " '" + word + "' is not a number";
+    if (!parse_number(word.substr(colon + 1), &loss))
+      return key + " '" + word + "' is not a number";
     values->push_back({key == "trl", step, loss});
   }
   return "";
@@ -90,18 +91,21 @@ LossCurves read_loss_log(const std::string& path, const std::string& name) {
     const std::string problem = parse_line(line, &values);
     if (problem.empty()) {
       for (const LineValue& v : values) {
-        if (v.train) curves.add_train(v.step, v.loss);
-        else curves.add_val(v.step, v.loss);
+        if (v.train)
+          curves.add_train(v.step, v.loss);
+        else
+          curves.add_val(v.step, v.loss);
       }
     } else if (complete) {
       const std::string shown = line.size() > 60 ? line.substr(0, 60) + "..." : line;
-      throw FileError(path, "line " + std::to_string(number) + ": " + problem + ", got '" +
-                                shown + "'");
+      throw FileError(path,
+                      "line " + std::to_string(number) + ": " + problem + ", got '" + shown + "'");
     }
   }
   if (curves.empty()) {
-    throw FileError(path, "no loss line in the log (expected llm.c lines s:STEP trl:LOSS or "
-                          "s:STEP tel:LOSS, as train --log writes them)");
+    throw FileError(path,
+                    "no loss line in the log (expected llm.c lines s:STEP trl:LOSS or "
+                    "s:STEP tel:LOSS, as train --log writes them)");
   }
   return curves;
 }

@@ -168,7 +168,8 @@ void check_plot_options(const PlotOptions& options, const std::string& flag) {
   if (has_control(options.title)) {
     throw UsageError("--title: the title has a control character (newline, tab, ...)");
   }
-  for (const auto& [what, pixels] : {std::pair{"--width", options.width}, {"--height", options.height}}) {
+  for (const auto& [what, pixels] :
+       {std::pair{"--width", options.width}, {"--height", options.height}}) {
     if (pixels < kMinPixels || pixels > kMaxPixels) {
       throw UsageError(std::string(what) + " " + std::to_string(pixels) + ": expected " +
                        std::to_string(kMinPixels) + " to " + std::to_string(kMaxPixels) +
@@ -184,9 +185,8 @@ std::string find_gnuplot() {
   while (start <= dirs.size()) {
     size_t end = dirs.find(':', start);
     if (end == std::string::npos) end = dirs.size();
-    std::string dir = dirs.substr(start, end - start);
-    if (dir.empty()) dir = ".";
-    const std::string candidate = dir + "/gnuplot";
+    const std::string dir = dirs.substr(start, end - start);
+    const std::string candidate = (dir.empty() ? std::string(".") : dir) + "/gnuplot";
     struct stat st;
     if (::stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
         ::access(candidate.c_str(), X_OK) == 0) {
@@ -203,9 +203,12 @@ std::string gnuplot_quote(const std::string& text) {
   std::string out = "'";
   for (char c : text) {
     const unsigned char u = static_cast<unsigned char>(c);
-    if (c == '\'') out += "''";
-    else if (u < 0x20 || u == 0x7f) out += '?';
-    else out += c;
+    if (c == '\'')
+      out += "''";
+    else if (u < 0x20 || u == 0x7f)
+      out += '?';
+    else
+      out += c;
   }
   return out + "'";
 }

@@ -46,7 +46,8 @@ void TrainReports::step(StepMetrics m) {
     m.val_loss = pending_loss_;
     pending_step_ = -1;
   }
-  write_pending_validation();  // one of an earlier step (not expected: validation precedes its step)
+  write_pending_validation();  // one of an earlier step (not expected: validation precedes its
+                               // step)
   if (metrics_) metrics_->write(m);
   if (m.loss) curves_.add_train(m.step, *m.loss);
 }
@@ -66,8 +67,9 @@ void TrainReports::redraw(const Warn& warn, bool last) {
     if (last || !warned_) {
       if (warn) {
         warn(std::string(last ? "the final loss plot" : "the loss plot") + " was not drawn (" +
-             e.what() + ")" + (last ? "; `llmcpu plot` redraws it from the --log file" :
-                                      "; training goes on, later failures are not reported"));
+             e.what() + ")" +
+             (last ? "; with a --log, `llmcpu plot` redraws it from the log"
+                   : "; training goes on, later failures are not reported"));
       }
       warned_ = true;
     }

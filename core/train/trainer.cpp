@@ -305,8 +305,8 @@ Trainer::Trainer(const TrainOptions& options, Communicator* world)
   world_->all_reduce_sum(master_bytes_.data(), master_bytes_.size());
   if (world_->rank() == 0 && (!opt_.metrics_path.empty() || !opt_.plot_path.empty())) {
     // Before the log is opened: a resumed run's plot starts from the log's earlier lines.
-    const PlotOptions plot{.output = opt_.plot_path,
-                           .title = "llmcpu train " + (opt_.model.empty() ? opt_.resume : opt_.model)};
+    const std::string run = opt_.model.empty() ? opt_.resume : opt_.model;
+    const PlotOptions plot{.output = opt_.plot_path, .title = "llmcpu train " + run};
     reports_ = std::make_unique<TrainReports>(opt_.metrics_path, plot,
                                               opt_.resume.empty() ? -1 : step_, opt_.log_path);
   }

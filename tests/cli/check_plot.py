@@ -7,6 +7,7 @@ The logs are written here in llm.c's documented format (s:STEP trl:LOSS, s:STEP 
 import argparse
 import os
 import re
+import shutil
 import struct
 import subprocess
 import sys
@@ -136,9 +137,28 @@ def main():
     check(rc != 0 and "apt-get install gnuplot-nox" in out and not os.path.exists(p("nognuplot.png")),
           "no gnuplot: " + out)
 
+    # A gnuplot that writes part of the image and fails: the error carries its message, the older
+    # image stays, the partial one is removed.
+    fake = os.path.join(d, "fake_bin")
+    os.mkdir(fake)
+    with open(os.path.join(fake, "gnuplot"), "w") as f:
+        f.write("#!/bin/sh\n"
+                "out=$(sed -n \"s/^set output '\\(.*\\)'$/\\1/p\")\n"
+                "printf partial > \"$out\"\n"
+                "echo 'line 9: simulated failure' >&2\n"
+                "exit 1\n")
+    os.chmod(os.path.join(fake, "gnuplot"), 0o755)
+    env = dict(os.environ, PATH=fake + os.pathsep + os.environ.get("PATH", ""))
+    rc, out = run(a.llmcpu, [p("run_a.txt"), "-o", p("keep.svg")], env=env)
+    check(rc != 0 and "simulated failure" in out and "exit status 1" in out,
+          "a failing gnuplot is an error with its message: " + out)
+    check(open(p("keep.svg")).read() == "old", "a failing gnuplot keeps the older image")
+    check(not [f for f in os.listdir(d) if ".tmp." in f], "and leaves no partial file")
+
     if failures:
         print("%d check(s) failed" % len(failures))
         sys.exit(1)
+    shutil.rmtree(d)
     print("all plot checks passed")
 
 

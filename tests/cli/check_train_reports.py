@@ -10,6 +10,7 @@ import json
 import math
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -31,6 +32,16 @@ def read_log(path):
         assert m, "unexpected log line %r" % line
         (train if m.group(2) == "trl" else val)[int(m.group(1))] = float(m.group(3))
     return train, val
+
+
+def val_markers(path):
+    """The point markers (<use> elements) of the val series (gnuplot_plot_2): one per point, and
+    one beside its entry in the key."""
+    ns = "{http://www.w3.org/2000/svg}"
+    for g in ET.parse(path).getroot().iter(ns + "g"):
+        if g.get("id") == "gnuplot_plot_2":
+            return len(list(g.iter(ns + "use")))
+    return 0
 
 
 def svg_series(path):
@@ -83,6 +94,7 @@ def main():
             check(abs(row["val_loss"] - val[s]) <= 5e-7 + 1e-7 * abs(val[s]),
                   "step %d val_loss equals the log's tel" % s)
     check(svg_series(p("loss.svg")) == 2, "the plot has a train and a val series")
+    check(val_markers(p("loss.svg")) == len(val) + 1, "the val series has the log's %d points" % len(val))
 
     # The config keys, without --log (the losses kept in memory), a PNG; no validation: 1 series.
     with open(p("run.toml"), "w") as f:
@@ -107,9 +119,45 @@ def main():
                        capture_output=True, text=True)
     check(r.returncode != 0 and "m.jsonl" in r.stderr, "an unwritable metrics file: " + r.stderr)
 
+    # A gnuplot that fails: the run warns once mid-run and once at the end, and finishes (exit 0)
+    # with its metrics complete.
+    fake = os.path.join(d, "fake_bin")
+    os.mkdir(fake)
+    with open(os.path.join(fake, "gnuplot"), "w") as f:
+        f.write("#!/bin/sh\ncat >/dev/null\necho 'simulated failure' >&2\nexit 1\n")
+    os.chmod(os.path.join(fake, "gnuplot"), 0o755)
+    env = dict(os.environ, PATH=fake + os.pathsep + os.environ.get("PATH", ""))
+    r = subprocess.run(base + ["--val-every", str(val_every), "--plot", p("fail.svg"), "--metrics",
+                               p("m3.jsonl")], capture_output=True, text=True, env=env)
+    check(r.returncode == 0, "a failing plot does not stop training: " + r.stderr)
+    check(r.stderr.count("warning: the loss plot was not drawn") == 1 and
+          r.stderr.count("warning: the final loss plot was not drawn") == 1 and
+          "simulated failure" in r.stderr, "one warning mid-run, one at the end: " + r.stderr)
+    check(len(open(p("m3.jsonl")).readlines()) == steps + 1 and not os.path.exists(p("fail.svg")),
+          "the metrics are complete, no plot file")
+
+    # A resumed run with its --log: the plot has the validations of both runs; the metrics file
+    # is appended to.
+    ck = p("ck")
+    first = base[:base.index("--steps")] + ["--steps", "4"] + base[base.index("--steps") + 2:]
+    r = subprocess.run(first + ["--val-every", "2", "--checkpoint-dir", ck, "--log", p("r.txt"),
+                                "--plot", p("r.svg"), "--metrics", p("r.jsonl")],
+                       capture_output=True, text=True)
+    check(r.returncode == 0 and val_markers(p("r.svg")) == 3 + 1, "first run: val at 0, 2, 4")
+    r = subprocess.run(base + ["--val-every", "2", "--resume", ck, "--log", p("r.txt"), "--plot",
+                               p("r.svg"), "--metrics", p("r.jsonl")], capture_output=True, text=True)
+    _, val = read_log(p("r.txt"))
+    check(r.returncode == 0 and sorted(val) == [0, 2, 4, 6, 7], "resumed: the log's val steps %s"
+          % sorted(val))
+    check(val_markers(p("r.svg")) == 5 + 1, "resumed: the plot has all 5 validations, got %d"
+          % (val_markers(p("r.svg")) - 1))
+    steps_seen = [json.loads(line)["step"] for line in open(p("r.jsonl"))]
+    check(steps_seen == [0, 1, 2, 3, 4, 4, 5, 6, 7], "resumed: metrics appended: %s" % steps_seen)
+
     if failures:
         print("%d check(s) failed" % len(failures))
         sys.exit(1)
+    shutil.rmtree(d)
     print("all train report checks passed")
 
 

@@ -59,7 +59,8 @@ TEST_F(LossLog, ReadsTrainAndValLinesAndSkipsOtherKeys) {
 }
 
 TEST_F(LossLog, KeepsNonFiniteLossesAsSuch) {
-  const LossCurves c = read_loss_log(write("log.txt", "s:0 trl:nan\ns:1 trl:-nan\ns:2 trl:inf\n"), "");
+  const LossCurves c =
+      read_loss_log(write("log.txt", "s:0 trl:nan\ns:1 trl:-nan\ns:2 trl:inf\n"), "");
   ASSERT_EQ(c.train.size(), 3u);
   EXPECT_TRUE(std::isnan(c.train[0].loss));
   EXPECT_TRUE(std::isnan(c.train[1].loss));
@@ -103,7 +104,9 @@ TEST_F(LossLog, ErrorsNameTheFileAndLine) {
   EXPECT_NE(message(bad_number).find("line 2"), std::string::npos) << message(bad_number);
   const std::string bad_step = write("bad2.txt", "s:-1 trl:5\n");
   EXPECT_NE(message(bad_step).find("line 1"), std::string::npos) << message(bad_step);
-  const std::string binary = write("bad3.txt", std::string("\x7f" "ELF\x02\x01\n", 7));
+  const std::string binary = write("bad3.txt", std::string("\x7f"
+                                                           "ELF\x02\x01\n",
+                                                           7));
   EXPECT_NE(message(binary).find("expected an llm.c log line"), std::string::npos);
   EXPECT_NE(message((dir_ / "missing.txt").string()).find("missing.txt: cannot open"),
             std::string::npos);
@@ -113,8 +116,13 @@ TEST_F(LossLog, ErrorsNameTheFileAndLine) {
 }
 
 TEST(Metrics, LineIsJsonWithNullForNonFiniteAndNoAbsentKeys) {
-  StepMetrics m{.step = 3, .loss = 2.5, .lr = 3e-4, .grad_norm = 1.25, .ms = 80.5,
-                .tokens_per_s = 1000, .val_loss = {}};
+  StepMetrics m{.step = 3,
+                .loss = 2.5,
+                .lr = 3e-4,
+                .grad_norm = 1.25,
+                .ms = 80.5,
+                .tokens_per_s = 1000,
+                .val_loss = {}};
   nlohmann::json j = nlohmann::json::parse(metrics_line(m));
   EXPECT_EQ(j.size(), 6u);
   EXPECT_EQ(j["step"], 3);
@@ -169,7 +177,8 @@ TEST(Plot, ScriptHasOneDatablockPerSeriesWithFinitePointsOnly) {
   a.add_train(1, std::nan(""));
   a.add_val(0, 5.5);
   b.add_train(0, 4.0);
-  const std::string s = gnuplot_script({a, b}, {.output = "x.svg", .log_scale = true}, "x.svg.tmp.1");
+  const std::string s =
+      gnuplot_script({a, b}, {.output = "x.svg", .log_scale = true}, "x.svg.tmp.1");
   EXPECT_NE(s.find("set terminal svg size 800,500"), std::string::npos) << s;
   EXPECT_NE(s.find("set output 'x.svg.tmp.1'"), std::string::npos) << s;
   EXPECT_NE(s.find("set logscale y"), std::string::npos) << s;

@@ -17,18 +17,18 @@ namespace llmcpu {
 
 int run_plot(const std::vector<std::string>& args) {
   PlotOptions o;
-  ArgParser p("plot",
-              "Draws the training loss (s:STEP trl:LOSS lines) and validation loss (s:STEP tel:LOSS)\n"
-              "of llm.c log files against the step, several runs on one chart, with gnuplot.\n"
-              "usage: llmcpu plot LOG... -o loss.png|loss.svg [--log-scale] [--width W --height H]\n"
-              "                  [--title TEXT]");
+  ArgParser p(
+      "plot",
+      "Draws the training loss (s:STEP trl:LOSS lines) and validation loss (s:STEP tel:LOSS)\n"
+      "of llm.c log files against the step, several runs on one chart, with gnuplot.\n"
+      "usage: llmcpu plot LOG... -o loss.png|loss.svg [--log-scale] [--width W --height H]\n"
+      "                  [--title TEXT]");
   p.option("output", 'o', &o.output, "FILE", "the image: *.png or *.svg (the format follows it)");
   p.flag("log-scale", 0, &o.log_scale, "logarithmic loss axis");
   p.option("width", 0, &o.width, "W", "width in pixels (default 800)");
   p.option("height", 0, &o.height, "H", "height in pixels (default 500)");
   p.option("title", 0, &o.title, "TEXT", "the chart's title (default: none)");
-  const SplitArgs split =
-      split_args(args, {"--output", "-o", "--width", "--height", "--title"});
+  const SplitArgs split = split_args(args, {"--output", "-o", "--width", "--height", "--title"});
   if (!p.parse(split.flags)) return 0;
   if (split.plain.empty()) throw UsageError("plot: no log file given (see llmcpu plot --help)");
   check_plot_options(o, "--output");
