@@ -19,9 +19,9 @@ struct LossPoint {
 // is not after the series' last one replaces the points from that step on (the resumed run redid
 // them), which keeps each series ascending.
 struct LossCurves {
-  std::string name;  // the run's name in a chart's key (e.g. the log's file name)
-  std::vector<LossPoint> train;
-  std::vector<LossPoint> val;
+  std::string name{};  // the run's name in a chart's key (e.g. the log's file name)
+  std::vector<LossPoint> train{};
+  std::vector<LossPoint> val{};
 
   void add_train(int64_t step, double loss) { add(train, step, loss); }
   void add_val(int64_t step, double loss) { add(val, step, loss); }

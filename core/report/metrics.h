@@ -18,12 +18,12 @@ namespace llmcpu {
 
 struct StepMetrics {
   int64_t step;
-  std::optional<double> loss;  // the training keys; absent on a validation-only line
+  std::optional<double> loss{};  // the training keys; absent on a validation-only line
   double lr = 0;
   double grad_norm = 0;
   double ms = 0;
   double tokens_per_s = 0;
-  std::optional<double> val_loss;
+  std::optional<double> val_loss{};
 };
 
 // The JSON text of one line (without the newline).

@@ -17,8 +17,8 @@ namespace llmcpu {
 enum class PlotFormat { kPng, kSvg };
 
 struct PlotOptions {
-  std::string output;      // *.png or *.svg
-  std::string title;       // empty: none
+  std::string output{};    // *.png or *.svg
+  std::string title{};     // empty: none
   bool log_scale = false;  // logarithmic loss axis
   int width = 800;         // pixels
   int height = 500;
