@@ -228,26 +228,33 @@ std::string gnuplot_script(const std::vector<LossCurves>& runs, const PlotOption
   if (!options.title.empty()) s += "set title " + gnuplot_quote(options.title) + "\n";
   s += "set xlabel 'step'\nset ylabel 'loss'\nset grid\nset key top right\n";
   if (options.log_scale) s += "set logscale y\n";
-  std::string plot;
+  // Each run one colour; its training loss (noisy) half transparent, its validation loss opaque and
+  // drawn after every training line, so that no training line hides it.
+  static constexpr const char* kColors[] = {"1f77b4", "d62728", "2ca02c", "ff7f0e",
+                                            "9467bd", "8c564b", "e377c2", "17becf"};
+  std::vector<std::string> train_items, val_items;
   for (size_t r = 0; r < runs.size(); ++r) {
     const LossCurves& run = runs[r];
     const std::string prefix = run.name.empty() ? "" : run.name + " ";
-    const std::string color = std::to_string(r % 8 + 1);
+    const std::string color = kColors[r % std::size(kColors)];
     const std::string train = datablock("train" + std::to_string(r), run.train);
     const std::string val = datablock("val" + std::to_string(r), run.val);
     s += train + val;
-    if (!train.empty()) {
-      plot += std::string(plot.empty() ? "" : ", ") + "$train" + std::to_string(r) +
-              " using 1:2 with lines linecolor " + color + " linewidth 1 title " +
-              gnuplot_quote(prefix + "train");
+    if (!train.empty()) {  // gnuplot's #AARRGGBB: AA is the transparency
+      train_items.push_back("$train" + std::to_string(r) +
+                            " using 1:2 with lines linecolor rgb '#80" + color +
+                            "' linewidth 1 title " + gnuplot_quote(prefix + "train"));
     }
     if (!val.empty()) {
-      plot += std::string(plot.empty() ? "" : ", ") + "$val" + std::to_string(r) +
-              " using 1:2 with linespoints linecolor " + color +
-              " dashtype 2 linewidth 2 pointtype 7 pointsize 0.6 title " +
-              gnuplot_quote(prefix + "val");
+      val_items.push_back("$val" + std::to_string(r) +
+                          " using 1:2 with linespoints linecolor rgb '#" + color +
+                          "' dashtype 2 linewidth 2 pointtype 7 pointsize 0.6 title " +
+                          gnuplot_quote(prefix + "val"));
     }
   }
+  std::string plot;
+  train_items.insert(train_items.end(), val_items.begin(), val_items.end());
+  for (const std::string& item : train_items) plot += (plot.empty() ? "" : ", ") + item;
   if (plot.empty()) throw Error("plot: no finite loss to draw (every loss is NaN or infinite)");
   s += "plot " + plot + "\nunset output\n";
   return s;

@@ -136,7 +136,8 @@ class Trainer {
   // Data parallelism: with a `world` of N ranks (null: a single process) every rank builds its own
   // Trainer with the same options; each step's --total-batch tokens are split over the ranks
   // (--total-batch / (B*T) micro-batches per step, a multiple of N), the gradients and losses are
-  // averaged across them, and rank 0 alone writes the model files, the log and the --save file.
+  // averaged across them, and rank 0 alone writes the model files, the log, the --metrics
+  // and --plot files and the --save file.
   // With ZeRO-1 (--zero 1, the default) each rank keeps and updates only its part of the AdamW
   // state and writes it to a shard file of its own at a checkpoint; --resume re-shards a state
   // saved by any number of ranks (or one process) to this run's.

@@ -95,6 +95,15 @@ def main():
         check(key in texts, "key entry '%s' in the SVG" % key)
     check("runs <a> & 'b' \"c\" ^_@" in texts, "the title shows as given (escaped in the XML)")
 
+    # Two logs of the same file name: named by their paths.
+    for sub in ("x", "y"):
+        os.mkdir(p(sub))
+        write_log(os.path.join(d, sub, "log.txt"), 10, val_every=5)
+    rc, out = run(a.llmcpu, [p("x/log.txt"), p("y/log.txt"), "-o", p("same.svg")])
+    texts = svg_series(p("same.svg"))[3] if rc == 0 else []
+    check(p("x/log.txt") + " train" in texts and p("y/log.txt") + " val" in texts,
+          "logs of the same file name are named by their paths: " + out)
+
     rc, out = run(a.llmcpu, [p("train_only.txt"), "-o", p("train_only.svg")])
     check(rc == 0 and svg_series(p("train_only.svg"))[2] == 1, "a train-only log: 1 series")
     rc, out = run(a.llmcpu, [p("run_a.txt"), p("train_only.txt"), "-o", p("two.png")])

@@ -3,6 +3,7 @@
 // after its file.
 #include <cstdio>
 #include <filesystem>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -33,12 +34,18 @@ int run_plot(const std::vector<std::string>& args) {
   if (split.plain.empty()) throw UsageError("plot: no log file given (see llmcpu plot --help)");
   check_plot_options(o, "--output");
   find_gnuplot();  // before the logs are read: a missing gnuplot is the first thing to fix
+  // Each run is named after its log's file name, or its path as given where two file names are
+  // the same (runs/a/log.txt and runs/b/log.txt).
+  std::vector<std::string> names;
+  for (const std::string& log : split.plain) {
+    names.push_back(std::filesystem::path(log).filename().string());
+  }
+  const std::set<std::string> distinct(names.begin(), names.end());
+  const bool by_path = distinct.size() < names.size() || distinct.count("");
   std::vector<LossCurves> runs;
   size_t points = 0;
-  for (const std::string& log : split.plain) {
-    std::string name = std::filesystem::path(log).filename().string();
-    if (name.empty()) name = log;
-    runs.push_back(read_loss_log(log, name));
+  for (size_t i = 0; i < split.plain.size(); ++i) {
+    runs.push_back(read_loss_log(split.plain[i], by_path ? split.plain[i] : names[i]));
     points += runs.back().train.size() + runs.back().val.size();
   }
   plot_losses(runs, o);
