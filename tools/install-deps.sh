@@ -27,6 +27,8 @@ install g++ cmake ninja-build pkg-config libtomlplusplus-dev libhwloc-dev libhwl
 if [ "$(dpkg --print-architecture)" = amd64 ]; then
   install libxsmm-dev
 fi
+# gnuplot (without X): draws the loss plots of `llmcpu plot` and `llmcpu train --plot`.
+install gnuplot-nox
 # npm: Debian's, unless one came with the installed node (NodeSource's nodejs bundles npm and
 # conflicts with Debian's npm package).
 command -v npm >/dev/null 2>&1 || install npm

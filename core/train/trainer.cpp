@@ -179,6 +179,7 @@ void check_options(const TrainOptions& o) {
   require(o.max_bad_steps >= 1, "--max-bad-steps: must be at least 1, got " +
                                     std::to_string(o.max_bad_steps));
   parse_precision(o.precision, "--precision");
+  if (!o.plot_path.empty()) check_plot_options({.output = o.plot_path}, "--plot");
 }
 
 }  // namespace
@@ -192,6 +193,7 @@ Trainer::Trainer(const TrainOptions& options, Communicator* world)
   precision_ = parse_precision(opt_.precision, "--precision");
   recompute_ = parse_recompute(opt_.recompute, "--recompute");
   world_->set_timeout(opt_.comm_timeout);
+  if (world_->rank() == 0 && !opt_.plot_path.empty()) find_gnuplot();  // before any work
   if (!opt_.resume.empty() && opt_.checkpoint_dir.empty()) opt_.checkpoint_dir = opt_.resume;
   // Before anything is read: a folder that cannot be written, or that another trainer is writing,
   // is refused now rather than at the first checkpoint.
@@ -309,6 +311,13 @@ Trainer::Trainer(const TrainOptions& options, Communicator* world)
   master_bytes_.assign(ranks, 0.0);
   master_bytes_[world_->rank()] = double(model_->master_bytes());
   world_->all_reduce_sum(master_bytes_.data(), master_bytes_.size());
+  if (world_->rank() == 0 && (!opt_.metrics_path.empty() || !opt_.plot_path.empty())) {
+    // Before the log is opened: a resumed run's plot starts from the log's earlier lines.
+    const std::string run = opt_.model.empty() ? opt_.resume : opt_.model;
+    const PlotOptions plot{.output = opt_.plot_path, .title = "llmcpu train " + run};
+    reports_ = std::make_unique<TrainReports>(opt_.metrics_path, plot,
+                                              opt_.resume.empty() ? -1 : step_, opt_.log_path);
+  }
   if (!opt_.log_path.empty() && world_->rank() == 0) {
     log_ = std::fopen(opt_.log_path.c_str(), opt_.resume.empty() ? "w" : "a");
     if (!log_) throw FileError(opt_.log_path, "cannot open log: " + errno_message(errno));
@@ -917,6 +926,7 @@ bool Trainer::run(const TrainObserver& obs) {
       const float val_loss = validate();
       log_line("s:%d tel:%f\n", step, val_loss);
       if (obs.on_val) obs.on_val(step, val_loss);
+      if (reports_) reports_->validation(step, val_loss, obs.on_warning);
     }
     if (opt_.sample_every > 0 && obs.on_sample && step > 0 && !resumed_here &&
         (step % opt_.sample_every == 0 || last)) {
@@ -982,13 +992,16 @@ bool Trainer::run(const TrainObserver& obs) {
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     smoothed_ms = smoothed_ms == 0 ? ms : 0.9 * smoothed_ms + 0.1 * ms;
     log_line("s:%d trl:%f\n", step, static_cast<float>(loss));
+    const double tokens_per_second = double(BT * grad_accum_ * world_->size()) / (ms / 1000.0);
     if (obs.on_step) {
       const double hidden =
           comm_busy_ms_ > 0 ? std::max(0.0, 1.0 - comm_waited_ms_ / comm_busy_ms_) : 1.0;
-      obs.on_step({step, opt_.steps, static_cast<float>(loss), lr, norm, ms,
-                   double(BT * grad_accum_ * world_->size()) / (ms / 1000.0),
+      obs.on_step({step, opt_.steps, static_cast<float>(loss), lr, norm, ms, tokens_per_second,
                    smoothed_ms * (opt_.steps - step - 1) / 1000.0, comm_busy_ms_,
                    sync_ ? hidden : 0.0});
+    }
+    if (reports_) {
+      reports_->step({step, static_cast<float>(loss), lr, norm, ms, tokens_per_second});
     }
     if (!opt_.checkpoint_dir.empty() && opt_.checkpoint_every > 0 &&
         step_ % opt_.checkpoint_every == 0 && step_ != opt_.steps) {
@@ -996,6 +1009,7 @@ bool Trainer::run(const TrainObserver& obs) {
       if (obs.on_checkpoint) obs.on_checkpoint(step_, path);
     }
   }
+  if (reports_) reports_->finish(obs.on_warning);
   if (!opt_.checkpoint_dir.empty()) {
     const std::string path = save_checkpoint_now();
     if (obs.on_checkpoint) obs.on_checkpoint(step_, path);

@@ -21,6 +21,7 @@
 #include "core/model/generate.h"
 #include "core/model/gpt2.h"
 #include "core/optim/adamw.h"
+#include "core/report/train_reports.h"
 #include "core/train/data_loader.h"
 #include "core/train/lr_schedule.h"
 #include "core/train/memory_plan.h"
@@ -46,6 +47,8 @@ struct TrainOptions {
   uint64_t seed = 1337;
   bool shuffle = true;
   std::string log_path;    // llm.c log lines (s:STEP trl:LOSS, s:STEP tel:LOSS)
+  std::string metrics_path;  // a JSON object per line per step (core/report/metrics.h)
+  std::string plot_path;     // the loss plot, *.png or *.svg, redrawn at every validation
   int val_every = 0;       // 0: never
   int val_batches = 20;
   int sample_every = 0;    // 0: never
@@ -133,7 +136,8 @@ class Trainer {
   // Data parallelism: with a `world` of N ranks (null: a single process) every rank builds its own
   // Trainer with the same options; each step's --total-batch tokens are split over the ranks
   // (--total-batch / (B*T) micro-batches per step, a multiple of N), the gradients and losses are
-  // averaged across them, and rank 0 alone writes the model files, the log and the --save file.
+  // averaged across them, and rank 0 alone writes the model files, the log, the --metrics
+  // and --plot files and the --save file.
   // With ZeRO-1 (--zero 1, the default) each rank keeps and updates only its part of the AdamW
   // state and writes it to a shard file of its own at a checkpoint; --resume re-shards a state
   // saved by any number of ranks (or one process) to this run's.
@@ -244,6 +248,7 @@ class Trainer {
   std::vector<int> sample_;
   LrSchedule schedule_;
   std::FILE* log_ = nullptr;
+  std::unique_ptr<TrainReports> reports_;  // rank 0, with --metrics or --plot
   std::unique_ptr<FolderLock> lock_;
   std::vector<std::string> notes_;
   std::unique_ptr<CheckpointFiles> resume_files_;  // between resume_from and restore_optimizer

@@ -15,5 +15,6 @@ int run_tokenize(const std::vector<std::string>& args);
 int run_prepare(const std::vector<std::string>& args);
 int run_version(const std::vector<std::string>& args);
 int run_bench(const std::vector<std::string>& args);
+int run_plot(const std::vector<std::string>& args);
 
 }  // namespace llmcpu

@@ -22,6 +22,7 @@ constexpr const char* kUsage =
     "  sample    generate text from a checkpoint (KV cache, temperature, top-k)\n"
     "  bench     time every layer's kernels and a training step per SIMD target, against the roofs\n"
     "  version   this build (version, commit, compiler, kernel targets, optional parts) and CPU\n"
+    "  plot      draw the losses of llm.c log files (train --log) into a PNG or SVG (gnuplot)\n"
     "  help      this text\n"
     "\n"
     "`llmcpu <command> --help` lists a command's flags.\n";
@@ -46,6 +47,7 @@ int main(int argc, char** argv) {
       return llmcpu::run_version(args);
     }
     if (command == "bench") return llmcpu::run_bench(args);
+    if (command == "plot") return llmcpu::run_plot(args);
     if (command == "help" || command == "--help" || command == "-h") {
       std::fputs(kUsage, stdout);
       return 0;

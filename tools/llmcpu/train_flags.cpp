@@ -59,6 +59,11 @@ void add_train_flags(ArgParser& p, TrainOptions* o, TrainCliExtras* x) {
   p.option("keep-checkpoints", 0, &o->keep_checkpoints, "N", "keep only the newest N checkpoints (default 0: all)");
   p.option("resume", 0, &o->resume, "DIR", "continue exactly from the newest checkpoint in DIR");
   p.option("log", 0, &o->log_path, "FILE", "write llm.c log lines (s:N trl:X, s:N tel:X)");
+  p.option("metrics", 0, &o->metrics_path, "FILE.jsonl",
+           "write a JSON object per step (step, loss, lr, grad_norm, ms, tokens_per_s, val_loss), "
+           "flushed per line");
+  p.option("plot", 0, &o->plot_path, "FILE.png|svg",
+           "draw the loss plot (gnuplot) at every validation and at the end");
   p.option("save", 0, &o->save_path, "M.bin", "also write the final model here (atomically)");
   p.option("precision", 0, &o->precision, "P",
            "fp32 (default) or bf16: bf16 weights' copy and activations, fp32 master weights");
