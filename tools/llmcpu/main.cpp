@@ -21,8 +21,8 @@ constexpr const char* kUsage =
     "  prepare   encode text files into llm.c token shards (val and train)\n"
     "  sample    generate text from a checkpoint (KV cache, temperature, top-k)\n"
     "  bench     time every layer's kernels and a training step per SIMD target, against the roofs\n"
-    "  version   this build (version, commit, compiler, kernel targets, optional parts) and CPU\n"
     "  plot      draw the losses of llm.c log files (train --log) into a PNG or SVG (gnuplot)\n"
+    "  version   this build (version, commit, compiler, kernel targets, optional parts) and CPU\n"
     "  help      this text\n"
     "\n"
     "`llmcpu <command> --help` lists a command's flags.\n";
