@@ -13,5 +13,6 @@ int run_sample(const std::vector<std::string>& args);
 int run_topo(const std::vector<std::string>& args);
 int run_tokenize(const std::vector<std::string>& args);
 int run_prepare(const std::vector<std::string>& args);
+int run_convert(const std::vector<std::string>& args);
 
 }  // namespace llmcpu

@@ -20,6 +20,7 @@ constexpr const char* kUsage =
     "  tokenize  GPT-2 token ids of a text file, or (--decode) the text of token ids\n"
     "  prepare   encode text files into llm.c token shards (val and train)\n"
     "  sample    generate text from a checkpoint (KV cache, temperature, top-k)\n"
+    "  convert   Hugging Face GPT-2 (model.safetensors) to an llm.c checkpoint and back\n"
     "  help      this text\n"
     "\n"
     "`llmcpu <command> --help` lists a command's flags.\n";
@@ -40,6 +41,7 @@ int main(int argc, char** argv) {
     if (command == "tokenize") return llmcpu::run_tokenize(args);
     if (command == "prepare") return llmcpu::run_prepare(args);
     if (command == "sample") return llmcpu::run_sample(args);
+    if (command == "convert") return llmcpu::run_convert(args);
     if (command == "help" || command == "--help" || command == "-h") {
       std::fputs(kUsage, stdout);
       return 0;
