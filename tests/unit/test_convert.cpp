@@ -5,6 +5,7 @@
 // checkpoint.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -68,11 +69,11 @@ struct StFile {
     }
   }
   Bytes bytes(const std::string& header_text) const {
-    Bytes out;
     const uint64_t n = header_text.size();
-    testing::append(out, &n, 1);
-    out.insert(out.end(), header_text.begin(), header_text.end());
-    out.insert(out.end(), data.begin(), data.end());
+    Bytes out(8 + n + data.size());
+    std::memcpy(out.data(), &n, 8);
+    std::memcpy(out.data() + 8, header_text.data(), n);
+    std::copy(data.begin(), data.end(), out.begin() + 8 + long(n));
     return out;
   }
   Bytes bytes() const { return bytes(header.dump()); }
@@ -213,7 +214,7 @@ TEST_F(Convert, OverlappingOffsets) {
 TEST_F(Convert, BadJson) {
   StFile f;
   std::string text = f.header.dump();
-  text[text.size() / 2] = '}';
+  text.back() = ',';  // the object's closing brace: a comma, and the text ends
   write_model(f.bytes(text));
   expect_refused({"not valid JSON"});
 }
