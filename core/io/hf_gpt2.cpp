@@ -10,6 +10,7 @@
 
 #include "core/io/checkpoint.h"
 #include "core/model/parameters.h"
+#include "simd/bf16.h"
 #include "simd/error.h"
 
 namespace llmcpu {
@@ -102,17 +103,46 @@ int config_int(const json& cfg, const std::string& path, std::initializer_list<c
   return 0;
 }
 
-// (in, out) -> (out, in), in 32 x 32 tiles.
-void transpose(const float* src, float* dst, size_t in, size_t out) {
+// (in, out) -> (out, in), in 32 x 32 tiles: dst[o][i] = load(i * out + o).
+template <class Load>
+void transpose(Load load, float* dst, size_t in, size_t out) {
   constexpr size_t kTile = 32;
 #pragma omp parallel for schedule(static)
   for (size_t o0 = 0; o0 < out; o0 += kTile) {
     for (size_t i0 = 0; i0 < in; i0 += kTile) {
       const size_t o1 = std::min(out, o0 + kTile), i1 = std::min(in, i0 + kTile);
       for (size_t o = o0; o < o1; ++o) {
-        for (size_t i = i0; i < i1; ++i) dst[o * in + i] = src[i * out + o];
+        for (size_t i = i0; i < i1; ++i) dst[o * in + i] = load(i * out + o);
       }
     }
+  }
+}
+
+// A stored Conv1D weight (in, out), widened to fp32 and transposed into dst (out, in), straight
+// from the mapped file.
+void transpose_tensor(const SafeTensor& t, float* dst) {
+  const uint8_t* p = t.data;
+  auto half = [p](size_t k) {
+    uint16_t h;
+    std::memcpy(&h, p + 2 * k, 2);
+    return h;
+  };
+  switch (t.dtype) {
+    case TensorDtype::kF32:
+      transpose(
+          [p](size_t k) {
+            float f;
+            std::memcpy(&f, p + 4 * k, 4);
+            return f;
+          },
+          dst, t.shape[0], t.shape[1]);
+      break;
+    case TensorDtype::kBf16:
+      transpose([&](size_t k) { return bf16_to_float(half(k)); }, dst, t.shape[0], t.shape[1]);
+      break;
+    case TensorDtype::kF16:
+      transpose([&](size_t k) { return f16_to_float(half(k)); }, dst, t.shape[0], t.shape[1]);
+      break;
   }
 }
 
@@ -317,16 +347,13 @@ HfGpt2File::HfGpt2File(const HfModelPaths& paths) : file_(paths.weights) {
 void HfGpt2File::load(float* params) const {
   const ParameterLayout layout(config_);
   const ModelConfig& c = config_;
-  std::vector<float> scratch;  // a Conv1D weight before its transpose
   for (int i = 0; i < kNumParameterTensors; ++i) {
     const size_t slice = layout.size(i) / tensors_[i].size();
     for (size_t l = 0; l < tensors_[i].size(); ++l) {
       const SafeTensor& t = *tensors_[i][l];
       float* dst = params + layout.offset(i) + l * slice;
       if (ParameterLayout::matmul_weight(i)) {
-        scratch.resize(t.count);
-        tensor_to_f32(t, scratch.data());
-        transpose(scratch.data(), dst, t.shape[0], t.shape[1]);
+        transpose_tensor(t, dst);
       } else {
         tensor_to_f32(t, dst);
       }
@@ -381,7 +408,7 @@ HfSaveReport save_hf_gpt2(const std::string& weights_path, const std::string& co
     const size_t slice = ParameterLayout::per_layer(i) ? layout.size(i) / c.num_layers : 0;
     const float* src = params + layout.offset(i) + size_t(l < 0 ? 0 : l) * slice;
     if (ParameterLayout::matmul_weight(i)) {
-      transpose(src, next, shape[1], shape[0]);  // (out, in) -> (in, out)
+      transpose([src](size_t k) { return src[k]; }, next, shape[1], shape[0]);  // to (in, out)
       src = next;
       next += slice;
     }
