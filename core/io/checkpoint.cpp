@@ -58,8 +58,8 @@ void load_checkpoint(const std::string& path, const ModelConfig& config, float* 
   const MappedFile file(path);
   const CheckpointInfo info = parse_header(file);
   if (!(info.config == config)) {
-    throw FileError(path, "holds a model of shape " + describe(info.config) + ", expected " +
-                              describe(config));
+    throw FileError(
+        path, "holds a model of shape " + describe(info.config) + ", expected " + describe(config));
   }
   const size_t n = ParameterLayout(config).total();
   const uint8_t* body = file.data() + kLlmcHeaderBytes;

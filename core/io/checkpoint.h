@@ -27,13 +27,13 @@ CheckpointInfo read_checkpoint_header(const std::string& path);
 
 // Loads the checkpoint's parameters into `model`, whose config must equal the file's.
 void load_checkpoint(const std::string& path, Gpt2& model);
-// The same into a flat fp32 array laid out by ParameterLayout(config) (no model needed: conversion).
+// The same into a flat fp32 array laid out by ParameterLayout(config) (conversion: no model).
 void load_checkpoint(const std::string& path, const ModelConfig& config, float* params);
 
 // Writes `model`'s parameters as a checkpoint of `version` (kCheckpointFp32 or kCheckpointBf16) via
 // a temporary file and rename: a failed write leaves an existing file at `path` untouched.
 void save_checkpoint(const std::string& path, const Gpt2& model, int version = kCheckpointFp32);
-// The same from a flat fp32 array laid out by ParameterLayout(config) (conversion: no model needed).
+// The same from a flat fp32 array laid out by ParameterLayout(config) (conversion: no model).
 void save_checkpoint(const std::string& path, const ModelConfig& config, const float* params,
                      int version = kCheckpointFp32);
 // The same bytes into an open writer, which the caller finishes and publishes (a checkpoint's model

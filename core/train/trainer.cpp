@@ -32,8 +32,8 @@ namespace {
 
 // What --model names: a model file (an llm.c checkpoint or a Hugging Face model.safetensors or its
 // folder; returned in `checkpoint`, what it holds in `description`) or a preset file (`preset`).
-ModelConfig resolve_model_spec(const std::string& spec, std::string* checkpoint, std::string* preset,
-                               std::string* description = nullptr) {
+ModelConfig resolve_model_spec(const std::string& spec, std::string* checkpoint,
+                               std::string* preset, std::string* description = nullptr) {
   if (spec.empty()) throw UsageError("--model: required (a checkpoint file or a preset name)");
   std::error_code ec;
   const bool is_file = fs::is_regular_file(spec, ec);

@@ -262,6 +262,52 @@ TEST_F(Convert, TiedHeadAndMaskBuffersAreAccepted) {
   EXPECT_TRUE(fs::exists(path("out.bin")));
 }
 
+// Without config.json the shape comes from the tensors, but the number of heads cannot: C=8 is no
+// multiple of GPT-2's head size 64, so it is asked for; --config gives it.
+TEST_F(Convert, HeadsWithoutConfigAreAskedFor) {
+  StFile f;
+  write_model(f.bytes());
+  fs::rename(path("config.json"), path("elsewhere.json"));
+  testing::Outcome r =
+      testing::run_llmcpu("convert " + path("model.safetensors") + " " + path("out.bin"));
+  EXPECT_NE(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("n_head"), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(path("out.bin")));
+  r = testing::run_llmcpu("convert " + path("model.safetensors") + " " + path("out.bin") +
+                          " --config " + path("elsewhere.json"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_EQ(read_checkpoint_header(path("out.bin")).config.num_heads, 2);
+}
+
+// An llm.c model whose padding rows of wte are not zero (llm.c's random initialisation fills all
+// Vp rows) exports with a warning; the V real rows and everything else come back unchanged, the
+// padding as zeros.
+TEST_F(Convert, NonzeroPaddingRowsAreDroppedWithAWarning) {
+  ModelConfig c{.max_seq_len = 4,
+                .vocab_size = 10,
+                .padded_vocab_size = 128,
+                .num_layers = 1,
+                .num_heads = 2,
+                .channels = 8};
+  const ParameterLayout layout(c);
+  std::vector<float> p(layout.total());
+  for (size_t i = 0; i < p.size(); ++i) p[i] = 0.25f * float(i % 97) - 3.0f;
+  save_checkpoint(path("in.bin"), c, p.data());
+  testing::Outcome r = testing::run_llmcpu("convert " + path("in.bin") + " " + path("hf"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("warning: 118 of wte's 118 padding rows (10..127) were not zero"),
+            std::string::npos)
+      << r.output;
+  r = testing::run_llmcpu("convert " + path("hf") + " " + path("back.bin"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  std::vector<float> q(layout.total());
+  load_checkpoint(path("back.bin"), c, q.data());
+  const size_t pad_begin = 10 * 8, pad_end = 128 * 8;
+  for (size_t i = 0; i < p.size(); ++i) {
+    ASSERT_EQ(q[i], i >= pad_begin && i < pad_end ? 0.0f : p[i]) << i;
+  }
+}
+
 // Every fp16 value widens as the compiler's _Float16 does and narrows back to itself.
 TEST(Fp16, AllValuesAgainstFloat16) {
   for (uint32_t h = 0; h < 65536; ++h) {

@@ -24,7 +24,8 @@ int run_sample(const std::vector<std::string>& args) {
   uint64_t seed = 1337;
   ArgParser p("sample",
               "Generates text from a checkpoint, starting after <|endoftext|> and the prompt.");
-  p.option("model", 'e', &model_path, "CKPT", "llm.c checkpoint (version 3 or 5), or model.safetensors or its folder");
+  p.option("model", 'e', &model_path, "CKPT",
+           "llm.c checkpoint (version 3 or 5), or model.safetensors or its folder");
   p.option("prompt", 'p', &prompt, "TEXT", "text to continue (default: none)");
   p.option("tokens", 'g', &tokens, "N", "tokens to generate (default 64)");
   p.option("temperature", 0, &temperature, "T", "softmax temperature; 0 picks the likeliest (default 1)");

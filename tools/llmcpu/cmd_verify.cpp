@@ -3,8 +3,8 @@
 #include <string>
 #include <vector>
 
-#include "core/io/model_file.h"
 #include "core/io/debug_state.h"
+#include "core/io/model_file.h"
 #include "core/model/precision.h"
 #include "core/verify/verify.h"
 #include "simd/error.h"
@@ -23,7 +23,8 @@ int run_verify(const std::vector<std::string>& args) {
   ArgParser p("verify",
               "Runs forward and backward on a debug state's batch and compares logits, loss and all\n"
               "16 gradient tensors with it. Exit status 0: OK, 1: FAIL, 2: error.");
-  p.option("model", 'e', &model_path, "M.bin", "llm.c checkpoint (version 3 fp32 or 5 bf16), or model.safetensors or its folder");
+  p.option("model", 'e', &model_path, "M.bin",
+           "llm.c checkpoint (version 3 fp32 or 5 bf16), or model.safetensors or its folder");
   p.option("state", 's', &state_path, "S.bin", "llm.c debug state (version 2) to compare with");
   p.option("write-state", 0, &write_state, "OUT.bin", "also write this program's batch, logits, loss, gradients");
   p.option("precision", 0, &precision, "P",
@@ -54,8 +55,8 @@ int run_verify(const std::vector<std::string>& args) {
   }
   const DebugState ref = load_debug_state(state_path, info.config);
   std::printf("verify: model %s (%s, %s), state %s (B=%d T=%d), %s, %d threads\n",
-              model_path.c_str(), describe(info.config).c_str(), info.description.c_str(), state_path.c_str(),
-              ref.B, ref.T, model.kernels_summary().c_str(), nthreads);
+              model_path.c_str(), describe(info.config).c_str(), info.description.c_str(),
+              state_path.c_str(), ref.B, ref.T, model.kernels_summary().c_str(), nthreads);
 
   DebugState ours;
   const VerifyReport report =
