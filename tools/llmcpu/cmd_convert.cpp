@@ -36,7 +36,7 @@ void import_hf(const std::string& in, const std::string& out, const std::string&
                const std::string& config_path) {
   const auto start = std::chrono::steady_clock::now();
   if (is_hf_model(out)) {
-    throw UsageError("convert: IN " + in +
+    throw UsageError("IN " + in +
                      " is a Hugging Face model, so OUT is an llm.c "
                      "checkpoint (.bin), not " +
                      out);
@@ -74,7 +74,7 @@ void export_hf(const std::string& in, const std::string& out, const std::string&
     throw UsageError("--dtype " + dtype + ": expected fp32, bf16 or fp16");
   }
   if (fs::path(out).extension() == ".bin") {
-    throw UsageError("convert: IN " + in +
+    throw UsageError("IN " + in +
                      " is an llm.c checkpoint, so OUT is a .safetensors "
                      "file or a folder, not " +
                      out);
@@ -135,7 +135,7 @@ int run_convert(const std::vector<std::string>& args) {
   const SplitArgs split = split_args(args, {"--dtype", "--config"});
   if (!p.parse(split.flags)) return 0;
   if (split.plain.size() != 2) {
-    throw UsageError("convert: expected IN and OUT, got " + std::to_string(split.plain.size()) +
+    throw UsageError("expected IN and OUT, got " + std::to_string(split.plain.size()) +
                      " file names (see llmcpu convert --help)");
   }
   const std::string& in = split.plain[0];
