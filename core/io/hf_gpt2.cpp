@@ -365,13 +365,10 @@ void HfGpt2File::load(float* params) const {
   std::fill(wte + size_t(c.vocab_size) * C, wte + size_t(c.padded_vocab_size) * C, 0.0f);
   if (lm_head_) {
     // llm.c computes the logits with wte itself: an untied head would be a different model.
-    std::vector<float> row(C);
+    std::vector<float> head(lm_head_->count);
+    tensor_to_f32(*lm_head_, head.data());
     for (size_t r = 0; r < size_t(c.vocab_size); ++r) {
-      SafeTensor one = *lm_head_;
-      one.count = C;
-      one.data += r * C * dtype_bytes(one.dtype);
-      tensor_to_f32(one, row.data());
-      if (std::memcmp(row.data(), wte + r * C, C * sizeof(float)) != 0) {
+      if (std::memcmp(head.data() + r * C, wte + r * C, C * sizeof(float)) != 0) {
         throw FileError(file_.path(), "tensor '" + lm_head_->name + "' differs from wte.weight " +
                                           "(first in row " + std::to_string(r) + "): llm.c's " +
                                           "GPT-2 ties the output head to the token embedding, so "
