@@ -51,15 +51,18 @@ CheckpointInfo read_checkpoint_header(const std::string& path) {
 }
 
 void load_checkpoint(const std::string& path, Gpt2& model) {
+  load_checkpoint(path, model.config(), model.params_flat());
+}
+
+void load_checkpoint(const std::string& path, const ModelConfig& config, float* dst) {
   const MappedFile file(path);
   const CheckpointInfo info = parse_header(file);
-  if (!(info.config == model.config())) {
-    throw FileError(path, "holds a model of shape " + describe(info.config) + ", expected " +
-                              describe(model.config()));
+  if (!(info.config == config)) {
+    throw FileError(
+        path, "holds a model of shape " + describe(info.config) + ", expected " + describe(config));
   }
-  const size_t n = model.num_parameters();
+  const size_t n = ParameterLayout(config).total();
   const uint8_t* body = file.data() + kLlmcHeaderBytes;
-  float* dst = model.params_flat();
   if (info.version == kCheckpointFp32) {
     std::memcpy(dst, body, n * sizeof(float));
   } else {
@@ -84,12 +87,16 @@ void save_checkpoint(const std::string& path, const Gpt2& model, int version) {
   out.commit();
 }
 
-void write_checkpoint(AtomicFileWriter& out, const Gpt2& model, int version) {
+namespace {
+
+void check_version(const AtomicFileWriter& out, int version) {
   if (version != kCheckpointFp32 && version != kCheckpointBf16) {
     throw Error("write_checkpoint(" + out.path() + "): version " + std::to_string(version) +
                 " is not 3 (fp32) or 5 (bf16)");
   }
-  const ModelConfig& c = model.config();
+}
+
+void write_header(AtomicFileWriter& out, const ModelConfig& c, int version) {
   int32_t header[kLlmcHeaderInts] = {};
   header[0] = kCheckpointMagic;
   header[1] = version;
@@ -100,28 +107,54 @@ void write_checkpoint(AtomicFileWriter& out, const Gpt2& model, int version) {
   header[6] = c.channels;
   header[7] = c.padded_vocab_size;
   out.write(header, sizeof(header));
-  const float* params = model.params_flat();
-  const size_t n = model.num_parameters();
+}
+
+// The n parameters at `params`, rounded to bf16 (nearest even) in chunks, so a large model needs no
+// second full-size buffer.
+void write_bf16_rounded(AtomicFileWriter& out, const float* params, size_t n) {
+  constexpr size_t kChunk = size_t(1) << 20;
+  std::vector<bf16> chunk(std::min(n, kChunk));
+  for (size_t i = 0; i < n; i += kChunk) {
+    const size_t m = std::min(kChunk, n - i);
+    for (size_t j = 0; j < m; ++j) chunk[j] = float_to_bf16(params[i + j]);
+    out.write(chunk.data(), m * sizeof(bf16));
+  }
+}
+
+}  // namespace
+
+void save_checkpoint(const std::string& path, const ModelConfig& config, const float* params,
+                     int version) {
+  AtomicFileWriter out(path);
+  write_checkpoint(out, config, params, version);
+  out.commit();
+}
+
+void write_checkpoint(AtomicFileWriter& out, const Gpt2& model, int version) {
+  check_version(out, version);
   if (model.master_released() && version == kCheckpointFp32) {
     throw Error("write_checkpoint(" + out.path() + "): this model keeps the fp32 master of its " +
                 "matmul weights in part only (ZeRO-1); it writes version 5 (bf16)");
   }
-  if (version == kCheckpointFp32) {
-    out.write(params, n * sizeof(float));
-  } else if (model.bf16_copy_current()) {
+  if (version == kCheckpointBf16 && model.bf16_copy_current()) {
     // The working copy is bf16(master) already, the same bytes rounding would give (and the only
     // whole copy once the master is released).
-    out.write(model.params_bf16_flat(), n * sizeof(bf16));
+    write_header(out, model.config(), version);
+    out.write(model.params_bf16_flat(), model.num_parameters() * sizeof(bf16));
+    return;
+  }
+  write_checkpoint(out, model.config(), model.params_flat(), version);
+}
+
+void write_checkpoint(AtomicFileWriter& out, const ModelConfig& config, const float* params,
+                      int version) {
+  check_version(out, version);
+  write_header(out, config, version);
+  const size_t n = ParameterLayout(config).total();
+  if (version == kCheckpointFp32) {
+    out.write(params, n * sizeof(float));
   } else {
-    // Rounded here from the master, so any model can be written as version 5; in chunks, so a
-    // large model needs no second full-size buffer.
-    constexpr size_t kChunk = size_t(1) << 20;
-    std::vector<bf16> chunk(std::min(n, kChunk));
-    for (size_t i = 0; i < n; i += kChunk) {
-      const size_t m = std::min(kChunk, n - i);
-      for (size_t j = 0; j < m; ++j) chunk[j] = float_to_bf16(params[i + j]);
-      out.write(chunk.data(), m * sizeof(bf16));
-    }
+    write_bf16_rounded(out, params, n);
   }
 }
 

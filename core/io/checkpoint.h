@@ -27,13 +27,21 @@ CheckpointInfo read_checkpoint_header(const std::string& path);
 
 // Loads the checkpoint's parameters into `model`, whose config must equal the file's.
 void load_checkpoint(const std::string& path, Gpt2& model);
+// The same into a flat fp32 array laid out by ParameterLayout(config) (conversion: no model).
+void load_checkpoint(const std::string& path, const ModelConfig& config, float* params);
 
 // Writes `model`'s parameters as a checkpoint of `version` (kCheckpointFp32 or kCheckpointBf16) via
 // a temporary file and rename: a failed write leaves an existing file at `path` untouched.
 void save_checkpoint(const std::string& path, const Gpt2& model, int version = kCheckpointFp32);
+// The same from a flat fp32 array laid out by ParameterLayout(config) (conversion: no model).
+void save_checkpoint(const std::string& path, const ModelConfig& config, const float* params,
+                     int version = kCheckpointFp32);
 // The same bytes into an open writer, which the caller finishes and publishes (a checkpoint's model
 // and state files are renamed into place only once both are written).
 void write_checkpoint(AtomicFileWriter& out, const Gpt2& model, int version = kCheckpointFp32);
+// The same bytes from a flat fp32 array laid out by ParameterLayout(config) (bf16 rounded from it).
+void write_checkpoint(AtomicFileWriter& out, const ModelConfig& config, const float* params,
+                      int version = kCheckpointFp32);
 
 // The version a model of this precision is saved in: 3 for fp32, 5 for bf16 (as llm.c does).
 int checkpoint_version_for(Precision precision);

@@ -14,6 +14,7 @@
 
 #include "core/comm/zero_shards.h"
 #include "core/io/checkpoint.h"
+#include "core/io/model_file.h"
 #include "core/io/train_state.h"
 #include "core/model/generate.h"
 #include "core/model/preset.h"
@@ -29,17 +30,17 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// What --model names: an llm.c checkpoint (returned in `checkpoint`, its version in `version`) or a
-// preset file (`preset`).
-ModelConfig resolve_model_spec(const std::string& spec, std::string* checkpoint, std::string* preset,
-                               int* version = nullptr) {
+// What --model names: a model file (an llm.c checkpoint or a Hugging Face model.safetensors or its
+// folder; returned in `checkpoint`, what it holds in `description`) or a preset file (`preset`).
+ModelConfig resolve_model_spec(const std::string& spec, std::string* checkpoint,
+                               std::string* preset, std::string* description = nullptr) {
   if (spec.empty()) throw UsageError("--model: required (a checkpoint file or a preset name)");
   std::error_code ec;
   const bool is_file = fs::is_regular_file(spec, ec);
-  if (is_file && fs::path(spec).extension() != ".toml") {
+  if (is_model_file(spec)) {
     *checkpoint = spec;
-    const CheckpointInfo info = read_checkpoint_header(spec);
-    if (version) *version = info.version;
+    const ModelFileInfo info = read_model_file_header(spec);
+    if (description) *description = info.description;
     return info.config;
   }
   *preset = is_file ? spec : find_conf_file("models", spec);
@@ -54,13 +55,12 @@ ModelConfig resolve_model_spec(const std::string& spec, std::string* checkpoint,
 
 std::unique_ptr<Gpt2> make_model(const std::string& spec, uint64_t seed, std::string* origin,
                                  Precision precision) {
-  std::string checkpoint, preset;
-  int version = 0;
-  auto model = std::make_unique<Gpt2>(resolve_model_spec(spec, &checkpoint, &preset, &version),
+  std::string checkpoint, preset, description;
+  auto model = std::make_unique<Gpt2>(resolve_model_spec(spec, &checkpoint, &preset, &description),
                                       active_kernels(), precision);
   if (!checkpoint.empty()) {
-    load_checkpoint(checkpoint, *model);
-    if (origin) *origin = "checkpoint " + checkpoint + " (version " + std::to_string(version) + ")";
+    load_model_file(checkpoint, *model);
+    if (origin) *origin = "checkpoint " + checkpoint + " (" + description + ")";
   } else {
     init_gpt2(*model, seed);
     if (origin) *origin = "preset " + preset + ", GPT-2 initialisation, seed " + std::to_string(seed);
@@ -214,8 +214,7 @@ Trainer::Trainer(const TrainOptions& options, Communicator* world)
     resume_position = resume_from(opt_.resume);
   } else {
     std::string checkpoint, preset;
-    int version = 0;
-    check_memory(resolve_model_spec(opt_.model, &checkpoint, &preset, &version));
+    check_memory(resolve_model_spec(opt_.model, &checkpoint, &preset));
     model_ = make_model(opt_.model, opt_.seed, &origin_, precision_);
   }
   const ModelConfig& c = model_->config();

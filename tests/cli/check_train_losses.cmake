@@ -3,6 +3,9 @@
 # Optional: -DPRECISION=bf16 (default fp32), -DTOL_MICRO=N, the limit in units of 1e-6
 # (default 200), -DRECOMPUTE=gelu|all-pointwise (default none), and -DPLUGIN=PATH
 # -DOFFLOAD_LAYERS=N|all: the same run with that part of the model on the plugin's device.
+if(NOT DEFINED MODEL)  # -DMODEL=PATH: another model file of the fixture's weights
+  set(MODEL ${DIR}/${NAME}_model.bin)
+endif()
 if(NOT DEFINED PRECISION)
   set(PRECISION fp32)
 endif()
@@ -18,7 +21,7 @@ if(DEFINED PLUGIN)
   set(offload --plugin ${PLUGIN} --offload-layers ${OFFLOAD_LAYERS})
   set(log ${DIR}/${NAME}_llmcpu_${PRECISION}_offload_${OFFLOAD_LAYERS}_log.txt)
 endif()
-execute_process(COMMAND ${LLMCPU} train --model ${DIR}/${NAME}_model.bin --train-data ${DIR}/${NAME}_train.bin
+execute_process(COMMAND ${LLMCPU} train --model ${MODEL} --train-data ${DIR}/${NAME}_train.bin
                         --batch ${B} --seq-len ${T} --steps 10 --lr 1e-3 --weight-decay 0.01 --no-shuffle
                         --precision ${PRECISION} --recompute ${RECOMPUTE} --log ${log} ${offload}
                 RESULT_VARIABLE rc)

@@ -4,6 +4,7 @@
 // fuzzing starts past the first checks of each reader. The output is committed; run it again only
 // when a format changes:
 //   build-fuzz/fuzz_make_seeds tests/fuzz
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -12,6 +13,7 @@
 
 #include "core/io/checkpoint.h"
 #include "core/io/debug_state.h"
+#include "core/io/hf_gpt2.h"
 #include "core/io/token_shard.h"
 #include "core/io/train_state.h"
 #include "core/model/gpt2.h"
@@ -101,6 +103,28 @@ void token_shards() {
       written([&](const std::string& p) { write_token_shard(p, tokens); }));
   put("token_shard", "empty.bin",
       written([&](const std::string& p) { write_token_shard(p, std::vector<uint16_t>{}); }));
+}
+
+// fuzz_safetensors' input: a small GPT-2 (L=1 NH=1 C=2 V=3 maxT=2) written by save_hf_gpt2 in each
+// dtype, and the F32 one truncated.
+void safetensors_files() {
+  const ModelConfig c = shape(1, 1, 2, 3, padded_vocab(3), 2);
+  const ParameterLayout layout(c);
+  std::vector<float> p(layout.total());
+  for (size_t i = 0; i < p.size(); ++i) p[i] = 0.125f * float(int(i % 17) - 8);
+  std::fill(p.begin() + long(3 * 2), p.begin() + long(layout.offset(1)), 0.0f);  // padding rows
+  const std::pair<TensorDtype, const char*> dtypes[] = {
+      {TensorDtype::kF32, "f32"}, {TensorDtype::kBf16, "bf16"}, {TensorDtype::kF16, "f16"}};
+  for (const auto& [dtype_, name] : dtypes) {
+    const TensorDtype dtype = dtype_;  // a variable the lambda can capture
+    const std::string file = written([&](const std::string& path) {
+      save_hf_gpt2(path, fuzz::scratch_dir() + "/seed_config.json", c, p.data(), dtype);
+    });
+    put("safetensors", std::string(name) + ".safetensors", file);
+    if (dtype == TensorDtype::kF32) {
+      put("safetensors", "f32_truncated.safetensors", file.substr(0, file.size() - 3));
+    }
+  }
 }
 
 // fuzz_debug_state's input: kShapeBytes that pick the model's shape (fuzz::small_shape), then the
@@ -329,6 +353,7 @@ int main(int argc, char** argv) {
     checkpoints();
     token_shards();
     debug_states();
+    safetensors_files();
     train_states();
     resume_folders();
     tokenizer_files();

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "core/io/checkpoint.h"
+#include "core/io/model_file.h"
 #include "core/model/generate.h"
 #include "core/tokenizer/tokenizer.h"
 #include "core/util/rng.h"
@@ -24,7 +24,8 @@ int run_sample(const std::vector<std::string>& args) {
   uint64_t seed = 1337;
   ArgParser p("sample",
               "Generates text from a checkpoint, starting after <|endoftext|> and the prompt.");
-  p.option("model", 'e', &model_path, "CKPT", "llm.c checkpoint (version 3 or 5)");
+  p.option("model", 'e', &model_path, "CKPT",
+           "llm.c checkpoint (version 3 or 5), or model.safetensors or its folder");
   p.option("prompt", 'p', &prompt, "TEXT", "text to continue (default: none)");
   p.option("tokens", 'g', &tokens, "N", "tokens to generate (default 64)");
   p.option("temperature", 0, &temperature, "T", "softmax temperature; 0 picks the likeliest (default 1)");
@@ -40,9 +41,9 @@ int run_sample(const std::vector<std::string>& args) {
   const Placement placed = apply_placement_flags(placement);  // printed once the files have loaded
 
   const Tokenizer tok = Tokenizer::load(tokenizer_path.empty() ? default_tokenizer_dir() : tokenizer_path);
-  const CheckpointInfo info = read_checkpoint_header(model_path);
+  const ModelFileInfo info = read_model_file_header(model_path);
   Gpt2 model(info.config);
-  load_checkpoint(model_path, model);
+  load_model_file(model_path, model);
   const ModelConfig& c = model.config();
   if (tok.vocab_size() > c.padded_vocab_size) {
     throw UsageError("the tokenizer " + tok.source() + " has " +

@@ -3,8 +3,8 @@
 #include <string>
 #include <vector>
 
-#include "core/io/checkpoint.h"
 #include "core/io/debug_state.h"
+#include "core/io/model_file.h"
 #include "core/model/precision.h"
 #include "core/verify/verify.h"
 #include "simd/error.h"
@@ -23,7 +23,8 @@ int run_verify(const std::vector<std::string>& args) {
   ArgParser p("verify",
               "Runs forward and backward on a debug state's batch and compares logits, loss and all\n"
               "16 gradient tensors with it. Exit status 0: OK, 1: FAIL, 2: error.");
-  p.option("model", 'e', &model_path, "M.bin", "llm.c checkpoint (version 3 fp32 or 5 bf16)");
+  p.option("model", 'e', &model_path, "M.bin",
+           "llm.c checkpoint (version 3 fp32 or 5 bf16), or model.safetensors or its folder");
   p.option("state", 's', &state_path, "S.bin", "llm.c debug state (version 2) to compare with");
   p.option("write-state", 0, &write_state, "OUT.bin", "also write this program's batch, logits, loss, gradients");
   p.option("precision", 0, &precision, "P",
@@ -42,9 +43,9 @@ int run_verify(const std::vector<std::string>& args) {
   const Placement placed = apply_placement_flags(placement);  // printed once the files have loaded
   const int nthreads = placed.plan.num_threads();
 
-  const CheckpointInfo info = read_checkpoint_header(model_path);
+  const ModelFileInfo info = read_model_file_header(model_path);
   Gpt2 model(info.config, active_kernels(), prec);
-  load_checkpoint(model_path, model);
+  load_model_file(model_path, model);
   apply_plugin_flags(plugin, model);
   apply_offload_tolerances(p, model.offload_active(), &tol);
   if (prec == Precision::kBf16) {  // limits not given on the command line: the bf16 ones
@@ -53,9 +54,9 @@ int run_verify(const std::vector<std::string>& args) {
   }
   const DebugState ref = load_debug_state(state_path, info.config);
   std::printf("%s\n", placed.summary.c_str());
-  std::printf("verify: model %s (%s, version %d), state %s (B=%d T=%d), %s, %d threads\n",
-              model_path.c_str(), describe(info.config).c_str(), info.version, state_path.c_str(),
-              ref.B, ref.T, model.kernels_summary().c_str(), nthreads);
+  std::printf("verify: model %s (%s, %s), state %s (B=%d T=%d), %s, %d threads\n",
+              model_path.c_str(), describe(info.config).c_str(), info.description.c_str(),
+              state_path.c_str(), ref.B, ref.T, model.kernels_summary().c_str(), nthreads);
 
   DebugState ours;
   const VerifyReport report =

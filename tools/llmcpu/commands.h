@@ -16,5 +16,6 @@ int run_prepare(const std::vector<std::string>& args);
 int run_version(const std::vector<std::string>& args);
 int run_bench(const std::vector<std::string>& args);
 int run_plot(const std::vector<std::string>& args);
+int run_convert(const std::vector<std::string>& args);
 
 }  // namespace llmcpu

@@ -20,6 +20,7 @@ constexpr const char* kUsage =
     "  tokenize  GPT-2 token ids of a text file, or (--decode) the text of token ids\n"
     "  prepare   encode text files into llm.c token shards (val and train)\n"
     "  sample    generate text from a checkpoint (KV cache, temperature, top-k)\n"
+    "  convert   Hugging Face GPT-2 (model.safetensors) to an llm.c checkpoint and back\n"
     "  bench     time every layer's kernels and a training step per SIMD target, against the roofs\n"
     "  plot      draw the losses of llm.c log files (train --log) into a PNG or SVG (gnuplot)\n"
     "  version   this build (version, commit, compiler, kernel targets, optional parts) and CPU\n"
@@ -48,6 +49,7 @@ int main(int argc, char** argv) {
     }
     if (command == "bench") return llmcpu::run_bench(args);
     if (command == "plot") return llmcpu::run_plot(args);
+    if (command == "convert") return llmcpu::run_convert(args);
     if (command == "help" || command == "--help" || command == "-h") {
       std::fputs(kUsage, stdout);
       return 0;

@@ -25,7 +25,9 @@ std::string resolve_run_config(const std::string& name) {
 
 void add_train_flags(ArgParser& p, TrainOptions* o, TrainCliExtras* x) {
   p.config_flag("config", 0, resolve_run_config, "TOML file (or conf/runs/ name) of these flags' keys");
-  p.option("model", 'e', &o->model, "M", "checkpoint file, preset file (.toml) or preset name (gpt2-d2 ...)");
+  p.option("model", 'e', &o->model, "M",
+           "checkpoint file (llm.c .bin, or model.safetensors or its folder), preset file (.toml) "
+           "or preset name (gpt2-d2 ...)");
   p.option("train-data", 'i', &o->train_data, "GLOB", "llm.c token shard(s) to train on");
   p.option("val-data", 'j', &o->val_data, "GLOB", "llm.c token shard(s) for the validation loss");
   p.option("batch", 'b', &o->batch, "B", "sequences per micro-batch (default 4)");

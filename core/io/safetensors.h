@@ -1,0 +1,75 @@
+// The safetensors container (Hugging Face): an 8-byte little-endian header length N, N bytes of
+// JSON
+// {"NAME": {"dtype": "F32", "shape": [..], "data_offsets": [BEGIN, END]}, ..., "__metadata__":
+// {..}}, then the data section, which the offsets index (END exclusive, tensors row-major,
+// little-endian). Reading maps the file and checks everything against its length before any tensor
+// is read: the header length, each tensor's offsets and byte count against its dtype and shape, and
+// that the tensors do not overlap. Only the floating-point dtypes a GPT-2 is stored in (F32, F16,
+// BF16) are accepted. Deliberately not here: what the tensors mean (core/io/hf_gpt2.h).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/util/file.h"
+
+namespace llmcpu {
+
+enum class TensorDtype { kF32, kF16, kBf16 };
+
+// "F32", "F16", "BF16": the names safetensors uses.
+const char* dtype_name(TensorDtype dtype);
+size_t dtype_bytes(TensorDtype dtype);
+
+// One tensor of a mapped file.
+struct SafeTensor {
+  std::string name;
+  TensorDtype dtype = TensorDtype::kF32;
+  std::vector<size_t> shape;
+  size_t count = 0;               // elements: the product of shape
+  const uint8_t* data = nullptr;  // count * dtype_bytes(dtype) bytes inside the mapping
+
+  std::string shape_string() const;  // "(768, 2304)"
+};
+
+class SafetensorsFile {
+ public:
+  // Maps and checks the file; throws FileError naming the file, the tensor and the problem.
+  explicit SafetensorsFile(const std::string& path);
+
+  const std::string& path() const { return file_.path(); }
+  const std::vector<SafeTensor>& tensors() const { return tensors_; }  // in data order
+  const std::map<std::string, std::string>& metadata() const { return metadata_; }
+  // The tensor of that name, or null.
+  const SafeTensor* find(const std::string& name) const;
+
+ private:
+  MappedFile file_;
+  std::vector<SafeTensor> tensors_;
+  std::map<std::string, std::string> metadata_;
+};
+
+// Widens (F16, BF16: exactly) or copies the tensor's elements into out[0 .. count).
+void tensor_to_f32(const SafeTensor& t, float* out);
+
+// fp32 -> fp16, round to nearest even (overflow to infinity, NaN kept quiet); fp16 -> fp32 exact.
+uint16_t float_to_f16(float f);
+float f16_to_float(uint16_t h);
+
+// A tensor to be written: fp32 elements (row-major, `shape`) stored as `dtype`.
+struct TensorToWrite {
+  std::string name;
+  std::vector<size_t> shape;
+  const float* data;
+};
+
+// Writes a safetensors file of `tensors` (in that order in the data section) in `dtype`, with
+// `metadata` as "__metadata__", into an open writer that the caller finishes and publishes. The
+// header is padded with spaces to a multiple of 8 bytes, as the safetensors library writes it.
+void write_safetensors(AtomicFileWriter& out, const std::vector<TensorToWrite>& tensors,
+                       TensorDtype dtype, const std::map<std::string, std::string>& metadata);
+
+}  // namespace llmcpu

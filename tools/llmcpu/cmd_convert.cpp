@@ -1,0 +1,157 @@
+// `llmcpu convert`: a Hugging Face GPT-2 (model.safetensors + config.json) to an llm.c checkpoint,
+// or an llm.c checkpoint to a model.safetensors + config.json that transformers' GPT2LMHeadModel
+// loads. The direction follows from IN (llm.c's magic, or a safetensors file or folder). The
+// formats live in core/io (safetensors.h, hf_gpt2.h, checkpoint.h); this file only reads the words.
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/io/checkpoint.h"
+#include "core/io/hf_gpt2.h"
+#include "core/model/parameters.h"
+#include "simd/error.h"
+#include "tools/llmcpu/args.h"
+#include "tools/llmcpu/commands.h"
+#include "tools/llmcpu/positional_args.h"
+
+namespace llmcpu {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+std::unique_ptr<float[]> flat_parameters(const ModelConfig& c) {
+  return std::make_unique_for_overwrite<float[]>(ParameterLayout(c).total());
+}
+
+// Hugging Face -> llm.c.
+void import_hf(const std::string& in, const std::string& out, const std::string& dtype,
+               const std::string& config_path) {
+  const auto start = std::chrono::steady_clock::now();
+  if (is_hf_model(out)) {
+    throw UsageError("IN " + in +
+                     " is a Hugging Face model, so OUT is an llm.c "
+                     "checkpoint (.bin), not " +
+                     out);
+  }
+  int version = kCheckpointFp32;
+  if (dtype == "bf16") {
+    version = kCheckpointBf16;
+  } else if (dtype != "fp32") {
+    throw UsageError("--dtype " + dtype +
+                     ": an llm.c checkpoint is fp32 (version 3) or bf16 "
+                     "(version 5)");
+  }
+  const HfGpt2File file(hf_model_paths(in, config_path));
+  const ModelConfig& c = file.config();
+  const std::unique_ptr<float[]> params = flat_parameters(c);
+  file.load(params.get());
+  save_checkpoint(out, c, params.get(), version);
+  std::printf("convert: %s (%s, %s) -> %s (llm.c checkpoint version %d, Vp=%d) in %.2f s\n",
+              in.c_str(), describe(c).c_str(), file.description().c_str(), out.c_str(), version,
+              c.padded_vocab_size, seconds_since(start));
+}
+
+// llm.c -> Hugging Face: OUT is a .safetensors file (config.json written beside it) or a folder
+// (created if need be) that gets model.safetensors and config.json.
+void export_hf(const std::string& in, const std::string& out, const std::string& dtype) {
+  const auto start = std::chrono::steady_clock::now();
+  TensorDtype d;
+  if (dtype == "fp32") {
+    d = TensorDtype::kF32;
+  } else if (dtype == "bf16") {
+    d = TensorDtype::kBf16;
+  } else if (dtype == "fp16") {
+    d = TensorDtype::kF16;
+  } else {
+    throw UsageError("--dtype " + dtype + ": expected fp32, bf16 or fp16");
+  }
+  if (fs::path(out).extension() == ".bin") {
+    throw UsageError("IN " + in +
+                     " is an llm.c checkpoint, so OUT is a .safetensors "
+                     "file or a folder, not " +
+                     out);
+  }
+  const CheckpointInfo info = read_checkpoint_header(in);
+  const ModelConfig& c = info.config;
+  const std::unique_ptr<float[]> params = flat_parameters(c);
+  load_checkpoint(in, c, params.get());
+
+  std::error_code ec;
+  std::string weights = out, config = (fs::path(out).parent_path() / "config.json").string();
+  bool created = false;
+  if (fs::path(out).extension() != ".safetensors") {
+    created = fs::create_directories(out, ec);
+    if (ec) throw FileError(out, "cannot create the folder: " + ec.message());
+    weights = (fs::path(out) / "model.safetensors").string();
+    config = (fs::path(out) / "config.json").string();
+  }
+  HfSaveReport report;
+  try {
+    report = save_hf_gpt2(weights, config, c, params.get(), d);
+  } catch (...) {
+    if (created) fs::remove(out, ec);  // the folder this call made, empty again
+    throw;
+  }
+  if (report.nonzero_padding_rows > 0) {
+    std::fprintf(stderr,
+                 "convert: warning: %zu of wte's %d padding rows (%d..%d) were not zero; they are "
+                 "not written (no token looks them up and no logit of theirs counts, so the "
+                 "model's outputs are the same)\n",
+                 report.nonzero_padding_rows, c.padded_vocab_size - c.vocab_size, c.vocab_size,
+                 c.padded_vocab_size - 1);
+  }
+  std::printf("convert: %s (%s, llm.c checkpoint version %d) -> %s + %s (%s, V=%d) in %.2f s\n",
+              in.c_str(), describe(c).c_str(), info.version, weights.c_str(), config.c_str(),
+              dtype_name(d), c.vocab_size, seconds_since(start));
+}
+
+}  // namespace
+
+int run_convert(const std::vector<std::string>& args) {
+  std::string dtype, config_path;
+  ArgParser p(
+      "convert",
+      "Converts between a Hugging Face GPT-2 and an llm.c checkpoint; the direction follows\n"
+      "from IN. A Hugging Face model is a folder with model.safetensors and config.json, or\n"
+      "a .safetensors file (config.json beside it is read if there; else the shape comes\n"
+      "from the tensors, with GPT-2's head size 64). Its tensors may be F32, F16 or BF16,\n"
+      "named as transformers' GPT2Model or GPT2LMHeadModel saves them.\n"
+      "  HF -> llm.c: OUT is the checkpoint (.bin); wte is padded to a multiple of 128 rows.\n"
+      "  llm.c -> HF: OUT is a .safetensors file (config.json is written beside it) or a\n"
+      "  folder (made if missing) that gets model.safetensors and config.json; lm_head is\n"
+      "  tied to wte and not stored, as in OpenAI's files.\n"
+      "usage: llmcpu convert IN OUT [--dtype D] [--config config.json]");
+  p.option("dtype", 0, &dtype, "D",
+           "what OUT holds: fp32 (default) or bf16 (llm.c version 5); for safetensors also fp16");
+  p.option("config", 0, &config_path, "PATH", "IN's config.json, if not beside it (HF -> llm.c)");
+  const SplitArgs split = split_args(args, {"--dtype", "--config"});
+  if (!p.parse(split.flags)) return 0;
+  if (split.plain.size() != 2) {
+    throw UsageError("expected IN and OUT, got " + std::to_string(split.plain.size()) +
+                     " file names (see llmcpu convert --help)");
+  }
+  const std::string& in = split.plain[0];
+  const std::string& out = split.plain[1];
+  if (dtype.empty()) dtype = "fp32";
+  std::error_code ec;
+  if (!fs::exists(in, ec)) throw FileError(in, "no such file or folder");
+  if (is_hf_model(in)) {
+    import_hf(in, out, dtype, config_path);
+  } else {
+    if (!config_path.empty()) {
+      throw UsageError("--config: only for a Hugging Face IN; " + in + " is an llm.c checkpoint");
+    }
+    export_hf(in, out, dtype);
+  }
+  return 0;
+}
+
+}  // namespace llmcpu
