@@ -71,7 +71,8 @@ std::function<void()> owning(std::shared_ptr<Inputs> in, std::function<void()> c
 std::string dims(std::initializer_list<std::pair<const char*, size_t>> d) {
   std::string s;
   for (const auto& [name, value] : d) {
-    s += (s.empty() ? "" : " ") + std::string(name) + "=" + std::to_string(value);
+    if (!s.empty()) s += ' ';
+    s.append(name).append("=").append(std::to_string(value));
   }
   return s;
 }

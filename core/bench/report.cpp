@@ -83,14 +83,18 @@ std::string table(const BenchReport& rep) {
     std::string l = "|";
     for (size_t c = 0; c < row.size(); ++c) {
       const std::string pad(width[c] - row[c].size(), ' ');
-      l += " " + (numeric(c) ? pad + row[c] : row[c] + pad) + " |";
+      l += ' ';
+      l += numeric(c) ? pad + row[c] : row[c] + pad;
+      l += " |";
     }
     return l + "\n";
   };
   s += line(rows[0]);
   s += "|";
   for (size_t c = 0; c < width.size(); ++c) {
-    s += numeric(c) ? " " + std::string(width[c] - 1, '-') + ": |" : " " + std::string(width[c], '-') + " |";
+    s += ' ';
+    s.append(numeric(c) ? width[c] - 1 : width[c], '-');
+    s += numeric(c) ? ": |" : " |";
   }
   s += "\n";
   for (size_t i = 1; i < rows.size(); ++i) s += line(rows[i]);
@@ -99,11 +103,17 @@ std::string table(const BenchReport& rep) {
 
 std::string csv(const BenchReport& rep) {
   std::string s;
-  for (size_t c = 0; c < kCsvHeader.size(); ++c) s += (c ? "," : "") + kCsvHeader[c];
+  for (size_t c = 0; c < kCsvHeader.size(); ++c) {
+    if (c) s += ',';
+    s += kCsvHeader[c];
+  }
   s += "\n";
   for (const BenchRow& r : rep.rows) {
     const std::vector<std::string> row = cells(r);
-    for (size_t c = 0; c < row.size(); ++c) s += (c ? "," : "") + csv_field(row[c]);
+    for (size_t c = 0; c < row.size(); ++c) {
+      if (c) s += ',';
+      s += csv_field(row[c]);
+    }
     s += "\n";
   }
   return s;

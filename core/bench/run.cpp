@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "core/bench/layer_ops.h"
-#include "core/io/checkpoint.h"
+#include "core/io/model_file.h"
 #include "core/model/gpt2.h"
 #include "core/optim/adamw.h"
 #include "core/util/aligned_buffer.h"
@@ -68,7 +68,7 @@ std::vector<double> time_steps(const BenchOptions& o, const KernelTable& k, cons
   if (o.checkpoint.empty()) {
     init_gpt2(model, 1);
   } else {
-    load_checkpoint(o.checkpoint, model);
+    load_model_file(o.checkpoint, model);
   }
   const int B = o.batch, T = o.seq_len;
   model.plan_batch(B, T);

@@ -4,6 +4,7 @@
 
 #include "core/io/checkpoint.h"
 #include "core/io/hf_gpt2.h"
+#include "core/model/preset.h"
 #include "simd/error.h"
 
 namespace llmcpu {
@@ -36,6 +37,25 @@ void load_model_file(const std::string& path, Gpt2& model) {
                               describe(model.config()));
   }
   file.load(model.params_flat());
+}
+
+ModelConfig resolve_model_spec(const std::string& spec, std::string* checkpoint,
+                               std::string* preset, std::string* description) {
+  if (spec.empty()) throw UsageError("--model: required (a checkpoint file or a preset name)");
+  std::error_code ec;
+  const bool is_file = fs::is_regular_file(spec, ec);
+  if (is_model_file(spec)) {
+    *checkpoint = spec;
+    const ModelFileInfo info = read_model_file_header(spec);
+    if (description) *description = info.description;
+    return info.config;
+  }
+  *preset = is_file ? spec : find_conf_file("models", spec);
+  if (preset->empty()) {
+    throw UsageError("--model " + spec + ": no such checkpoint file, and no preset conf/models/" +
+                     spec + ".toml (try gpt2-d2, gpt2-d4, gpt2-d6, gpt2-124m)");
+  }
+  return load_model_preset(*preset);
 }
 
 }  // namespace llmcpu

@@ -28,31 +28,6 @@ namespace llmcpu {
 
 namespace fs = std::filesystem;
 
-namespace {
-
-// What --model names: a model file (an llm.c checkpoint or a Hugging Face model.safetensors or its
-// folder; returned in `checkpoint`, what it holds in `description`) or a preset file (`preset`).
-ModelConfig resolve_model_spec(const std::string& spec, std::string* checkpoint,
-                               std::string* preset, std::string* description = nullptr) {
-  if (spec.empty()) throw UsageError("--model: required (a checkpoint file or a preset name)");
-  std::error_code ec;
-  const bool is_file = fs::is_regular_file(spec, ec);
-  if (is_model_file(spec)) {
-    *checkpoint = spec;
-    const ModelFileInfo info = read_model_file_header(spec);
-    if (description) *description = info.description;
-    return info.config;
-  }
-  *preset = is_file ? spec : find_conf_file("models", spec);
-  if (preset->empty()) {
-    throw UsageError("--model " + spec + ": no such checkpoint file, and no preset conf/models/" +
-                     spec + ".toml (try gpt2-d2, gpt2-d4, gpt2-d6, gpt2-124m)");
-  }
-  return load_model_preset(*preset);
-}
-
-}  // namespace
-
 std::unique_ptr<Gpt2> make_model(const std::string& spec, uint64_t seed, std::string* origin,
                                  Precision precision) {
   std::string checkpoint, preset, description;

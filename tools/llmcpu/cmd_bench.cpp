@@ -9,8 +9,7 @@
 
 #include "core/bench/report.h"
 #include "core/bench/run.h"
-#include "core/io/checkpoint.h"
-#include "core/model/preset.h"
+#include "core/io/model_file.h"
 #include "simd/error.h"
 #include "simd/kernels.h"
 #include "tools/llmcpu/args.h"
@@ -22,24 +21,15 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// --model: an llm.c checkpoint (its shape, and its weights for the step), a preset file (.toml) or
-// a preset name from conf/models/.
+// --model: a model file (its shape, and its weights for the step), a preset file or a preset name.
 void resolve_model(const std::string& spec, bench::BenchOptions* o) {
-  std::error_code ec;
-  if (fs::is_regular_file(spec, ec) && fs::path(spec).extension() != ".toml") {
-    o->config = read_checkpoint_header(spec).config;
-    o->checkpoint = spec;
-    o->model = fs::path(spec).filename().string();
-    return;
+  std::string preset;
+  o->config = resolve_model_spec(spec, &o->checkpoint, &preset);
+  if (!o->checkpoint.empty()) {
+    o->model = fs::path(o->checkpoint).filename().string();
+  } else {
+    o->model = preset == spec ? fs::path(preset).stem().string() : spec;  // a file, or a name
   }
-  const bool file = fs::is_regular_file(spec, ec);
-  const std::string preset = file ? spec : find_conf_file("models", spec);
-  if (preset.empty()) {
-    throw UsageError("--model " + spec + ": no such checkpoint file, and no preset conf/models/" +
-                     spec + ".toml (try gpt2-d2, gpt2-d4, gpt2-d6, gpt2-124m)");
-  }
-  o->config = load_model_preset(preset);
-  o->model = file ? fs::path(spec).stem().string() : spec;
 }
 
 }  // namespace
@@ -49,7 +39,10 @@ int run_bench(const std::vector<std::string>& args) {
   bench::BenchOptions o;
   PlacementOptions placement;
   std::string available;
-  for (std::string_view t : available_targets()) available += (available.empty() ? "" : ",") + std::string(t);
+  for (std::string_view t : available_targets()) {
+    if (!available.empty()) available += ',';
+    available += t;
+  }
   const std::string targets_help =
       "comma-separated kernel targets (default: every one this CPU runs: " + available + ")";
   ArgParser p("bench",
