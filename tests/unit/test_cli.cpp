@@ -130,15 +130,23 @@ TEST_F(Cli, TrainGlobWithAShortShardSkipsIt) {
 // What a bug report needs: the version and commit, the compiler, the kernel targets built in and
 // those this CPU runs (every one the dispatcher offers), and the optional parts.
 TEST_F(Cli, VersionNamesTheBuildAndTheCpu) {
-  // The commit the sources are at, where they are a git checkout and git is installed.
-  const Outcome head = testing::run_shell("git -C " LLMCPU_FIXTURE_DIR " rev-parse HEAD 2>/dev/null");
-  const std::string commit = head.status == 0 ? head.output.substr(0, 12) : "unknown";
+  // Where the sources are a git checkout and git is installed, the commit named is one of its
+  // commits (the one built; later commits may have followed); otherwise "unknown".
+  const std::string git = "git -C " LLMCPU_FIXTURE_DIR " ";
+  const bool checkout = testing::run_shell(git + "rev-parse HEAD >/dev/null 2>&1").status == 0;
   for (const char* cmd : {"--version", "version"}) {
     const Outcome r = run(cmd);
     ASSERT_EQ(r.status, 0) << r.output;
-    EXPECT_TRUE(std::regex_search(r.output, std::regex("^llmcpu [0-9]+\\.[0-9]+\\.[0-9]+ \\(commit ")))
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(r.output, m, std::regex("^llmcpu [0-9]+\\.[0-9]+\\.[0-9]+ \\(commit ([^ ,]+)")))
         << r.output;
-    EXPECT_NE(r.output.find("(commit " + commit), std::string::npos) << commit << "\n" << r.output;
+    if (checkout) {
+      const std::string commit = m[1].str().substr(0, m[1].str().find("-dirty"));
+      EXPECT_EQ(testing::run_shell(git + "cat-file -e " + commit + "^{commit}").status, 0)
+          << commit << " is not a commit of this checkout\n" << r.output;
+    } else {
+      EXPECT_EQ(m[1].str(), "unknown") << r.output;
+    }
     EXPECT_TRUE(std::regex_search(r.output, std::regex("\ncompiler: +(g\\+\\+|clang) [0-9]+\\.")))
         << r.output;
     std::smatch runs;
