@@ -20,6 +20,7 @@
 #include "simd/kernels.h"
 
 #if defined(__x86_64__)
+#include <cpuid.h>
 #include <immintrin.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -34,7 +35,11 @@ bool cpu_has_avx512bf16() { return __builtin_cpu_supports("avx512bf16"); }
 // The kernel must grant AMX tile data to the process: arch_prctl(ARCH_REQ_XCOMP_PERM,
 // XFEATURE_XTILEDATA). Without it the first tile instruction faults.
 bool cpu_has_amx_bf16() {
-  if (!__builtin_cpu_supports("amx-tile") || !__builtin_cpu_supports("amx-bf16")) return false;
+  unsigned a, b, c, d;  // CPUID leaf 7: AMX-TILE is EDX bit 24, AMX-BF16 bit 22 (clang 14's
+                        // __builtin_cpu_supports knows neither name)
+  if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !(d & (1u << 24)) || !(d & (1u << 22))) {
+    return false;
+  }
   constexpr long kArchReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
   return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
 }

@@ -15,26 +15,8 @@ namespace {
 using namespace llmcpu::testing;
 using Tiny = TinyTokenizer;
 
-class Prepare : public ::testing::Test {
+class Prepare : public TinyPrepareTest {
  protected:
-  void SetUp() override {
-    dir_ = fresh_dir("prep");
-    fs::create_directories(dir_ + "/tok");
-    tok_ = std::make_unique<Tokenizer>(Tokenizer::load(Tiny::write(dir_ + "/tok")));
-  }
-  std::string input(const std::string& name, const std::string& text) {
-    write_file(dir_ + "/" + name, text);
-    return dir_ + "/" + name;
-  }
-  // What the shards must hold: every document preceded by <|endoftext|>.
-  std::vector<uint16_t> expected(const std::vector<std::string>& docs) const {
-    std::vector<uint16_t> all;
-    for (const std::string& d : docs) {
-      all.push_back(static_cast<uint16_t>(tok_->eot_token()));
-      for (int id : tok_->encode(d)) all.push_back(static_cast<uint16_t>(id));
-    }
-    return all;
-  }
   // The i-th train shard of `llmcpu prepare --name n`.
   static std::string shard(const std::string& out, int i) {
     char name[32];
@@ -45,8 +27,6 @@ class Prepare : public ::testing::Test {
     const TokenShard s(path);
     return std::vector<uint16_t>(s.tokens(), s.tokens() + s.size());
   }
-  std::string dir_;
-  std::unique_ptr<Tokenizer> tok_;
 };
 
 TEST_F(Prepare, ShardsHoldTheDocumentsWithSeparatorsSplitAsAsked) {

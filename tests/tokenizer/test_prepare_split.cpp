@@ -77,26 +77,8 @@ TEST(ShardWriterTail, NoTrainShardShorterThanHalfAShardUnlessAlone) {
   }
 }
 
-class PrepareSplit : public ::testing::Test {
+class PrepareSplit : public TinyPrepareTest {
  protected:
-  void SetUp() override {
-    dir_ = fresh_dir("split");
-    fs::create_directories(dir_ + "/tok");
-    tok_ = std::make_unique<Tokenizer>(Tokenizer::load(TinyTokenizer::write(dir_ + "/tok")));
-  }
-  std::string input(const std::string& name, const std::string& text) {
-    write_file(dir_ + "/" + name, text);
-    return dir_ + "/" + name;
-  }
-  // Every document preceded by <|endoftext|>.
-  std::vector<uint16_t> expected(const std::vector<std::string>& docs) const {
-    std::vector<uint16_t> all;
-    for (const std::string& d : docs) {
-      all.push_back(static_cast<uint16_t>(tok_->eot_token()));
-      for (int id : tok_->encode(d)) all.push_back(static_cast<uint16_t>(id));
-    }
-    return all;
-  }
   PrepareResult run(const std::vector<std::string>& inputs, const std::string& split) {
     PrepareOptions o;
     o.inputs = inputs;
@@ -106,9 +88,7 @@ class PrepareSplit : public ::testing::Test {
     o.shard_tokens = 8;
     return prepare_shards(*tok_, o);
   }
-  std::string dir_;
   int runs_ = 0;
-  std::unique_ptr<Tokenizer> tok_;
 };
 
 TEST_F(PrepareSplit, EachRuleCutsAfterItsSeparator) {

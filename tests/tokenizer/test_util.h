@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -176,5 +177,30 @@ inline void write_llmc_tokenizer(const std::string& path, const std::vector<std:
   }
   write_file(path, bytes);
 }
+
+// A test of `prepare` with the tiny tokenizer in a fresh folder: input files, and the stream the
+// shards must hold (every document preceded by <|endoftext|>).
+class TinyPrepareTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fresh_dir("prep");
+    fs::create_directories(dir_ + "/tok");
+    tok_ = std::make_unique<Tokenizer>(Tokenizer::load(TinyTokenizer::write(dir_ + "/tok")));
+  }
+  std::string input(const std::string& name, const std::string& text) {
+    write_file(dir_ + "/" + name, text);
+    return dir_ + "/" + name;
+  }
+  std::vector<uint16_t> expected(const std::vector<std::string>& docs) const {
+    std::vector<uint16_t> all;
+    for (const std::string& d : docs) {
+      all.push_back(static_cast<uint16_t>(tok_->eot_token()));
+      for (int id : tok_->encode(d)) all.push_back(static_cast<uint16_t>(id));
+    }
+    return all;
+  }
+  std::string dir_;
+  std::unique_ptr<Tokenizer> tok_;
+};
 
 }  // namespace llmcpu::testing
