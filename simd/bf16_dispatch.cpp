@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "simd/amx.h"
 #include "simd/bf16.h"
 #include "simd/error.h"
 #include "simd/hwy/registry.h"
@@ -39,7 +40,7 @@ const std::vector<Entry>& entries() {
       static Bf16Kernels dnnl = t->bf16;
       // AMX needs the kernel's permission for the tile state; without it oneDNN falls back to its
       // AVX-512 kernels and the own GEMM ranks first again.
-      const bool amx = onednn::cpu_has_amx_bf16() && onednn::request_amx_permission();
+      const bool amx = request_amx_permission();  // false without AMX-BF16
       if (best) {
         dnnl.target = "onednn";
         dnnl.matmul_forward = &onednn::bf16_matmul_forward;

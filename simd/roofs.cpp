@@ -16,14 +16,12 @@
 #include <memory>
 #include <string>
 
+#include "simd/amx.h"
 #include "simd/hwy/registry.h"
 #include "simd/kernels.h"
 
 #if defined(__x86_64__)
-#include <cpuid.h>
 #include <immintrin.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 #endif
 
 namespace llmcpu::roofs {
@@ -31,18 +29,6 @@ namespace llmcpu::roofs {
 #if defined(__x86_64__)
 
 bool cpu_has_avx512bf16() { return __builtin_cpu_supports("avx512bf16"); }
-
-// The kernel must grant AMX tile data to the process: arch_prctl(ARCH_REQ_XCOMP_PERM,
-// XFEATURE_XTILEDATA). Without it the first tile instruction faults.
-bool cpu_has_amx_bf16() {
-  unsigned a, b, c, d;  // CPUID leaf 7: AMX-TILE is EDX bit 24, AMX-BF16 bit 22 (clang 14's
-                        // __builtin_cpu_supports knows neither name)
-  if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !(d & (1u << 24)) || !(d & (1u << 22))) {
-    return false;
-  }
-  constexpr long kArchReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
-  return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
-}
 
 // Twelve independent accumulators cover the latency of VDPBF16PS times its issue width.
 __attribute__((target("avx512bf16,avx512f,avx512bw"))) double dpbf16_loop(size_t iterations,
@@ -124,11 +110,14 @@ __attribute__((target("amx-tile,amx-bf16,avx512f"))) double amx_loop(size_t iter
 #else  // no bf16 dot-product or tile instructions this benchmark knows of
 
 bool cpu_has_avx512bf16() { return false; }
-bool cpu_has_amx_bf16() { return false; }
 double dpbf16_loop(size_t, float) { return 0; }
 double amx_loop(size_t, float) { return 0; }
 
 #endif
+
+// Also asks the kernel for AMX tile data (simd/amx.h), without which the first tile instruction
+// faults; false on CPUs without AMX-BF16.
+bool cpu_has_amx_bf16() { return request_amx_permission(); }
 
 namespace {
 

@@ -6,12 +6,7 @@
 // dout is rounded to bf16 once per call into per-thread scratch; dbias is summed in fp32 here.
 #include "simd/onednn/bf16_matmul.h"
 
-#include <cpuid.h>
 #include <omp.h>
-#if defined(__linux__)
-#include <sys/syscall.h>
-#include <unistd.h>
-#endif
 
 #include <map>
 #include <tuple>
@@ -90,24 +85,6 @@ dnnl::memory wrap(const dnnl::memory::desc& d, const void* p) {
 }
 
 }  // namespace
-
-bool cpu_has_amx_bf16() {
-  unsigned a, b, c, d;
-  if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
-  return (d & (1u << 24)) && (d & (1u << 22));  // AMX-TILE, AMX-BF16
-}
-
-bool request_amx_permission() {
-#if defined(__linux__) && defined(SYS_arch_prctl)
-  if (!cpu_has_amx_bf16()) return false;
-  constexpr long kArchGetXcompPerm = 0x1022, kArchReqXcompPerm = 0x1023, kXtileData = 18;
-  if (syscall(SYS_arch_prctl, kArchReqXcompPerm, kXtileData) != 0) return false;
-  unsigned long granted = 0;
-  return syscall(SYS_arch_prctl, kArchGetXcompPerm, &granted) == 0 && (granted >> kXtileData) & 1u;
-#else
-  return false;
-#endif
-}
 
 void bf16_matmul_forward(float* out, const bf16* inp, const bf16* weight, const float* bias,
                          size_t N, int C, int OC) {

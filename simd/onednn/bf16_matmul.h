@@ -11,15 +11,6 @@
 
 namespace llmcpu::onednn {
 
-// Whether the CPU has AMX tiles with bf16 (CPUID leaf 7: AMX-TILE and AMX-BF16).
-bool cpu_has_amx_bf16();
-
-// Asks Linux for the AMX tile-data state (arch_prctl(ARCH_REQ_XCOMP_PERM, XTILEDATA)), without which
-// the first tile instruction faults. Linux grants it to the whole process, so the threads oneDNN
-// runs its tile kernels on have it too (oneDNN also asks before it uses tiles). Returns whether it
-// is granted; false on other systems and on CPUs without AMX.
-bool request_amx_permission();
-
 // Bf16Kernels::matmul_forward and matmul_backward (simd/bf16.h), same contracts. Primitives are
 // created once per shape and kept.
 void bf16_matmul_forward(float* out, const bf16* inp, const bf16* weight, const float* bias,
