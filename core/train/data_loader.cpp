@@ -27,6 +27,12 @@ void shuffle(std::vector<uint32_t>& v, Rng& rng) {
   for (size_t i = v.size(); i > 1; --i) std::swap(v[i - 1], v[rng.below(i)]);
 }
 
+// Why a shard of `tokens` tokens cannot give a batch of `need` (B*T+1).
+std::string too_short(size_t tokens, size_t need) {
+  return "holds " + std::to_string(tokens) + " tokens, fewer than one batch needs (B*T+1 = " +
+         std::to_string(need) + ")";
+}
+
 }  // namespace
 
 DataLoader::DataLoader(const std::string& pattern, int B, int T, int vocab_size, bool shuffle,
@@ -39,17 +45,17 @@ DataLoader::DataLoader(const std::string& pattern, int B, int T, int vocab_size,
     shard.check_vocab(vocab_size);
     largest = std::max(largest, shard.size());
     if (shard.size() < need) {
-      skipped_.push_back({file, shard.size()});
+      skipped_.push_back({file, shard.size(), too_short(shard.size(), need)});
       continue;
     }
     shards_.push_back(std::move(shard));
   }
   if (shards_.empty()) {
-    const std::string batch = "one batch needs (B*T+1 = " + std::to_string(need) + ")";
     throw FileError(pattern, skipped_.size() == 1
-                                 ? "holds " + std::to_string(largest) + " tokens, fewer than " + batch
+                                 ? skipped_[0].why
                                  : "none of its " + std::to_string(skipped_.size()) +
-                                       " shards holds the tokens " + batch + "; the largest holds " +
+                                       " shards holds the tokens one batch needs (B*T+1 = " +
+                                       std::to_string(need) + "); the largest holds " +
                                        std::to_string(largest));
   }
   // The largest shard's sample order up front: moving to another shard allocates nothing.

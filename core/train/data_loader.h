@@ -49,6 +49,7 @@ class DataLoader {
   struct Skipped {
     std::string file;
     size_t tokens;
+    std::string why;  // "holds N tokens, fewer than one batch needs (B*T+1 = M)"
   };
   // The shards too short for one sample, left out of the stream.
   const std::vector<Skipped>& skipped() const { return skipped_; }

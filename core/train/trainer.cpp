@@ -238,9 +238,7 @@ Trainer::Trainer(const TrainOptions& options, Communicator* world)
   for (const DataLoader* loader : {train_.get(), val_.get()}) {
     if (!loader) continue;
     for (const DataLoader::Skipped& s : loader->skipped()) {
-      notes_.push_back(s.file + " holds " + std::to_string(s.tokens) +
-                       " tokens, fewer than one batch needs (B*T+1 = " +
-                       std::to_string((size_t)opt_.batch * opt_.seq_len + 1) + "): skipped");
+      notes_.push_back(s.file + " " + s.why + ": skipped");
     }
   }
   if (resume_position) {
