@@ -10,8 +10,6 @@ TrainReports::TrainReports(const std::string& metrics_path, const PlotOptions& p
                            int64_t resumed_steps, const std::string& log_path)
     : plot_(plot) {
   if (!plot_.output.empty()) {
-    check_plot_options(plot_, "--plot");
-    find_gnuplot();
     std::error_code ec;
     if (resumed_steps >= 0 && !log_path.empty() && std::filesystem::is_regular_file(log_path, ec)) {
       try {
