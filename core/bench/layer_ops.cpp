@@ -15,6 +15,7 @@
 #include <memory>
 #include <string>
 
+#include "core/model/activations.h"
 #include "core/model/parameters.h"
 #include "core/util/aligned_buffer.h"
 
@@ -78,12 +79,6 @@ std::string dims(std::initializer_list<std::pair<const char*, size_t>> d) {
 }
 
 }  // namespace
-
-size_t head_chunk_rows(const ModelConfig& config, size_t BT) {
-  // As core/model/activations.cpp: one chunk's logits take at most 64 MiB.
-  const size_t rows = (size_t(64) << 20) / (size_t(config.padded_vocab_size) * sizeof(float));
-  return std::clamp<size_t>(rows, 1, BT);
-}
 
 std::vector<LayerOp> layer_ops(const ModelConfig& config, int B, int T, Precision precision,
                                const KernelTable& k, const Bf16Kernels& h) {

@@ -43,7 +43,4 @@ struct LayerOp {
 std::vector<LayerOp> layer_ops(const ModelConfig& config, int B, int T, Precision precision,
                                const KernelTable& k, const Bf16Kernels& h);
 
-// Rows of one chunk of the head's logits (as the model runs it: at most 64 MiB of logits).
-size_t head_chunk_rows(const ModelConfig& config, size_t BT);
-
 }  // namespace llmcpu::bench

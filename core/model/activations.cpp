@@ -40,15 +40,6 @@ class Carver {
   size_t total_ = 0;
 };
 
-// Rows of one chunk of the head: its logits take at most this much (or all rows, when fewer).
-constexpr size_t kHeadChunkBytes = size_t(64) << 20;
-
-size_t head_rows(const ModelConfig& c, size_t BT, bool keep_logits) {
-  if (keep_logits) return BT;
-  const size_t rows = kHeadChunkBytes / (size_t(c.padded_vocab_size) * sizeof(float));
-  return std::clamp<size_t>(rows, 1, BT);
-}
-
 // The forward views of one precision: fp32 tensors into `f32`, the G tensors into `gemm` (the same
 // carver when G is float), the head's logits into `head`.
 template <typename G>
@@ -64,7 +55,7 @@ void lay_out(ActivationViews<G>& a, const ModelConfig& c, int B, int T,
   a.BT = BT;
   a.C = C;
   a.NH = NH;
-  a.head_rows = head_rows(c, BT, o.keep_logits);
+  a.head_rows = head_chunk_rows(c, BT, o.keep_logits);
   a.keep_logits = o.keep_logits;
   a.recompute = o.recompute;
   f32.add(&a.encoded, BT * C);
@@ -101,6 +92,13 @@ void lay_out_grads(ActivationGradViews& g, const ModelConfig& c, int B, int T,
 }
 
 }  // namespace
+
+size_t head_chunk_rows(const ModelConfig& c, size_t BT, bool keep_logits) {
+  if (keep_logits) return BT;
+  constexpr size_t kHeadChunkBytes = size_t(64) << 20;  // a chunk's logits take at most this
+  const size_t rows = kHeadChunkBytes / (size_t(c.padded_vocab_size) * sizeof(float));
+  return std::clamp<size_t>(rows, 1, BT);
+}
 
 Recompute parse_recompute(std::string_view word, std::string_view flag) {
   // llm.c's -r 0, 1, 2 mean the same.

@@ -40,6 +40,10 @@ struct ActivationOptions {
   bool keep_logits = false;
 };
 
+// Rows of one chunk of the head over BT rows: its logits take at most 64 MiB (all BT rows when
+// keep_logits, or when fewer).
+size_t head_chunk_rows(const ModelConfig& c, size_t BT, bool keep_logits = false);
+
 // One layer's activations, llm.c's l_* pointers. Rows are the B*T tokens. G-typed tensors are read
 // only by a GEMM or recomputed; in bf16 they are stored in bf16.
 template <typename G>
