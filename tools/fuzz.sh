@@ -55,7 +55,16 @@ echo "== fuzz: configure and build $build (clang, libFuzzer, ASan, UBSan)"
 cmake -S . -B "$build" -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g" -DLLMCPU_FUZZ=ON -DLLMCPU_TESTS=OFF \
   -DLLMCPU_BENCH=OFF -DLLMCPU_VULKAN=OFF >/dev/null
-cmake --build "$build" --target llmcpu_fuzz
+cmake --build "$build" --target llmcpu_fuzz llmcpu
+# fuzz_cli's dictionary: the values in tests/fuzz/dict/cli.dict and every flag of every command, as
+# the commands' own --help lists them (no copy of the flag tables to keep up to date).
+llmcpu="$build/tools/llmcpu"
+{
+  cat tests/fuzz/dict/cli.dict
+  for command in $("$llmcpu" help | sed -n 's/^  \([a-z]*\) .*/\1/p' | grep -vx help); do
+    "$llmcpu" "$command" --help
+  done | grep -oE '(^| )--?[a-z][a-z0-9-]*' | tr -d ' ' | sort -u | sed 's/.*/"&"/'
+} >"$build/cli.dict"
 
 targets=${*:-$(cat "$build/fuzz_targets.txt")}
 cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
@@ -76,6 +85,7 @@ for name in $targets; do
   [ -d "tests/fuzz/regressions/$name" ] && set -- "$@" "tests/fuzz/regressions/$name"
   dict=""
   [ -f "tests/fuzz/dict/$name.dict" ] && dict="-dict=tests/fuzz/dict/$name.dict"
+  [ "$name" = cli ] && dict="-dict=$build/cli.dict"
   start=$(date +%s)
   rc=0
   # One OpenMP thread: the machine's cores are libFuzzer's, and the readers' parallel loops run

@@ -9,11 +9,12 @@ void validate(const ModelConfig& c, const std::string& source) {
   auto require = [&](bool ok, const std::string& what) {
     if (!ok) throw ShapeError(source + ": " + what + " (model " + describe(c) + ")");
   };
-  constexpr int kMaxDim = 1 << 24;
-  require(c.max_seq_len > 0 && c.max_seq_len <= kMaxDim, "maxT must be in 1.." + std::to_string(kMaxDim));
-  require(c.vocab_size > 0 && c.vocab_size <= kMaxDim, "V must be in 1.." + std::to_string(kMaxDim));
-  require(c.padded_vocab_size >= c.vocab_size && c.padded_vocab_size <= kMaxDim,
-          "Vp must be at least V and at most " + std::to_string(kMaxDim));
+  require(c.max_seq_len > 0 && c.max_seq_len <= kMaxSeqLen,
+          "maxT must be in 1.." + std::to_string(kMaxSeqLen));
+  require(c.vocab_size > 0 && c.vocab_size <= kMaxVocabSize,
+          "V must be in 1.." + std::to_string(kMaxVocabSize));
+  require(c.padded_vocab_size >= c.vocab_size && c.padded_vocab_size <= kMaxVocabSize,
+          "Vp must be at least V and at most " + std::to_string(kMaxVocabSize));
   require(c.num_layers > 0 && c.num_layers <= 4096, "L must be in 1..4096");
   require(c.num_heads > 0 && c.num_heads <= 4096, "NH must be in 1..4096");
   require(c.channels > 0 && c.channels <= 65536, "C must be in 1..65536");

@@ -19,6 +19,13 @@ struct ModelConfig {
 };
 
 inline constexpr int kVocabPadding = 128;
+// The largest maxT and V (and Vp) a model may have (validate()); the flags that count positions or
+// tokens are bounded by them before any model is read.
+inline constexpr int kMaxSeqLen = 1 << 24;
+inline constexpr int kMaxVocabSize = 1 << 24;
+// The most sequences in a micro-batch (--batch); a memory plan refuses what does not fit long
+// before, but B*T*C and the like stay far inside 64 bits.
+inline constexpr int kMaxBatch = 1 << 20;
 
 // V rounded up to a multiple of kVocabPadding.
 inline int padded_vocab(int V) { return (V + kVocabPadding - 1) / kVocabPadding * kVocabPadding; }

@@ -26,8 +26,8 @@ ModelConfig load_model_preset(const std::string& path) {
   const Key keys[] = {{"layers", &c.num_layers, 4096},
                       {"heads", &c.num_heads, 4096},
                       {"channels", &c.channels, 65536},
-                      {"max_seq_len", &c.max_seq_len, 1 << 24},
-                      {"vocab_size", &c.vocab_size, 1 << 24}};
+                      {"max_seq_len", &c.max_seq_len, kMaxSeqLen},
+                      {"vocab_size", &c.vocab_size, kMaxVocabSize}};
   for (const auto& [key, value] : table) {
     bool known = false;
     for (const Key& k : keys) known |= key.str() == k.name;

@@ -24,7 +24,6 @@ namespace llmcpu {
 namespace {
 
 constexpr const char* kInstallHint = "apt-get install gnuplot-nox";
-constexpr int kMinPixels = 100, kMaxPixels = 10000;
 
 std::string lower(std::string s) {
   for (char& c : s) c = (c >= 'A' && c <= 'Z') ? char(c - 'A' + 'a') : c;

@@ -16,6 +16,9 @@ namespace llmcpu {
 
 enum class PlotFormat { kPng, kSvg };
 
+// The sizes an image may have, in pixels, each way.
+inline constexpr int kMinPixels = 100, kMaxPixels = 10000;
+
 struct PlotOptions {
   std::string output{};    // *.png or *.svg
   std::string title{};     // empty: none

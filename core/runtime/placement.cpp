@@ -54,7 +54,7 @@ Placement apply_placement(const PlacementOptions& o) {
   std::string origin;
   if (req.threads == 0) {
     req.threads = omp_num_threads_from_environment();
-    if (req.threads > 0) origin = "OMP_NUM_THREADS";
+    if (req.threads > 0) origin = req.threads_origin = "OMP_NUM_THREADS";
   }
   req.smt = o.smt;
   req.cpus = o.cpus;

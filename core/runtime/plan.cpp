@@ -94,7 +94,7 @@ std::vector<int> parse_cpu_list(const std::string& list, const std::string& flag
 
 Plan make_plan(const Topology& topo, const PlanRequest& req) {
   if (req.threads < 0) {
-    throw UsageError("--threads " + std::to_string(req.threads) +
+    throw UsageError(req.threads_origin + " " + std::to_string(req.threads) +
                      ": must not be negative (0: one per core)");
   }
   std::vector<bool> usable(topo.pus.size());
@@ -156,6 +156,13 @@ Plan make_plan(const Topology& topo, const PlanRequest& req) {
                      (req.cpus.empty() ? "" : " with --cpus '" + req.cpus + "'"));
   }
 
+  const long usable_pus = std::count(usable.begin(), usable.end(), true);
+  if (req.threads > usable_pus) {
+    throw UsageError(req.threads_origin + " " + std::to_string(req.threads) + ": more threads than the " +
+                     std::to_string(usable_pus) + " PUs this process may use on " + topo.source +
+                     (req.cpus.empty() ? "" : " with --cpus '" + req.cpus + "'") +
+                     " (threads beyond one per PU would only take turns)");
+  }
   Plan plan;
   plan.policy = req.policy;
   plan.smt = req.smt;

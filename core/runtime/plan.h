@@ -30,7 +30,8 @@ std::vector<int> parse_cpu_list(const std::string& list, const std::string& flag
 
 struct PlanRequest {
   BindPolicy policy = BindPolicy::kCompact;
-  int threads = 0;   // 0: one per slot
+  int threads = 0;   // 0: one per slot; at most one per usable PU
+  std::string threads_origin = "--threads";  // what asked for them, for messages
   bool smt = false;  // use every PU of a core, not only the first
   std::string
       cpus;  // "" or a list of PU OS indexes (parse_cpu_list) to restrict the allowed ones to
@@ -53,7 +54,9 @@ struct Plan {
   bool oversubscribed() const { return num_threads() > slots; }
 };
 
-// Throws UsageError for a negative thread count, and for a --cpus list that names a PU the machine
+// Throws UsageError for a negative thread count, for more threads than usable PUs (more would only
+// take turns on them: oversubscribing cores is allowed up to the PUs, for SMT machines run without
+// --smt), and for a --cpus list that names a PU the machine
 // does not have or the process may not use.
 Plan make_plan(const Topology& topology, const PlanRequest& request);
 

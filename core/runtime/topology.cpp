@@ -3,6 +3,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -184,7 +185,41 @@ Topology this_machine_topology() {
   return read_topology(m.topology.get(), "this machine", &m.affinity);
 }
 
+namespace {
+
+// The PUs a synthetic description asks for: the product of its levels' arities ("package:2 core:4
+// pu:2" is 16; a bare "8" is one level of 8), or -1 when a level is not "N" or "TYPE:N" (attributes
+// in parentheses and "[numa]" memory levels aside; hwloc then judges it). kMaxSyntheticPus + 1
+// stands for anything larger, overflow included.
+int64_t synthetic_pus(const std::string& description) {
+  int64_t pus = 1;
+  size_t pos = 0;
+  while ((pos = description.find_first_not_of(" \t\n", pos)) != std::string::npos) {
+    const size_t end = std::min(description.find_first_of(" \t\n", pos), description.size());
+    std::string level = description.substr(pos, end - pos);
+    pos = end;
+    if (level[0] == '[') continue;
+    level = level.substr(0, level.find('('));
+    const std::string arity = level.substr(level.find(':') == std::string::npos ? 0 : level.find(':') + 1);
+    int64_t n = 0;
+    const auto [last, ec] = std::from_chars(arity.data(), arity.data() + arity.size(), n);
+    if (arity.empty() || last != arity.data() + arity.size()) return -1;
+    if (ec == std::errc::result_out_of_range || __builtin_mul_overflow(pus, n, &pus) ||
+        pus > kMaxSyntheticPus) {
+      return kMaxSyntheticPus + 1;
+    }
+  }
+  return pus;
+}
+
+}  // namespace
+
 Topology synthetic_topology(const std::string& description) {
+  if (synthetic_pus(description) > kMaxSyntheticPus) {
+    throw UsageError("--topology '" + description + "': describes more than " +
+                     std::to_string(kMaxSyntheticPus) +
+                     " PUs, more than any machine llmcpu plans for");
+  }
   TopologyHandle t = new_topology();
   if (description.empty() || hwloc_topology_set_synthetic(t.get(), description.c_str()) != 0) {
     throw UsageError("--topology '" + description +

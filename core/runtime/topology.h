@@ -62,7 +62,10 @@ struct Topology {
 // (HWLOC_TOPOLOGY_FLAG_INCLUDE_DISALLOWED is off) and PUs outside the affinity mask the process had
 // when this was first called are marked not allowed.
 Topology this_machine_topology();
-// From hwloc's synthetic syntax; throws UsageError naming --topology when hwloc rejects it.
+// The most PUs a synthetic machine may have (the largest real ones have a few thousand).
+inline constexpr int64_t kMaxSyntheticPus = 1 << 16;
+// From hwloc's synthetic syntax; throws UsageError naming --topology when hwloc rejects it or it
+// describes more than kMaxSyntheticPus PUs.
 Topology synthetic_topology(const std::string& description);
 // From an hwloc XML file (lstopo's .xml output); throws FileError naming --topology-xml when the
 // file is missing, unreadable or not an hwloc topology. Its allowed_cpuset is respected.

@@ -118,7 +118,9 @@ std::unique_ptr<CheckpointFiles> open_checkpoint(const std::string& dir, int64_t
   return files;
 }
 
-void check_options(const TrainOptions& o) {
+}  // namespace
+
+void check_train_options(const TrainOptions& o) {
   auto require = [](bool ok, const std::string& message) {
     if (!ok) throw UsageError(message);
   };
@@ -128,9 +130,14 @@ void check_options(const TrainOptions& o) {
   require(o.batch > 0, "--batch: must be positive, got " + std::to_string(o.batch));
   require(o.seq_len > 0, "--seq-len: must be positive, got " + std::to_string(o.seq_len));
   require(o.total_batch >= 0, "--total-batch: must not be negative");
-  require(o.total_batch == 0 || o.total_batch % (o.batch * o.seq_len) == 0,
+  // In 64 bits: B and T are each below 2^25, so their product cannot wrap here.
+  const int64_t bt = int64_t(o.batch) * o.seq_len;
+  require(bt <= INT32_MAX, "--batch " + std::to_string(o.batch) + " x --seq-len " +
+                               std::to_string(o.seq_len) + " = " + std::to_string(bt) +
+                               " tokens in one micro-batch; at most 2147483647");
+  require(o.total_batch == 0 || o.total_batch % bt == 0,
           "--total-batch " + std::to_string(o.total_batch) + " must be a multiple of B*T = " +
-              std::to_string(o.batch * o.seq_len));
+              std::to_string(bt));
   require(o.steps >= 0, "--steps: must not be negative, got " + std::to_string(o.steps));
   require(o.lr >= 0, "--lr: must not be negative");
   require(o.weight_decay >= 0, "--weight-decay: must not be negative");
@@ -154,16 +161,17 @@ void check_options(const TrainOptions& o) {
   require(o.max_bad_steps >= 1, "--max-bad-steps: must be at least 1, got " +
                                     std::to_string(o.max_bad_steps));
   parse_precision(o.precision, "--precision");
+  parse_recompute(o.recompute, "--recompute");
+  parse_lr_schedule(o.lr_schedule, "--lr-schedule");
+  if (!o.memory_limit.empty()) parse_memory_size(o.memory_limit, "--memory-limit");
   if (!o.plot_path.empty()) check_plot_options({.output = o.plot_path}, "--plot");
 }
-
-}  // namespace
 
 Trainer::Trainer(const TrainOptions& options, Communicator* world)
     : opt_(options),
       own_world_(world ? nullptr : single_process_communicator()),
       world_(world ? world : own_world_.get()),
-      schedule_((check_options(options), parse_lr_schedule(options.lr_schedule, "--lr-schedule")),
+      schedule_((check_train_options(options), parse_lr_schedule(options.lr_schedule, "--lr-schedule")),
                 options.lr, options.warmup, options.steps, options.lr_floor) {
   precision_ = parse_precision(opt_.precision, "--precision");
   recompute_ = parse_recompute(opt_.recompute, "--recompute");
@@ -198,10 +206,10 @@ Trainer::Trainer(const TrainOptions& options, Communicator* world)
   if (micro % ranks != 0) {
     throw UsageError("--total-batch " + std::to_string(opt_.total_batch) + ": " +
                      std::to_string(micro) + " micro-batches of B*T = " +
-                     std::to_string(opt_.batch * opt_.seq_len) + " tokens per step do not split " +
-                     "over " + std::to_string(ranks) + " ranks (make it a multiple of B*T*" +
-                     std::to_string(ranks) + " = " +
-                     std::to_string(opt_.batch * opt_.seq_len * ranks) + ")");
+                     std::to_string(int64_t(opt_.batch) * opt_.seq_len) +
+                     " tokens per step do not split over " + std::to_string(ranks) +
+                     " ranks (make it a multiple of B*T*" + std::to_string(ranks) + " = " +
+                     std::to_string(int64_t(opt_.batch) * opt_.seq_len * ranks) + ")");
   }
   grad_accum_ = micro / ranks;
   if (ranks > 1) sync_ = std::make_unique<GradientSync>(*world_, *model_, opt_.zero != 0);
@@ -449,6 +457,10 @@ DataPosition Trainer::resume_from(const std::string& dir) {
   for (int k = 0; k < resume_files_->sources(); ++k) {
     repack(spans, resume_files_->tensor(k, 0), k, resume_files_->sources(), params, 0, 1);
   }
+  if (s.step < 0 || s.step > INT32_MAX) {  // --steps counts in an int
+    throw FileError(state_path, "step " + std::to_string(s.step) +
+                                    " is outside 0..2147483647, the steps a run can count");
+  }
   step_ = static_cast<int>(s.step);
   origin_ = "resumed from " + state_path + " at step " + std::to_string(step_);
   if (s.shards() > 0) origin_ += " (" + std::to_string(s.shards()) + " ZeRO-1 shards)";
@@ -655,7 +667,7 @@ std::string Trainer::save_checkpoint_now() {
 }
 
 int micro_batches_per_step(const TrainOptions& o, int ranks) {
-  return o.total_batch == 0 ? ranks : int(o.total_batch / (o.batch * o.seq_len));
+  return o.total_batch == 0 ? ranks : int(o.total_batch / (int64_t(o.batch) * o.seq_len));
 }
 
 void Trainer::check_ranks_agree() const {

@@ -69,6 +69,11 @@ struct TrainOptions {
   int zero = -1;  // several ranks: 1 ZeRO-1 (the optimizer state sharded), 0 not; -1: 1
 };
 
+// The checks of the options that need no file and no machine (ranges that depend on each other,
+// the words that name a choice): UsageErrors naming the flag. The Trainer runs them first; the
+// command line runs them before anything is read.
+void check_train_options(const TrainOptions& o);
+
 // What --offload-layers and --device-memory-limit (text, as given) ask of a device: the options
 // Gpt2::enable_offload takes. Throws UsageError for a size that is not one.
 OffloadOptions offload_options(const std::string& layers, const std::string& device_memory_limit);

@@ -321,8 +321,9 @@ void texts() {
   put("encode", "eot.txt", "<|endoftext|>The end<|endoftext|>");
 }
 
-// fuzz_cli's input: byte 0 picks the subcommand (train, verify, sample, prepare, tokenize, topo),
-// then the words, separated by newlines.
+// fuzz_cli's input: byte 0 picks the subcommand by its index in tools/llmcpu/commands.h's table
+// (train, verify, sample, prepare, tokenize, topo, convert, bench, plot, version), then the words,
+// separated by newlines.
 void command_lines() {
   auto cli = [](char command, const std::string& words) { return std::string(1, command) + words; };
   put("cli", "train.txt",
@@ -336,6 +337,12 @@ void command_lines() {
       cli(3, "--input\na.txt\nb.txt\n-o\nout\n--name\nx\n--val-tokens\n100\n--shard-tokens=1000"));
   put("cli", "tokenize.txt", cli(4, "--decode\n--tokenizer\ntok\nfile.txt\nextra"));
   put("cli", "topo.txt", cli(5, "--threads\n3\n--smt\n--cpus\n0-3,8\n--bind\ncompact\n--json\n-h"));
+  put("cli", "topo_ranks.txt", cli(5, "--topology\npackage:2 core:4 pu:2\n--ranks\n3\n--json"));
+  put("cli", "convert.txt", cli(6, "in.bin\nout\n--dtype\nbf16\n--config=c.json"));
+  put("cli", "bench.txt",
+      cli(7, "--model\ngpt2-d2\n-b\n2\n-t\n64\n--targets\nscalar,avx2\n--reps\n3\n--format\ncsv"));
+  put("cli", "plot.txt", cli(8, "a.log\nb.log\n-o\nloss.svg\n--width\n640\n--height=480\n--log-scale"));
+  put("cli", "version.txt", cli(9, ""));
 }
 
 }  // namespace

@@ -119,10 +119,29 @@ TEST(RuntimePlan, FewerThreadsTakeTheFirstSlots) {
 }
 
 TEST(RuntimePlan, MoreThreadsThanCoresWrapAround) {
-  const Plan p = plan_for(synthetic_topology("package:1 core:2 pu:1"), BindPolicy::kCompact, 5);
+  // Up to one thread per PU without --smt: the cores' first PUs take turns.
+  const Plan p = plan_for(synthetic_topology("package:1 core:2 pu:2"), BindPolicy::kCompact, 3);
   EXPECT_EQ(p.slots, 2);
   EXPECT_TRUE(p.oversubscribed());
-  expect_plan(p, {{0, 1, 0, 1, 0}, {0, 1, 0, 1, 0}, {0, 0, 0, 0, 0}});
+  expect_plan(p, {{0, 2, 0}, {0, 1, 0}, {0, 0, 0}});
+}
+
+TEST(RuntimePlan, MoreThreadsThanPusAreRefused) {
+  for (const char* machine : {"package:1 core:2 pu:1", "package:1 core:2 pu:2"}) {
+    SCOPED_TRACE(machine);
+    const Topology t = synthetic_topology(machine);
+    const int pus = int(t.pus.size());
+    EXPECT_EQ(plan_for(t, BindPolicy::kCompact, pus).num_threads(), pus);
+    try {
+      plan_for(t, BindPolicy::kCompact, pus + 1);
+      ADD_FAILURE() << pus + 1 << " threads on " << pus << " PUs were planned";
+    } catch (const UsageError& e) {
+      EXPECT_EQ(std::string(e.what()),
+                "--threads " + std::to_string(pus + 1) + ": more threads than the " +
+                    std::to_string(pus) + " PUs this process may use on synthetic \"" + machine +
+                    "\" (threads beyond one per PU would only take turns)");
+    }
+  }
 }
 
 TEST(RuntimePlan, NoSmtMachineIgnoresTheSmtFlag) {

@@ -160,10 +160,10 @@ TEST(LrSchedule, TrainRefusesBadScheduleFlagsByName) {
   const struct {
     const char* flags;
     const char* message;
-  } cases[] = {{"--warmup -1", "--warmup: must not be negative"},
-               {"--lr-floor 1.5", "--lr-floor: must be a fraction in 0..1"},
-               {"--lr-floor -0.5", "--lr-floor: must be a fraction in 0..1"},
-               {"--lr -1e-3", "--lr: must not be negative"},
+  } cases[] = {{"--warmup -1", "--warmup -1 is out of range: expected an integer in 0..2147483647"},
+               {"--lr-floor 1.5", "--lr-floor 1.5 is out of range: expected a number in 0..1"},
+               {"--lr-floor -0.5", "--lr-floor -0.5 is out of range: expected a number in 0..1"},
+               {"--lr -1e-3", "--lr -1e-3 is out of range: expected a number in 0..3.40282e+38"},
                {"--lr-schedule cosin", "--lr-schedule: unknown schedule 'cosin'"}};
   for (const auto& c : cases) {
     const testing::Outcome r = run_llmcpu(run + c.flags);

@@ -4,12 +4,16 @@
 // Progress goes to stderr. The measuring is core/bench/.
 #include <cstdio>
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "core/bench/report.h"
 #include "core/bench/run.h"
 #include "core/io/model_file.h"
+#include "core/model/config.h"
+#include "core/model/precision.h"
+#include "core/train/memory_plan.h"
 #include "simd/error.h"
 #include "simd/kernels.h"
 #include "tools/llmcpu/args.h"
@@ -32,43 +36,80 @@ void resolve_model(const std::string& spec, bench::BenchOptions* o) {
   }
 }
 
-}  // namespace
+// The model and one step at the asked shape must fit in this process's memory: refused with the
+// numbers, before anything is allocated.
+void check_bench_memory(const bench::BenchOptions& o) {
+  MemoryRequest r;
+  r.config = o.config;
+  r.precision = o.precision;
+  r.batch = o.batch;
+  r.seq_len = o.seq_len;
+  r.total_batch = static_cast<long long>(o.batch) * o.seq_len;
+  const MemoryPlan plan = plan_memory(r);
+  const MemoryLimit limit = memory_limit(1);
+  if (limit.source.empty() || plan.total() <= limit.bytes) return;
+  char text[160];
+  std::snprintf(text, sizeof text, "need about %.0f MiB, but this process may use %.0f MiB (%s)",
+                plan.total() / (1024.0 * 1024.0), limit.bytes / (1024.0 * 1024.0),
+                limit.source.c_str());
+  throw UsageError("--batch " + std::to_string(o.batch) + " --seq-len " +
+                   std::to_string(o.seq_len) + ": the model and a step " + text + " (" +
+                   describe(plan) + ")");
+}
 
-int run_bench(const std::vector<std::string>& args) {
-  std::string model = "gpt2-d2", precision = "fp32", targets, format = "table";
-  bench::BenchOptions o;
-  PlacementOptions placement;
-  std::string available;
-  for (std::string_view t : available_targets()) {
-    if (!available.empty()) available += ',';
-    available += t;
+// The most timed repetitions --reps takes: a bench that a user can wait for.
+constexpr int kMaxReps = 10000;
+
+class BenchCommand : public Command {
+ public:
+  void add_flags(ArgParser& p) override {
+    std::string available;
+    for (std::string_view t : available_targets()) {
+      if (!available.empty()) available += ',';
+      available += t;
+    }
+    targets_help_ =
+        "comma-separated kernel targets (default: every one this CPU runs: " + available + ")";
+    p.option("model", 'e', &model_, "M",
+             "checkpoint file, preset file (.toml) or preset name (default gpt2-d2)");
+    p.option("batch", 'b', &o_.batch, "B", "batch size (default 2)", {1, kMaxBatch});
+    p.option("seq-len", 't', &o_.seq_len, "T",
+             "sequence length (default 64; at most the model's maxT)", {1, kMaxSeqLen});
+    p.option("precision", 0, &precision_, "P", "fp32 or bf16 (mixed precision; default fp32)");
+    p.option("targets", 0, &targets_, "LIST", targets_help_.c_str());
+    p.option("reps", 0, &o_.reps, "N", "timed calls of each op and timed steps (default 3)",
+             {1, kMaxReps});
+    p.option("format", 0, &format_, "F", "table (markdown), csv or json (default table)");
+    add_placement_flags(p, &placement_);
   }
-  const std::string targets_help =
-      "comma-separated kernel targets (default: every one this CPU runs: " + available + ")";
-  ArgParser p("bench",
-              "Times every kernel of a training step at a model's shapes (forward, backward, AdamW)\n"
-              "and a whole step, per SIMD target, against this machine's roofs measured at start.");
-  p.option("model", 'e', &model, "M",
-           "checkpoint file, preset file (.toml) or preset name (default gpt2-d2)");
-  p.option("batch", 'b', &o.batch, "B", "batch size (default 2)");
-  p.option("seq-len", 't', &o.seq_len, "T", "sequence length (default 64)");
-  p.option("precision", 0, &precision, "P", "fp32 or bf16 (mixed precision; default fp32)");
-  p.option("targets", 0, &targets, "LIST", targets_help.c_str());
-  p.option("reps", 0, &o.reps, "N", "timed calls of each op and timed steps (default 3)");
-  p.option("format", 0, &format, "F", "table (markdown), csv or json (default table)");
-  add_placement_flags(p, &placement);
-  if (!p.parse(args)) return 0;
+  void check(const ArgParser&) override {
+    bench::parse_format(format_);
+    parse_precision(precision_);
+    bench::resolve_targets(targets_);
+    check_placement_flags(placement_);
+  }
+  const PlacementOptions* placement() const override { return &placement_; }
+  int run(const ArgParser& p) override;
 
-  const bench::Format fmt = bench::parse_format(format);
-  o.precision = parse_precision(precision);
-  if (o.reps < 1) throw UsageError("--reps: expected at least 1, got " + std::to_string(o.reps));
-  if (o.batch < 1) throw UsageError("--batch: expected at least 1, got " + std::to_string(o.batch));
-  o.targets = bench::resolve_targets(targets);
-  resolve_model(model, &o);
-  if (o.seq_len < 1 || o.seq_len > o.config.max_seq_len) {
+ private:
+  std::string model_ = "gpt2-d2", precision_ = "fp32", targets_, format_ = "table";
+  std::string targets_help_;
+  bench::BenchOptions o_;
+  PlacementOptions placement_;
+};
+
+int BenchCommand::run(const ArgParser&) {
+  bench::BenchOptions& o = o_;
+  const bench::Format fmt = bench::parse_format(format_);
+  o.precision = parse_precision(precision_);
+  o.targets = bench::resolve_targets(targets_);
+  resolve_model(model_, &o);
+  if (o.seq_len > o.config.max_seq_len) {
     throw UsageError("--seq-len: expected 1 to " + std::to_string(o.config.max_seq_len) +
                      " (the model's maxT), got " + std::to_string(o.seq_len));
   }
+  check_bench_memory(o);
+  const PlacementOptions& placement = placement_;
   const Placement placed = apply_placement_flags(placement);
   std::fprintf(stderr, "%s\n", placed.summary.c_str());
   const bench::BenchReport report = bench::run_bench(o, [](const std::string& what) {
@@ -78,5 +119,9 @@ int run_bench(const std::vector<std::string>& args) {
   std::fwrite(text.data(), 1, text.size(), stdout);
   return 0;
 }
+
+}  // namespace
+
+std::unique_ptr<Command> make_bench_command() { return std::make_unique<BenchCommand>(); }
 
 }  // namespace llmcpu

@@ -15,7 +15,6 @@
 #include "simd/error.h"
 #include "tools/llmcpu/args.h"
 #include "tools/llmcpu/commands.h"
-#include "tools/llmcpu/positional_args.h"
 
 namespace llmcpu {
 
@@ -113,34 +112,37 @@ void export_hf(const std::string& in, const std::string& out, const std::string&
               dtype_name(d), c.vocab_size, seconds_since(start));
 }
 
-}  // namespace
-
-int run_convert(const std::vector<std::string>& args) {
-  std::string dtype, config_path;
-  ArgParser p(
-      "convert",
-      "Converts between a Hugging Face GPT-2 and an llm.c checkpoint; the direction follows\n"
-      "from IN. A Hugging Face model is a folder with model.safetensors and config.json, or\n"
-      "a .safetensors file (config.json beside it is read if there; else the shape comes\n"
-      "from the tensors, with GPT-2's head size 64). Its tensors may be F32, F16 or BF16,\n"
-      "named as transformers' GPT2Model or GPT2LMHeadModel saves them.\n"
-      "  HF -> llm.c: OUT is the checkpoint (.bin); wte is padded to a multiple of 128 rows.\n"
-      "  llm.c -> HF: OUT is a .safetensors file (config.json is written beside it) or a\n"
-      "  folder (made if missing) that gets model.safetensors and config.json; lm_head is\n"
-      "  tied to wte and not stored, as in OpenAI's files.\n"
-      "usage: llmcpu convert IN OUT [--dtype D] [--config config.json]");
-  p.option("dtype", 0, &dtype, "D",
-           "what OUT holds: fp32 (default) or bf16 (llm.c version 5); for safetensors also fp16");
-  p.option("config", 0, &config_path, "PATH", "IN's config.json, if not beside it (HF -> llm.c)");
-  const SplitArgs split = split_args(args, {"--dtype", "--config"});
-  if (!p.parse(split.flags)) return 0;
-  if (split.plain.size() != 2) {
-    throw UsageError("expected IN and OUT, got " + std::to_string(split.plain.size()) +
-                     " file names (see llmcpu convert --help)");
+class ConvertCommand : public Command {
+ public:
+  void add_flags(ArgParser& p) override {
+    p.option("dtype", 0, &dtype_, "D",
+             "what OUT holds: fp32 (default) or bf16 (llm.c version 5); for safetensors also fp16");
+    p.option("config", 0, &config_path_, "PATH",
+             "IN's config.json, if not beside it (HF -> llm.c)");
+    p.positionals(&files_);
   }
-  const std::string& in = split.plain[0];
-  const std::string& out = split.plain[1];
-  if (dtype.empty()) dtype = "fp32";
+  void check(const ArgParser&) override {
+    if (files_.size() != 2) {
+      throw UsageError("expected IN and OUT, got " + std::to_string(files_.size()) +
+                       " file names (see llmcpu convert --help)");
+    }
+    if (dtype_ != "fp32" && dtype_ != "bf16" && dtype_ != "fp16") {
+      throw UsageError("--dtype " + dtype_ + ": expected fp32, bf16 or fp16 (fp16 for safetensors only)");
+    }
+  }
+  int run(const ArgParser& p) override;
+
+ private:
+  std::string dtype_ = "fp32", config_path_;
+  std::vector<std::string> files_;
+};
+
+int ConvertCommand::run(const ArgParser&) {
+  const std::string& dtype = dtype_;
+  const std::string& config_path = config_path_;
+  const std::vector<std::string>& plain = files_;
+  const std::string& in = plain[0];
+  const std::string& out = plain[1];
   std::error_code ec;
   if (!fs::exists(in, ec)) throw FileError(in, "no such file or folder");
   if (is_hf_model(in)) {
@@ -153,5 +155,9 @@ int run_convert(const std::vector<std::string>& args) {
   }
   return 0;
 }
+
+}  // namespace
+
+std::unique_ptr<Command> make_convert_command() { return std::make_unique<ConvertCommand>(); }
 
 }  // namespace llmcpu

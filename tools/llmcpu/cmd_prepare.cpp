@@ -3,15 +3,16 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "core/data/document_split.h"
 #include "core/data/prepare.h"
 #include "core/tokenizer/tokenizer.h"
 #include "simd/error.h"
 #include "tools/llmcpu/args.h"
 #include "tools/llmcpu/commands.h"
-#include "tools/llmcpu/positional_args.h"
 
 namespace llmcpu {
 
@@ -45,62 +46,42 @@ void draw_bar(const PrepareProgress& p) {
   std::fflush(stderr);
 }
 
-}  // namespace
+class PrepareCommand : public Command {
+ public:
+  void add_flags(ArgParser& p) override {
+    p.list_option("input", 'i', &o_.inputs, "FILE...",
+                  "text files, one document each, in this order");
+    p.option("out-dir", 'o', &o_.out_dir, "DIR", "where the shards go (created if missing)");
+    p.option("name", 0, &o_.name, "NAME", "shard name prefix (default: data)");
+    p.option("val-tokens", 0, &o_.val_tokens, "N",
+             "tokens for validation (default: 10% of all tokens, at most one shard)",
+             {0, INT64_MAX});
+    p.option("shard-tokens", 0, &o_.shard_tokens, "N",
+             "tokens per shard (default 100000000, as llm.c; llm.c's header counts them in an "
+             "int32)",
+             {1, INT32_MAX});
+    p.option("split-on", 0, &o_.split_on, "HOW",
+             "documents in each file: file (default), blank-lines (as llm.c's tinyshakespeare), "
+             "lines, or regex:PATTERN; a document ends after its separator");
+    p.option("tokenizer", 0, &tokenizer_path_, "PATH",
+             "folder with encoder.json and vocab.bpe (default: the cache folder's tokenizer/)");
+  }
+  void check(const ArgParser&) override {
+    if (o_.inputs.empty()) throw UsageError("prepare: --input FILE... is required");
+    if (o_.out_dir.empty()) throw UsageError("prepare: --out-dir DIR is required");
+    DocumentSplit{o_.split_on};  // the rule's words and pattern
+  }
+  int run(const ArgParser& p) override;
 
-int run_prepare(const std::vector<std::string>& args) {
-  PrepareOptions o;
-  std::string tokenizer_path, inputs_help;
-  uint64_t shard_tokens = static_cast<uint64_t>(o.shard_tokens);
-  uint64_t val_tokens = 0;
-  ArgParser p(
-      "prepare",
-      "Encodes text files with GPT-2's tokenizer into llm.c token shards. Each input file is\n"
-      "one document, or several with --split-on; every document is preceded by <|endoftext|>.\n"
-      "The first --val-tokens tokens go to DIR/NAME_val_000000.bin, the rest to\n"
-      "DIR/NAME_train_000000.bin, NAME_train_000001.bin, ... of --shard-tokens each; a last\n"
-      "train shard shorter than half of --shard-tokens goes into the one before it.\n"
-      "llm.c's tinyshakespeare shards: --split-on blank-lines --val-tokens 32768.\n"
-      "usage: llmcpu prepare --input FILE... --out-dir DIR [--name NAME] [--val-tokens N]\n"
-      "                      [--shard-tokens N] [--split-on HOW] [--tokenizer PATH]");
-  p.option("input", 'i', &inputs_help, "FILE...", "text files, one document each, in this order");
-  p.option("out-dir", 'o', &o.out_dir, "DIR", "where the shards go (created if missing)");
-  p.option("name", 0, &o.name, "NAME", "shard name prefix (default: data)");
-  p.option("val-tokens", 0, &val_tokens, "N",
-           "tokens for validation (default: 10% of all tokens, at most one shard)");
-  p.option("shard-tokens", 0, &shard_tokens, "N", "tokens per shard (default 100000000, as llm.c)");
-  p.option("split-on", 0, &o.split_on, "HOW",
-           "documents in each file: file (default), blank-lines (as llm.c's tinyshakespeare), "
-           "lines, or regex:PATTERN; a document ends after its separator");
-  p.option("tokenizer", 0, &tokenizer_path, "PATH",
-           "folder with encoder.json and vocab.bpe (default: the cache folder's tokenizer/)");
-  const SplitArgs split = split_args(
-      args,
-      {"--out-dir", "-o", "--name", "--val-tokens", "--shard-tokens", "--split-on", "--tokenizer"},
-      {"--input", "-i"});
-  if (!p.parse(split.flags)) return 0;
-  if (!split.plain.empty()) {
-    throw UsageError("prepare: unexpected argument '" + split.plain[0] +
-                     "' (input files follow --input; see llmcpu prepare --help)");
-  }
-  for (const char* flag : {"--input", "-i"}) {
-    const auto it = split.lists.find(flag);
-    if (it == split.lists.end()) continue;
-    if (it->second.empty()) throw UsageError("prepare: --input needs at least one FILE");
-    o.inputs.insert(o.inputs.end(), it->second.begin(), it->second.end());
-  }
-  if (o.inputs.empty()) throw UsageError("prepare: --input FILE... is required");
-  if (o.out_dir.empty()) throw UsageError("prepare: --out-dir DIR is required");
-  if (shard_tokens < 1 || shard_tokens > INT32_MAX) {
-    throw UsageError("prepare: --shard-tokens " + std::to_string(shard_tokens) +
-                     " is outside 1..2147483647 (llm.c shards count tokens in an int32)");
-  }
-  o.shard_tokens = static_cast<int64_t>(shard_tokens);
-  if (p.given("val-tokens")) {
-    if (val_tokens > static_cast<uint64_t>(INT64_MAX))
-      throw UsageError("prepare: --val-tokens is too large");
-    o.val_tokens = static_cast<int64_t>(val_tokens);
-  }
-  if (tokenizer_path.empty()) tokenizer_path = default_tokenizer_dir();
+ private:
+  PrepareOptions o_;
+  std::string tokenizer_path_;
+};
+
+int PrepareCommand::run(const ArgParser&) {
+  const PrepareOptions& o = o_;
+  const std::string tokenizer_path =
+      tokenizer_path_.empty() ? default_tokenizer_dir() : tokenizer_path_;
   const Tokenizer tok = Tokenizer::load(tokenizer_path);
 
   const bool tty = ::isatty(STDERR_FILENO);
@@ -130,5 +111,9 @@ int run_prepare(const std::vector<std::string>& args) {
   }
   return 0;
 }
+
+}  // namespace
+
+std::unique_ptr<Command> make_prepare_command() { return std::make_unique<PrepareCommand>(); }
 
 }  // namespace llmcpu

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/io/model_file.h"
+#include "core/model/config.h"
 #include "core/model/generate.h"
 #include "core/tokenizer/tokenizer.h"
 #include "core/util/rng.h"
@@ -16,39 +17,64 @@
 
 namespace llmcpu {
 
-int run_sample(const std::vector<std::string>& args) {
-  std::string model_path, prompt, tokenizer_path;
-  int tokens = 64, top_k = 0;
-  PlacementOptions placement;
-  double temperature = 1.0;
-  uint64_t seed = 1337;
-  ArgParser p("sample",
-              "Generates text from a checkpoint, starting after <|endoftext|> and the prompt.");
-  p.option("model", 'e', &model_path, "CKPT",
-           "llm.c checkpoint (version 3 or 5), or model.safetensors or its folder");
-  p.option("prompt", 'p', &prompt, "TEXT", "text to continue (default: none)");
-  p.option("tokens", 'g', &tokens, "N", "tokens to generate (default 64)");
-  p.option("temperature", 0, &temperature, "T", "softmax temperature; 0 picks the likeliest (default 1)");
-  p.option("top-k", 0, &top_k, "K", "sample among the K likeliest tokens (default 0: all)");
-  p.option("seed", 0, &seed, "S", "sampling seed (default 1337)");
-  p.option("tokenizer", 0, &tokenizer_path, "PATH", "folder with encoder.json and vocab.bpe, or gpt2_tokenizer.bin");
-  add_placement_flags(p, &placement);
-  if (!p.parse(args)) return 0;
-  if (model_path.empty()) throw UsageError("--model is required");
-  if (tokens <= 0) throw UsageError("--tokens must be positive");
-  if (temperature < 0) throw UsageError("--temperature must not be negative");
-  if (top_k < 0) throw UsageError("--top-k must not be negative");
-  const Placement placed = apply_placement_flags(placement);  // printed once the files have loaded
+namespace {
 
-  const Tokenizer tok = Tokenizer::load(tokenizer_path.empty() ? default_tokenizer_dir() : tokenizer_path);
+class SampleCommand : public Command {
+ public:
+  void add_flags(ArgParser& p) override {
+    p.option("model", 'e', &model_path_, "CKPT",
+             "llm.c checkpoint (version 3 or 5), or model.safetensors or its folder");
+    p.option("prompt", 'p', &prompt_, "TEXT", "text to continue (default: none)");
+    p.option("tokens", 'g', &tokens_, "N",
+             "tokens to generate (default 64; with the prompt at most the model's context)",
+             {1, kMaxSeqLen});
+    p.option("temperature", 0, &temperature_, "T",
+             "softmax temperature; 0 picks the likeliest (default 1)", {0, 1e6});
+    p.option("top-k", 0, &top_k_, "K", "sample among the K likeliest tokens (default 0: all)",
+             {0, kMaxVocabSize});
+    p.option("seed", 0, &seed_, "S", "sampling seed (default 1337)", kAnyUint64);
+    p.option("tokenizer", 0, &tokenizer_path_, "PATH",
+             "folder with encoder.json and vocab.bpe, or gpt2_tokenizer.bin");
+    add_placement_flags(p, &placement_);
+  }
+  void check(const ArgParser&) override {
+    if (model_path_.empty()) throw UsageError("--model is required");
+    check_placement_flags(placement_);
+  }
+  const PlacementOptions* placement() const override { return &placement_; }
+  int run(const ArgParser& p) override;
+
+ private:
+  std::string model_path_, prompt_, tokenizer_path_;
+  int tokens_ = 64, top_k_ = 0;
+  PlacementOptions placement_;
+  double temperature_ = 1.0;
+  uint64_t seed_ = 1337;
+};
+
+int SampleCommand::run(const ArgParser&) {
+  const std::string& model_path = model_path_;
+  const std::string& prompt = prompt_;
+  const int tokens = tokens_, top_k = top_k_;
+  const double temperature = temperature_;
+  const Placement placed = apply_placement_flags(placement_);  // printed once the files have loaded
+
+  const Tokenizer tok =
+      Tokenizer::load(tokenizer_path_.empty() ? default_tokenizer_dir() : tokenizer_path_);
   const ModelFileInfo info = read_model_file_header(model_path);
   Gpt2 model(info.config);
   load_model_file(model_path, model);
   const ModelConfig& c = model.config();
+  if (tok.vocab_size() < c.vocab_size) {
+    throw UsageError("--tokenizer " + tok.source() + " has " + std::to_string(tok.vocab_size()) +
+                     " tokens, fewer than the V=" + std::to_string(c.vocab_size) + " of --model " +
+                     model_path + ": the ids from " + std::to_string(tok.vocab_size()) +
+                     " up that it may sample could not be decoded");
+  }
   if (tok.vocab_size() > c.padded_vocab_size) {
-    throw UsageError("the tokenizer " + tok.source() + " has " +
-                     std::to_string(tok.vocab_size()) + " tokens, more than the model's " +
-                     std::to_string(c.vocab_size));
+    throw UsageError("--tokenizer " + tok.source() + " has " + std::to_string(tok.vocab_size()) +
+                     " tokens, more than the " + std::to_string(c.padded_vocab_size) +
+                     " rows of --model " + model_path + "'s embedding");
   }
 
   std::vector<int> context = {tok.eot_token() < c.vocab_size ? tok.eot_token() : 0};
@@ -59,15 +85,16 @@ int run_sample(const std::vector<std::string>& args) {
     }
     tok.encode_append(prompt, context);
   }
-  const int length = static_cast<int>(context.size()) + tokens;
+  // Both are bounded (the prompt by what was read, --tokens by its range): no int overflows here.
+  const int64_t length = static_cast<int64_t>(context.size()) + tokens;
   if (length > c.max_seq_len) {
     throw UsageError("the prompt (" + std::to_string(context.size() - 1) + " tokens) and " +
                      "--tokens " + std::to_string(tokens) + " exceed the model's context of " +
                      std::to_string(c.max_seq_len) + " tokens");
   }
   std::fprintf(stderr, "%s\n", placed.summary.c_str());
-  Generator gen(model, length);
-  Rng rng(seed);
+  Generator gen(model, static_cast<int>(length));
+  Rng rng(seed_);
   std::fwrite(prompt.data(), 1, prompt.size(), stdout);
   const auto start = std::chrono::steady_clock::now();
   for (int t : context) gen.step(t);
@@ -86,5 +113,9 @@ int run_sample(const std::vector<std::string>& args) {
                generated, context.size(), s, generated / s);
   return 0;
 }
+
+}  // namespace
+
+std::unique_ptr<Command> make_sample_command() { return std::make_unique<SampleCommand>(); }
 
 }  // namespace llmcpu

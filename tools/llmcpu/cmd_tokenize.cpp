@@ -5,6 +5,7 @@
 #include <charconv>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -12,7 +13,6 @@
 #include "simd/error.h"
 #include "tools/llmcpu/args.h"
 #include "tools/llmcpu/commands.h"
-#include "tools/llmcpu/positional_args.h"
 
 namespace llmcpu {
 
@@ -65,38 +65,42 @@ std::vector<int> parse_ids(const std::string& text, const std::string& where) {
   return ids;
 }
 
-}  // namespace
+class TokenizeCommand : public Command {
+ public:
+  void add_flags(ArgParser& p) override {
+    p.option(
+        "tokenizer", 0, &tokenizer_path_, "PATH",
+        "folder with encoder.json and vocab.bpe, or an llm.c gpt2_tokenizer.bin (decode only);\n"
+        "                              default: the cache folder's tokenizer/ (tools/fetch-data.sh)");
+    p.flag("decode", 'd', &decode_, "ids to text");
+    p.positionals(&files_);
+  }
+  void check(const ArgParser&) override {
+    if (files_.size() > 1) {
+      throw UsageError("tokenize: expected one FILE, got " + std::to_string(files_.size()) +
+                       " (see llmcpu tokenize --help)");
+    }
+    if (!decode_ && files_.empty()) {
+      throw UsageError(
+          "tokenize: FILE is required ('-' reads standard input; see llmcpu tokenize --help)");
+    }
+  }
+  int run(const ArgParser& p) override;
 
-int run_tokenize(const std::vector<std::string>& args) {
-  std::string tokenizer_path;
-  bool decode = false;
-  ArgParser p(
-      "tokenize",
-      "Prints the GPT-2 token ids of FILE ('-': standard input) on one line, separated by\n"
-      "spaces. With --decode, reads ids (separated by spaces or newlines) from standard input\n"
-      "or FILE and writes exactly the bytes they stand for.\n"
-      "usage: llmcpu tokenize [--tokenizer PATH] FILE\n"
-      "       llmcpu tokenize --decode [--tokenizer PATH] [FILE]");
-  p.option(
-      "tokenizer", 0, &tokenizer_path, "PATH",
-      "folder with encoder.json and vocab.bpe, or an llm.c gpt2_tokenizer.bin (decode only);\n"
-      "                              default: the cache folder's tokenizer/ (tools/fetch-data.sh)");
-  p.flag("decode", 'd', &decode, "ids to text");
-  const SplitArgs split = split_args(args, {"--tokenizer"});
-  if (!p.parse(split.flags)) return 0;
-  if (split.plain.size() > 1) {
-    throw UsageError("tokenize: expected one FILE, got " + std::to_string(split.plain.size()) +
-                     " (see llmcpu tokenize --help)");
-  }
-  if (!decode && split.plain.empty()) {
-    throw UsageError(
-        "tokenize: FILE is required ('-' reads standard input; see llmcpu tokenize --help)");
-  }
+ private:
+  std::string tokenizer_path_;
+  bool decode_ = false;
+  std::vector<std::string> files_;
+};
+
+int TokenizeCommand::run(const ArgParser&) {
+  std::string tokenizer_path = tokenizer_path_;
+  const bool decode = decode_;
   if (tokenizer_path.empty()) tokenizer_path = default_tokenizer_dir();
   const Tokenizer tok = Tokenizer::load(tokenizer_path);
 
   if (decode) {
-    const std::string src = split.plain.empty() ? "-" : split.plain[0];
+    const std::string src = files_.empty() ? "-" : files_[0];
     const std::vector<int> ids = parse_ids(read_all(src), src == "-" ? "standard input" : src);
     write_all(tok.decode(ids.data(), ids.size()));
     return 0;
@@ -106,7 +110,7 @@ int run_tokenize(const std::vector<std::string>& args) {
                      " can only decode (an llm.c gpt2_tokenizer.bin); encoding needs a folder with "
                      "encoder.json and vocab.bpe");
   }
-  const std::vector<int> ids = tok.encode(read_all(split.plain[0]));
+  const std::vector<int> ids = tok.encode(read_all(files_[0]));
   std::string out;
   out.reserve(ids.size() * 6 + 1);
   char num[16];
@@ -119,5 +123,9 @@ int run_tokenize(const std::vector<std::string>& args) {
   write_all(out);
   return 0;
 }
+
+}  // namespace
+
+std::unique_ptr<Command> make_tokenize_command() { return std::make_unique<TokenizeCommand>(); }
 
 }  // namespace llmcpu

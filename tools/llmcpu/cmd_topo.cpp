@@ -84,36 +84,50 @@ void print_plan(const Plan& plan, const std::string& threads_origin) {
   }
 }
 
-}  // namespace
+// The most ranks `topo --ranks` plans (ranks of one job on one machine).
+constexpr int kMaxRanks = 4096;
 
-int run_topo(const std::vector<std::string>& args) {
-  PlacementOptions o;
-  std::string synthetic, xml;
-  bool json = false;
-  int ranks = 1;
-  ArgParser p(
-      "topo",
-      "Prints this machine's topology (or a synthetic or XML one) and the thread plan train and\n"
-      "verify would apply. Binds nothing.");
-  p.option("topology", 0, &synthetic, "DESC",
-           "a synthetic machine in hwloc's syntax, e.g. \"package:2 numa:2 core:4 pu:2\"");
-  p.option("topology-xml", 0, &xml, "FILE", "a machine saved by hwloc (lstopo FILE.xml)");
-  add_placement_flags(p, &o, /*with_numa=*/false);
-  p.option("ranks", 0, &ranks, "N",
-           "the plan of each of N ranks on this machine (mpirun -np N --bind-to none): the cores "
-           "each one gets and its threads");
-  p.flag("json", 0, &json,
-         "print only the plan: {\"threads\":[{\"thread\":0,\"pu\":P,\"core\":C,\"numa\":N},...]}");
-  if (!p.parse(args)) return 0;
-  if (ranks < 1)
-    throw UsageError("--ranks: expected a positive number of ranks, got " + std::to_string(ranks));
-  if (ranks > 1 && !o.cpus.empty()) {
-    throw UsageError(
-        "topo: --ranks splits the machine among the ranks; --cpus would restrict all of them");
+class TopoCommand : public Command {
+ public:
+  void add_flags(ArgParser& p) override {
+    p.option("topology", 0, &synthetic_, "DESC",
+             "a synthetic machine in hwloc's syntax, e.g. \"package:2 numa:2 core:4 pu:2\" (at "
+             "most 65536 PUs)");
+    p.option("topology-xml", 0, &xml_, "FILE", "a machine saved by hwloc (lstopo FILE.xml)");
+    add_placement_flags(p, &o_, /*with_numa=*/false);
+    p.option("ranks", 0, &ranks_, "N",
+             "the plan of each of N ranks on this machine (mpirun -np N --bind-to none): the cores "
+             "each one gets and its threads",
+             {1, kMaxRanks});
+    p.flag("json", 0, &json_,
+           "print only the plan: {\"threads\":[{\"thread\":0,\"pu\":P,\"core\":C,\"numa\":N},...]}");
   }
-  if (p.given("topology") && p.given("topology-xml")) {
-    throw UsageError("topo: --topology and --topology-xml both name a machine; give one");
+  void check(const ArgParser& p) override {
+    check_placement_flags(o_, /*with_numa=*/false);
+    if (ranks_ > 1 && !o_.cpus.empty()) {
+      throw UsageError(
+          "topo: --ranks splits the machine among the ranks; --cpus would restrict all of them");
+    }
+    if (p.given("topology") && p.given("topology-xml")) {
+      throw UsageError("topo: --topology and --topology-xml both name a machine; give one");
+    }
   }
+  const PlacementOptions* placement() const override { return &o_; }
+  int run(const ArgParser& p) override;
+
+ private:
+  PlacementOptions o_;
+  std::string synthetic_, xml_;
+  bool json_ = false;
+  int ranks_ = 1;
+};
+
+int TopoCommand::run(const ArgParser& p) {
+  const PlacementOptions& o = o_;
+  const std::string& synthetic = synthetic_;
+  const std::string& xml = xml_;
+  const bool json = json_;
+  const int ranks = ranks_;
 
   PlanRequest req;
   req.policy = parse_bind_policy(o.bind);
@@ -126,7 +140,7 @@ int run_topo(const std::vector<std::string>& args) {
   std::string origin;
   if (req.threads == 0 && topo.this_system) {  // as train and verify would count them
     req.threads = omp_num_threads_from_environment();
-    if (req.threads > 0) origin = "OMP_NUM_THREADS";
+    if (req.threads > 0) origin = req.threads_origin = "OMP_NUM_THREADS";
   }
   if (ranks > 1) {
     // As `llmcpu train` under mpirun without binding: each rank plans inside its share.
@@ -165,5 +179,9 @@ int run_topo(const std::vector<std::string>& args) {
   }
   return 0;
 }
+
+}  // namespace
+
+std::unique_ptr<Command> make_topo_command() { return std::make_unique<TopoCommand>(); }
 
 }  // namespace llmcpu

@@ -86,15 +86,7 @@ void print_optimizer_memory(const Trainer& trainer, const Gpt2& m) {
   }
 }
 
-int train_in(Communicator& world, const std::vector<std::string>& args) {
-  TrainOptions o;
-  TrainCliExtras extra;
-  ArgParser p("train",
-              "Trains a GPT-2 model (from a checkpoint or a preset) on llm.c token shards.\n"
-              "Every flag can also be a key of a --config TOML file; flags override the file.");
-  add_train_flags(p, &o, &extra);
-  if (!p.parse(args)) return 0;
-  check_plugin_flags(p, extra.plugin);
+int train_in(Communicator& world, TrainOptions o, TrainCliExtras extra) {
   o.shuffle = !extra.no_shuffle;
   // Several ranks on one machine: each one's threads on cores of its own, unless --cpus or mpirun's
   // binding says where.
@@ -106,7 +98,6 @@ int train_in(Communicator& world, const std::vector<std::string>& args) {
   // data have loaded: a mistyped command shows its error first.
   const Placement placed = apply_placement_flags(extra.placement);
   const int nthreads = placed.plan.num_threads();
-  parse_precision(o.precision, "--precision");  // before anything is loaded: a typo fails fast
 
   o.plugin = extra.plugin.path;
   o.offload_layers = extra.plugin.layers;
@@ -118,11 +109,11 @@ int train_in(Communicator& world, const std::vector<std::string>& args) {
   const Gpt2& m = trainer.model();
   std::printf("train: %s\n", trainer.model_origin().c_str());
   const int ranks = world.size();
-  std::printf("train: %s, %zu parameters, B=%d T=%d, %d micro-batches per step (%d tokens), "
+  const long long micro = (long long)trainer.grad_accum() * ranks;
+  std::printf("train: %s, %zu parameters, B=%d T=%d, %lld micro-batches per step (%lld tokens), "
               "%s, %d threads\n",
-              describe(m.config()).c_str(), m.num_parameters(), o.batch, o.seq_len,
-              trainer.grad_accum() * ranks, trainer.grad_accum() * ranks * o.batch * o.seq_len,
-              m.kernels_summary().c_str(), nthreads);
+              describe(m.config()).c_str(), m.num_parameters(), o.batch, o.seq_len, micro,
+              micro * o.batch * o.seq_len, m.kernels_summary().c_str(), nthreads);
   if (ranks > 1) {
     std::printf("train: %s; %d micro-batches per rank per step\n", world.describe().c_str(),
                 trainer.grad_accum());
@@ -133,7 +124,7 @@ int train_in(Communicator& world, const std::vector<std::string>& args) {
               trainer.memory_limit().bytes / (1024.0 * 1024.0),
               trainer.memory_limit().source.c_str());
   std::fflush(stdout);
-  SampleDecoder decode = make_sample_decoder(extra, o.sample_every > 0);
+  SampleDecoder decode = make_sample_decoder(extra, o.sample_every > 0, m.config().vocab_size);
 
   TrainObserver obs;
   obs.on_step = [](const StepReport& r) {
@@ -180,18 +171,32 @@ int train_in(Communicator& world, const std::vector<std::string>& args) {
   return 0;
 }
 
-}  // namespace
+class TrainCommand : public Command {
+ public:
+  void add_flags(ArgParser& p) override { add_train_flags(p, &o_, &extra_); }
+  void check(const ArgParser& p) override {
+    check_placement_flags(extra_.placement);
+    check_plugin_flags(p, extra_.plugin);
+    check_train_options(o_);
+  }
+  const PlacementOptions* placement() const override { return &extra_.placement; }
+  int run(const ArgParser& p) override;
+
+ private:
+  TrainOptions o_;
+  TrainCliExtras extra_;
+};
 
 // Under mpirun every rank runs this with the same flags; rank 0 prints, the others are quiet. A rank
 // that fails prints its error naming itself and ends the whole job.
-int run_train(const std::vector<std::string>& args) {
+int TrainCommand::run(const ArgParser&) {
   std::unique_ptr<Communicator> world = world_communicator();
-  if (world->size() == 1) return train_in(*world, args);
+  if (world->size() == 1) return train_in(*world, o_, extra_);
   if (world->rank() != 0 && !std::freopen("/dev/null", "w", stdout)) {
     throw FileError("/dev/null", "cannot quiet the output of rank " + std::to_string(world->rank()));
   }
   try {
-    return train_in(*world, args);
+    return train_in(*world, o_, extra_);
   } catch (const std::exception& e) {
     std::fflush(stdout);
     std::fprintf(stderr, "llmcpu train: error on rank %d of %d: %s\n", world->rank(),
@@ -201,5 +206,9 @@ int run_train(const std::vector<std::string>& args) {
     return 2;
   }
 }
+
+}  // namespace
+
+std::unique_ptr<Command> make_train_command() { return std::make_unique<TrainCommand>(); }
 
 }  // namespace llmcpu

@@ -1,5 +1,6 @@
 // `llmcpu verify`: llm.c's test_gpt2 check of a model against a debug state.
 #include <cstdio>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -15,31 +16,52 @@
 
 namespace llmcpu {
 
-int run_verify(const std::vector<std::string>& args) {
-  std::string model_path, state_path, write_state, precision = "fp32", recompute = "none";
-  PlacementOptions placement;
-  PluginFlags plugin;
-  VerifyTolerances tol;
-  ArgParser p("verify",
-              "Runs forward and backward on a debug state's batch and compares logits, loss and all\n"
-              "16 gradient tensors with it. Exit status 0: OK, 1: FAIL, 2: error.");
-  p.option("model", 'e', &model_path, "M.bin",
-           "llm.c checkpoint (version 3 fp32 or 5 bf16), or model.safetensors or its folder");
-  p.option("state", 's', &state_path, "S.bin", "llm.c debug state (version 2) to compare with");
-  p.option("write-state", 0, &write_state, "OUT.bin", "also write this program's batch, logits, loss, gradients");
-  p.option("precision", 0, &precision, "P",
-           "fp32 (default) or bf16 (mixed precision; limits default to 1.25e-2 and 1e-1 then)");
-  p.option("recompute", 0, &recompute, "R",
-           "none (default), gelu or all-pointwise: recompute in the backward pass, as train does");
-  add_placement_flags(p, &placement);
-  add_plugin_flags(p, &plugin);
-  add_tolerance_flags(p, &tol);
-  if (!p.parse(args)) return 0;
-  check_plugin_flags(p, plugin);
-  if (model_path.empty()) throw UsageError("--model is required");
-  if (state_path.empty()) throw UsageError("--state is required");
-  const Precision prec = parse_precision(precision, "--precision");
-  const Recompute rc = parse_recompute(recompute, "--recompute");
+namespace {
+
+class VerifyCommand : public Command {
+ public:
+  void add_flags(ArgParser& p) override {
+    p.option("model", 'e', &model_path_, "M.bin",
+             "llm.c checkpoint (version 3 fp32 or 5 bf16), or model.safetensors or its folder");
+    p.option("state", 's', &state_path_, "S.bin", "llm.c debug state (version 2) to compare with");
+    p.option("write-state", 0, &write_state_, "OUT.bin",
+             "also write this program's batch, logits, loss, gradients");
+    p.option("precision", 0, &precision_, "P",
+             "fp32 (default) or bf16 (mixed precision; limits default to 1.25e-2 and 1e-1 then)");
+    p.option("recompute", 0, &recompute_, "R",
+             "none (default), gelu or all-pointwise: recompute in the backward pass, as train does");
+    add_placement_flags(p, &placement_);
+    add_plugin_flags(p, &plugin_);
+    add_tolerance_flags(p, &tol_);
+  }
+  void check(const ArgParser& p) override {
+    check_plugin_flags(p, plugin_);
+    if (model_path_.empty()) throw UsageError("--model is required");
+    if (state_path_.empty()) throw UsageError("--state is required");
+    parse_precision(precision_, "--precision");
+    parse_recompute(recompute_, "--recompute");
+    check_placement_flags(placement_);
+    apply_offload_tolerances(p, /*offloading=*/false, &tol_);  // only checks them
+  }
+  const PlacementOptions* placement() const override { return &placement_; }
+  int run(const ArgParser& p) override;
+
+ private:
+  std::string model_path_, state_path_, write_state_, precision_ = "fp32", recompute_ = "none";
+  PlacementOptions placement_;
+  PluginFlags plugin_;
+  VerifyTolerances tol_;
+};
+
+int VerifyCommand::run(const ArgParser& p) {
+  const std::string& model_path = model_path_;
+  const std::string& state_path = state_path_;
+  const std::string& write_state = write_state_;
+  const PlacementOptions& placement = placement_;
+  const PluginFlags& plugin = plugin_;
+  VerifyTolerances& tol = tol_;
+  const Precision prec = parse_precision(precision_, "--precision");
+  const Recompute rc = parse_recompute(recompute_, "--recompute");
   const Placement placed = apply_placement_flags(placement);  // printed once the files have loaded
   const int nthreads = placed.plan.num_threads();
 
@@ -54,9 +76,10 @@ int run_verify(const std::vector<std::string>& args) {
   }
   const DebugState ref = load_debug_state(state_path, info.config);
   std::printf("%s\n", placed.summary.c_str());
-  std::printf("verify: model %s (%s, %s), state %s (B=%d T=%d), %s, %d threads\n",
+  std::printf("verify: model %s (%s, %s), state %s (B=%d T=%d), %s, %d thread%s\n",
               model_path.c_str(), describe(info.config).c_str(), info.description.c_str(),
-              state_path.c_str(), ref.B, ref.T, model.kernels_summary().c_str(), nthreads);
+              state_path.c_str(), ref.B, ref.T, model.kernels_summary().c_str(), nthreads,
+              nthreads == 1 ? "" : "s");
 
   DebugState ours;
   const VerifyReport report =
@@ -74,5 +97,9 @@ int run_verify(const std::vector<std::string>& args) {
   std::printf("verify: %s\n", report.ok ? "OK" : "FAIL");
   return report.ok ? 0 : 1;
 }
+
+}  // namespace
+
+std::unique_ptr<Command> make_verify_command() { return std::make_unique<VerifyCommand>(); }
 
 }  // namespace llmcpu

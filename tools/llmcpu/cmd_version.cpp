@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -45,13 +46,13 @@ std::string plugin_next_to_program() {
   return std::filesystem::exists(plugin, ec) ? plugin.string() : "";
 }
 
-}  // namespace
+class VersionCommand : public Command {
+ public:
+  void add_flags(ArgParser&) override {}
+  int run(const ArgParser& p) override;
+};
 
-int run_version(const std::vector<std::string>& args) {
-  if (!args.empty()) {
-    std::fprintf(stderr, "llmcpu version: takes no arguments (got '%s')\n", args[0].c_str());
-    return 2;
-  }
+int VersionCommand::run(const ArgParser&) {
   std::printf("llmcpu %s (commit %s, %s build)\n", LLMCPU_VERSION, LLMCPU_GIT_COMMIT,
               LLMCPU_BUILD_TYPE);
 #if defined(__clang__)
@@ -84,5 +85,9 @@ int run_version(const std::vector<std::string>& args) {
 #endif
   return 0;
 }
+
+}  // namespace
+
+std::unique_ptr<Command> make_version_command() { return std::make_unique<VersionCommand>(); }
 
 }  // namespace llmcpu

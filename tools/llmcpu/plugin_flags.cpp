@@ -69,9 +69,9 @@ void report_after_each_step(const PluginFlags& o, Gpt2& model, TrainObserver* ob
 
 void add_tolerance_flags(ArgParser& p, VerifyTolerances* tol) {
   p.option("tolerance-logits", 0, &tol->logits, "R",
-           "largest relative error of the logits and the loss (default 1e-5)");
+           "largest relative error of the logits and the loss (default 1e-5; positive)", {0, 1e6});
   p.option("tolerance-grads", 0, &tol->grads, "R",
-           "largest relative error of each gradient tensor (default 1e-4)");
+           "largest relative error of each gradient tensor (default 1e-4; positive)", {0, 1e6});
 }
 
 void apply_offload_tolerances(const ArgParser& p, bool offloading, VerifyTolerances* tol) {

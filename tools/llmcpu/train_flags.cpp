@@ -4,12 +4,20 @@
 #include <filesystem>
 #include <memory>
 
+#include "core/model/config.h"
 #include "core/model/preset.h"
 #include "core/tokenizer/tokenizer.h"
 #include "simd/error.h"
 #include "tools/llmcpu/placement_flags.h"
 
 namespace llmcpu {
+
+namespace {
+
+constexpr double kMaxFloat = 3.4028234663852886e38;  // FLT_MAX: the optimizer's arithmetic is fp32
+constexpr double kMaxCommTimeout = 365 * 24 * 3600.0;  // a year, in seconds
+
+}  // namespace
 
 std::string resolve_run_config(const std::string& name) {
   std::error_code ec;
@@ -30,35 +38,51 @@ void add_train_flags(ArgParser& p, TrainOptions* o, TrainCliExtras* x) {
            "or preset name (gpt2-d2 ...)");
   p.option("train-data", 'i', &o->train_data, "GLOB", "llm.c token shard(s) to train on");
   p.option("val-data", 'j', &o->val_data, "GLOB", "llm.c token shard(s) for the validation loss");
-  p.option("batch", 'b', &o->batch, "B", "sequences per micro-batch (default 4)");
-  p.option("seq-len", 't', &o->seq_len, "T", "tokens per sequence (default 64)");
-  p.option("total-batch", 'd', &o->total_batch, "TOKENS", "tokens per step, by gradient accumulation (default B*T)");
-  p.option("steps", 'x', &o->steps, "N", "optimizer steps (default 10)");
-  p.option("lr", 'l', &o->lr, "LR", "peak learning rate (default 3e-4)");
+  p.option("batch", 'b', &o->batch, "B", "sequences per micro-batch (default 4)", {1, kMaxBatch});
+  p.option("seq-len", 't', &o->seq_len, "T",
+           "tokens per sequence (default 64; at most the model's maxT)", {1, kMaxSeqLen});
+  p.option("total-batch", 'd', &o->total_batch, "TOKENS",
+           "tokens per step, by gradient accumulation: a multiple of B*T (default B*T)",
+           {0, INT32_MAX});
+  p.option("steps", 'x', &o->steps, "N", "optimizer steps (default 10)", {0, INT32_MAX});
+  p.option("lr", 'l', &o->lr, "LR",
+           "peak learning rate (default 3e-4; the update is computed in fp32, hence the bound)",
+           {0, kMaxFloat});
   p.option("lr-schedule", 'k', &o->lr_schedule, "S", "constant (default) or cosine");
-  p.option("warmup", 'u', &o->warmup, "N", "linear warmup steps (default 0)");
-  p.option("lr-floor", 'q', &o->lr_floor, "F", "cosine decays to F * lr (default 0)");
-  p.option("weight-decay", 'c', &o->weight_decay, "WD", "AdamW decoupled weight decay (default 0)");
-  p.option("grad-clip", 0, &o->grad_clip, "X", "clip the global gradient norm to X (default 0: off)");
+  p.option("warmup", 'u', &o->warmup, "N", "linear warmup steps (default 0)", {0, INT32_MAX});
+  p.option("lr-floor", 'q', &o->lr_floor, "F", "cosine decays to F * lr (default 0)", {0, 1});
+  p.option("weight-decay", 'c', &o->weight_decay, "WD", "AdamW decoupled weight decay (default 0)",
+           {0, kMaxFloat});
+  p.option("grad-clip", 0, &o->grad_clip, "X", "clip the global gradient norm to X (default 0: off)",
+           {0, kMaxFloat});
   p.option("zero", 'z', &o->zero, "0|1",
            "under mpirun: 1 shards the AdamW state over the ranks (ZeRO-1: each rank updates its "
            "part, then sends it to the others), 0 keeps it whole on every rank (default 1 with "
-           "several ranks)");
+           "several ranks)",
+           {0, 1});
   p.option("comm-timeout", 0, &o->comm_timeout, "SECONDS",
            "under mpirun: a collective that waits longer than this for the other ranks (one hung "
-           "or lost) ends the whole job, naming the rank that gave up (default 300)");
+           "or lost) ends the whole job, naming the rank that gave up (default 300; positive)",
+           {0, kMaxCommTimeout});
   p.option("max-bad-steps", 0, &o->max_bad_steps, "N",
-           "skip a step whose loss or gradient norm is NaN or infinite; stop after N in a row (default 5)");
-  p.option("seed", 0, &o->seed, "S", "initialisation and shuffling seed (default 1337)");
+           "skip a step whose loss or gradient norm is NaN or infinite; stop after N in a row (default 5)",
+           {1, INT32_MAX});
+  p.option("seed", 0, &o->seed, "S", "initialisation and shuffling seed (default 1337)", kAnyUint64);
   p.flag("no-shuffle", 0, &x->no_shuffle, "read batches in order: batch k starts at token k*B*T");
-  p.option("val-every", 'v', &o->val_every, "N", "validation loss every N steps (default 0: never)");
-  p.option("val-batches", 'm', &o->val_batches, "N", "batches per validation (default 20)");
-  p.option("sample-every", 's', &o->sample_every, "N", "print a sample every N steps (default 0: never)");
-  p.option("sample-tokens", 'g', &o->sample_tokens, "N", "tokens per sample (default 64)");
+  p.option("val-every", 'v', &o->val_every, "N", "validation loss every N steps (default 0: never)",
+           {0, INT32_MAX});
+  p.option("val-batches", 'm', &o->val_batches, "N", "batches per validation (default 20)",
+           {1, INT32_MAX});
+  p.option("sample-every", 's', &o->sample_every, "N", "print a sample every N steps (default 0: never)",
+           {0, INT32_MAX});
+  p.option("sample-tokens", 'g', &o->sample_tokens, "N",
+           "tokens per sample (default 64; at most the model's maxT)", {1, kMaxSeqLen});
   p.option("tokenizer", 0, &x->tokenizer, "PATH", "tokenizer for samples (folder with encoder.json, or gpt2_tokenizer.bin)");
   p.option("checkpoint-dir", 'o', &o->checkpoint_dir, "DIR", "write checkpoints here (model + training state)");
-  p.option("checkpoint-every", 'n', &o->checkpoint_every, "N", "checkpoint every N steps (default 0: at the end)");
-  p.option("keep-checkpoints", 0, &o->keep_checkpoints, "N", "keep only the newest N checkpoints (default 0: all)");
+  p.option("checkpoint-every", 'n', &o->checkpoint_every, "N",
+           "checkpoint every N steps (default 0: at the end)", {0, INT32_MAX});
+  p.option("keep-checkpoints", 0, &o->keep_checkpoints, "N",
+           "keep only the newest N checkpoints (default 0: all)", {0, INT32_MAX});
   p.option("resume", 0, &o->resume, "DIR", "continue exactly from the newest checkpoint in DIR");
   p.option("log", 0, &o->log_path, "FILE", "write llm.c log lines (s:N trl:X, s:N tel:X)");
   p.option("metrics", 0, &o->metrics_path, "FILE.jsonl",
@@ -79,7 +103,7 @@ void add_train_flags(ArgParser& p, TrainOptions* o, TrainCliExtras* x) {
   add_plugin_flags(p, &x->plugin);
 }
 
-SampleDecoder make_sample_decoder(const TrainCliExtras& extra, bool needed) {
+SampleDecoder make_sample_decoder(const TrainCliExtras& extra, bool needed, int vocab_size) {
   auto ids = [](const std::vector<int>& tokens) {
     std::string out;
     for (int t : tokens) out += std::to_string(t) + " ";
@@ -89,6 +113,11 @@ SampleDecoder make_sample_decoder(const TrainCliExtras& extra, bool needed) {
   const std::string path = extra.tokenizer.empty() ? default_tokenizer_dir() : extra.tokenizer;
   try {
     auto tok = std::make_shared<Tokenizer>(Tokenizer::load(path));
+    if (tok->vocab_size() < vocab_size) {
+      throw UsageError("--tokenizer " + tok->source() + " has " +
+                       std::to_string(tok->vocab_size()) + " tokens, fewer than the model's V=" +
+                       std::to_string(vocab_size) + ": samples could not be decoded");
+    }
     return [tok](const std::vector<int>& tokens) {
       std::vector<int> text;  // stop at the first <|endoftext|>, like llm.c's sampler
       for (int t : tokens) {

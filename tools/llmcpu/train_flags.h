@@ -27,7 +27,8 @@ std::string resolve_run_config(const std::string& name);
 
 using SampleDecoder = std::function<std::string(const std::vector<int>&)>;
 // Decodes with the tokenizer when `needed`; falls back to printing ids (with a warning) when the
-// tokenizer cannot be loaded.
-SampleDecoder make_sample_decoder(const TrainCliExtras& extra, bool needed);
+// tokenizer cannot be loaded or has fewer tokens than the model's `vocab_size` (whose samples it
+// could not decode), or throws UsageError naming --tokenizer when it was given explicitly.
+SampleDecoder make_sample_decoder(const TrainCliExtras& extra, bool needed, int vocab_size);
 
 }  // namespace llmcpu
