@@ -184,6 +184,7 @@ Trainer::Trainer(const TrainOptions& options, Communicator* world)
       if (remove) trainer->remove_new_checkpoint_folder();
     }
   } new_folder{this, created};
+  if (world_->rank() == 0) lock_resume_folder();  // refused: the folder made just now goes again
   std::optional<DataPosition> resume_position;
   if (!opt_.resume.empty()) {
     resume_position = resume_from(opt_.resume);
@@ -369,6 +370,18 @@ bool Trainer::take_checkpoint_folder() {
     }
   }
   return created;
+}
+
+void Trainer::lock_resume_folder() {
+  const std::string& dir = opt_.resume;
+  std::error_code ec;
+  if (dir.empty() || !fs::is_directory(dir, ec)) return;  // resume_from says what is wrong
+  if (lock_ && fs::equivalent(dir, opt_.checkpoint_dir, ec)) return;  // written: locked already
+  resume_lock_ = std::make_unique<FolderLock>(dir, "train.lock", "llmcpu train", LockMode::kShared);
+  if (!resume_lock_->held()) {
+    notes_.push_back("--resume " + dir + " is not locked against writers (" +
+                     resume_lock_->why_not() + "): a trainer writing it meanwhile goes unnoticed");
+  }
 }
 
 void Trainer::remove_new_checkpoint_folder() noexcept {
