@@ -902,6 +902,7 @@ bool Trainer::run(const TrainObserver& obs) {
   bool interrupted = false;
   int bad_in_row = 0, first_bad = 0;  // steps skipped for a non-finite loss or gradient norm
   const int first = step_;
+  const double tokens_per_step = double(BT * grad_accum_ * world_->size());
   adopt_device();
   for (int step = step_;; ++step) {
     const bool last = step == opt_.steps;
@@ -946,7 +947,23 @@ bool Trainer::run(const TrainObserver& obs) {
     if (faults_enabled()) inject_gradient_faults();
     const double norm = gradient_norm();
     const double lr = schedule_.at(step);
-    if (std::isfinite(loss) && std::isfinite(norm)) {
+    const bool skipped = !std::isfinite(loss) || !std::isfinite(norm);
+    // The step's metrics line: every step has one, skipped ones too (core/report/metrics.h).
+    const auto report = [&](double ms) {
+      if (!reports_) return;
+      reports_->step({.step = step,
+                      .loss = static_cast<float>(loss),
+                      .lr = lr,
+                      .grad_norm = norm,
+                      .ms = ms,
+                      .tokens_per_s = tokens_per_step / (ms / 1000.0),
+                      .skipped = skipped});
+    };
+    const auto elapsed_ms = [&start] {
+      return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+          .count();
+    };
+    if (!skipped) {
       bad_in_row = 0;
       clip_gradients(norm);
       update_weights(lr);
@@ -959,6 +976,7 @@ bool Trainer::run(const TrainObserver& obs) {
       const std::string at = "step " + std::to_string(step + 1) + "/" + std::to_string(opt_.steps);
       if (bad_in_row >= opt_.max_bad_steps) {
         log_line("s:%d trl:%f\n", step, static_cast<float>(loss));
+        report(elapsed_ms());
         throw TrainingError(
             std::to_string(bad_in_row) + " steps in a row (" + std::to_string(first_bad + 1) +
             " to " + std::to_string(step + 1) + ") had a non-finite loss or gradient norm " +
@@ -973,11 +991,10 @@ bool Trainer::run(const TrainObserver& obs) {
       }
     }
     step_ = step + 1;
-    const double ms =
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    const double ms = elapsed_ms();
     smoothed_ms = smoothed_ms == 0 ? ms : 0.9 * smoothed_ms + 0.1 * ms;
     log_line("s:%d trl:%f\n", step, static_cast<float>(loss));
-    const double tokens_per_second = double(BT * grad_accum_ * world_->size()) / (ms / 1000.0);
+    const double tokens_per_second = tokens_per_step / (ms / 1000.0);
     if (obs.on_step) {
       const double hidden =
           comm_busy_ms_ > 0 ? std::max(0.0, 1.0 - comm_waited_ms_ / comm_busy_ms_) : 1.0;
@@ -985,9 +1002,7 @@ bool Trainer::run(const TrainObserver& obs) {
                    smoothed_ms * (opt_.steps - step - 1) / 1000.0, comm_busy_ms_,
                    sync_ ? hidden : 0.0});
     }
-    if (reports_) {
-      reports_->step({step, static_cast<float>(loss), lr, norm, ms, tokens_per_second});
-    }
+    report(ms);
     if (!opt_.checkpoint_dir.empty() && opt_.checkpoint_every > 0 &&
         step_ % opt_.checkpoint_every == 0 && step_ != opt_.steps) {
       const std::string path = save_checkpoint_now();
