@@ -21,7 +21,11 @@ TrainReports::TrainReports(const std::string& metrics_path, const PlotOptions& p
     }
   }
   if (!metrics_path.empty()) {
-    metrics_ = std::make_unique<MetricsWriter>(metrics_path, resumed_steps >= 0);
+    metrics_ = std::make_unique<MetricsWriter>(metrics_path, resumed_steps);
+    if (metrics_->carried_val_loss()) {  // the resumed step's, for its line (not measured again)
+      pending_step_ = resumed_steps;
+      pending_loss_ = *metrics_->carried_val_loss();
+    }
   }
 }
 
@@ -32,7 +36,7 @@ void TrainReports::write_pending_validation() {
 }
 
 void TrainReports::validation(int64_t step, double loss, const Warn& warn) {
-  write_pending_validation();
+  if (pending_step_ != step) write_pending_validation();  // the same step's is replaced
   pending_step_ = step;
   pending_loss_ = loss;
   curves_.add_val(step, loss);

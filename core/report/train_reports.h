@@ -25,10 +25,11 @@ class TrainReports {
   using Warn = std::function<void(const std::string&)>;
 
   // `metrics_path` or `plot.output` may be empty (not asked for). `resumed_steps` >= 0: a resumed
-  // run after that many steps (the metrics file is appended to; the plot starts from `log_path`'s
-  // earlier lines, if it names a readable log). The plot's options and gnuplot are the caller's to
-  // check before any work (check_plot_options, find_gnuplot; plot_losses checks the options again
-  // at every draw). Throws FileError if the metrics file cannot be opened.
+  // run after that many steps (the metrics file is continued, core/report/metrics.h says how; the
+  // plot starts from `log_path`'s earlier lines, if it names a readable log). The plot's options
+  // and gnuplot are the caller's to check before any work (check_plot_options, find_gnuplot;
+  // plot_losses checks the options again at every draw). Throws FileError if the metrics file
+  // cannot be opened.
   TrainReports(const std::string& metrics_path, const PlotOptions& plot, int64_t resumed_steps,
                const std::string& log_path);
 

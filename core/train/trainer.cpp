@@ -192,6 +192,7 @@ Trainer::Trainer(const TrainOptions& options, Communicator* world)
       if (remove) trainer->remove_new_checkpoint_folder();
     }
   } new_folder{this, created};
+  if (world_->rank() == 0) lock_resume_folder();  // refused: the folder made just now goes again
   std::optional<DataPosition> resume_position;
   if (!opt_.resume.empty()) {
     resume_position = resume_from(opt_.resume);
@@ -377,6 +378,18 @@ bool Trainer::take_checkpoint_folder() {
     }
   }
   return created;
+}
+
+void Trainer::lock_resume_folder() {
+  const std::string& dir = opt_.resume;
+  std::error_code ec;
+  if (dir.empty() || !fs::is_directory(dir, ec)) return;  // resume_from says what is wrong
+  if (lock_ && fs::equivalent(dir, opt_.checkpoint_dir, ec)) return;  // written: locked already
+  resume_lock_ = std::make_unique<FolderLock>(dir, "train.lock", "llmcpu train", LockMode::kShared);
+  if (!resume_lock_->held()) {
+    notes_.push_back("--resume " + dir + " is not locked against writers (" +
+                     resume_lock_->why_not() + "): a trainer writing it meanwhile goes unnoticed");
+  }
 }
 
 void Trainer::remove_new_checkpoint_folder() noexcept {
@@ -901,6 +914,7 @@ bool Trainer::run(const TrainObserver& obs) {
   bool interrupted = false;
   int bad_in_row = 0, first_bad = 0;  // steps skipped for a non-finite loss or gradient norm
   const int first = step_;
+  const double tokens_per_step = double(BT * grad_accum_ * world_->size());
   adopt_device();
   for (int step = step_;; ++step) {
     const bool last = step == opt_.steps;
@@ -945,7 +959,23 @@ bool Trainer::run(const TrainObserver& obs) {
     if (faults_enabled()) inject_gradient_faults();
     const double norm = gradient_norm();
     const double lr = schedule_.at(step);
-    if (std::isfinite(loss) && std::isfinite(norm)) {
+    const bool skipped = !std::isfinite(loss) || !std::isfinite(norm);
+    // The step's metrics line: every step has one, skipped ones too (core/report/metrics.h).
+    const auto report = [&](double ms) {
+      if (!reports_) return;
+      reports_->step({.step = step,
+                      .loss = static_cast<float>(loss),
+                      .lr = lr,
+                      .grad_norm = norm,
+                      .ms = ms,
+                      .tokens_per_s = tokens_per_step / (ms / 1000.0),
+                      .skipped = skipped});
+    };
+    const auto elapsed_ms = [&start] {
+      return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+          .count();
+    };
+    if (!skipped) {
       bad_in_row = 0;
       clip_gradients(norm);
       update_weights(lr);
@@ -958,6 +988,7 @@ bool Trainer::run(const TrainObserver& obs) {
       const std::string at = "step " + std::to_string(step + 1) + "/" + std::to_string(opt_.steps);
       if (bad_in_row >= opt_.max_bad_steps) {
         log_line("s:%d trl:%f\n", step, static_cast<float>(loss));
+        report(elapsed_ms());
         throw TrainingError(
             std::to_string(bad_in_row) + " steps in a row (" + std::to_string(first_bad + 1) +
             " to " + std::to_string(step + 1) + ") had a non-finite loss or gradient norm " +
@@ -972,11 +1003,10 @@ bool Trainer::run(const TrainObserver& obs) {
       }
     }
     step_ = step + 1;
-    const double ms =
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    const double ms = elapsed_ms();
     smoothed_ms = smoothed_ms == 0 ? ms : 0.9 * smoothed_ms + 0.1 * ms;
     log_line("s:%d trl:%f\n", step, static_cast<float>(loss));
-    const double tokens_per_second = double(BT * grad_accum_ * world_->size()) / (ms / 1000.0);
+    const double tokens_per_second = tokens_per_step / (ms / 1000.0);
     if (obs.on_step) {
       const double hidden =
           comm_busy_ms_ > 0 ? std::max(0.0, 1.0 - comm_waited_ms_ / comm_busy_ms_) : 1.0;
@@ -984,9 +1014,7 @@ bool Trainer::run(const TrainObserver& obs) {
                    smoothed_ms * (opt_.steps - step - 1) / 1000.0, comm_busy_ms_,
                    sync_ ? hidden : 0.0});
     }
-    if (reports_) {
-      reports_->step({step, static_cast<float>(loss), lr, norm, ms, tokens_per_second});
-    }
+    report(ms);
     if (!opt_.checkpoint_dir.empty() && opt_.checkpoint_every > 0 &&
         step_ % opt_.checkpoint_every == 0 && step_ != opt_.steps) {
       const std::string path = save_checkpoint_now();

@@ -195,6 +195,10 @@ class Trainer {
   bool take_checkpoint_folder();
   // Removes the lock and the folder take_checkpoint_folder created, if nothing else is in it.
   void remove_new_checkpoint_folder() noexcept;
+  // Locks the --resume folder for reading (shared) for the whole run, unless the run writes into
+  // it (then the checkpoint folder's exclusive lock covers it): a trainer writing it and one
+  // resuming from it never overlap.
+  void lock_resume_folder();
   // A step's loss or gradient norm is not finite: what is (for the warning), and fault injection.
   std::string describe_bad_step(double loss, double norm) const;
   void inject_gradient_faults();
@@ -254,7 +258,8 @@ class Trainer {
   LrSchedule schedule_;
   std::FILE* log_ = nullptr;
   std::unique_ptr<TrainReports> reports_;  // rank 0, with --metrics or --plot
-  std::unique_ptr<FolderLock> lock_;
+  std::unique_ptr<FolderLock> lock_;       // the checkpoint folder's, exclusive
+  std::unique_ptr<FolderLock> resume_lock_;  // the --resume folder's, shared (when not written)
   std::vector<std::string> notes_;
   std::unique_ptr<CheckpointFiles> resume_files_;  // between resume_from and restore_optimizer
 };

@@ -1,6 +1,7 @@
 #include "core/util/file.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -148,30 +149,85 @@ std::vector<std::string> stale_temporary_files(const std::string& dir) {
   return found;
 }
 
+namespace {
+
+// "PID 12", "PIDs 12, 34" or "PID unknown".
+std::string pid_list(const std::vector<std::string>& pids) {
+  if (pids.empty()) return "PID unknown";
+  std::string out = pids.size() == 1 ? "PID " : "PIDs ";
+  for (size_t i = 0; i < pids.size(); ++i) out += (i ? ", " : "") + pids[i];
+  return out;
+}
+
+// Who holds a lock file whose text is `text` (FolderLock's format: "PID\n" of a writer, or lines
+// "PID shared\n" of readers): the writer's PID, or the readers' that still run.
+std::vector<std::string> lock_holders(const std::string& text, bool readers) {
+  std::vector<std::string> pids;
+  size_t at = 0;
+  for (bool first = true; at < text.size(); first = false) {
+    size_t end = text.find('\n', at);
+    if (end == std::string::npos) end = text.size();
+    const std::string line = text.substr(at, end - at);
+    at = end + 1;
+    const size_t digits = std::min(line.find_first_not_of("0123456789"), line.size());
+    if (digits == 0 || digits > 9) continue;
+    const std::string pid = line.substr(0, digits), rest = line.substr(digits);
+    if (!readers) {  // the writer replaced the text with its own line
+      if (first && rest.empty()) pids.push_back(pid);
+      break;
+    }
+    if (rest != " shared") continue;
+    if (::kill(std::stoi(pid), 0) != 0 && errno != EPERM) continue;  // a reader that has gone
+    if (std::find(pids.begin(), pids.end(), pid) == pids.end()) pids.push_back(pid);
+  }
+  return pids;
+}
+
+}  // namespace
+
 FolderLock::FolderLock(const std::string& dir, const std::string& lock_name,
-                       const std::string& purpose)
+                       const std::string& purpose, LockMode mode)
     : path_((std::filesystem::path(dir) / lock_name).string()) {
-  fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  const bool shared = mode == LockMode::kShared;
+  fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | (shared ? O_APPEND : 0), 0644);
+  bool writable = fd_ >= 0;
+  if (!writable && shared && (errno == EACCES || errno == EROFS || errno == EPERM)) {
+    const std::string why = errno_text();
+    fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);  // a reader's lock needs no write access
+    if (fd_ < 0) {
+      why_not_ = "cannot create the lock file " + path_ + ": " + why;
+      return;
+    }
+  }
   if (fd_ < 0) throw FileError(path_, "cannot create the lock file: " + errno_text());
-  if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+  if (::flock(fd_, (shared ? LOCK_SH : LOCK_EX) | LOCK_NB) != 0) {
     const int err = errno;
-    char pid[32] = {};
-    [[maybe_unused]] const ssize_t n = ::pread(fd_, pid, sizeof pid - 1, 0);
+    // Refused: by a writer, unless a reader's lock can be had now (then readers hold it).
+    const bool by_readers = err == EWOULDBLOCK && !shared && ::flock(fd_, LOCK_SH | LOCK_NB) == 0;
+    std::string text(64 * 1024, '\0');
+    const ssize_t n = ::pread(fd_, text.data(), text.size(), 0);
+    text.resize(n > 0 ? size_t(n) : 0);
     ::close(fd_);
     fd_ = -1;
-    std::string holder = pid;
-    while (!holder.empty() && (holder.back() == '\n' || holder.back() == ' ')) holder.pop_back();
-    if (err == EWOULDBLOCK) {
-      throw FileError(dir, "in use by another " + purpose + " (PID " +
-                               (holder.empty() ? "unknown" : holder) + ", lock " + path_ +
-                               "); one process per folder");
+    if (err != EWOULDBLOCK) throw FileError(path_, "cannot lock: " + errno_message(err));
+    const std::string holders = pid_list(lock_holders(text, by_readers)) + ", lock " + path_;
+    if (by_readers) {
+      throw FileError(dir, "in use by another " + purpose + " reading it (" + holders +
+                               "); it can be written only while no process reads it");
     }
-    throw FileError(path_, "cannot lock: " + errno_message(err));
+    if (shared) {
+      throw FileError(dir, "in use by another " + purpose + " writing it (" + holders +
+                               "); it can be read only while no process writes it");
+    }
+    throw FileError(dir,
+                    "in use by another " + purpose + " (" + holders + "); one process per folder");
   }
-  const std::string pid = std::to_string(::getpid()) + "\n";
-  if (::ftruncate(fd_, 0) != 0 || ::pwrite(fd_, pid.data(), pid.size(), 0) < 0) {
-    // The lock itself holds; only the PID shown to a second process would be missing.
-  }
+  // Failed writes of the text leave the lock held; only the PID shown to a refused process is lost.
+  if (!writable) return;
+  const std::string line = std::to_string(::getpid()) + (shared ? " shared\n" : "\n");
+  if (!shared && ::ftruncate(fd_, 0) != 0) return;
+  [[maybe_unused]] const ssize_t n =
+      shared ? ::write(fd_, line.data(), line.size()) : ::pwrite(fd_, line.data(), line.size(), 0);
 }
 
 FolderLock::~FolderLock() {

@@ -76,19 +76,37 @@ std::string errno_message(int err);
 // NAME.tmp.<digits> in `dir`. Only safe to remove by a process that holds the folder's lock.
 std::vector<std::string> stale_temporary_files(const std::string& dir);
 
-// An exclusive advisory lock (flock) on DIR/LOCK_NAME, held while the object lives, with this
-// process's PID written into the file. A second holder is refused with a FileError naming the PID
-// of the first. The lock goes with the process (also when it is killed); the file stays.
+// An advisory lock (flock) on DIR/LOCK_NAME, held while the object lives: exclusive for a process
+// that writes the folder, shared for one that only reads it, so that one writer alone or any number
+// of readers together hold it. A process that conflicts is refused with a FileError naming the
+// folder and the PID of the holder ("in use by another PURPOSE (PID 12, lock DIR/train.lock); one
+// process per folder", "... PURPOSE writing it ...", "... PURPOSE reading it (PIDs 12, 34, ...").
+// The lock goes with the process (also when it is killed); the file stays.
+// The file's text says who holds it, a line per holder. A writer, alone, replaces it with "PID\n";
+// a reader appends "PID shared\n" in one O_APPEND write, so readers never tear each other's lines
+// and never touch a writer's (they hold only while no writer does). A refused process names the
+// first line's PID when a writer holds the lock, and the PIDs of the "shared" lines that are still
+// running when readers do (a reader that has gone leaves its line until the next writer's replaces
+// the text; those lines are skipped).
+// A shared lock on a folder this user cannot write (someone else's checkpoints, a read-only disk)
+// opens an existing lock file for reading; where none exists and none can be made, nothing is
+// locked: held() is false and why_not() says why, for the caller to report.
+enum class LockMode { kExclusive, kShared };
+
 class FolderLock {
  public:
-  FolderLock(const std::string& dir, const std::string& lock_name, const std::string& purpose);
+  FolderLock(const std::string& dir, const std::string& lock_name, const std::string& purpose,
+             LockMode mode = LockMode::kExclusive);
   FolderLock(const FolderLock&) = delete;
   FolderLock& operator=(const FolderLock&) = delete;
   ~FolderLock();
   const std::string& path() const { return path_; }
+  bool held() const { return fd_ >= 0; }
+  const std::string& why_not() const { return why_not_; }
 
  private:
   std::string path_;
+  std::string why_not_;
   int fd_ = -1;
 };
 

@@ -1,9 +1,11 @@
-// Training under faults, as a long run meets them: killed at a named point of a checkpoint write (the
-// process SIGKILLs itself there through LLMCPU_FAULT, core/util/fault.h, so every run is the same), a
-// full disk (a small tmpfs in a private mount namespace where one can be made, and a file-size limit
-// everywhere), an I/O error, a folder that cannot be written, a second trainer on the same folder,
-// SIGTERM, a corrupt newest checkpoint, and steps whose gradients are not finite. In every case the previous checkpoint stays loadable, and where the run resumes, it
-// ends with the same bytes as a run that was never disturbed.
+// Training under faults, as a long run meets them: killed at a named point of a checkpoint write
+// (the process SIGKILLs itself there through LLMCPU_FAULT, core/util/fault.h, so every run is the
+// same), a full disk (a small tmpfs in a private mount namespace where one can be made, and a
+// file-size limit everywhere), an I/O error, a folder that cannot be written, a second trainer on
+// the same folder, a trainer writing the folder another resumes from (and the other way round),
+// SIGTERM, a corrupt newest checkpoint, and steps whose gradients are not finite. In every case the
+// previous checkpoint stays loadable, and where the run resumes, it ends with the same bytes as a
+// run that was never disturbed.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -13,6 +15,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <thread>
 #include <vector>
 
@@ -21,6 +24,7 @@
 #include "core/io/train_state.h"
 #include "core/model/parameters.h"
 #include "core/train/trainer.h"
+#include "core/util/file.h"
 #include "core/util/rng.h"
 #include "tests/common/process.h"
 #include "tests/unit/fixture_paths.h"
@@ -322,6 +326,200 @@ TEST_F(Faults, SecondTrainerIsRefusedAndSigtermCheckpoints) {
                                          shell_quote(path("train.bin")) + " -b 2 -t 13 --steps " +
                                          std::to_string(steps + 1));
   EXPECT_EQ(third.status, 0) << third.output;
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream f(path);
+  return {std::istreambuf_iterator<char>(f), {}};
+}
+
+// The message of the FileError that `make` throws ("" if none).
+template <typename F>
+std::string refusal(F make) {
+  try {
+    make();
+  } catch (const FileError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST_F(Faults, FolderLockSharesReadersAndKeepsWritersAlone) {
+  const std::string dir = dir_.string(), lock = path("x.lock");
+  const std::string self = std::to_string(::getpid());
+  auto writer = [&] { return std::make_unique<FolderLock>(dir, "x.lock", "test"); };
+  auto reader = [&] {
+    return std::make_unique<FolderLock>(dir, "x.lock", "test", LockMode::kShared);
+  };
+  // flock conflicts between two opens of the file, in one process as between two: a writer keeps
+  // readers out, and names itself.
+  auto w = writer();
+  EXPECT_EQ(read_text(lock), self + "\n");
+  EXPECT_EQ(refusal(reader), dir + ": in use by another test writing it (PID " + self + ", lock " +
+                                 lock + "); it can be read only while no process writes it");
+  EXPECT_EQ(refusal(writer), dir + ": in use by another test (PID " + self + ", lock " + lock +
+                                 "); one process per folder");
+  w.reset();
+  // Readers share it; each appends its line and leaves the writer's text before them alone.
+  auto r1 = reader();
+  auto r2 = reader();
+  EXPECT_TRUE(r1->held() && r2->held());
+  EXPECT_EQ(read_text(lock), self + "\n" + self + " shared\n" + self + " shared\n");
+  // A writer is refused by them, naming the readers that still run (a PID above the kernel's
+  // pid_max, 2^22, never does), each once.
+  std::ofstream(lock, std::ios::app) << "4194305 shared\n";
+  EXPECT_EQ(refusal(writer), dir + ": in use by another test reading it (PID " + self + ", lock " +
+                                 lock + "); it can be written only while no process reads it");
+  r1.reset();
+  EXPECT_NE(refusal(writer), "");  // r2 still reads
+  r2.reset();
+  // Once all have gone, a writer takes it and its text is its PID alone.
+  w = writer();
+  EXPECT_EQ(read_text(lock), self + "\n");
+}
+
+// Starts `llmcpu ARGS` in the background and waits until it has trained (a line in `log`) while
+// holding `lock` (whose first line is then its PID). Returns its PID, or -1 if it did not start.
+pid_t start_training(const std::vector<std::string>& args, const std::string& lock,
+                     const std::string& log, const std::string& output) {
+  const pid_t pid = testing::spawn_llmcpu(args, output);
+  for (int i = 0; pid > 0 && i < 3000; ++i) {
+    std::ifstream f(lock), l(log);
+    std::string first, line;
+    if (std::getline(f, first) && first == std::to_string(pid) && std::getline(l, line)) {
+      return pid;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  if (pid > 0) ::kill(pid, SIGKILL), waitpid(pid, nullptr, 0);
+  return -1;
+}
+
+// Stops a run started by start_training as a scheduler would (SIGTERM: it checkpoints and exits 0).
+int stop_training(pid_t pid) {
+  int status = 0;
+  if (::kill(pid, SIGTERM) != 0 || waitpid(pid, &status, 0) != pid) return -1;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+TEST_F(Faults, ResumeReadsUnderASharedLockThatKeepsWritersOut) {
+  const std::string ckpt = path("ck"), lock = ckpt + "/train.lock";
+  ASSERT_EQ(testing::run_llmcpu(train_args(ckpt, 2)).status, 0);
+  const std::vector<std::string> common = {
+      "--train-data", path("train.bin"), "-b", "2", "-t", "13", "--lr", "1e-3", "--threads", "1"};
+  auto args = [&](std::vector<std::string> a) {
+    a.insert(a.begin(), common.begin(), common.end());
+    a.insert(a.begin(), "train");
+    return a;
+  };
+  // A run that resumes from the folder and writes elsewhere reads it for as long as it runs...
+  const pid_t reading = start_training(
+      args({"--resume", ckpt, "-o", path("r1"), "--steps", "1000000", "--log", path("r1.log")}),
+      path("r1") + "/train.lock", path("r1.log"), path("r1.txt"));
+  ASSERT_GT(reading, 0) << read_text(path("r1.txt"));
+  const std::string reader = std::to_string(reading);
+  EXPECT_NE(read_text(lock).find(reader + " shared\n"), std::string::npos) << read_text(lock);
+  // ... so a trainer that would write it is refused, naming the reader: resumed into it, or new.
+  const std::string refused = ckpt + ": in use by another llmcpu train reading it (PID " + reader +
+                              ", lock " + lock +
+                              "); it can be written only while no process reads it";
+  const auto resumed_into = testing::run_llmcpu("train --resume " + shell_quote(ckpt) +
+                                                " --train-data " + shell_quote(path("train.bin")) +
+                                                " -b 2 -t 13 --lr 1e-3 --threads 1 --steps 4");
+  EXPECT_EQ(resumed_into.status, 2) << resumed_into.output;
+  EXPECT_NE(resumed_into.output.find(refused), std::string::npos) << resumed_into.output;
+  const auto fresh_into = testing::run_llmcpu(train_args(ckpt, 4));
+  EXPECT_EQ(fresh_into.status, 2) << fresh_into.output;
+  EXPECT_NE(fresh_into.output.find(refused), std::string::npos) << fresh_into.output;
+  EXPECT_EQ(latest_checkpoint(ckpt), 2);
+  // A second reader shares it.
+  const auto second = testing::run_llmcpu(
+      "train --resume " + shell_quote(ckpt) + " -o " + shell_quote(path("r2")) + " --train-data " +
+      shell_quote(path("train.bin")) + " -b 2 -t 13 --lr 1e-3 --threads 1 --steps 3");
+  EXPECT_EQ(second.status, 0) << second.output;
+  EXPECT_EQ(latest_checkpoint(path("r2")), 3);
+  EXPECT_EQ(stop_training(reading), 0) << read_text(path("r1.txt"));
+
+  // The other way round: while a trainer writes the folder, a run that would resume from it is
+  // refused, naming the writer, and the folder it would have made is not left behind.
+  const pid_t writing =
+      start_training(args({"--resume", ckpt, "--steps", "1000000", "--log", path("w.log")}), lock,
+                     path("w.log"), path("w.txt"));
+  ASSERT_GT(writing, 0) << read_text(path("w.txt"));
+  const auto reader_refused = testing::run_llmcpu(
+      "train --resume " + shell_quote(ckpt) + " -o " + shell_quote(path("r3")) + " --train-data " +
+      shell_quote(path("train.bin")) + " -b 2 -t 13 --lr 1e-3 --threads 1 --steps 3");
+  EXPECT_EQ(reader_refused.status, 2) << reader_refused.output;
+  EXPECT_NE(reader_refused.output.find(ckpt + ": in use by another llmcpu train writing it (PID " +
+                                       std::to_string(writing) + ", lock " + lock +
+                                       "); it can be read only while no process writes it"),
+            std::string::npos)
+      << reader_refused.output;
+  EXPECT_FALSE(fs::exists(path("r3")));
+  EXPECT_EQ(stop_training(writing), 0) << read_text(path("w.txt"));
+}
+
+TEST_F(Faults, ResumeIntoTheSameFolderTakesOnlyTheWritersLock) {
+  const std::string ckpt = path("ck"), lock = ckpt + "/train.lock";
+  ASSERT_EQ(testing::run_llmcpu(train_args(ckpt, 2)).status, 0);
+  // -o absent, the same path, or another spelling of it: one folder, locked once (a second,
+  // shared lock on it would refuse the run itself).
+  int steps = 2;
+  for (const std::string& out : {std::string(), ckpt, ckpt + "/.", path(".") + "/ck/"}) {
+    SCOPED_TRACE(out);
+    steps += 1;
+    const auto r = testing::run_llmcpu(
+        "train --resume " + shell_quote(ckpt) + (out.empty() ? "" : " -o " + shell_quote(out)) +
+        " --train-data " + shell_quote(path("train.bin")) +
+        " -b 2 -t 13 --lr 1e-3 --threads 1 --steps " + std::to_string(steps));
+    EXPECT_EQ(r.status, 0) << r.output;
+    EXPECT_EQ(latest_checkpoint(ckpt), steps);
+    EXPECT_EQ(read_text(lock).find("shared"), std::string::npos) << read_text(lock);
+  }
+  // And it is a writer's: refused while another process reads the folder.
+  FolderLock reading(ckpt, "train.lock", "llmcpu train", LockMode::kShared);
+  const auto r = testing::run_llmcpu(
+      "train --resume " + shell_quote(ckpt) + " -o " + shell_quote(ckpt) + " --train-data " +
+      shell_quote(path("train.bin")) + " -b 2 -t 13 --lr 1e-3 --threads 1 --steps 9");
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_NE(r.output.find(ckpt + ": in use by another llmcpu train reading it (PID " +
+                          std::to_string(::getpid()) + ", lock " + lock + ")"),
+            std::string::npos)
+      << r.output;
+}
+
+TEST_F(Faults, ResumeFromAFolderThatCannotBeWrittenReadsIt) {
+  // Someone else's checkpoints (root writes anywhere, so as root the runs are made as nobody):
+  // the lock file is there and opened for reading; where there is none and none can be made, the
+  // run goes on unlocked and says so.
+  const std::string ckpt = path("ck");
+  ASSERT_EQ(testing::run_llmcpu(train_args(ckpt, 2)).status, 0);
+  fs::permissions(dir_, fs::perms::all, fs::perm_options::add);
+  const std::string as =
+      ::geteuid() == 0 ? "setpriv --reuid=65534 --regid=65534 --clear-groups " : "";
+  auto resume_into = [&](const std::string& out) {
+    return testing::run_shell(as + LLMCPU_BINARY + " train --resume " + shell_quote(ckpt) + " -o " +
+                              shell_quote(out) + " --train-data " + shell_quote(path("train.bin")) +
+                              " -b 2 -t 13 --lr 1e-3 --threads 1 --steps 3 2>&1");
+  };
+  const auto read_only = fs::perms::owner_write | fs::perms::group_write | fs::perms::others_write;
+  fs::permissions(ckpt, read_only, fs::perm_options::remove);
+  const auto locked = resume_into(path("mine1"));
+  EXPECT_EQ(locked.status, 0) << locked.output;
+  EXPECT_EQ(locked.output.find("not locked"), std::string::npos) << locked.output;
+  fs::permissions(ckpt, fs::perms::owner_write, fs::perm_options::add);
+  fs::remove(ckpt + "/train.lock");
+  fs::permissions(ckpt, read_only, fs::perm_options::remove);
+  const auto unlocked = resume_into(path("mine2"));
+  fs::permissions(ckpt, fs::perms::owner_write, fs::perm_options::add);
+  EXPECT_EQ(unlocked.status, 0) << unlocked.output;
+  EXPECT_NE(unlocked.output.find("train: --resume " + ckpt +
+                                 " is not locked against writers (cannot create the lock file " +
+                                 ckpt + "/train.lock: Permission denied (EACCES))"),
+            std::string::npos)
+      << unlocked.output;
+  EXPECT_EQ(latest_checkpoint(path("mine1")), 3);
+  EXPECT_EQ(latest_checkpoint(path("mine2")), 3);
 }
 
 TEST_F(Faults, ResumeSkipsCorruptNewestCheckpointsAndKeepsThem) {

@@ -1,17 +1,22 @@
 // core/report: the llm.c log reader (against hand-written logs), the metrics line's JSON (read back
-// by nlohmann's parser), gnuplot's quoting and the plot's format and option checks.
+// by nlohmann's parser), how a resumed run continues a metrics file (one line per step: cut at the
+// resumed step, that step's validation carried into its line), gnuplot's quoting and the plot's
+// format and option checks.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
 #include "core/report/loss_log.h"
 #include "core/report/metrics.h"
 #include "core/report/plot.h"
+#include "core/report/train_reports.h"
 #include "simd/error.h"
 
 namespace llmcpu {
@@ -145,6 +150,129 @@ TEST(Metrics, LineIsJsonWithNullForNonFiniteAndNoAbsentKeys) {
 
   j = nlohmann::json::parse(metrics_line({.step = 10, .loss = {}, .val_loss = 3.5}));
   EXPECT_EQ(j, nlohmann::json::parse(R"({"step": 10, "val_loss": 3.5})"));
+}
+
+TEST(Metrics, SkippedStepSaysSoAndOthersHaveNoSuchKey) {
+  StepMetrics m{.step = 4, .loss = 6.5, .lr = 3e-4, .grad_norm = 2};
+  EXPECT_FALSE(nlohmann::json::parse(metrics_line(m)).contains("skipped"));
+  m.grad_norm = std::numeric_limits<double>::quiet_NaN();
+  m.skipped = true;
+  const nlohmann::json j = nlohmann::json::parse(metrics_line(m));
+  EXPECT_EQ(j["skipped"], true);
+  EXPECT_EQ(j["loss"], 6.5);
+  EXPECT_TRUE(j["grad_norm"].is_null());
+}
+
+using MetricsFile = LossLog;
+
+std::string read_text(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(f), {}};
+}
+
+std::string train_line(int64_t step, std::optional<double> val = {}) {
+  return metrics_line({.step = step, .loss = 5.0 + step, .lr = 1e-3, .val_loss = val}) + "\n";
+}
+
+TEST_F(MetricsFile, ResumedRunCutsTheFileAtItsStepAndCarriesThatStepsValidation) {
+  const std::string earlier = train_line(0, 7.0) + train_line(1) + train_line(2, 6.5);
+  // The end of --steps (or a Ctrl-C at a validation step): a validation-only line of step 3.
+  const std::string path =
+      write("m.jsonl", earlier + metrics_line({.step = 3, .loss = {}, .val_loss = 6.25}) + "\n");
+  {
+    MetricsWriter w(path, 3);
+    ASSERT_TRUE(w.carried_val_loss());
+    EXPECT_EQ(*w.carried_val_loss(), 6.25);
+    EXPECT_EQ(read_text(path), earlier);
+  }
+  // Resumed from an older checkpoint (after a kill or a --max-bad-steps stop): the lines of the
+  // steps it takes again go, the validation of the resumed step is carried from its training line.
+  write("m.jsonl", earlier + train_line(3) + train_line(4, 6.0) + train_line(5));
+  {
+    MetricsWriter w(path, 2);
+    EXPECT_EQ(*w.carried_val_loss(), 6.5);
+    EXPECT_EQ(read_text(path), train_line(0, 7.0) + train_line(1));
+  }
+  // No line of the resumed step, or one without val_loss: nothing carried; a last line cut short by
+  // a kill goes too.
+  write("m.jsonl", earlier + R"({"step":3,"lo)");
+  {
+    MetricsWriter w(path, 3);
+    EXPECT_FALSE(w.carried_val_loss());
+    EXPECT_EQ(read_text(path), earlier);
+    w.write({.step = 3, .loss = 8.0});
+  }
+  EXPECT_EQ(read_text(path), earlier + metrics_line({.step = 3, .loss = 8.0}) + "\n");
+  {
+    MetricsWriter w(path, 1);
+    EXPECT_FALSE(w.carried_val_loss());
+    EXPECT_EQ(read_text(path), train_line(0, 7.0));
+  }
+  // A validation that was not finite (null) is carried as such.
+  write("m.jsonl", train_line(0) + R"({"step":1,"val_loss":null})" + "\n");
+  {
+    MetricsWriter w(path, 1);
+    ASSERT_TRUE(w.carried_val_loss());
+    EXPECT_TRUE(std::isnan(*w.carried_val_loss()));
+  }
+  // A run that is not resumed starts the file anew; a resumed one whose file is not there makes it.
+  { MetricsWriter w(path, -1); }
+  EXPECT_EQ(read_text(path), "");
+  const std::string fresh = (dir_ / "fresh.jsonl").string();
+  { MetricsWriter w(fresh, 5); }
+  EXPECT_TRUE(fs::exists(fresh));
+}
+
+TEST_F(MetricsFile, ResumedRunRefusesAFileOfOtherLinesAndLeavesItAsItWas) {
+  for (const std::string& foreign : {std::string("s:0 trl:5.0\n"), std::string("{\"loss\": 2}\n"),
+                                     std::string("{\"step\": -1}\n"), std::string("\n")}) {
+    const std::string text = train_line(0) + foreign + train_line(5);
+    const std::string path = write("m.jsonl", text);
+    try {
+      MetricsWriter w(path, 3);
+      ADD_FAILURE() << "accepted " << foreign;
+    } catch (const FileError& e) {
+      EXPECT_NE(std::string(e.what()).find(path + ": line 2 is not a metrics line"),
+                std::string::npos)
+          << e.what();
+    }
+    EXPECT_EQ(read_text(path), text);
+  }
+}
+
+TEST_F(MetricsFile, ResumedStepsLineHasTheValidationOfTheRunBefore) {
+  // The first run: steps 0 and 1, validation at 0 and after the last step (2), as the trainer
+  // reports them.
+  const std::string path = (dir_ / "m.jsonl").string();
+  {
+    TrainReports r(path, PlotOptions{}, -1, "");
+    r.validation(0, 7.0, nullptr);
+    r.step({.step = 0, .loss = 5.0});
+    r.step({.step = 1, .loss = 4.0, .skipped = true});
+    r.validation(2, 6.0, nullptr);
+    r.finish(nullptr);
+  }
+  // Resumed at step 2 and stopped at once: the validation of step 2 keeps its own line.
+  const std::string first = read_text(path);
+  EXPECT_EQ(std::count(first.begin(), first.end(), '\n'), 3) << first;
+  { TrainReports(path, PlotOptions{}, 2, "").finish(nullptr); }
+  EXPECT_EQ(read_text(path), first);
+  // Resumed at step 2 (no validation measured there again), then stopped after step 3 with no
+  // validation.
+  {
+    TrainReports r(path, PlotOptions{}, 2, "");
+    r.step({.step = 2, .loss = 3.0});
+    r.step({.step = 3, .loss = 2.0});
+    r.finish(nullptr);
+  }
+  EXPECT_EQ(read_text(path), metrics_line({.step = 0, .loss = 5.0, .val_loss = 7.0}) + "\n" +
+                                 metrics_line({.step = 1, .loss = 4.0, .skipped = true}) + "\n" +
+                                 metrics_line({.step = 2, .loss = 3.0, .val_loss = 6.0}) + "\n" +
+                                 metrics_line({.step = 3, .loss = 2.0}) + "\n");
+  // Resumed at step 4 and stopped at once (a Ctrl-C before its first step): nothing to add.
+  const std::string all = read_text(path);
+  { TrainReports(path, PlotOptions{}, 4, "").finish(nullptr); }
+  EXPECT_EQ(read_text(path), all);
 }
 
 TEST(Plot, QuotesStringsForGnuplot) {
