@@ -364,17 +364,17 @@ StateShardFile::StateShardFile(const std::string& path, const StateShardHeader& 
   h.ranks = r.get<uint32_t>("the rank count");
   h.num_parameters = r.get<uint64_t>("the parameter count");
   h.count = r.get<uint64_t>("the element count");
-  auto expect = [&](const char* what, uint64_t got, uint64_t wanted) {
+  auto expect = [&](const char* what, auto got, auto wanted) {
     if (got != wanted) {
       throw FileError(path, std::string("holds ") + what + " " + std::to_string(got) +
                                 ", expected " + std::to_string(wanted));
     }
   };
-  expect("the state of step", uint64_t(h.step), uint64_t(want.step));
+  expect("the state of step", h.step, want.step);
   expect("the part of rank", h.rank, want.rank);
   expect("a part for a world of ranks", h.ranks, want.ranks);
-  expect("parameters", h.num_parameters, want.num_parameters);
-  expect("elements", h.count, want.count);
+  expect("a parameter count of", h.num_parameters, want.num_parameters);
+  expect("an element count of", h.count, want.count);
   count_ = h.count;
   tensors_offset_ = r.skip<float>(count_, "the weights");
   r.skip<float>(count_, "the AdamW moments");
