@@ -30,8 +30,8 @@ DebugState load_debug_state(const std::string& path, const ModelConfig& config) 
   }
   if (s.T <= 0 || s.T > config.max_seq_len) {
     throw FileError(path, "sequence length T=" + std::to_string(s.T) +
-                              " in header does not fit the model's maxT=" +
-                              std::to_string(config.max_seq_len));
+                              " in header is not in 1..maxT=" + std::to_string(config.max_seq_len) +
+                              " (the model's context)");
   }
   const size_t BT = (size_t)s.B * s.T, V = config.vocab_size;
   const size_t P = ParameterLayout(config).total();

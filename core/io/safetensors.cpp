@@ -129,6 +129,10 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : file_(path) {
                               " runs past the end of the file (" + std::to_string(size) +
                               " bytes; truncated, or not a safetensors file?)");
   }
+  if (header_bytes < 2) {
+    throw FileError(path, "header length " + std::to_string(header_bytes) +
+                              " is too short for the JSON header (at least \"{}\", 2 bytes)");
+  }
   const char* text = reinterpret_cast<const char*>(file_.data() + kLengthBytes);
   json header;
   try {

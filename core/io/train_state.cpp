@@ -114,6 +114,32 @@ class Reader {
   size_t off_ = 0;
 };
 
+// What the file alone can tell of its data position (the shards it indexes are checked on resume,
+// by DataLoader::restore).
+void check_data_position(const std::string& path, const TrainState& s) {
+  const DataPosition& d = s.data;
+  if (d.rng_state == 0) {
+    throw FileError(path,
+                    "the data position's rng_state is 0, which the xorshift64* generator "
+                    "never holds (it would stay 0)");
+  }
+  if (d.shard >= d.shard_order.size()) {
+    throw FileError(path, "the data position's shard index " + std::to_string(d.shard) +
+                              " is not below the shard order's " +
+                              std::to_string(d.shard_order.size()) + " entries");
+  }
+  if (s.shuffle == d.sample_order.empty()) {
+    throw FileError(path, s.shuffle ? "a shuffled run's data position has no sample order"
+                                    : "a run without shuffling has a sample order (" +
+                                          std::to_string(d.sample_order.size()) + " entries)");
+  }
+  if (s.shuffle && d.sample > d.sample_order.size()) {
+    throw FileError(path, "the data position's sample index " + std::to_string(d.sample) +
+                              " is past the sample order's " +
+                              std::to_string(d.sample_order.size()) + " entries");
+  }
+}
+
 }  // namespace
 
 void save_train_state(const std::string& path, const TrainState& s, std::span<const float> params,
@@ -223,7 +249,23 @@ TrainStateFile::TrainStateFile(const std::string& path) : file_(path) {
   s.B = r.get<int32_t>("B");
   s.T = r.get<int32_t>("T");
   s.grad_accum = r.get<int32_t>("grad_accum");
-  s.shuffle = r.get<uint8_t>("shuffle") != 0;
+  if (s.B <= 0) {
+    throw FileError(path, "batch size B=" + std::to_string(s.B) + ", expected a positive number");
+  }
+  if (s.T <= 0 || s.T > c.max_seq_len) {
+    throw FileError(path, "sequence length T=" + std::to_string(s.T) + " is not in 1..maxT=" +
+                              std::to_string(c.max_seq_len) + " (the model's context)");
+  }
+  if (s.grad_accum <= 0) {
+    throw FileError(path, "grad_accum=" + std::to_string(s.grad_accum) +
+                              ", expected a positive number of micro-batches per step");
+  }
+  const uint8_t shuffle = r.get<uint8_t>("shuffle");
+  if (shuffle > 1) {
+    throw FileError(path, "invalid shuffle flag " + std::to_string(shuffle) +
+                              ", expected 0 (in order) or 1 (shuffled)");
+  }
+  s.shuffle = shuffle == 1;
   s.seed = r.get<uint64_t>("seed");
   if (version >= 2) {
     const uint8_t precision = r.get<uint8_t>("the precision");
@@ -235,8 +277,14 @@ TrainStateFile::TrainStateFile(const std::string& path) : file_(path) {
   }
   s.step = r.get<int64_t>("step");
   s.adamw_t = r.get<int64_t>("adamw_t");
-  if (s.B <= 0 || s.T <= 0 || s.grad_accum <= 0 || s.step < 0 || s.adamw_t < 0) {
-    throw FileError(path, "invalid batch shape or step count");
+  if (s.step < 0) {
+    throw FileError(path, "step " + std::to_string(s.step) +
+                              ", expected a non-negative number of completed steps");
+  }
+  if (s.adamw_t < 0 || s.adamw_t > s.step) {
+    throw FileError(path, "adamw_t " + std::to_string(s.adamw_t) + " is not in 0.." +
+                              std::to_string(s.step) + " (step " + std::to_string(s.step) +
+                              "): AdamW takes at most one update per completed step");
   }
   s.data.epoch = r.get<uint64_t>("the data position");
   s.data.rng_state = r.get<uint64_t>("the data position");
@@ -244,6 +292,7 @@ TrainStateFile::TrainStateFile(const std::string& path) : file_(path) {
   s.data.sample = r.get<uint64_t>("the data position");
   r.array(s.data.shard_order, r.get<uint32_t>("the shard order"), "the shard order");
   r.array(s.data.sample_order, r.get<uint64_t>("the sample order"), "the sample order");
+  check_data_position(path, s);
   const uint64_t P = r.get<uint64_t>("the parameter count");
   if (P != ParameterLayout(c).total()) {
     throw FileError(path, "holds " + std::to_string(P) + " parameters, but the model " +
@@ -315,17 +364,17 @@ StateShardFile::StateShardFile(const std::string& path, const StateShardHeader& 
   h.ranks = r.get<uint32_t>("the rank count");
   h.num_parameters = r.get<uint64_t>("the parameter count");
   h.count = r.get<uint64_t>("the element count");
-  auto expect = [&](const char* what, uint64_t got, uint64_t wanted) {
+  auto expect = [&](const char* what, auto got, auto wanted) {
     if (got != wanted) {
       throw FileError(path, std::string("holds ") + what + " " + std::to_string(got) +
                                 ", expected " + std::to_string(wanted));
     }
   };
-  expect("the state of step", uint64_t(h.step), uint64_t(want.step));
+  expect("the state of step", h.step, want.step);
   expect("the part of rank", h.rank, want.rank);
   expect("a part for a world of ranks", h.ranks, want.ranks);
-  expect("parameters", h.num_parameters, want.num_parameters);
-  expect("elements", h.count, want.count);
+  expect("a parameter count of", h.num_parameters, want.num_parameters);
+  expect("an element count of", h.count, want.count);
   count_ = h.count;
   tensors_offset_ = r.skip<float>(count_, "the weights");
   r.skip<float>(count_, "the AdamW moments");

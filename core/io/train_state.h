@@ -5,11 +5,13 @@
 // either precision (a bf16 run's model file holds only their bf16 rounding). Little-endian binary:
 //   u32 magic 0x5354434C ("LCTS"), u32 version 3 (versions 1 and 2 are still read: version 2 is
 //   version 3 without the shard count, version 1 also without the precision byte and means fp32)
-//   i32 maxT, V, L, NH, C, Vp; i32 B, T, grad_accum; u8 shuffle; u64 seed
-//   u8 precision (0 fp32, 1 bf16)
-//   i64 step (completed optimizer steps), i64 adamw_t
-//   u64 epoch, u64 rng_state, u32 shard, u64 sample, u32 n_shard_order, u32[n], u64 n_sample_order,
-//   u32[n] u64 P; u32 shards;
+//   i32 maxT, V, L, NH, C, Vp; i32 B, T (1..maxT), grad_accum (positive); u8 shuffle (0 or 1);
+//   u64 seed; u8 precision (0 fp32, 1 bf16)
+//   i64 step (completed optimizer steps), i64 adamw_t (AdamW updates taken: 0..step, one at most
+//   per step)
+//   u64 epoch, u64 rng_state (xorshift64*'s: never 0), u32 shard (index into the shard order),
+//   u64 sample (shuffled: index into the sample order, at most its length), u32 n_shard_order,
+//   u32[n], u64 n_sample_order (0 exactly when not shuffled), u32[n] u64 P; u32 shards;
 //   shards = 0: f32 params[P], f32 m[P], f32 v[P]
 //   shards = K > 0 (a ZeRO-1 run of K ranks): u64 checksum[K] of the K shard files below
 //   u64 checksum of all the bytes before it

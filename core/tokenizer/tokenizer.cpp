@@ -276,7 +276,10 @@ void Tokenizer::Impl::load_llmc(const std::string& path) {
                     "unsupported tokenizer version " + std::to_string(h[1]) + ", expected 1 or 2");
   }
   const int V = h[2];
-  if (V <= 0) throw FileError(path, "vocabulary size " + std::to_string(V) + " in header");
+  if (V <= 0) {
+    throw FileError(path, "vocabulary size " + std::to_string(V) +
+                              " in header, expected a positive number of tokens");
+  }
   eot = h[1] == 1 ? kGpt2Eot : h[3];
   if (eot < 0 || eot >= V) {
     throw FileError(path, "end-of-text id " + std::to_string(eot) +

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 #include <optional>
 #include <regex>
 
@@ -103,6 +104,10 @@ std::unique_ptr<CheckpointFiles> open_checkpoint(const std::string& dir, int64_t
   const std::string path = checkpoint_state_path(dir, step);
   files->state = std::make_unique<TrainStateFile>(path);
   const TrainState& s = files->state->state();
+  if (s.step != step) {
+    throw FileError(path, "holds the state of step " + std::to_string(s.step) +
+                              ", but its name says step " + std::to_string(step));
+  }
   const uint32_t K = s.shards();
   const std::vector<ParameterSpan> spans = ParameterLayout(s.config).spans();
   for (uint32_t k = 0; k < K; ++k) {
@@ -462,6 +467,12 @@ DataPosition Trainer::resume_from(const std::string& dir) {
                      precision_name(s.precision) + ", now " + precision_name(precision_) +
                      "; exact resume needs the same precision (or start a new run with --model " +
                      checkpoint_model_path(dir, step) + ")");
+  }
+  if (s.step > std::numeric_limits<int>::max()) {
+    // The file counts steps in 64 bits, this trainer (and --steps) in int: refused, not wrapped.
+    throw UsageError("--resume " + dir + ": the checkpoint is at step " + std::to_string(s.step) +
+                     ", past the last step --steps can name (" +
+                     std::to_string(std::numeric_limits<int>::max()) + ")");
   }
   check_memory(s.config);
   model_ = std::make_unique<Gpt2>(s.config, active_kernels(), precision_);

@@ -207,6 +207,10 @@ TEST_F(StateShards, ShardedStateFileHoldsChecksumsNotTensors) {
   s.T = 4;
   s.step = 7;
   s.adamw_t = 7;
+  // A run in order over one shard, at its start (a state's data position must be one).
+  s.shuffle = false;
+  s.data.rng_state = 1;
+  s.data.shard_order = {0};
   s.shard_checksums = {write("a.bin", 0, 2), write("b.bin", 1, 2)};
   save_train_state(path("state.bin"), s, {}, {}, {});
   const TrainStateFile f(path("state.bin"));
