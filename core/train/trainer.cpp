@@ -481,10 +481,6 @@ DataPosition Trainer::resume_from(const std::string& dir) {
   for (int k = 0; k < resume_files_->sources(); ++k) {
     repack(spans, resume_files_->tensor(k, 0), k, resume_files_->sources(), params, 0, 1);
   }
-  if (s.step < 0 || s.step > INT32_MAX) {  // --steps counts in an int
-    throw FileError(state_path, "step " + std::to_string(s.step) +
-                                    " is outside 0..2147483647, the steps a run can count");
-  }
   step_ = static_cast<int>(s.step);
   origin_ = "resumed from " + state_path + " at step " + std::to_string(step_);
   if (s.shards() > 0) origin_ += " (" + std::to_string(s.shards()) + " ZeRO-1 shards)";
