@@ -155,7 +155,16 @@ struct Base {
   std::vector<std::string> args;
   // Pairs of flags whose values multiply: each pair runs with both at each of kPairValues.
   std::vector<std::pair<std::string, std::string>> products;
+  // Further runs: flags added to the base, and the flags whose name a refusal must carry.
+  std::vector<std::pair<std::vector<std::string>, std::vector<std::string>>> extras = {};
 };
+
+// A prompt of about n tokens.
+std::string long_prompt(int n) {
+  std::string text;
+  for (int i = 0; i < n; ++i) text += "ab ";
+  return text;
+}
 
 // A model whose vocabulary is the tiny tokenizer's (sample decodes every id it draws), trained one
 // step by the program itself; its path.
@@ -192,10 +201,13 @@ std::map<std::string, Base> bases(const std::string& command, const fs::path& di
   const std::string tok_model =
       command == "train" || command == "sample" ? model_of_the_tiny_tokenizer(dir) : "";
   const std::string tok_train = (dir / "tok_train.bin").string();
+  // A plugin that is not there: the run falls back to the CPU, and the offload flags' values are
+  // still read and checked.
+  const std::string no_plugin = (dir / "no_plugin.so").string();
   return {
       {"train",
        {{"--model", tok_model, "--train-data", tok_train, "--batch", "2", "--seq-len", "8",
-         "--steps", "1", "--threads", "1", "--tokenizer", tiny_tokenizer()},
+         "--steps", "1", "--threads", "1", "--tokenizer", tiny_tokenizer(), "--plugin", no_plugin},
         {{"--batch", "--seq-len"},
          {"--batch", "--total-batch"},
          {"--seq-len", "--total-batch"},
@@ -204,12 +216,17 @@ std::map<std::string, Base> bases(const std::string& command, const fs::path& di
          {"--val-every", "--val-batches"},
          {"--checkpoint-every", "--keep-checkpoints"}}}},
       {"verify",
-       {{"--model", model, "--state", fixture("tiny_state.bin"), "--threads", "1"},
+       {{"--model", model, "--state", fixture("tiny_state.bin"), "--threads", "1", "--plugin",
+         no_plugin},
         {{"--tolerance-logits", "--tolerance-grads"}}}},
       {"sample",
        {{"--model", tok_model, "--tokenizer", tiny_tokenizer(), "--tokens", "4", "--threads",
          "1"},
-        {{"--tokens", "--top-k"}, {"--tokens", "--temperature"}}}},
+        {{"--tokens", "--top-k"}, {"--tokens", "--temperature"}},
+        // The prompt's tokens plus --tokens against the context (maxT 32), in 64 bits.
+        {{{"--prompt", long_prompt(40), "--tokens", "2147483647"}, {"--tokens"}},
+         {{"--prompt", long_prompt(40), "--tokens", "16777216"}, {"--tokens"}},
+         {{"--prompt", long_prompt(4000), "--tokens", "1"}, {"--tokens"}}}}},
       {"prepare",
        {{"--input", (dir / "text.txt").string(), "--out-dir", (dir / "shards").string(),
          "--tokenizer", tiny_tokenizer()},
@@ -272,6 +289,15 @@ TEST_P(EdgeValues, EveryFlagAtEveryEdgeEndsInAnswer) {
         fs::remove_all(dir);
       }
     }
+  }
+  for (const auto& [flags, named] : base.extras) {
+    const fs::path dir = dir_ / ("run" + std::to_string(n++));
+    fs::create_directories(dir);
+    std::vector<std::string> args = {name};
+    args.insert(args.end(), base.args.begin(), base.args.end());
+    args.insert(args.end(), flags.begin(), flags.end());
+    expect_clean(args, named, dir);
+    fs::remove_all(dir);
   }
   // Plain words where a command takes none, or too many.
   const fs::path dir = dir_ / "plain";
