@@ -37,6 +37,7 @@ std::string cpu_model() {
   return "unknown";
 }
 
+#if LLMCPU_VULKAN_PLUGIN_BUILT
 // The Vulkan plugin next to this executable, where the build puts it; "" when absent.
 std::string plugin_next_to_program() {
   std::error_code ec;
@@ -45,6 +46,7 @@ std::string plugin_next_to_program() {
   const std::filesystem::path plugin = self.parent_path() / "libllmcpu_vulkan.so";
   return std::filesystem::exists(plugin, ec) ? plugin.string() : "";
 }
+#endif
 
 class VersionCommand : public Command {
  public:
