@@ -58,13 +58,17 @@ cmake -S . -B "$build" -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=
 cmake --build "$build" --target llmcpu_fuzz llmcpu
 # fuzz_cli's dictionary: the values in tests/fuzz/dict/cli.dict and every flag of every command, as
 # the commands' own --help lists them (no copy of the flag tables to keep up to date).
-llmcpu="$build/tools/llmcpu"
+llmcpu="$build/llmcpu"
 {
   cat tests/fuzz/dict/cli.dict
   for command in $("$llmcpu" help | sed -n 's/^  \([a-z]*\) .*/\1/p' | grep -vx help); do
     "$llmcpu" "$command" --help
   done | grep -oE '(^| )--?[a-z][a-z0-9-]*' | tr -d ' ' | sort -u | sed 's/.*/"&"/'
 } >"$build/cli.dict"
+if ! grep -q '^"--model"$' "$build/cli.dict"; then
+  echo "fuzz.sh: no flags from $llmcpu's --help for fuzz_cli's dictionary" >&2
+  exit 2
+fi
 
 targets=${*:-$(cat "$build/fuzz_targets.txt")}
 cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
