@@ -204,6 +204,8 @@ std::map<std::string, Base> bases(const std::string& command, const fs::path& di
   // A plugin that is not there: the run falls back to the CPU, and the offload flags' values are
   // still read and checked.
   const std::string no_plugin = (dir / "no_plugin.so").string();
+  const std::string lr_config = (dir / "lr.toml").string();
+  std::ofstream(lr_config) << "lr = 9007199254740993\n";
   return {
       {"train",
        {{"--model", tok_model, "--train-data", tok_train, "--batch", "2", "--seq-len", "8",
@@ -214,7 +216,16 @@ std::map<std::string, Base> bases(const std::string& command, const fs::path& di
          {"--warmup", "--steps"},
          {"--sample-every", "--sample-tokens"},
          {"--val-every", "--val-batches"},
-         {"--checkpoint-every", "--keep-checkpoints"}}}},
+         {"--checkpoint-every", "--keep-checkpoints"}},
+        // B*T past 32 bits with accumulation asked for (it once divided by a wrapped zero), a
+        // thread count far past the machine, and a config whose real-valued key a double cannot
+        // hold (it once became a learning rate of 0).
+        {{{"--batch", "65536", "--seq-len", "65536", "--total-batch", "1"},
+          {"--batch", "--seq-len"}},
+         {{"--batch", "1048576", "--seq-len", "16777216", "--total-batch", "2147483647"},
+          {"--batch", "--seq-len"}},
+         {{"--threads", "100000000"}, {"--threads"}},
+         {{"--config", lr_config}, {"'lr'"}}}}},
       {"verify",
        {{"--model", model, "--state", fixture("tiny_state.bin"), "--threads", "1", "--plugin",
          no_plugin},
