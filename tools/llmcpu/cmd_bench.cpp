@@ -99,20 +99,18 @@ class BenchCommand : public Command {
 };
 
 int BenchCommand::run(const ArgParser&) {
-  bench::BenchOptions& o = o_;
   const bench::Format fmt = bench::parse_format(format_);
-  o.precision = parse_precision(precision_);
-  o.targets = bench::resolve_targets(targets_);
-  resolve_model(model_, &o);
-  if (o.seq_len > o.config.max_seq_len) {
-    throw UsageError("--seq-len: expected 1 to " + std::to_string(o.config.max_seq_len) +
-                     " (the model's maxT), got " + std::to_string(o.seq_len));
+  o_.precision = parse_precision(precision_);
+  o_.targets = bench::resolve_targets(targets_);
+  resolve_model(model_, &o_);
+  if (o_.seq_len > o_.config.max_seq_len) {
+    throw UsageError("--seq-len: expected 1 to " + std::to_string(o_.config.max_seq_len) +
+                     " (the model's maxT), got " + std::to_string(o_.seq_len));
   }
-  check_bench_memory(o);
-  const PlacementOptions& placement = placement_;
-  const Placement placed = apply_placement_flags(placement);
+  check_bench_memory(o_);
+  const Placement placed = apply_placement_flags(placement_);
   std::fprintf(stderr, "%s\n", placed.summary.c_str());
-  const bench::BenchReport report = bench::run_bench(o, [](const std::string& what) {
+  const bench::BenchReport report = bench::run_bench(o_, [](const std::string& what) {
     std::fprintf(stderr, "bench: %s\n", what.c_str());
   });
   const std::string text = bench::format_report(report, fmt);

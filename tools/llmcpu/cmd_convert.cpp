@@ -138,20 +138,17 @@ class ConvertCommand : public Command {
 };
 
 int ConvertCommand::run(const ArgParser&) {
-  const std::string& dtype = dtype_;
-  const std::string& config_path = config_path_;
-  const std::vector<std::string>& plain = files_;
-  const std::string& in = plain[0];
-  const std::string& out = plain[1];
+  const std::string& in = files_[0];
+  const std::string& out = files_[1];
   std::error_code ec;
   if (!fs::exists(in, ec)) throw FileError(in, "no such file or folder");
   if (is_hf_model(in)) {
-    import_hf(in, out, dtype, config_path);
+    import_hf(in, out, dtype_, config_path_);
   } else {
-    if (!config_path.empty()) {
+    if (!config_path_.empty()) {
       throw UsageError("--config: only for a Hugging Face IN; " + in + " is an llm.c checkpoint");
     }
-    export_hf(in, out, dtype);
+    export_hf(in, out, dtype_);
   }
   return 0;
 }

@@ -41,7 +41,6 @@ class PlotCommand : public Command {
 };
 
 int PlotCommand::run(const ArgParser&) {
-  const PlotOptions& o = o_;
   find_gnuplot();  // before the logs are read: a missing gnuplot is the first thing to fix
   // Each run is named after its log's file name, or its path as given where two file names are
   // the same (runs/a/log.txt and runs/b/log.txt).
@@ -57,8 +56,8 @@ int PlotCommand::run(const ArgParser&) {
     runs.push_back(read_loss_log(logs_[i], by_path ? logs_[i] : names[i]));
     points += runs.back().train.size() + runs.back().val.size();
   }
-  plot_losses(runs, o);
-  std::printf("plot: %s (%zu log%s, %zu points)\n", o.output.c_str(), runs.size(),
+  plot_losses(runs, o_);
+  std::printf("plot: %s (%zu log%s, %zu points)\n", o_.output.c_str(), runs.size(),
               runs.size() == 1 ? "" : "s", points);
   return 0;
 }

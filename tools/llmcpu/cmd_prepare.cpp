@@ -79,14 +79,13 @@ class PrepareCommand : public Command {
 };
 
 int PrepareCommand::run(const ArgParser&) {
-  const PrepareOptions& o = o_;
   const std::string tokenizer_path =
       tokenizer_path_.empty() ? default_tokenizer_dir() : tokenizer_path_;
   const Tokenizer tok = Tokenizer::load(tokenizer_path);
 
   const bool tty = ::isatty(STDERR_FILENO);
   double last_draw = -1;
-  const PrepareResult r = prepare_shards(tok, o, [&](const PrepareProgress& pr) {
+  const PrepareResult r = prepare_shards(tok, o_, [&](const PrepareProgress& pr) {
     if (!tty) return;
     if (pr.seconds - last_draw >= 0.1 || pr.bytes_done == pr.bytes_total) {
       draw_bar(pr);
@@ -96,7 +95,7 @@ int PrepareCommand::run(const ArgParser&) {
   if (tty) std::fputc('\n', stderr);
 
   std::fprintf(stderr, "prepare: %zu files, %.1f MB in %.2f s (%.1f MB/s), %s tokens\n",
-               o.inputs.size(), r.bytes / 1e6, r.seconds,
+               o_.inputs.size(), r.bytes / 1e6, r.seconds,
                r.seconds > 0 ? r.bytes / r.seconds / 1e6 : 0.0,
                human_count(static_cast<double>(r.val_tokens + r.train_tokens)).c_str());
   for (const std::string& f : r.val_files) std::printf("val   %s\n", f.c_str());

@@ -53,60 +53,56 @@ class SampleCommand : public Command {
 };
 
 int SampleCommand::run(const ArgParser&) {
-  const std::string& model_path = model_path_;
-  const std::string& prompt = prompt_;
-  const int tokens = tokens_, top_k = top_k_;
-  const double temperature = temperature_;
   const Placement placed = apply_placement_flags(placement_);  // printed once the files have loaded
 
   const Tokenizer tok =
       Tokenizer::load(tokenizer_path_.empty() ? default_tokenizer_dir() : tokenizer_path_);
-  const ModelFileInfo info = read_model_file_header(model_path);
+  const ModelFileInfo info = read_model_file_header(model_path_);
   Gpt2 model(info.config);
-  load_model_file(model_path, model);
+  load_model_file(model_path_, model);
   const ModelConfig& c = model.config();
   if (tok.vocab_size() < c.vocab_size) {
     throw UsageError("--tokenizer " + tok.source() + " has " + std::to_string(tok.vocab_size()) +
                      " tokens, fewer than the V=" + std::to_string(c.vocab_size) + " of --model " +
-                     model_path + ": the ids from " + std::to_string(tok.vocab_size()) +
+                     model_path_ + ": the ids from " + std::to_string(tok.vocab_size()) +
                      " up that it may sample could not be decoded");
   }
   if (tok.vocab_size() > c.padded_vocab_size) {
     throw UsageError("--tokenizer " + tok.source() + " has " + std::to_string(tok.vocab_size()) +
                      " tokens, more than the " + std::to_string(c.padded_vocab_size) +
-                     " rows of --model " + model_path + "'s embedding");
+                     " rows of --model " + model_path_ + "'s embedding");
   }
 
   std::vector<int> context = {tok.eot_token() < c.vocab_size ? tok.eot_token() : 0};
-  if (!prompt.empty()) {
+  if (!prompt_.empty()) {
     if (!tok.can_encode()) {
       throw UsageError("--prompt needs a tokenizer that can encode (a folder with "
                        "encoder.json and vocab.bpe), not " + tok.source());
     }
-    tok.encode_append(prompt, context);
+    tok.encode_append(prompt_, context);
   }
   // Both are bounded (the prompt by what was read, --tokens by its range): no int overflows here.
-  const int64_t length = static_cast<int64_t>(context.size()) + tokens;
+  const int64_t length = static_cast<int64_t>(context.size()) + tokens_;
   if (length > c.max_seq_len) {
     throw UsageError("the prompt (" + std::to_string(context.size() - 1) + " tokens) and " +
-                     "--tokens " + std::to_string(tokens) + " exceed the model's context of " +
+                     "--tokens " + std::to_string(tokens_) + " exceed the model's context of " +
                      std::to_string(c.max_seq_len) + " tokens");
   }
   std::fprintf(stderr, "%s\n", placed.summary.c_str());
   Generator gen(model, static_cast<int>(length));
   Rng rng(seed_);
-  std::fwrite(prompt.data(), 1, prompt.size(), stdout);
+  std::fwrite(prompt_.data(), 1, prompt_.size(), stdout);
   const auto start = std::chrono::steady_clock::now();
   for (int t : context) gen.step(t);
   int generated = 0;
-  while (generated < tokens) {
-    const int next = gen.sample(static_cast<float>(temperature), top_k, rng);
+  while (generated < tokens_) {
+    const int next = gen.sample(static_cast<float>(temperature_), top_k_, rng);
     ++generated;
     if (next == tok.eot_token()) break;
     const std::string piece = tok.decode(&next, 1);
     std::fwrite(piece.data(), 1, piece.size(), stdout);
     std::fflush(stdout);
-    if (generated < tokens) gen.step(next);
+    if (generated < tokens_) gen.step(next);
   }
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::fprintf(stderr, "\nsample: %d tokens after a %zu-token context in %.2f s (%.1f tokens/s)\n",

@@ -123,36 +123,31 @@ class TopoCommand : public Command {
 };
 
 int TopoCommand::run(const ArgParser& p) {
-  const PlacementOptions& o = o_;
-  const std::string& synthetic = synthetic_;
-  const std::string& xml = xml_;
-  const bool json = json_;
-  const int ranks = ranks_;
 
   PlanRequest req;
-  req.policy = parse_bind_policy(o.bind);
-  req.threads = o.threads;
-  req.smt = o.smt;
-  req.cpus = o.cpus;
-  const Topology topo = p.given("topology")       ? synthetic_topology(synthetic)
-                        : p.given("topology-xml") ? xml_topology(xml)
+  req.policy = parse_bind_policy(o_.bind);
+  req.threads = o_.threads;
+  req.smt = o_.smt;
+  req.cpus = o_.cpus;
+  const Topology topo = p.given("topology")       ? synthetic_topology(synthetic_)
+                        : p.given("topology-xml") ? xml_topology(xml_)
                                                   : this_machine_topology();
   std::string origin;
   if (req.threads == 0 && topo.this_system) {  // as train and verify would count them
     req.threads = omp_num_threads_from_environment();
     if (req.threads > 0) origin = req.threads_origin = "OMP_NUM_THREADS";
   }
-  if (ranks > 1) {
+  if (ranks_ > 1) {
     // As `llmcpu train` under mpirun without binding: each rank plans inside its share.
-    if (!json) print_machine(topo);
-    for (int r = 0; r < ranks; ++r) {
-      req.cpus = rank_cpu_share(topo, r, ranks);
+    if (!json_) print_machine(topo);
+    for (int r = 0; r < ranks_; ++r) {
+      req.cpus = rank_cpu_share(topo, r, ranks_);
       const Plan plan = make_plan(topo, req);
-      if (json) {
+      if (json_) {
         std::printf("%s\n", plan_json(plan).c_str());
         continue;
       }
-      std::printf("rank %d of %d: PUs %s\n", r, ranks, req.cpus.c_str());
+      std::printf("rank %d of %d: PUs %s\n", r, ranks_, req.cpus.c_str());
       print_plan(plan, origin);
       // The data-parallel communication thread may run on any of its rank's threads' PUs.
       std::vector<int> pus;
@@ -164,7 +159,7 @@ int TopoCommand::run(const ArgParser& p) {
     return 0;
   }
   const Plan plan = make_plan(topo, req);
-  if (json) {
+  if (json_) {
     std::printf("%s\n", plan_json(plan).c_str());
     return 0;
   }

@@ -54,45 +54,39 @@ class VerifyCommand : public Command {
 };
 
 int VerifyCommand::run(const ArgParser& p) {
-  const std::string& model_path = model_path_;
-  const std::string& state_path = state_path_;
-  const std::string& write_state = write_state_;
-  const PlacementOptions& placement = placement_;
-  const PluginFlags& plugin = plugin_;
-  VerifyTolerances& tol = tol_;
   const Precision prec = parse_precision(precision_, "--precision");
   const Recompute rc = parse_recompute(recompute_, "--recompute");
-  const Placement placed = apply_placement_flags(placement);  // printed once the files have loaded
+  const Placement placed = apply_placement_flags(placement_);  // printed once the files have loaded
   const int nthreads = placed.plan.num_threads();
 
-  const ModelFileInfo info = read_model_file_header(model_path);
+  const ModelFileInfo info = read_model_file_header(model_path_);
   Gpt2 model(info.config, active_kernels(), prec);
-  load_model_file(model_path, model);
-  apply_plugin_flags(plugin, model);
-  apply_offload_tolerances(p, model.offload_active(), &tol);
+  load_model_file(model_path_, model);
+  apply_plugin_flags(plugin_, model);
+  apply_offload_tolerances(p, model.offload_active(), &tol_);
   if (prec == Precision::kBf16) {  // limits not given on the command line: the bf16 ones
-    if (!p.given("tolerance-logits")) tol.logits = kBf16Tolerances.logits;
-    if (!p.given("tolerance-grads")) tol.grads = kBf16Tolerances.grads;
+    if (!p.given("tolerance-logits")) tol_.logits = kBf16Tolerances.logits;
+    if (!p.given("tolerance-grads")) tol_.grads = kBf16Tolerances.grads;
   }
-  const DebugState ref = load_debug_state(state_path, info.config);
+  const DebugState ref = load_debug_state(state_path_, info.config);
   std::printf("%s\n", placed.summary.c_str());
   std::printf("verify: model %s (%s, %s), state %s (B=%d T=%d), %s, %d thread%s\n",
-              model_path.c_str(), describe(info.config).c_str(), info.description.c_str(),
-              state_path.c_str(), ref.B, ref.T, model.kernels_summary().c_str(), nthreads,
+              model_path_.c_str(), describe(info.config).c_str(), info.description.c_str(),
+              state_path_.c_str(), ref.B, ref.T, model.kernels_summary().c_str(), nthreads,
               nthreads == 1 ? "" : "s");
 
   DebugState ours;
   const VerifyReport report =
-      verify_against_state(model, ref, tol, write_state.empty() ? nullptr : &ours, rc);
-  print_offload_report(plugin, model);
+      verify_against_state(model, ref, tol_, write_state_.empty() ? nullptr : &ours, rc);
+  print_offload_report(plugin_, model);
   std::printf("%-10s %12s %14s %14s %10s\n", "tensor", "elements", "max|diff|", "rel.error", "limit");
   for (const TensorComparison& c : report.rows) {
     std::printf("%-10s %12zu %14.6e %14.6e %10.2e %s\n", c.name.c_str(), c.count, c.max_abs_diff,
                 c.rel_error, c.tolerance, c.ok ? "ok" : "FAIL");
   }
-  if (!write_state.empty()) {
-    save_debug_state(write_state, info.config, ours);
-    std::printf("verify: wrote this program's state to %s\n", write_state.c_str());
+  if (!write_state_.empty()) {
+    save_debug_state(write_state_, info.config, ours);
+    std::printf("verify: wrote this program's state to %s\n", write_state_.c_str());
   }
   std::printf("verify: %s\n", report.ok ? "OK" : "FAIL");
   return report.ok ? 0 : 1;
