@@ -79,10 +79,10 @@ std::string mib(double bytes) {
 
 MemoryPlan plan_memory(const MemoryRequest& r) {
   const double P = double(ParameterLayout(r.config).total());
-  const bool bf16 = r.precision == Precision::kBf16;
+  const bool mixed = r.precision == Precision::kBf16;
   const int ranks = std::max(r.ranks, 1);
   MemoryPlan plan;
-  plan.parameters = P * 4 + (bf16 ? P * sizeof(bf16) : 0);
+  plan.parameters = P * sizeof(float) + (mixed ? P * sizeof(bf16) : 0);
   plan.gradients = P * 4;
   plan.optimizer = 2 * P * 4 / (r.zero ? ranks : 1);
   ModelConfig host = r.config;
