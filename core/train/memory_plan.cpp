@@ -79,7 +79,8 @@ MemoryPlan plan_memory(const MemoryRequest& r) {
   const bool mixed = r.precision == Precision::kBf16;
   const int ranks = std::max(r.ranks, 1), threads = std::max(r.threads, 1);
   MemoryPlan plan;
-  plan.parameters = double(P) * (sizeof(float) + (mixed ? sizeof(bf16) : 0));
+  const double weights = double(P) * (sizeof(float) + (mixed ? sizeof(bf16) : 0));
+  plan.parameters = r.shared_weights ? weights / std::max(r.local_ranks, 1) : weights;
   plan.gradients = double(P) * sizeof(float);
   plan.optimizer = 2 * double(P) * sizeof(float) / (r.zero ? ranks : 1);
   ModelConfig host = r.config;
@@ -95,7 +96,8 @@ MemoryPlan plan_memory(const MemoryRequest& r) {
   kernels.merge(k.sum_squares_scratch(P, threads));
   plan.kernel_scratch = double(kernels.bytes(threads));
   plan.scratch = double(a.backward + a.head) + plan.kernel_scratch;
-  plan.program = std::max(0.0, proc_kib_field("/proc/self/status", "VmRSS"));
+  plan.program =
+      r.program >= 0 ? r.program : std::max(0.0, proc_kib_field("/proc/self/status", "VmRSS"));
   return plan;
 }
 

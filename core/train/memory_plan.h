@@ -7,6 +7,11 @@
 // made. The kernels' scratch is what their own sizing entries (simd/scratch.h) say one step's calls
 // leave allocated (step_scratch, core/model/kernel_scratch.h): the bf16 GEMMs pack their operands
 // per call, the lm_head's whole bf16 weight among them.
+//
+// The plan is one process's. Ranks on one machine that share their weights (ZeRO-1 with shared
+// memory, GradientSync::share_memory) hold one copy of the weights (and of the bf16 copy) between
+// them: each rank is charged 1/local_ranks of it, so that the plans of the machine's ranks add up
+// to what the machine holds, and memory_limit gives each rank 1/local_ranks of the machine.
 #pragma once
 
 #include <cstddef>
@@ -30,11 +35,16 @@ struct MemoryRequest {
   int ranks = 1;        // the world's
   int local_ranks = 1;  // the ranks on this machine, which share its memory
   bool zero = false;    // ZeRO-1: the moments (and in bf16 the master) sharded over the ranks
+  // ZeRO-1 with every rank on this machine sharing one copy of the weights
+  // (GradientSync::share_memory): each rank is charged 1/local_ranks of it.
+  bool shared_weights = false;
   int threads = 1;
   // The kernel tables the run computes with (their sizing entries size the kernels' scratch);
   // null: active_kernels() and active_bf16_kernels().
   const KernelTable* kernels = nullptr;
   const Bf16Kernels* bf16_kernels = nullptr;
+  // What the process holds before the run's allocations; < 0: measured now (its VmRSS).
+  double program = -1;
   // The layers whose activations this process keeps: 0 for all of them; fewer when a device owns
   // the others (host_activation_layers, core/plugin/offload.h).
   int host_layers = 0;
@@ -42,7 +52,8 @@ struct MemoryRequest {
 
 // One process's bytes, by what they hold.
 struct MemoryPlan {
-  double parameters = 0;   // fp32 master weights (+ the bf16 working copy)
+  double parameters = 0;   // fp32 master weights (+ the bf16 working copy); this rank's share
+                           // when the machine's ranks share them
   double gradients = 0;    // fp32
   double optimizer = 0;    // AdamW's two moments (this rank's share under ZeRO-1)
   double activations = 0;  // the forward arena: what the backward pass reads

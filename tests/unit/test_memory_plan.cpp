@@ -1,5 +1,6 @@
 // The memory plan's accounting from first principles: the model's arrays from the parameter count
-// (fp32 master, bf16 copy, gradients, AdamW's moments, sharded by ZeRO-1), and the kernels' scratch of a training step (step_scratch) against what a real
+// (fp32 master, bf16 copy, gradients, AdamW's moments, sharded by ZeRO-1 and shared by the ranks
+// of a machine), and the kernels' scratch of a training step (step_scratch) against what a real
 // step leaves allocated in the scratch of the trainer's thread and its OpenMP team, in fp32 and
 // bf16, through the model and through the Trainer.
 #include <gtest/gtest.h>
@@ -104,6 +105,36 @@ TEST(MemoryPlan, CountsTheModelsArraysFromTheParameterCount) {
   r.ranks = r.local_ranks = 4;
   r.zero = true;
   EXPECT_EQ(plan_memory(r).optimizer, 2 * P);
+  EXPECT_EQ(plan_memory(r).parameters, 6 * P);  // each rank its own weights
+}
+
+// Ranks of one machine that share their weights hold one copy between them: each is charged its
+// share, so the plans of the machine's ranks add up to one copy, their own gradients and their
+// parts of the moments.
+TEST(MemoryPlan, SharedWeightsAreChargedOncePerMachine) {
+  const ModelConfig c = small_config();
+  const double P = double(ParameterLayout(c).total());
+  for (Precision p : {Precision::kFp32, Precision::kBf16}) {
+    const double copy = P * (p == Precision::kBf16 ? 6 : 4);
+    MemoryRequest r{.config = c,
+                    .precision = p,
+                    .batch = 2,
+                    .seq_len = 16,
+                    .total_batch = 64,
+                    .ranks = 2,
+                    .local_ranks = 2,
+                    .zero = true,
+                    .threads = 1,
+                    .program = 0};
+    const MemoryPlan own = plan_memory(r);
+    r.shared_weights = true;
+    const MemoryPlan shared = plan_memory(r);
+    EXPECT_EQ(2 * shared.parameters, copy) << precision_name(p);
+    EXPECT_EQ(2 * own.parameters, 2 * copy) << precision_name(p);
+    EXPECT_EQ(2 * own.total() - 2 * shared.total(), copy) << precision_name(p);
+    EXPECT_EQ(2 * shared.gradients, 2 * 4 * P);
+    EXPECT_EQ(2 * shared.optimizer, 8 * P);
+  }
 }
 
 // Through the Trainer: after its steps (and a validation), the scratch of its thread and team is
