@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "core/comm/communicator.h"
 #include "core/model/kernel_scratch.h"
 #include "core/model/parameters.h"
 #include "simd/bf16.h"
@@ -81,6 +82,15 @@ MemoryPlan plan_memory(const MemoryRequest& r) {
   MemoryPlan plan;
   const double weights = double(P) * (sizeof(float) + (mixed ? sizeof(bf16) : 0));
   plan.parameters = r.shared_weights ? weights / std::max(r.local_ranks, 1) : weights;
+  if (r.zero && mixed && !r.shared_weights && ranks > 1) {
+    // Each rank keeps the fp32 master of the layers' matmul weights for its own parts only (the
+    // model computes with their bf16 copy: Gpt2::release_master); rank 0's parts are the largest.
+    const ParameterLayout layout(r.config);
+    for (const ParameterSpan& span : layout.spans()) {
+      if (span.tensor < 0 || !ParameterLayout::matmul_weight(span.tensor)) continue;
+      plan.parameters -= double(span.count - shard_of(span.count, 0, ranks).count) * sizeof(float);
+    }
+  }
   plan.gradients = double(P) * sizeof(float);
   plan.optimizer = 2 * double(P) * sizeof(float) / (r.zero ? ranks : 1);
   ModelConfig host = r.config;

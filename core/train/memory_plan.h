@@ -53,7 +53,8 @@ struct MemoryRequest {
 // One process's bytes, by what they hold.
 struct MemoryPlan {
   double parameters = 0;   // fp32 master weights (+ the bf16 working copy); this rank's share
-                           // when the machine's ranks share them
+                           // when the machine's ranks share them; in bf16 under ZeRO-1 without
+                           // sharing, the master of the matmul weights for its own parts only
   double gradients = 0;    // fp32
   double optimizer = 0;    // AdamW's two moments (this rank's share under ZeRO-1)
   double activations = 0;  // the forward arena: what the backward pass reads
