@@ -3,9 +3,10 @@
 
 Runs `llmcpu train --model gpt2-124m-2k` (maxT 2048) for a few steps at each T on random tokens and
 prints one markdown table: T, the memory plan's total (what `train` prints before it allocates),
-the peak resident set size the kernel reports for the process (ru_maxrss of the child), their
-ratio to T=256's, and the step time (the mean of the steps after the first). With flash attention
-and the chunked head nothing grows with T^2: the peak must grow linearly in T.
+the peak resident set size the kernel reports for the process (ru_maxrss of the child), the plan
+over the peak, the peak's ratio to T=256's, and the step time (the mean of the steps after the
+first). With flash attention and the chunked head nothing grows with T^2: the peak must grow
+linearly in T.
 
   bench/memory_vs_seq_len.py [--llmcpu build/llmcpu] [--precision bf16] [--batch 4]
                              [--seq-lens 256,512,1024,2048] [--steps 3] [--recompute none]
@@ -66,10 +67,12 @@ def main():
     cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
     print(f"GPT-2 124M (maxT 2048), B={args.batch}, {args.precision}, recompute {args.recompute}, "
           f"{args.steps} steps, {cpu}\n")
-    print("| T | plan MiB | peak RSS MiB | peak / T=%d's | T / %d | step ms |" % (lens[0], lens[0]))
-    print("|---|---|---|---|---|---|")
+    print("| T | plan MiB | peak RSS MiB | plan / peak | peak / T=%d's | T / %d | step ms |"
+          % (lens[0], lens[0]))
+    print("|---|---|---|---|---|---|---|")
     for T, plan, peak, ms in rows:
-        print(f"| {T} | {plan:.0f} | {peak:.0f} | {peak / rows[0][2]:.2f} | {T / lens[0]:.0f} | {ms:.0f} |")
+        print(f"| {T} | {plan:.0f} | {peak:.0f} | {plan / peak:.3f} | {peak / rows[0][2]:.2f} | "
+              f"{T / lens[0]:.0f} | {ms:.0f} |")
     # Linear in T: the growth from each length to the next is the same per token (within 10%).
     per_token = [(b[2] - a[2]) / (b[0] - a[0]) for a, b in zip(rows, rows[1:])]
     if per_token:

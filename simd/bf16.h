@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "simd/scalar/adamw.h"
+#include "simd/scratch.h"
 
 namespace llmcpu {
 
@@ -83,6 +84,14 @@ struct Bf16Kernels {
   // param_bf16 is not null.
   void (*adamw_update)(float* param, bf16* param_bf16, float* m, float* v, const float* grad,
                        size_t N, const scalar::AdamWStep& step);
+
+  // Sizing entries, as KernelTable's (simd/kernels.h): the scratch one call of the entry of that
+  // name asks for.
+  ScratchUse (*matmul_forward_scratch)(size_t N, int C, int OC, bool bias, int threads);
+  ScratchUse (*matmul_backward_scratch)(size_t N, int C, int OC, bool dinp, bool dbias,
+                                        int threads);
+  ScratchUse (*flash_attention_forward_scratch)(int B, int T, int C, int NH, int threads);
+  ScratchUse (*flash_attention_backward_scratch)(int B, int T, int C, int NH, int threads);
 };
 
 // The scalar reference: converts each operand exactly to fp32 and runs the scalar fp32 math (each

@@ -45,6 +45,8 @@ const std::vector<Entry>& entries() {
         dnnl.target = "onednn";
         dnnl.matmul_forward = &onednn::bf16_matmul_forward;
         dnnl.matmul_backward = &onednn::bf16_matmul_backward;
+        dnnl.matmul_forward_scratch = &onednn::bf16_matmul_forward_scratch;
+        dnnl.matmul_backward_scratch = &onednn::bf16_matmul_backward_scratch;
       }
       if (best && amx) r.push_back({dnnl.target, fp32, &dnnl});
 #endif
@@ -54,6 +56,8 @@ const std::vector<Entry>& entries() {
         dot.target = "avx512bf16";
         dot.matmul_forward = &x86::bf16_matmul_forward;
         dot.matmul_backward = &x86::bf16_matmul_backward;
+        dot.matmul_forward_scratch = &x86::bf16_matmul_forward_scratch;
+        dot.matmul_backward_scratch = &x86::bf16_matmul_backward_scratch;
         r.push_back({dot.target, fp32, &dot});
       }
 #endif

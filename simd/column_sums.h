@@ -6,9 +6,14 @@
 
 #include <cstddef>
 
+#include "simd/scratch.h"
+
 namespace llmcpu {
 
 // dout (N, OC), dbias (OC).
 void add_column_sums(float* dbias, const float* dout, size_t N, size_t OC);
+// What add_column_sums asks of the scratch (simd/scratch.h) on a team of `threads`: each thread a
+// row of its columns.
+ScratchUse column_sums_scratch(size_t OC, int threads);
 
 }  // namespace llmcpu

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "simd/scalar/adamw.h"
+#include "simd/scratch.h"
 
 namespace llmcpu {
 
@@ -71,6 +72,18 @@ struct KernelTable {
                        const AdamWStep& step);
   double (*sum_squares)(const float* x, size_t N);
   void (*scale)(float* x, float factor, size_t N);
+
+  // Sizing entries (simd/scratch.h): the per-thread scratch one call of the entry of that name
+  // asks for, by the call's shape and the size of the OpenMP team it runs on (`threads`:
+  // omp_get_max_threads() where it is called), without running it. For the memory plan; {} where
+  // the entry has no scratch (the scalar table's allocate per call: a reference, not a path).
+  // bias, dinp, dbias: whether the call passes them (not null).
+  ScratchUse (*matmul_forward_scratch)(size_t N, int C, int OC, bool bias, int threads);
+  ScratchUse (*matmul_backward_scratch)(size_t N, int C, int OC, bool dinp, bool dbias,
+                                        int threads);
+  ScratchUse (*flash_attention_forward_scratch)(int B, int T, int C, int NH, int threads);
+  ScratchUse (*flash_attention_backward_scratch)(int B, int T, int C, int NH, int threads);
+  ScratchUse (*sum_squares_scratch)(size_t N, int threads);
 };
 
 // The scalar reference table.

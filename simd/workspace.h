@@ -1,8 +1,10 @@
 // Per-thread scratch for the vectorized kernels, and the split of a range over an OpenMP team.
 // Scratch is grow-only and 64-byte aligned: a kernel asks for what its shape needs, so after the
-// first call at a shape a training step allocates nothing. A buffer belongs to the thread that
-// asked for it; a kernel may share its own buffer read-only with its team inside one parallel
-// region. Not here: the activation arenas (core/model), thread placement (core/runtime).
+// first call at a shape a training step allocates nothing. What a call will ask for is said by
+// the kernels' sizing entries (simd/scratch.h), before any of it is allocated. A buffer belongs to
+// the thread that asked for it; a kernel may share its own buffer read-only with its team inside
+// one parallel region. Not here: the activation arenas (core/model), thread placement
+// (core/runtime).
 #pragma once
 
 #include <atomic>
@@ -10,23 +12,20 @@
 #include <exception>
 #include <mutex>
 
-namespace llmcpu {
+#include "simd/scratch.h"
 
-// One independent buffer per use, so that nested needs (a GEMM inside attention) do not collide.
-enum class ScratchSlot {
-  kGemmPack,
-  kGemmPanel,
-  kAttention,
-  kReduce,
-  kBf16A,  // the bf16 path's converted or packed operands (simd/bf16*, simd/x86/)
-  kBf16B,
-  kBf16C,
-  kCount
-};
+namespace llmcpu {
 
 // At least `floats` floats, valid until the same thread asks the same slot for more. Throws
 // std::bad_alloc when they cannot be had (or their size in bytes does not fit a size_t).
 float* thread_scratch(ScratchSlot slot, size_t floats);
+
+// The bytes the calling thread's scratch buffers hold now (scratch_bytes of each one's largest
+// ask), so that a test can hold a kernel's sizing entry against what the kernel allocated.
+size_t thread_scratch_held();
+// Frees every scratch buffer of the calling thread (a test that measures from nothing; inside an
+// OpenMP region, each thread its own). Pointers it returned before are invalid afterwards.
+void release_thread_scratch();
 
 // An exception must not leave an OpenMP region: the runtime would call std::terminate. A region
 // whose threads can throw (per-thread scratch that cannot be allocated, a GEMM kernel that libxsmm

@@ -67,6 +67,9 @@ class Communicator {
   virtual std::unique_ptr<SharedMemory> share_memory(size_t bytes, std::string* why_not) {
     return nullptr;
   }
+  // Whether share_memory will try (every rank on this machine, sharing not turned off), for plans
+  // made before it is called; it can still find too little room.
+  virtual bool may_share_memory() const { return false; }
   // A collective that waits longer than this for the other ranks ends this process (and so, through
   // mpirun, the job) with a message naming the rank and the collective: a hung rank must not hang
   // the rest forever. No effect in a single process.

@@ -256,8 +256,10 @@ class MpiWorld final : public Communicator {
   }
   void abort(int code) override { MPI_Abort(MPI_COMM_WORLD, code); }
 
+  bool may_share_memory() const override { return machines_ == 1 && share_memory_; }
+
   std::unique_ptr<SharedMemory> share_memory(size_t bytes, std::string* why_not) override {
-    if (machines_ > 1 || !share_memory_) return nullptr;
+    if (!may_share_memory()) return nullptr;
     // Open MPI backs the window with a file in osc_sm_backing_directory (/dev/shm), whose pages
     // are only taken when touched: a tmpfs too small for them (Docker's /dev/shm is 64 MB) would
     // end the job with SIGBUS mid-run. Rank 0 looks, and every rank follows its answer.

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "core/comm/communicator.h"
+#include "core/model/kernel_scratch.h"
 #include "core/model/parameters.h"
 #include "simd/bf16.h"
 #include "simd/error.h"
@@ -18,10 +20,6 @@ namespace llmcpu {
 namespace {
 
 constexpr double kMiB = 1024.0 * 1024.0;
-// The kernels' per-thread workspace (GEMM panels, attention blocks, bf16 operand conversions):
-// grow-only buffers whose size follows the largest GEMM operand panel, a few MiB per thread at
-// GPT-2 sizes. An allowance, not a count.
-constexpr double kWorkspacePerThread = 16 * kMiB;
 
 // A number from a /proc or cgroup file ("max" and unreadable files give -1).
 double read_number(const std::string& path) {
@@ -78,20 +76,38 @@ std::string mib(double bytes) {
 }  // namespace
 
 MemoryPlan plan_memory(const MemoryRequest& r) {
-  const double P = double(ParameterLayout(r.config).total());
-  const bool bf16 = r.precision == Precision::kBf16;
-  const int ranks = std::max(r.ranks, 1);
+  const size_t P = ParameterLayout(r.config).total();
+  const bool mixed = r.precision == Precision::kBf16;
+  const int ranks = std::max(r.ranks, 1), threads = std::max(r.threads, 1);
   MemoryPlan plan;
-  plan.parameters = P * 4 + (bf16 ? P * sizeof(bf16) : 0);
-  plan.gradients = P * 4;
-  plan.optimizer = 2 * P * 4 / (r.zero ? ranks : 1);
+  const double weights = double(P) * (sizeof(float) + (mixed ? sizeof(bf16) : 0));
+  plan.parameters = r.shared_weights ? weights / std::max(r.local_ranks, 1) : weights;
+  if (r.zero && mixed && !r.shared_weights && ranks > 1) {
+    // Each rank keeps the fp32 master of the layers' matmul weights for its own parts only (the
+    // model computes with their bf16 copy: Gpt2::release_master); rank 0's parts are the largest.
+    const ParameterLayout layout(r.config);
+    for (const ParameterSpan& span : layout.spans()) {
+      if (span.tensor < 0 || !ParameterLayout::matmul_weight(span.tensor)) continue;
+      plan.parameters -= double(span.count - shard_of(span.count, 0, ranks).count) * sizeof(float);
+    }
+  }
+  plan.gradients = double(P) * sizeof(float);
+  plan.optimizer = 2 * double(P) * sizeof(float) / (r.zero ? ranks : 1);
   ModelConfig host = r.config;
   if (r.host_layers > 0) host.num_layers = r.host_layers;
-  const ActivationBytes a =
-      ActivationArena::bytes(host, r.batch, r.seq_len, {r.precision, r.recompute, false});
+  const ActivationOptions layout{r.precision, r.recompute, false};
+  const ActivationBytes a = ActivationArena::bytes(host, r.batch, r.seq_len, layout);
   plan.activations = double(a.forward);
-  plan.scratch = double(a.backward + a.head) + kWorkspacePerThread * std::max(r.threads, 1);
-  plan.program = std::max(0.0, proc_kib_field("/proc/self/status", "VmRSS"));
+  // The kernels' scratch: one step's calls, and the gradient norm's sum of squares (at most over
+  // all the gradients), all from the trainer's thread.
+  const KernelTable& k = r.kernels ? *r.kernels : active_kernels();
+  const Bf16Kernels& h = r.bf16_kernels ? *r.bf16_kernels : active_bf16_kernels();
+  ScratchUse kernels = step_scratch(host, r.batch, r.seq_len, layout, k, h, threads);
+  kernels.merge(k.sum_squares_scratch(P, threads));
+  plan.kernel_scratch = double(kernels.bytes(threads));
+  plan.scratch = double(a.backward + a.head) + plan.kernel_scratch;
+  plan.program =
+      r.program >= 0 ? r.program : std::max(0.0, proc_kib_field("/proc/self/status", "VmRSS"));
   return plan;
 }
 

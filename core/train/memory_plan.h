@@ -2,9 +2,16 @@
 // and the memory this process may use (a cgroup's limit, or the machine's MemAvailable), so that a
 // run that cannot fit is refused at start with the numbers and the flags that would make it fit,
 // instead of being killed by the kernel mid-run. Deliberately an account of the big allocations
-// (the model's arrays, the optimizer's moments, the activation arenas), not of every byte: the
-// program itself is counted as what it holds when the plan is made, and the kernels' per-thread
-// workspace by its largest planned use.
+// (the model's arrays, the optimizer's moments, the activation arenas, the kernels' per-thread
+// scratch), not of every byte: the program itself is counted as what it holds when the plan is
+// made. The kernels' scratch is what their own sizing entries (simd/scratch.h) say one step's calls
+// leave allocated (step_scratch, core/model/kernel_scratch.h): the bf16 GEMMs pack their operands
+// per call, the lm_head's whole bf16 weight among them.
+//
+// The plan is one process's. Ranks on one machine that share their weights (ZeRO-1 with shared
+// memory, GradientSync::share_memory) hold one copy of the weights (and of the bf16 copy) between
+// them: each rank is charged 1/local_ranks of it, so that the plans of the machine's ranks add up
+// to what the machine holds, and memory_limit gives each rank 1/local_ranks of the machine.
 #pragma once
 
 #include <cstddef>
@@ -13,6 +20,8 @@
 #include "core/model/activations.h"
 #include "core/model/config.h"
 #include "core/model/precision.h"
+#include "simd/bf16.h"
+#include "simd/kernels.h"
 
 namespace llmcpu {
 
@@ -26,7 +35,16 @@ struct MemoryRequest {
   int ranks = 1;        // the world's
   int local_ranks = 1;  // the ranks on this machine, which share its memory
   bool zero = false;    // ZeRO-1: the moments (and in bf16 the master) sharded over the ranks
+  // ZeRO-1 with every rank on this machine sharing one copy of the weights
+  // (GradientSync::share_memory): each rank is charged 1/local_ranks of it.
+  bool shared_weights = false;
   int threads = 1;
+  // The kernel tables the run computes with (their sizing entries size the kernels' scratch);
+  // null: active_kernels() and active_bf16_kernels().
+  const KernelTable* kernels = nullptr;
+  const Bf16Kernels* bf16_kernels = nullptr;
+  // What the process holds before the run's allocations; < 0: measured now (its VmRSS).
+  double program = -1;
   // The layers whose activations this process keeps: 0 for all of them; fewer when a device owns
   // the others (host_activation_layers, core/plugin/offload.h).
   int host_layers = 0;
@@ -34,11 +52,14 @@ struct MemoryRequest {
 
 // One process's bytes, by what they hold.
 struct MemoryPlan {
-  double parameters = 0;   // fp32 master weights (+ the bf16 working copy)
+  double parameters = 0;   // fp32 master weights (+ the bf16 working copy); this rank's share
+                           // when the machine's ranks share them; in bf16 under ZeRO-1 without
+                           // sharing, the master of the matmul weights for its own parts only
   double gradients = 0;    // fp32
   double optimizer = 0;    // AdamW's two moments (this rank's share under ZeRO-1)
   double activations = 0;  // the forward arena: what the backward pass reads
   double scratch = 0;      // one layer of activation gradients, the head's logits chunk, kernels
+  double kernel_scratch = 0;  // of `scratch`: the kernels' per-thread scratch
   double program = 0;      // what the process holds already (code, libraries, data maps)
   double total() const {
     return parameters + gradients + optimizer + activations + scratch + program;

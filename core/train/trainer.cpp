@@ -232,8 +232,7 @@ Trainer::Trainer(const TrainOptions& options, Communicator* world)
     if (!model_->offload_active() && memory_request_.host_layers > 0) {
       // The CPU keeps every layer after all: the plan of the run it now is.
       memory_request_.host_layers = 0;
-      memory_plan_ = plan_memory(memory_request_);
-      check_fits(memory_request_, memory_plan_, memory_limit_);
+      replan_memory();
     }
   }
   model_->plan_batch(opt_.batch, opt_.seq_len, {.recompute = recompute_});
@@ -269,6 +268,10 @@ Trainer::Trainer(const TrainOptions& options, Communicator* world)
   if (!why_not_shared.empty()) {
     notes_.push_back("the ranks' weights are not shared (" + why_not_shared +
                      "): each rank keeps its own, updated by all-gather");
+  }
+  if (shared_weights_ != memory_request_.shared_weights) {  // planned otherwise
+    memory_request_.shared_weights = shared_weights_;
+    replan_memory();
   }
   if (zero() && !shared_weights_ && precision_ == Precision::kBf16) {
     // Without shared weights the bf16 model computes with the copy of the layers' matmul weights:
@@ -311,6 +314,11 @@ Trainer::Trainer(const TrainOptions& options, Communicator* world)
   new_folder.remove = false;
 }
 
+void Trainer::replan_memory() {
+  memory_plan_ = plan_memory(memory_request_);
+  check_fits(memory_request_, memory_plan_, memory_limit_);
+}
+
 OffloadOptions offload_options(const std::string& layers, const std::string& device_memory_limit) {
   OffloadOptions o;
   o.layers = layers;
@@ -339,6 +347,8 @@ void Trainer::check_memory(const ModelConfig& config) {
   r.ranks = world_->size();
   r.local_ranks = world_->local_size();
   r.zero = r.ranks > 1 && opt_.zero != 0;
+  // As GradientSync::share_memory will (checked again once it has).
+  r.shared_weights = r.zero && opt_.plugin.empty() && world_->may_share_memory();
   r.threads = omp_get_max_threads();
   r.total_batch = (long long)micro_batches_per_step(opt_, r.ranks) * opt_.batch * opt_.seq_len;
   if (!opt_.plugin.empty()) {  // planned as if the plugin takes its layers (checked again if not)
@@ -346,8 +356,9 @@ void Trainer::check_memory(const ModelConfig& config) {
         OffloadLayers::parse(opt_.offload_layers, config.num_layers, "--offload-layers"),
         config.num_layers);
   }
-  memory_request_ = r;
   memory_plan_ = plan_memory(r);
+  r.program = memory_plan_.program;  // a plan made again later, when the model is allocated too
+  memory_request_ = r;
   if (opt_.memory_limit.empty()) {
     memory_limit_ = llmcpu::memory_limit(r.local_ranks);
   } else {

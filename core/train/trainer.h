@@ -210,6 +210,9 @@ class Trainer {
   // Plans the run's memory for a model of `config` and refuses (UsageError) a plan that does not
   // fit: called before the model is allocated.
   void check_memory(const ModelConfig& config);
+  // The plan of memory_request_ after the run changed it (the device kept no layers, the ranks
+  // could not share their weights), checked against the limit again.
+  void replan_memory();
   // An interrupt on any rank (mpirun forwards Ctrl-C to all of them, not at the same moment).
   bool stop_requested();
   // The global gradient norm (over the ranks' parts under ZeRO-1), and clipping to it.

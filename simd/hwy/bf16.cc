@@ -88,6 +88,23 @@ void MatmulBackward(float* dinp, float* dweight, float* dbias, const float* dout
   if (dbias) BackwardBias(dbias, dout, N, size_t(OC));
 }
 
+// The sizing entries: the widened operands in the calling thread's scratch, then what this
+// target's fp32 GEMM asks for (its dbias is summed here, without scratch).
+ScratchUse MatmulForwardScratch(size_t N, int C, int OC, bool bias, int threads) {
+  return ScratchUse()
+      .ask(ScratchSlot::kBf16A, N * size_t(C))
+      .ask(ScratchSlot::kBf16B, size_t(OC) * size_t(C))
+      .merge(g_fp32->matmul_forward_scratch(N, C, OC, bias, threads));
+}
+
+ScratchUse MatmulBackwardScratch(size_t N, int C, int OC, bool dinp, bool /*dbias*/, int threads) {
+  return ScratchUse()
+      .ask(ScratchSlot::kBf16C, N * size_t(OC))
+      .ask(ScratchSlot::kBf16A, N * size_t(C))
+      .ask(ScratchSlot::kBf16B, size_t(OC) * size_t(C))
+      .merge(g_fp32->matmul_backward_scratch(N, C, OC, dinp, false, threads));
+}
+
 }  // namespace
 
 void FillBf16(Bf16Kernels& t, const KernelTable& fp32) {
@@ -97,6 +114,8 @@ void FillBf16(Bf16Kernels& t, const KernelTable& fp32) {
   t.to_f32 = &ToF32;
   t.matmul_forward = &MatmulForward;
   t.matmul_backward = &MatmulBackward;
+  t.matmul_forward_scratch = &MatmulForwardScratch;
+  t.matmul_backward_scratch = &MatmulBackwardScratch;
   FillLayerNormBf16(t);
   FillGeluBf16(t);
   FillAdamWBf16(t);

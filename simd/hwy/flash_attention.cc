@@ -351,17 +351,25 @@ void ForEachHead(int B, int NH, size_t floats, const Head& head) {
   errors.rethrow();
 }
 
+// Each thread's scratch in the table entries: the head's gathered q, k, v (and dy in the backward
+// pass), then the head's own blocks. The entries and their sizing entries take it from here.
+size_t ForwardThreadFloats(size_t T, size_t hs) {
+  return Lines(3 * T * hs) + ForwardScratch(T, hs);
+}
+size_t BackwardThreadFloats(size_t T, size_t hs) {
+  return Lines(3 * T * hs) + Lines(T * hs) + BackwardScratch(T, hs);
+}
+
 // The table entries: each head's operands are gathered into the thread's scratch first. InT: the
 // type of qkv and out (float, or bf16 widened exactly).
 template <typename InT>
 void Forward(InT* out, float* lse, const InT* qkv, int B, int T_, int C_, int NH) {
   const size_t T = size_t(T_), C = size_t(C_), hs = C / size_t(NH), C3 = 3 * C;
   const size_t gathered = Lines(3 * T * hs);
-  ForEachHead(B, NH, gathered + ForwardScratch(T, hs),
-              [&](size_t b, size_t h, size_t bh, float* ws) {
-                const HeadQKV x = GatherHead(ws, qkv + b * T * C3 + h * hs, C3, C, T, hs);
-                ForwardHead(x, T, hs, out + b * T * C + h * hs, C, lse + bh * T, ws + gathered);
-              });
+  ForEachHead(B, NH, ForwardThreadFloats(T, hs), [&](size_t b, size_t h, size_t bh, float* ws) {
+    const HeadQKV x = GatherHead(ws, qkv + b * T * C3 + h * hs, C3, C, T, hs);
+    ForwardHead(x, T, hs, out + b * T * C + h * hs, C, lse + bh * T, ws + gathered);
+  });
 }
 
 template <typename InT>
@@ -369,17 +377,27 @@ void Backward(float* dqkv, const float* dout, const InT* out, const InT* qkv, co
               int B, int T_, int C_, int NH) {
   const size_t T = size_t(T_), C = size_t(C_), hs = C / size_t(NH), C3 = 3 * C;
   const size_t gathered = Lines(3 * T * hs) + Lines(T * hs);  // q, k, v and dy
-  ForEachHead(B, NH, gathered + BackwardScratch(T, hs),
-              [&](size_t b, size_t h, size_t bh, float* ws) {
-                const HeadQKV x = GatherHead(ws, qkv + b * T * C3 + h * hs, C3, C, T, hs);
-                float* dy = ws + Lines(3 * T * hs);
-                for (size_t t = 0; t < T; ++t) {
-                  CopyToF32(dy + t * hs, dout + (b * T + t) * C + h * hs, hs);
-                }
-                float* dq = dqkv + b * T * C3 + h * hs;
-                BackwardHead(x, T, hs, dy, hs, out + b * T * C + h * hs, C, lse + bh * T, dq,
-                             dq + C, dq + 2 * C, C3, ws + gathered);
-              });
+  ForEachHead(B, NH, BackwardThreadFloats(T, hs), [&](size_t b, size_t h, size_t bh, float* ws) {
+    const HeadQKV x = GatherHead(ws, qkv + b * T * C3 + h * hs, C3, C, T, hs);
+    float* dy = ws + Lines(3 * T * hs);
+    for (size_t t = 0; t < T; ++t) {
+      CopyToF32(dy + t * hs, dout + (b * T + t) * C + h * hs, hs);
+    }
+    float* dq = dqkv + b * T * C3 + h * hs;
+    BackwardHead(x, T, hs, dy, hs, out + b * T * C + h * hs, C, lse + bh * T, dq, dq + C,
+                 dq + 2 * C, C3, ws + gathered);
+  });
+}
+
+// The sizing entries: every thread of the team asks for its scratch once per call (fp32 and bf16
+// operands alike: bf16 is widened into the same gathered copy).
+ScratchUse ForwardScratchUse(int /*B*/, int T, int C, int NH, int /*threads*/) {
+  return ScratchUse().ask_each(ScratchSlot::kAttention,
+                               ForwardThreadFloats(size_t(T), size_t(C) / size_t(NH)));
+}
+ScratchUse BackwardScratchUse(int /*B*/, int T, int C, int NH, int /*threads*/) {
+  return ScratchUse().ask_each(ScratchSlot::kAttention,
+                               BackwardThreadFloats(size_t(T), size_t(C) / size_t(NH)));
 }
 
 }  // namespace
@@ -387,11 +405,15 @@ void Backward(float* dqkv, const float* dout, const InT* out, const InT* qkv, co
 void FillFlashAttention(KernelTable& t) {
   t.flash_attention_forward = &Forward<float>;
   t.flash_attention_backward = &Backward<float>;
+  t.flash_attention_forward_scratch = &ForwardScratchUse;
+  t.flash_attention_backward_scratch = &BackwardScratchUse;
 }
 
 void FillFlashAttentionBf16(Bf16Kernels& t) {
   t.flash_attention_forward = &Forward<bf16>;
   t.flash_attention_backward = &Backward<bf16>;
+  t.flash_attention_forward_scratch = &ForwardScratchUse;
+  t.flash_attention_backward_scratch = &BackwardScratchUse;
 }
 
 }  // namespace HWY_NAMESPACE

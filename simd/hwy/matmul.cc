@@ -92,6 +92,11 @@ struct XsmmGemm {
 constexpr size_t kKc = 256;                                        // dinp: reduction slice
 constexpr size_t kFwdMaxRows = kGemmMaxMR > 64 ? kGemmMaxMR : 64;  // largest FwdRows()
 
+// Floats of `rows` rows packed in panels of MR (the last one padded with zeros) by K: the
+// forward pass's token panels (rows = N, K = C) and dW's channel panels (rows = C, K = N). The
+// kernels and their sizing entries (MatmulScratch below) both take their scratch from here.
+size_t PanelFloats(size_t MR, size_t rows, size_t K) { return (rows + MR - 1) / MR * MR * K; }
+
 // Software prefetch of the operand the next block will read, spread over the current block's
 // steps (part of parts): rows [r0, r1) of `rows` rows of `cols` floats at stride ld. The operands
 // that arrive from DRAM with a large stride (the next W panel, the next dout columns of dW) defeat
@@ -131,7 +136,7 @@ void ForwardT(float* out, const float* inp, const float* weight, const float* bi
   const size_t C = size_t(C_), OC = size_t(OC_);
   const size_t MR = G::FwdRows();
   const size_t panels = (N + MR - 1) / MR;
-  float* packed = thread_scratch(ScratchSlot::kGemmPack, panels * MR * C);
+  float* packed = thread_scratch(ScratchSlot::kGemmPack, PanelFloats(MR, N, C));
   const size_t blocks = (OC + G::kFwdCols - 1) / G::kFwdCols;
   TeamErrors errors;  // libxsmm may fail to generate a kernel: thrown after the region
 #pragma omp parallel
@@ -237,6 +242,9 @@ void BackwardWeightT(float* dweight, const float* dout, const float* inp, size_t
   errors.rethrow();
 }
 
+// One output block's dout columns in BackwardWeightPacked: N tokens by NR.
+size_t DoutPanelFloats(size_t N) { return N * kGemmNR; }
+
 // dW with the Highway micro-kernel: both operands packed so that every step of a tile reads
 // contiguous memory (the strided rows of inp and dout cost the AVX2 tile up to half its speed).
 // inp is packed once per call into channel panels P[p][k][r] = inp[k*C + p*MR + r] (zero past C),
@@ -247,7 +255,7 @@ void BackwardWeightPacked(float* dweight, const float* dout, const float* inp, s
                           size_t OC) {
   const size_t MR = GemmMR(), NR = kGemmNR;
   const size_t panels = (C + MR - 1) / MR;
-  float* packed = thread_scratch(ScratchSlot::kGemmPack, panels * MR * N);
+  float* packed = thread_scratch(ScratchSlot::kGemmPack, PanelFloats(MR, C, N));
   const size_t blocks = (OC + NR - 1) / NR;
   // The per-thread scratch may not be had: the error is kept and thrown after the region.
   TeamErrors errors;
@@ -264,7 +272,7 @@ void BackwardWeightPacked(float* dweight, const float* dout, const float* inp, s
       }
     }
     float* Bp = nullptr;
-    errors.run([&] { Bp = thread_scratch(ScratchSlot::kGemmPanel, N * NR); });
+    errors.run([&] { Bp = thread_scratch(ScratchSlot::kGemmPanel, DoutPanelFloats(N)); });
 #pragma omp barrier
     const Range br = split_range(blocks, tid, nt);
     for (size_t b = br.begin; Bp && b < br.end; ++b) {  // no scratch: the error is kept
@@ -302,6 +310,26 @@ void Backward(float* dinp, float* dweight, float* dbias, const float* dout, cons
   if (dbias) BackwardBias(dbias, dout, N, size_t(OC));
 }
 
+// The sizing entries (KernelTable::matmul_*_scratch): the forward pass packs the tokens in the
+// calling thread's scratch; the backward pass of the Highway GEMM packs inp's channel panels there
+// and each thread one block of dout columns; libxsmm's blocks read dinp's and dW's operands in
+// place, and BackwardBias takes no scratch.
+template <class G>
+ScratchUse ForwardScratch(size_t N, int C, int /*OC*/, bool /*bias*/, int /*threads*/) {
+  return ScratchUse().ask(ScratchSlot::kGemmPack, PanelFloats(G::FwdRows(), N, size_t(C)));
+}
+
+template <class G>
+ScratchUse BackwardScratch(size_t N, int C, int /*OC*/, bool /*dinp*/, bool /*dbias*/,
+                           int /*threads*/) {
+  ScratchUse use;
+  if constexpr (std::is_same_v<G, HwyGemm>) {
+    use.ask(ScratchSlot::kGemmPack, PanelFloats(GemmMR(), size_t(C), N))
+        .ask_each(ScratchSlot::kGemmPanel, DoutPanelFloats(N));
+  }
+  return use;
+}
+
 }  // namespace
 
 // Fills the matmul entries; use_xsmm picks libxsmm block kernels where this build has them and the
@@ -311,12 +339,16 @@ bool FillMatmul(KernelTable& t, bool use_xsmm) {
   if (use_xsmm && xsmm::available()) {
     t.matmul_forward = &Forward<XsmmGemm>;
     t.matmul_backward = &Backward<XsmmGemm>;
+    t.matmul_forward_scratch = &ForwardScratch<XsmmGemm>;
+    t.matmul_backward_scratch = &BackwardScratch<XsmmGemm>;
     return true;
   }
 #endif
   (void)use_xsmm;
   t.matmul_forward = &Forward<HwyGemm>;
   t.matmul_backward = &Backward<HwyGemm>;
+  t.matmul_forward_scratch = &ForwardScratch<HwyGemm>;
+  t.matmul_backward_scratch = &BackwardScratch<HwyGemm>;
   return false;
 }
 #undef LLMCPU_MATMUL_XSMM

@@ -39,12 +39,14 @@ double SumSquaresChunk(const float* HWY_RESTRICT x, size_t n) {
   return total;
 }
 
+// One partial sum per chunk, in the calling thread's scratch (doubles: two floats each).
+size_t PartialFloats(size_t chunks) { return 2 * (chunks ? chunks : 1); }
+
 double SumSquares(const float* x, size_t N) {
   constexpr size_t kChunk = scalar::kReduceChunk;
   const size_t chunks = (N + kChunk - 1) / kChunk;
-  // One partial per chunk, in the calling thread's scratch (doubles: two floats each).
   double* partial =
-      reinterpret_cast<double*>(thread_scratch(ScratchSlot::kReduce, 2 * (chunks ? chunks : 1)));
+      reinterpret_cast<double*>(thread_scratch(ScratchSlot::kReduce, PartialFloats(chunks)));
 #pragma omp parallel for schedule(static)
   for (size_t c = 0; c < chunks; ++c) {
     const size_t i0 = c * kChunk;
@@ -53,6 +55,11 @@ double SumSquares(const float* x, size_t N) {
   double total = 0;
   for (size_t c = 0; c < chunks; ++c) total += partial[c];
   return total;
+}
+
+ScratchUse SumSquaresScratch(size_t N, int /*threads*/) {
+  constexpr size_t kChunk = scalar::kReduceChunk;
+  return ScratchUse().ask(ScratchSlot::kReduce, PartialFloats((N + kChunk - 1) / kChunk));
 }
 
 void Scale(float* x, float factor, size_t N) {
@@ -70,6 +77,7 @@ void Scale(float* x, float factor, size_t N) {
 
 void FillReduce(KernelTable& t) {
   t.sum_squares = &SumSquares;
+  t.sum_squares_scratch = &SumSquaresScratch;
   t.scale = &Scale;
 }
 

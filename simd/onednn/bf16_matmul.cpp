@@ -8,6 +8,7 @@
 
 #include <omp.h>
 
+#include <algorithm>
 #include <map>
 #include <tuple>
 
@@ -80,6 +81,15 @@ const std::pair<dnnl::matmul, dnnl::matmul::primitive_desc>& primitive(Product p
   return ctx.cache.emplace(key, std::make_pair(dnnl::matmul(pd), pd)).first->second;
 }
 
+// The scratchpad oneDNN allocates for a primitive itself (the library's, one per process, kept at
+// its largest while primitives live: they do, in the cache above).
+size_t scratchpad_bytes(const dnnl::matmul::primitive_desc& pd) {
+  return size_t(pd.query_s64(dnnl::query::memory_consumption_s64));
+}
+
+// dout rounded to bf16, in the calling thread's scratch (floats: two values each).
+size_t RoundedDoutFloats(size_t N, int OC) { return (N * size_t(OC) + 1) / 2; }
+
 dnnl::memory wrap(const dnnl::memory::desc& d, const void* p) {
   return dnnl::memory(d, context().engine, const_cast<void*>(p));
 }
@@ -101,7 +111,7 @@ void bf16_matmul_forward(float* out, const bf16* inp, const bf16* weight, const 
 void bf16_matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
                           const bf16* inp, const bf16* weight, size_t N, int C, int OC) {
   const size_t nd = N * size_t(OC);
-  bf16* d = reinterpret_cast<bf16*>(thread_scratch(ScratchSlot::kBf16B, (nd + 1) / 2));
+  bf16* d = reinterpret_cast<bf16*>(thread_scratch(ScratchSlot::kBf16B, RoundedDoutFloats(N, OC)));
 #pragma omp parallel for schedule(static)
   for (size_t i = 0; i < nd; ++i) d[i] = float_to_bf16(dout[i]);
   Context& ctx = context();
@@ -117,6 +127,26 @@ void bf16_matmul_backward(float* dinp, float* dweight, float* dbias, const float
                           {DNNL_ARG_DST, wrap(pd.dst_desc(), dweight)}});
   ctx.stream.wait();
   if (dbias) add_column_sums(dbias, dout, N, size_t(OC));
+}
+
+ScratchUse bf16_matmul_forward_scratch(size_t N, int C, int OC, bool bias, int /*threads*/) {
+  ScratchUse use;
+  const Product p = bias ? Product::kForwardBias : Product::kForward;
+  use.library = scratchpad_bytes(primitive(p, N, C, OC).second);
+  return use;
+}
+
+ScratchUse bf16_matmul_backward_scratch(size_t N, int C, int OC, bool dinp, bool dbias,
+                                        int threads) {
+  ScratchUse use;
+  use.ask(ScratchSlot::kBf16B, RoundedDoutFloats(N, OC));
+  use.library = scratchpad_bytes(primitive(Product::kWeight, N, C, OC).second);
+  if (dinp) {
+    use.library =
+        std::max(use.library, scratchpad_bytes(primitive(Product::kInput, N, C, OC).second));
+  }
+  if (dbias) use.merge(column_sums_scratch(size_t(OC), threads));
+  return use;
 }
 
 }  // namespace llmcpu::onednn

@@ -17,5 +17,11 @@ void bf16_matmul_forward(float* out, const bf16* inp, const bf16* weight, const 
                          size_t N, int C, int OC);
 void bf16_matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
                           const bf16* inp, const bf16* weight, size_t N, int C, int OC);
+// Their sizing entries (Bf16Kernels::matmul_*_scratch): dout rounded to bf16 in the calling
+// thread's scratch, and oneDNN's own scratchpad for the primitive of that shape (made here if it
+// is not made yet, as the first call would).
+ScratchUse bf16_matmul_forward_scratch(size_t N, int C, int OC, bool bias, int threads);
+ScratchUse bf16_matmul_backward_scratch(size_t N, int C, int OC, bool dinp, bool dbias,
+                                        int threads);
 
 }  // namespace llmcpu::onednn

@@ -119,6 +119,10 @@ const Bf16Kernels& scalar_bf16_kernels() {
       .flash_attention_forward = flash_attention_forward,
       .flash_attention_backward = flash_attention_backward,
       .adamw_update = adamw_update,
+      .matmul_forward_scratch = no_scratch::matmul_forward,
+      .matmul_backward_scratch = no_scratch::matmul_backward,
+      .flash_attention_forward_scratch = no_scratch::attention,
+      .flash_attention_backward_scratch = no_scratch::attention,
   };
   return table;
 }

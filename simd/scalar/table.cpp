@@ -34,6 +34,11 @@ const KernelTable& scalar_kernels() {
       .adamw_update = scalar::adamw_update<float>,
       .sum_squares = scalar::sum_squares<float>,
       .scale = scalar::scale<float>,
+      .matmul_forward_scratch = no_scratch::matmul_forward,
+      .matmul_backward_scratch = no_scratch::matmul_backward,
+      .flash_attention_forward_scratch = no_scratch::attention,
+      .flash_attention_backward_scratch = no_scratch::attention,
+      .sum_squares_scratch = no_scratch::reduction,
   };
   return table;
 }

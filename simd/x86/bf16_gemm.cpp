@@ -40,8 +40,16 @@ constexpr size_t kNR = 6;      // columns per tile
 constexpr size_t kPair = 2 * kMR;  // bf16 values per packed pair step of a panel
 constexpr size_t kKcPairs = 256;   // dinp: pairs per K slice (64 KiB of packed weight per panel)
 
+// The scratch of the three products, in bf16 values, for the kernels below and their sizing
+// entries alike: `rows` rows in panels of kMR packed in pairs along K (the last panel zero-padded),
+// and dout's N x OC, rounded or (for dW) with its token rows interleaved in pairs.
+size_t PanelValues(size_t rows, size_t K) { return (rows + kMR - 1) / kMR * ((K + 1) / 2 * kPair); }
+size_t InterleavedValues(size_t N, size_t OC) { return (N + 1) / 2 * 2 * OC; }
+
+size_t Bf16Floats(size_t count) { return (count + 1) / 2; }  // thread_scratch counts floats
+
 bf16* bf16_scratch(ScratchSlot slot, size_t count) {
-  return reinterpret_cast<bf16*>(thread_scratch(slot, (count + 1) / 2));
+  return reinterpret_cast<bf16*>(thread_scratch(slot, Bf16Floats(count)));
 }
 
 // B_j's pair p is at B + j*ldb + p*ldp: ldp = 2 for a bf16 row with K contiguous values, or
@@ -218,7 +226,7 @@ void bf16_matmul_forward(float* out, const bf16* inp, const bf16* weight, const 
   const size_t C = size_t(C_), OC = size_t(OC_);
   const size_t pairs = (C + 1) / 2, panel = pairs * kPair;
   const size_t panels = (N + kMR - 1) / kMR;
-  bf16* A = bf16_scratch(ScratchSlot::kBf16A, panels * panel);
+  bf16* A = bf16_scratch(ScratchSlot::kBf16A, PanelValues(N, C));
   const size_t blocks = (OC + kNR - 1) / kNR;
 #pragma omp parallel
   {
@@ -249,7 +257,7 @@ void bf16_matmul_backward(float* dinp, float* dweight, float* dbias, const float
   if (dinp) {
     // dinp = bf16(dout) W: the weight packed by channel panels, pairs along OC.
     const size_t pairs = (OC + 1) / 2, panel = pairs * kPair;
-    bf16* A = bf16_scratch(ScratchSlot::kBf16A, cpanels * panel);
+    bf16* A = bf16_scratch(ScratchSlot::kBf16A, PanelValues(C, OC));
     bf16* D = bf16_scratch(ScratchSlot::kBf16B, N * OC);
     const size_t groups = (N + kNR - 1) / kNR;  // tokens, kNR at a time
     const size_t items = cpanels * groups;
@@ -277,9 +285,9 @@ void bf16_matmul_backward(float* dinp, float* dweight, float* dbias, const float
   }
   // dweight += bf16(dout)^T inp: inp packed by channel panels, pairs along the tokens.
   const size_t pairs = (N + 1) / 2, panel = pairs * kPair;
-  bf16* A = bf16_scratch(ScratchSlot::kBf16C, cpanels * panel);
+  bf16* A = bf16_scratch(ScratchSlot::kBf16C, PanelValues(C, N));
   // bf16(dout) with token rows interleaved in pairs: B_j's pair p is (d[2p][o0+j], d[2p+1][o0+j]).
-  bf16* DP = bf16_scratch(ScratchSlot::kBf16A, pairs * 2 * OC);
+  bf16* DP = bf16_scratch(ScratchSlot::kBf16A, InterleavedValues(N, OC));
   const size_t blocks = (OC + kNR - 1) / kNR;
 #pragma omp parallel
   {
@@ -302,6 +310,25 @@ void bf16_matmul_backward(float* dinp, float* dweight, float* dbias, const float
     }
   }
   if (dbias) add_column_sums(dbias, dout, N, OC);
+}
+
+ScratchUse bf16_matmul_forward_scratch(size_t N, int C, int /*OC*/, bool /*bias*/,
+                                       int /*threads*/) {
+  return ScratchUse().ask(ScratchSlot::kBf16A, Bf16Floats(PanelValues(N, size_t(C))));
+}
+
+ScratchUse bf16_matmul_backward_scratch(size_t N, int C_, int OC_, bool dinp, bool dbias,
+                                        int threads) {
+  const size_t C = size_t(C_), OC = size_t(OC_);
+  ScratchUse use;
+  if (dinp) {
+    use.ask(ScratchSlot::kBf16A, Bf16Floats(PanelValues(C, OC)))
+        .ask(ScratchSlot::kBf16B, Bf16Floats(N * OC));
+  }
+  use.ask(ScratchSlot::kBf16C, Bf16Floats(PanelValues(C, N)))
+      .ask(ScratchSlot::kBf16A, Bf16Floats(InterleavedValues(N, OC)));
+  if (dbias) use.merge(column_sums_scratch(OC, threads));
+  return use;
 }
 
 }  // namespace llmcpu::x86

@@ -19,5 +19,10 @@ void bf16_matmul_forward(float* out, const bf16* inp, const bf16* weight, const 
                          size_t N, int C, int OC);
 void bf16_matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
                           const bf16* inp, const bf16* weight, size_t N, int C, int OC);
+// Their sizing entries (Bf16Kernels::matmul_*_scratch): the operands are packed per call into the
+// calling thread's scratch, the lm_head's whole weight among them (C x Vp bf16 for dinp).
+ScratchUse bf16_matmul_forward_scratch(size_t N, int C, int OC, bool bias, int threads);
+ScratchUse bf16_matmul_backward_scratch(size_t N, int C, int OC, bool dinp, bool dbias,
+                                        int threads);
 
 }  // namespace llmcpu::x86

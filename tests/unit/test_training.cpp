@@ -281,7 +281,7 @@ TEST_F(Training, MemoryPlanThatDoesNotFitIsRefusedWithAWayOut) {
   o.memory_limit.clear();
   o.recompute = "layernorm";
   EXPECT_THROW(Trainer{o}, UsageError);
-  // With room, the plan is what the arena holds (activations and scratch within the allowance).
+  // With room, the plan is what the arena holds (the scratch: test_memory_plan.cpp).
   o.recompute = "all-pointwise";
   o.memory_limit = "64G";
   Trainer t(o);

@@ -1,0 +1,124 @@
+#include "core/model/kernel_scratch.h"
+
+#include <algorithm>
+#include <cstddef>
+#include <type_traits>
+
+#include "core/model/parameters.h"
+#include "core/model/transformer.h"
+
+namespace llmcpu {
+
+namespace {
+
+// An executor (core/model/executors.h) whose ops only add the scratch their kernel would ask for:
+// the GEMMs and attention of the fp32 table, or of the bf16 one for bf16 activations (G), as
+// Fp32Executor and Bf16Executor route them. The other ops take no scratch. Pointers are only
+// tested for null (a bias, dinp), never read.
+template <typename G>
+struct ScratchSizer {
+  using Act = G;
+  static constexpr bool kBf16 = std::is_same_v<G, bf16>;
+  const KernelTable& k;
+  const Bf16Kernels& h;
+  int threads;
+  ScratchUse& use;
+
+  void matmul_forward(const void* /*out*/, const void* /*inp*/, const float* /*weight*/,
+                      const float* bias, size_t N, int C, int OC) {
+    use.merge(kBf16 ? h.matmul_forward_scratch(N, C, OC, bias != nullptr, threads)
+                    : k.matmul_forward_scratch(N, C, OC, bias != nullptr, threads));
+  }
+  void matmul_backward(const float* dinp, const float* /*dweight*/, const float* dbias,
+                       const float* /*dout*/, const void* /*inp*/, const float* /*weight*/,
+                       size_t N, int C, int OC) {
+    const bool has_dinp = dinp != nullptr, has_dbias = dbias != nullptr;
+    use.merge(kBf16 ? h.matmul_backward_scratch(N, C, OC, has_dinp, has_dbias, threads)
+                    : k.matmul_backward_scratch(N, C, OC, has_dinp, has_dbias, threads));
+  }
+  void attention_forward(int /*l*/, const void* /*out*/, const float* /*lse*/, const void* /*qkv*/,
+                         int B, int T, int C, int NH) {
+    use.merge(kBf16 ? h.flash_attention_forward_scratch(B, T, C, NH, threads)
+                    : k.flash_attention_forward_scratch(B, T, C, NH, threads));
+  }
+  void attention_backward(int /*l*/, const float* /*dqkv*/, const float* /*dout*/,
+                          const void* /*out*/, const void* /*qkv*/, const float* /*lse*/, int B,
+                          int T, int C, int NH) {
+    use.merge(kBf16 ? h.flash_attention_backward_scratch(B, T, C, NH, threads)
+                    : k.flash_attention_backward_scratch(B, T, C, NH, threads));
+  }
+  template <class... A>
+  void layernorm_forward(A&&...) {}
+  template <class... A>
+  void layernorm_apply(A&&...) {}
+  template <class... A>
+  void layernorm_backward(A&&...) {}
+  template <class... A>
+  void gelu_forward(A&&...) {}
+  template <class... A>
+  void gelu_backward(A&&...) {}
+  template <class... A>
+  void residual_forward(A&&...) {}
+};
+
+// Layer views whose every pointer is `f` (or `g`): not null, as a real layer's are (GPT-2 has all
+// its biases).
+LayerParams<float> params_at(float* f) { return {f, f, f, f, f, f, f, f, f, f, f, f}; }
+
+template <typename G>
+LayerActivations<G> activations_at(float* f, G* g, Recompute recompute) {
+  return {.residual = f,
+          .ln1 = g,
+          .ln1_mean = f,
+          .ln1_rstd = f,
+          .qkv = g,
+          .atty = g,
+          .lse = f,
+          .residual2 = f,
+          .ln2 = g,
+          .ln2_mean = f,
+          .ln2_rstd = f,
+          .fch = g,
+          .fch_gelu = g,
+          .residual3 = f,
+          .recompute_gelu = recompute != Recompute::kNone,
+          .recompute_layernorm = recompute == Recompute::kAllPointwise};
+}
+
+template <typename G>
+void size_step(ScratchSizer<G>& x, const ModelConfig& c, int B, int T, const ActivationOptions& o) {
+  float f = 0;
+  G g{};
+  const LayerParams<float> p = params_at(&f);
+  const LayerActivations<G> a = activations_at(&f, &g, o.recompute);
+  const ActivationGradViews d{&f, &f, &f, &f, &f};
+  const int C = c.channels, Vp = c.padded_vocab_size, NH = c.num_heads;
+  // Every block has the same shapes: one stands for all.
+  block_forward(x, 0, p, a, B, T, C, NH);
+  // The head (Gpt2::head): per chunk of rows, logits = lnf wte^T (no bias), then its backward
+  // into d(lnf) and dwte.
+  const size_t BT = size_t(B) * size_t(T), rows = head_chunk_rows(c, BT, o.keep_logits);
+  for (size_t r = 0; r < BT; r += rows) {
+    const size_t n = std::min(rows, BT - r);
+    x.matmul_forward(&f, &g, &f, nullptr, n, C, Vp);
+    x.matmul_backward(&f, &f, nullptr, &f, &g, &f, n, C, Vp);
+  }
+  block_backward(x, 0, p, p, a, d, B, T, C, NH);
+}
+
+}  // namespace
+
+ScratchUse step_scratch(const ModelConfig& config, int B, int T, const ActivationOptions& options,
+                        const KernelTable& k, const Bf16Kernels& h, int threads) {
+  ScratchUse use;
+  if (options.precision == Precision::kBf16) {
+    ScratchSizer<bf16> x{k, h, threads, use};
+    size_step(x, config, B, T, options);
+  } else {
+    ScratchSizer<float> x{k, h, threads, use};
+    size_step(x, config, B, T, options);
+  }
+  return use;
+}
+
+}  // namespace llmcpu
