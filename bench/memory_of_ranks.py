@@ -16,7 +16,6 @@ As root, Open MPI needs OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=
 environment, and in containers OMPI_MCA_btl_vader_single_copy_mechanism=none.
 """
 import argparse
-import array
 import os
 import random
 import re
@@ -26,14 +25,7 @@ import tempfile
 import threading
 import time
 
-
-def write_shard(path, tokens):
-    """An llm.c token shard: int32[256] header {20240520, 1, ntok}, then uint16 tokens."""
-    header = array.array("i", [0] * 256)
-    header[0], header[1], header[2] = 20240520, 1, len(tokens)
-    with open(path, "wb") as f:
-        f.write(header.tobytes())
-        f.write(array.array("H", tokens).tobytes())
+from memory_vs_seq_len import write_shard  # the same folder: llm.c's token shard writer
 
 
 def llmcpu_processes(root):

@@ -16,26 +16,14 @@
 #include "simd/kernels.h"
 #include "simd/scratch.h"
 #include "simd/workspace.h"
+#include "tests/common/team_scratch.h"
 #include "tests/simd/error_bounds.h"
 
 namespace llmcpu::simd_test {
 namespace {
 
-// Frees the scratch of the calling thread and of its OpenMP team.
-void release_team_scratch() {
-  release_thread_scratch();
-#pragma omp parallel
-  release_thread_scratch();
-}
-
-// The bytes the scratch of the calling thread and of its team holds (a region of the same size
-// runs on the same threads of OpenMP's pool).
-size_t team_scratch_held() {
-  size_t total = 0;
-#pragma omp parallel reduction(+ : total)
-  total += thread_scratch_held();
-  return total;
-}
+using testing::release_team_scratch;
+using testing::team_scratch_held;
 
 // What `run` leaves allocated in the scratch of the calling thread and its team, from nothing.
 size_t held_after(const std::function<void()>& run) {

@@ -16,25 +16,14 @@
 #include "core/train/trainer.h"
 #include "core/util/rng.h"
 #include "simd/workspace.h"
+#include "tests/common/team_scratch.h"
 #include "tests/unit/fixture_paths.h"
 
 namespace llmcpu {
 namespace {
 
-// Frees the scratch of the calling thread and of its OpenMP team.
-void release_team_scratch() {
-  release_thread_scratch();
-#pragma omp parallel
-  release_thread_scratch();
-}
-
-// The bytes the scratch of the calling thread and of its team holds.
-size_t team_scratch_held() {
-  size_t total = 0;
-#pragma omp parallel reduction(+ : total)
-  total += thread_scratch_held();
-  return total;
-}
+using testing::release_team_scratch;
+using testing::team_scratch_held;
 
 // A team's widest part stands for all of its parts in the sizing entries (add_column_sums): each
 // thread may hold a cache line less than planned.
