@@ -41,6 +41,9 @@ void read_state(const std::string& path, size_t size) {
                     "the parameter count does not match the model shape");
   LLMCPU_FUZZ_CHECK(kTarget, s.B > 0 && s.T > 0 && s.grad_accum > 0 && s.step >= 0,
                     "an invalid batch shape or step count was accepted");
+  LLMCPU_FUZZ_CHECK(kTarget, s.T <= s.config.max_seq_len, "a T past the model's maxT was accepted");
+  LLMCPU_FUZZ_CHECK(kTarget, s.adamw_t >= 0 && s.adamw_t <= s.step,
+                    "more AdamW updates than completed steps were accepted");
   LLMCPU_FUZZ_CHECK(kTarget, size >= 12 * P + 8, "the tensors do not fit in the file");
   if (P <= kMaxParameters) {
     std::vector<float> w(P), m(P), v(P);
