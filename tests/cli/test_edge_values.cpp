@@ -10,12 +10,11 @@
 // verdict).
 // One test per command, so that ctest runs them side by side.
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include <chrono>
 #include <cstring>
@@ -45,10 +44,12 @@ constexpr auto kPatience = 60s;
 constexpr auto kTraining = 1s;
 
 const std::vector<std::string> kEdgeValues = {
-    "0",    "-1",   "2147483647", "2147483648", "9223372036854775808",
+    "0",     "-1",  "2147483647", "2147483648", "9223372036854775808",
     "1e308", "nan", "-inf",       "",           "word"};
 
-std::string fixture(const std::string& name) { return std::string(LLMCPU_FIXTURE_DIR) + "/" + name; }
+std::string fixture(const std::string& name) {
+  return std::string(LLMCPU_FIXTURE_DIR) + "/" + name;
+}
 std::string tiny_tokenizer() { return std::string(LLMCPU_FUZZ_DIR) + "/tiny_tokenizer"; }
 
 struct Result {
@@ -183,9 +184,9 @@ std::string model_of_the_tiny_tokenizer(const fs::path& dir) {
   testing::append(shard, tokens.data(), tokens.size());
   testing::write_bytes((dir / "tok_train.bin").string(), shard);
   const std::string model = (dir / "tok_model.bin").string();
-  const Result r = run_llmcpu({"train", "--model", (dir / "tok_model.toml").string(), "--train-data",
-                               (dir / "tok_train.bin").string(), "-b", "1", "-t", "16", "--steps",
-                               "1", "--threads", "1", "--save", model},
+  const Result r = run_llmcpu({"train", "--model", (dir / "tok_model.toml").string(),
+                               "--train-data", (dir / "tok_train.bin").string(), "-b", "1", "-t",
+                               "16", "--steps", "1", "--threads", "1", "--save", model},
                               dir);
   EXPECT_EQ(r.status, 0) << r.output;
   return model;
@@ -231,8 +232,7 @@ std::map<std::string, Base> bases(const std::string& command, const fs::path& di
          no_plugin},
         {{"--tolerance-logits", "--tolerance-grads"}}}},
       {"sample",
-       {{"--model", tok_model, "--tokenizer", tiny_tokenizer(), "--tokens", "4", "--threads",
-         "1"},
+       {{"--model", tok_model, "--tokenizer", tiny_tokenizer(), "--tokens", "4", "--threads", "1"},
         {{"--tokens", "--top-k"}, {"--tokens", "--temperature"}},
         // The prompt's tokens plus --tokens against the context (maxT 32), in 64 bits.
         {{{"--prompt", long_prompt(40), "--tokens", "2147483647"}, {"--tokens"}},
@@ -249,8 +249,9 @@ std::map<std::string, Base> bases(const std::string& command, const fs::path& di
        {{"--model", model, "--batch", "1", "--seq-len", "4", "--reps", "1", "--targets", "scalar",
          "--threads", "1", "--format", "csv"},
         {{"--batch", "--seq-len"}, {"--batch", "--reps"}}}},
-      {"plot", {{(dir / "log.txt").string(), "--output", (dir / "loss.svg").string()},
-                {{"--width", "--height"}}}},
+      {"plot",
+       {{(dir / "log.txt").string(), "--output", (dir / "loss.svg").string()},
+        {{"--width", "--height"}}}},
       {"version", {{}, {}}},
   };
 }

@@ -44,9 +44,9 @@ struct Numbers {
 };
 
 TEST(Args, IntegersOutsideTheirRangeNameTheFlagTheValueAndTheRange) {
-  for (const std::string value : {"0", "-1", "65537", "2147483647", "2147483648",
-                                  "9223372036854775807", "9223372036854775808",
-                                  "-9223372036854775809", "99999999999999999999999"}) {
+  for (const std::string value :
+       {"0", "-1", "65537", "2147483647", "2147483648", "9223372036854775807",
+        "9223372036854775808", "-9223372036854775809", "99999999999999999999999"}) {
     Numbers n;
     ArgParser p = n.parser();
     EXPECT_EQ(refusal(p, {"--i", value}),
@@ -55,7 +55,8 @@ TEST(Args, IntegersOutsideTheirRangeNameTheFlagTheValueAndTheRange) {
   }
   Numbers n;
   ArgParser p = n.parser();
-  ASSERT_TRUE(p.parse({"-i", "65536", "--l", "9223372036854775807", "--u", "18446744073709551615"}));
+  ASSERT_TRUE(
+      p.parse({"-i", "65536", "--l", "9223372036854775807", "--u", "18446744073709551615"}));
   EXPECT_EQ(n.i, 65536);
   EXPECT_EQ(n.l, INT64_MAX);
   EXPECT_EQ(n.u, UINT64_MAX);
@@ -65,8 +66,7 @@ TEST(Args, WordsThatAreNotIntegersAreRefused) {
   for (const std::string value : {"", "word", "1e3", "0x10", "+5", " 5", "5 ", "1.0", "--5"}) {
     Numbers n;
     ArgParser p = n.parser();
-    EXPECT_EQ(refusal(p, {"--i=" + value}),
-              "--i '" + value + "' is not an integer in 1..65536");
+    EXPECT_EQ(refusal(p, {"--i=" + value}), "--i '" + value + "' is not an integer in 1..65536");
   }
   Numbers n;
   ArgParser p = n.parser();
@@ -86,10 +86,12 @@ TEST(Args, RealsMustBeFiniteAndInRange) {
       {"1e308", "--d 1e308 is out of range: expected a number in 0..1"},
       {"nan", "--d 'nan' is not a finite number in 0..1"},
       {"-inf", "--d '-inf' is not a finite number in 0..1"},
-      {"1e999", "--d 1e999 is beyond what a double holds (it would become inf): expected a "
-                "number in 0..1"},
-      {"1e-400", "--d 1e-400 is beyond what a double holds (it would become 0): expected a "
-                 "number in 0..1"},
+      {"1e999",
+       "--d 1e999 is beyond what a double holds (it would become inf): expected a "
+       "number in 0..1"},
+      {"1e-400",
+       "--d 1e-400 is beyond what a double holds (it would become 0): expected a "
+       "number in 0..1"},
       {"0x1p-2", "--d '0x1p-2' is not a number in 0..1"},
       {"", "--d '' is not a number in 0..1"},
       {"half", "--d 'half' is not a number in 0..1"}};
@@ -119,11 +121,14 @@ class ArgsConfig : public testing::TempDirTest {
 
 TEST_F(ArgsConfig, KeysAreCheckedAsTheirFlags) {
   const std::string file = path("run.toml");
-  EXPECT_EQ(refusal_of("i = 0"), file + ": key 'i' 0 is out of range: expected an integer in 1..65536");
-  EXPECT_EQ(refusal_of("i = 9223372036854775807"),
-            file + ": key 'i' 9223372036854775807 is out of range: expected an integer in 1..65536");
+  EXPECT_EQ(refusal_of("i = 0"),
+            file + ": key 'i' 0 is out of range: expected an integer in 1..65536");
+  EXPECT_EQ(
+      refusal_of("i = 9223372036854775807"),
+      file + ": key 'i' 9223372036854775807 is out of range: expected an integer in 1..65536");
   EXPECT_EQ(refusal_of("i = 2.0"), file + ": key 'i' must be an integer (without a decimal point)");
-  EXPECT_EQ(refusal_of("d = 2.5"), file + ": key 'd' 2.5 is out of range: expected a number in 0..1");
+  EXPECT_EQ(refusal_of("d = 2.5"),
+            file + ": key 'd' 2.5 is out of range: expected a number in 0..1");
   EXPECT_EQ(refusal_of("d = nan"), file + ": key 'd' 'nan' is not a finite number in 0..1");
   EXPECT_EQ(refusal_of("u = -1"),
             file + ": key 'u' -1 is out of range: expected an integer in 0..18446744073709551615");
@@ -144,13 +149,15 @@ TEST_F(ArgsConfig, AnIntegerADoubleCannotHoldIsRefusedForARealKey) {
     return refusal(p, {"--config", file});
   };
   EXPECT_EQ(parse("x = 9007199254740993"),
-            path("run.toml") + ": key 'x' = 9007199254740993 is an integer a double cannot hold "
-                               "exactly (the nearest is 9007199254740992); write it as a float "
-                               "if you mean that");
+            path("run.toml") +
+                ": key 'x' = 9007199254740993 is an integer a double cannot hold "
+                "exactly (the nearest is 9007199254740992); write it as a float "
+                "if you mean that");
   EXPECT_EQ(parse("x = 9223372036854775807"),
-            path("run.toml") + ": key 'x' = 9223372036854775807 is an integer a double cannot "
-                               "hold exactly (the nearest is 9.2233720368547758e+18); write it as "
-                               "a float if you mean that");
+            path("run.toml") +
+                ": key 'x' = 9223372036854775807 is an integer a double cannot "
+                "hold exactly (the nearest is 9.2233720368547758e+18); write it as "
+                "a float if you mean that");
   EXPECT_EQ(x, 0);
   EXPECT_EQ(parse("x = 9007199254740992"), "");  // 2^53: exact
   EXPECT_EQ(x, 9007199254740992.0);
@@ -165,7 +172,8 @@ TEST(Args, ListFlagsAndPlainWords) {
   p.list_option("input", 'i', &inputs, "FILE...", "");
   p.option("out", 'o', &out, "DIR", "");
   p.positionals(&plain);
-  ASSERT_TRUE(p.parse({"first", "--input=a", "b", "-", "-o", "-dir", "-i", "c", "--out", "d", "e"}));
+  ASSERT_TRUE(
+      p.parse({"first", "--input=a", "b", "-", "-o", "-dir", "-i", "c", "--out", "d", "e"}));
   EXPECT_EQ(inputs, (std::vector<std::string>{"a", "b", "-", "c"}));
   EXPECT_EQ(out, "d");
   EXPECT_EQ(plain, (std::vector<std::string>{"first", "e"}));

@@ -1,5 +1,7 @@
 #include "tools/llmcpu/args.h"
 
+#include <toml++/toml.h>
+
 #include <cerrno>
 #include <charconv>
 #include <cmath>
@@ -7,7 +9,6 @@
 #include <cstdlib>
 #include <limits>
 #include <stdexcept>
-#include <toml++/toml.h>
 
 #include "core/util/toml_file.h"
 #include "simd/error.h"
@@ -39,7 +40,9 @@ struct RangeText {
     if (r.min == 0 && r.max == std::numeric_limits<uint64_t>::max()) return "";
     return std::to_string(r.min) + ".." + std::to_string(r.max);
   }
-  std::string operator()(RealRange r) const { return format_real(r.min) + ".." + format_real(r.max); }
+  std::string operator()(RealRange r) const {
+    return format_real(r.min) + ".." + format_real(r.max);
+  }
 };
 
 bool is_flag_word(const std::string& w) { return w.size() > 1 && w[0] == '-'; }
@@ -54,7 +57,9 @@ void ArgParser::add(const char* name, char short_name, Target target, const char
   entries_.push_back({name, short_name, target, metavar ? metavar : "", help, range});
 }
 
-void ArgParser::flag(const char* name, char s, bool* t, const char* help) { add(name, s, t, nullptr, help); }
+void ArgParser::flag(const char* name, char s, bool* t, const char* help) {
+  add(name, s, t, nullptr, help);
+}
 void ArgParser::option(const char* name, char s, std::string* t, const char* mv, const char* help) {
   add(name, s, t, mv, help);
 }
@@ -90,7 +95,8 @@ void ArgParser::positionals(std::vector<std::string>* target) { positionals_ = t
 
 ArgParser::Entry* ArgParser::find(const std::string& word) {
   for (Entry& e : entries_) {
-    if (word == "--" + e.name || (e.short_name && word == std::string("-") + e.short_name)) return &e;
+    if (word == "--" + e.name || (e.short_name && word == std::string("-") + e.short_name))
+      return &e;
   }
   return nullptr;
 }
@@ -105,9 +111,8 @@ bool ArgParser::given(const char* name) const {
 std::vector<FlagInfo> ArgParser::flags() const {
   std::vector<FlagInfo> out;
   for (const Entry& e : entries_) {
-    static constexpr FlagKind kinds[] = {FlagKind::kSwitch,  FlagKind::kText,
-                                         FlagKind::kInteger, FlagKind::kInteger,
-                                         FlagKind::kInteger, FlagKind::kReal,
+    static constexpr FlagKind kinds[] = {FlagKind::kSwitch,  FlagKind::kText,    FlagKind::kInteger,
+                                         FlagKind::kInteger, FlagKind::kInteger, FlagKind::kReal,
                                          FlagKind::kList};
     static_assert(std::variant_size_v<Target> == std::size(kinds));
     out.push_back({e.name, e.short_name, kinds[e.target.index()], e.metavar,
@@ -247,9 +252,8 @@ void ArgParser::assign(Entry& e, const std::string& value, const std::string& wh
       throw bad("a number");
     }
     if (errno == ERANGE) {  // 1e999, 1e-400
-      throw UsageError(where + " " + value +
-                       " is beyond what a double holds (it would become " + format_real(v) +
-                       "): expected a number" + expected);
+      throw UsageError(where + " " + value + " is beyond what a double holds (it would become " +
+                       format_real(v) + "): expected a number" + expected);
     }
     if (!std::isfinite(v)) throw bad("a finite number");  // "nan", "inf"
     assign_real(e, v, value, where);
@@ -307,8 +311,7 @@ bool ArgParser::parse(const std::vector<std::string>& args) {
           positionals_->push_back(word);
           continue;
         }
-        throw UsageError("unexpected argument '" + word + "' (see llmcpu " + command_ +
-                         " --help)");
+        throw UsageError("unexpected argument '" + word + "' (see llmcpu " + command_ + " --help)");
       }
       throw UsageError("unknown flag '" + key + "' (see llmcpu " + command_ + " --help)");
     }
@@ -344,8 +347,10 @@ std::string ArgParser::help() const {
     std::string left = "  ";
     left += e.short_name ? std::string("-") + e.short_name + ", " : "    ";
     left += "--" + e.name + (e.metavar.empty() ? "" : " " + e.metavar);
-    if (left.size() < 30) left.resize(30, ' ');
-    else left += "  ";
+    if (left.size() < 30)
+      left.resize(30, ' ');
+    else
+      left += "  ";
     const std::string range = std::visit(RangeText{}, e.range);
     out += left + e.help + (range.empty() ? "" : " [" + range + "]") + "\n";
   }

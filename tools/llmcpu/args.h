@@ -1,14 +1,15 @@
-// Command-line flags for the subcommands: a table of long names (and llm.c-style short names) bound to
-// variables, with --name VALUE, --name=VALUE and -x VALUE forms, list flags that take the plain words
-// after them (--input a.txt b.txt) and the command's own plain words (file names). The same table
-// reads a TOML config file whose keys are the long names (train-data or train_data); flags given on
-// the command line override the file.
+// Command-line flags for the subcommands: a table of long names (and llm.c-style short names) bound
+// to variables, with --name VALUE, --name=VALUE and -x VALUE forms, list flags that take the plain
+// words after them (--input a.txt b.txt) and the command's own plain words (file names). The same
+// table reads a TOML config file whose keys are the long names (train-data or train_data); flags
+// given on the command line override the file.
 //
 // Every number comes in one way: parsed whole into a 64-bit integer or a double and checked against
-// the range its flag was registered with, which --help shows. Unknown flags or keys, missing values,
-// values that do not parse, that are not finite, that lie outside the range or (a TOML integer for
-// a real-valued key) that a double cannot hold exactly are UsageErrors that name the flag (or the
-// file and key), the value and what was expected. Nothing is clamped or rounded silently.
+// the range its flag was registered with, which --help shows. Unknown flags or keys, missing
+// values, values that do not parse, that are not finite, that lie outside the range or (a TOML
+// integer for a real-valued key) that a double cannot hold exactly are UsageErrors that name the
+// flag (or the file and key), the value and what was expected. Nothing is clamped or rounded
+// silently.
 #pragma once
 
 #include <cstdint>

@@ -110,9 +110,8 @@ int BenchCommand::run(const ArgParser&) {
   check_bench_memory(o_);
   const Placement placed = apply_placement_flags(placement_);
   std::fprintf(stderr, "%s\n", placed.summary.c_str());
-  const bench::BenchReport report = bench::run_bench(o_, [](const std::string& what) {
-    std::fprintf(stderr, "bench: %s\n", what.c_str());
-  });
+  const bench::BenchReport report = bench::run_bench(
+      o_, [](const std::string& what) { std::fprintf(stderr, "bench: %s\n", what.c_str()); });
   const std::string text = bench::format_report(report, fmt);
   std::fwrite(text.data(), 1, text.size(), stdout);
   return 0;

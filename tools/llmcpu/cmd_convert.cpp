@@ -127,7 +127,8 @@ class ConvertCommand : public Command {
                        " file names (see llmcpu convert --help)");
     }
     if (dtype_ != "fp32" && dtype_ != "bf16" && dtype_ != "fp16") {
-      throw UsageError("--dtype " + dtype_ + ": expected fp32, bf16 or fp16 (fp16 for safetensors only)");
+      throw UsageError("--dtype " + dtype_ +
+                       ": expected fp32, bf16 or fp16 (fp16 for safetensors only)");
     }
   }
   int run(const ArgParser& p) override;

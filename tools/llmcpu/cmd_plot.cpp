@@ -21,7 +21,8 @@ namespace {
 class PlotCommand : public Command {
  public:
   void add_flags(ArgParser& p) override {
-    p.option("output", 'o', &o_.output, "FILE", "the image: *.png or *.svg (the format follows it)");
+    p.option("output", 'o', &o_.output, "FILE",
+             "the image: *.png or *.svg (the format follows it)");
     p.flag("log-scale", 0, &o_.log_scale, "logarithmic loss axis");
     p.option("width", 0, &o_.width, "W", "width in pixels (default 800)", {kMinPixels, kMaxPixels});
     p.option("height", 0, &o_.height, "H", "height in pixels (default 500)",

@@ -76,8 +76,10 @@ int SampleCommand::run(const ArgParser&) {
   std::vector<int> context = {tok.eot_token() < c.vocab_size ? tok.eot_token() : 0};
   if (!prompt_.empty()) {
     if (!tok.can_encode()) {
-      throw UsageError("--prompt needs a tokenizer that can encode (a folder with "
-                       "encoder.json and vocab.bpe), not " + tok.source());
+      throw UsageError(
+          "--prompt needs a tokenizer that can encode (a folder with "
+          "encoder.json and vocab.bpe), not " +
+          tok.source());
     }
     tok.encode_append(prompt_, context);
   }

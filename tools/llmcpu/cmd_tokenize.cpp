@@ -71,7 +71,8 @@ class TokenizeCommand : public Command {
     p.option(
         "tokenizer", 0, &tokenizer_path_, "PATH",
         "folder with encoder.json and vocab.bpe, or an llm.c gpt2_tokenizer.bin (decode only);\n"
-        "                              default: the cache folder's tokenizer/ (tools/fetch-data.sh)");
+        "                              default: the cache folder's tokenizer/ "
+        "(tools/fetch-data.sh)");
     p.flag("decode", 'd', &decode_, "ids to text");
     p.positionals(&files_);
   }

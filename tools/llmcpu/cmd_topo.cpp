@@ -99,8 +99,9 @@ class TopoCommand : public Command {
              "the plan of each of N ranks on this machine (mpirun -np N --bind-to none): the cores "
              "each one gets and its threads",
              {1, kMaxRanks});
-    p.flag("json", 0, &json_,
-           "print only the plan: {\"threads\":[{\"thread\":0,\"pu\":P,\"core\":C,\"numa\":N},...]}");
+    p.flag(
+        "json", 0, &json_,
+        "print only the plan: {\"threads\":[{\"thread\":0,\"pu\":P,\"core\":C,\"numa\":N},...]}");
   }
   void check(const ArgParser& p) override {
     check_placement_flags(o_, /*with_numa=*/false);
@@ -123,7 +124,6 @@ class TopoCommand : public Command {
 };
 
 int TopoCommand::run(const ArgParser& p) {
-
   PlanRequest req;
   req.policy = parse_bind_policy(o_.bind);
   req.threads = o_.threads;

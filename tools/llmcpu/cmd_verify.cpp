@@ -28,8 +28,9 @@ class VerifyCommand : public Command {
              "also write this program's batch, logits, loss, gradients");
     p.option("precision", 0, &precision_, "P",
              "fp32 (default) or bf16 (mixed precision; limits default to 1.25e-2 and 1e-1 then)");
-    p.option("recompute", 0, &recompute_, "R",
-             "none (default), gelu or all-pointwise: recompute in the backward pass, as train does");
+    p.option(
+        "recompute", 0, &recompute_, "R",
+        "none (default), gelu or all-pointwise: recompute in the backward pass, as train does");
     add_placement_flags(p, &placement_);
     add_plugin_flags(p, &plugin_);
     add_tolerance_flags(p, &tol_);
@@ -79,7 +80,8 @@ int VerifyCommand::run(const ArgParser& p) {
   const VerifyReport report =
       verify_against_state(model, ref, tol_, write_state_.empty() ? nullptr : &ours, rc);
   print_offload_report(plugin_, model);
-  std::printf("%-10s %12s %14s %14s %10s\n", "tensor", "elements", "max|diff|", "rel.error", "limit");
+  std::printf("%-10s %12s %14s %14s %10s\n", "tensor", "elements", "max|diff|", "rel.error",
+              "limit");
   for (const TensorComparison& c : report.rows) {
     std::printf("%-10s %12zu %14.6e %14.6e %10.2e %s\n", c.name.c_str(), c.count, c.max_abs_diff,
                 c.rel_error, c.tolerance, c.ok ? "ok" : "FAIL");

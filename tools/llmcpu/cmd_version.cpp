@@ -58,7 +58,8 @@ int VersionCommand::run(const ArgParser&) {
   std::printf("llmcpu %s (commit %s, %s build)\n", LLMCPU_VERSION, LLMCPU_GIT_COMMIT,
               LLMCPU_BUILD_TYPE);
 #if defined(__clang__)
-  std::printf("compiler:        clang %s, C++%ld\n", __clang_version__, __cplusplus / 100 % 100 + 0L);
+  std::printf("compiler:        clang %s, C++%ld\n", __clang_version__,
+              __cplusplus / 100 % 100 + 0L);
 #elif defined(__GNUC__)
   std::printf("compiler:        g++ %s, C++%ld\n", __VERSION__, __cplusplus / 100 % 100 + 0L);
 #endif
@@ -77,7 +78,8 @@ int VersionCommand::run(const ArgParser&) {
   const std::string mpi = mpi_build();
   std::printf("libxsmm:         %s\n", simd.libxsmm ? "built in" : "not built");
   std::printf("oneDNN:          %s\n", simd.onednn ? "built in" : "not built");
-  std::printf("MPI:             %s\n", mpi.empty() ? "not built (single process only)" : mpi.c_str());
+  std::printf("MPI:             %s\n",
+              mpi.empty() ? "not built (single process only)" : mpi.c_str());
 #if LLMCPU_VULKAN_PLUGIN_BUILT
   const std::string plugin = plugin_next_to_program();
   std::printf("Vulkan plugin:   built%s%s\n", plugin.empty() ? "" : ", ",

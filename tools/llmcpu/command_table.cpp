@@ -1,7 +1,6 @@
 #include <cstdio>
 
 #include "simd/error.h"
-
 #include "tools/llmcpu/commands.h"
 
 namespace llmcpu {
@@ -54,8 +53,7 @@ const std::vector<CommandInfo>& command_table() {
        "  tied to wte and not stored, as in OpenAI's files.\n"
        "usage: llmcpu convert IN OUT [--dtype D] [--config config.json]",
        make_convert_command},
-      {"bench",
-       "time every layer's kernels and a training step per SIMD target, against the roofs",
+      {"bench", "time every layer's kernels and a training step per SIMD target, against the roofs",
        "Times every kernel of a training step at a model's shapes (forward, backward, AdamW)\n"
        "and a whole step, per SIMD target, against this machine's roofs measured at start.",
        make_bench_command},
@@ -65,8 +63,7 @@ const std::vector<CommandInfo>& command_table() {
        "usage: llmcpu plot LOG... -o loss.png|loss.svg [--log-scale] [--width W --height H]\n"
        "                  [--title TEXT]",
        make_plot_command},
-      {"version",
-       "this build (version, commit, compiler, kernel targets, optional parts) and CPU",
+      {"version", "this build (version, commit, compiler, kernel targets, optional parts) and CPU",
        "Prints this build (version, commit, compiler, kernel targets, optional parts) and the\n"
        "CPU it runs on; also `llmcpu --version`.",
        make_version_command},
@@ -99,7 +96,8 @@ int run_command(const CommandInfo& info, const std::vector<std::string>& args) {
     // A file a flag named: the message says which flag, as for every other bad value.
     const std::string flag = p.flag_naming(e.path());
     if (flag.empty()) throw;
-    throw FileError(e.path(), std::string(e.what()).substr(e.path().size() + 2) + " (" + flag + ")");
+    throw FileError(e.path(),
+                    std::string(e.what()).substr(e.path().size() + 2) + " (" + flag + ")");
   }
 }
 

@@ -1,6 +1,6 @@
 // The subcommands of `llmcpu`, as one table. Each command is an object whose members its flags are
-// bound to: add_flags() registers its flag table, check() refuses values that are wrong whatever the
-// files and the machine (ranges that depend on other flags, words that name a choice) and run()
+// bound to: add_flags() registers its flag table, check() refuses values that are wrong whatever
+// the files and the machine (ranges that depend on other flags, words that name a choice) and run()
 // does the work. main() dispatches through the table, and the tests and fuzz targets read the same
 // table, so a flag added to a command is tested and fuzzed from the day it exists.
 // Errors are thrown as llmcpu::Error and reported by main().
