@@ -9,10 +9,8 @@
 // status 0 (a run that ends by itself meanwhile must end with 0 as well: either way, the same
 // verdict).
 // One test per command, so that ctest runs them side by side.
-#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -25,10 +23,9 @@
 #include <thread>
 #include <vector>
 
+#include "tests/common/process.h"
 #include "tests/common/temp_files.h"
 #include "tools/llmcpu/commands.h"
-
-extern char** environ;
 
 namespace llmcpu {
 namespace {
@@ -63,22 +60,9 @@ struct Result {
 // Runs llmcpu with `args` in `dir` (files the flags name land there).
 Result run_llmcpu(const std::vector<std::string>& args, const fs::path& dir) {
   const std::string log = (dir / "output.txt").string();
-  std::vector<std::string> words = {LLMCPU_BINARY};
-  words.insert(words.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (std::string& w : words) argv.push_back(w.data());
-  argv.push_back(nullptr);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addchdir_np(&actions, dir.c_str());
-  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_adddup2(&actions, 1, 2);
-  pid_t pid = -1;
-  const int err = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
+  const pid_t pid = testing::spawn_llmcpu(args, log, dir.string());
   Result r;
-  if (err != 0) {
+  if (pid < 0) {
     r.output = "posix_spawn failed";
     return r;
   }

@@ -50,9 +50,11 @@ extern char** environ;
 
 namespace llmcpu::testing {
 
-// Starts llmcpu with `args` (no shell involved), its output going to `output_path`. Returns the
-// child's pid, to be waited for with waitpid.
-inline pid_t spawn_llmcpu(const std::vector<std::string>& args, const std::string& output_path) {
+// Starts llmcpu with `args` (no shell involved) in the folder `dir` ("": this one), standard input
+// empty and its output going to `output_path`. Returns the child's pid, to be waited for with
+// waitpid; -1 if it could not start.
+inline pid_t spawn_llmcpu(const std::vector<std::string>& args, const std::string& output_path,
+                          const std::string& dir = "") {
   std::vector<std::string> words = {LLMCPU_BINARY};
   words.insert(words.end(), args.begin(), args.end());
   std::vector<char*> argv;
@@ -60,6 +62,8 @@ inline pid_t spawn_llmcpu(const std::vector<std::string>& args, const std::strin
   argv.push_back(nullptr);
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
+  if (!dir.empty()) posix_spawn_file_actions_addchdir_np(&actions, dir.c_str());
+  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
   posix_spawn_file_actions_addopen(&actions, 1, output_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   posix_spawn_file_actions_adddup2(&actions, 1, 2);
   pid_t pid = -1;

@@ -187,7 +187,7 @@ void ArgParser::apply_config(const std::string& path) {
                          " is an integer a double cannot hold exactly (the nearest is " +
                          exact_real(d) + "); write it as a float if you mean that");
       }
-      assign(*e, std::to_string(i), where);
+      assign_real(*e, d, std::to_string(i), where);
     } else {
       if (!node.is_integer()) {
         throw UsageError(where + " must be an integer" +
@@ -255,8 +255,7 @@ void ArgParser::assign(Entry& e, const std::string& value, const std::string& wh
       throw UsageError(where + " " + value + " is beyond what a double holds (it would become " +
                        format_real(v) + "): expected a number" + expected);
     }
-    if (!std::isfinite(v)) throw bad("a finite number");  // "nan", "inf"
-    assign_real(e, v, value, where);
+    assign_real(e, v, value, where);  // refuses "nan" and "inf" too
   }
 }
 
