@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -34,6 +35,13 @@
 namespace llmcpu {
 namespace {
 
+// The plugin this build made, or LLMCPU_VULKAN_PLUGIN's when set: tools/gpu-check.sh runs this binary
+// from a packed folder on another machine, where the build's path does not exist.
+const char* plugin_path() {
+  const char* env = std::getenv("LLMCPU_VULKAN_PLUGIN");
+  return env && *env ? env : LLMCPU_VULKAN_PLUGIN;
+}
+
 ModelConfig small_config() {
   ModelConfig c;
   c.max_seq_len = 16;
@@ -49,7 +57,7 @@ class VulkanLayers : public ::testing::Test {
  protected:
   void SetUp() override {
     OffloadOutcome outcome;
-    device_ = OffloadDevice::open(LLMCPU_VULKAN_PLUGIN, &outcome);
+    device_ = OffloadDevice::open(plugin_path(), &outcome);
     if (!device_) {
       if (outcome.message.find("no usable device") != std::string::npos) {
         GTEST_SKIP() << outcome.message;

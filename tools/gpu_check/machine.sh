@@ -1,0 +1,95 @@
+# Part 1, the machine: CPU, cores, NUMA nodes and caches (llmcpu topo), the GPU as its driver
+# reports it, and the Vulkan devices the plugin sees. Where no Vulkan driver or no GPU driver is
+# found it says which and how to provide it. Leaves raw/vulkan.state: "gpu", "cpu" (only a CPU driver
+# such as lavapipe) or "none", which parts 2 and 3 read.
+
+# The library named in an ICD file, and whether it loads here (what it lacks, by ldd).
+icd_library_state() {
+  local json=$1 lib path= missing
+  lib=$(grep -o '"library_path"[^,}]*' "$json" | sed 's/.*: *"\(.*\)"/\1/')
+  [ -n "$lib" ] || { echo "no library_path in it"; return; }
+  case $lib in
+    /*) path=$lib ;;
+    */*) path=$(dirname "$json")/$lib ;;
+    *) local d
+       for d in ${LD_LIBRARY_PATH//:/ }; do [ -e "$d/$lib" ] && { path=$d/$lib; break; }; done
+       [ -n "${path:-}" ] || path=$(ldconfig -p 2>/dev/null | awk -v n="$lib" '$1 == n { print $NF; exit }') ;;
+  esac
+  if [ -z "$path" ] || [ ! -e "$path" ]; then echo "$lib: not found"; return; fi
+  missing=$(ldd "$path" 2>/dev/null | awk '/not found/ { print $1 }' | paste -sd' ')
+  if [ -n "$missing" ]; then echo "$lib: needs $missing (not found)"; else echo "$lib: loads"; fi
+}
+
+part_main() {
+  table_new machine $'item\tvalue'
+  local cpu topo_line
+  cpu=$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)
+  table_row machine "CPU" "${cpu:-unknown}"
+  table_row machine "CPU flags (SIMD)" "$(grep -m1 -o -w 'avx2\|avx512f\|avx512_bf16\|amx_tile\|amx_bf16' /proc/cpuinfo | sort -u | paste -sd' ')"
+  table_row machine "memory" "$(awk '/^MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)"
+  table_row machine "kernel" "$(uname -r)"
+  table_row machine "system" "$(. /etc/os-release 2>/dev/null && echo "${PRETTY_NAME:-unknown}")"
+  if bounded "$OUT/logs/topo.log" 15 "$LLMCPU" topo; then
+    sed 1d "$OUT/logs/topo.log" >"$OUT/raw/topo.txt"
+    topo_line=$(grep -m1 '^machine:' "$OUT/raw/topo.txt" | sed 's/^machine: //')
+    table_row machine "topology (llmcpu topo)" "$topo_line"
+    table_row machine "caches" "$(grep -m1 '^caches:' "$OUT/raw/topo.txt" | sed 's/^caches: //')"
+  else
+    note 1 "llmcpu topo failed: $(tail -n 2 "$OUT/logs/topo.log" | paste -sd' ')"
+  fi
+  table_row machine "pack" "$(grep '^pack:' "$OUT/raw/env.txt" | sed 's/^pack: //')"
+  if grep -q '^llmcpu does not start' "$OUT/raw/env.txt"; then note 1 "$(grep '^llmcpu does not start' "$OUT/raw/env.txt")"; fi
+
+  local nvsmi=-
+  if command -v nvidia-smi >/dev/null; then
+    bounded "$OUT/logs/nvidia-smi.log" 15 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm \
+      --format=csv,noheader && nvsmi=$(sed -n '2,$p' "$OUT/logs/nvidia-smi.log" | paste -sd';')
+  fi
+  table_row machine "GPU (nvidia-smi)" "$nvsmi"
+
+  # The Vulkan drivers: the ICD files the loader will read, and whether each one's library loads.
+  local icds icd state
+  icds=${VK_DRIVER_FILES:-${VK_ICD_FILENAMES:-}}
+  table_row machine "Vulkan loader" "the pack's libvulkan.so.1 ($(ls "$ROOT"/lib/libvulkan.so.* 2>/dev/null | head -1 | xargs -r basename))"
+  if [ -z "$icds" ]; then
+    table_row machine "Vulkan drivers (ICD files)" "none found"
+  else
+    for icd in ${icds//:/ }; do
+      state=$(icd_library_state "$icd")
+      table_row machine "Vulkan driver $(basename "$icd")" "$icd: $state"
+    done
+  fi
+
+  # The devices, as llmcpu_vulkan_probe enumerates them with the loader and drivers above.
+  echo none >"$OUT/raw/vulkan.state"
+  table_new devices $'index\tname\ttype\tdriver\tVulkan\tmemory (MiB)\tsubgroup size\tcooperative matrix\tdedicated transfer queue\tusable\tchosen'
+  bounded "$OUT/logs/probe-devices.log" 30 sh -c '"$0" devices >"$1"' "$PROBE" "$OUT/raw/devices.json"
+  local rc=$? flat=$OUT/raw/devices.flat n i chosen type
+  json_flat "$OUT/raw/devices.json" >"$flat" 2>/dev/null
+  n=$(awk -F'\t' '$1 ~ /^devices\.[0-9]+\.name$/' "$flat" | wc -l)
+  chosen=$(json_get "$flat" chosen)
+  for ((i = 0; i < n; i++)); do
+    local p=devices.$i coop
+    coop=$( { [ "$(json_get "$flat" $p.cooperative_matrix.khr)" = true ] && echo KHR
+              [ "$(json_get "$flat" $p.cooperative_matrix.nv)" = true ] && echo NV; } | paste -sd+)
+    table_row devices "$i" "$(json_get "$flat" $p.name)" "$(json_get "$flat" $p.type)" \
+      "$(json_get "$flat" $p.driverName) $(json_get "$flat" $p.driverInfo)" "$(json_get "$flat" $p.apiVersion)" \
+      "$(calc %.0f 'b / 1048576' b="$(json_get "$flat" $p.device_local_heap_bytes)")" \
+      "$(json_get "$flat" $p.subgroupSize)" "${coop:-none}" "$(json_get "$flat" $p.dedicated_transfer)" \
+      "$(json_get "$flat" $p.usable)" "$([ "$i" = "$chosen" ] && echo yes || echo no)"
+  done
+  if [ "$rc" -ne 0 ] || [ "$n" -eq 0 ] || [ "$chosen" = - ] || [ "$chosen" = null ]; then
+    if [ -z "$icds" ]; then
+      note 1 "No Vulkan driver found (no ICD file in /etc/vulkan/icd.d, /usr/share/vulkan/icd.d, /usr/local/share/vulkan/icd.d or NVIDIA's /usr/local/nvidia/share/vulkan/icd.d). On an NVIDIA machine point the loader at the driver's file: export VK_DRIVER_FILES=/path/to/nvidia_icd.json (find / -name nvidia_icd.json), then run again; for a CPU-only check install Debian's mesa-vulkan-drivers (lavapipe). Parts 2 and 3 run no device work."
+    else
+      note 1 "The Vulkan loader found driver files but no usable device ($(tail -n 1 "$OUT/logs/probe-devices.log")): see the driver rows above for a library that does not load (NVIDIA's needs libGLdispatch.so.0 from libglvnd0; unpack Debian's libvulkan1 and libglvnd0 .debs with dpkg -x where the machine lacks them). Parts 2 and 3 run no device work."
+    fi
+  else
+    type=$(json_get "$flat" "devices.$chosen.type")
+    case $type in
+      discrete|integrated|virtual) echo gpu >"$OUT/raw/vulkan.state" ;;
+      *) echo cpu >"$OUT/raw/vulkan.state"
+         note 1 "The plugin's device is a CPU Vulkan driver ($(json_get "$flat" "devices.$chosen.name")), no GPU: parts 2 and 3 check correctness on it, and their times are not GPU times.$(command -v nvidia-smi >/dev/null && echo " nvidia-smi is here, so NVIDIA's Vulkan driver is missing from the loader's view: export VK_DRIVER_FILES=/path/to/nvidia_icd.json and run again.")" ;;
+    esac
+  fi
+}
