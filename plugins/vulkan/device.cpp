@@ -66,6 +66,45 @@ int device_rank(VkPhysicalDeviceType type) {
 
 }  // namespace
 
+bool device_usable(VkPhysicalDevice d) {
+  VkPhysicalDeviceProperties p;
+  vkGetPhysicalDeviceProperties(d, &p);
+  if (p.apiVersion < VK_API_VERSION_1_2) return false;
+  VkPhysicalDeviceVulkan12Features f12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
+  VkPhysicalDeviceFeatures2 f2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+  f2.pNext = &f12;
+  vkGetPhysicalDeviceFeatures2(d, &f2);
+  return f12.timelineSemaphore == VK_TRUE;
+}
+
+size_t choose_device(const std::vector<VkPhysicalDevice>& devices, int device_index) {
+  std::vector<size_t> usable;  // positions in `devices`
+  for (size_t i = 0; i < devices.size(); ++i) {
+    if (device_usable(devices[i])) usable.push_back(i);
+  }
+  if (usable.empty()) {
+    throw NoDeviceError(devices.empty()
+                            ? "no Vulkan device found (vkEnumeratePhysicalDevices returned 0)"
+                            : "no Vulkan device supports Vulkan 1.2 with timeline semaphores");
+  }
+  if (device_index >= 0) {
+    if (size_t(device_index) >= usable.size()) {
+      throw NoDeviceError("device index " + std::to_string(device_index) + " out of range: " +
+                          std::to_string(usable.size()) + " usable Vulkan device(s)");
+    }
+    return usable[size_t(device_index)];
+  }
+  // The first device of the best type, in the loader's order.
+  size_t best = usable[0];
+  for (size_t i : usable) {
+    VkPhysicalDeviceProperties p, b;
+    vkGetPhysicalDeviceProperties(devices[i], &p);
+    vkGetPhysicalDeviceProperties(devices[best], &b);
+    if (device_rank(p.deviceType) < device_rank(b.deviceType)) best = i;
+  }
+  return best;
+}
+
 Device::Device(int device_index, bool verbose) : verbose_(verbose) {
   VkApplicationInfo app{VK_STRUCTURE_TYPE_APPLICATION_INFO};
   app.pApplicationName = "llmcpu";
@@ -84,40 +123,17 @@ Device::Device(int device_index, bool verbose) : verbose_(verbose) {
     LLMCPU_VK(vkEnumeratePhysicalDevices(instance_, &count, nullptr));
     std::vector<VkPhysicalDevice> devices(count);
     if (count) LLMCPU_VK(vkEnumeratePhysicalDevices(instance_, &count, devices.data()));
-    // Usable: Vulkan 1.2 with timeline semaphores and host query reset.
-    std::vector<VkPhysicalDevice> usable;
-    for (VkPhysicalDevice d : devices) {
-      VkPhysicalDeviceProperties p;
-      vkGetPhysicalDeviceProperties(d, &p);
-      VkPhysicalDeviceVulkan12Features f12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
-      VkPhysicalDeviceFeatures2 f2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
-      f2.pNext = &f12;
-      if (p.apiVersion >= VK_API_VERSION_1_2) vkGetPhysicalDeviceFeatures2(d, &f2);
-      const bool ok = p.apiVersion >= VK_API_VERSION_1_2 && f12.timelineSemaphore;
-      if (verbose_) {
-        std::fprintf(stderr, "vulkan: device %zu: %s%s\n", usable.size(), p.deviceName,
-                     ok ? "" : " (skipped: needs Vulkan 1.2 with timeline semaphores)");
-      }
-      if (ok) usable.push_back(d);
-    }
-    if (usable.empty()) {
-      throw NoDeviceError(count ? "no Vulkan device supports Vulkan 1.2 with timeline semaphores"
-                                : "no Vulkan device found (vkEnumeratePhysicalDevices returned 0)");
-    }
-    if (device_index >= 0) {
-      if (size_t(device_index) >= usable.size()) {
-        throw NoDeviceError("device index " + std::to_string(device_index) + " out of range: " +
-                            std::to_string(usable.size()) + " usable Vulkan device(s)");
-      }
-      physical_ = usable[size_t(device_index)];
-    } else {
-      int best = 99;
-      for (VkPhysicalDevice d : usable) {
+    if (verbose_) {
+      for (size_t i = 0; i < devices.size(); ++i) {
         VkPhysicalDeviceProperties p;
-        vkGetPhysicalDeviceProperties(d, &p);
-        if (device_rank(p.deviceType) < best) best = device_rank(p.deviceType), physical_ = d;
+        vkGetPhysicalDeviceProperties(devices[i], &p);
+        std::fprintf(stderr, "vulkan: device %zu: %s%s\n", i, p.deviceName,
+                     device_usable(devices[i])
+                         ? ""
+                         : " (skipped: needs Vulkan 1.2 with timeline semaphores)");
       }
     }
+    physical_ = devices[choose_device(devices, device_index)];
     vkGetPhysicalDeviceProperties(physical_, &props_);
     vkGetPhysicalDeviceMemoryProperties(physical_, &mem_props_);
 

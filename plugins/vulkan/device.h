@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace llmcpu::vk {
 
@@ -41,9 +42,17 @@ struct Buffer {
   size_t size = 0;
 };
 
+// Whether the plugin can run on a device: Vulkan 1.2 with timeline semaphores.
+bool device_usable(VkPhysicalDevice d);
+// The plugin's choice among `devices` (in vkEnumeratePhysicalDevices' order), as a position in it:
+// device_index >= 0 the device_index-th usable device; -1 the first usable discrete GPU, else the
+// first integrated GPU, else virtual, else CPU, else any. Throws NoDeviceError when none is usable
+// or device_index is out of range. Device's constructor and llmcpu_vulkan_probe both ask this.
+size_t choose_device(const std::vector<VkPhysicalDevice>& devices, int device_index);
+
 class Device {
  public:
-  // device_index -1: the first discrete GPU, else the first integrated GPU, else the first device.
+  // device_index: as choose_device's.
   Device(int device_index, bool verbose);
   ~Device();
   Device(const Device&) = delete;
@@ -53,6 +62,7 @@ class Device {
   void destroy(Buffer& b);
 
   VkDevice device() const { return device_; }
+  VkPhysicalDevice physical() const { return physical_; }
   const VkPhysicalDeviceProperties& properties() const { return props_; }
   const char* name() const { return props_.deviceName; }
   size_t max_binding_bytes() const { return props_.limits.maxStorageBufferRange; }

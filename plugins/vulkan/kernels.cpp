@@ -111,6 +111,9 @@ const uint32_t kFlashAttentionForwardBf16Spv[] = {
 const uint32_t kFlashAttentionBackwardBf16Spv[] = {
 #include "flash_attention_backward_bf16.spv.h"
 };
+const uint32_t kFmaPeakSpv[] = {
+#include "fma_peak.spv.h"
+};
 
 // The device feature a pipeline needs beyond the baseline; it is created only where the device has
 // it (dispatching it elsewhere throws, naming the feature).
@@ -181,6 +184,7 @@ Kernels::Kernels(Device& dev) : dev_(dev) {
        sizeof(FlashAttentionPush), Needs::kBf16Storage},
       {kFlashAttentionBackwardBf16Spv, sizeof kFlashAttentionBackwardBf16Spv, 5,
        sizeof(FlashAttentionPush), Needs::kBf16Storage},
+      {kFmaPeakSpv, sizeof kFmaPeakSpv, 1, sizeof(FmaPeakPush), Needs::kNothing},
   };
   static_assert(std::size(infos) == size_t(Kernel::kCount), "one ShaderInfo per Kernel");
   VkDevice d = dev_.device();

@@ -51,6 +51,7 @@ enum class Kernel {
   kFlashAttentionBackward,
   kFlashAttentionForwardBf16,
   kFlashAttentionBackwardBf16,
+  kFmaPeak,  // the fp32 FMA roof of llmcpu_vulkan_probe; no pass runs it
   kCount
 };
 
@@ -147,6 +148,13 @@ struct SumSquaresPush {
   uint32_t n, out_off, x_off;
 };
 inline constexpr uint32_t kSumSquaresBlock = 4096;  // elements per partial: 64 invocations x 64
+
+// shaders/fma_peak.comp: n invocations, each 8 vec4 chains x = fma(x, m, c) of `iters` steps.
+struct FmaPeakPush {
+  uint32_t n, iters;
+  float m, c;
+};
+inline constexpr uint32_t kFmaPeakFlopsPerStep = 64;  // 8 chains x 4 lanes x 2 flops
 
 // Element-wise and row-wise kernels index workgroups in two dimensions (x below this many, then y),
 // so that more than 65535 workgroups (Vulkan's guaranteed maxComputeWorkGroupCount) fit.

@@ -43,11 +43,10 @@ Sizes sizes_of(const llmcpu_model_desc& d, size_t max_binding) {
   // fch, fch_gelu (14 C per token).
   s.block_act_bytes = (2 * s.BT * C + 4 * s.BT) * F + 14 * s.BT * C * s.act;
   s.att_chunk = size_t(s.nb) * NH * T * (flash_head(d) ? 1 : T);
-  s.wte_rows_per_piece = std::max<size_t>(1, max_binding / (C * F));
+  s.wte_rows_per_piece = wte_rows_per_piece(C, max_binding);
   s.wte_pieces = (Vp + s.wte_rows_per_piece - 1) / s.wte_rows_per_piece;
   s.other_params = size_t(d.max_seq_len) * C + 2 * C;
-  s.head_rows = std::max<size_t>(1, std::min(kLogitsBytes, max_binding) / (Vp * F));
-  s.head_rows = std::min(s.head_rows, s.rows);
+  s.head_rows = head_rows(Vp, s.rows, max_binding);
   s.scratch = 10 * s.rows * C + (flash_head(d) ? 0 : s.att_chunk);  // + the scores' gradient
   const size_t up = std::max(s.rows * C, 2 * s.rows) * F, down = std::max(s.rows * C, s.rows) * F;
   s.slot = std::max(up, down);
@@ -70,6 +69,15 @@ BlockLayout::BlockLayout(size_t C) {
 }
 
 int chunk_batch(int B) { return (B + 3) / 4; }
+
+size_t wte_rows_per_piece(size_t C, size_t max_binding) {
+  return std::max<size_t>(1, max_binding / (C * F));
+}
+
+size_t head_rows(size_t Vp, size_t chunk_rows, size_t max_binding) {
+  const size_t rows = std::max<size_t>(1, std::min(kLogitsBytes, max_binding) / (Vp * F));
+  return std::min(rows, chunk_rows);
+}
 
 bool flash_head(const llmcpu_model_desc& d) { return d.channels / d.num_heads <= 128; }
 

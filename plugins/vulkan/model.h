@@ -48,6 +48,11 @@ llmcpu_memory_plan memory_plan(const llmcpu_model_desc& d, size_t max_binding_by
 bool flash_head(const llmcpu_model_desc& d);
 // Batch elements per chunk of a pass: B split in up to four chunks.
 int chunk_batch(int B);
+// Rows of wte (C floats each) in one piece: as many as one binding holds.
+size_t wte_rows_per_piece(size_t C, size_t max_binding_bytes);
+// Rows of the head's logits (Vp floats each) per sub-chunk: at most 64 MiB and one binding, at most
+// a chunk's rows.
+size_t head_rows(size_t Vp, size_t chunk_rows, size_t max_binding_bytes);
 
 class DeviceModel {
  public:

@@ -5,7 +5,11 @@
 #                                  against the scalar references;
 #   llmcpu_vulkan_layers_tests     the plugin at layer level through the engine's wrapper
 #                                  (core/plugin/offload.h): the pipeline's order and waits, the
-#                                  device's AdamW against the CPU's, state round trips, the plan.
+#                                  device's AdamW against the CPU's, state round trips, the plan;
+#   Vulkan.probe                   llmcpu_vulkan_probe's `devices` and `gemm --quick`: one JSON
+#                                  object each, finite numbers, the chosen device in the list, the
+#                                  GEMM shader's check passed (check_vulkan_probe.py, Debian's
+#                                  python3; about 5 s on lavapipe).
 if(TARGET llmcpu_vulkan_impl)
   add_executable(llmcpu_vulkan_block_ops_tests ${CMAKE_CURRENT_LIST_DIR}/vulkan_block_ops_test.cpp)
   target_link_libraries(llmcpu_vulkan_block_ops_tests PRIVATE llmcpu_vulkan_impl llmcpu_simd
@@ -23,4 +27,16 @@ if(TARGET llmcpu_vulkan_impl)
   add_dependencies(llmcpu_vulkan_layers_tests llmcpu_vulkan)
   gtest_discover_tests(llmcpu_vulkan_layers_tests TEST_PREFIX "Vulkan." DISCOVERY_TIMEOUT 60
                        PROPERTIES TIMEOUT 300 ENVIRONMENT "${LLMCPU_VULKAN_TEST_ENV}")
+
+  find_program(LLMCPU_DEBIAN_PYTHON NAMES python3 PATHS /usr/bin NO_DEFAULT_PATH)
+  if(LLMCPU_DEBIAN_PYTHON)
+    add_test(NAME Vulkan.probe
+             COMMAND ${LLMCPU_DEBIAN_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/check_vulkan_probe.py
+                     $<TARGET_FILE:llmcpu_vulkan_probe>)
+    # 77: no Vulkan device at all (skipped, as the suites above skip there).
+    set_tests_properties(Vulkan.probe PROPERTIES LABELS vulkan TIMEOUT 120 SKIP_RETURN_CODE 77
+                         ENVIRONMENT "${LLMCPU_VULKAN_TEST_ENV}")
+  else()
+    llmcpu_suite_not_built(vulkan_probe "python3 not found in /usr/bin (apt-get install python3)")
+  endif()
 endif()
