@@ -18,7 +18,7 @@ import sys
 
 SECTIONS = ["## Summary", "## Parts", "## 1. The machine", "## 2. Correct on the GPU",
             "## 3. Fast on the GPU", "## 4. CPU scaling"]
-TABLES = ["summary", "parts", "machine", "devices", "tests", "verify", "steps", "roof", "gemm",
+TABLES = ["summary", "parts", "machine", "devices", "coopmat", "tests", "verify", "steps", "roof", "gemm",
           "scaling", "mpirun"]
 UNIT = re.compile(r"\((ms|s|x|%|kB|MiB|GFLOP/s)\)$|^(tokens/s|GFLOP/s|M|N|K|T|B|passed|failed|skipped|ranks)$|^B per rank$|^threads per rank$")
 NUMBER = re.compile(r"^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?$")

@@ -78,6 +78,15 @@ part_main() {
       "$(json_get "$flat" $p.subgroupSize)" "${coop:-none}" "$(json_get "$flat" $p.dedicated_transfer)" \
       "$(json_get "$flat" $p.usable)" "$([ "$i" = "$chosen" ] && echo yes || echo no)"
   done
+  # The cooperative matrix shapes each device offers (what a tensor-core GEMM shader could use).
+  table_new coopmat $'device\textension\tM\tN\tK\tA\tB\tC\tresult\tscope'
+  awk -F'\t' '$1 ~ /^devices\.[0-9]+\.cooperative_matrix\.(khr|nv)_properties\.[0-9]+\./ {
+      split($1, k, "."); id = k[2] "." k[4] "." k[5]; if (!(id in seen)) { seen[id] = 1; order[++n] = id }
+      v[id, k[6]] = $2 }
+    END { for (i = 1; i <= n; i++) { id = order[i]; split(id, k, ".")
+            printf "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", k[1], (k[2] ~ /^khr/ ? "KHR" : "NV"),
+              v[id, "M"], v[id, "N"], v[id, "K"], v[id, "A"], v[id, "B"], v[id, "C"], v[id, "result"], v[id, "scope"] } }' \
+    "$flat" >>"$OUT/raw/coopmat.tsv"
   if [ "$rc" -ne 0 ] || [ "$n" -eq 0 ] || [ "$chosen" = - ] || [ "$chosen" = null ]; then
     if [ -z "$icds" ]; then
       note 1 "No Vulkan driver found (no ICD file in /etc/vulkan/icd.d, /usr/share/vulkan/icd.d, /usr/local/share/vulkan/icd.d or NVIDIA's /usr/local/nvidia/share/vulkan/icd.d). On an NVIDIA machine point the loader at the driver's file: export VK_DRIVER_FILES=/path/to/nvidia_icd.json (find / -name nvidia_icd.json), then run again; for a CPU-only check install Debian's mesa-vulkan-drivers (lavapipe). Parts 2 and 3 run no device work."

@@ -104,6 +104,9 @@ part_main() {
     echo "Vulkan devices (llmcpu_vulkan_probe devices):"
     echo
     md_table devices
+    echo "Cooperative matrix shapes offered (VK_KHR_cooperative_matrix, VK_NV_cooperative_matrix):"
+    echo
+    md_table coopmat
     md_notes 1
     echo "## 2. Correct on the GPU"
     echo
@@ -129,7 +132,7 @@ part_main() {
       "$([ "$QUICK" = 1 ] && echo true || echo false)" "${TOTAL_SECS:-null}"
     printf '"env":%s,"topology":%s,"tables":{' "$(json_lines "$OUT/raw/env.txt")" "$(json_lines "$OUT/raw/topo.txt")"
     local t first=1
-    for t in summary parts machine devices tests verify steps roof gemm scaling mpirun; do
+    for t in summary parts machine devices coopmat tests verify steps roof gemm scaling mpirun; do
       [ $first = 1 ] || printf ','; first=0
       printf '"%s":%s' "$t" "$(json_table $t)"
     done

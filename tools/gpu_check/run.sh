@@ -34,6 +34,11 @@ setup_env() {
   export ROOT=$1/root
   export LLMCPU=$ROOT/bin/llmcpu PLUGIN=$ROOT/lib/libllmcpu_vulkan.so PROBE=$ROOT/bin/llmcpu_vulkan_probe
   export LLMCPU_VULKAN_PLUGIN=$PLUGIN LLMCPU_CONF_DIR=$ROOT/conf DATA=$ROOT/data
+  # Thread counts are the parts' to choose: an inherited OMP_NUM_THREADS would change "all cores".
+  if [ -n "${OMP_NUM_THREADS:-}" ]; then
+    echo "OMP_NUM_THREADS=$OMP_NUM_THREADS was set: unset for the run" >>"$OUT/raw/env.txt"
+    unset OMP_NUM_THREADS
+  fi
   local lib=$ROOT/lib err
   # The build's libstdc++ only where the machine's own is older (or missing).
   if ! err=$(LD_LIBRARY_PATH=$lib "$LLMCPU" version 2>&1) && grep -q "GLIBCXX\|CXXABI\|libstdc++\|libgcc_s" <<<"$err"; then
