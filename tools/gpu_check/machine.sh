@@ -11,13 +11,37 @@ icd_library_state() {
   case $lib in
     /*) path=$lib ;;
     */*) path=$(dirname "$json")/$lib ;;
-    *) local d
-       for d in ${LD_LIBRARY_PATH//:/ }; do [ -e "$d/$lib" ] && { path=$d/$lib; break; }; done
-       [ -n "${path:-}" ] || path=$(ldconfig -p 2>/dev/null | awk -v n="$lib" '$1 == n { print $NF; exit }') ;;
+    *) path=$(find_lib "$lib") ;;
   esac
   if [ -z "$path" ] || [ ! -e "$path" ]; then echo "$lib: not found"; return; fi
   missing=$(ldd "$path" 2>/dev/null | awk '/not found/ { print $1 }' | paste -sd' ')
-  if [ -n "$missing" ]; then echo "$lib: needs $missing (not found)"; else echo "$lib: loads"; fi
+  if [ -n "$missing" ]; then echo "$lib: needs $missing (not found)"; else echo "$lib: its libraries resolve (ldd)"; fi
+}
+
+# Where find_lib NAME is: LD_LIBRARY_PATH's folders first, then the linker cache.
+find_lib() {
+  local d
+  for d in ${LD_LIBRARY_PATH//:/ }; do [ -e "$d/$1" ] && { echo "$d/$1"; return; }; done
+  ldconfig -p 2>/dev/null | awk -v n="$1" '$1 == n { print $NF; exit }'
+}
+
+# NVIDIA's Vulkan driver file names libGLX_nvidia.so.0, which fails to start without a display on
+# some machines (vkCreateInstance: VK_ERROR_INCOMPATIBLE_DRIVER); the same driver's EGL library
+# libEGL_nvidia.so.0 serves Vulkan headless. Writes a driver file naming it and, when the devices
+# then enumerate, raw/vk.env for the later parts. Returns 0 when that worked.
+try_nvidia_egl() {
+  local icds=$1 icd api egl=$OUT/raw/nvidia_egl_icd.json
+  [ -z "$VK_FILES_FROM_USER" ] || return 1
+  icd=$(for f in ${icds//:/ }; do grep -l 'libGLX_nvidia' "$f" 2>/dev/null; done | head -1)
+  [ -n "$icd" ] && [ -n "$(find_lib libEGL_nvidia.so.0)" ] || return 1
+  api=$(grep -o '"api_version"[^,}]*' "$icd" | sed 's/.*: *"\(.*\)"/\1/')
+  printf '{"file_format_version":"1.0.0","ICD":{"library_path":"libEGL_nvidia.so.0","api_version":"%s"}}\n' "${api:-1.3.0}" >"$egl"
+  VK_DRIVER_FILES=$egl VK_ICD_FILENAMES=$egl bounded "$OUT/logs/probe-devices-egl.log" 30 \
+    sh -c '"$0" devices >"$1"' "$PROBE" "$OUT/raw/devices.json" || return 1
+  echo "export VK_DRIVER_FILES=$egl VK_ICD_FILENAMES=$egl" >"$OUT/raw/vk.env"
+  table_row machine "Vulkan driver (used)" "$egl: libEGL_nvidia.so.0 (NVIDIA's GLX driver file failed without a display)"
+  note 1 "NVIDIA's Vulkan driver file ($icd, libGLX_nvidia.so.0) gave no device here: $(grep -m1 -o 'VK_ERROR[A-Z_]*' "$OUT/raw/devices-glx.json" 2>/dev/null || echo 'no device'); the same driver's libEGL_nvidia.so.0 does, and the later parts use it (VK_DRIVER_FILES=$egl)."
+  return 0
 }
 
 part_main() {
@@ -65,6 +89,12 @@ part_main() {
   table_new devices $'index\tname\ttype\tdriver\tVulkan\tmemory (MiB)\tsubgroup size\tcooperative matrix\tdedicated transfer queue\tusable\tchosen'
   bounded "$OUT/logs/probe-devices.log" 30 sh -c '"$0" devices >"$1"' "$PROBE" "$OUT/raw/devices.json"
   local rc=$? flat=$OUT/raw/devices.flat n i chosen type
+  if [ $rc -ne 0 ] && [ -n "$icds" ]; then
+    # What the loader says about each driver, for the report's notes and the log.
+    VK_LOADER_DEBUG=error,warn,driver bounded "$OUT/logs/probe-devices-loader.log" 30 "$PROBE" devices
+    cp "$OUT/raw/devices.json" "$OUT/raw/devices-glx.json"
+    if try_nvidia_egl "$icds"; then rc=0; fi
+  fi
   json_flat "$OUT/raw/devices.json" >"$flat" 2>/dev/null
   n=$(awk -F'\t' '$1 ~ /^devices\.[0-9]+\.name$/' "$flat" | wc -l)
   chosen=$(json_get "$flat" chosen)
@@ -91,7 +121,7 @@ part_main() {
     if [ -z "$icds" ]; then
       note 1 "No Vulkan driver found (no ICD file in /etc/vulkan/icd.d, /usr/share/vulkan/icd.d, /usr/local/share/vulkan/icd.d or NVIDIA's /usr/local/nvidia/share/vulkan/icd.d). On an NVIDIA machine point the loader at the driver's file: export VK_DRIVER_FILES=/path/to/nvidia_icd.json (find / -name nvidia_icd.json), then run again; for a CPU-only check install Debian's mesa-vulkan-drivers (lavapipe). Parts 2 and 3 run no device work."
     else
-      note 1 "The Vulkan loader found driver files but no usable device ($(tail -n 1 "$OUT/logs/probe-devices.log")): see the driver rows above for a library that does not load (NVIDIA's needs libGLdispatch.so.0 from libglvnd0; unpack Debian's libvulkan1 and libglvnd0 .debs with dpkg -x where the machine lacks them). Parts 2 and 3 run no device work."
+      note 1 "The Vulkan loader found driver files but no usable device (the loader: $(grep -i -m2 'error' "$OUT/logs/probe-devices-loader.log" 2>/dev/null | paste -sd' ' | cut -c1-300)): see the driver rows above for a library that does not load (NVIDIA's needs libGLdispatch.so.0 from libglvnd0; unpack Debian's libvulkan1 and libglvnd0 .debs with dpkg -x where the machine lacks them). Parts 2 and 3 run no device work."
     fi
   else
     type=$(json_get "$flat" "devices.$chosen.type")

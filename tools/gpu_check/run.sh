@@ -51,7 +51,8 @@ setup_env() {
     echo "llmcpu does not start here: $err" >>"$OUT/raw/env.txt"
   fi
   # NVIDIA's driver file often sits outside the loader's search path: name every one found.
-  if [ -z "${VK_DRIVER_FILES:-}${VK_ICD_FILENAMES:-}" ]; then
+  export VK_FILES_FROM_USER=${VK_DRIVER_FILES:-${VK_ICD_FILENAMES:-}}
+  if [ -z "$VK_FILES_FROM_USER" ]; then
     local icds
     icds=$(find_icds | paste -sd:)
     if [ -n "$icds" ]; then export VK_DRIVER_FILES=$icds VK_ICD_FILENAMES=$icds; fi
@@ -78,7 +79,9 @@ run_part() {
   export PART=$1 PART_DEADLINE
   PART_DEADLINE=$(awk -v n="$t0" -v b="$budget" 'BEGIN { printf "%.0f\n", n + b }')
   say "part $1 ($(tr -d '\n' <<<"${part_names[$i]}")): budget ${budget} s"
-  timeout -k 5 "$((budget + 2))" bash -c '. "$0/common.sh"; . "$0/$1"; part_main' \
+  # raw/vk.env: the Vulkan driver files part 1 found to work, when they differ from the defaults.
+  timeout -k 5 "$((budget + 2))" bash -c '. "$0/common.sh"; if [ -f "$OUT/raw/vk.env" ]; then . "$OUT/raw/vk.env"; fi
+    . "$0/$1"; part_main' \
     "$PARTS_DIR" "${part_files[$i]}" </dev/null >>"$OUT/logs/part$1.log" 2>&1
   rc=$?
   used=$(secs_since "$t0")
