@@ -141,10 +141,11 @@ def main():
     def measured(rows, column):
         return [r for r in rows if r.get(column) is not None]
 
+    ran = {p["part"] for p in parts if p["status"] != "not run (--parts)"}
     cpu_steps = [r for r in tables["steps"] if r["where"] == "CPU"]
-    if not measured(cpu_steps, "step (ms)"):
+    if 3 in ran and not measured(cpu_steps, "step (ms)"):
         fail("steps table: no CPU step measured")
-    if not measured(tables["scaling"], "tokens/s"):
+    if 4 in ran and not measured(tables["scaling"], "tokens/s"):
         fail("scaling table: nothing measured")
     if a.expect_device:
         if not [d for d in tables["devices"] if d["chosen"] == "yes"]:

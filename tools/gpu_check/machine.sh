@@ -109,7 +109,7 @@ part_main() {
       "$(json_get "$flat" $p.usable)" "$([ "$i" = "$chosen" ] && echo yes || echo no)"
   done
   # The cooperative matrix shapes each device offers (what a tensor-core GEMM shader could use).
-  table_new coopmat $'device\textension\tM\tN\tK\tA\tB\tC\tresult\tscope'
+  table_new coopmat $'device\textension\tM\tN\tK\tA type\tB type\tC type\tresult type\tscope'
   awk -F'\t' '$1 ~ /^devices\.[0-9]+\.cooperative_matrix\.(khr|nv)_properties\.[0-9]+\./ {
       split($1, k, "."); id = k[2] "." k[4] "." k[5]; if (!(id in seen)) { seen[id] = 1; order[++n] = id }
       v[id, k[6]] = $2 }

@@ -69,8 +69,10 @@ summary() {
   for prec in fp32 bf16; do
     r=$(awk -F'\t' -v p="$prec" 'NR > 1 && $2 == p && $7 != "-" { n++; g[n] = $7; s[n] = $8 } END {
           if (n == 0) exit; lo = 1; hi = 1; for (i = 1; i <= n; i++) { if (g[i] + 0 < g[lo] + 0) lo = i; if (g[i] + 0 > g[hi] + 0) hi = i }
-          printf "%s to %s GFLOP/s (%s%% to %s%% of the FMA roof)", g[lo], g[hi], s[lo], s[hi] }' "$OUT/raw/gemm.tsv" 2>/dev/null)
+          printf "%.0f to %.0f GFLOP/s (%s%% to %s%% of the FMA roof)", g[lo], g[hi], s[lo], s[hi] }' "$OUT/raw/gemm.tsv" 2>/dev/null)
     [ -n "$r" ] && table_row summary "GEMM shader, $prec" "$r"
+  done
+  for prec in fp32 bf16; do
     for T in 64 1024; do
       r=$(awk -F'\t' -v p="$prec" -v T="$T" 'NR > 1 && $1 == p && $2 == T && $6 == "compact" && $7 != "-" { last = $5 " threads " $8 " tokens/s, " $9 "x 1 thread, efficiency " $10 "%" } END { print last }' "$OUT/raw/scaling.tsv" 2>/dev/null)
       [ -n "$r" ] && table_row summary "CPU scaling, $prec T=$T" "$r"
