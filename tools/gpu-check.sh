@@ -30,7 +30,7 @@ if [ -d "$here/gpu_check" ]; then parts_dir=$here/gpu_check; else parts_dir=$her
 
 usage() { sed -n '2,22p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
 
-mode=run pack_dir= build_dir= from= out= quick=0 parts=2,3,4
+mode=run pack_dir='' build_dir='' from='' out='' quick=0 parts=2,3,4
 while [ $# -gt 0 ]; do
   case $1 in
     --pack) [ $# -ge 2 ] || die_usage "--pack: expected a folder to write the pack to"
@@ -50,6 +50,7 @@ while [ $# -gt 0 ]; do
 done
 
 if [ "$mode" = pack ]; then
+  [ ! -f "$here/pack.manifest" ] || die_usage "--pack runs from the source tree (tools/gpu-check.sh), not from a pack"
   [ -z "$from$out" ] && [ $quick = 0 ] && [ $parts = 2,3,4 ] || die_usage "--pack takes only --build (--from, --out, --quick and --parts are for the run)"
   # shellcheck source=gpu_check/pack.sh
   . "$parts_dir/pack.sh"

@@ -23,7 +23,7 @@ calc() {
 # newlines (they are replaced by spaces). A cell "-" means "not measured" (null in the JSON).
 table_new() { printf '%s\n' "$2" >"$OUT/raw/$1.tsv"; }
 table_row() {
-  local name=$1 cell line= first=1; shift
+  local name=$1 cell line='' first=1; shift
   for cell in "$@"; do
     cell=${cell//$'\t'/ }; cell=${cell//$'\n'/ }; cell=${cell//|//}
     if [ $first = 1 ]; then line=$cell first=0; else line=$line$'\t'$cell; fi

@@ -5,7 +5,7 @@
 
 # The library named in an ICD file, and whether it loads here (what it lacks, by ldd).
 icd_library_state() {
-  local json=$1 lib path= missing
+  local json=$1 lib path='' missing
   lib=$(grep -o '"library_path"[^,}]*' "$json" | sed 's/.*: *"\(.*\)"/\1/')
   [ -n "$lib" ] || { echo "no library_path in it"; return; }
   case $lib in

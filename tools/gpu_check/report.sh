@@ -54,7 +54,7 @@ json_lines() {  # a text file's lines as a JSON array of strings
 
 summary() {
   table_new summary $'figure\tvalue'
-  local chosen dev T where r prec steps
+  local chosen T r prec steps
   table_row summary "CPU" "$(tsv_get machine value item=CPU); $(tsv_get machine value 'item=topology (llmcpu topo)')"
   chosen=$(awk -F'\t' 'NR > 1 && $11 == "yes" { print $2 " (" $3 "; " $4 ")" }' "$OUT/raw/devices.tsv" 2>/dev/null)
   table_row summary "Vulkan device of the plugin" "${chosen:-none}"

@@ -3,7 +3,7 @@
 
 # Seconds per part (1 machine, 2 correctness, 3 GPU speed, 4 CPU scaling, 5 report): 8 minutes in
 # all with --quick's half; a part that finishes early passes what it left to the next.
-readonly full_budgets=(25 75 170 190 15)
+readonly full_budgets=(25 75 170 185 15)
 readonly quick_budgets=(20 50 80 100 15)
 readonly part_names=("the machine" "correct on the GPU" "fast on the GPU" "CPU scaling" "the report")
 readonly part_files=(machine.sh correct.sh speed.sh scaling.sh report.sh)
@@ -101,7 +101,8 @@ run_main() {
   [ -f "$from/pack.manifest" ] && [ -f "$from/payload.tar.gz" ] ||
     die_usage "--from $from: not a pack (no pack.manifest or payload.tar.gz); make one with tools/gpu-check.sh --pack DIR"
   mkdir -p "$out/raw" "$out/logs" || die_usage "--out $out: cannot create it"
-  export OUT=$(cd "$out" && pwd) QUICK=$3 PARTS_DIR=$parts_dir
+  OUT=$(cd "$out" && pwd)
+  export OUT QUICK=$3 PARTS_DIR=$parts_dir
   rm -f "$OUT"/raw/* "$OUT"/logs/*
   t_start=$(now)
   unpack "$from"
