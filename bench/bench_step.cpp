@@ -47,7 +47,7 @@ void BM_TrainStep(benchmark::State& state, const char* preset) {
   if (const char* plugin = std::getenv("LLMCPU_PLUGIN")) {
     OffloadOptions o;
     if (const char* n = std::getenv("LLMCPU_OFFLOAD_LAYERS")) o.layers = n;
-    const OffloadOutcome r = model.enable_offload(plugin, o);
+    const OffloadOutcome r = enable_offload(model, plugin, o);
     if (!r.active) {
       state.SkipWithError(r.message.c_str());
       return;
@@ -57,7 +57,7 @@ void BM_TrainStep(benchmark::State& state, const char* preset) {
   cfg.weight_decay = 0.1;
   AdamW opt(model.num_parameters(), cfg, model.kernels(), model.bf16_kernels());
   // The device's part is updated where it lives (as the trainer does): the CPU's AdamW skips it.
-  OffloadDevice* device = model.offload_device();
+  BlockDevice* device = model.offload_device();
   opt.skip(model.device_spans());
   llmcpu_offload_report dev;
   model.offload_report(&dev);  // count from the first step on, not the upload of the weights
@@ -79,7 +79,7 @@ void BM_TrainStep(benchmark::State& state, const char* preset) {
     const Gpt2::UpdateSpans w = model.weights_for_update();  // bf16: the copy in the same pass
     opt.step(w.master, model.grads_flat(), 1e-4, w.copy);
     if (device) {
-      device->adamw_step(cfg, 1e-4, opt.steps_taken(), 1.0f);
+      device->adamw_step(adamw_step_of(cfg, 1e-4, opt.steps_taken()), 1.0f);
       model.device_parameters_changed();
     }
     upd += seconds_since(t0);

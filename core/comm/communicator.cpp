@@ -7,11 +7,6 @@
 
 namespace llmcpu {
 
-Shard shard_of(size_t n, int rank, int size) {
-  const size_t base = n / size, extra = n % size, r = rank;
-  return {r * base + std::min(r, extra), base + (r < extra ? 1 : 0)};
-}
-
 namespace {
 
 class SingleProcess final : public Communicator {

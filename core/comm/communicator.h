@@ -12,15 +12,9 @@
 #include <memory>
 #include <string>
 
-namespace llmcpu {
+#include "core/util/shard.h"
 
-// The part of n elements that `rank` of `size` owns: [begin, begin + count). The first n % size
-// ranks own one element more than the others; a shard may be empty.
-struct Shard {
-  size_t begin;
-  size_t count;
-};
-Shard shard_of(size_t n, int rank, int size);
+namespace llmcpu {
 
 // Memory that every rank of a world on one machine maps (an MPI-3 shared window): a block per
 // rank, each rank reading and writing any of them. What a rank wrote before fence() is seen by

@@ -30,10 +30,10 @@
 #include <string>
 #include <vector>
 
+#include "core/io/data_position.h"
 #include "core/model/config.h"
 #include "core/model/parameters.h"
 #include "core/model/precision.h"
-#include "core/train/data_loader.h"
 #include "core/util/file.h"
 
 namespace llmcpu {

@@ -137,29 +137,19 @@ void Gpt2::refresh_weight_copies() {
   device_stale_ = false;
 }
 
-OffloadOutcome Gpt2::enable_offload(const std::string& path, const OffloadOptions& options) {
-  const OffloadLayers layers =
-      OffloadLayers::parse(options.layers, config_.num_layers, "--offload-layers");
-  disable_offload();
-  OffloadOutcome out;
-  device_ = OffloadDevice::open(path, &out, options.open);
-  if (!device_) return out;
-  // A plugin may not run this precision (or this shape) at all: then the model stays on the CPU,
-  // as for a plugin that cannot be loaded. Whether it fits is configure's question.
-  try {
-    const int B = std::max(arena_.batch(), 1), T = std::max(arena_.seq_len(), 1);
-    if (layers.all || layers.blocks > 0) {
-      device_->plan(make_model_desc(config_, layout_, B, T, precision_, layers, 0));
-    }
-  } catch (const DeviceError& e) {
-    device_.reset();
-    out = {false, "offload: " + path + ": " + e.what() + "; running on the CPU"};
-    return out;
+void Gpt2::check_device(BlockDevice& device, const OffloadLayers& layers) const {
+  const int B = std::max(arena_.batch(), 1), T = std::max(arena_.seq_len(), 1);
+  if (layers.all || layers.blocks > 0) {
+    device.plan(make_model_desc(config_, layout_, B, T, precision_, layers, 0));
   }
+}
+
+void Gpt2::attach_device(std::unique_ptr<BlockDevice> device, const OffloadLayers& layers,
+                         size_t memory_limit) {
+  disable_offload();
+  device_ = std::move(device);
   layers_ = layers;
-  device_memory_limit_ = options.memory_limit;
-  out.message += ": " + layers_.describe(config_.num_layers);
-  if (!offload_active()) out.message += " (the CPU computes everything)";
+  device_memory_limit_ = memory_limit;
   if (arena_.batch() > 0 && offload_active()) {
     try {
       replan();  // the CPU's arena without the device's blocks; configures the device
@@ -168,7 +158,6 @@ OffloadOutcome Gpt2::enable_offload(const std::string& path, const OffloadOption
       throw;
     }
   }
-  return out;
 }
 
 void Gpt2::disable_offload() {

@@ -1,9 +1,10 @@
 // GPT-2: parameters, gradients and activations of one model, the executor that runs its ops, and
 // the forward and backward passes with the loss. The computation itself is written once in
 // core/model/transformer.h; the executors (core/model/executors.h) decide where and in what
-// precision each op runs: fp32 on the CPU or bf16 mixed precision (Precision::kBf16). With an
-// offload plugin (enable_offload) a device owns the last blocks, or all of the model, and runs
-// them itself (core/plugin/offload.h); the CPU keeps every op the device does not own, and only the
+// precision each op runs: fp32 on the CPU or bf16 mixed precision (Precision::kBf16). With a
+// device attached (attach_device; core/plugin/offload.h attaches a plugin's) the device owns the
+// last blocks, or all of the model, and runs them itself (core/model/block_device.h is all the
+// model knows of it); the CPU keeps every op the device does not own, and only the
 // residual stream at the boundary crosses. Deliberately not here: the optimizer (core/optim, and
 // the device's AdamW is driven by core/train), files (core/io), data and the training loop,
 // generation (core/model/generate.h).
@@ -28,11 +29,11 @@
 #include <string>
 
 #include "core/model/activations.h"
+#include "core/model/block_device.h"
 #include "core/model/config.h"
 #include "core/model/executors.h"
 #include "core/model/parameters.h"
 #include "core/model/precision.h"
-#include "core/plugin/offload.h"
 #include "core/util/aligned_buffer.h"
 #include "simd/bf16.h"
 #include "simd/kernels.h"
@@ -51,13 +52,6 @@ class GradientHook {
 struct BatchOptions {
   Recompute recompute = Recompute::kNone;  // what the backward pass recomputes (--recompute)
   bool keep_logits = false;                // logits() holds every row's after a forward pass
-};
-
-// What enable_offload gives a device.
-struct OffloadOptions {
-  std::string layers = "all";  // --offload-layers: "all" or how many of the last blocks
-  size_t memory_limit = 0;     // --device-memory-limit in bytes; 0: what the device has
-  PluginOpenOptions open;
 };
 
 class Gpt2 {
@@ -119,20 +113,23 @@ class Gpt2 {
   };
   UpdateSpans weights_for_update();
 
-  // Hands the part of the model that options.layers names to the plugin at `path`, which keeps
-  // it (weights, gradients, activations, and for a trainer the AdamW moments) on its device; the
-  // device is configured for the planned batch shape now or at plan_batch (which refuses a new
-  // shape once the device's AdamW ran: configuring drops its moments). A plugin that cannot be
-  // loaded or opened does not throw: the outcome says why and the model stays on the CPU; so does
-  // a plugin that cannot run this model's precision. A bad options.layers throws UsageError, and so
-  // does a plan that does not fit the device (naming the most layers that fit). Replaces any
-  // plugin this model had.
-  OffloadOutcome enable_offload(const std::string& path, const OffloadOptions& options = {});
+  // Whether `device` can run `layers` of this model at its precision and planned shape (or 1 x 1):
+  // throws DeviceError with the device's reason when it cannot. Whether the plan fits is
+  // attach_device's question.
+  void check_device(BlockDevice& device, const OffloadLayers& layers) const;
+  // Hands `layers` of the model to `device`, which keeps them (weights, gradients, activations,
+  // and for a trainer the AdamW moments); the device is configured for the planned batch shape now
+  // or at plan_batch (which refuses a new shape once the device's AdamW ran: configuring drops its
+  // moments). A plan that does not fit the device throws UsageError (naming the most layers that
+  // fit) and leaves the model on the CPU. `memory_limit`: plan against that many bytes of the
+  // device (0: what it has). Replaces any device this model had.
+  void attach_device(std::unique_ptr<BlockDevice> device, const OffloadLayers& layers,
+                     size_t memory_limit);
   void disable_offload();
   // A device owns part of the model (a plugin with zero blocks counts as none).
   bool offload_active() const { return device_ != nullptr && (layers_.all || layers_.blocks > 0); }
   const OffloadLayers& offload_layers() const { return layers_; }
-  OffloadDevice* offload_device() { return offload_active() ? device_.get() : nullptr; }
+  BlockDevice* offload_device() { return offload_active() ? device_.get() : nullptr; }
   // Whether the device owns element(s) of tensor `tensor` in layer `layer` (-1 outside layers).
   bool device_owns(int tensor, int layer) const;
   // The runs of the flat arena the device owns (none without one): what a CPU optimizer skips.
@@ -212,9 +209,9 @@ class Gpt2 {
   float* grads_data_;            // grads_, or this rank's shared block
   ParameterViews<float> p_{};
   ParameterViews<float> g_{};
-  std::unique_ptr<Bf16Executor> bf16_;     // bf16 only
-  std::unique_ptr<OffloadDevice> device_;  // with a plugin only
-  OffloadLayers layers_;                   // what the device owns
+  std::unique_ptr<Bf16Executor> bf16_;   // bf16 only
+  std::unique_ptr<BlockDevice> device_;  // with a device only
+  OffloadLayers layers_;                 // what the device owns
   size_t device_memory_limit_ = 0;
   bool device_configured_ = false;  // for the planned batch shape
   bool bf16_stale_ = false;         // the bf16 copy lags the master

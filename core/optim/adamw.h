@@ -14,6 +14,7 @@
 #include "core/util/aligned_buffer.h"
 #include "simd/bf16.h"
 #include "simd/kernels.h"
+#include "simd/scalar/adamw.h"
 
 namespace llmcpu {
 
@@ -23,6 +24,12 @@ struct AdamWConfig {
   double eps = 1e-8;
   double weight_decay = 0.0;
 };
+
+// The update's constants at step t (from 1) with learning rate lr: what a device's AdamW takes
+// (core/model/block_device.h) to make the CPU's update of its part.
+inline scalar::AdamWStep adamw_step_of(const AdamWConfig& c, double lr, long long t) {
+  return {lr, c.beta1, c.beta2, c.eps, c.weight_decay, t};
+}
 
 class AdamW {
  public:

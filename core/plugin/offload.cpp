@@ -7,65 +7,6 @@
 
 namespace llmcpu {
 
-OffloadLayers OffloadLayers::parse(const std::string& text, int num_layers,
-                                   const std::string& flag) {
-  if (text == "all") return {num_layers, true};
-  size_t used = 0;
-  int n = -1;
-  try {
-    n = std::stoi(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used != text.size() || text.empty() || n < 0 || n > num_layers) {
-    throw UsageError(flag + ": expected all or a number of blocks from 0 to " +
-                     std::to_string(num_layers) + " (the model's layers), got '" + text + "'");
-  }
-  return {n, false};
-}
-
-int host_activation_layers(const OffloadLayers& layers, int num_layers) {
-  if (layers.all) return 1;
-  return layers.blocks == 0 ? num_layers : num_layers - layers.blocks + 1;
-}
-
-std::string count_blocks(int n) { return std::to_string(n) + (n == 1 ? " block" : " blocks"); }
-
-std::string OffloadLayers::describe(int num_layers) const {
-  if (all) return "all: embedding, " + count_blocks(num_layers) + ", head and loss";
-  if (blocks == 0) return "no blocks";
-  if (blocks == 1)
-    return "block " + std::to_string(num_layers - 1) + " of " + std::to_string(num_layers);
-  return "blocks " + std::to_string(num_layers - blocks) + ".." + std::to_string(num_layers - 1) +
-         " of " + std::to_string(num_layers);
-}
-
-llmcpu_model_desc make_model_desc(const ModelConfig& c, const ParameterLayout& layout, int B, int T,
-                                  Precision precision, const OffloadLayers& layers,
-                                  size_t memory_limit) {
-  llmcpu_model_desc d{};
-  d.struct_size = sizeof d;
-  d.precision = precision == Precision::kBf16 ? LLMCPU_PRECISION_BF16 : LLMCPU_PRECISION_FP32;
-  d.max_seq_len = c.max_seq_len;
-  d.vocab_size = c.vocab_size;
-  d.padded_vocab_size = c.padded_vocab_size;
-  d.num_layers = c.num_layers;
-  d.num_heads = c.num_heads;
-  d.channels = c.channels;
-  d.batch = B;
-  d.seq_len = T;
-  d.first_layer = layers.all ? 0 : c.num_layers - layers.blocks;
-  d.flags = layers.all ? LLMCPU_OFFLOAD_EMBEDDING | LLMCPU_OFFLOAD_HEAD : 0u;
-  d.memory_limit = memory_limit;
-  for (int i = 0; i < kNumParameterTensors; ++i) d.tensor_offset[i] = layout.offset(i);
-  return d;
-}
-
-bool device_owns(const OffloadLayers& layers, int num_layers, int tensor, int layer) {
-  if (layers.all) return true;
-  return ParameterLayout::per_layer(tensor) && layer >= num_layers - layers.blocks;
-}
-
 std::unique_ptr<OffloadDevice> OffloadDevice::open(const std::string& path, OffloadOutcome* outcome,
                                                    const PluginOpenOptions& options) {
   std::unique_ptr<PluginLibrary> lib;
@@ -84,6 +25,26 @@ llmcpu_memory_plan OffloadDevice::plan(const llmcpu_model_desc& desc) {
   p.struct_size = sizeof p;
   lib_->check(lib_->api().plan(lib_->device(), &desc, &p), "plan");
   return p;
+}
+
+OffloadOutcome enable_offload(Gpt2& model, const std::string& path, const OffloadOptions& options) {
+  const int L = model.config().num_layers;
+  const OffloadLayers layers = OffloadLayers::parse(options.layers, L, "--offload-layers");
+  model.disable_offload();
+  OffloadOutcome out;
+  std::unique_ptr<OffloadDevice> device = OffloadDevice::open(path, &out, options.open);
+  if (!device) return out;
+  // A plugin may not run this precision (or this shape) at all: then the model stays on the CPU,
+  // as for a plugin that cannot be loaded. Whether it fits is attach_device's question.
+  try {
+    model.check_device(*device, layers);
+  } catch (const DeviceError& e) {
+    return {false, "offload: " + path + ": " + e.what() + "; running on the CPU"};
+  }
+  out.message += ": " + layers.describe(L);
+  if (!(layers.all || layers.blocks > 0)) out.message += " (the CPU computes everything)";
+  model.attach_device(std::move(device), layers, options.memory_limit);
+  return out;
 }
 
 std::string describe_memory_plan(const llmcpu_memory_plan& p) {
@@ -140,14 +101,13 @@ double OffloadDevice::grad_sum_squares() {
   return s;
 }
 
-void OffloadDevice::adamw_step(const AdamWConfig& config, double lr, long long t,
-                               float grad_scale) {
+void OffloadDevice::adamw_step(const scalar::AdamWStep& step, float grad_scale) {
   llmcpu_adamw_args args{};
   args.struct_size = sizeof args;
   args.grad_scale = grad_scale;
-  args.lr = lr, args.beta1 = config.beta1, args.beta2 = config.beta2, args.eps = config.eps;
-  args.weight_decay = config.weight_decay;
-  args.t = t;
+  args.lr = step.lr, args.beta1 = step.beta1, args.beta2 = step.beta2, args.eps = step.eps;
+  args.weight_decay = step.weight_decay;
+  args.t = step.t;
   lib_->check(lib_->api().adamw_step(lib_->device(), &args), "adamw_step");
 }
 

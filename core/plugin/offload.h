@@ -13,23 +13,11 @@
 #include <memory>
 #include <string>
 
-#include "core/model/config.h"
-#include "core/model/parameters.h"
-#include "core/model/precision.h"
-#include "core/optim/adamw.h"
+#include "core/model/block_device.h"
+#include "core/model/gpt2.h"
 #include "core/plugin/plugin_library.h"
 
 namespace llmcpu {
-
-// Which part of the model the device takes (--offload-layers N|all): the last `blocks` blocks,
-// and with `all` the embedding, every block, the head and the loss.
-struct OffloadLayers {
-  int blocks = 0;
-  bool all = false;
-  // "all", or a number 0..L. Throws UsageError naming `flag` otherwise.
-  static OffloadLayers parse(const std::string& text, int num_layers, const std::string& flag);
-  std::string describe(int num_layers) const;  // "all: embedding, 12 blocks, head and loss"
-};
 
 struct OffloadOutcome {
   bool active = false;
@@ -38,54 +26,49 @@ struct OffloadOutcome {
   std::string message;
 };
 
-// The layers of activations the CPU keeps when a device owns `layers`: the CPU's blocks and one
-// more (the landing place of the device's output); with all, one layer's worth (the losses').
-int host_activation_layers(const OffloadLayers& layers, int num_layers);
+// What enable_offload gives a device.
+struct OffloadOptions {
+  std::string layers = "all";  // --offload-layers: "all" or how many of the last blocks
+  size_t memory_limit = 0;     // --device-memory-limit in bytes; 0: what the device has
+  PluginOpenOptions open;
+};
 
-// "1 block", "3 blocks".
-std::string count_blocks(int n);
-
-// The ABI's description of a model, its micro-batch and the device's part.
-llmcpu_model_desc make_model_desc(const ModelConfig& c, const ParameterLayout& layout, int B, int T,
-                                  Precision precision, const OffloadLayers& layers,
-                                  size_t memory_limit);
-// Whether tensor `tensor`'s slice of layer `layer` (-1 for the tensors outside the layers) is the
-// device's under `layers` (the per-layer tensors from block L - blocks on, the rest with all).
-bool device_owns(const OffloadLayers& layers, int num_layers, int tensor, int layer);
-
-class OffloadDevice {
+class OffloadDevice final : public BlockDevice {
  public:
   // Loads the plugin at `path` and opens a device. Returns null when it cannot be used; `outcome`
   // says what happened either way.
   static std::unique_ptr<OffloadDevice> open(const std::string& path, OffloadOutcome* outcome,
                                              const PluginOpenOptions& options = {});
 
-  std::string name() const { return lib_->name(); }
+  std::string name() const override { return lib_->name(); }
   std::string device_name() const { return lib_->device_name(); }
   const std::string& path() const { return lib_->path(); }
 
   // The plugin's calls (core/plugin_abi.h has their contracts); a failing call throws DeviceError.
-  llmcpu_memory_plan plan(const llmcpu_model_desc& desc);
-  // Checks the plan first: one that does not fit throws UsageError naming the numbers and the most
-  // layers that fit.
-  void configure(const llmcpu_model_desc& desc, const float* params);
-  void set_parameters(const float* params);
-  void set_moments(const float* m, const float* v);
-  void read_state(float* params, float* grads, float* m, float* v);
-  void forward(const llmcpu_forward_args& args);
-  void backward(const float* dresidual_top, float* dresidual_bottom);
-  void zero_grad();
-  double grad_sum_squares();
-  // One AdamW update of the device's part with the CPU's AdamW's hyperparameters, at step t (from
-  // 1), each gradient times grad_scale first (clipping).
-  void adamw_step(const AdamWConfig& config, double lr, long long t, float grad_scale);
-  llmcpu_offload_report report();
-  std::string schedule();
+  llmcpu_memory_plan plan(const llmcpu_model_desc& desc) override;
+  void configure(const llmcpu_model_desc& desc, const float* params) override;
+  void set_parameters(const float* params) override;
+  void set_moments(const float* m, const float* v) override;
+  void read_state(float* params, float* grads, float* m, float* v) override;
+  void forward(const llmcpu_forward_args& args) override;
+  void backward(const float* dresidual_top, float* dresidual_bottom) override;
+  void zero_grad() override;
+  double grad_sum_squares() override;
+  void adamw_step(const scalar::AdamWStep& step, float grad_scale) override;
+  llmcpu_offload_report report() override;
+  std::string schedule() override;
 
  private:
   explicit OffloadDevice(std::unique_ptr<PluginLibrary> lib) : lib_(std::move(lib)) {}
   std::unique_ptr<PluginLibrary> lib_;
 };
+
+// Loads the plugin at `path` and gives `model` a device for the layers options.layers names (a
+// UsageError for a bad value). A plugin that cannot be loaded, or cannot run this model's precision
+// or shape, leaves the model on the CPU, and the outcome says why; a plan that does not fit the
+// device throws (the user asked for those layers).
+OffloadOutcome enable_offload(Gpt2& model, const std::string& path,
+                              const OffloadOptions& options = {});
 
 // "offload: copy X ms, compute Y ms, hidden Z% of copying, up A kB|MB, down B kB|MB (N calls)".
 std::string format_offload_report(const llmcpu_offload_report& r);

@@ -5,7 +5,7 @@
 #include <string>
 #include <utility>
 
-#include "core/comm/communicator.h"
+#include "core/util/shard.h"
 #include "simd/error.h"
 
 namespace llmcpu {

@@ -12,19 +12,11 @@
 #include <string>
 #include <vector>
 
+#include "core/io/data_position.h"
 #include "core/io/token_shard.h"
 #include "core/util/rng.h"
 
 namespace llmcpu {
-
-struct DataPosition {
-  uint64_t epoch = 0;
-  uint64_t rng_state = 0;
-  uint32_t shard = 0;            // index into shard_order
-  uint64_t sample = 0;           // index into sample_order (or the sample itself when sequential)
-  std::vector<uint32_t> shard_order;
-  std::vector<uint32_t> sample_order;  // empty when sequential
-};
 
 class DataLoader {
  public:

@@ -227,8 +227,8 @@ Trainer::Trainer(const TrainOptions& options, Communicator* world)
   // Every shape the run computes is planned here (validation uses the training shape): the steps,
   // validations and samples that follow allocate nothing.
   if (!opt_.plugin.empty()) {  // first: the CPU's arena then leaves out the device's blocks
-    offload_ = model_->enable_offload(
-        opt_.plugin, offload_options(opt_.offload_layers, opt_.device_memory_limit));
+    offload_ = enable_offload(*model_, opt_.plugin,
+                              offload_options(opt_.offload_layers, opt_.device_memory_limit));
     if (!model_->offload_active() && memory_request_.host_layers > 0) {
       // The CPU keeps every layer after all: the plan of the run it now is.
       memory_request_.host_layers = 0;
@@ -779,7 +779,7 @@ bool Trainer::stop_requested() {
 
 void Trainer::adopt_device() {
   Gpt2& m = *model_;
-  OffloadDevice* device = m.offload_device();
+  BlockDevice* device = m.offload_device();
   if (device == device_) return;
   if (device && world_->size() > 1) {
     throw UsageError("--offload-layers with " + std::to_string(world_->size()) +
@@ -830,7 +830,8 @@ void Trainer::update_weights(double lr) {
     // is past the fence, every rank computes with all of them.
     optimizer_->step(weights.master, m.grads_flat(), lr, weights.copy);
     if (device_) {  // the same update of the device's part, where its weights live
-      device_->adamw_step(optimizer_->config(), lr, optimizer_->steps_taken(), device_grad_scale_);
+      device_->adamw_step(adamw_step_of(optimizer_->config(), lr, optimizer_->steps_taken()),
+                          device_grad_scale_);
       m.device_parameters_changed();
     }
     if (shared_weights_) {

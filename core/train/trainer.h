@@ -21,6 +21,7 @@
 #include "core/model/generate.h"
 #include "core/model/gpt2.h"
 #include "core/optim/adamw.h"
+#include "core/plugin/offload.h"
 #include "core/report/train_reports.h"
 #include "core/train/data_loader.h"
 #include "core/train/lr_schedule.h"
@@ -75,7 +76,7 @@ struct TrainOptions {
 void check_train_options(const TrainOptions& o);
 
 // What --offload-layers and --device-memory-limit (text, as given) ask of a device: the options
-// Gpt2::enable_offload takes. Throws UsageError for a size that is not one.
+// enable_offload (core/plugin/offload.h) takes. Throws UsageError for a size that is not one.
 OffloadOptions offload_options(const std::string& layers, const std::string& device_memory_limit);
 
 struct StepReport {
@@ -218,7 +219,7 @@ class Trainer {
   // The global gradient norm (over the ranks' parts under ZeRO-1), and clipping to it.
   double gradient_norm();
   void clip_gradients(double norm);
-  // With a device that owns part of the model (Gpt2::enable_offload, before run()): the CPU's
+  // With a device that owns part of the model (enable_offload, before run()): the CPU's
   // AdamW leaves that part to the device's and hands it the moments (a resume's); once per run.
   // Refused with several ranks.
   void adopt_device();
@@ -253,7 +254,7 @@ class Trainer {
   std::unique_ptr<DataLoader> val_;
   std::unique_ptr<AdamW> optimizer_;
   OffloadOutcome offload_;
-  OffloadDevice* device_ = nullptr;  // adopted: owns part of the model and its AdamW
+  BlockDevice* device_ = nullptr;  // adopted: owns part of the model and its AdamW
   float device_grad_scale_ = 1.0f;   // this step's clipping factor, for the device's AdamW
   std::unique_ptr<Generator> generator_;  // with --sample-every
   std::vector<int> inputs_, targets_;     // (B, T) one batch of training or validation data

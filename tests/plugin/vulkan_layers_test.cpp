@@ -25,6 +25,7 @@
 
 #include "core/model/config.h"
 #include "core/model/parameters.h"
+#include "core/optim/adamw.h"
 #include "core/plugin/offload.h"
 #include "core/util/rng.h"
 #include "plugins/vulkan/device.h"
@@ -238,7 +239,7 @@ TEST_F(VulkanLayers, AdamWIsTheCpusOnTheDevicesGradients) {
   const double lr = 3e-4;
   const long long t = 4;
   const float grad_scale = 0.75f;
-  device_->adamw_step(config, lr, t, grad_scale);
+  device_->adamw_step(adamw_step_of(config, lr, t), grad_scale);
   std::vector<float> p_dev(P), m_dev(P), v_dev(P);
   device_->read_state(p_dev.data(), nullptr, m_dev.data(), v_dev.data());
   // The CPU's update of the same state: gradients scaled in place first, as clip_to_norm does.

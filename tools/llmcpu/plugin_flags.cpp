@@ -36,7 +36,7 @@ void check_plugin_flags(const ArgParser& p, const PluginFlags& o) {
 
 void apply_plugin_flags(const PluginFlags& o, Gpt2& model) {
   if (o.path.empty()) return;
-  print_offload_outcome(model.enable_offload(o.path, offload_options(o.layers, o.memory_limit)));
+  print_offload_outcome(enable_offload(model, o.path, offload_options(o.layers, o.memory_limit)));
 }
 
 void print_offload_outcome(const OffloadOutcome& r) {
