@@ -61,9 +61,11 @@ class TempDirTest : public ::testing::Test {
  protected:
   void SetUp() override {
     const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = std::filesystem::path(::testing::TempDir()) /
-           ("llmcpu_" + std::string(info->test_suite_name()) + "_" + info->name() + "_" +
-            std::to_string(::getpid()));
+    // A parameterized test's names hold '/' (Suite/Name/0): one folder all the same.
+    std::string name = "llmcpu_" + std::string(info->test_suite_name()) + "_" + info->name() + "_" +
+                       std::to_string(::getpid());
+    std::replace(name.begin(), name.end(), '/', '_');
+    dir_ = std::filesystem::path(::testing::TempDir()) / name;
     std::filesystem::remove_all(dir_);
     ASSERT_TRUE(std::filesystem::create_directories(dir_)) << dir_;
   }

@@ -28,6 +28,7 @@
 
 #include "core/plugin_abi.h"
 #include "tests/common/process.h"
+#include "tests/common/temp_files.h"
 #include "tests/plugin/plugin_paths.h"
 
 namespace llmcpu {
@@ -104,7 +105,7 @@ void expect_verify_within(const std::string& output, double logits_limit, double
 
 // One --offload-report line.
 struct Report {
-  double up_bytes, down_bytes;  // as printed: kB or MB with 2 decimals
+  double up_bytes, down_bytes;          // as printed: kB or MB with 2 decimals
   double up_half_unit, down_half_unit;  // half the last printed digit of each
   int calls;
 };
@@ -116,8 +117,8 @@ std::vector<Report> reports(const std::string& output) {
   for (auto it = std::sregex_iterator(output.begin(), output.end(), re);
        it != std::sregex_iterator(); ++it) {
     const double up_unit = (*it)[2] == "kB" ? 1e3 : 1e6, down_unit = (*it)[4] == "kB" ? 1e3 : 1e6;
-    out.push_back({std::stod((*it)[1]) * up_unit, std::stod((*it)[3]) * down_unit,
-                   0.005 * up_unit, 0.005 * down_unit, std::stoi((*it)[5])});
+    out.push_back({std::stod((*it)[1]) * up_unit, std::stod((*it)[3]) * down_unit, 0.005 * up_unit,
+                   0.005 * down_unit, std::stoi((*it)[5])});
   }
   return out;
 }
@@ -134,25 +135,15 @@ std::string blocks_text(int n) { return std::to_string(n) + (n == 1 ? " block" :
 // block fits", -1 when the output has neither.
 int most_blocks_that_fit(const std::string& output) {
   std::smatch m;
-  if (std::regex_search(output, m,
-                        std::regex("; at most ([0-9]+) blocks? fits? \\(--offload-layers \\1\\)"))) {
+  if (std::regex_search(
+          output, m, std::regex("; at most ([0-9]+) blocks? fits? \\(--offload-layers \\1\\)"))) {
     return std::stoi(m[1]);
   }
   return contains(output, "; not even one block fits") ? 0 : -1;
 }
 
-class PluginCli : public ::testing::Test {
+class PluginCli : public testing::TempDirTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::path(::testing::TempDir()) /
-           ("llmcpu_plugin_cli_" + std::to_string(getpid()) + "_" +
-            std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  std::string path(const std::string& name) const { return (dir_ / name).string(); }
-
   static std::string verify_args(const std::string& name = "tiny") {
     return "verify --model " + fixture(name, "model.bin") + " --state " +
            fixture(name, "state.bin");
@@ -163,7 +154,6 @@ class PluginCli : public ::testing::Test {
            fixture(name, "train.bin") + " -b " + std::to_string(B) + " -t " + std::to_string(T) +
            " --steps " + std::to_string(steps) + " --no-shuffle --lr 1e-3";
   }
-  fs::path dir_;
 };
 
 // The stderr line of a plugin that cannot be used: "offload: PATH: REASON; running on the CPU".
@@ -385,8 +375,9 @@ TEST_F(PluginCli, BadToleranceIsAUsageError) {
     const Outcome r = run_llmcpu(verify_args() + " " + flag);
     EXPECT_EQ(r.status, 2) << r.output;
     const std::string name = std::string(flag).substr(0, std::string(flag).find(' '));
-    EXPECT_TRUE(contains(r.output, name + ": expected a positive relative error") ||
-                contains(r.output, std::string(flag) + " is out of range: expected a number in 0..1e+06"))
+    EXPECT_TRUE(
+        contains(r.output, name + ": expected a positive relative error") ||
+        contains(r.output, std::string(flag) + " is out of range: expected a number in 0..1e+06"))
         << r.output;
   }
 }
@@ -538,8 +529,7 @@ TEST_F(VulkanCli, ResumeIsBitExact) {
   for (const auto& [layers, precision] :
        {std::pair{"all", "fp32"}, {"1", "fp32"}, {"all", "bf16"}}) {
     SCOPED_TRACE(std::string("--offload-layers ") + layers + " --precision " + precision);
-    const std::string run =
-        args + " --offload-layers " + layers + " --precision " + precision;
+    const std::string run = args + " --offload-layers " + layers + " --precision " + precision;
     const std::string tag = std::string(layers) + "_" + precision;
     const std::string split = path("split_" + tag);
     const std::string whole = path("whole_" + tag);
@@ -621,8 +611,7 @@ TEST_F(VulkanCli, DeviceMemoryLimitRefusesNamingTheBlocksThatFit) {
   const Outcome more = run_llmcpu(args + " --device-memory-limit " + some_limit +
                                   " --offload-layers " + std::to_string(some + 1));
   EXPECT_EQ(more.status, 2) << more.output;
-  EXPECT_TRUE(
-      contains(more.output, "--offload-layers: " + blocks_text(some + 1) + " of "))
+  EXPECT_TRUE(contains(more.output, "--offload-layers: " + blocks_text(some + 1) + " of "))
       << more.output;
   EXPECT_EQ(most_blocks_that_fit(more.output), some) << more.output;
 }

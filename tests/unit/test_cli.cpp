@@ -4,7 +4,6 @@
 #include <sys/wait.h>
 
 #include <cmath>
-
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -14,8 +13,9 @@
 
 #include "core/io/token_shard.h"
 #include "simd/kernels.h"
-#include "tests/unit/fixture_paths.h"
 #include "tests/common/process.h"
+#include "tests/common/temp_files.h"
+#include "tests/unit/fixture_paths.h"
 
 namespace llmcpu {
 namespace {
@@ -26,17 +26,9 @@ using testing::fixture;
 using testing::Outcome;
 Outcome run(const std::string& args) { return testing::run_llmcpu(args); }
 
-class Cli : public ::testing::Test {
+class Cli : public testing::TempDirTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::path(::testing::TempDir()) /
-           ("llmcpu_cli_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  std::string path(const std::string& name) const { return (dir_ / name).string(); }
-  fs::path dir_;
+  void SetUp() override { TempDirTest::SetUp(); }
 };
 
 TEST_F(Cli, VerifyPassesOnFixture) {
@@ -46,8 +38,10 @@ TEST_F(Cli, VerifyPassesOnFixture) {
   EXPECT_NE(r.output.find("verify: OK"), std::string::npos) << r.output;
   // One line per compared tensor: logits, loss and the 16 gradients.
   for (const char* t : {"logits", "loss", "wte", "wpe", "qkvw", "fcprojb", "lnfb"}) {
-    EXPECT_TRUE(std::regex_search(r.output, std::regex(std::string("\n") + t + " +[0-9]+ +[0-9.e+-]+ +[0-9.e+-]+")))
-        << t << " missing in\n" << r.output;
+    EXPECT_TRUE(std::regex_search(
+        r.output, std::regex(std::string("\n") + t + " +[0-9]+ +[0-9.e+-]+ +[0-9.e+-]+")))
+        << t << " missing in\n"
+        << r.output;
   }
 }
 
@@ -82,7 +76,8 @@ TEST_F(Cli, TrainWritesLlmcLogLines) {
   std::string line;
   for (int i = 0; i < 3; ++i) {
     ASSERT_TRUE(std::getline(log, line));
-    EXPECT_TRUE(std::regex_match(line, std::regex("s:" + std::to_string(i) + " trl:[0-9]+\\.[0-9]{6}")))
+    EXPECT_TRUE(
+        std::regex_match(line, std::regex("s:" + std::to_string(i) + " trl:[0-9]+\\.[0-9]{6}")))
         << line;
   }
   // The saved model is a checkpoint that verify accepts.
@@ -90,7 +85,8 @@ TEST_F(Cli, TrainWritesLlmcLogLines) {
 }
 
 TEST_F(Cli, TrainFromPresetLearns) {
-  // A repeating pattern over GPT-2's vocabulary: a small model from scratch must bring the loss down.
+  // A repeating pattern over GPT-2's vocabulary: a small model from scratch must bring the loss
+  // down.
   std::vector<uint16_t> tokens;
   for (int i = 0; i < 4000; ++i) tokens.push_back(static_cast<uint16_t>((i % 17) * 2963 % 50257));
   write_token_shard(path("pattern.bin"), tokens);
@@ -100,7 +96,8 @@ TEST_F(Cli, TrainFromPresetLearns) {
   EXPECT_NE(r.output.find("GPT-2 initialisation"), std::string::npos) << r.output;
   std::ifstream log(path("log.txt"));
   std::vector<double> losses;
-  for (std::string line; std::getline(log, line);) losses.push_back(std::stod(line.substr(line.find("trl:") + 4)));
+  for (std::string line; std::getline(log, line);)
+    losses.push_back(std::stod(line.substr(line.find("trl:") + 4)));
   ASSERT_EQ(losses.size(), 12u);
   EXPECT_NEAR(losses[0], std::log(50257.0), 0.5);  // GPT-2 initialisation starts near uniform
   EXPECT_LT(losses.back(), losses[0] - 1.0);
@@ -112,7 +109,8 @@ TEST_F(Cli, TrainGlobWithAShortShardSkipsIt) {
   std::vector<uint16_t> tokens;
   for (int i = 0; i < 400; ++i) tokens.push_back(static_cast<uint16_t>((i % 17) * 2963 % 50257));
   write_token_shard(path("d_train_000000.bin"), tokens);
-  write_token_shard(path("d_train_000001.bin"), std::vector<uint16_t>(tokens.begin(), tokens.begin() + 40));
+  write_token_shard(path("d_train_000001.bin"),
+                    std::vector<uint16_t>(tokens.begin(), tokens.begin() + 40));
   const Outcome r = run("train --model gpt2-d2 --train-data '" + path("d_train_*.bin") +
                         "' -b 2 -t 32 --steps 2 --log " + path("log.txt"));
   ASSERT_EQ(r.status, 0) << r.output;
@@ -138,12 +136,14 @@ TEST_F(Cli, VersionNamesTheBuildAndTheCpu) {
     const Outcome r = run(cmd);
     ASSERT_EQ(r.status, 0) << r.output;
     std::smatch m;
-    ASSERT_TRUE(std::regex_search(r.output, m, std::regex("^llmcpu [0-9]+\\.[0-9]+\\.[0-9]+ \\(commit ([^ ,]+)")))
+    ASSERT_TRUE(std::regex_search(
+        r.output, m, std::regex("^llmcpu [0-9]+\\.[0-9]+\\.[0-9]+ \\(commit ([^ ,]+)")))
         << r.output;
     if (checkout) {
       const std::string commit = m[1].str().substr(0, m[1].str().find("-dirty"));
       EXPECT_EQ(testing::run_shell(git + "cat-file -e " + commit + "^{commit}").status, 0)
-          << commit << " is not a commit of this checkout\n" << r.output;
+          << commit << " is not a commit of this checkout\n"
+          << r.output;
     } else {
       EXPECT_EQ(m[1].str(), "unknown") << r.output;
     }
@@ -152,7 +152,8 @@ TEST_F(Cli, VersionNamesTheBuildAndTheCpu) {
     std::smatch runs;
     ASSERT_TRUE(std::regex_search(r.output, runs, std::regex("\n  runs: +([^\n]*)\n"))) << r.output;
     std::string want;
-    for (std::string_view t : available_targets()) want += (want.empty() ? "" : ", ") + std::string(t);
+    for (std::string_view t : available_targets())
+      want += (want.empty() ? "" : ", ") + std::string(t);
     EXPECT_EQ(runs[1].str(), want);
     const std::string built = r.output.substr(r.output.find("kernels built:"));
     for (std::string_view t : available_targets()) {
@@ -188,15 +189,18 @@ TEST_F(Cli, SampleContinuesThePromptReproducibly) {
   Outcome r = run("train --model gpt2-d2 --train-data " + path("pattern.bin") +
                   " -b 1 -t 32 --steps 2 --save " + path("d2.bin"));
   ASSERT_EQ(r.status, 0) << r.output;
-  const std::string cmd = "sample --model " + path("d2.bin") + " --prompt 'Once upon a time' --tokens 12 --seed 5 --top-k 50";
+  const std::string cmd = "sample --model " + path("d2.bin") +
+                          " --prompt 'Once upon a time' --tokens 12 --seed 5 --top-k 50";
   const Outcome a = run(cmd), b = run(cmd);
   ASSERT_EQ(a.status, 0) << a.output << "\n(is the tokenizer fetched? run tools/fetch-data.sh)";
   // After the placement line (on stderr), the prompt and its continuation.
   EXPECT_TRUE(std::regex_search(a.output, std::regex("(^|\\n)Once upon a time"))) << a.output;
-  EXPECT_TRUE(std::regex_search(a.output, std::regex("sample: [0-9]+ tokens after a 5-token context")))
+  EXPECT_TRUE(
+      std::regex_search(a.output, std::regex("sample: [0-9]+ tokens after a 5-token context")))
       << a.output;
   // Same seed, same text (the timing line aside).
-  EXPECT_EQ(a.output.substr(0, a.output.find("\nsample:")), b.output.substr(0, b.output.find("\nsample:")));
+  EXPECT_EQ(a.output.substr(0, a.output.find("\nsample:")),
+            b.output.substr(0, b.output.find("\nsample:")));
   r = run("sample --model " + path("d2.bin") + " --tokens 5000");
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.output.find("exceed the model's context of 1024"), std::string::npos) << r.output;
@@ -215,7 +219,8 @@ TEST_F(Cli, BadValuesAreNamed) {
   Outcome r = run("train --model gpt2-d2 --train-data x.bin --lr fast");
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.output.find("--lr 'fast' is not a number"), std::string::npos) << r.output;
-  r = run("train --model gpt2-d2 --train-data " + fixture("tiny", "train.bin") + " --lr-schedule linear");
+  r = run("train --model gpt2-d2 --train-data " + fixture("tiny", "train.bin") +
+          " --lr-schedule linear");
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.output.find("--lr-schedule"), std::string::npos) << r.output;
   r = run("train --model no-such-preset --train-data " + fixture("tiny", "train.bin"));
@@ -238,7 +243,8 @@ TEST_F(Cli, BadFilesAreNamed) {
   EXPECT_NE(r.output.find(path("cut.bin")), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("truncated"), std::string::npos) << r.output;
   // A state made for another model shape.
-  r = run("verify --model " + fixture("tiny", "model.bin") + " --state " + fixture("small", "state.bin"));
+  r = run("verify --model " + fixture("tiny", "model.bin") + " --state " +
+          fixture("small", "state.bin"));
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.output.find(fixture("small", "state.bin")), std::string::npos) << r.output;
   // A shard with tokens beyond the model's vocabulary (small has V=500, tiny V=311).
@@ -247,7 +253,8 @@ TEST_F(Cli, BadFilesAreNamed) {
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.output.find("outside the model's vocabulary"), std::string::npos) << r.output;
   // A missing file.
-  r = run("train --model " + fixture("tiny", "model.bin") + " --train-data " + path("none.bin") + " -b 1 -t 8");
+  r = run("train --model " + fixture("tiny", "model.bin") + " --train-data " + path("none.bin") +
+          " -b 1 -t 8");
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.output.find(path("none.bin")), std::string::npos) << r.output;
   // A sequence longer than the model's context.

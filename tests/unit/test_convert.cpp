@@ -82,18 +82,8 @@ struct StFile {
 const char* kConfig = R"({"model_type": "gpt2", "n_layer": 1, "n_head": 2, "n_embd": 8,
                           "n_positions": 4, "vocab_size": 10})";
 
-class Convert : public ::testing::Test {
+class Convert : public testing::TempDirTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("llmcpu_convert_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  std::string path(const std::string& name) const { return (dir_ / name).string(); }
-
   void write_model(const Bytes& st, const std::string& config = kConfig) {
     testing::write_bytes(path("model.safetensors"), st);
     testing::write_bytes(path("config.json"), Bytes(config.begin(), config.end()));
@@ -123,8 +113,6 @@ class Convert : public ::testing::Test {
       }
     }
   }
-
-  fs::path dir_;
 };
 
 TEST_F(Convert, SoundFileConvertsToTheLayoutByHand) {

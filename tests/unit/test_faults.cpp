@@ -27,6 +27,7 @@
 #include "core/util/file.h"
 #include "core/util/rng.h"
 #include "tests/common/process.h"
+#include "tests/common/temp_files.h"
 #include "tests/unit/fixture_paths.h"
 
 namespace llmcpu {
@@ -64,21 +65,15 @@ void expect_sound_checkpoint(const std::string& dir, int64_t step) {
   EXPECT_FALSE(find_non_finite(mom2.data(), layout)) << "second moments";
 }
 
-class Faults : public ::testing::Test {
+class Faults : public testing::TempDirTest {
  protected:
   void SetUp() override {
-    dir_ = fs::path(::testing::TempDir()) /
-           ("llmcpu_faults_" +
-            std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
+    TempDirTest::SetUp();
     Rng rng(9);
     std::vector<uint16_t> tokens(4000);
     for (auto& t : tokens) t = static_cast<uint16_t>(rng.below(311));  // the tiny fixture's V
     write_token_shard(path("train.bin"), tokens);
   }
-  void TearDown() override { fs::remove_all(dir_); }
-  std::string path(const std::string& name) const { return (dir_ / name).string(); }
 
   // `llmcpu train` on the tiny fixture, a checkpoint every 2 steps into `ckpt`, as shell words.
   std::string train_args(const std::string& ckpt, int steps, const std::string& extra = "") const {
@@ -104,7 +99,6 @@ class Faults : public ::testing::Test {
     std::ifstream f(path("out.txt"));
     return {std::istreambuf_iterator<char>(f), {}};
   }
-  fs::path dir_;
 };
 
 TEST_F(Faults, KilledAtEachPointOfACheckpointWriteResumesToTheSameBytes) {
@@ -124,26 +118,29 @@ TEST_F(Faults, KilledAtEachPointOfACheckpointWriteResumesToTheSameBytes) {
     EXPECT_TRUE(has_temporary_file(ckpt));
     EXPECT_EQ(fs::exists(checkpoint_model_path(ckpt, 4)), std::string(point) == "between-renames");
     // Resumed, the run removes what the killed one left and ends as the undisturbed run did.
-    const auto resumed = testing::run_llmcpu(
-        "train --resume " + shell_quote(ckpt) + " --train-data " + shell_quote(path("train.bin")) +
-        " -b 2 -t 13 --lr 1e-3 --threads 1 --steps 6 -n 2");
+    const auto resumed = testing::run_llmcpu("train --resume " + shell_quote(ckpt) +
+                                             " --train-data " + shell_quote(path("train.bin")) +
+                                             " -b 2 -t 13 --lr 1e-3 --threads 1 --steps 6 -n 2");
     ASSERT_EQ(resumed.status, 0) << resumed.output;
     EXPECT_NE(resumed.output.find("resumed from " + checkpoint_state_path(ckpt, 2)),
-              std::string::npos) << resumed.output;
+              std::string::npos)
+        << resumed.output;
     EXPECT_NE(resumed.output.find("left by a killed run"), std::string::npos) << resumed.output;
     EXPECT_FALSE(has_temporary_file(ckpt));
     for (int64_t step : {4, 6}) {
       EXPECT_EQ(read_bytes(checkpoint_model_path(ckpt, step)),
-                read_bytes(checkpoint_model_path(ref, step))) << "model, step " << step;
+                read_bytes(checkpoint_model_path(ref, step)))
+          << "model, step " << step;
       EXPECT_EQ(read_bytes(checkpoint_state_path(ckpt, step)),
-                read_bytes(checkpoint_state_path(ref, step))) << "state, step " << step;
+                read_bytes(checkpoint_state_path(ref, step)))
+          << "state, step " << step;
     }
   }
 }
 
 TEST_F(Faults, InjectedIoErrorStopsTheRunAndKeepsThePreviousCheckpoint) {
-  for (const auto& [fault, name] : {std::pair{"eio@model-write#2", "EIO"},
-                                    std::pair{"enospc@state-write#2", "ENOSPC"}}) {
+  for (const auto& [fault, name] :
+       {std::pair{"eio@model-write#2", "EIO"}, std::pair{"enospc@state-write#2", "ENOSPC"}}) {
     SCOPED_TRACE(fault);
     const std::string ckpt = path(std::string("ck_") + name);
     const int status = train_with_fault(ckpt, 6, fault);
@@ -153,9 +150,11 @@ TEST_F(Faults, InjectedIoErrorStopsTheRunAndKeepsThePreviousCheckpoint) {
     EXPECT_NE(out.find("(" + std::string(name) + ")"), std::string::npos) << out;
     EXPECT_NE(out.find(std::string(name) == "EIO" ? checkpoint_model_path(ckpt, 4)
                                                   : checkpoint_state_path(ckpt, 4)),
-              std::string::npos) << out;
+              std::string::npos)
+        << out;
     EXPECT_NE(out.find("the newest good checkpoint is " + checkpoint_model_path(ckpt, 2)),
-              std::string::npos) << out;
+              std::string::npos)
+        << out;
     EXPECT_EQ(latest_checkpoint(ckpt), 2);
     expect_sound_checkpoint(ckpt, 2);
     EXPECT_FALSE(fs::exists(checkpoint_model_path(ckpt, 4))) << "nothing is renamed on failure";
@@ -170,11 +169,10 @@ std::optional<testing::Outcome> in_small_tmpfs(const std::string& mnt, const std
                                                const std::string& script) {
   if (testing::run_shell("unshare --mount true 2>&1").status != 0) return std::nullopt;
   fs::create_directories(mnt);
-  return testing::run_shell(
-      "unshare --mount sh -c " +
-      shell_quote("mount -t tmpfs -o size=" + size + " llmcpu-test " + shell_quote(mnt) +
-                  " || exit 99\n" + script) +
-      " 2>&1");
+  return testing::run_shell("unshare --mount sh -c " +
+                            shell_quote("mount -t tmpfs -o size=" + size + " llmcpu-test " +
+                                        shell_quote(mnt) + " || exit 99\n" + script) +
+                            " 2>&1");
 }
 
 TEST_F(Faults, FullDiskStopsTheRunAndKeepsThePreviousCheckpoint) {
@@ -182,18 +180,19 @@ TEST_F(Faults, FullDiskStopsTheRunAndKeepsThePreviousCheckpoint) {
   // first and the second's model file, and runs out in the second's state file.
   const std::string mnt = path("disk"), saved = path("saved");
   fs::create_directories(saved);
-  const auto r = in_small_tmpfs(
-      mnt, "2000k",
-      std::string(LLMCPU_BINARY) + " " + train_args(mnt + "/ck", 6) +
-          "\necho \"exit status $?\"\ncp -a " + shell_quote(mnt + "/ck") + "/. " +
-          shell_quote(saved) + "/");
+  const auto r = in_small_tmpfs(mnt, "2000k",
+                                std::string(LLMCPU_BINARY) + " " + train_args(mnt + "/ck", 6) +
+                                    "\necho \"exit status $?\"\ncp -a " + shell_quote(mnt + "/ck") +
+                                    "/. " + shell_quote(saved) + "/");
   if (!r) GTEST_SKIP() << "no private mount namespace here (needs root or user namespaces)";
   EXPECT_NE(r->output.find("exit status 2"), std::string::npos) << r->output;
   EXPECT_NE(r->output.find(mnt + "/ck/state_00000004.bin: write failed: No space left on device "
                                  "(ENOSPC)"),
-            std::string::npos) << r->output;
+            std::string::npos)
+      << r->output;
   EXPECT_NE(r->output.find("the newest good checkpoint is " + mnt + "/ck/model_00000002.bin"),
-            std::string::npos) << r->output;
+            std::string::npos)
+      << r->output;
   EXPECT_EQ(latest_checkpoint(saved), 2);
   expect_sound_checkpoint(saved, 2);
   EXPECT_FALSE(fs::exists(checkpoint_model_path(saved, 4)));
@@ -211,10 +210,13 @@ TEST_F(Faults, FileSizeLimitStopsTheRunAndKeepsThePreviousCheckpoint) {
       shell_quote(ckpt) + " --train-data " + shell_quote(path("train.bin")) +
       " -b 2 -t 13 --lr 1e-3 --threads 1 --steps 4 2>&1");
   EXPECT_EQ(r.status, 2) << r.output;
-  EXPECT_NE(r.output.find(checkpoint_state_path(ckpt, 4) + ": write failed: File too large (EFBIG)"),
-            std::string::npos) << r.output;
+  EXPECT_NE(
+      r.output.find(checkpoint_state_path(ckpt, 4) + ": write failed: File too large (EFBIG)"),
+      std::string::npos)
+      << r.output;
   EXPECT_NE(r.output.find("the newest good checkpoint is " + checkpoint_model_path(ckpt, 2)),
-            std::string::npos) << r.output;
+            std::string::npos)
+      << r.output;
   EXPECT_EQ(latest_checkpoint(ckpt), 2);
   expect_sound_checkpoint(ckpt, 2);
   EXPECT_FALSE(fs::exists(checkpoint_model_path(ckpt, 4)));
@@ -225,9 +227,9 @@ TEST_F(Faults, RunThatCannotStartLeavesNoNewFolder) {
   // The folder is made and locked before the model is read; a run refused after that (a model file
   // that does not exist, a --seq-len the model cannot take) removes the folder it made...
   const std::string fresh = path("new") + "/ck";
-  const auto missing = testing::run_llmcpu("train --model " + shell_quote(path("none.bin")) +
-                                           " --train-data " + shell_quote(path("train.bin")) +
-                                           " -o " + shell_quote(fresh));
+  const auto missing =
+      testing::run_llmcpu("train --model " + shell_quote(path("none.bin")) + " --train-data " +
+                          shell_quote(path("train.bin")) + " -o " + shell_quote(fresh));
   EXPECT_EQ(missing.status, 2) << missing.output;
   EXPECT_NE(missing.output.find(path("none.bin")), std::string::npos) << missing.output;
   EXPECT_FALSE(fs::exists(fresh)) << "a run that did not start left " << fresh;
@@ -252,15 +254,17 @@ TEST_F(Faults, ReadOnlyFolderIsRefusedBeforeTraining) {
   fs::permissions(ckpt, fs::perms::owner_write | fs::perms::group_write | fs::perms::others_write,
                   fs::perm_options::remove);
   fs::permissions(dir_, fs::perms::others_read | fs::perms::others_exec, fs::perm_options::add);
-  const std::string as = ::geteuid() == 0 ? "setpriv --reuid=65534 --regid=65534 --clear-groups " : "";
-  const auto r = testing::run_shell(
-      as + LLMCPU_BINARY + " train --resume " + shell_quote(ckpt) + " --train-data " +
-      shell_quote(path("train.bin")) + " -b 2 -t 13 --lr 1e-3 --threads 1 --steps 4 2>&1");
+  const std::string as =
+      ::geteuid() == 0 ? "setpriv --reuid=65534 --regid=65534 --clear-groups " : "";
+  const auto r = testing::run_shell(as + LLMCPU_BINARY + " train --resume " + shell_quote(ckpt) +
+                                    " --train-data " + shell_quote(path("train.bin")) +
+                                    " -b 2 -t 13 --lr 1e-3 --threads 1 --steps 4 2>&1");
   fs::permissions(ckpt, fs::perms::owner_write, fs::perm_options::add);
   EXPECT_EQ(r.status, 2) << r.output;
   EXPECT_NE(r.output.find(ckpt + "/train.lock: cannot create the lock file: Permission denied "
                                  "(EACCES)"),
-            std::string::npos) << r.output;
+            std::string::npos)
+      << r.output;
   EXPECT_EQ(r.output.find("step "), std::string::npos) << "trained although nothing can be saved";
   EXPECT_EQ(read_bytes(checkpoint_model_path(ckpt, 2)), model);
   expect_sound_checkpoint(ckpt, 2);
@@ -272,17 +276,18 @@ TEST_F(Faults, ReadOnlyFileSystemIsRefusedBeforeTraining) {
   const std::string resume = std::string(LLMCPU_BINARY) + " train --resume " +
                              shell_quote(mnt + "/ck") + " --train-data " +
                              shell_quote(path("train.bin")) + " -b 2 -t 13 --lr 1e-3 --steps 4";
-  const auto r = in_small_tmpfs(
-      mnt, "64m",
-      std::string(LLMCPU_BINARY) + " " + train_args(mnt + "/ck", 2) + " > /dev/null || exit 3\n" +
-          "mount -o remount,ro " + shell_quote(mnt) + " || exit 4\n" + resume +
-          "\necho \"exit status $?\"\ncp -a " + shell_quote(mnt + "/ck") + "/. " +
-          shell_quote(saved) + "/");
+  const auto r =
+      in_small_tmpfs(mnt, "64m",
+                     std::string(LLMCPU_BINARY) + " " + train_args(mnt + "/ck", 2) +
+                         " > /dev/null || exit 3\n" + "mount -o remount,ro " + shell_quote(mnt) +
+                         " || exit 4\n" + resume + "\necho \"exit status $?\"\ncp -a " +
+                         shell_quote(mnt + "/ck") + "/. " + shell_quote(saved) + "/");
   if (!r) GTEST_SKIP() << "no private mount namespace here (needs root or user namespaces)";
   EXPECT_NE(r->output.find("exit status 2"), std::string::npos) << r->output;
   EXPECT_NE(r->output.find(mnt + "/ck/train.lock: cannot create the lock file: Read-only file "
                                  "system (EROFS)"),
-            std::string::npos) << r->output;
+            std::string::npos)
+      << r->output;
   EXPECT_EQ(r->output.find("step "), std::string::npos) << "trained although nothing can be saved";
   expect_sound_checkpoint(saved, 2);
 }
@@ -309,7 +314,8 @@ TEST_F(Faults, SecondTrainerIsRefusedAndSigtermCheckpoints) {
   EXPECT_EQ(second.status, 2) << second.output;
   EXPECT_NE(second.output.find(ckpt + ": in use by another llmcpu train (PID " +
                                std::to_string(first) + ", lock " + lock + ")"),
-            std::string::npos) << second.output;
+            std::string::npos)
+      << second.output;
   // SIGTERM, what a scheduler sends before it kills: finish the step, checkpoint, exit 0.
   ASSERT_EQ(::kill(first, SIGTERM), 0);
   int status = 0;
@@ -526,7 +532,8 @@ TEST_F(Faults, ResumeSkipsCorruptNewestCheckpointsAndKeepsThem) {
   const std::string ckpt = path("ck");
   ASSERT_EQ(testing::run_llmcpu(train_args(ckpt, 6)).status, 0);
   // Step 6: a state file cut short; step 4: one flipped byte in the state; step 2 is sound.
-  fs::resize_file(checkpoint_state_path(ckpt, 6), fs::file_size(checkpoint_state_path(ckpt, 6)) / 2);
+  fs::resize_file(checkpoint_state_path(ckpt, 6),
+                  fs::file_size(checkpoint_state_path(ckpt, 6)) / 2);
   {
     std::fstream f(checkpoint_state_path(ckpt, 4), std::ios::in | std::ios::out | std::ios::binary);
     f.seekg(1000);
@@ -541,12 +548,15 @@ TEST_F(Faults, ResumeSkipsCorruptNewestCheckpointsAndKeepsThem) {
                                      " -b 2 -t 13 --lr 1e-3 --threads 1 --steps 3");
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_NE(r.output.find("skipping the checkpoint of step 6: " + checkpoint_state_path(ckpt, 6)),
-            std::string::npos) << r.output;
+            std::string::npos)
+      << r.output;
   EXPECT_NE(r.output.find("skipping the checkpoint of step 4: " + checkpoint_state_path(ckpt, 4) +
                           ": checksum mismatch"),
-            std::string::npos) << r.output;
+            std::string::npos)
+      << r.output;
   EXPECT_NE(r.output.find("resumed from " + checkpoint_state_path(ckpt, 2) + " at step 2"),
-            std::string::npos) << r.output;
+            std::string::npos)
+      << r.output;
   EXPECT_EQ(read_bytes(checkpoint_state_path(ckpt, 6)), bad6) << "a bad checkpoint was touched";
   EXPECT_EQ(read_bytes(checkpoint_state_path(ckpt, 4)), bad4) << "a bad checkpoint was touched";
   expect_sound_checkpoint(ckpt, 3);
@@ -558,14 +568,16 @@ TEST_F(Faults, ResumeSkipsCorruptNewestCheckpointsAndKeepsThem) {
   EXPECT_EQ(none.status, 2) << none.output;
   EXPECT_NE(none.output.find("none of its 4 checkpoints is sound"), std::string::npos)
       << none.output;
-  EXPECT_NE(none.output.find("skipping the checkpoint of step 3: " +
-                             checkpoint_model_path(ckpt, 3)),
-            std::string::npos) << none.output;
+  EXPECT_NE(
+      none.output.find("skipping the checkpoint of step 3: " + checkpoint_model_path(ckpt, 3)),
+      std::string::npos)
+      << none.output;
 }
 
 TEST_F(Faults, NonFiniteGradientSkipsTheUpdateAndNamesTheTensor) {
   const std::string ckpt = path("ck");
-  const auto r = testing::run_llmcpu(train_args(ckpt, 5, "-n 1"), "LLMCPU_FAULT=nan@grad-attprojw#3");
+  const auto r =
+      testing::run_llmcpu(train_args(ckpt, 5, "-n 1"), "LLMCPU_FAULT=nan@grad-attprojw#3");
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_NE(r.output.find("warning: step 3/5: loss "), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("the first non-finite gradient is attprojw (layer 1)"), std::string::npos)
@@ -596,21 +608,24 @@ TEST_F(Faults, RunStopsAfterMaxBadStepsInARow) {
   EXPECT_EQ(apart.status, 0) << apart.output;
   // ... three in a row stop one with --max-bad-steps 3, naming the steps and the newest checkpoint.
   const std::string ckpt = path("ck");
-  const auto r = testing::run_llmcpu(
-      train_args(ckpt, 8, "--max-bad-steps 3"),
-      "LLMCPU_FAULT=nan@grad-lnfb#3,nan@grad-lnfb#4,nan@grad-lnfb#5");
+  const auto r =
+      testing::run_llmcpu(train_args(ckpt, 8, "--max-bad-steps 3"),
+                          "LLMCPU_FAULT=nan@grad-lnfb#3,nan@grad-lnfb#4,nan@grad-lnfb#5");
   EXPECT_EQ(r.status, 2) << r.output;
   EXPECT_NE(r.output.find("3 steps in a row (3 to 5) had a non-finite loss or gradient norm "
                           "(--max-bad-steps 3)"),
-            std::string::npos) << r.output;
+            std::string::npos)
+      << r.output;
   EXPECT_NE(r.output.find("the first non-finite gradient is lnfb"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("the newest good checkpoint is " + checkpoint_model_path(ckpt, 4)),
-            std::string::npos) << r.output;
+            std::string::npos)
+      << r.output;
   EXPECT_EQ(latest_checkpoint(ckpt), 4);
   const auto zero = testing::run_llmcpu(train_args(path("z"), 2, "--max-bad-steps 0"));
   EXPECT_EQ(zero.status, 2);
-  EXPECT_NE(zero.output.find("--max-bad-steps 0 is out of range: expected an integer in 1..2147483647"),
-            std::string::npos)
+  EXPECT_NE(
+      zero.output.find("--max-bad-steps 0 is out of range: expected an integer in 1..2147483647"),
+      std::string::npos)
       << zero.output;
 }
 
@@ -622,8 +637,8 @@ TEST_F(Faults, AbsurdLearningRateNeverWritesANonFiniteCheckpoint) {
   for (const char* lr : {"1e30", "3e38"}) {
     SCOPED_TRACE(lr);
     const std::string ckpt = path(std::string("ck_") + lr);
-    const auto r = testing::run_llmcpu(
-        train_args(ckpt, 20, std::string("-n 1 --max-bad-steps 3 --lr ") + lr));
+    const auto r =
+        testing::run_llmcpu(train_args(ckpt, 20, std::string("-n 1 --max-bad-steps 3 --lr ") + lr));
     EXPECT_EQ(r.status, 2) << r.output;
     EXPECT_NE(r.output.find("training stopped"), std::string::npos) << r.output;
     for (int64_t step : list_checkpoints(ckpt)) expect_sound_checkpoint(ckpt, step);

@@ -594,16 +594,8 @@ std::string replace_all(std::string s, const std::string& from, const std::strin
   return s;
 }
 
-class SafetensorsJsonEdges : public ::testing::TestWithParam<size_t> {
- protected:
-  void SetUp() override {
-    dir_ = fs::path(::testing::TempDir()) / ("llmcpu_json_edges_" + std::to_string(::getpid()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  fs::path dir_;
-};
+class SafetensorsJsonEdges : public testing::TempDirTest,
+                             public ::testing::WithParamInterface<size_t> {};
 
 TEST_P(SafetensorsJsonEdges, EveryEdgeOfEveryTensorRefusedNamingTheTensorOrLegitimate) {
   const JsonField field = json_fields()[GetParam()];

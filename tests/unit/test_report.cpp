@@ -18,28 +18,20 @@
 #include "core/report/plot.h"
 #include "core/report/train_reports.h"
 #include "simd/error.h"
+#include "tests/common/temp_files.h"
 
 namespace llmcpu {
 namespace {
 
 namespace fs = std::filesystem;
 
-class LossLog : public ::testing::Test {
+class LossLog : public testing::TempDirTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::path(::testing::TempDir()) /
-           ("llmcpu_report_" +
-            std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
   std::string write(const std::string& name, const std::string& text) {
     const std::string path = (dir_ / name).string();
     std::ofstream(path, std::ios::binary) << text;
     return path;
   }
-  fs::path dir_;
 };
 
 TEST_F(LossLog, ReadsTrainAndValLinesAndSkipsOtherKeys) {

@@ -27,6 +27,7 @@
 #include "core/verify/verify.h"
 #include "simd/error.h"
 #include "tests/common/process.h"
+#include "tests/common/temp_files.h"
 #include "tests/unit/fixture_paths.h"
 #include "tools/llmcpu/train_flags.h"
 
@@ -41,25 +42,20 @@ std::vector<uint8_t> read_bytes(const std::string& path) {
   return {std::istreambuf_iterator<char>(f), {}};
 }
 
-class Training : public ::testing::Test {
+class Training : public testing::TempDirTest {
  protected:
   void SetUp() override {
-    dir_ = fs::path(::testing::TempDir()) /
-           ("llmcpu_train_" +
-            std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
+    TempDirTest::SetUp();
     // Two train shards and a val shard of random tokens for the tiny fixture (V = 311).
     Rng rng(5);
-    for (auto [name, n] : {std::pair{"train_000000.bin", 3000}, {"train_000001.bin", 2100},
+    for (auto [name, n] : {std::pair{"train_000000.bin", 3000},
+                           {"train_000001.bin", 2100},
                            {"val_000000.bin", 900}}) {
       std::vector<uint16_t> tokens(n);
       for (auto& t : tokens) t = static_cast<uint16_t>(rng.below(311));
       write_token_shard(path(name), tokens);
     }
   }
-  void TearDown() override { fs::remove_all(dir_); }
-  std::string path(const std::string& name) const { return (dir_ / name).string(); }
 
   TrainOptions tiny_options(int steps) const {
     TrainOptions o;
@@ -79,7 +75,6 @@ class Training : public ::testing::Test {
     o.grad_clip = 1.0;
     return o;
   }
-  fs::path dir_;
 };
 
 TEST_F(Training, ResumeIsBitExact) {
@@ -146,9 +141,9 @@ TEST_F(Training, KeepsOnlyTheNewestCheckpoints) {
   std::set<std::string> files;
   for (const auto& e : fs::directory_iterator(path("ck"))) files.insert(e.path().filename());
   // Two models, two states, the folder's lock file, no temporaries.
-  EXPECT_EQ(files, (std::set<std::string>{"model_00000004.bin", "model_00000005.bin",
-                                          "state_00000004.bin", "state_00000005.bin",
-                                          "train.lock"}));
+  EXPECT_EQ(files,
+            (std::set<std::string>{"model_00000004.bin", "model_00000005.bin", "state_00000004.bin",
+                                   "state_00000005.bin", "train.lock"}));
 }
 
 TEST_F(Training, ResumedRunCheckpointsIntoItsResumeFolder) {
@@ -199,8 +194,8 @@ TEST_F(Training, GradientAccumulationDoesNotDependOnTheSplit) {
     for (int s = 0; s < 3; ++s) EXPECT_NEAR(losses[i][s], losses[0][s], 2e-6) << "split " << i;
     // Each weight gradient is a sum over the step's 52 rows, reassociated by the split: within
     // gamma(52 + 4) of the sum of magnitudes, norm-wise about 56 u = 3.3e-6 of the gradient.
-    const TensorComparison c = compare_tensors("grads", grads[i].data(), grads[0].data(),
-                                               grads[0].size(), 56 * 0x1p-24);
+    const TensorComparison c =
+        compare_tensors("grads", grads[i].data(), grads[0].data(), grads[0].size(), 56 * 0x1p-24);
     EXPECT_TRUE(c.ok) << "split " << i << ": rel. error " << c.rel_error;
   }
 }
@@ -285,8 +280,8 @@ TEST_F(Training, MemoryPlanThatDoesNotFitIsRefusedWithAWayOut) {
   o.recompute = "all-pointwise";
   o.memory_limit = "64G";
   Trainer t(o);
-  const ActivationBytes a = t.model().activation_bytes(o.batch, o.seq_len, {.recompute =
-                                                                                Recompute::kAllPointwise});
+  const ActivationBytes a =
+      t.model().activation_bytes(o.batch, o.seq_len, {.recompute = Recompute::kAllPointwise});
   EXPECT_EQ(t.memory_plan().activations, double(a.forward));
   EXPECT_EQ(t.memory_limit().source, "--memory-limit");
 }
@@ -419,7 +414,8 @@ TEST_F(Training, ShuffledLoaderVisitsEverySampleOncePerEpoch) {
 }
 
 TEST_F(Training, ConfigFileKeysAndFlagOverrides) {
-  std::ofstream(path("run.toml")) << "lr = 0.5\nbatch = 3\ntrain_data = \"x.bin\"\nno-shuffle = true\n";
+  std::ofstream(path("run.toml"))
+      << "lr = 0.5\nbatch = 3\ntrain_data = \"x.bin\"\nno-shuffle = true\n";
   TrainOptions o;
   TrainCliExtras x;
   ArgParser p("train", "");
@@ -490,7 +486,8 @@ TEST(Generator, KvCacheMatchesFullForward) {
   Generator gen(model, n);
   for (int t = 0; t < n; ++t) {
     const float* logits = gen.step(tokens[t]);
-    const TensorComparison c = compare_tensors("logits", logits, full.data() + (size_t)t * Vp, V, 1e-5);
+    const TensorComparison c =
+        compare_tensors("logits", logits, full.data() + (size_t)t * Vp, V, 1e-5);
     EXPECT_TRUE(c.ok) << "position " << t << ": rel. error " << c.rel_error;
   }
   EXPECT_THROW(gen.step(0), ShapeError);  // the cache is full
