@@ -28,7 +28,6 @@ if(TARGET llmcpu_vulkan_impl)
   gtest_discover_tests(llmcpu_vulkan_layers_tests TEST_PREFIX "Vulkan." DISCOVERY_TIMEOUT 60
                        PROPERTIES TIMEOUT 300 ENVIRONMENT "${LLMCPU_VULKAN_TEST_ENV}")
 
-  find_program(LLMCPU_DEBIAN_PYTHON NAMES python3 PATHS /usr/bin NO_DEFAULT_PATH)
   if(LLMCPU_DEBIAN_PYTHON)
     add_test(NAME Vulkan.probe
              COMMAND ${LLMCPU_DEBIAN_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/check_vulkan_probe.py
