@@ -72,12 +72,17 @@ setup_env() {
   fi
 }
 
+# PART and PART_DEADLINE (epoch seconds) for part $1's process, which starts at $2 with $3 seconds.
+start_part() {
+  export PART=$1 PART_DEADLINE
+  PART_DEADLINE=$(awk -v n="$2" -v b="$3" 'BEGIN { printf "%.0f\n", n + b }')
+}
+
 # Runs part $1 (1-based) in its own process, killed with everything it started at its deadline.
 run_part() {
   local i=$(($1 - 1)) budget=$2 t0 rc used status
   t0=$(now)
-  export PART=$1 PART_DEADLINE
-  PART_DEADLINE=$(awk -v n="$t0" -v b="$budget" 'BEGIN { printf "%.0f\n", n + b }')
+  start_part "$1" "$t0" "$budget"
   say "part $1 ($(tr -d '\n' <<<"${part_names[$i]}")): budget ${budget} s"
   # raw/vk.env: the Vulkan driver files part 1 found to work, when they differ from the defaults.
   timeout -k 5 "$((budget + 2))" bash -c '. "$0/common.sh"; if [ -f "$OUT/raw/vk.env" ]; then . "$OUT/raw/vk.env"; fi
@@ -127,8 +132,8 @@ run_main() {
   local t5 report_budget=$((budgets[4] + carry))
   t5=$(now)
   table_row parts 5 "${part_names[4]}" "$report_budget" "-" "ok"
-  export PART=5 PART_DEADLINE TOTAL_SECS
-  PART_DEADLINE=$(awk -v n="$t5" -v b="$report_budget" 'BEGIN { printf "%.0f\n", n + b }')
+  start_part 5 "$t5" "$report_budget"
+  export TOTAL_SECS
   TOTAL_SECS=$(secs_since "$t_start")
   if ! timeout -k 5 "$report_budget" bash -c '. "$0/common.sh"; . "$0/report.sh"; part_main' "$PARTS_DIR" \
       </dev/null 2>>"$OUT/logs/part5.log"; then
