@@ -22,6 +22,7 @@ namespace llmcpu {
 struct OffloadLayers {
   int blocks = 0;
   bool all = false;
+  bool any() const { return all || blocks > 0; }  // the device takes some part of the model
   // "all", or a number 0..L. Throws UsageError naming `flag` otherwise.
   static OffloadLayers parse(const std::string& text, int num_layers, const std::string& flag);
   std::string describe(int num_layers) const;  // "all: embedding, 12 blocks, head and loss"

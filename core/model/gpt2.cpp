@@ -139,7 +139,7 @@ void Gpt2::refresh_weight_copies() {
 
 void Gpt2::check_device(BlockDevice& device, const OffloadLayers& layers) const {
   const int B = std::max(arena_.batch(), 1), T = std::max(arena_.seq_len(), 1);
-  if (layers.all || layers.blocks > 0) {
+  if (layers.any()) {
     device.plan(make_model_desc(config_, layout_, B, T, precision_, layers, 0));
   }
 }

@@ -127,7 +127,7 @@ class Gpt2 {
                      size_t memory_limit);
   void disable_offload();
   // A device owns part of the model (a plugin with zero blocks counts as none).
-  bool offload_active() const { return device_ != nullptr && (layers_.all || layers_.blocks > 0); }
+  bool offload_active() const { return device_ != nullptr && layers_.any(); }
   const OffloadLayers& offload_layers() const { return layers_; }
   BlockDevice* offload_device() { return offload_active() ? device_.get() : nullptr; }
   // Whether the device owns element(s) of tensor `tensor` in layer `layer` (-1 outside layers).

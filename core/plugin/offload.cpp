@@ -42,7 +42,7 @@ OffloadOutcome enable_offload(Gpt2& model, const std::string& path, const Offloa
     return {false, "offload: " + path + ": " + e.what() + "; running on the CPU"};
   }
   out.message += ": " + layers.describe(L);
-  if (!(layers.all || layers.blocks > 0)) out.message += " (the CPU computes everything)";
+  if (!layers.any()) out.message += " (the CPU computes everything)";
   model.attach_device(std::move(device), layers, options.memory_limit);
   return out;
 }
