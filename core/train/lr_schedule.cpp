@@ -22,6 +22,10 @@ LrScheduleKind parse_lr_schedule(const std::string& name, const std::string& fla
   throw UsageError(flag + ": unknown schedule '" + name + "', expected constant or cosine");
 }
 
+const char* lr_schedule_name(LrScheduleKind kind) {
+  return kind == LrScheduleKind::kCosine ? "cosine" : "constant";
+}
+
 LrSchedule::LrSchedule(LrScheduleKind kind, double lr, int warmup_steps, int total_steps,
                        double floor_fraction)
     : kind_(kind),

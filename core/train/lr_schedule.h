@@ -4,7 +4,7 @@
 //   cosine:              floor + (lr - floor) * 0.5 * (1 + cos(pi * (step - W) / (S - W))),
 //                        floor = lr * floor_fraction
 // The cosine reaches the floor at step S; the last step trained, S - 1, is one step short of it, as
-// in llm.c. Deliberately not here: the flags that choose a schedule (core/train/trainer.h).
+// in llm.c. Deliberately not here: the flags that choose a schedule (tools/llmcpu/train_flags.cpp).
 #pragma once
 
 #include <string>
@@ -15,6 +15,8 @@ enum class LrScheduleKind { kConstant, kCosine };
 
 // Parses "constant" or "cosine"; throws UsageError naming `flag` otherwise.
 LrScheduleKind parse_lr_schedule(const std::string& name, const std::string& flag);
+// "constant" or "cosine": the word parse_lr_schedule reads.
+const char* lr_schedule_name(LrScheduleKind kind);
 
 class LrSchedule {
  public:

@@ -44,16 +44,14 @@ inline void check_finite(const char* target, double value, const char* flag) {
                     std::string(flag) + " accepted the non-finite value " + std::to_string(value));
 }
 
-// The precision and the learning-rate schedule, as the Trainer checks them first; a schedule that
-// is accepted must give finite, non-negative rates from its first step to its last.
+// The learning-rate schedule of options whose words were parsed (apply_train_flags): one that is
+// accepted must give finite, non-negative rates from its first step to its last.
 inline void check_train_options(const char* target, const TrainOptions& o) {
   check_finite(target, o.lr, "--lr");
   check_finite(target, o.weight_decay, "--weight-decay");
   check_finite(target, o.lr_floor, "--lr-floor");
   check_finite(target, o.grad_clip, "--grad-clip");
-  parse_precision(o.precision, "--precision");
-  const LrSchedule schedule(parse_lr_schedule(o.lr_schedule, "--lr-schedule"), o.lr, o.warmup,
-                            o.steps, o.lr_floor);
+  const LrSchedule schedule(o.lr_schedule, o.lr, o.warmup, o.steps, o.lr_floor);
   for (int step : {0, o.warmup / 2, o.warmup, o.steps / 2, o.steps}) {
     if (step < 0 || step > o.steps) continue;
     const double lr = schedule.at(step);

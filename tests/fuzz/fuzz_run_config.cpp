@@ -25,7 +25,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   fuzz::check_finite(kTarget, o.weight_decay, "weight_decay");
   fuzz::check_finite(kTarget, o.lr_floor, "lr_floor");
   fuzz::check_finite(kTarget, o.grad_clip, "grad_clip");
-  fuzz::accepts([&] { fuzz::check_train_options(kTarget, o); });
+  fuzz::accepts([&] {
+    apply_train_flags(x, &o);
+    fuzz::check_train_options(kTarget, o);
+  });
   fuzz::accepts([&] { fuzz::check_placement(kTarget, x.placement, true); });
   // A flag after the file overrides its key.
   TrainOptions o2;

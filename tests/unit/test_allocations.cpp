@@ -186,7 +186,7 @@ TEST(TrainerAllocations, LoopAllocatesNothingAfterItsFirstStep) {
     o.seq_len = 13;
     o.total_batch = 2 * 2 * 13;  // two micro-batches per step
     o.steps = 60;                // past the end of both shards: the loader moves between them
-    o.precision = precision;
+    o.precision = parse_precision(precision);
     Trainer trainer(o);
     TrainObserver obs;
     int samples = 0, vals = 0;

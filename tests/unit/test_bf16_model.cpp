@@ -84,7 +84,7 @@ TEST_P(Bf16Fixture, TenAdamWStepsFollowPyTorch) {
   const std::vector<double> expected = testing::reference_losses(name);
   ASSERT_EQ(expected.size(), 10u);
   TrainOptions o = testing::reference_run_options(GetParam());
-  o.precision = "bf16";
+  o.precision = Precision::kBf16;
   Trainer trainer(o);
   ASSERT_EQ(trainer.model().precision(), Precision::kBf16);
   std::vector<float> losses;
@@ -270,10 +270,10 @@ class Bf16Training : public ::testing::Test {
     o.steps = steps;
     o.lr = 1e-3;
     o.weight_decay = 0.1;
-    o.lr_schedule = "cosine";
+    o.lr_schedule = LrScheduleKind::kCosine;
     o.warmup = 2;
     o.grad_clip = 1.0;
-    o.precision = "bf16";
+    o.precision = Precision::kBf16;
     o.checkpoint_dir = path(ckpt);
     return o;
   }
@@ -325,7 +325,7 @@ TEST_F(Bf16Training, ResumeInAnotherPrecisionIsRefused) {
   ASSERT_TRUE(Trainer(options(2, "b")).run({}));
   TrainOptions c = options(4, "b");
   c.resume = path("b");
-  c.precision = "fp32";
+  c.precision = Precision::kFp32;
   try {
     Trainer t(c);
     FAIL() << "resumed a bf16 run in fp32";
@@ -335,10 +335,10 @@ TEST_F(Bf16Training, ResumeInAnotherPrecisionIsRefused) {
   }
   // And the reverse: an fp32 run does not resume in bf16.
   TrainOptions f = options(2, "f");
-  f.precision = "fp32";
+  f.precision = Precision::kFp32;
   ASSERT_TRUE(Trainer(f).run({}));
   f.resume = path("f");
-  f.precision = "bf16";
+  f.precision = Precision::kBf16;
   f.steps = 4;
   EXPECT_THROW(Trainer t(f), UsageError);
 }

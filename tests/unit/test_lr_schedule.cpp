@@ -110,7 +110,7 @@ TEST(LrSchedule, EveryStepFollowsTheDefinition) {
 TEST(LrSchedule, TheTrainerAppliesItAtEveryStep) {
   TrainOptions o = testing::reference_run_options(testing::kFixtures[2]);  // edge: B=1, T=7
   o.steps = 7;
-  o.lr_schedule = "cosine";
+  o.lr_schedule = LrScheduleKind::kCosine;
   o.warmup = 2;
   o.lr_floor = 0.25;
   Trainer trainer(o);

@@ -144,7 +144,7 @@ TEST(MemoryPlan, TheTrainersStepsHoldThePlannedKernelScratch) {
   for (const char* precision : {"fp32", "bf16"}) {
     TrainOptions o = testing::reference_run_options(testing::kFixtures[1]);
     o.steps = 2;
-    o.precision = precision;
+    o.precision = parse_precision(precision);
     o.val_data = o.train_data;
     o.val_every = 1;
     o.val_batches = 1;

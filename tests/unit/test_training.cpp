@@ -70,7 +70,7 @@ class Training : public testing::TempDirTest {
     o.steps = steps;
     o.lr = 1e-3;
     o.weight_decay = 0.1;
-    o.lr_schedule = "cosine";
+    o.lr_schedule = LrScheduleKind::kCosine;
     o.warmup = 3;
     o.grad_clip = 1.0;
     return o;
@@ -203,12 +203,13 @@ TEST_F(Training, GradientAccumulationDoesNotDependOnTheSplit) {
 // Recomputation gives the forward pass's bits again: a run's losses and weights are the same
 // bytes whatever --recompute says, in fp32 and bf16, and the arena shrinks by the layers' copies.
 TEST_F(Training, RecomputationChangesNoBitOfTheRun) {
-  for (const char* precision : {"fp32", "bf16"}) {
-    SCOPED_TRACE(precision);
+  for (const Precision precision : {Precision::kFp32, Precision::kBf16}) {
+    SCOPED_TRACE(precision_name(precision));
     std::vector<std::vector<float>> losses, weights;
     std::vector<size_t> arena;
     size_t rows = 0, C = 0, L = 0;
-    for (const char* recompute : {"none", "gelu", "all-pointwise"}) {
+    for (const Recompute recompute :
+         {Recompute::kNone, Recompute::kGelu, Recompute::kAllPointwise}) {
       TrainOptions o = tiny_options(4);
       o.precision = precision;
       o.recompute = recompute;
@@ -229,7 +230,7 @@ TEST_F(Training, RecomputationChangesNoBitOfTheRun) {
       EXPECT_TRUE(weights[i] == weights[0]) << "recompute option " << i;
     }
     // One layer's buffer instead of L: the GELU output is 4C wide, each layernorm C.
-    const size_t elem = std::string(precision) == "bf16" ? 2 : 4;
+    const size_t elem = precision == Precision::kBf16 ? 2 : 4;
     EXPECT_EQ(arena[0] - arena[1], (L - 1) * rows * 4 * C * elem);
     EXPECT_EQ(arena[1] - arena[2], 2 * (L - 1) * rows * C * elem);
   }
@@ -256,7 +257,7 @@ TEST_F(Training, MemoryPlanThatDoesNotFitIsRefusedWithAWayOut) {
   // A limit between the plan at --batch 32 and the plan at --batch 64 (megabytes apart).
   const double fits_half = plan_memory(half).total(), needs = plan_memory(base).total();
   ASSERT_LT(fits_half, needs);
-  o.memory_limit = std::to_string((long long)((fits_half + needs) / 2));
+  o.memory_limit = parse_memory_size(std::to_string((long long)((fits_half + needs) / 2)), "--memory-limit");
   try {
     Trainer t(o);
     FAIL() << "a plan over the limit was accepted";
@@ -266,19 +267,16 @@ TEST_F(Training, MemoryPlanThatDoesNotFitIsRefusedWithAWayOut) {
     EXPECT_NE(m.find("--batch 32 --total-batch 2048"), std::string::npos) << m;
   }
   EXPECT_FALSE(fs::exists(path("ck")));  // the folder made for the run is gone again
-  o.memory_limit = "1M";
+  o.memory_limit = parse_memory_size("1M", "--memory-limit");
   EXPECT_THROW(Trainer{o}, UsageError);
   for (const char* bad : {"", "12X", "-3G", "G"}) {
-    o.memory_limit = bad;
-    if (*bad == 0) continue;  // empty: the machine's limit
-    EXPECT_THROW(Trainer{o}, UsageError) << bad;
+    EXPECT_THROW(parse_memory_size(bad, "--memory-limit"), UsageError) << bad;
   }
-  o.memory_limit.clear();
-  o.recompute = "layernorm";
-  EXPECT_THROW(Trainer{o}, UsageError);
+  o.memory_limit = 0;
+  EXPECT_THROW(parse_recompute("layernorm"), UsageError);
   // With room, the plan is what the arena holds (the scratch: test_memory_plan.cpp).
-  o.recompute = "all-pointwise";
-  o.memory_limit = "64G";
+  o.recompute = Recompute::kAllPointwise;
+  o.memory_limit = parse_memory_size("64G", "--memory-limit");
   Trainer t(o);
   const ActivationBytes a =
       t.model().activation_bytes(o.batch, o.seq_len, {.recompute = Recompute::kAllPointwise});

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/comm/communicator.h"
+#include "core/model/activations.h"
 #include "core/model/precision.h"
 #include "core/model/preset.h"
 #include "core/runtime/plan.h"
@@ -86,23 +87,10 @@ void print_optimizer_memory(const Trainer& trainer, const Gpt2& m) {
   }
 }
 
-int train_in(Communicator& world, TrainOptions o, TrainCliExtras extra) {
-  o.shuffle = !extra.no_shuffle;
-  // Several ranks on one machine: each one's threads on cores of its own, unless --cpus or mpirun's
-  // binding says where.
-  if (world.size() > 1 && extra.placement.cpus.empty()) {
-    extra.placement.cpus =
-        rank_cpu_share(this_machine_topology(), world.local_rank(), world.local_size());
-  }
-  // Applied now (threads are pinned before anything is allocated), printed once the model and the
-  // data have loaded: a mistyped command shows its error first.
-  const Placement placed = apply_placement_flags(extra.placement);
-  const int nthreads = placed.plan.num_threads();
-
-  o.plugin = extra.plugin.path;
-  o.offload_layers = extra.plugin.layers;
-  o.device_memory_limit = extra.plugin.memory_limit;
-  Trainer trainer(o, &world);
+// What the run is, once the model and the data have loaded: where its threads are, what the trainer
+// noted, the model, its batch over the ranks, the optimizer's and the plan's memory.
+void print_run(const Trainer& trainer, const Placement& placed, const Communicator& world) {
+  const TrainOptions& o = trainer.options();
   std::printf("%s\n", placed.summary.c_str());
   for (const std::string& note : trainer.notes()) std::printf("train: %s\n", note.c_str());
   print_offload_outcome(trainer.offload());
@@ -113,17 +101,33 @@ int train_in(Communicator& world, TrainOptions o, TrainCliExtras extra) {
   std::printf("train: %s, %zu parameters, B=%d T=%d, %lld micro-batches per step (%lld tokens), "
               "%s, %d threads\n",
               describe(m.config()).c_str(), m.num_parameters(), o.batch, o.seq_len, micro,
-              micro * o.batch * o.seq_len, m.kernels_summary().c_str(), nthreads);
+              micro * o.batch * o.seq_len, m.kernels_summary().c_str(),
+              placed.plan.num_threads());
   if (ranks > 1) {
     std::printf("train: %s; %d micro-batches per rank per step\n", world.describe().c_str(),
                 trainer.grad_accum());
   }
   print_optimizer_memory(trainer, m);
   std::printf("memory: %s; recompute %s; this process may use %.0f MiB (%s)\n",
-              describe(trainer.memory_plan()).c_str(), o.recompute.c_str(),
+              describe(trainer.memory_plan()).c_str(), recompute_name(o.recompute),
               trainer.memory_limit().bytes / (1024.0 * 1024.0),
               trainer.memory_limit().source.c_str());
   std::fflush(stdout);
+}
+
+int train_in(Communicator& world, const TrainOptions& o, TrainCliExtras extra) {
+  // Several ranks on one machine: each one's threads on cores of its own, unless --cpus or mpirun's
+  // binding says where.
+  if (world.size() > 1 && extra.placement.cpus.empty()) {
+    extra.placement.cpus =
+        rank_cpu_share(this_machine_topology(), world.local_rank(), world.local_size());
+  }
+  // Applied now (threads are pinned before anything is allocated), printed once the model and the
+  // data have loaded: a mistyped command shows its error first.
+  const Placement placed = apply_placement_flags(extra.placement);
+  Trainer trainer(o, &world);
+  print_run(trainer, placed, world);
+  const Gpt2& m = trainer.model();
   SampleDecoder decode = make_sample_decoder(extra, o.sample_every > 0, m.config().vocab_size);
 
   TrainObserver obs;
@@ -178,6 +182,7 @@ class TrainCommand : public Command {
     check_placement_flags(extra_.placement);
     check_plugin_flags(p, extra_.plugin);
     check_train_options(o_);
+    apply_train_flags(extra_, &o_);
   }
   const PlacementOptions* placement() const override { return &extra_.placement; }
   int run(const ArgParser& p) override;

@@ -4,9 +4,13 @@
 #include <filesystem>
 #include <memory>
 
+#include "core/model/activations.h"
 #include "core/model/config.h"
+#include "core/model/precision.h"
 #include "core/model/preset.h"
 #include "core/tokenizer/tokenizer.h"
+#include "core/train/lr_schedule.h"
+#include "core/train/memory_plan.h"
 #include "simd/error.h"
 #include "tools/llmcpu/placement_flags.h"
 
@@ -48,14 +52,14 @@ void add_train_flags(ArgParser& p, TrainOptions* o, TrainCliExtras* x) {
   p.option("lr", 'l', &o->lr, "LR",
            "peak learning rate (default 3e-4; the update is computed in fp32, hence the bound)",
            {0, kMaxFloat});
-  p.option("lr-schedule", 'k', &o->lr_schedule, "S", "constant (default) or cosine");
+  p.option("lr-schedule", 'k', &x->choices.lr_schedule, "S", "constant (default) or cosine");
   p.option("warmup", 'u', &o->warmup, "N", "linear warmup steps (default 0)", {0, INT32_MAX});
   p.option("lr-floor", 'q', &o->lr_floor, "F", "cosine decays to F * lr (default 0)", {0, 1});
   p.option("weight-decay", 'c', &o->weight_decay, "WD", "AdamW decoupled weight decay (default 0)",
            {0, kMaxFloat});
   p.option("grad-clip", 0, &o->grad_clip, "X", "clip the global gradient norm to X (default 0: off)",
            {0, kMaxFloat});
-  p.option("zero", 'z', &o->zero, "0|1",
+  p.option("zero", 'z', &x->choices.zero, "0|1",
            "under mpirun: 1 shards the AdamW state over the ranks (ZeRO-1: each rank updates its "
            "part, then sends it to the others), 0 keeps it whole on every rank (default 1 with "
            "several ranks)",
@@ -91,16 +95,29 @@ void add_train_flags(ArgParser& p, TrainOptions* o, TrainCliExtras* x) {
   p.option("plot", 0, &o->plot_path, "FILE.png|svg",
            "draw the loss plot (gnuplot) at every validation and at the end");
   p.option("save", 0, &o->save_path, "M.bin", "also write the final model here (atomically)");
-  p.option("precision", 0, &o->precision, "P",
+  p.option("precision", 0, &x->choices.precision, "P",
            "fp32 (default) or bf16: bf16 weights' copy and activations, fp32 master weights");
-  p.option("recompute", 'r', &o->recompute, "R",
+  p.option("recompute", 'r', &x->choices.recompute, "R",
            "none (default), gelu or all-pointwise (llm.c's 0, 1, 2): recompute GELU (and layernorm) "
            "outputs in the backward pass instead of keeping them (less memory, the same numbers)");
-  p.option("memory-limit", 0, &o->memory_limit, "SIZE",
+  p.option("memory-limit", 0, &x->choices.memory_limit, "SIZE",
            "refuse a run planned to need more than SIZE (e.g. 12G; default: the cgroup limit or "
            "MemAvailable)");
   add_placement_flags(p, &x->placement);
   add_plugin_flags(p, &x->plugin);
+}
+
+void apply_train_flags(const TrainCliExtras& x, TrainOptions* o) {
+  o->shuffle = !x.no_shuffle;
+  o->plugin = x.plugin.path;
+  o->offload_layers = x.plugin.layers;
+  const TrainChoiceFlags& c = x.choices;
+  o->precision = parse_precision(c.precision, "--precision");
+  o->recompute = parse_recompute(c.recompute, "--recompute");
+  o->lr_schedule = parse_lr_schedule(c.lr_schedule, "--lr-schedule");
+  o->zero = c.zero < 0 ? ZeroMode::kDefault : c.zero == 0 ? ZeroMode::kOff : ZeroMode::kOn;
+  o->memory_limit = c.memory_limit.empty() ? 0 : parse_memory_size(c.memory_limit, "--memory-limit");
+  o->device_memory_limit = offload_options(x.plugin.layers, x.plugin.memory_limit).memory_limit;
 }
 
 SampleDecoder make_sample_decoder(const TrainCliExtras& extra, bool needed, int vocab_size) {

@@ -13,7 +13,18 @@
 
 namespace llmcpu {
 
+// The flags whose words name a choice or a size, as given (on the command line or in a config):
+// apply_train_flags parses them into TrainOptions' typed values.
+struct TrainChoiceFlags {
+  std::string lr_schedule = "constant";  // --lr-schedule
+  std::string precision = "fp32";        // --precision
+  std::string recompute = "none";        // --recompute
+  std::string memory_limit;              // --memory-limit; empty: the machine's
+  int zero = -1;                         // --zero 0|1; -1: not given
+};
+
 struct TrainCliExtras {
+  TrainChoiceFlags choices;
   bool no_shuffle = false;
   PlacementOptions placement;  // --threads, --bind, --smt, --cpus, --numa
   PluginFlags plugin;          // --plugin, --offload-report
@@ -21,6 +32,11 @@ struct TrainCliExtras {
 };
 
 void add_train_flags(ArgParser& p, TrainOptions* o, TrainCliExtras* extra);
+
+// The flags the table binds elsewhere than to TrainOptions, into it: --no-shuffle, the plugin's
+// flags, and the choices' words parsed (UsageError naming the flag and the choices, or for a size
+// that is not one).
+void apply_train_flags(const TrainCliExtras& extra, TrainOptions* o);
 
 // A run config named on the command line: an existing file, or conf/runs/NAME.toml.
 std::string resolve_run_config(const std::string& name);

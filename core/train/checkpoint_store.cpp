@@ -1,0 +1,302 @@
+#include "core/train/checkpoint_store.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cinttypes>
+#include <cstdio>
+#include <filesystem>
+#include <optional>
+#include <regex>
+#include <utility>
+
+#include "core/comm/zero_shards.h"
+#include "core/io/checkpoint.h"
+#include "core/train/non_finite.h"
+#include "core/util/fault.h"
+#include "simd/error.h"
+
+namespace llmcpu {
+
+namespace fs = std::filesystem;
+
+std::string checkpoint_model_path(const std::string& dir, int64_t step) {
+  char name[64];
+  std::snprintf(name, sizeof name, "model_%08" PRId64 ".bin", step);
+  return (fs::path(dir) / name).string();
+}
+
+std::string checkpoint_state_path(const std::string& dir, int64_t step) {
+  char name[64];
+  std::snprintf(name, sizeof name, "state_%08" PRId64 ".bin", step);
+  return (fs::path(dir) / name).string();
+}
+
+std::vector<int64_t> list_checkpoints(const std::string& dir) {
+  std::error_code ec;
+  std::vector<int64_t> steps;
+  const std::regex pattern("state_([0-9]{8,})\\.bin");
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    std::smatch m;
+    const std::string name = entry.path().filename().string();
+    if (!std::regex_match(name, m, pattern)) continue;
+    // Only the names this program writes: a step that fits int64 (the regex leaves only digits)
+    // and whose name is the one checkpoint_state_path gives it (state_000000004.bin is not step
+    // 4's file).
+    int64_t step = 0;
+    const std::string digits = m[1];
+    const char* const end = digits.data() + digits.size();
+    if (std::from_chars(digits.data(), end, step).ec != std::errc()) continue;
+    if (fs::path(checkpoint_state_path(dir, step)).filename() != name) continue;
+    if (fs::is_regular_file(checkpoint_model_path(dir, step), ec)) steps.push_back(step);
+  }
+  std::sort(steps.begin(), steps.end());
+  return steps;
+}
+
+int64_t latest_checkpoint(const std::string& dir) {
+  const std::vector<int64_t> steps = list_checkpoints(dir);
+  return steps.empty() ? -1 : steps.back();
+}
+
+std::unique_ptr<CheckpointFiles> open_checkpoint(const std::string& dir, int64_t step) {
+  read_checkpoint_header(checkpoint_model_path(dir, step));  // also checks the file's length
+  auto files = std::make_unique<CheckpointFiles>();
+  const std::string path = checkpoint_state_path(dir, step);
+  files->state = std::make_unique<TrainStateFile>(path);
+  const TrainState& s = files->state->state();
+  if (s.step != step) {
+    throw FileError(path, "holds the state of step " + std::to_string(s.step) +
+                              ", but its name says step " + std::to_string(step));
+  }
+  const uint32_t K = s.shards();
+  const std::vector<ParameterSpan> spans = ParameterLayout(s.config).spans();
+  for (uint32_t k = 0; k < K; ++k) {
+    const std::string shard = state_shard_path(path, k, K);
+    const StateShardHeader expected{s.step, k, K, files->state->num_parameters(),
+                                    packed_size(owned_parts(spans, int(k), int(K)))};
+    files->shards.push_back(std::make_unique<StateShardFile>(shard, expected));
+    if (files->shards.back()->checksum() != s.shard_checksums[k]) {
+      throw FileError(shard, "is not the shard " + fs::path(path).filename().string() +
+                                 " was completed with (its checksum differs)");
+    }
+  }
+  return files;
+}
+
+CheckpointStore::CheckpointStore(std::string dir, const std::string& resume, bool writer,
+                                 std::vector<std::string>* notes)
+    : dir_(std::move(dir)) {
+  // Before anything is read: a folder that cannot be written, or that another trainer is writing,
+  // is refused now rather than at the first checkpoint.
+  if (writer && !dir_.empty()) take_folder(notes);
+  try {
+    if (writer) lock_resume_folder(resume, notes);
+  } catch (...) {
+    remove_new_folder();  // refused: the folder made just now goes again
+    throw;
+  }
+}
+
+CheckpointStore::~CheckpointStore() { remove_new_folder(); }
+
+void CheckpointStore::remove_new_folder() noexcept {
+  if (!created_) return;
+  // A folder made for a run that could not start (a bad --model, data that does not fit): a failed
+  // start leaves nothing behind.
+  std::error_code ec;
+  if (lock_) fs::remove(lock_->path(), ec);  // while still holding it
+  lock_.reset();
+  fs::remove(dir_, ec);  // only if empty
+}
+
+void CheckpointStore::take_folder(std::vector<std::string>* notes) {
+  std::error_code ec;
+  const bool created = fs::create_directories(dir_, ec);
+  if (!fs::is_directory(dir_)) {
+    throw FileError(dir_, "cannot create the checkpoint folder: " + ec.message());
+  }
+  lock_ = std::make_unique<FolderLock>(dir_, "train.lock", "llmcpu train");
+  created_ = created;
+  // Holding the lock, this is the only writer: a temporary file here was left by a killed run.
+  for (const std::string& path : stale_temporary_files(dir_)) {
+    const std::string name = fs::path(path).filename().string();
+    if (name.rfind("model_", 0) != 0 && name.rfind("state_", 0) != 0) continue;
+    if (fs::remove(path, ec)) notes->push_back("removed " + path + ", left by a killed run");
+  }
+  // Shards of a ZeRO-1 checkpoint whose state file never came: the run stopped while writing it.
+  const std::regex shard_name("(state_[0-9]{8,})\\.rank[0-9]+-of-[0-9]+\\.bin");
+  for (const auto& entry : fs::directory_iterator(dir_, ec)) {
+    std::smatch m;
+    const std::string name = entry.path().filename().string();
+    if (!std::regex_match(name, m, shard_name)) continue;
+    if (fs::exists(fs::path(dir_) / (m[1].str() + ".bin"), ec)) continue;
+    if (fs::remove(entry.path(), ec)) {
+      notes->push_back("removed " + entry.path().string() +
+                       ", a shard of an unfinished checkpoint");
+    }
+  }
+}
+
+// The --resume folder is locked for reading (shared) for the whole run, unless the run writes into
+// it (then the checkpoint folder's exclusive lock covers it): a trainer writing it and one
+// resuming from it never overlap.
+void CheckpointStore::lock_resume_folder(const std::string& dir, std::vector<std::string>* notes) {
+  std::error_code ec;
+  if (dir.empty() || !fs::is_directory(dir, ec)) return;  // open_resume_point says what is wrong
+  if (lock_ && fs::equivalent(dir, dir_, ec)) return;      // written: locked already
+  resume_lock_ = std::make_unique<FolderLock>(dir, "train.lock", "llmcpu train", LockMode::kShared);
+  if (!resume_lock_->held()) {
+    notes->push_back("--resume " + dir + " is not locked against writers (" +
+                     resume_lock_->why_not() + "): a trainer writing it meanwhile goes unnoticed");
+  }
+}
+
+std::string CheckpointStore::newest_good() const {
+  const std::vector<int64_t> steps = dir_.empty() ? std::vector<int64_t>{} : list_checkpoints(dir_);
+  for (auto it = steps.rbegin(); it != steps.rend(); ++it) {
+    try {
+      open_checkpoint(dir_, *it);
+      return "the newest good checkpoint is " + checkpoint_model_path(dir_, *it) + " and " +
+             fs::path(checkpoint_state_path(dir_, *it)).filename().string() + " (step " +
+             std::to_string(*it) + ")";
+    } catch (const FileError&) {
+    }
+  }
+  return dir_.empty() ? "no checkpoint is written (no --checkpoint-dir)"
+                      : "there is no good checkpoint in " + dir_ + " yet";
+}
+
+namespace {
+
+// Deletes a checkpoint: its state file first (it marks the checkpoint complete), then the rest.
+void remove_checkpoint(const std::string& dir, int64_t step) {
+  std::error_code ec;
+  const std::string state = checkpoint_state_path(dir, step);
+  fs::remove(state, ec);
+  fs::remove(checkpoint_model_path(dir, step), ec);
+  const std::string shard_prefix = fs::path(state).stem().string() + ".rank";
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    if (entry.path().filename().string().starts_with(shard_prefix)) fs::remove(entry.path(), ec);
+  }
+}
+
+// Writes this rank's shard of a ZeRO-1 checkpoint; returns its checksum.
+uint64_t write_own_shard(const CheckpointContents& c, const std::string& state_path, int rank,
+                         int ranks) {
+  const size_t Q = c.adamw.size();
+  const StateShardHeader header{c.state.step, uint32_t(rank), uint32_t(ranks),
+                                c.model.num_parameters(), Q};
+  AtomicFileWriter out(state_shard_path(state_path, rank, ranks), "shard-write");
+  const uint64_t sum = write_state_shard(out, header, c.model.params_flat(), c.adamw.parts(),
+                                         {c.adamw.m(), Q}, {c.adamw.v(), Q});
+  out.commit();  // durable before the marker can name it
+  return sum;
+}
+
+}  // namespace
+
+std::string CheckpointStore::save(CheckpointContents c, Communicator& world,
+                                  int keep_newest) const {
+  const int64_t step = c.state.step;
+  const std::string model_path = checkpoint_model_path(dir_, step);
+  // Without ZeRO-1 every rank holds the same weights and moments: rank 0 writes them.
+  if (!c.sharded && world.rank() != 0) return model_path;
+  if (const std::string bad = refusal(c, world); !bad.empty()) {
+    throw TrainingError("not writing the checkpoint of step " + std::to_string(step) + ": " + bad +
+                        "; " + newest_good() + "; training stopped");
+  }
+  try {
+    write_files(c, world);
+  } catch (const FileError& e) {
+    throw TrainingError("the checkpoint of step " + std::to_string(step) +
+                        " could not be written: " + e.what() + "; " + newest_good() +
+                        "; training stopped");
+  }
+  if (world.rank() != 0) return model_path;
+  if (keep_newest > 0) {
+    const std::vector<int64_t> steps = list_checkpoints(dir_);
+    for (size_t i = 0; i + keep_newest < steps.size(); ++i) remove_checkpoint(dir_, steps[i]);
+  }
+  return model_path;
+}
+
+// What is not finite in the state a checkpoint would hold ("" when all is); sharded, every rank
+// refuses or none does.
+std::string CheckpointStore::refusal(const CheckpointContents& c, Communicator& world) const {
+  const float* params = c.model.params_flat();  // const: saving does not mark the bf16 copy stale
+  const AdamW& adamw = c.adamw;
+  std::string bad;
+  if (!c.sharded) {
+    using Named = std::pair<const float*, const char*>;
+    for (const auto& [flat, what] :
+         {Named{params, "weights"}, Named{adamw.m(), "AdamW first moments"},
+          Named{adamw.v(), "AdamW second moments"}}) {
+      if (bad.empty()) bad = non_finite_message(flat, c.model.layout(), what);
+    }
+    return bad;
+  }
+  const int rank = world.rank();  // this rank's parts
+  for (const ParameterSpan& p : adamw.parts()) {
+    if (!bad.empty()) break;
+    bad = non_finite_packed(params + p.offset, p.count, "weights", rank);
+  }
+  if (bad.empty()) bad = non_finite_packed(adamw.m(), adamw.size(), "AdamW first moments", rank);
+  if (bad.empty()) bad = non_finite_packed(adamw.v(), adamw.size(), "AdamW second moments", rank);
+  double refusing = bad.empty() ? 0 : 1;
+  world.all_reduce_sum(&refusing, 1);
+  if (refusing > 0 && bad.empty()) bad = "another rank's training state is not finite (it says where)";
+  return bad;
+}
+
+// Every file is written and synced under a temporary name before the state file is renamed into
+// place, so a full disk or an I/O error never leaves half a checkpoint: the state file goes last,
+// and its presence marks the checkpoint complete (list_checkpoints).
+void CheckpointStore::write_files(CheckpointContents& c, Communicator& world) const {
+  const int64_t step = c.state.step;
+  const std::string model_path = checkpoint_model_path(dir_, step);
+  const std::string state_path = checkpoint_state_path(dir_, step);
+  const int rank = world.rank(), ranks = world.size();
+  std::optional<AtomicFileWriter> model_file;
+  std::string failed;  // this rank's failure, sharded
+  try {
+    if (rank == 0) {
+      model_file.emplace(model_path, "model-write");
+      write_checkpoint(*model_file, c.model, checkpoint_version_for(c.state.precision));
+      model_file->finish();
+    }
+    if (c.sharded) {
+      c.state.shard_checksums.assign(ranks, 0);
+      c.state.shard_checksums[rank] = write_own_shard(c, state_path, rank, ranks);
+    }
+  } catch (const FileError& e) {
+    if (!c.sharded) throw;
+    failed = e.what();
+  }
+  if (c.sharded) {
+    // The state file names every shard once all of them are durable (or none is written).
+    double failures = failed.empty() ? 0 : 1;
+    world.all_reduce_sum(&failures, 1);
+    if (!failed.empty()) throw FileError(state_shard_path(state_path, rank, ranks), failed);
+    if (failures > 0) {
+      throw FileError(state_path, std::to_string(int(failures)) +
+                                      " other rank(s) could not write their shard (they say why)");
+    }
+    uint64_t* sums = c.state.shard_checksums.data();
+    for (int r = 0; r < ranks; ++r) world.broadcast(&sums[r], sizeof(uint64_t), r);
+    if (rank != 0) return;
+  }
+  const size_t P = c.model.num_parameters();
+  AtomicFileWriter state_file(state_path, "state-write");
+  if (c.sharded) {
+    write_train_state(state_file, c.state, {}, {}, {});
+  } else {
+    write_train_state(state_file, c.state, {c.model.params_flat(), P}, {c.adamw.m(), P},
+                      {c.adamw.v(), P});
+  }
+  state_file.finish();
+  model_file->publish();
+  if (fault_at("between-renames") == FaultAction::kKill) fault_kill_now();
+  state_file.publish();
+}
+
+}  // namespace llmcpu
