@@ -52,8 +52,9 @@ void check_resume_matches(const ResumePoint& point, const TrainOptions& o, int r
   mismatch("micro-batches per step (--total-batch / (B*T))", s.grad_accum,
            micro_batches_per_step(o, ranks));
   if (s.shuffle != o.shuffle) {
-    throw UsageError("--resume " + dir + ": the run was saved " +
-                     (s.shuffle ? "with shuffling, now --no-shuffle" : "with --no-shuffle, now shuffling"));
+    throw UsageError(
+        "--resume " + dir + ": the run was saved " +
+        (s.shuffle ? "with shuffling, now --no-shuffle" : "with --no-shuffle, now shuffling"));
   }
   if (s.seed != o.seed) mismatch("--seed", (long long)s.seed, (long long)o.seed);
   if (s.precision != o.precision) {

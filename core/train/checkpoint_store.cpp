@@ -143,7 +143,7 @@ void CheckpointStore::take_folder(std::vector<std::string>* notes) {
 void CheckpointStore::lock_resume_folder(const std::string& dir, std::vector<std::string>* notes) {
   std::error_code ec;
   if (dir.empty() || !fs::is_directory(dir, ec)) return;  // open_resume_point says what is wrong
-  if (lock_ && fs::equivalent(dir, dir_, ec)) return;      // written: locked already
+  if (lock_ && fs::equivalent(dir, dir_, ec)) return;     // written: locked already
   resume_lock_ = std::make_unique<FolderLock>(dir, "train.lock", "llmcpu train", LockMode::kShared);
   if (!resume_lock_->held()) {
     notes->push_back("--resume " + dir + " is not locked against writers (" +
@@ -244,7 +244,8 @@ std::string CheckpointStore::refusal(const CheckpointContents& c, Communicator& 
   if (bad.empty()) bad = non_finite_packed(adamw.v(), adamw.size(), "AdamW second moments", rank);
   double refusing = bad.empty() ? 0 : 1;
   world.all_reduce_sum(&refusing, 1);
-  if (refusing > 0 && bad.empty()) bad = "another rank's training state is not finite (it says where)";
+  if (refusing > 0 && bad.empty())
+    bad = "another rank's training state is not finite (it says where)";
   return bad;
 }
 

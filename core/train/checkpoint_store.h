@@ -1,8 +1,9 @@
 // A run's checkpoints on disk: their names (DIR/model_NNNNNNNN.bin and state_NNNNNNNN.bin, and a
-// ZeRO-1 run's per-rank shards), the folder's lock, listing them, writing one (atomically: every file
-// synced under a temporary name, the state file renamed last), pruning the old ones, and reading one
-// back to resume from, skipping a newest one that is corrupt. Deliberately not here: when a run
-// checkpoints, and what it restores from one into the model and the optimizer (the Trainer's).
+// ZeRO-1 run's per-rank shards), the folder's lock, listing them, writing one (atomically: every
+// file synced under a temporary name, the state file renamed last), pruning the old ones, and
+// reading one back to resume from, skipping a newest one that is corrupt. Deliberately not here:
+// when a run checkpoints, and what it restores from one into the model and the optimizer (the
+// Trainer's).
 #pragma once
 
 #include <cstdint>
@@ -64,10 +65,11 @@ ResumePoint open_resume_point(const std::string& dir, std::vector<std::string>* 
 void check_resume_matches(const ResumePoint& point, const TrainOptions& o, int ranks);
 // "resumed from DIR/state_N.bin at step N (K ZeRO-1 shards)".
 std::string resume_origin(const ResumePoint& point);
-// The checkpoint's weights into `model` (of its shape), from however many shards they were saved in.
+// The checkpoint's weights into `model` (of its shape), from however many shards they were saved
+// in.
 void load_weights(const CheckpointFiles& files, Gpt2& model);
-// Rank `rank` of `ranks`' parts of the AdamW moments and its step count into `adamw`, from whichever
-// saved parts hold them: the same ranks, other ranks, or one whole state.
+// Rank `rank` of `ranks`' parts of the AdamW moments and its step count into `adamw`, from
+// whichever saved parts hold them: the same ranks, other ranks, or one whole state.
 void load_moments(const CheckpointFiles& files, const ParameterLayout& layout, int rank, int ranks,
                   AdamW& adamw);
 

@@ -21,8 +21,8 @@ std::string non_finite_packed(const float* p, size_t n, const char* what, int ra
   for (size_t i = 0; i < n; ++i) {
     if (!std::isfinite(p[i])) {
       return std::string("the ") + what + " of rank " + std::to_string(rank) +
-             " hold a non-finite value (element " + std::to_string(i) + " of its part = " +
-             number_text(p[i]) + ")";
+             " hold a non-finite value (element " + std::to_string(i) +
+             " of its part = " + number_text(p[i]) + ")";
     }
   }
   return "";

@@ -13,7 +13,8 @@ namespace llmcpu {
 // A number for a message: "nan", "inf" or "-inf" rather than the C library's "-nan".
 std::string number_text(double x);
 
-// "" if `flat` (ParameterLayout order) is finite, else what is not: "the weights hold ... (fcw ...)".
+// "" if `flat` (ParameterLayout order) is finite, else what is not: "the weights hold ... (fcw
+// ...)".
 std::string non_finite_message(const float* flat, const ParameterLayout& layout, const char* what);
 
 // "" if the n packed floats at p (rank `rank`'s part) are finite, else where the first one that is

@@ -16,8 +16,8 @@ TrainOptimizer::TrainOptimizer(Gpt2& model, DataParallel& parallel, double weigh
   config.weight_decay = weight_decay;
   std::vector<ParameterSpan> parts{{0, model_.num_parameters(), -1, -1}};
   if (parallel_.zero()) parts = parallel_.sync()->parts();
-  adamw_ = std::make_unique<AdamW>(std::move(parts), config, model_.kernels(),
-                                   model_.bf16_kernels());
+  adamw_ =
+      std::make_unique<AdamW>(std::move(parts), config, model_.kernels(), model_.bf16_kernels());
   if (resume) {
     // Each rank takes its parts of the moments from whichever saved parts hold them.
     const bool zero = parallel_.zero();

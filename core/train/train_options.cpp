@@ -17,7 +17,8 @@ void check_train_options(const TrainOptions& o) {
   auto require = [](bool ok, const std::string& message) {
     if (!ok) throw UsageError(message);
   };
-  require(!o.train_data.empty(), "--train-data: required (an llm.c token shard or a glob of shards)");
+  require(!o.train_data.empty(),
+          "--train-data: required (an llm.c token shard or a glob of shards)");
   require(!o.model.empty() || !o.resume.empty(),
           "--model: required (a checkpoint file or a preset name), unless --resume is given");
   require(o.batch > 0, "--batch: must be positive, got " + std::to_string(o.batch));
@@ -29,8 +30,8 @@ void check_train_options(const TrainOptions& o) {
                                std::to_string(o.seq_len) + " = " + std::to_string(bt) +
                                " tokens in one micro-batch; at most 2147483647");
   require(o.total_batch == 0 || o.total_batch % bt == 0,
-          "--total-batch " + std::to_string(o.total_batch) + " must be a multiple of B*T = " +
-              std::to_string(bt));
+          "--total-batch " + std::to_string(o.total_batch) +
+              " must be a multiple of B*T = " + std::to_string(bt));
   require(o.steps >= 0, "--steps: must not be negative, got " + std::to_string(o.steps));
   require(o.lr >= 0, "--lr: must not be negative");
   require(o.weight_decay >= 0, "--weight-decay: must not be negative");
@@ -43,13 +44,14 @@ void check_train_options(const TrainOptions& o) {
   require(o.sample_every >= 0, "--sample-every: must not be negative");
   require(o.sample_tokens > 0, "--sample-tokens: must be positive");
   require(o.checkpoint_every >= 0, "--checkpoint-every: must not be negative");
-  require(o.checkpoint_every == 0 || !o.checkpoint_dir.empty() || !o.resume.empty(),
-          "--checkpoint-every needs --checkpoint-dir (a resumed run writes into its --resume folder)");
+  require(
+      o.checkpoint_every == 0 || !o.checkpoint_dir.empty() || !o.resume.empty(),
+      "--checkpoint-every needs --checkpoint-dir (a resumed run writes into its --resume folder)");
   require(o.keep_checkpoints >= 0, "--keep-checkpoints: must not be negative");
   require(o.comm_timeout > 0 && std::isfinite(o.comm_timeout),
           "--comm-timeout: must be a positive number of seconds");
-  require(o.max_bad_steps >= 1, "--max-bad-steps: must be at least 1, got " +
-                                    std::to_string(o.max_bad_steps));
+  require(o.max_bad_steps >= 1,
+          "--max-bad-steps: must be at least 1, got " + std::to_string(o.max_bad_steps));
   require(o.memory_limit >= 0 && std::isfinite(o.memory_limit),
           "--memory-limit: must be a positive size");
   if (!o.plot_path.empty()) check_plot_options({.output = o.plot_path}, "--plot");

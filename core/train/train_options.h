@@ -60,8 +60,8 @@ struct TrainOptions {
   // which numbers are blocks depends on its layers, and the message of a bad value names them.
   std::string offload_layers = "all";
   size_t device_memory_limit = 0;  // with a plugin: plan against this many bytes; 0: the device's
-  int max_bad_steps = 5;       // stop after this many steps in a row with a non-finite loss or norm
-  double comm_timeout = 300;   // several ranks: seconds a collective may wait before the job ends
+  int max_bad_steps = 5;      // stop after this many steps in a row with a non-finite loss or norm
+  double comm_timeout = 300;  // several ranks: seconds a collective may wait before the job ends
   ZeroMode zero = ZeroMode::kDefault;  // several ranks: ZeRO-1 unless kOff
 };
 
@@ -74,8 +74,8 @@ void check_train_options(const TrainOptions& o);
 // enable_offload (core/plugin/offload.h) takes. Throws UsageError for a size that is not one.
 OffloadOptions offload_options(const std::string& layers, const std::string& device_memory_limit);
 
-// The micro-batches of B x T tokens one optimizer step reads over all `ranks`: --total-batch / (B*T),
-// or one per rank without --total-batch.
+// The micro-batches of B x T tokens one optimizer step reads over all `ranks`: --total-batch /
+// (B*T), or one per rank without --total-batch.
 int micro_batches_per_step(const TrainOptions& options, int ranks);
 // The micro-batches each of `ranks` reads per step; UsageError when they do not split evenly.
 int micro_batches_per_rank(const TrainOptions& options, int ranks);

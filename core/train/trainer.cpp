@@ -25,7 +25,8 @@ std::unique_ptr<Gpt2> make_model(const std::string& spec, uint64_t seed, std::st
     if (origin) *origin = "checkpoint " + checkpoint + " (" + description + ")";
   } else {
     init_gpt2(*model, seed);
-    if (origin) *origin = "preset " + preset + ", GPT-2 initialisation, seed " + std::to_string(seed);
+    if (origin)
+      *origin = "preset " + preset + ", GPT-2 initialisation, seed " + std::to_string(seed);
   }
   return model;
 }
@@ -85,7 +86,9 @@ Trainer::Trainer(const TrainOptions& options, Communicator* world)
 
 Trainer::~Trainer() = default;
 
-Trainer::Start Trainer::load_model(const CheckpointStore& locked) {
+// `locked`: the folders are locked before anything is read (the --resume folder for as long as
+// the run reads it).
+Trainer::Start Trainer::load_model(const CheckpointStore& /*locked*/) {
   Start s;
   if (opt_.resume.empty()) {
     std::string checkpoint, preset;
@@ -93,8 +96,6 @@ Trainer::Start Trainer::load_model(const CheckpointStore& locked) {
     s.model = make_model(opt_.model, opt_.seed, &s.origin, opt_.precision);
     return s;
   }
-  // The --resume folder is locked (`locked`) for as long as it is read.
-  (void)locked;
   s.resume = open_resume_point(opt_.resume, &notes_);
   const ModelConfig& config = s.resume->state().config;
   check_resumed_model(opt_, config);
@@ -125,7 +126,8 @@ OffloadOutcome Trainer::attach_device(Gpt2& model, RunMemory& memory) {
   return outcome;
 }
 
-void Trainer::plan_steps(Gpt2& model, const OffloadOutcome&) {
+// After the device took its part (`attached`): the CPU's arena then leaves out the device's blocks.
+void Trainer::plan_steps(Gpt2& model, const OffloadOutcome& /*attached*/) {
   model.plan_batch(opt_.batch, opt_.seq_len, {.recompute = opt_.recompute});
   inputs_.resize((size_t)opt_.batch * opt_.seq_len);
   targets_.resize(inputs_.size());
@@ -159,7 +161,8 @@ void Trainer::open_data(const ModelConfig& c, const std::optional<ResumePoint>& 
 
 // After the data (the ranks agree on it first): ZeRO-1 on one machine shares one copy of the
 // weights, and the memory plan follows what became of that.
-void Trainer::share_weights(DataParallel& parallel, const DataLoader&, RunMemory& memory) {
+void Trainer::share_weights(DataParallel& parallel, const DataLoader& /*agreed*/,
+                            RunMemory& memory) {
   const bool shared = parallel.share_weights(*model_, &notes_);
   if (shared != memory.request.shared_weights) {  // planned otherwise
     memory.request.shared_weights = shared;
@@ -190,8 +193,9 @@ std::string Trainer::save_checkpoint_now() {
   s.adamw_t = optimizer_->adamw().steps_taken();
   s.data = train_->position();
   // The const model: saving does not mark the bf16 copy stale.
-  return store_->save({std::move(s), std::as_const(*model_), optimizer_->adamw(), parallel_->zero()},
-                      *world_, opt_.keep_checkpoints);
+  return store_->save(
+      {std::move(s), std::as_const(*model_), optimizer_->adamw(), parallel_->zero()}, *world_,
+      opt_.keep_checkpoints);
 }
 
 float Trainer::validate() {
@@ -229,8 +233,8 @@ const std::vector<int>& Trainer::sample(int step) {
 }
 
 bool Trainer::run(const TrainObserver& obs) {
-  const double tokens_per_step = double(size_t(opt_.batch) * opt_.seq_len * grad_accum_) *
-                                 world_->size();
+  const double tokens_per_step =
+      double(size_t(opt_.batch) * opt_.seq_len * grad_accum_) * world_->size();
   double smoothed_ms = 0;
   bool interrupted = false;
   BadSteps bad;  // steps skipped for a non-finite loss or gradient norm
@@ -271,7 +275,8 @@ bool Trainer::run(const TrainObserver& obs) {
       optimizer_->update(lr);
       parallel_->check_replicas(*model_, step);
     } else {
-      skip_step(step, loss, norm, bad, [&] { report(elapsed_ms()); }, obs);
+      skip_step(
+          step, loss, norm, bad, [&] { report(elapsed_ms()); }, obs);
     }
     step_ = step + 1;
     const double ms = elapsed_ms();
@@ -331,13 +336,12 @@ void Trainer::skip_step(int step, double loss, double norm, BadSteps& bad,
   if (bad.in_row >= opt_.max_bad_steps) {
     reports_->train_loss(step, static_cast<float>(loss));
     report();
-    throw TrainingError(std::to_string(bad.in_row) + " steps in a row (" +
-                        std::to_string(bad.first + 1) + " to " + std::to_string(step + 1) +
-                        ") had a non-finite loss or gradient norm " + "(--max-bad-steps " +
-                        std::to_string(opt_.max_bad_steps) + "); at " + at + ": " +
-                        describe_bad_step(loss, norm) + "; training stopped; " +
-                        newest_good_checkpoint() +
-                        " (a lower --lr, a --warmup or --grad-clip may help)");
+    throw TrainingError(
+        std::to_string(bad.in_row) + " steps in a row (" + std::to_string(bad.first + 1) + " to " +
+        std::to_string(step + 1) + ") had a non-finite loss or gradient norm " +
+        "(--max-bad-steps " + std::to_string(opt_.max_bad_steps) + "); at " + at + ": " +
+        describe_bad_step(loss, norm) + "; training stopped; " + newest_good_checkpoint() +
+        " (a lower --lr, a --warmup or --grad-clip may help)");
   }
   if (obs.on_warning) {
     obs.on_warning(at + ": " + describe_bad_step(loss, norm) + "; update skipped (" +

@@ -2,13 +2,14 @@
 // gradient accumulation up to a total batch in tokens, global-norm clipping, AdamW under a
 // learning-rate schedule, samples every N steps, and checkpoints (an llm.c model file plus a
 // training-state file, both written atomically) every N steps, at the end and on Ctrl-C, from which
-// --resume continues bit for bit. Command-line flags and config keys map one to one onto TrainOptions.
-// In bf16 (--precision bf16) the model files are llm.c version 5 (bf16) and the training state
-// keeps the fp32 master weights and moments; a run resumes only in the precision it was saved in.
-// The parts: the options (train_options.h), the checkpoint store (checkpoint_store.h), data
-// parallelism (data_parallel.h), the optimizer (train_optimizer.h), the memory plan (run_memory.h)
-// and the reports (run_reports.h); this is the loop over them and the order they are set up in.
-// Deliberately not here: tokenization (samples are reported as token ids) and console formatting.
+// --resume continues bit for bit. Command-line flags and config keys map one to one onto
+// TrainOptions. In bf16 (--precision bf16) the model files are llm.c version 5 (bf16) and the
+// training state keeps the fp32 master weights and moments; a run resumes only in the precision it
+// was saved in. The parts: the options (train_options.h), the checkpoint store
+// (checkpoint_store.h), data parallelism (data_parallel.h), the optimizer (train_optimizer.h), the
+// memory plan (run_memory.h) and the reports (run_reports.h); this is the loop over them and the
+// order they are set up in. Deliberately not here: tokenization (samples are reported as token ids)
+// and console formatting.
 #pragma once
 
 #include <cstdint>
@@ -137,7 +138,7 @@ class Trainer {
   OffloadOutcome attach_device(Gpt2& model, RunMemory& memory);
   void plan_steps(Gpt2& model, const OffloadOutcome& attached);
   void open_data(const ModelConfig& config, const std::optional<ResumePoint>& resume);
-  void share_weights(DataParallel& parallel, const DataLoader& train, RunMemory& memory);
+  void share_weights(DataParallel& parallel, const DataLoader& agreed, RunMemory& memory);
   std::unique_ptr<TrainOptimizer> make_optimizer(DataParallel& parallel,
                                                  const std::optional<ResumePoint>& resume);
 
