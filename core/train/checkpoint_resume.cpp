@@ -18,7 +18,8 @@ ResumePoint open_resume_point(const std::string& dir, std::vector<std::string>* 
   }
   // The newest checkpoint whose files are sound: a truncated file or a checksum that does not match
   // (a disk that failed, a copy cut short) is skipped, said so and left where it is.
-  ResumePoint point{.dir = dir};
+  ResumePoint point;
+  point.dir = dir;
   for (auto it = steps.rbegin(); it != steps.rend() && !point.files; ++it) {
     try {
       point.files = open_checkpoint(dir, *it);  // checks every file in full
