@@ -1,5 +1,5 @@
 // Training and validation losses against the step: what an llm.c log file holds (lines
-// `s:STEP trl:LOSS` and `s:STEP tel:LOSS`, as core/train/trainer.cpp and llm.c write them), read
+// `s:STEP trl:LOSS` and `s:STEP tel:LOSS`, as core/train/run_reports.cpp and llm.c write them), read
 // from such a file or collected while a run goes, for plotting (core/report/plot.h).
 // Deliberately not here: drawing, and the log's writing (the trainer writes its lines itself).
 #pragma once

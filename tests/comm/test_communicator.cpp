@@ -161,7 +161,7 @@ TEST(World, SharedMemoryShowsEveryRankTheOthersBlocks) {
   const bool expected = launched_by_mpirun() && !(off && std::string(off) == "0");
   ASSERT_EQ(shared != nullptr, expected) << "a world on one machine shares memory, unless "
                                             "LLMCPU_SHARED_MEMORY=0 or it is a single process";
-  // What a memory plan made before the sharing assumes (Trainer::check_memory).
+  // What a memory plan made before the sharing assumes (plan_run_memory in core/train/run_memory.h).
   EXPECT_EQ(w.may_share_memory(), expected);
   if (!shared) GTEST_SKIP() << "no shared memory in this world (checked above)";
   float* mine = static_cast<float*>(shared->block(me));
