@@ -2,9 +2,10 @@
 // pass (encoder, layernorm, the five matmuls, attention, GELU, residual, softmax + cross-entropy,
 // AdamW) at a model's shapes, with the FLOPs and the compulsory bytes of one call, how many calls a
 // step makes, and how to set up inputs and run one call on a given kernel table.
-// The calls are the ones the executors make (core/model/executors.h): fp32 or, in bf16, the bf16
-// table's GEMMs, layernorm, GELU, attention and AdamW on bf16 activations, the rest in fp32.
-// Not here: timing and roofs (core/bench/run.h), the whole step, the printing.
+// The entries are not listed here: they are recorded from the step itself,
+// core/model/transformer.h's passes run over a recording executor (core/bench/step_recorder.h), so
+// an op added to the transformer appears in the table. The calls are the ones the executors make
+// (core/bench/op_calls.h). Not here: timing and roofs (core/bench/run.h), the printing.
 #pragma once
 
 #include <cstddef>
@@ -38,8 +39,10 @@ struct LayerOp {
   std::function<std::function<void()>()> prepare;
 };
 
-// Every op of a training step of `config` at B x T in `precision`, forward then backward, then the
-// optimizer; the calls go to `k` and (bf16) `h`, which must outlive the ops.
+// Every op of a training step of `config` at B x T in `precision` (the trainer's: nothing
+// recomputed, the head over chunks of rows), in the order of their first call: forward, the head
+// and its loss, backward, then the optimizer; the calls go to `k` and (bf16) `h`, which must
+// outlive the ops.
 std::vector<LayerOp> layer_ops(const ModelConfig& config, int B, int T, Precision precision,
                                const KernelTable& k, const Bf16Kernels& h);
 

@@ -1,0 +1,51 @@
+// One call of each kernel a training step makes, on random inputs of the step's shapes, as
+// `llmcpu bench` times it: each function returns a Prepare that allocates and fills the inputs
+// (valid for the op) and hands back the call on them. The calls are the ones the executors make
+// (core/model/executors.h): fp32, or in bf16 the bf16 table's GEMMs, layernorm, GELU, attention and
+// AdamW on bf16 activations, the rest in fp32.
+// Not here: which ops a step makes, how often and at what cost (core/bench/step_recorder.h), the
+// timing (core/bench/run.h).
+#pragma once
+
+#include <cstddef>
+#include <functional>
+
+#include "simd/bf16.h"
+#include "simd/kernels.h"
+
+namespace llmcpu::bench {
+
+// Allocates and fills an op's inputs and returns the call on them; the buffers live as long as the
+// returned function.
+using Prepare = std::function<std::function<void()>()>;
+
+// The tables the calls go to (which must outlive the Prepares) and whether the step is bf16.
+struct OpKernels {
+  const KernelTable& k;
+  const Bf16Kernels& h;
+  bool bf16;
+};
+
+// out (N, OC) = inp (N, IC) w^T (+ bias); `round`: bf16 only, the output is stored in bf16
+// (rounded from the fp32 result, as the executor does for qkv and fch).
+Prepare matmul_forward_call(const OpKernels& x, size_t N, int IC, int OC, bool bias, bool round);
+// dinp (N, IC), dw (OC, IC) and (with bias) db (OC) from dout (N, OC).
+Prepare matmul_backward_call(const OpKernels& x, size_t N, int IC, int OC, bool bias);
+Prepare encoder_forward_call(const OpKernels& x, int B, int T, int C, int V, int Vp);
+Prepare encoder_backward_call(const OpKernels& x, int B, int T, int C, int V, int Vp);
+Prepare layernorm_forward_call(const OpKernels& x, size_t N, int C);
+// The layernorm's output again from saved statistics (what a recomputing backward pass runs).
+Prepare layernorm_apply_call(const OpKernels& x, size_t N, int C);
+Prepare layernorm_backward_call(const OpKernels& x, size_t N, int C);
+Prepare attention_forward_call(const OpKernels& x, int B, int T, int C, int NH);
+Prepare attention_backward_call(const OpKernels& x, int B, int T, int C, int NH);
+Prepare residual_call(const OpKernels& x, size_t N);
+Prepare gelu_forward_call(const OpKernels& x, size_t N);
+Prepare gelu_backward_call(const OpKernels& x, size_t N);
+// One chunk of the head's rows (rows, Vp), the loss over the first V columns.
+Prepare softmax_xent_forward_call(const OpKernels& x, size_t rows, int V, int Vp);
+Prepare softmax_xent_backward_call(const OpKernels& x, size_t rows, int V, int Vp);
+// AdamW over P parameters (bf16: also the bf16 copy of the weights).
+Prepare adamw_call(const OpKernels& x, size_t P);
+
+}  // namespace llmcpu::bench

@@ -1,0 +1,197 @@
+// An executor (core/model/executors.h) that runs nothing: each op the transformer hands it becomes
+// a row of `llmcpu bench`'s table, with its shape, the FLOPs and compulsory bytes of one call and
+// the call that times it (core/bench/op_calls.h). A call with a row already (same op, pass and
+// shape: the next layer's) counts one more call per step, so the rows come in the order of their
+// first call. G is the executor's Act: float, or bf16 in mixed precision, where the types of the
+// pointers it is handed say what is stored in bf16, as they tell the bf16 executor.
+// A matmul is named by its weight tensor, found from the weight's address in the parameter array
+// the recorder is made with.
+//
+// Cost model, per call (FLOPs: 2 per multiply-accumulate; bytes: every tensor read or written once,
+// 4 per fp32 value, 2 per bf16 value, an accumulated (+=) output read and written):
+//   matmul (N, C) x (OC, C)^T:  forward 2 N C OC, backward 4 N C OC (dinp and dweight)
+//   causal attention:           forward 4 hs per (query, key) pair with key <= query (q.k and p v),
+//                               backward 10 hs per pair (s recomputed, dv, dp, dq, dk)
+//   elementwise and rows:       layernorm 8 (forward) / 14 (backward) per element, 4 to apply saved
+//                               statistics, GELU 10 / 20, residual 1, softmax + cross-entropy 3
+//                               per logit, AdamW 13 per parameter, the embedding 1 / 2 per element
+// The matmuls against the GEMM peak; everything else against the fp32 peak, and the memory roof.
+#pragma once
+
+#include <cstddef>
+#include <initializer_list>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "core/bench/layer_ops.h"
+#include "core/bench/op_calls.h"
+#include "core/model/config.h"
+#include "core/model/parameters.h"
+#include "simd/bf16.h"
+
+namespace llmcpu::bench {
+
+template <class G>
+class StepRecorder {
+ public:
+  using Act = G;
+  // `params`: the parameter array of `config` whose views the passes are handed.
+  StepRecorder(const OpKernels& kernels, const ModelConfig& config, const float* params)
+      : x_(kernels),
+        layout_(config),
+        V_(config.vocab_size),
+        Vp_(config.padded_vocab_size),
+        params_(params) {}
+
+  // The rows recorded so far, in the order of their first call.
+  std::vector<LayerOp> take() { return std::move(ops_); }
+
+  void encoder_forward(float*, const int*, const float*, const float*, int B, int T, int C) {
+    const double BT = double(B) * T;
+    add({"encoder", "forward", dims({{"B", B}, {"T", T}, {"C", C}}), 1, BT * C,
+         4.0 * (BT + 2 * BT * C + double(T) * C), Roof::kFp32,
+         encoder_forward_call(x_, B, T, C, V_, Vp_)});
+  }
+  template <class O>
+  void layernorm_forward(O*, float*, float*, const float*, const float*, const float*, size_t N,
+                         int C) {
+    add({"layernorm", "forward", dims({{"N", N}, {"C", C}}), 1, 8.0 * N * C,
+         (4.0 + sizeof(O)) * N * C + 8.0 * N + 8.0 * C, Roof::kFp32,
+         layernorm_forward_call(x_, N, C)});
+  }
+  template <class O>
+  void matmul_forward(O*, const G*, const float* weight, const float* bias, size_t N, int C,
+                      int OC) {
+    const double n = N, ic = C, oc = OC;
+    add({matmul_name(weight), "forward", dims({{"N", N}, {"C", C}, {"OC", OC}}), 1,
+         2.0 * n * ic * oc, kAct * (n * ic + oc * ic) + sizeof(O) * n * oc + (bias ? 4.0 * oc : 0),
+         kGemmRoof, matmul_forward_call(x_, N, C, OC, bias != nullptr, std::is_same_v<O, bf16>)});
+  }
+  template <class O>
+  void layernorm_apply(O*, const float*, const float*, const float*, const float*, const float*,
+                       size_t N, int C) {
+    add({"layernorm apply", "forward", dims({{"N", N}, {"C", C}}), 1, 4.0 * N * C,
+         (4.0 + sizeof(O)) * N * C + 8.0 * N + 8.0 * C, Roof::kFp32,
+         layernorm_apply_call(x_, N, C)});
+  }
+  void attention_forward(int, G*, float*, const G*, int B, int T, int C, int NH) {
+    const double BT = double(B) * T;
+    add({"attention", "forward", attention_dims(B, T, C, NH), 1, 4.0 * pairs(B, T, NH) * (C / NH),
+         kAct * 4 * BT * C + 4.0 * B * NH * T, Roof::kFp32,
+         attention_forward_call(x_, B, T, C, NH)});
+  }
+  void gelu_forward(G*, const G*, size_t N) {
+    add({"gelu", "forward", dims({{"N", N}}), 1, 10.0 * N, 2 * kAct * N, Roof::kFp32,
+         gelu_forward_call(x_, N)});
+  }
+  void residual_forward(float*, const float*, const float*, size_t N) {
+    add({"residual", "forward", dims({{"N", N}}), 1, double(N), 12.0 * N, Roof::kFp32,
+         residual_call(x_, N)});
+  }
+
+  void encoder_backward(float*, float*, const float*, const int*, int B, int T, int C) {
+    const double BT = double(B) * T;
+    add({"encoder", "backward", dims({{"B", B}, {"T", T}, {"C", C}}), 1, 2.0 * BT * C,
+         4.0 * (BT + 3 * BT * C + 2.0 * T * C), Roof::kFp32,
+         encoder_backward_call(x_, B, T, C, V_, Vp_)});
+  }
+  void layernorm_backward(float*, float*, float*, const float*, const float*, const float*,
+                          const float*, const float*, size_t N, int C) {
+    add({"layernorm", "backward", dims({{"N", N}, {"C", C}}), 1, 14.0 * N * C,
+         16.0 * N * C + 8.0 * N + 20.0 * C, Roof::kFp32, layernorm_backward_call(x_, N, C)});
+  }
+  void matmul_backward(float*, float*, float* dbias, const float*, const G*, const float* weight,
+                       size_t N, int C, int OC) {
+    const double n = N, ic = C, oc = OC;
+    add({matmul_name(weight), "backward", dims({{"N", N}, {"C", C}, {"OC", OC}}), 1,
+         4.0 * n * ic * oc,
+         4.0 * n * oc + kAct * (n * ic + oc * ic) + 4.0 * n * ic + 8.0 * oc * ic +
+             (dbias ? 8.0 * oc : 0),
+         kGemmRoof, matmul_backward_call(x_, N, C, OC, dbias != nullptr)});
+  }
+  void attention_backward(int, float*, const float*, const G*, const G*, const float*, int B, int T,
+                          int C, int NH) {
+    const double BT = double(B) * T;
+    add({"attention", "backward", attention_dims(B, T, C, NH), 1, 10.0 * pairs(B, T, NH) * (C / NH),
+         4.0 * BT * C + kAct * 4 * BT * C + 4.0 * B * NH * T + 4.0 * 3 * BT * C, Roof::kFp32,
+         attention_backward_call(x_, B, T, C, NH)});
+  }
+  void gelu_backward(float*, const G*, const float*, size_t N) {
+    add({"gelu", "backward", dims({{"N", N}}), 1, 20.0 * N, (kAct + 8.0) * N, Roof::kFp32,
+         gelu_backward_call(x_, N)});
+  }
+
+  // Not an executor's: the head's loss (Gpt2 calls the kernel table for it) and the optimizer.
+  void softmax_xent(const char* pass, size_t rows, int V, int Vp) {
+    const bool forward = std::string(pass) == "forward";
+    add({"softmax + cross-entropy", pass, dims({{"N", rows}, {"V", V}, {"Vp", Vp}}), 1,
+         3.0 * rows * V, (forward ? 4.0 : 8.0) * rows * Vp + 12.0 * rows, Roof::kFp32,
+         forward ? softmax_xent_forward_call(x_, rows, V, Vp)
+                 : softmax_xent_backward_call(x_, rows, V, Vp)});
+  }
+  void adamw_update(size_t P) {
+    add({"adamw", "update", dims({{"params", P}}), 1, 13.0 * P, (28.0 + (kBf16 ? 2 : 0)) * P,
+         Roof::kFp32, adamw_call(x_, P)});
+  }
+
+ private:
+  static constexpr bool kBf16 = std::is_same_v<G, bf16>;
+  static constexpr double kAct = sizeof(G);  // bytes of a GEMM-input activation or weight
+  static constexpr Roof kGemmRoof = kBf16 ? Roof::kBf16 : Roof::kFp32;
+
+  // One more call of a row's op, or a new row.
+  void add(LayerOp op) {
+    for (LayerOp& r : ops_) {
+      if (r.op == op.op && r.pass == op.pass && r.shape == op.shape && r.flops == op.flops &&
+          r.bytes == op.bytes) {
+        ++r.per_step;
+        return;
+      }
+    }
+    ops_.push_back(std::move(op));
+  }
+
+  // The weight's tensor by its offset in the parameter array; the head's GEMMs read wte.
+  std::string matmul_name(const float* weight) const {
+    const size_t at = size_t(weight - params_);
+    int t = 0;
+    while (t + 1 < kNumParameterTensors && at >= layout_.offset(t + 1)) ++t;
+    switch (t) {
+      case 0:
+        return "matmul lm head";
+      case 4:
+        return "matmul qkv";
+      case 6:
+        return "matmul attention proj";
+      case 10:
+        return "matmul fc";
+      case 12:
+        return "matmul fc proj";
+      default:
+        return std::string("matmul ") + ParameterLayout::name(t);
+    }
+  }
+
+  static std::string dims(std::initializer_list<std::pair<const char*, size_t>> d) {
+    std::string s;
+    for (const auto& [name, value] : d) {
+      if (!s.empty()) s += ' ';
+      s.append(name).append("=").append(std::to_string(value));
+    }
+    return s;
+  }
+  static std::string attention_dims(int B, int T, int C, int NH) {
+    return dims({{"B", B}, {"T", T}, {"NH", NH}, {"hs", C / NH}});
+  }
+  // (query, key) pairs of causal attention with key <= query, over every sequence and head.
+  static double pairs(int B, int T, int NH) { return double(B) * NH * double(T) * (T + 1) / 2; }
+  OpKernels x_;
+  ParameterLayout layout_;
+  int V_, Vp_;  // the token ids' range and wte's rows
+  const float* params_;
+  std::vector<LayerOp> ops_;
+};
+
+}  // namespace llmcpu::bench
