@@ -1,0 +1,182 @@
+// `llmcpu bench`'s op table follows the training step: the rows core/bench/layer_ops.h records from
+// the model's own passes are compared with a count written here from GPT-2's published structure
+// (Radford et al. 2019, llm.c's train_gpt2.c), not from the recorder. Per block: ln1, the qkv
+// matmul (C -> 3C), causal attention, the attention projection (C -> C), a residual sum, ln2, the
+// fc matmul (C -> 4C), GELU, the fc projection (4C -> C), a residual sum. Around the blocks: the
+// token and position embedding, the final layernorm and the head tied to wte (C -> Vp) with the
+// softmax cross-entropy over chunks of rows; backward the same in reverse (a residual sum's
+// gradient passes through, no kernel); then AdamW over every parameter.
+// A matmul (M, K) x (K, N) is 2 M K N FLOPs forward and twice that backward (dinp and dweight), so
+// a step's matmuls make 6 x tokens x the matmul weights' size (the "6ND" rule).
+#include <gtest/gtest.h>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/bench/layer_ops.h"
+#include "core/model/activations.h"
+#include "simd/bf16.h"
+#include "simd/kernels.h"
+
+namespace llmcpu::bench {
+namespace {
+
+ModelConfig config_of(int L, int NH, int C, int V, int maxT) {
+  return {.max_seq_len = maxT,
+          .vocab_size = V,
+          .padded_vocab_size = padded_vocab(V),
+          .num_layers = L,
+          .num_heads = NH,
+          .channels = C};
+}
+
+std::vector<LayerOp> recorded(const ModelConfig& c, int B, int T, Precision precision) {
+  return layer_ops(c, B, T, precision, kernels_for_target("scalar"),
+                   bf16_kernels_for_target("scalar"));
+}
+
+std::string mkn(size_t M, size_t K, size_t N) {
+  return "N=" + std::to_string(M) + " C=" + std::to_string(K) + " OC=" + std::to_string(N);
+}
+
+struct Row {
+  std::string op, pass, shape;
+  int calls;
+};
+
+// The rows of a step whose head is one chunk (B*T rows), in the order of each kernel's first call.
+std::vector<Row> expected_rows(const ModelConfig& c, int B, int T) {
+  const size_t L = c.num_layers, C = c.channels, NH = c.num_heads, BT = size_t(B) * T;
+  const size_t V = c.vocab_size, Vp = c.padded_vocab_size;
+  const int Li = int(L), lns = 2 * Li + 1;  // ln1, ln2 per block and the final layernorm
+  const std::string bt = "B=" + std::to_string(B) + " T=" + std::to_string(T);
+  const std::string ln = "N=" + std::to_string(BT) + " C=" + std::to_string(C);
+  const std::string att = bt + " NH=" + std::to_string(NH) + " hs=" + std::to_string(C / NH);
+  const std::string wide = "N=" + std::to_string(BT * 4 * C);
+  const std::string xent =
+      "N=" + std::to_string(BT) + " V=" + std::to_string(V) + " Vp=" + std::to_string(Vp);
+  const size_t params = Vp * C + size_t(c.max_seq_len) * C  // wte, wpe
+                        + L * (12 * C * C + 13 * C)         // the blocks' weights and biases
+                        + 2 * C;                            // lnfw, lnfb
+  return {
+      {"encoder", "forward", bt + " C=" + std::to_string(C), 1},
+      {"layernorm", "forward", ln, lns},
+      {"matmul qkv", "forward", mkn(BT, C, 3 * C), Li},
+      {"attention", "forward", att, Li},
+      {"matmul attention proj", "forward", mkn(BT, C, C), Li},
+      {"residual", "forward", "N=" + std::to_string(BT * C), 2 * Li},
+      {"matmul fc", "forward", mkn(BT, C, 4 * C), Li},
+      {"gelu", "forward", wide, Li},
+      {"matmul fc proj", "forward", mkn(BT, 4 * C, C), Li},
+      {"matmul lm head", "forward", mkn(BT, C, Vp), 1},
+      {"softmax + cross-entropy", "forward", xent, 1},
+      {"softmax + cross-entropy", "backward", xent, 1},
+      {"matmul lm head", "backward", mkn(BT, C, Vp), 1},
+      {"layernorm", "backward", ln, lns},  // the final layernorm's, first
+      {"matmul fc proj", "backward", mkn(BT, 4 * C, C), Li},
+      {"gelu", "backward", wide, Li},
+      {"matmul fc", "backward", mkn(BT, C, 4 * C), Li},
+      {"matmul attention proj", "backward", mkn(BT, C, C), Li},
+      {"attention", "backward", att, Li},
+      {"matmul qkv", "backward", mkn(BT, C, 3 * C), Li},
+      {"encoder", "backward", bt + " C=" + std::to_string(C), 1},
+      {"adamw", "update", "params=" + std::to_string(params), 1},
+  };
+}
+
+bool is_matmul(const LayerOp& op) { return op.op.rfind("matmul ", 0) == 0; }
+
+// Sum over a step's matmuls of FLOPs per call times calls.
+double matmul_flops(const std::vector<LayerOp>& ops) {
+  double f = 0;
+  for (const LayerOp& op : ops) f += is_matmul(op) ? op.flops * op.per_step : 0;
+  return f;
+}
+
+// 6 x tokens x (the blocks' four matmul weights, 12 C^2 each, and the head's Vp C).
+double six_nd(const ModelConfig& c, int B, int T) {
+  const double C = c.channels;
+  return 6.0 * B * T * (12.0 * c.num_layers * C * C + C * c.padded_vocab_size);
+}
+
+TEST(BenchStepTable, RowsFollowGpt2sStructure) {
+  const ModelConfig c = config_of(3, 2, 32, 100, 16);
+  const int B = 2, T = 5;
+  for (Precision precision : {Precision::kFp32, Precision::kBf16}) {
+    SCOPED_TRACE(precision_name(precision));
+    const std::vector<LayerOp> ops = recorded(c, B, T, precision);
+    const std::vector<Row> want = expected_rows(c, B, T);
+    ASSERT_EQ(ops.size(), want.size());
+    for (size_t i = 0; i < ops.size(); ++i) {
+      EXPECT_EQ(ops[i].op, want[i].op) << "row " << i;
+      EXPECT_EQ(ops[i].pass, want[i].pass) << ops[i].op;
+      EXPECT_EQ(ops[i].shape, want[i].shape) << ops[i].op << " " << ops[i].pass;
+      EXPECT_EQ(ops[i].per_step, want[i].calls) << ops[i].op << " " << ops[i].pass;
+      EXPECT_TRUE(ops[i].prepare) << ops[i].op << " " << ops[i].pass;
+    }
+    EXPECT_EQ(matmul_flops(ops), six_nd(c, B, T));
+  }
+}
+
+// A matmul's FLOPs are 2 M K N forward and 4 M K N backward; attention's two products (q k^T
+// and p v, hs each) over the causal (query, key) pairs are 4 hs per pair forward. In bf16 the
+// matmuls read half the bytes of their inputs and weights and are rated against the bf16 GEMM.
+TEST(BenchStepTable, CostsOfTheMatmulsAndAttention) {
+  const ModelConfig c = config_of(2, 4, 64, 300, 32);
+  const int B = 3, T = 7;
+  const double BT = B * T, C = 64, hs = 16, pairs = B * 4.0 * T * (T + 1) / 2;
+  const std::vector<LayerOp> fp32 = recorded(c, B, T, Precision::kFp32);
+  const std::vector<LayerOp> bf16 = recorded(c, B, T, Precision::kBf16);
+  ASSERT_EQ(fp32.size(), bf16.size());
+  for (size_t i = 0; i < fp32.size(); ++i) {
+    const LayerOp &f = fp32[i], &h = bf16[i];
+    const double times = f.pass == "forward" ? 2 : 4;
+    if (f.op == "matmul qkv") {
+      EXPECT_EQ(f.flops, times * BT * C * 3 * C);
+    } else if (f.op == "matmul fc proj") {
+      EXPECT_EQ(f.flops, times * BT * 4 * C * C);
+    } else if (f.op == "attention" && f.pass == "forward") {
+      EXPECT_EQ(f.flops, 4 * hs * pairs);
+    }
+    EXPECT_EQ(f.flops, h.flops) << f.op << " " << f.pass;
+    EXPECT_EQ(f.roof, Roof::kFp32) << f.op;
+    EXPECT_EQ(h.roof, is_matmul(h) ? Roof::kBf16 : Roof::kFp32) << h.op;
+    if (is_matmul(f)) {
+      EXPECT_LT(h.bytes, f.bytes) << f.op << " " << f.pass;
+    }
+  }
+}
+
+// Where B*T rows are more than one chunk of the head, each chunk is a call: the full chunks one
+// row, the last, shorter one a row of its own, and their rows add up to B*T.
+TEST(BenchStepTable, HeadChunksAddUpToTheTokens) {
+  const ModelConfig c = config_of(1, 2, 32, 1 << 20, 64);  // a chunk's logits: 16 rows of 2^20
+  const int B = 2, T = 20;
+  const size_t rows = head_chunk_rows(c, size_t(B) * T);
+  ASSERT_EQ(rows, 16u);
+  const std::vector<LayerOp> ops = recorded(c, B, T, Precision::kFp32);
+  for (const char* pass : {"forward", "backward"}) {
+    std::vector<std::pair<std::string, int>> head;
+    for (const LayerOp& op : ops) {
+      if (op.op == "matmul lm head" && op.pass == pass) head.emplace_back(op.shape, op.per_step);
+    }
+    const std::vector<std::pair<std::string, int>> want = {{mkn(16, 32, 1 << 20), 2},
+                                                           {mkn(8, 32, 1 << 20), 1}};
+    EXPECT_EQ(head, want) << pass;
+  }
+  EXPECT_EQ(matmul_flops(ops), six_nd(c, B, T));
+}
+
+// GPT-2 124M at B=4, T=1024 records without its activations' memory (the views point at address
+// space nothing reads), and its matmuls make 6ND.
+TEST(BenchStepTable, Gpt2SmallAtFullContext) {
+  const ModelConfig c = config_of(12, 12, 768, 50257, 1024);
+  const std::vector<LayerOp> ops = recorded(c, 4, 1024, Precision::kBf16);
+  EXPECT_EQ(matmul_flops(ops), six_nd(c, 4, 1024));
+  EXPECT_EQ(ops.back().op, "adamw");
+  EXPECT_EQ(ops.back().shape, "params=124475904");
+}
+
+}  // namespace
+}  // namespace llmcpu::bench
