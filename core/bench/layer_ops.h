@@ -1,7 +1,7 @@
-// The kernels one GPT-2 training step runs, as `llmcpu bench` measures them: one entry per op and
-// pass (encoder, layernorm, the five matmuls, attention, GELU, residual, softmax + cross-entropy,
-// AdamW) at a model's shapes, with the FLOPs and the compulsory bytes of one call, how many calls a
-// step makes, and how to set up inputs and run one call on a given kernel table.
+// The kernels one GPT-2 training step runs, as `llmcpu bench` measures them: one entry per op, pass
+// and shape (encoder, layernorm, the five matmuls, attention, GELU, residual, softmax +
+// cross-entropy, AdamW) at a model's shapes, with the FLOPs and the compulsory bytes of one call,
+// how many calls a step makes, and how to set up inputs and run one call on a given kernel table.
 // The entries are not listed here: they are recorded from the step itself,
 // core/model/transformer.h's passes run over a recording executor (core/bench/step_recorder.h), so
 // an op added to the transformer appears in the table. The calls are the ones the executors make
@@ -39,9 +39,9 @@ struct LayerOp {
   std::function<std::function<void()>()> prepare;
 };
 
-// Every op of a training step of `config` at B x T in `precision` (the trainer's: nothing
-// recomputed, the head over chunks of rows), in the order of their first call: forward, the head
-// and its loss, backward, then the optimizer; the calls go to `k` and (bf16) `h`, which must
+// Every op of a training step of `config` at B x T in `precision` (as run_bench's step runs it:
+// nothing recomputed, the head over chunks of rows), in the order of their first call: forward, the
+// head and its loss, backward, then the optimizer; the calls go to `k` and (bf16) `h`, which must
 // outlive the ops.
 std::vector<LayerOp> layer_ops(const ModelConfig& config, int B, int T, Precision precision,
                                const KernelTable& k, const Bf16Kernels& h);

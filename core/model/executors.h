@@ -7,6 +7,8 @@
 //                    are recomputed (ln1, qkv, atty, ln2, fch, fch_gelu, lnf) are stored in bf16,
 //                    attention runs on bf16 q, k, v; all else is the fp32 executor's.
 //   The decode executor (KV cache, one token at a time) is core/model/generate.cpp's.
+//   core/bench/step_recorder.h's StepRecorder runs nothing: it records each op as a row of
+//   `llmcpu bench`'s table (an op added here needs a method there; the build says so).
 // An executor names its GEMM-input type `Act`; the ops are plain member functions, so the
 // transformer, a template over the executor, calls them without a lookup. Weights are always
 // passed as pointers into the fp32 master array: an executor that keeps its own copy (bf16) finds
