@@ -39,6 +39,88 @@ std::vector<std::string> stale_shards(const std::string& dir, const std::string&
   return out;
 }
 
+// The options a run needs before anything is read: inputs, an output folder, a plain name, a
+// tokenizer that can encode.
+void check_options(const Tokenizer& tokenizer, const PrepareOptions& o) {
+  if (o.inputs.empty()) throw UsageError("prepare: no input files (--input FILE...)");
+  if (o.out_dir.empty()) throw UsageError("prepare: --out-dir is required");
+  if (o.name.empty() || o.name.find('/') != std::string::npos) {
+    throw UsageError("prepare: --name '" + o.name +
+                     "' must be a non-empty file name prefix without '/'");
+  }
+  if (!tokenizer.can_encode()) {
+    throw UsageError("prepare: the tokenizer " + tokenizer.source() +
+                     " can only decode; give a folder with encoder.json and vocab.bpe");
+  }
+}
+
+// The bytes of all inputs, each checked to be a regular, non-empty file.
+uint64_t input_bytes(const std::vector<std::string>& inputs) {
+  uint64_t total = 0;
+  for (const std::string& in : inputs) {
+    std::error_code ec;
+    const fs::file_status st = fs::status(in, ec);
+    if (!fs::exists(st)) throw FileError(in, "input file does not exist");
+    if (!fs::is_regular_file(st)) throw FileError(in, "input is not a regular file");
+    const uintmax_t size = fs::file_size(in, ec);
+    if (ec) throw FileError(in, "cannot read its size: " + ec.message());
+    if (size == 0) throw FileError(in, "input file is empty (each input file is one document)");
+    total += size;
+  }
+  return total;
+}
+
+// Creates the output folder if missing and checks that it is writable.
+void make_out_dir(const PrepareOptions& o) {
+  std::error_code ec;
+  fs::create_directories(o.out_dir, ec);
+  if (ec || !fs::is_directory(o.out_dir)) {
+    throw FileError(o.out_dir, "cannot create the output folder" +
+                                   (ec ? ": " + ec.message() : std::string(": not a folder")));
+  }
+  AtomicFileWriter probe(o.out_dir + "/." + o.name +
+                         ".probe");  // throws if the folder is not writable
+}
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// Encodes one input file into the writer, document by document (each after <|endoftext|>), in
+// pieces of about kPieceBytes cut where the ids cannot change; progress after each piece.
+void encode_input(const std::string& in, const Tokenizer& tokenizer, const DocumentSplit& split,
+                  ShardWriter& writer, PrepareProgress& p, Clock::time_point start,
+                  const std::function<void(const PrepareProgress&)>& progress) {
+  const int eot = tokenizer.eot_token();
+  std::vector<int> ids;
+  const MappedFile f(in);
+  const std::string_view text(reinterpret_cast<const char*>(f.data()), f.size());
+  for (size_t begin = 0;;) {
+    const size_t found = split.document_end(text, begin);
+    const bool last = found == DocumentSplit::kNone;
+    const size_t end = last ? text.size() : found;
+    const std::string_view doc = text.substr(begin, end - begin);
+    writer.add(&eot, 1);
+    for (size_t at = 0;;) {  // at least once: an empty document still counts its bytes (none)
+      const size_t cut = next_safe_cut(doc, at, kPieceBytes);
+      ids.clear();
+      tokenizer.encode_append(doc.substr(at, cut - at), ids);
+      writer.add(ids.data(), ids.size());
+      p.bytes_done += cut - at;
+      p.tokens = writer.total_tokens();
+      p.seconds = seconds_since(start);
+      if (last && cut >= doc.size()) ++p.files_done;
+      if (progress) progress(p);
+      at = cut;
+      if (at >= doc.size()) break;
+    }
+    if (last) break;
+    begin = end;
+  }
+}
+
 }  // namespace
 
 size_t next_safe_cut(std::string_view text, size_t from, size_t target) {
@@ -54,71 +136,17 @@ size_t next_safe_cut(std::string_view text, size_t from, size_t target) {
 
 PrepareResult prepare_shards(const Tokenizer& tokenizer, const PrepareOptions& o,
                              const std::function<void(const PrepareProgress&)>& progress) {
-  if (o.inputs.empty()) throw UsageError("prepare: no input files (--input FILE...)");
-  if (o.out_dir.empty()) throw UsageError("prepare: --out-dir is required");
-  if (o.name.empty() || o.name.find('/') != std::string::npos) {
-    throw UsageError("prepare: --name '" + o.name +
-                     "' must be a non-empty file name prefix without '/'");
-  }
-  if (!tokenizer.can_encode()) {
-    throw UsageError("prepare: the tokenizer " + tokenizer.source() +
-                     " can only decode; give a folder with encoder.json and vocab.bpe");
-  }
-
+  check_options(tokenizer, o);
   const DocumentSplit split(o.split_on);
-
   PrepareProgress p;
   p.files_total = o.inputs.size();
-  for (const std::string& in : o.inputs) {
-    std::error_code ec;
-    const fs::file_status st = fs::status(in, ec);
-    if (!fs::exists(st)) throw FileError(in, "input file does not exist");
-    if (!fs::is_regular_file(st)) throw FileError(in, "input is not a regular file");
-    const uintmax_t size = fs::file_size(in, ec);
-    if (ec) throw FileError(in, "cannot read its size: " + ec.message());
-    if (size == 0) throw FileError(in, "input file is empty (each input file is one document)");
-    p.bytes_total += size;
-  }
-  {
-    std::error_code ec;
-    fs::create_directories(o.out_dir, ec);
-    if (ec || !fs::is_directory(o.out_dir)) {
-      throw FileError(o.out_dir, "cannot create the output folder" +
-                                     (ec ? ": " + ec.message() : std::string(": not a folder")));
-    }
-    AtomicFileWriter probe(o.out_dir + "/." + o.name +
-                           ".probe");  // throws if the folder is not writable
-  }
+  p.bytes_total = input_bytes(o.inputs);
+  make_out_dir(o);
 
   ShardWriter writer(o.out_dir, o.name, o.shard_tokens, o.val_tokens);
-  const auto start = std::chrono::steady_clock::now();
-  const int eot = tokenizer.eot_token();
-  std::vector<int> ids;
+  const auto start = Clock::now();
   for (const std::string& in : o.inputs) {
-    const MappedFile f(in);
-    const std::string_view text(reinterpret_cast<const char*>(f.data()), f.size());
-    for (size_t begin = 0;;) {
-      const size_t found = split.document_end(text, begin);
-      const bool last = found == DocumentSplit::kNone;
-      const size_t end = last ? text.size() : found;
-      const std::string_view doc = text.substr(begin, end - begin);
-      writer.add(&eot, 1);
-      for (size_t at = 0;;) {  // at least once: an empty document still counts its bytes (none)
-        const size_t cut = next_safe_cut(doc, at, kPieceBytes);
-        ids.clear();
-        tokenizer.encode_append(doc.substr(at, cut - at), ids);
-        writer.add(ids.data(), ids.size());
-        p.bytes_done += cut - at;
-        p.tokens = writer.total_tokens();
-        p.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-        if (last && cut >= doc.size()) ++p.files_done;
-        if (progress) progress(p);
-        at = cut;
-        if (at >= doc.size()) break;
-      }
-      if (last) break;
-      begin = end;
-    }
+    encode_input(in, tokenizer, split, writer, p, start, progress);
   }
   writer.finish();
 
@@ -128,7 +156,7 @@ PrepareResult prepare_shards(const Tokenizer& tokenizer, const PrepareOptions& o
   r.val_tokens = writer.val_tokens();
   r.train_tokens = writer.train_tokens();
   r.bytes = p.bytes_done;
-  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  r.seconds = seconds_since(start);
   std::set<std::string> ours(r.val_files.begin(), r.val_files.end());
   ours.insert(r.train_files.begin(), r.train_files.end());
   r.stale_files = stale_shards(o.out_dir, o.name, ours);

@@ -228,58 +228,82 @@ bool is_hf_model(const std::string& path) {
   return magic != kCheckpointMagic && head[8] == '{';
 }
 
-HfGpt2File::HfGpt2File(const HfModelPaths& paths) : file_(paths.weights) {
-  const std::string& path = file_.path();
-  // Names without GPT2LMHeadModel's prefix; refuse a name given twice (with and without it).
-  bool prefixed = false;
+namespace {
+
+// The file's tensors by their names without GPT2LMHeadModel's prefix.
+struct NamedTensors {
   std::map<std::string, const SafeTensor*> by_name;
-  for (const SafeTensor& t : file_.tensors()) {
+  bool prefixed = false;  // whether the names had the prefix
+
+  const SafeTensor* find(const std::string& name) const {
+    auto it = by_name.find(name);
+    return it == by_name.end() ? nullptr : it->second;
+  }
+};
+
+// Names without GPT2LMHeadModel's prefix; refuse a name given twice (with and without it).
+NamedTensors name_tensors(const SafetensorsFile& file) {
+  NamedTensors named;
+  for (const SafeTensor& t : file.tensors()) {
     std::string name = t.name;
     if (name.rfind(kPrefix, 0) == 0) {
       name = name.substr(std::strlen(kPrefix));
-      prefixed = true;
+      named.prefixed = true;
     }
-    if (!by_name.emplace(name, &t).second) {
-      throw FileError(path, "tensor '" + name + "' is stored twice (with and without the '" +
-                                kPrefix + "' prefix)");
-    }
-  }
-  auto tensor = [&](const std::string& name) -> const SafeTensor* {
-    auto it = by_name.find(name);
-    return it == by_name.end() ? nullptr : it->second;
-  };
-  const SafeTensor* wte = tensor("wte.weight");
-  const SafeTensor* wpe = tensor("wpe.weight");
-  for (auto [t, name] : {std::pair{wte, "wte.weight"}, std::pair{wpe, "wpe.weight"}}) {
-    if (!t) throw FileError(path, "missing tensor '" + std::string(name) + "' (a GPT-2's)");
-    if (t->shape.size() != 2) {
-      throw FileError(path, "tensor '" + t->name + "' has shape " + t->shape_string() +
-                                ", expected two dimensions");
+    if (!named.by_name.emplace(name, &t).second) {
+      throw FileError(file.path(), "tensor '" + name + "' is stored twice (with and without the '" +
+                                       kPrefix + "' prefix)");
     }
   }
+  return named;
+}
 
-  // The shape: config.json's where it says, else what the tensors imply.
-  ModelConfig& c = config_;
-  std::string source = "the tensors";
-  if (!paths.config.empty()) {
-    const json cfg = read_json(paths.config);
-    if (!cfg.is_object()) throw FileError(paths.config, "is not a JSON object");
-    if (cfg.contains("model_type") && cfg["model_type"] != "gpt2") {
-      throw FileError(paths.config,
-                      "model_type is " + cfg["model_type"].dump() + ", expected \"gpt2\"");
-    }
-    c.num_layers = config_int(cfg, paths.config, {"n_layer"});
-    c.num_heads = config_int(cfg, paths.config, {"n_head"});
-    c.channels = config_int(cfg, paths.config, {"n_embd"});
-    c.max_seq_len = config_int(cfg, paths.config, {"n_positions", "n_ctx"});
-    c.vocab_size = config_int(cfg, paths.config, {"vocab_size"});
-    source = paths.config;
+// wte.weight or wpe.weight, which must be there with two dimensions.
+const SafeTensor& embedding(const NamedTensors& named, const char* name, const std::string& path) {
+  const SafeTensor* t = named.find(name);
+  if (!t) throw FileError(path, "missing tensor '" + std::string(name) + "' (a GPT-2's)");
+  if (t->shape.size() != 2) {
+    throw FileError(path, "tensor '" + t->name + "' has shape " + t->shape_string() +
+                              ", expected two dimensions");
   }
-  if (c.vocab_size == 0) c.vocab_size = int(wte->shape[0]);
-  if (c.channels == 0) c.channels = int(wte->shape[1]);
-  if (c.max_seq_len == 0) c.max_seq_len = int(wpe->shape[0]);
+  return *t;
+}
+
+// The shape config.json gives (0 for what it does not say).
+ModelConfig read_config_json(const std::string& config_path) {
+  const json cfg = read_json(config_path);
+  if (!cfg.is_object()) throw FileError(config_path, "is not a JSON object");
+  if (cfg.contains("model_type") && cfg["model_type"] != "gpt2") {
+    throw FileError(config_path,
+                    "model_type is " + cfg["model_type"].dump() + ", expected \"gpt2\"");
+  }
+  ModelConfig c;
+  c.num_layers = config_int(cfg, config_path, {"n_layer"});
+  c.num_heads = config_int(cfg, config_path, {"n_head"});
+  c.channels = config_int(cfg, config_path, {"n_embd"});
+  c.max_seq_len = config_int(cfg, config_path, {"n_positions", "n_ctx"});
+  c.vocab_size = config_int(cfg, config_path, {"vocab_size"});
+  return c;
+}
+
+// The shape: config.json's where it says, else what the tensors imply; `source` names where it came
+// from, for messages.
+ModelConfig gpt2_config(const std::string& path, const std::string& config_path,
+                        const NamedTensors& named, const SafeTensor& wte, const SafeTensor& wpe,
+                        std::string& source) {
+  ModelConfig c;
+  source = "the tensors";
+  if (!config_path.empty()) {
+    c = read_config_json(config_path);
+    source = config_path;
+  }
+  if (c.vocab_size == 0) c.vocab_size = int(wte.shape[0]);
+  if (c.channels == 0) c.channels = int(wte.shape[1]);
+  if (c.max_seq_len == 0) c.max_seq_len = int(wpe.shape[0]);
   if (c.num_layers == 0) {
-    for (const auto& [name, t] : by_name) c.num_layers = std::max(c.num_layers, layer_of(name) + 1);
+    for (const auto& [name, t] : named.by_name) {
+      c.num_layers = std::max(c.num_layers, layer_of(name) + 1);
+    }
   }
   if (c.num_heads == 0) {
     // Not in the tensors: the head size of every published GPT-2.
@@ -299,15 +323,23 @@ HfGpt2File::HfGpt2File(const HfModelPaths& paths) : file_(paths.weights) {
   } catch (const ShapeError& e) {
     throw FileError(path, e.what());
   }
+  return c;
+}
 
-  // Every tensor there once, of the shape the config implies; nothing unknown.
+using ParameterTensors = std::array<std::vector<const SafeTensor*>, kNumParameterTensors>;
+
+// Every parameter tensor there once, of the shape the config implies: tensor i of ParameterLayout,
+// one per layer for the per-layer ones. Their names go into `found`.
+ParameterTensors find_parameters(const NamedTensors& named, const ModelConfig& c,
+                                 const std::string& path, const std::string& source,
+                                 std::set<std::string>& found) {
   const ParameterLayout layout(c);
-  std::set<std::string> expected;
+  ParameterTensors tensors;
   for (int i = 0; i < kNumParameterTensors; ++i) {
     const int layers = ParameterLayout::per_layer(i) ? c.num_layers : 1;
     for (int l = 0; l < layers; ++l) {
       const std::string name = hf_name(i, l);
-      const SafeTensor* t = tensor(name);
+      const SafeTensor* t = named.find(name);
       const std::vector<size_t> shape = hf_shape(layout, i, c);
       if (!t) {
         throw FileError(path, "missing tensor '" + name + "' (looked for with and without the '" +
@@ -319,27 +351,51 @@ HfGpt2File::HfGpt2File(const HfModelPaths& paths) : file_(paths.weights) {
                                   describe(c) + " (from " + source + ") implies " +
                                   shape_string(shape));
       }
-      expected.insert(name);
-      tensors_[i].push_back(t);
+      found.insert(name);
+      tensors[i].push_back(t);
     }
   }
-  for (const auto& [name, t] : by_name) {
-    if (expected.count(name) || is_mask_buffer(name)) continue;
+  return tensors;
+}
+
+// Past the parameters, only the attention masks and a stored lm_head (of wte's shape, returned;
+// null if none) may be there: nothing unknown.
+const SafeTensor* check_other_tensors(const NamedTensors& named,
+                                      const std::set<std::string>& parameters, const ModelConfig& c,
+                                      const std::string& path, const std::string& source) {
+  const SafeTensor* lm_head = nullptr;
+  for (const auto& [name, t] : named.by_name) {
+    if (parameters.count(name) || is_mask_buffer(name)) continue;
     if (name == kLmHead) {
       const std::vector<size_t> shape = {size_t(c.vocab_size), size_t(c.channels)};
       if (t->shape != shape) {
         throw FileError(path, "tensor '" + t->name + "' has shape " + t->shape_string() +
                                   ", expected " + shape_string(shape) + " (that of wte.weight)");
       }
-      lm_head_ = t;
+      lm_head = t;
       continue;
     }
     throw FileError(path, "unknown tensor '" + t->name + "': not a parameter of a GPT-2 of " +
                               describe(c) + " (from " + source +
                               ") in transformers' GPT2Model or GPT2LMHeadModel naming");
   }
-  description_ = std::string("safetensors ") + dtype_name(wte->dtype) + ", " +
-                 (prefixed ? "GPT2LMHeadModel" : "GPT2Model") + " names" +
+  return lm_head;
+}
+
+}  // namespace
+
+HfGpt2File::HfGpt2File(const HfModelPaths& paths) : file_(paths.weights) {
+  const std::string& path = file_.path();
+  const NamedTensors named = name_tensors(file_);
+  const SafeTensor& wte = embedding(named, "wte.weight", path);
+  const SafeTensor& wpe = embedding(named, "wpe.weight", path);
+  std::string source;
+  config_ = gpt2_config(path, paths.config, named, wte, wpe, source);
+  std::set<std::string> parameters;
+  tensors_ = find_parameters(named, config_, path, source, parameters);
+  lm_head_ = check_other_tensors(named, parameters, config_, path, source);
+  description_ = std::string("safetensors ") + dtype_name(wte.dtype) + ", " +
+                 (named.prefixed ? "GPT2LMHeadModel" : "GPT2Model") + " names" +
                  (lm_head_ ? ", lm_head stored" : "") +
                  (paths.config.empty() ? ", no config.json" : ", " + paths.config);
 }

@@ -140,6 +140,98 @@ void check_data_position(const std::string& path, const TrainState& s) {
   }
 }
 
+// The magic and version, and the trailing checksum over the rest; the reader then stops before the
+// checksum. Returns the version.
+uint32_t read_envelope(Reader& r, const MappedFile& f, const std::string& path) {
+  if (f.size() < 8 || r.get<uint32_t>("the magic") != kTrainStateMagic) {
+    throw FileError(path, "not an llmcpu training state (bad magic; expected \"LCTS\")");
+  }
+  const uint32_t version = r.get<uint32_t>("the version");
+  if (version < 1 || version > kTrainStateVersion) {
+    throw FileError(path, "unsupported training state version " + std::to_string(version) +
+                              ", expected 1 to " + std::to_string(kTrainStateVersion));
+  }
+  if (f.size() < 8 + sizeof(uint64_t)) throw FileError(path, "truncated");
+  uint64_t stored;
+  std::memcpy(&stored, f.data() + f.size() - 8, 8);
+  if (train_state_checksum(f.data(), f.size() - 8) != stored) {
+    throw FileError(path, "checksum mismatch: the file is corrupt or was not written completely");
+  }
+  r.set_end(f.size() - 8);
+  return version;
+}
+
+// The model's shape and the batch: B, T (within the model's context) and grad_accum.
+void read_shape(Reader& r, const std::string& path, TrainState& s) {
+  ModelConfig& c = s.config;
+  c.max_seq_len = r.get<int32_t>("the model shape");
+  c.vocab_size = r.get<int32_t>("the model shape");
+  c.num_layers = r.get<int32_t>("the model shape");
+  c.num_heads = r.get<int32_t>("the model shape");
+  c.channels = r.get<int32_t>("the model shape");
+  c.padded_vocab_size = r.get<int32_t>("the model shape");
+  try {
+    validate(c, path);
+  } catch (const ShapeError& e) {
+    throw FileError(path, std::string("invalid model shape: ") + e.what());
+  }
+  s.B = r.get<int32_t>("B");
+  s.T = r.get<int32_t>("T");
+  s.grad_accum = r.get<int32_t>("grad_accum");
+  if (s.B <= 0) {
+    throw FileError(path, "batch size B=" + std::to_string(s.B) + ", expected a positive number");
+  }
+  if (s.T <= 0 || s.T > c.max_seq_len) {
+    throw FileError(path, "sequence length T=" + std::to_string(s.T) + " is not in 1..maxT=" +
+                              std::to_string(c.max_seq_len) + " (the model's context)");
+  }
+  if (s.grad_accum <= 0) {
+    throw FileError(path, "grad_accum=" + std::to_string(s.grad_accum) +
+                              ", expected a positive number of micro-batches per step");
+  }
+}
+
+// Shuffling, the seed, the precision (from version 2), and the completed steps and AdamW updates.
+void read_run(Reader& r, const std::string& path, uint32_t version, TrainState& s) {
+  const uint8_t shuffle = r.get<uint8_t>("shuffle");
+  if (shuffle > 1) {
+    throw FileError(path, "invalid shuffle flag " + std::to_string(shuffle) +
+                              ", expected 0 (in order) or 1 (shuffled)");
+  }
+  s.shuffle = shuffle == 1;
+  s.seed = r.get<uint64_t>("seed");
+  if (version >= 2) {
+    const uint8_t precision = r.get<uint8_t>("the precision");
+    if (precision > 1) {
+      throw FileError(path, "invalid precision code " + std::to_string(precision) +
+                                ", expected 0 (fp32) or 1 (bf16)");
+    }
+    s.precision = precision == 1 ? Precision::kBf16 : Precision::kFp32;
+  }
+  s.step = r.get<int64_t>("step");
+  s.adamw_t = r.get<int64_t>("adamw_t");
+  if (s.step < 0) {
+    throw FileError(path, "step " + std::to_string(s.step) +
+                              ", expected a non-negative number of completed steps");
+  }
+  if (s.adamw_t < 0 || s.adamw_t > s.step) {
+    throw FileError(path, "adamw_t " + std::to_string(s.adamw_t) + " is not in 0.." +
+                              std::to_string(s.step) + " (step " + std::to_string(s.step) +
+                              "): AdamW takes at most one update per completed step");
+  }
+}
+
+// The data position: epoch, generator, shard and sample, and the orders they index.
+void read_data_position(Reader& r, const std::string& path, TrainState& s) {
+  s.data.epoch = r.get<uint64_t>("the data position");
+  s.data.rng_state = r.get<uint64_t>("the data position");
+  s.data.shard = r.get<uint32_t>("the data position");
+  s.data.sample = r.get<uint64_t>("the data position");
+  r.array(s.data.shard_order, r.get<uint32_t>("the shard order"), "the shard order");
+  r.array(s.data.sample_order, r.get<uint64_t>("the sample order"), "the sample order");
+  check_data_position(path, s);
+}
+
 }  // namespace
 
 void save_train_state(const std::string& path, const TrainState& s, std::span<const float> params,
@@ -218,81 +310,12 @@ uint64_t write_state_shard(AtomicFileWriter& out, const StateShardHeader& h, con
 TrainStateFile::TrainStateFile(const std::string& path) : file_(path) {
   const MappedFile& f = file_;
   Reader r(f);
-  if (f.size() < 8 || r.get<uint32_t>("the magic") != kTrainStateMagic) {
-    throw FileError(path, "not an llmcpu training state (bad magic; expected \"LCTS\")");
-  }
-  const uint32_t version = r.get<uint32_t>("the version");
-  if (version < 1 || version > kTrainStateVersion) {
-    throw FileError(path, "unsupported training state version " + std::to_string(version) +
-                              ", expected 1 to " + std::to_string(kTrainStateVersion));
-  }
-  if (f.size() < 8 + sizeof(uint64_t)) throw FileError(path, "truncated");
-  uint64_t stored;
-  std::memcpy(&stored, f.data() + f.size() - 8, 8);
-  if (train_state_checksum(f.data(), f.size() - 8) != stored) {
-    throw FileError(path, "checksum mismatch: the file is corrupt or was not written completely");
-  }
-  r.set_end(f.size() - 8);
+  const uint32_t version = read_envelope(r, f, path);
   TrainState& s = state_;
-  ModelConfig& c = s.config;
-  c.max_seq_len = r.get<int32_t>("the model shape");
-  c.vocab_size = r.get<int32_t>("the model shape");
-  c.num_layers = r.get<int32_t>("the model shape");
-  c.num_heads = r.get<int32_t>("the model shape");
-  c.channels = r.get<int32_t>("the model shape");
-  c.padded_vocab_size = r.get<int32_t>("the model shape");
-  try {
-    validate(c, path);
-  } catch (const ShapeError& e) {
-    throw FileError(path, std::string("invalid model shape: ") + e.what());
-  }
-  s.B = r.get<int32_t>("B");
-  s.T = r.get<int32_t>("T");
-  s.grad_accum = r.get<int32_t>("grad_accum");
-  if (s.B <= 0) {
-    throw FileError(path, "batch size B=" + std::to_string(s.B) + ", expected a positive number");
-  }
-  if (s.T <= 0 || s.T > c.max_seq_len) {
-    throw FileError(path, "sequence length T=" + std::to_string(s.T) + " is not in 1..maxT=" +
-                              std::to_string(c.max_seq_len) + " (the model's context)");
-  }
-  if (s.grad_accum <= 0) {
-    throw FileError(path, "grad_accum=" + std::to_string(s.grad_accum) +
-                              ", expected a positive number of micro-batches per step");
-  }
-  const uint8_t shuffle = r.get<uint8_t>("shuffle");
-  if (shuffle > 1) {
-    throw FileError(path, "invalid shuffle flag " + std::to_string(shuffle) +
-                              ", expected 0 (in order) or 1 (shuffled)");
-  }
-  s.shuffle = shuffle == 1;
-  s.seed = r.get<uint64_t>("seed");
-  if (version >= 2) {
-    const uint8_t precision = r.get<uint8_t>("the precision");
-    if (precision > 1) {
-      throw FileError(path, "invalid precision code " + std::to_string(precision) +
-                                ", expected 0 (fp32) or 1 (bf16)");
-    }
-    s.precision = precision == 1 ? Precision::kBf16 : Precision::kFp32;
-  }
-  s.step = r.get<int64_t>("step");
-  s.adamw_t = r.get<int64_t>("adamw_t");
-  if (s.step < 0) {
-    throw FileError(path, "step " + std::to_string(s.step) +
-                              ", expected a non-negative number of completed steps");
-  }
-  if (s.adamw_t < 0 || s.adamw_t > s.step) {
-    throw FileError(path, "adamw_t " + std::to_string(s.adamw_t) + " is not in 0.." +
-                              std::to_string(s.step) + " (step " + std::to_string(s.step) +
-                              "): AdamW takes at most one update per completed step");
-  }
-  s.data.epoch = r.get<uint64_t>("the data position");
-  s.data.rng_state = r.get<uint64_t>("the data position");
-  s.data.shard = r.get<uint32_t>("the data position");
-  s.data.sample = r.get<uint64_t>("the data position");
-  r.array(s.data.shard_order, r.get<uint32_t>("the shard order"), "the shard order");
-  r.array(s.data.sample_order, r.get<uint64_t>("the sample order"), "the sample order");
-  check_data_position(path, s);
+  read_shape(r, path, s);
+  read_run(r, path, version, s);
+  read_data_position(r, path, s);
+  const ModelConfig& c = s.config;
   const uint64_t P = r.get<uint64_t>("the parameter count");
   if (P != ParameterLayout(c).total()) {
     throw FileError(path, "holds " + std::to_string(P) + " parameters, but the model " +

@@ -50,8 +50,8 @@ std::vector<int> parse_cpu_list(const std::string& list, const std::string& flag
                       "; expected PU OS indexes and ranges such as \"0-3,8\"");
   };
   if (list.empty()) throw bad("the list is empty");
-  // Ranges first, expanded once merged: a list that repeats a wide range ("0-1048576,0-1048576,...")
-  // costs no more than one.
+  // Ranges first, expanded once merged: a list that repeats a wide range
+  // ("0-1048576,0-1048576,...") costs no more than one.
   std::vector<std::pair<long, long>> ranges;
   size_t i = 0;
   auto number = [&]() -> long {
@@ -92,11 +92,30 @@ std::vector<int> parse_cpu_list(const std::string& list, const std::string& flag
   return out;
 }
 
-Plan make_plan(const Topology& topo, const PlanRequest& req) {
-  if (req.threads < 0) {
-    throw UsageError(req.threads_origin + " " + std::to_string(req.threads) +
-                     ": must not be negative (0: one per core)");
+namespace {
+
+// The lists one after the other.
+std::vector<int> concatenate(const std::vector<std::vector<int>>& lists) {
+  std::vector<int> out;
+  for (const auto& list : lists) out.insert(out.end(), list.begin(), list.end());
+  return out;
+}
+
+// Every list's first entry, then every list's second one, and so on.
+std::vector<int> round_robin(const std::vector<std::vector<int>>& lists) {
+  std::vector<int> out;
+  for (size_t k = 0;; ++k) {
+    bool any = false;
+    for (const auto& list : lists) {
+      if (k < list.size()) out.push_back(list[k]), any = true;
+    }
+    if (!any) return out;
   }
+}
+
+// Whether each PU (index into Topology::pus) may run a thread: allowed to the process and, with
+// --cpus, listed there.
+std::vector<bool> find_usable_pus(const Topology& topo, const PlanRequest& req) {
   std::vector<bool> usable(topo.pus.size());
   for (size_t i = 0; i < topo.pus.size(); ++i) usable[i] = topo.pus[i].allowed;
   if (!req.cpus.empty()) {
@@ -114,43 +133,40 @@ Plan make_plan(const Topology& topo, const PlanRequest& req) {
     }
     for (size_t i = 0; i < usable.size(); ++i) usable[i] = usable[i] && listed[i];
   }
+  return usable;
+}
 
-  // Slots per NUMA node, each node's cores in logical order.
-  std::vector<std::vector<int>> node_slots(topo.numa_nodes.size());  // indexes into topo.pus
+// The plan's slot order (indexes into topo.pus): slots per NUMA node, each node's cores in logical
+// order (one PU per core, or with smt all of them: core by core, or for spread every core's k-th
+// PU before the (k+1)-th); then node after node, or for spread round-robin over the nodes.
+std::vector<int> slot_order(const Topology& topo, const std::vector<bool>& usable,
+                            const PlanRequest& req) {
+  const bool spread = req.policy == BindPolicy::kSpread;
+  std::vector<std::vector<int>> node_slots(topo.numa_nodes.size());
   for (size_t n = 0; n < topo.numa_nodes.size(); ++n) {
     std::vector<std::vector<int>> per_core;
     for (int c : topo.numa_nodes[n].cores) {
       std::vector<int> pus = usable_pus_of(topo.cores[c], usable);
       if (!pus.empty()) per_core.push_back(std::move(pus));
     }
-    std::vector<int>& slots = node_slots[n];
     if (!req.smt) {
-      for (const auto& pus : per_core) slots.push_back(pus.front());
-    } else if (req.policy == BindPolicy::kSpread) {
-      for (size_t k = 0;; ++k) {  // every core's k-th PU, then the (k+1)-th
-        bool any = false;
-        for (const auto& pus : per_core) {
-          if (k < pus.size()) slots.push_back(pus[k]), any = true;
-        }
-        if (!any) break;
-      }
+      for (const auto& pus : per_core) node_slots[n].push_back(pus.front());
     } else {
-      for (const auto& pus : per_core) slots.insert(slots.end(), pus.begin(), pus.end());
+      node_slots[n] = spread ? round_robin(per_core) : concatenate(per_core);
     }
   }
+  return spread ? round_robin(node_slots) : concatenate(node_slots);
+}
 
-  std::vector<int> order;  // the plan's slot order
-  if (req.policy == BindPolicy::kSpread) {
-    for (size_t k = 0;; ++k) {
-      bool any = false;
-      for (const auto& slots : node_slots) {
-        if (k < slots.size()) order.push_back(slots[k]), any = true;
-      }
-      if (!any) break;
-    }
-  } else {
-    for (const auto& slots : node_slots) order.insert(order.end(), slots.begin(), slots.end());
+}  // namespace
+
+Plan make_plan(const Topology& topo, const PlanRequest& req) {
+  if (req.threads < 0) {
+    throw UsageError(req.threads_origin + " " + std::to_string(req.threads) +
+                     ": must not be negative (0: one per core)");
   }
+  const std::vector<bool> usable = find_usable_pus(topo, req);
+  const std::vector<int> order = slot_order(topo, usable, req);
   if (order.empty()) {
     throw UsageError("no usable " + std::string(req.smt ? "PU" : "core") + " on " + topo.source +
                      (req.cpus.empty() ? "" : " with --cpus '" + req.cpus + "'"));
@@ -158,8 +174,9 @@ Plan make_plan(const Topology& topo, const PlanRequest& req) {
 
   const long usable_pus = std::count(usable.begin(), usable.end(), true);
   if (req.threads > usable_pus) {
-    throw UsageError(req.threads_origin + " " + std::to_string(req.threads) + ": more threads than the " +
-                     std::to_string(usable_pus) + " PUs this process may use on " + topo.source +
+    throw UsageError(req.threads_origin + " " + std::to_string(req.threads) +
+                     ": more threads than the " + std::to_string(usable_pus) +
+                     " PUs this process may use on " + topo.source +
                      (req.cpus.empty() ? "" : " with --cpus '" + req.cpus + "'") +
                      " (threads beyond one per PU would only take turns)");
   }
@@ -205,7 +222,7 @@ std::string rank_cpu_share(const Topology& t, int local_rank, int local_size) {
     if (any) cores.push_back(c.logical);
   }
   if (allowed_pus < t.pus.size() || cores.empty()) return "";  // bound by the launcher: keep it
-  std::vector<int> mine;  // this rank's cores
+  std::vector<int> mine;                                       // this rank's cores
   const int nodes = int(t.numa_nodes.size()), n = int(cores.size());
   if (nodes >= local_size && nodes % local_size == 0) {
     const int per = nodes / local_size;

@@ -3,8 +3,8 @@
 #include <omp.h>
 
 #include <algorithm>
-#include <charconv>
 #include <cerrno>
+#include <charconv>
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -37,14 +37,8 @@ std::vector<int> bitmap_indexes(hwloc_const_bitmap_t set) {
   return out;
 }
 
-// Copies what the planner and `llmcpu topo` need out of a loaded hwloc topology. `affinity` (OS
-// indexes) marks the allowed PUs; null allows every PU hwloc kept.
-Topology read_topology(hwloc_topology_t t, std::string source, const std::vector<int>* affinity) {
-  Topology topo;
-  topo.source = std::move(source);
-  topo.this_system = hwloc_topology_is_thissystem(t) != 0;
-  topo.packages = std::max(1, hwloc_get_nbobjs_by_type(t, HWLOC_OBJ_PACKAGE));
-
+// The NUMA nodes (at least one) and their hwloc objects, in logical order.
+std::vector<hwloc_obj_t> read_numa_nodes(hwloc_topology_t t, Topology& topo) {
   const int nnuma = hwloc_get_nbobjs_by_type(t, HWLOC_OBJ_NUMANODE);
   std::vector<hwloc_obj_t> numa_objs;
   for (int i = 0; i < nnuma; ++i) {
@@ -57,8 +51,13 @@ Topology read_topology(hwloc_topology_t t, std::string source, const std::vector
     topo.numa_nodes.push_back(n);
   }
   if (topo.numa_nodes.empty()) topo.numa_nodes.push_back(NumaInfo{});
+  return numa_objs;
+}
 
-  const bool have_cores = hwloc_get_nbobjs_by_type(t, HWLOC_OBJ_CORE) > 0;
+// The PUs with their core, package and NUMA node. `affinity` (OS indexes) marks the allowed PUs;
+// null allows every PU hwloc kept.
+void read_pus(hwloc_topology_t t, const std::vector<hwloc_obj_t>& numa_objs, bool have_cores,
+              const std::vector<int>* affinity, Topology& topo) {
   const int npu = hwloc_get_nbobjs_by_type(t, HWLOC_OBJ_PU);
   for (int i = 0; i < npu; ++i) {
     hwloc_obj_t pu = hwloc_get_obj_by_type(t, HWLOC_OBJ_PU, i);
@@ -82,9 +81,11 @@ Topology read_topology(hwloc_topology_t t, std::string source, const std::vector
     }
     topo.pus.push_back(p);
   }
+}
 
-  // Cores in logical order. Without core objects every PU stands for its own core.
-  const int ncores = have_cores ? hwloc_get_nbobjs_by_type(t, HWLOC_OBJ_CORE) : npu;
+// Cores in logical order, from the PUs, and each NUMA node's cores. Without core objects every PU
+// stands for its own core.
+void group_cores(int ncores, Topology& topo) {
   topo.cores.resize(ncores);
   for (int c = 0; c < ncores; ++c) topo.cores[c].logical = c;
   for (size_t i = 0; i < topo.pus.size(); ++i) {
@@ -103,7 +104,10 @@ Topology read_topology(hwloc_topology_t t, std::string source, const std::vector
     if (n.cores.empty()) n.package = c.package;
     n.cores.push_back(c.logical);
   }
+}
 
+// The caches, one entry per level and distinct size, with how many there are.
+void read_caches(hwloc_topology_t t, Topology& topo) {
   const int depth = hwloc_topology_get_depth(t);
   for (int d = 0; d < depth; ++d) {
     hwloc_obj_t o = hwloc_get_obj_by_depth(t, d, 0);
@@ -119,6 +123,21 @@ Topology read_topology(hwloc_topology_t t, std::string source, const std::vector
       ++topo.caches[k].count;
     }
   }
+}
+
+// Copies what the planner and `llmcpu topo` need out of a loaded hwloc topology. `affinity` (OS
+// indexes) marks the allowed PUs; null allows every PU hwloc kept.
+Topology read_topology(hwloc_topology_t t, std::string source, const std::vector<int>* affinity) {
+  Topology topo;
+  topo.source = std::move(source);
+  topo.this_system = hwloc_topology_is_thissystem(t) != 0;
+  topo.packages = std::max(1, hwloc_get_nbobjs_by_type(t, HWLOC_OBJ_PACKAGE));
+  const std::vector<hwloc_obj_t> numa_objs = read_numa_nodes(t, topo);
+  const bool have_cores = hwloc_get_nbobjs_by_type(t, HWLOC_OBJ_CORE) > 0;
+  read_pus(t, numa_objs, have_cores, affinity, topo);
+  const int npu = hwloc_get_nbobjs_by_type(t, HWLOC_OBJ_PU);
+  group_cores(have_cores ? hwloc_get_nbobjs_by_type(t, HWLOC_OBJ_CORE) : npu, topo);
+  read_caches(t, topo);
   return topo;
 }
 
@@ -200,7 +219,8 @@ int64_t synthetic_pus(const std::string& description) {
     pos = end;
     if (level[0] == '[') continue;
     level = level.substr(0, level.find('('));
-    const std::string arity = level.substr(level.find(':') == std::string::npos ? 0 : level.find(':') + 1);
+    const std::string arity =
+        level.substr(level.find(':') == std::string::npos ? 0 : level.find(':') + 1);
     int64_t n = 0;
     const auto [last, ec] = std::from_chars(arity.data(), arity.data() + arity.size(), n);
     if (arity.empty() || last != arity.data() + arity.size()) return -1;

