@@ -10,6 +10,7 @@
 #include "simd/error.h"
 #include "simd/hwy/registry.h"
 #include "simd/kernels.h"
+#include "simd/table_registry.h"
 #if LLMCPU_HAVE_X86_BF16
 #include "simd/x86/bf16_gemm.h"
 #endif
@@ -27,8 +28,8 @@ struct Entry {
 };
 
 // Best first within each fp32 target: the AVX512-BF16 table ranks before the portable one.
-const std::vector<Entry>& entries() {
-  static const std::vector<Entry> list = [] {
+const TableRegistry<Entry>& registry() {
+  static const TableRegistry<Entry> tables([] {
     std::vector<Entry> r{{"scalar", "scalar", &scalar_bf16_kernels()}};
     for (const hwy_tables::TargetTables* t : hwy_tables::supported()) {
       const std::string_view fp32 = hwy_tables::target_name(t->hwy_target, false);
@@ -68,37 +69,25 @@ const std::vector<Entry>& entries() {
       r.push_back({t->bf16.target, fp32, &t->bf16});
     }
     return r;
-  }();
-  return list;
-}
-
-std::string valid_names() {
-  std::string s;
-  for (const Entry& e : entries()) s += (s.empty() ? "" : ", ") + std::string(e.name);
-  return s;
+  }());
+  return tables;
 }
 
 }  // namespace
 
-std::vector<std::string_view> available_bf16_targets() {
-  std::vector<std::string_view> r;
-  for (const Entry& e : entries()) r.push_back(e.name);
-  return r;
-}
+std::vector<std::string_view> available_bf16_targets() { return registry().names(); }
 
 const Bf16Kernels& bf16_kernels_named(std::string_view name, std::string_view what) {
-  for (const Entry& e : entries()) {
-    if (e.name == name) return *e.table;
-  }
+  if (const Entry* e = registry().find(name)) return *e->table;
   throw UsageError(std::string(what) + "=" + std::string(name) +
-                   ": unknown bf16 kernel table; valid here: " + valid_names());
+                   ": unknown bf16 kernel table; valid here: " + registry().name_list());
 }
 
 const Bf16Kernels& bf16_kernels_for_target(std::string_view name, std::string_view what) {
   const KernelTable& fp32 = kernels_for_target(name, what);  // validates the name
   std::string_view base = fp32.target;
   if (const size_t plus = base.find('+'); plus != std::string_view::npos) base = base.substr(0, plus);
-  for (const Entry& e : entries()) {
+  for (const Entry& e : registry().entries()) {
     if (e.fp32_for == base) return *e.table;
   }
   return scalar_bf16_kernels();

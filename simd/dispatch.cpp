@@ -6,6 +6,7 @@
 #include "simd/error.h"
 #include "simd/hwy/registry.h"
 #include "simd/kernels.h"
+#include "simd/table_registry.h"
 
 namespace llmcpu {
 namespace {
@@ -15,8 +16,8 @@ struct Entry {
   const KernelTable* table;
 };
 
-const std::vector<Entry>& entries() {
-  static const std::vector<Entry> list = [] {
+const TableRegistry<Entry>& registry() {
+  static const TableRegistry<Entry> tables([] {
     std::vector<Entry> r{{"scalar", &scalar_kernels()}};
     for (const hwy_tables::TargetTables* t : hwy_tables::supported()) {
       // The Highway GEMM ranks before libxsmm's: on the GPT-2 124M shapes the two are within a
@@ -25,23 +26,13 @@ const std::vector<Entry>& entries() {
       if (t->has_xsmm) r.push_back({t->xsmm_gemm.target, &t->xsmm_gemm});
     }
     return r;
-  }();
-  return list;
-}
-
-std::string valid_names() {
-  std::string s;
-  for (const Entry& e : entries()) s += (s.empty() ? "" : ", ") + std::string(e.name);
-  return s;
+  }());
+  return tables;
 }
 
 }  // namespace
 
-std::vector<std::string_view> available_targets() {
-  std::vector<std::string_view> r;
-  for (const Entry& e : entries()) r.push_back(e.name);
-  return r;
-}
+std::vector<std::string_view> available_targets() { return registry().names(); }
 
 std::vector<std::string> compiled_targets() {
   std::vector<std::string> r{"scalar"};
@@ -53,19 +44,18 @@ std::vector<std::string> compiled_targets() {
 }
 
 const KernelTable& kernels_for_target(std::string_view name, std::string_view what) {
-  for (const Entry& e : entries()) {
-    if (e.name == name) return *e.table;
-  }
+  if (const Entry* e = registry().find(name)) return *e->table;
   std::string compiled;
   for (const auto& [bit, target] : hwy_tables::compiled()) {
     compiled += (compiled.empty() ? "" : ", ") + std::string(target);
     if (target == name || name == std::string(target) + "+xsmm") {
-      throw UsageError(std::string(what) + "=" + std::string(name) +
-                       ": this CPU does not run that target; valid here: " + valid_names());
+      throw UsageError(
+          std::string(what) + "=" + std::string(name) +
+          ": this CPU does not run that target; valid here: " + registry().name_list());
     }
   }
   throw UsageError(std::string(what) + "=" + std::string(name) +
-                   ": unknown kernel target; valid here: " + valid_names() +
+                   ": unknown kernel target; valid here: " + registry().name_list() +
                    " (compiled into this build: scalar, " + compiled + ")");
 }
 
@@ -73,7 +63,7 @@ const KernelTable& active_kernels() {
   static const KernelTable* const table = [] {
     const char* forced = std::getenv("LLMCPU_TARGET");
     if (forced && *forced) return &kernels_for_target(forced, "LLMCPU_TARGET");
-    const std::vector<Entry>& e = entries();
+    const std::vector<Entry>& e = registry().entries();
     return e.size() > 1 ? e[1].table : e[0].table;  // best vectorized table, else the reference
   }();
   return *table;
