@@ -20,6 +20,7 @@
 #include "core/io/checkpoint.h"
 #include "simd/kernels.h"
 #include "tests/common/process.h"
+#include "tests/common/temp_files.h"
 
 namespace llmcpu {
 namespace {
@@ -27,16 +28,21 @@ namespace {
 using testing::Outcome;
 using testing::run_llmcpu;
 
-// A preset file of GPT-2's shape at a small width and vocabulary; with small B, T and two reps
-// each run takes seconds (most of it measuring the roofs).
+// A preset file of GPT-2's shape at a small width and vocabulary, in the test's own folder
+// (TempDirTest's, removed afterwards); with small B, T and two reps each run takes seconds (most
+// of it measuring the roofs).
 constexpr int kLayers = 2;
-std::string small_preset() {
-  const std::string path = ::testing::TempDir() + "/llmcpu_bench_small.toml";
-  std::ofstream(path) << "layers = " << kLayers
-                      << "\nheads = 2\nchannels = 64\nmax_seq_len = 64\nvocab_size = 500\n";
-  return path;
-}
-const std::string kQuick = "--model " + small_preset() + " -b 1 -t 8 --reps 2 --threads 2";
+class BenchCli : public testing::TempDirTest {
+ protected:
+  void SetUp() override {
+    TempDirTest::SetUp();
+    const std::string preset = path("llmcpu_bench_small.toml");  // the model name the rows show
+    std::ofstream(preset) << "layers = " << kLayers
+                          << "\nheads = 2\nchannels = 64\nmax_seq_len = 64\nvocab_size = 500\n";
+    quick_ = "--model " + preset + " -b 1 -t 8 --reps 2 --threads 2";
+  }
+  std::string quick_;
+};
 
 std::vector<std::string> targets() {
   std::vector<std::string> r;
@@ -124,17 +130,16 @@ void expect_every_op(const std::vector<std::vector<std::string>>& rows,
   EXPECT_EQ(rows.size(), want.size() * want_targets.size());
 }
 
-TEST(BenchCli, TableHasEveryOpOfEveryAvailableTarget) {
-  const Outcome r = run_llmcpu("bench " + kQuick);
+TEST_F(BenchCli, TableHasEveryOpOfEveryAvailableTarget) {
+  const Outcome r = run_llmcpu("bench " + quick_);
   ASSERT_EQ(r.status, 0) << r.output;
   expect_every_op(table_rows(r.output), targets(), kLayers);
 }
 
-TEST(BenchCli, CsvHasTheTablesRows) {
+TEST_F(BenchCli, CsvHasTheTablesRows) {
   const std::vector<std::string> some = {targets().back()};
-  const Outcome t = run_llmcpu("bench " + kQuick + " --targets " + some[0]);
-  const Outcome c = run_llmcpu("bench " + kQuick + " --targets " + some[0] + " --format csv",
-                               "");
+  const Outcome t = run_llmcpu("bench " + quick_ + " --targets " + some[0]);
+  const Outcome c = run_llmcpu("bench " + quick_ + " --targets " + some[0] + " --format csv", "");
   ASSERT_EQ(t.status, 0) << t.output;
   ASSERT_EQ(c.status, 0) << c.output;
   std::vector<std::vector<std::string>> csv;
@@ -190,10 +195,10 @@ void expect_sane(const nlohmann::json& j) {
   }
 }
 
-TEST(BenchCli, JsonParsesWithSaneNumbers) {
+TEST_F(BenchCli, JsonParsesWithSaneNumbers) {
   // Two targets: the table's test covers every one.
   const std::vector<std::string> two = {targets().front(), targets().back()};
-  const nlohmann::json j = bench_json(kQuick + " --targets " + joined(two));
+  const nlohmann::json j = bench_json(quick_ + " --targets " + joined(two));
   expect_sane(j);
   EXPECT_EQ(j["rows"].size(), expected_ops(kLayers).size() * two.size());
   EXPECT_EQ(j["model"]["name"], "llmcpu_bench_small");
@@ -203,16 +208,16 @@ TEST(BenchCli, JsonParsesWithSaneNumbers) {
   EXPECT_EQ(j["model"]["layers"], kLayers);
 }
 
-TEST(BenchCli, Bf16HasEveryOp) {
+TEST_F(BenchCli, Bf16HasEveryOp) {
   const std::string best = targets().size() > 1 ? targets()[1] : targets()[0];
-  const nlohmann::json j = bench_json(kQuick + " --precision bf16 --targets " + best);
+  const nlohmann::json j = bench_json(quick_ + " --precision bf16 --targets " + best);
   expect_sane(j);
   EXPECT_EQ(j["precision"], "bf16");
   EXPECT_EQ(j["rows"].size(), expected_ops(kLayers).size());
   EXPECT_FALSE(j["targets"][0]["bf16_table"].get<std::string>().empty());
 }
 
-TEST(BenchCli, CheckpointGivesItsShape) {
+TEST_F(BenchCli, CheckpointGivesItsShape) {
   const std::string path = std::string(LLMCPU_FIXTURE_DIR) + "/tiny_model.bin";
   const ModelConfig c = read_checkpoint_header(path).config;
   const nlohmann::json j =
@@ -227,7 +232,7 @@ TEST(BenchCli, CheckpointGivesItsShape) {
   EXPECT_EQ(calls["layernorm"], 2 * c.num_layers + 1);
 }
 
-TEST(BenchCli, BadValuesAreClearErrors) {
+TEST_F(BenchCli, BadValuesAreClearErrors) {
   const Outcome t = run_llmcpu("bench --targets avx512,nosuch");
   EXPECT_NE(t.status, 0);
   EXPECT_NE(t.output.find("--targets"), std::string::npos) << t.output;

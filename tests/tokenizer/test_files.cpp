@@ -29,8 +29,11 @@ bool has(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
 }
 
-TEST(TokenizerFiles, TinyTokenizerEncodesAsWorkedOutByHand) {
-  const Tokenizer t = Tokenizer::load(Tiny::write(fresh_dir("tok")));
+// A fresh folder per test (TempDirTest's), removed afterwards.
+class TokenizerFiles : public TempDirTest {};
+
+TEST_F(TokenizerFiles, TinyTokenizerEncodesAsWorkedOutByHand) {
+  const Tokenizer t = Tokenizer::load(Tiny::write(dir_.string()));
   ASSERT_TRUE(t.can_encode());
   EXPECT_EQ(t.vocab_size(), 261);
   EXPECT_EQ(t.eot_token(), Tiny::kEot);
@@ -58,8 +61,8 @@ TEST(TokenizerFiles, TinyTokenizerEncodesAsWorkedOutByHand) {
   EXPECT_EQ(t.decode_token(Tiny::kEot), "<|endoftext|>");
 }
 
-TEST(TokenizerFiles, DecodeRejectsIdsOutsideTheVocabulary) {
-  const Tokenizer t = Tokenizer::load(Tiny::write(fresh_dir("tok")));
+TEST_F(TokenizerFiles, DecodeRejectsIdsOutsideTheVocabulary) {
+  const Tokenizer t = Tokenizer::load(Tiny::write(dir_.string()));
   const int ids[] = {1, 261};
   try {
     t.decode(ids, 2);
@@ -70,7 +73,7 @@ TEST(TokenizerFiles, DecodeRejectsIdsOutsideTheVocabulary) {
   EXPECT_THROW(t.decode_token(-1), ShapeError);
 }
 
-TEST(TokenizerFiles, JsonEscapesAndSurrogatePairs) {
+TEST_F(TokenizerFiles, JsonEscapesAndSurrogatePairs) {
   const auto v = parse_json_vocab(
       R"( { "\ud83d\ude00" : 0 , "a\"b\\c\/d\n\t\r\b\f" : 1, "\u00e9\u0120x" : 2, "é": 3, "" : 4 } )",
       "test.json");
@@ -84,7 +87,7 @@ TEST(TokenizerFiles, JsonEscapesAndSurrogatePairs) {
   EXPECT_EQ(v[4].second, 4);
 }
 
-TEST(TokenizerFiles, JsonErrorsNameFileAndOffset) {
+TEST_F(TokenizerFiles, JsonErrorsNameFileAndOffset) {
   const std::pair<const char*, const char*> cases[] = {
       {R"({"a": 1,})", "byte offset 8"},        // trailing comma
       {R"({"a": 1 "b": 2})", "byte offset 8"},  // missing comma
@@ -118,8 +121,8 @@ TEST(TokenizerFiles, JsonErrorsNameFileAndOffset) {
   }
 }
 
-TEST(TokenizerFiles, CorruptEncoderJson) {
-  const std::string dir = Tiny::write(fresh_dir("tok"));
+TEST_F(TokenizerFiles, CorruptEncoderJson) {
+  const std::string dir = Tiny::write(dir_.string());
   const std::string enc = dir + "/encoder.json";
   const std::string good = Tiny::encoder_json();
 
@@ -152,8 +155,8 @@ TEST(TokenizerFiles, CorruptEncoderJson) {
   EXPECT_TRUE(has(e, enc) && has(e, "byte alphabet")) << e;
 }
 
-TEST(TokenizerFiles, TruncatedOrBrokenVocabBpe) {
-  const std::string dir = Tiny::write(fresh_dir("tok"));
+TEST_F(TokenizerFiles, TruncatedOrBrokenVocabBpe) {
+  const std::string dir = Tiny::write(dir_.string());
   const std::string bpe = dir + "/vocab.bpe";
   const std::string good = Tiny::vocab_bpe();
 
@@ -182,8 +185,8 @@ TEST(TokenizerFiles, TruncatedOrBrokenVocabBpe) {
   EXPECT_TRUE(has(e, bpe)) << e;
 }
 
-TEST(TokenizerFiles, MissingFiles) {
-  const std::string dir = fresh_dir("tok");
+TEST_F(TokenizerFiles, MissingFiles) {
+  const std::string dir = dir_.string();
   std::string e = load_error(dir + "/nowhere");
   EXPECT_TRUE(has(e, dir + "/nowhere") && has(e, "does not exist")) << e;
   e = load_error(dir);  // an empty folder
@@ -193,8 +196,8 @@ TEST(TokenizerFiles, MissingFiles) {
   EXPECT_TRUE(has(e, dir + "/vocab.bpe") && has(e, "not found")) << e;
 }
 
-TEST(TokenizerFiles, LlmcTokenizerBin) {
-  const std::string dir = fresh_dir("tok");
+TEST_F(TokenizerFiles, LlmcTokenizerBin) {
+  const std::string dir = dir_.string();
   const Tokenizer json = Tokenizer::load(Tiny::write(dir));
   const std::string bin = dir + "/tiny_tokenizer.bin";
   write_llmc_tokenizer(bin, Tiny::token_bytes(), 2, Tiny::kEot);
@@ -210,8 +213,8 @@ TEST(TokenizerFiles, LlmcTokenizerBin) {
   EXPECT_EQ(t.decode(ids.data(), ids.size()), "the then   x\n");
 }
 
-TEST(TokenizerFiles, BrokenLlmcTokenizerBin) {
-  const std::string dir = fresh_dir("tok");
+TEST_F(TokenizerFiles, BrokenLlmcTokenizerBin) {
+  const std::string dir = dir_.string();
   const std::string bin = dir + "/gpt2_tokenizer.bin";
   const auto tokens = Tiny::token_bytes();
 

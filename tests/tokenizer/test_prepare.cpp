@@ -33,7 +33,7 @@ TEST_F(Prepare, ShardsHoldTheDocumentsWithSeparatorsSplitAsAsked) {
   const std::vector<std::string> docs = {"the the then\n", "   x\n\nthe end", "the"};
   PrepareOptions o;
   o.inputs = {input("a.txt", docs[0]), input("b.txt", docs[1]), input("c.txt", docs[2])};
-  o.out_dir = dir_ + "/out";
+  o.out_dir = folder_ + "/out";
   o.name = "tiny";
   o.val_tokens = 3;
   o.shard_tokens = 4;
@@ -66,7 +66,7 @@ TEST_F(Prepare, DefaultValIsATenthCappedAtOneShard) {
   for (int i = 0; i < 40; ++i) text += "the then the\n";
   PrepareOptions o;
   o.inputs = {input("a.txt", text)};
-  o.out_dir = dir_ + "/out";
+  o.out_dir = folder_ + "/out";
   const size_t total = expected({text}).size();
   // A tenth, when that is less than a shard.
   PrepareResult r = prepare_shards(*tok_, o);
@@ -76,7 +76,7 @@ TEST_F(Prepare, DefaultValIsATenthCappedAtOneShard) {
   EXPECT_EQ(r.val_files[0], o.out_dir + "/data_val_000000.bin");
   // At most one shard.
   o.shard_tokens = static_cast<int64_t>(total / 20);
-  o.out_dir = dir_ + "/out2";
+  o.out_dir = folder_ + "/out2";
   r = prepare_shards(*tok_, o);
   EXPECT_EQ(r.val_tokens, total / 20);
   EXPECT_EQ(r.val_files.size(), 1u);
@@ -92,7 +92,7 @@ TEST_F(Prepare, DefaultValIsATenthCappedAtOneShard) {
 TEST_F(Prepare, ValLargerThanAShardAndNoVal) {
   PrepareOptions o;
   o.inputs = {input("a.txt", "the then the the then\n")};
-  o.out_dir = dir_ + "/out";
+  o.out_dir = folder_ + "/out";
   o.val_tokens = 7;
   o.shard_tokens = 3;
   PrepareResult r = prepare_shards(*tok_, o);
@@ -102,7 +102,7 @@ TEST_F(Prepare, ValLargerThanAShardAndNoVal) {
   EXPECT_EQ(r.val_tokens, 7u);
 
   o.val_tokens = 0;
-  o.out_dir = dir_ + "/out2";
+  o.out_dir = folder_ + "/out2";
   r = prepare_shards(*tok_, o);
   EXPECT_TRUE(r.val_files.empty());
   EXPECT_EQ(r.train_tokens, expected({"the then the the then\n"}).size());
@@ -117,7 +117,7 @@ TEST_F(Prepare, LargeDocumentEncodesAsAWhole) {
   for (int i = 0; text.size() < (size_t{5} << 19); ++i) text += lines[(i * 7 + i / 9) % 9];
   PrepareOptions o;
   o.inputs = {input("big.txt", text)};
-  o.out_dir = dir_ + "/out";
+  o.out_dir = folder_ + "/out";
   o.val_tokens = 0;
   std::vector<PrepareProgress> seen;
   const PrepareResult r =
@@ -132,13 +132,13 @@ TEST_F(Prepare, LargeDocumentEncodesAsAWhole) {
 
 TEST_F(Prepare, Errors) {
   PrepareOptions o;
-  o.out_dir = dir_ + "/out";
-  o.inputs = {input("a.txt", "the"), dir_ + "/missing.txt"};
+  o.out_dir = folder_ + "/out";
+  o.inputs = {input("a.txt", "the"), folder_ + "/missing.txt"};
   try {
     prepare_shards(*tok_, o);
     ADD_FAILURE() << "no error for a missing input";
   } catch (const FileError& e) {
-    EXPECT_EQ(e.path(), dir_ + "/missing.txt");
+    EXPECT_EQ(e.path(), folder_ + "/missing.txt");
     EXPECT_NE(std::string(e.what()).find("does not exist"), std::string::npos) << e.what();
   }
   o.inputs = {input("a.txt", "the"), input("empty.txt", "")};
@@ -146,19 +146,19 @@ TEST_F(Prepare, Errors) {
     prepare_shards(*tok_, o);
     ADD_FAILURE() << "no error for an empty input";
   } catch (const FileError& e) {
-    EXPECT_EQ(e.path(), dir_ + "/empty.txt");
+    EXPECT_EQ(e.path(), folder_ + "/empty.txt");
     EXPECT_NE(std::string(e.what()).find("empty"), std::string::npos) << e.what();
   }
   o.inputs = {input("a.txt", "the")};
-  o.out_dir = dir_ + "/a.txt/out";  // below a regular file
+  o.out_dir = folder_ + "/a.txt/out";  // below a regular file
   try {
     prepare_shards(*tok_, o);
     ADD_FAILURE() << "no error for an output folder that cannot be made";
   } catch (const FileError& e) {
     EXPECT_EQ(e.path(), o.out_dir);
   }
-  EXPECT_FALSE(fs::exists(dir_ + "/a.txt/out"));
-  o.out_dir = dir_ + "/out";
+  EXPECT_FALSE(fs::exists(folder_ + "/a.txt/out"));
+  o.out_dir = folder_ + "/out";
   o.val_tokens = 2;  // the whole stream is eot, the = 2 tokens
   EXPECT_THROW(prepare_shards(*tok_, o), Error);
   o.val_tokens = -1;
@@ -168,7 +168,7 @@ TEST_F(Prepare, Errors) {
 
 TEST_F(Prepare, CommandLine) {
   const std::string a = input("a.txt", "the the then\n"), b = input("b.txt", "   x");
-  const std::string out = dir_ + "/out", tok = dir_ + "/tok";
+  const std::string out = folder_ + "/out", tok = folder_ + "/tok";
   const std::string bin = shell_quote(LLMCPU_BINARY);
   Outcome r =
       run_shell(bin + " prepare --input " + shell_quote(a) + " " + shell_quote(b) + " --out-dir " + shell_quote(out) +
@@ -189,7 +189,7 @@ TEST_F(Prepare, CommandLine) {
   EXPECT_NE(r.output.find("n_train_000001.bin is left over"), std::string::npos) << r.output;
 
   for (const auto& [args, message] : std::vector<std::pair<std::string, std::string>>{
-           {"--input " + shell_quote(dir_ + "/nope.txt") + " --out-dir " + shell_quote(out),
+           {"--input " + shell_quote(folder_ + "/nope.txt") + " --out-dir " + shell_quote(out),
             "nope.txt: input file does not exist"},
            {"--input " + shell_quote(input("e.txt", "")) + " --out-dir " + shell_quote(out),
             "e.txt: input file is empty"},
@@ -213,7 +213,7 @@ TEST_F(Prepare, CommandLine) {
 }
 
 TEST_F(Prepare, TokenizeCommand) {
-  const std::string tok = dir_ + "/tok", bin = shell_quote(LLMCPU_BINARY);
+  const std::string tok = folder_ + "/tok", bin = shell_quote(LLMCPU_BINARY);
   Outcome r = run_shell(bin + " tokenize --tokenizer " + shell_quote(tok) + " " +
                         shell_quote(input("a.txt", "the the   x")));
   EXPECT_EQ(r.status, 0);
@@ -224,9 +224,9 @@ TEST_F(Prepare, TokenizeCommand) {
     ids += std::to_string(b) + (b % 16 ? " " : "\n");
     bytes += static_cast<char>(b);
   }
-  write_file(dir_ + "/ids.txt", ids);
+  write_file(folder_ + "/ids.txt", ids);
   r = run_shell(bin + " tokenize --decode --tokenizer " + shell_quote(tok) + " < " +
-                shell_quote(dir_ + "/ids.txt"));
+                shell_quote(folder_ + "/ids.txt"));
   EXPECT_EQ(r.status, 0);
   EXPECT_TRUE(r.output == bytes) << "decoded bytes differ";
   // Encode then decode through the program gives the file back.
@@ -242,21 +242,24 @@ TEST_F(Prepare, TokenizeCommand) {
   r = run_shell("echo 1 x2 | " + bin + " tokenize --decode --tokenizer " + shell_quote(tok) + " 2>&1");
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.output.find("'x2' is not a token id"), std::string::npos) << r.output;
-  r = run_shell(bin + " tokenize --tokenizer " + shell_quote(tok) + " " + shell_quote(dir_ + "/none.txt") +
-                " 2>&1");
+  r = run_shell(bin + " tokenize --tokenizer " + shell_quote(tok) + " " +
+                shell_quote(folder_ + "/none.txt") + " 2>&1");
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.output.find("none.txt: cannot open"), std::string::npos) << r.output;
-  r = run_shell(bin + " tokenize --tokenizer " + shell_quote(dir_ + "/notok") + " " +
-                shell_quote(dir_ + "/a.txt") + " 2>&1");
+  r = run_shell(bin + " tokenize --tokenizer " + shell_quote(folder_ + "/notok") + " " +
+                shell_quote(folder_ + "/a.txt") + " 2>&1");
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.output.find("notok: does not exist"), std::string::npos) << r.output;
 }
 
 // tools/brown_to_text.js on a made-up file in the Brown corpus's format.
-TEST(PrepareBrown, TagsAreStrippedToPlainText) {
+// A fresh folder per test (TempDirTest's), removed afterwards.
+class PrepareBrown : public TempDirTest {};
+
+TEST_F(PrepareBrown, TagsAreStrippedToPlainText) {
   const Outcome node = run_shell("command -v node");
   ASSERT_EQ(node.status, 0) << "node is not installed; " << kSetupHint;
-  const std::string dir = fresh_dir("brown");
+  const std::string dir = dir_.string();
   write_file(dir + "/ca99",
              "\n\n\tThe/at Fulton/np-tl County/nn-tl said/vbd ``/`` no/at evidence/nn ''/'' ./.\n"
              "It/pps was/bedz Jr./np ./.\n\n\n"

@@ -47,8 +47,11 @@ std::vector<size_t> expected_sizes(size_t total, size_t shard) {
   return sizes;
 }
 
-TEST(ShardWriterTail, NoTrainShardShorterThanHalfAShardUnlessAlone) {
-  const std::string dir = fresh_dir("tail");
+// A fresh folder per test (TempDirTest's), removed afterwards.
+class ShardWriterTail : public TempDirTest {};
+
+TEST_F(ShardWriterTail, NoTrainShardShorterThanHalfAShardUnlessAlone) {
+  const std::string dir = dir_.string();
   for (size_t shard : {1u, 2u, 7u, 10u}) {
     for (size_t total = 1; total <= 5 * shard + 3; ++total) {
       SCOPED_TRACE("shard " + std::to_string(shard) + ", " + std::to_string(total) + " tokens");
@@ -82,7 +85,7 @@ class PrepareSplit : public TinyPrepareTest {
   PrepareResult run(const std::vector<std::string>& inputs, const std::string& split) {
     PrepareOptions o;
     o.inputs = inputs;
-    o.out_dir = dir_ + "/out_" + std::to_string(++runs_);
+    o.out_dir = folder_ + "/out_" + std::to_string(++runs_);
     o.split_on = split;
     o.val_tokens = 5;
     o.shard_tokens = 8;
@@ -117,7 +120,7 @@ TEST_F(PrepareSplit, BadRulesAreRefusedBeforeAnythingIsWritten) {
            {"regex:x|", "can match the empty string"},
        }) {
     SCOPED_TRACE(split);
-    const std::string out = dir_ + "/out_" + std::to_string(runs_ + 1);
+    const std::string out = folder_ + "/out_" + std::to_string(runs_ + 1);
     try {
       run(ins, split);
       ADD_FAILURE() << "no error";
@@ -131,10 +134,13 @@ TEST_F(PrepareSplit, BadRulesAreRefusedBeforeAnythingIsWritten) {
 // llm.c's tinyshakespeare shards, made by that script's rule with the reference encoder, and by
 // `llmcpu prepare --split-on blank-lines --val-tokens N` with GPT-2's tokenizer: the same ids, val
 // and train split at the same place.
-TEST(PrepareLlmcParity, TinyshakespeareShapedTextGivesLlmcTokens) {
+// A fresh folder per test (TempDirTest's), removed afterwards.
+class PrepareLlmcParity : public TempDirTest {};
+
+TEST_F(PrepareLlmcParity, TinyshakespeareShapedTextGivesLlmcTokens) {
   const Reference ref = find_reference();
   ASSERT_TRUE(ref.missing.empty()) << ref.missing;
-  const std::string dir = fresh_dir("parity");
+  const std::string dir = dir_.string();
   // Speakers' sections separated by blank lines, one run of three newlines, no final blank line.
   const char* speakers[] = {"First Citizen", "All", "MENENIUS", "Second Citizen"};
   std::string text;

@@ -104,7 +104,10 @@ std::vector<std::string> txt_files(const std::string& dir) {
   return files;
 }
 
-TEST(TokenizerReference, CommittedTexts) {
+// A fresh folder per test (TempDirTest's), removed afterwards.
+class TokenizerReference : public TempDirTest {};
+
+TEST_F(TokenizerReference, CommittedTexts) {
   const Reference ref = find_reference();
   ASSERT_TRUE(ref.missing.empty()) << ref.missing;
   const auto files = txt_files(LLMCPU_TOKENIZER_TEST_DIR "/texts");
@@ -112,10 +115,10 @@ TEST(TokenizerReference, CommittedTexts) {
   EXPECT_EQ(compare_with_reference(ref, files), files.size());
 }
 
-TEST(TokenizerReference, LargeGeneratedText) {
+TEST_F(TokenizerReference, LargeGeneratedText) {
   const Reference ref = find_reference();
   ASSERT_TRUE(ref.missing.empty()) << ref.missing;
-  const std::string dir = fresh_dir("tok");
+  const std::string dir = dir_.string();
   const std::string large = dir + "/large.txt";
   const Outcome made =
       run_shell(shell_quote(ref.node) + " " + shell_quote(LLMCPU_TOKENIZER_TEST_DIR "/make_large_text.js") +
@@ -125,7 +128,7 @@ TEST(TokenizerReference, LargeGeneratedText) {
   EXPECT_EQ(compare_with_reference(ref, {large}), 1u);
 }
 
-TEST(TokenizerReference, BrownCorpus) {
+TEST_F(TokenizerReference, BrownCorpus) {
   const Reference ref = find_reference();
   ASSERT_TRUE(ref.missing.empty()) << ref.missing;
   ASSERT_TRUE(fs::is_directory(ref.brown_dir)) << ref.brown_dir << " is missing; " << kSetupHint;
@@ -134,7 +137,7 @@ TEST(TokenizerReference, BrownCorpus) {
   EXPECT_EQ(compare_with_reference(ref, files), files.size());
 }
 
-TEST(TokenizerReference, Gpt2Vocabulary) {
+TEST_F(TokenizerReference, Gpt2Vocabulary) {
   const Reference ref = find_reference();
   ASSERT_TRUE(ref.missing.empty()) << ref.missing;
   EXPECT_TRUE(gpt2().can_encode());
@@ -147,7 +150,7 @@ TEST(TokenizerReference, Gpt2Vocabulary) {
 
 // Bytes that are not UTF-8 cannot be compared with gpt-3-encoder (JavaScript strings are Unicode),
 // but they must survive the round trip, each run as a piece of its own between the valid pieces.
-TEST(TokenizerReference, InvalidUtf8RoundTrips) {
+TEST_F(TokenizerReference, InvalidUtf8RoundTrips) {
   const Reference ref = find_reference();
   ASSERT_TRUE(ref.missing.empty()) << ref.missing;
   const std::string bad = "abc\xff def \xc3(\xe2\x82 end\x80\x80";
@@ -168,10 +171,10 @@ TEST(TokenizerReference, InvalidUtf8RoundTrips) {
 
 // llm.c's gpt2_tokenizer.bin, written here from encoder.json's tokens, decodes exactly as
 // encoder.json.
-TEST(TokenizerReference, LlmcTokenizerBinDecodesLikeEncoderJson) {
+TEST_F(TokenizerReference, LlmcTokenizerBinDecodesLikeEncoderJson) {
   const Reference ref = find_reference();
   ASSERT_TRUE(ref.missing.empty()) << ref.missing;
-  const std::string dir = fresh_dir("tok");
+  const std::string dir = dir_.string();
   std::vector<std::string> tokens;
   for (int id = 0; id < gpt2().vocab_size(); ++id) tokens.push_back(gpt2().decode_token(id));
   for (int version : {1, 2}) {

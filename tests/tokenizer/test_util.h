@@ -16,6 +16,7 @@
 
 #include "core/tokenizer/tokenizer.h"
 #include "tests/common/process.h"
+#include "tests/common/temp_files.h"
 
 namespace llmcpu::testing {
 
@@ -35,16 +36,6 @@ inline std::string read_file(const std::string& path) {
 inline void write_file(const std::string& path, const std::string& bytes) {
   std::ofstream f(path, std::ios::binary | std::ios::trunc);
   f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-}
-
-// A fresh empty folder per test under the GoogleTest temporary folder.
-inline std::string fresh_dir(const std::string& tag) {
-  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-  const fs::path dir = fs::path(::testing::TempDir()) /
-                       ("llmcpu_" + tag + "_" + info->test_suite_name() + "_" + info->name());
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir.string();
 }
 
 // The reference: node, and the gpt-3-encoder package that tools/fetch-data.sh installs into the
@@ -178,18 +169,20 @@ inline void write_llmc_tokenizer(const std::string& path, const std::vector<std:
   write_file(path, bytes);
 }
 
-// A test of `prepare` with the tiny tokenizer in a fresh folder: input files, and the stream the
-// shards must hold (every document preceded by <|endoftext|>).
-class TinyPrepareTest : public ::testing::Test {
+// A test of `prepare` with the tiny tokenizer in a fresh folder (TempDirTest's, removed
+// afterwards): input files, and the stream the shards must hold (every document preceded by
+// <|endoftext|>).
+class TinyPrepareTest : public TempDirTest {
  protected:
   void SetUp() override {
-    dir_ = fresh_dir("prep");
-    fs::create_directories(dir_ + "/tok");
-    tok_ = std::make_unique<Tokenizer>(Tokenizer::load(TinyTokenizer::write(dir_ + "/tok")));
+    TempDirTest::SetUp();
+    folder_ = dir_.string();
+    fs::create_directories(folder_ + "/tok");
+    tok_ = std::make_unique<Tokenizer>(Tokenizer::load(TinyTokenizer::write(folder_ + "/tok")));
   }
   std::string input(const std::string& name, const std::string& text) {
-    write_file(dir_ + "/" + name, text);
-    return dir_ + "/" + name;
+    write_file(folder_ + "/" + name, text);
+    return folder_ + "/" + name;
   }
   std::vector<uint16_t> expected(const std::vector<std::string>& docs) const {
     std::vector<uint16_t> all;
@@ -199,7 +192,7 @@ class TinyPrepareTest : public ::testing::Test {
     }
     return all;
   }
-  std::string dir_;
+  std::string folder_;  // dir_ as a string
   std::unique_ptr<Tokenizer> tok_;
 };
 

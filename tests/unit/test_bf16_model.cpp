@@ -27,6 +27,7 @@
 #include "core/verify/verify.h"
 #include "simd/error.h"
 #include "tests/common/process.h"
+#include "tests/common/temp_files.h"
 #include "tests/unit/fixture_paths.h"
 
 namespace llmcpu {
@@ -104,19 +105,21 @@ TEST_P(Bf16Fixture, TenAdamWStepsFollowPyTorch) {
 INSTANTIATE_TEST_SUITE_P(Committed, Bf16Fixture, ::testing::ValuesIn(testing::kFixtures),
                          [](const auto& info) { return std::string(info.param.name); });
 
+// A fresh folder per test (TempDirTest's), removed afterwards.
+class Bf16Model : public testing::TempDirTest {};
+
 // ZeRO-1 in bf16: a model that gives back the fp32 master of its matmul weights computes exactly as
 // before from their bf16 copy, writes the same model file (version 5; version 3 is refused),
 // refuses to rebuild the copy from the master, and generates from the copy: its logits agree with
 // an fp32 model of the same weights within the bf16 limit (kBf16Tolerances, derived in verify.h).
-TEST(Bf16Model, ReleasedMasterComputesWithTheCopy) {
+TEST_F(Bf16Model, ReleasedMasterComputesWithTheCopy) {
   auto model = load_bf16("tiny");
   const ModelConfig& c = model->config();
   const DebugState ref = load_debug_state(fixture("tiny", "state.bin"), c);
   const size_t Vp = c.padded_vocab_size, BT = size_t(ref.B) * ref.T;
   model->forward(ref.inputs.data(), ref.targets.data(), ref.B, ref.T);
   const std::vector<float> before(model->logits(), model->logits() + BT * Vp);
-  const std::string dir = (fs::path(::testing::TempDir()) / "llmcpu_released_master").string();
-  fs::create_directories(dir);
+  const std::string dir = dir_.string();
   save_checkpoint(dir + "/before.bin", *model, kCheckpointBf16);
 
   std::vector<ParameterSpan> runs;
@@ -168,7 +171,7 @@ TEST(Bf16Model, ReleasedMasterComputesWithTheCopy) {
 // The vectorized bf16 tables against the scalar reference tables through the whole model: the same
 // operands (bf16 roundings only differ where an fp32 sum order tips one), so far closer than to
 // PyTorch.
-TEST(Bf16Model, ActiveTablesAgreeWithScalarReference) {
+TEST_F(Bf16Model, ActiveTablesAgreeWithScalarReference) {
   const CheckpointInfo info = read_checkpoint_header(fixture("tiny", "model.bin"));
   const DebugState ref = load_debug_state(fixture("tiny", "state.bin"), info.config);
   Gpt2 fast(info.config, active_kernels(), Precision::kBf16);
@@ -187,7 +190,7 @@ TEST(Bf16Model, ActiveTablesAgreeWithScalarReference) {
 
 // bf16 keeps the activations a GEMM reads or the backward recomputes in bf16 only, and the
 // arena is what ActivationArena::bytes (the memory plan) says.
-TEST(Bf16Model, ArenaKeepsGemmInputsInBf16) {
+TEST_F(Bf16Model, ArenaKeepsGemmInputsInBf16) {
   const ModelConfig c = read_checkpoint_header(fixture("small", "model.bin")).config;
   const int B = 3, T = 32;
   const size_t L = c.num_layers, C = c.channels, BT = size_t(B) * T;
@@ -214,7 +217,7 @@ TEST(Bf16Model, ArenaKeepsGemmInputsInBf16) {
 }
 
 // The working copy is bf16(master) after a load, and after an AdamW step that writes both.
-TEST(Bf16Model, CopyFollowsMasterWeights) {
+TEST_F(Bf16Model, CopyFollowsMasterWeights) {
   auto model = load_bf16("tiny");
   const ModelConfig& c = model->config();
   const DebugState ref = load_debug_state(fixture("tiny", "state.bin"), c);
@@ -245,21 +248,15 @@ TEST(Bf16Model, CopyFollowsMasterWeights) {
   EXPECT_TRUE(copy_is_rounded_master());
 }
 
-class Bf16Training : public ::testing::Test {
+class Bf16Training : public testing::TempDirTest {
  protected:
   void SetUp() override {
-    dir_ = fs::path(::testing::TempDir()) /
-           ("llmcpu_bf16_" +
-            std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
+    TempDirTest::SetUp();
     Rng rng(9);
     std::vector<uint16_t> tokens(4000);
     for (auto& t : tokens) t = static_cast<uint16_t>(rng.below(311));  // the tiny fixture's V
     write_token_shard(path("train_000000.bin"), tokens);
   }
-  void TearDown() override { fs::remove_all(dir_); }
-  std::string path(const std::string& name) const { return (dir_ / name).string(); }
   TrainOptions options(int steps, const std::string& ckpt) const {
     TrainOptions o;
     o.model = fixture("tiny", "model.bin");
@@ -277,7 +274,6 @@ class Bf16Training : public ::testing::Test {
     o.checkpoint_dir = path(ckpt);
     return o;
   }
-  fs::path dir_;
 };
 
 TEST_F(Bf16Training, SameThreadCountSameBytes) {

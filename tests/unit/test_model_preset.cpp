@@ -3,7 +3,6 @@
 // file that is not TOML are each refused with a message naming the file and the key (or line), by
 // the loader and through `llmcpu train --model FILE.toml`.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -12,6 +11,7 @@
 #include "core/model/preset.h"
 #include "simd/error.h"
 #include "tests/common/process.h"
+#include "tests/common/temp_files.h"
 #include "tests/unit/fixture_paths.h"
 
 namespace llmcpu {
@@ -22,14 +22,8 @@ namespace fs = std::filesystem;
 const char* const kValid[] = {"layers = 2", "heads = 3", "channels = 48", "max_seq_len = 32",
                               "vocab_size = 311"};
 
-class ModelPreset : public ::testing::Test {
+class ModelPreset : public testing::TempDirTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::path(::testing::TempDir()) / ("llmcpu_preset_" + std::to_string(getpid()));
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
   // A preset of the valid lines, with `key`'s line replaced by `line` (dropped if empty), and any
   // `extra` line appended.
   std::string write(const std::string& key, const std::string& line,
@@ -57,7 +51,6 @@ class ModelPreset : public ::testing::Test {
     }
   }
 
-  fs::path dir_;
   int count_ = 0;
 };
 
