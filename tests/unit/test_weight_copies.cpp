@@ -1,8 +1,8 @@
 // WeightCopies (core/model/weight_copies.h): each transition of its state table, checked from the
 // rules as the header states them, on a model with and without a bf16 copy and a device.
-#include "core/model/weight_copies.h"
-
 #include <gtest/gtest.h>
+
+#include "core/model/weight_copies.h"
 
 namespace llmcpu {
 namespace {
