@@ -65,10 +65,10 @@ void rate(BenchRow& r, double flop_roof, double byte_roof) {
 // The trainer's step on random tokens; returns the seconds of each timed step.
 std::vector<double> time_steps(const BenchOptions& o, const KernelTable& k, const Bf16Kernels& h) {
   Gpt2 model(o.config, k, o.precision, &h);
-  if (o.checkpoint.empty()) {
-    init_gpt2(model, 1);
+  if (o.source.is_file()) {
+    load_model_file(o.source, model);
   } else {
-    load_model_file(o.checkpoint, model);
+    init_gpt2(model, 1);
   }
   const int B = o.batch, T = o.seq_len;
   model.plan_batch(B, T);

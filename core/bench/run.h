@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/io/model_file.h"
 #include "core/model/config.h"
 #include "core/model/precision.h"
 #include "simd/roofs.h"
@@ -16,8 +17,9 @@ namespace llmcpu::bench {
 
 struct BenchOptions {
   ModelConfig config;
-  std::string model;       // the name the rows carry ("gpt2-d2", a file's name)
-  std::string checkpoint;  // weights for the step (empty: GPT-2 initialisation)
+  std::string model;   // the name the rows carry ("gpt2-d2", a file's name)
+  ModelSource source;  // the weights for the step: a model file's, or for a preset GPT-2's
+                       // initialisation
   int batch = 2, seq_len = 64;
   Precision precision = Precision::kFp32;
   std::vector<std::string> targets;  // kernel targets (resolve_targets)

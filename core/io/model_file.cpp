@@ -11,51 +11,94 @@ namespace llmcpu {
 
 namespace fs = std::filesystem;
 
-bool is_model_file(const std::string& path) {
+namespace {
+
+// The folder beside the model when it holds GPT-2's encoder.json and vocab.bpe, else "".
+std::string tokenizer_beside(const std::string& path) {
   std::error_code ec;
-  return (fs::is_regular_file(path, ec) && fs::path(path).extension() != ".toml") ||
-         (fs::is_directory(path, ec) && is_hf_model(path));
+  const fs::path dir = fs::is_directory(path, ec) ? fs::path(path) : fs::path(path).parent_path();
+  const fs::path folder = dir.empty() ? fs::path(".") : dir;
+  const bool found = fs::is_regular_file(folder / "encoder.json", ec) &&
+                     fs::is_regular_file(folder / "vocab.bpe", ec);
+  return found ? folder.string() : std::string();
 }
 
-ModelFileInfo read_model_file_header(const std::string& path) {
-  if (is_hf_model(path)) {
-    const HfGpt2File file(hf_model_paths(path));
-    return {file.config(), file.description()};
-  }
-  const CheckpointInfo info = read_checkpoint_header(path);
-  return {info.config, "llm.c checkpoint version " + std::to_string(info.version)};
+}  // namespace
+
+ModelFormat model_file_format(const std::string& path) {
+  return is_hf_model(path) ? ModelFormat::kSafetensors : ModelFormat::kLlmc;
 }
 
-void load_model_file(const std::string& path, Gpt2& model) {
-  if (!is_hf_model(path)) {
-    load_checkpoint(path, model);
-    return;
+ModelSource open_model_file(const std::string& path, ModelFormat format,
+                            const std::string& hf_config) {
+  ModelSource s;
+  s.spec = s.path = path;
+  s.format = format;
+  if (format == ModelFormat::kSafetensors) {
+    const HfGpt2File file(hf_model_paths(path, hf_config));
+    s.config = file.config(), s.description = file.description();
+  } else {
+    const CheckpointInfo info = read_checkpoint_header(path);
+    s.config = info.config;
+    s.description = "llm.c checkpoint version " + std::to_string(info.version);
   }
-  const HfGpt2File file(hf_model_paths(path));
-  if (!(file.config() == model.config())) {
-    throw FileError(path, "holds a model of shape " + describe(file.config()) + ", expected " +
-                              describe(model.config()));
-  }
-  file.load(model.params_flat());
+  s.hf_config = hf_config;
+  s.tokenizer = tokenizer_beside(path);
+  return s;
 }
 
-ModelConfig resolve_model_spec(const std::string& spec, std::string* checkpoint,
-                               std::string* preset, std::string* description) {
+ModelSource open_model_file(const std::string& path) {
+  return open_model_file(path, model_file_format(path));
+}
+
+ModelSource resolve_model(const std::string& spec) {
   if (spec.empty()) throw UsageError("--model: required (a checkpoint file or a preset name)");
   std::error_code ec;
   const bool is_file = fs::is_regular_file(spec, ec);
-  if (is_model_file(spec)) {
-    *checkpoint = spec;
-    const ModelFileInfo info = read_model_file_header(spec);
-    if (description) *description = info.description;
-    return info.config;
+  if (is_file && fs::path(spec).extension() != ".toml") return open_model_file(spec);
+  if (!is_file && fs::is_directory(spec, ec) && is_hf_model(spec)) {
+    return open_model_file(spec, ModelFormat::kSafetensors);
   }
-  *preset = is_file ? spec : find_conf_file("models", spec);
-  if (preset->empty()) {
+  ModelSource s;
+  s.spec = spec;
+  s.path = is_file ? spec : find_conf_file("models", spec);
+  if (s.path.empty()) {
     throw UsageError("--model " + spec + ": no such checkpoint file, and no preset conf/models/" +
                      spec + ".toml (try gpt2-d2, gpt2-d4, gpt2-d6, gpt2-124m)");
   }
-  return load_model_preset(*preset);
+  s.config = load_model_preset(s.path);
+  s.description = "preset " + s.path;
+  return s;
+}
+
+namespace {
+
+// The parameters of a model file into `params`, laid out by ParameterLayout(expected); the file
+// must hold a model of that shape.
+void load_parameters(const ModelSource& source, const ModelConfig& expected, float* params) {
+  if (source.format == ModelFormat::kLlmc) {
+    load_checkpoint(source.path, expected, params);
+    return;
+  }
+  if (source.format != ModelFormat::kSafetensors) {
+    throw Error("load_model_file: " + source.spec + " is a preset, not a model file");
+  }
+  const HfGpt2File file(hf_model_paths(source.path, source.hf_config));
+  if (!(file.config() == expected)) {
+    throw FileError(source.path, "holds a model of shape " + describe(file.config()) +
+                                     ", expected " + describe(expected));
+  }
+  file.load(params);
+}
+
+}  // namespace
+
+void load_model_parameters(const ModelSource& source, float* params) {
+  load_parameters(source, source.config, params);
+}
+
+void load_model_file(const ModelSource& source, Gpt2& model) {
+  load_parameters(source, model.config(), model.params_flat());
 }
 
 }  // namespace llmcpu

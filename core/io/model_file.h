@@ -1,9 +1,10 @@
-// What --model opens when it names a file: an llm.c checkpoint (version 3 or 5) or a Hugging Face
-// GPT-2 (model.safetensors with config.json, or their folder), told apart by the file itself
-// (llm.c's magic, the .safetensors name, a safetensors header). train, sample and verify load their
-// model through here, and resolve_model_spec tells such a file from a preset name for them and for
-// bench. Deliberately not here: presets themselves (core/model/preset.h), the formats themselves
-// (core/io/checkpoint.h, core/io/hf_gpt2.h).
+// What --model names, resolved once into a ModelSource: a preset (a file or a name from
+// conf/models/), or a model file, an llm.c checkpoint (version 3 or 5) or a Hugging Face GPT-2
+// (model.safetensors with config.json, or their folder), told apart by the file itself (llm.c's
+// magic, the .safetensors name, a safetensors header). The format is detected and the shape read
+// once, here; train, sample, verify, bench and convert pass the value on and load_model_file reads
+// the weights by it. Deliberately not here: presets themselves (core/model/preset.h), the formats
+// themselves (core/io/checkpoint.h, core/io/hf_gpt2.h), tokenizers (core/tokenizer).
 #pragma once
 
 #include <string>
@@ -13,25 +14,49 @@
 
 namespace llmcpu {
 
-struct ModelFileInfo {
-  ModelConfig config;
-  std::string
-      description;  // "llm.c checkpoint version 3" or "safetensors BF16, GPT2Model names, ..."
+enum class ModelFormat {
+  kPreset,       // a conf/models/ TOML: a shape, the weights GPT-2's initialisation
+  kLlmc,         // an llm.c checkpoint, version 3 (fp32) or 5 (bf16)
+  kSafetensors,  // a Hugging Face GPT-2: model.safetensors (+ config.json), or their folder
 };
 
-// Whether `path` names a model file (or a Hugging Face model folder) rather than a preset.
-bool is_model_file(const std::string& path);
+struct ModelSource {
+  std::string spec;  // what --model said
+  ModelFormat format = ModelFormat::kPreset;
+  std::string path;         // the file or folder read: the model file, or the preset's .toml
+  ModelConfig config;       // the architecture
+  std::string description;  // "llm.c checkpoint version 3", "safetensors BF16, GPT2Model names,
+                            // config.json", or for a preset "preset conf/models/gpt2-d2.toml"
+  // Where a tokenizer for this model would be found: the model file's folder when it holds
+  // encoder.json and vocab.bpe beside the weights; empty: GPT-2's default folder (core/tokenizer's
+  // default_tokenizer_dir()). (The Hugging Face files vocab.json, merges.txt and tokenizer.json
+  // are not read.)
+  std::string tokenizer;
+  std::string hf_config;  // safetensors: the config.json named by --config (empty: the one beside)
 
-// Reads and checks the file's shape; throws FileError naming the file, the tensor and the problem.
-ModelFileInfo read_model_file_header(const std::string& path);
+  bool is_file() const { return format != ModelFormat::kPreset; }
+};
 
-// Loads the file's parameters into `model`, whose config must equal the file's.
-void load_model_file(const std::string& path, Gpt2& model);
+// What --model names: a model file (or a Hugging Face model folder), or a preset file or name from
+// conf/models/. Throws UsageError naming the spec and the presets when it is neither, FileError
+// naming the file and the problem when a model file's header is unsound.
+ModelSource resolve_model(const std::string& spec);
 
-// What --model names: a model file (returned in `checkpoint`, what it holds in `description`) or a
-// preset file or name from conf/models/ (the file in `preset`). Throws UsageError naming the spec
-// and the presets when it is neither.
-ModelConfig resolve_model_spec(const std::string& spec, std::string* checkpoint,
-                               std::string* preset, std::string* description = nullptr);
+// The format of the model file at `path`, by the file itself: kSafetensors for a folder holding
+// model.safetensors, a *.safetensors file or a file that starts like one; else kLlmc.
+ModelFormat model_file_format(const std::string& path);
+
+// `path` read as a model file whatever it is (sample and verify take no preset): its format and
+// shape. Throws FileError naming the file and the problem.
+ModelSource open_model_file(const std::string& path);
+// The same for a file whose format is known; `hf_config` names a safetensors model's config.json
+// when it is not beside it (convert's --config).
+ModelSource open_model_file(const std::string& path, ModelFormat format,
+                            const std::string& hf_config = "");
+
+// Loads a model file's parameters into `model`, whose config must equal the file's.
+void load_model_file(const ModelSource& source, Gpt2& model);
+// The same into a flat array laid out by ParameterLayout(source.config).
+void load_model_parameters(const ModelSource& source, float* params);
 
 }  // namespace llmcpu

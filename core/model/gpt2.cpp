@@ -29,7 +29,11 @@ float mean_loss(const float* losses, size_t BT) {
 
 Gpt2::Gpt2(const ModelConfig& config, const KernelTable& kernels, Precision precision,
            const Bf16Kernels* bf16_kernels)
-    : config_(config), layout_(config), kernels_(kernels), precision_(precision) {
+    : config_(config),
+      layout_(config),
+      kernels_(kernels),
+      precision_(precision),
+      copies_(precision == Precision::kBf16) {
   validate(config_, "model");
   params_ = AlignedBuffer<float>(layout_.total());
   grads_ = AlignedBuffer<float>(layout_.total());
@@ -59,9 +63,8 @@ std::string Gpt2::kernels_summary() const {
 }
 
 float* Gpt2::params_flat() {
-  if (device_ahead_) fetch_device_state(true, false);  // a caller may read before it writes
-  bf16_stale_ = bf16_ != nullptr;
-  device_stale_ = offload_active();
+  if (copies_.master_behind()) fetch_device_state(true, false);  // a caller may read first
+  copies_.master_written();
   return params_data_;
 }
 
@@ -69,25 +72,25 @@ const bf16* Gpt2::params_bf16_flat() const { return bf16_ ? bf16_->copy() : null
 
 void Gpt2::refresh_bf16_weights() {
   if (!bf16_) return;
-  if (master_released_) {
+  if (copies_.master_released()) {
     throw Error(
         "the bf16 weight copy cannot be rebuilt: this rank keeps the fp32 master of the "
         "matmul weights for its own parts only (ZeRO-1)");
   }
-  if (shared_) {
+  if (copies_.memory_shared_by_ranks()) {
     throw Error(
         "the bf16 weight copy cannot be rebuilt by one rank: the ranks of this machine "
         "share it and each keeps its own parts current (ZeRO-1)");
   }
   bf16_->refresh();
-  bf16_stale_ = false;
+  copies_.bf16_refreshed();
 }
 
 void Gpt2::release_master(const std::vector<ParameterSpan>& runs) {
   if (!bf16_) {
     throw Error("Gpt2::release_master: only a bf16 model computes without the fp32 master");
   }
-  if (bf16_stale_) refresh_bf16_weights();
+  if (copies_.bf16_stale()) refresh_bf16_weights();
   const uintptr_t page = uintptr_t(sysconf(_SC_PAGESIZE));
   for (const ParameterSpan& r : runs) {
     if (r.tensor < 0 || !ParameterLayout::matmul_weight(r.tensor) ||
@@ -104,13 +107,13 @@ void Gpt2::release_master(const std::vector<ParameterSpan>& runs) {
       released_bytes_ += last - first;
     }
   }
-  master_released_ = true;
+  copies_.master_memory_released();
 }
 
 size_t Gpt2::master_bytes() const { return num_parameters() * sizeof(float) - released_bytes_; }
 
 void Gpt2::use_shared_memory(float* params, float* grads, bf16* copy) {
-  if (master_released_ || device_ || (bf16_ != nullptr) != (copy != nullptr)) {
+  if (copies_.master_released() || device_ || (bf16_ != nullptr) != (copy != nullptr)) {
     throw Error(
         "Gpt2::use_shared_memory: only for a model with its whole master, no plugin, and "
         "a copy exactly in bf16");
@@ -120,21 +123,20 @@ void Gpt2::use_shared_memory(float* params, float* grads, bf16* copy) {
   g_ = ParameterViews<float>::carve(grads_data_, layout_);
   if (bf16_) bf16_->use_shared_memory(params, copy);
   params_ = AlignedBuffer<float>(), grads_ = AlignedBuffer<float>();
-  bf16_stale_ = false;
-  shared_ = true;
+  copies_.memory_shared();
 }
 
 Gpt2::UpdateSpans Gpt2::weights_for_update() {
-  if (bf16_stale_) refresh_bf16_weights();  // the copy must be current where the update skips
-  device_stale_ = offload_active();
+  if (copies_.bf16_stale()) refresh_bf16_weights();  // current where the update skips
+  copies_.update_written();
   return {params_data_, bf16_ ? bf16_->copy() : nullptr};
 }
 
 void Gpt2::refresh_weight_copies() {
-  if (bf16_stale_) refresh_bf16_weights();
-  if (offload_active() && !device_configured_) configure_device();
-  if (device_stale_) device_->set_parameters(params_data_);
-  device_stale_ = false;
+  if (copies_.bf16_stale()) refresh_bf16_weights();
+  if (offload_active() && !copies_.device_present()) configure_device();
+  if (copies_.device_stale()) device_->set_parameters(params_data_);
+  copies_.device_refreshed();
 }
 
 void Gpt2::check_device(BlockDevice& device, const OffloadLayers& layers) const {
@@ -161,10 +163,10 @@ void Gpt2::attach_device(std::unique_ptr<BlockDevice> device, const OffloadLayer
 }
 
 void Gpt2::disable_offload() {
-  if (device_ahead_) fetch_device_state(true, false);
+  if (copies_.master_behind()) fetch_device_state(true, false);
   device_.reset();
   layers_ = OffloadLayers{};
-  device_configured_ = device_stale_ = device_ahead_ = device_trained_ = false;
+  copies_.device_detached();
   if (arena_.batch() > 0 && arena_.acts.L != config_.num_layers) replan();  // every block again
 }
 
@@ -188,27 +190,25 @@ std::vector<ParameterSpan> Gpt2::device_spans() const {
 }
 
 void Gpt2::configure_device() {
-  if (device_trained_) {
+  if (copies_.device_holds_moments()) {
     // configure() starts the device's moments at zero: an optimizer's state would be lost.
     throw Error(
         "Gpt2: the device's part already holds AdamW moments of this run; a new batch "
         "shape would drop them (plan the batch before the first optimizer step)");
   }
-  if (device_ahead_) fetch_device_state(true, false);  // a new shape starts from the master
-  device_configured_ = false;
+  if (copies_.master_behind()) fetch_device_state(true, false);  // a new shape: from the master
+  copies_.device_detached();  // no copy there until configure() succeeds
   device_->configure(make_model_desc(config_, layout_, arena_.batch(), arena_.seq_len(), precision_,
                                      layers_, device_memory_limit_),
                      params_data_);
-  device_configured_ = true;
-  device_stale_ = device_ahead_ = false;
+  copies_.device_configured();
 }
 
 void Gpt2::fetch_device_state(bool params, bool grads) {
-  if (!offload_active() || !device_configured_) return;
-  if (params && device_ahead_) {
+  if (!offload_active() || !copies_.device_present()) return;
+  if (params && copies_.master_behind()) {
     device_->read_state(params_data_, nullptr, nullptr, nullptr);
-    device_ahead_ = false;
-    bf16_stale_ = bf16_ != nullptr;
+    copies_.device_fetched();
   }
   if (grads) device_->read_state(nullptr, grads_data_, nullptr, nullptr);
 }
@@ -331,7 +331,7 @@ float Gpt2::forward(const int* inputs, const int* targets, int B, int T) {
 }
 
 void Gpt2::zero_grad() {
-  if (offload_active() && device_configured_) device_->zero_grad();
+  if (offload_active() && copies_.device_present()) device_->zero_grad();
   float* g = grads_data_;
   const size_t n = num_parameters();
 #pragma omp parallel for schedule(static)

@@ -22,6 +22,7 @@
 // through params_flat() or weights_for_update() marks them stale, and the next forward pass
 // refreshes them. The other way round, a device that updated its own parameters (the trainer's
 // device AdamW) is ahead of the master for its part until fetch_device_state() copies it back.
+// Which copy is current is core/model/weight_copies.h's WeightCopies (its state table).
 #pragma once
 
 #include <cstddef>
@@ -34,6 +35,7 @@
 #include "core/model/executors.h"
 #include "core/model/parameters.h"
 #include "core/model/precision.h"
+#include "core/model/weight_copies.h"
 #include "core/util/aligned_buffer.h"
 #include "simd/bf16.h"
 #include "simd/kernels.h"
@@ -85,7 +87,7 @@ class Gpt2 {
   // The bf16 working copy of all parameters (null in fp32), current as of the last refresh.
   const bf16* params_bf16_flat() const;
   // A bf16 model whose copy needs no refresh: it equals bf16(master) everywhere.
-  bool bf16_copy_current() const { return bf16_ && !bf16_stale_; }
+  bool bf16_copy_current() const { return copies_.bf16_current(); }
   void refresh_bf16_weights();
   // bf16 data parallelism (ZeRO-1): gives the memory of the fp32 master at `runs` (within the
   // layers' matmul weights, ParameterLayout::matmul_weight: the other ranks' parts) back to the
@@ -95,7 +97,7 @@ class Gpt2 {
   // rebuilt from the master: refresh_bf16_weights() throws, and so does the next forward pass
   // after a write through params_flat(). Generation reads the copy too.
   void release_master(const std::vector<ParameterSpan>& runs);
-  bool master_released() const { return master_released_; }
+  bool master_released() const { return copies_.master_released(); }
   // Data parallelism on one machine (GradientSync::share_memory): from now on the model computes
   // with the fp32 weights at `params` and, in bf16, the copy at `copy`, and adds its gradients at
   // `grads`: memory laid out as params_flat(), owned and filled by the caller (weights shared by
@@ -143,10 +145,7 @@ class Gpt2 {
   void fetch_device_state(bool params, bool grads);
   // The device updated its own parameters (its AdamW, after weights_for_update() gave the CPU's
   // optimizer the rest): the master lags for the device's part, and the device's copy is current.
-  void device_parameters_changed() {
-    device_ahead_ = device_trained_ = offload_active();
-    device_stale_ = false;
-  }
+  void device_parameters_changed() { copies_.device_trained(); }
 
   // Sizes the activations for batches of B x T tokens: the only call that allocates them (a no-op
   // when already that shape with those options). Throws ShapeError if B or T is not positive or
@@ -213,13 +212,7 @@ class Gpt2 {
   std::unique_ptr<BlockDevice> device_;  // with a device only
   OffloadLayers layers_;                 // what the device owns
   size_t device_memory_limit_ = 0;
-  bool device_configured_ = false;  // for the planned batch shape
-  bool bf16_stale_ = false;         // the bf16 copy lags the master
-  bool device_stale_ = false;       // the device's copy lags the master
-  bool device_ahead_ = false;       // the master lags the device's part
-  bool device_trained_ = false;     // the device's AdamW ran: its moments are state
-  bool master_released_ = false;    // release_master() was called
-  bool shared_ = false;             // use_shared_memory() was called
+  WeightCopies copies_;  // which of master, bf16 copy, device's copy is current
   size_t released_bytes_ = 0;
   ActivationArena arena_;
   AlignedBuffer<int> inputs_;   // (B, T) of the last pass

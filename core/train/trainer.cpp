@@ -15,18 +15,16 @@
 
 namespace llmcpu {
 
-std::unique_ptr<Gpt2> make_model(const std::string& spec, uint64_t seed, std::string* origin,
+std::unique_ptr<Gpt2> make_model(const ModelSource& source, uint64_t seed, std::string* origin,
                                  Precision precision) {
-  std::string checkpoint, preset, description;
-  auto model = std::make_unique<Gpt2>(resolve_model_spec(spec, &checkpoint, &preset, &description),
-                                      active_kernels(), precision);
-  if (!checkpoint.empty()) {
-    load_model_file(checkpoint, *model);
-    if (origin) *origin = "checkpoint " + checkpoint + " (" + description + ")";
+  auto model = std::make_unique<Gpt2>(source.config, active_kernels(), precision);
+  if (source.is_file()) {
+    load_model_file(source, *model);
+    if (origin) *origin = "checkpoint " + source.path + " (" + source.description + ")";
   } else {
     init_gpt2(*model, seed);
     if (origin)
-      *origin = "preset " + preset + ", GPT-2 initialisation, seed " + std::to_string(seed);
+      *origin = source.description + ", GPT-2 initialisation, seed " + std::to_string(seed);
   }
   return model;
 }
@@ -44,8 +42,7 @@ TrainOptions run_options(const TrainOptions& options) {
 // The model --model names must have the shape of the checkpoint --resume goes on from.
 void check_resumed_model(const TrainOptions& o, const ModelConfig& saved) {
   if (o.model.empty()) return;
-  std::string checkpoint, preset;
-  const ModelConfig asked = resolve_model_spec(o.model, &checkpoint, &preset);
+  const ModelConfig asked = resolve_model(o.model).config;
   if (!(asked == saved)) {
     throw UsageError("--resume " + o.resume + ": the checkpoint holds a model of shape " +
                      describe(saved) + ", but --model " + o.model + " is " + describe(asked));
@@ -91,9 +88,9 @@ Trainer::~Trainer() = default;
 Trainer::Start Trainer::load_model(const CheckpointStore& /*locked*/) {
   Start s;
   if (opt_.resume.empty()) {
-    std::string checkpoint, preset;
-    s.memory = plan_run_memory(opt_, resolve_model_spec(opt_.model, &checkpoint, &preset), *world_);
-    s.model = make_model(opt_.model, opt_.seed, &s.origin, opt_.precision);
+    const ModelSource source = resolve_model(opt_.model);  // --model, read once
+    s.memory = plan_run_memory(opt_, source.config, *world_);
+    s.model = make_model(source, opt_.seed, &s.origin, opt_.precision);
     return s;
   }
   s.resume = open_resume_point(opt_.resume, &notes_);

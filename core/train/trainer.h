@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "core/comm/communicator.h"
+#include "core/io/model_file.h"
 #include "core/model/generate.h"
 #include "core/model/gpt2.h"
 #include "core/plugin/offload.h"
@@ -59,10 +60,10 @@ struct TrainObserver {
   std::function<void(const std::string& message)> on_warning;
 };
 
-// Builds a model from `spec`: an existing checkpoint file, a preset file (*.toml), or the name of a
-// preset in conf/models/ (initialised with init_gpt2(seed)). `origin` receives a line saying which.
+// Builds a model from what --model resolved to (resolve_model): a model file's weights, or a
+// preset's shape initialised with init_gpt2(seed). `origin` receives a line saying which.
 // A checkpoint of either version loads into either precision (bf16 widens exactly).
-std::unique_ptr<Gpt2> make_model(const std::string& spec, uint64_t seed, std::string* origin,
+std::unique_ptr<Gpt2> make_model(const ModelSource& source, uint64_t seed, std::string* origin,
                                  Precision precision = Precision::kFp32);
 
 class Trainer {

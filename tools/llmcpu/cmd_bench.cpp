@@ -26,13 +26,14 @@ namespace {
 namespace fs = std::filesystem;
 
 // --model: a model file (its shape, and its weights for the step), a preset file or a preset name.
-void resolve_model(const std::string& spec, bench::BenchOptions* o) {
-  std::string preset;
-  o->config = resolve_model_spec(spec, &o->checkpoint, &preset);
-  if (!o->checkpoint.empty()) {
-    o->model = fs::path(o->checkpoint).filename().string();
+void resolve_bench_model(const std::string& spec, bench::BenchOptions* o) {
+  o->source = resolve_model(spec);
+  o->config = o->source.config;
+  const fs::path path = o->source.path;
+  if (o->source.is_file()) {
+    o->model = path.filename().string();
   } else {
-    o->model = preset == spec ? fs::path(preset).stem().string() : spec;  // a file, or a name
+    o->model = o->source.path == spec ? path.stem().string() : spec;  // a file, or a name
   }
 }
 
@@ -102,7 +103,7 @@ int BenchCommand::run(const ArgParser&) {
   const bench::Format fmt = bench::parse_format(format_);
   o_.precision = parse_precision(precision_);
   o_.targets = bench::resolve_targets(targets_);
-  resolve_model(model_, &o_);
+  resolve_bench_model(model_, &o_);
   if (o_.seq_len > o_.config.max_seq_len) {
     throw UsageError("--seq-len: expected 1 to " + std::to_string(o_.config.max_seq_len) +
                      " (the model's maxT), got " + std::to_string(o_.seq_len));

@@ -11,6 +11,7 @@
 
 #include "core/io/checkpoint.h"
 #include "core/io/hf_gpt2.h"
+#include "core/io/model_file.h"
 #include "core/model/parameters.h"
 #include "simd/error.h"
 #include "tools/llmcpu/args.h"
@@ -48,13 +49,13 @@ void import_hf(const std::string& in, const std::string& out, const std::string&
                      ": an llm.c checkpoint is fp32 (version 3) or bf16 "
                      "(version 5)");
   }
-  const HfGpt2File file(hf_model_paths(in, config_path));
-  const ModelConfig& c = file.config();
+  const ModelSource source = open_model_file(in, ModelFormat::kSafetensors, config_path);
+  const ModelConfig& c = source.config;
   const std::unique_ptr<float[]> params = flat_parameters(c);
-  file.load(params.get());
+  load_model_parameters(source, params.get());
   save_checkpoint(out, c, params.get(), version);
   std::printf("convert: %s (%s, %s) -> %s (llm.c checkpoint version %d, Vp=%d) in %.2f s\n",
-              in.c_str(), describe(c).c_str(), file.description().c_str(), out.c_str(), version,
+              in.c_str(), describe(c).c_str(), source.description.c_str(), out.c_str(), version,
               c.padded_vocab_size, seconds_since(start));
 }
 
@@ -78,10 +79,10 @@ void export_hf(const std::string& in, const std::string& out, const std::string&
                      "file or a folder, not " +
                      out);
   }
-  const CheckpointInfo info = read_checkpoint_header(in);
-  const ModelConfig& c = info.config;
+  const ModelSource source = open_model_file(in, ModelFormat::kLlmc);
+  const ModelConfig& c = source.config;
   const std::unique_ptr<float[]> params = flat_parameters(c);
-  load_checkpoint(in, c, params.get());
+  load_model_parameters(source, params.get());
 
   std::error_code ec;
   std::string weights = out, config = (fs::path(out).parent_path() / "config.json").string();
@@ -107,8 +108,8 @@ void export_hf(const std::string& in, const std::string& out, const std::string&
                  report.nonzero_padding_rows, c.padded_vocab_size - c.vocab_size, c.vocab_size,
                  c.padded_vocab_size - 1);
   }
-  std::printf("convert: %s (%s, llm.c checkpoint version %d) -> %s + %s (%s, V=%d) in %.2f s\n",
-              in.c_str(), describe(c).c_str(), info.version, weights.c_str(), config.c_str(),
+  std::printf("convert: %s (%s, %s) -> %s + %s (%s, V=%d) in %.2f s\n", in.c_str(),
+              describe(c).c_str(), source.description.c_str(), weights.c_str(), config.c_str(),
               dtype_name(d), c.vocab_size, seconds_since(start));
 }
 
@@ -143,7 +144,7 @@ int ConvertCommand::run(const ArgParser&) {
   const std::string& out = files_[1];
   std::error_code ec;
   if (!fs::exists(in, ec)) throw FileError(in, "no such file or folder");
-  if (is_hf_model(in)) {
+  if (model_file_format(in) == ModelFormat::kSafetensors) {
     import_hf(in, out, dtype_, config_path_);
   } else {
     if (!config_path_.empty()) {

@@ -34,7 +34,8 @@ class SampleCommand : public Command {
              {0, kMaxVocabSize});
     p.option("seed", 0, &seed_, "S", "sampling seed (default 1337)", kAnyUint64);
     p.option("tokenizer", 0, &tokenizer_path_, "PATH",
-             "folder with encoder.json and vocab.bpe, or gpt2_tokenizer.bin");
+             "folder with encoder.json and vocab.bpe, or gpt2_tokenizer.bin (default: the "
+             "model's folder if it holds encoder.json and vocab.bpe, else the cache folder's)");
     add_placement_flags(p, &placement_);
   }
   void check(const ArgParser&) override {
@@ -55,11 +56,13 @@ class SampleCommand : public Command {
 int SampleCommand::run(const ArgParser&) {
   const Placement placed = apply_placement_flags(placement_);  // printed once the files have loaded
 
-  const Tokenizer tok =
-      Tokenizer::load(tokenizer_path_.empty() ? default_tokenizer_dir() : tokenizer_path_);
-  const ModelFileInfo info = read_model_file_header(model_path_);
-  Gpt2 model(info.config);
-  load_model_file(model_path_, model);
+  const ModelSource source = open_model_file(model_path_);
+  std::string tokenizer = tokenizer_path_;  // else the one beside the model, else GPT-2's default
+  if (tokenizer.empty()) tokenizer = source.tokenizer;
+  if (tokenizer.empty()) tokenizer = default_tokenizer_dir();
+  const Tokenizer tok = Tokenizer::load(tokenizer);
+  Gpt2 model(source.config);
+  load_model_file(source, model);
   const ModelConfig& c = model.config();
   if (tok.vocab_size() < c.vocab_size) {
     throw UsageError("--tokenizer " + tok.source() + " has " + std::to_string(tok.vocab_size()) +

@@ -60,19 +60,19 @@ int VerifyCommand::run(const ArgParser& p) {
   const Placement placed = apply_placement_flags(placement_);  // printed once the files have loaded
   const int nthreads = placed.plan.num_threads();
 
-  const ModelFileInfo info = read_model_file_header(model_path_);
-  Gpt2 model(info.config, active_kernels(), prec);
-  load_model_file(model_path_, model);
+  const ModelSource source = open_model_file(model_path_);
+  Gpt2 model(source.config, active_kernels(), prec);
+  load_model_file(source, model);
   apply_plugin_flags(plugin_, model);
   apply_offload_tolerances(p, model.offload_active(), &tol_);
   if (prec == Precision::kBf16) {  // limits not given on the command line: the bf16 ones
     if (!p.given("tolerance-logits")) tol_.logits = kBf16Tolerances.logits;
     if (!p.given("tolerance-grads")) tol_.grads = kBf16Tolerances.grads;
   }
-  const DebugState ref = load_debug_state(state_path_, info.config);
+  const DebugState ref = load_debug_state(state_path_, source.config);
   std::printf("%s\n", placed.summary.c_str());
   std::printf("verify: model %s (%s, %s), state %s (B=%d T=%d), %s, %d thread%s\n",
-              model_path_.c_str(), describe(info.config).c_str(), info.description.c_str(),
+              model_path_.c_str(), describe(source.config).c_str(), source.description.c_str(),
               state_path_.c_str(), ref.B, ref.T, model.kernels_summary().c_str(), nthreads,
               nthreads == 1 ? "" : "s");
 
@@ -87,7 +87,7 @@ int VerifyCommand::run(const ArgParser& p) {
                 c.rel_error, c.tolerance, c.ok ? "ok" : "FAIL");
   }
   if (!write_state_.empty()) {
-    save_debug_state(write_state_, info.config, ours);
+    save_debug_state(write_state_, source.config, ours);
     std::printf("verify: wrote this program's state to %s\n", write_state_.c_str());
   }
   std::printf("verify: %s\n", report.ok ? "OK" : "FAIL");
