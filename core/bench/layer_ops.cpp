@@ -1,6 +1,6 @@
 // The ops of a GPT-2 training step (layer_ops.h), recorded from the step: transformer.h's forward
-// and backward passes and Gpt2's head run over a StepRecorder, on views that point into address
-// space nothing reads, then the optimizer's update.
+// pass, head and backward pass run over a StepRecorder, on views that point into address space
+// nothing reads, then the optimizer's update.
 #include "core/bench/layer_ops.h"
 
 #include <sys/mman.h>
@@ -87,22 +87,6 @@ ActivationViews<G> views_at(char* base, const ModelConfig& c, int B, int T) {
           .recompute = Recompute::kNone};
 }
 
-// Gpt2::head (core/model/gpt2.cpp) over the recorder, the one part of the step written again here:
-// Gpt2 calls the loss's kernels itself, not through an executor. Per chunk of head_rows rows (the
-// last one shorter): logits = lnf wte^T, the loss, its gradient, and dlnf, dwte from it.
-template <class G>
-void head(StepRecorder<G>& x, const ModelConfig& c, const ParameterViews<float>& p,
-          const ActivationViews<G>& a, const ActivationGradViews& d) {
-  const int C = c.channels, V = c.vocab_size, Vp = c.padded_vocab_size;
-  for (size_t r = 0; r < a.BT; r += a.head_rows) {
-    const size_t n = std::min(a.head_rows, a.BT - r);
-    x.matmul_forward(a.logits, a.lnf + r * C, p.wte, nullptr, n, C, Vp);
-    x.softmax_xent("forward", n, V, Vp);
-    x.softmax_xent("backward", n, V, Vp);
-    x.matmul_backward(d.dln + r * C, p.wte, nullptr, a.dlogits, a.lnf + r * C, p.wte, n, C, Vp);
-  }
-}
-
 // The step as Gpt2::forward_backward runs it, then the trainer's AdamW.
 template <class G>
 std::vector<LayerOp> record_step(const ModelConfig& c, int B, int T, const OpKernels& kernels) {
@@ -120,7 +104,8 @@ std::vector<LayerOp> record_step(const ModelConfig& c, int B, int T, const OpKer
 
   StepRecorder<G> x(kernels, c, params);
   model_forward(x, c, p, a, nullptr, B, T);
-  head(x, c, p, a, d);
+  // The recorder reads no tokens: any address stands for the targets.
+  model_head(x, c, p, p, a, d, reinterpret_cast<const int*>(f), 1.0f);
   model_backward(x, c, p, p, a, d, nullptr, B, T, [](int) {});
   x.adamw_update(layout.total());
   return x.take();

@@ -123,14 +123,18 @@ class StepRecorder {
          gelu_backward_call(x_, N)});
   }
 
-  // Not an executor's: the head's loss (Gpt2 calls the kernel table for it) and the optimizer.
-  void softmax_xent(const char* pass, size_t rows, int V, int Vp) {
-    const bool forward = std::string(pass) == "forward";
-    add({"softmax + cross-entropy", pass, dims({{"N", rows}, {"V", V}, {"Vp", Vp}}), 1,
-         3.0 * rows * V, (forward ? 4.0 : 8.0) * rows * Vp + 12.0 * rows, Roof::kFp32,
-         forward ? softmax_xent_forward_call(x_, rows, V, Vp)
-                 : softmax_xent_backward_call(x_, rows, V, Vp)});
+  void softmax_xent_forward(float*, float*, const float*, const int*, size_t N, int V, int Vp) {
+    add({"softmax + cross-entropy", "forward", dims({{"N", N}, {"V", V}, {"Vp", Vp}}), 1,
+         3.0 * N * V, 4.0 * N * Vp + 12.0 * N, Roof::kFp32,
+         softmax_xent_forward_call(x_, N, V, Vp)});
   }
+  void softmax_xent_backward(float*, const float*, const int*, float, size_t N, int V, int Vp) {
+    add({"softmax + cross-entropy", "backward", dims({{"N", N}, {"V", V}, {"Vp", Vp}}), 1,
+         3.0 * N * V, 8.0 * N * Vp + 12.0 * N, Roof::kFp32,
+         softmax_xent_backward_call(x_, N, V, Vp)});
+  }
+
+  // Not an executor's: the optimizer.
   void adamw_update(size_t P) {
     add({"adamw", "update", dims({{"params", P}}), 1, 13.0 * P, (28.0 + (kBf16 ? 2 : 0)) * P,
          Roof::kFp32, adamw_call(x_, P)});

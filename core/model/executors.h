@@ -76,6 +76,18 @@ struct Fp32Executor {
   void gelu_backward(float* dinp, const float* inp, const float* dout, size_t N) {
     k.gelu_backward(dinp, inp, dout, N);
   }
+
+  // The head's loss over N rows of fp32 logits (Vp columns, the first V real), in both executors:
+  // loss_t = lse_t - logits[t, target_t], keeping each row's log-sum-exp.
+  void softmax_xent_forward(float* losses, float* lse, const float* logits, const int* targets,
+                            size_t N, int V, int Vp) {
+    k.softmax_xent_forward(losses, lse, logits, targets, N, V, Vp);
+  }
+  // dlogits (holding the logits, overwritten) = dloss (softmax - onehot(target)), 0 in the padding.
+  void softmax_xent_backward(float* dlogits, const float* lse, const int* targets, float dloss,
+                             size_t N, int V, int Vp) {
+    k.softmax_xent_backward(dlogits, lse, targets, dloss, N, V, Vp);
+  }
 };
 
 // Owns the bf16 working copy of the whole flat parameter array (ParameterLayout order). The

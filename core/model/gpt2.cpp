@@ -290,31 +290,13 @@ void Gpt2::take_batch(const int* inputs, const int* targets, int B, int T) {
   refresh_weight_copies();
 }
 
-// Per chunk of rows r (head_rows of them, the last one shorter):
-//   logits_r = lnf_r wte^T (Vp columns; the padded ones are zero rows of wte)
-//   loss_t = lse_t - logits[t, target_t]      (softmax_xent_forward)
-//   dlogits_r = dloss (softmax(logits_r) - onehot(targets_r))  over the first V, 0 in the padding
-//   dlnf_r = dlogits_r wte (into d.dln, overwritten);  dwte += dlogits_r^T lnf_r
+// The head over the batch's targets (transformer.h's model_head); the mean loss, or NaN without
+// targets. dloss NaN: no backward.
 template <class X, class A>
 float Gpt2::head(X& x, const A& a, bool targets, float dloss) {
-  const int C = config_.channels, V = config_.vocab_size, Vp = config_.padded_vocab_size;
-  const size_t BT = a.BT;
-  const bool grad = !std::isnan(dloss);
-  const ActivationGradViews& d = arena_.grads;
-  for (size_t r = 0; r < BT; r += a.head_rows) {
-    const size_t n = std::min(a.head_rows, BT - r);
-    float* logits = a.keep_logits ? a.logits + r * Vp : a.logits;
-    x.matmul_forward(logits, a.lnf + r * C, p_.wte, nullptr, n, C, Vp);
-    if (!targets) continue;
-    kernels_.softmax_xent_forward(a.losses + r, a.lse_head + r, logits, targets_.data() + r, n, V,
-                                  Vp);
-    if (!grad) continue;
-    if (a.dlogits != logits) std::memcpy(a.dlogits, logits, n * Vp * sizeof(float));
-    kernels_.softmax_xent_backward(a.dlogits, a.lse_head + r, targets_.data() + r, dloss, n, V, Vp);
-    x.matmul_backward(d.dln + r * C, g_.wte, nullptr, a.dlogits, a.lnf + r * C, p_.wte, n, C, Vp);
-  }
+  model_head(x, config_, p_, g_, a, arena_.grads, targets ? targets_.data() : nullptr, dloss);
   if (!targets) return std::numeric_limits<float>::quiet_NaN();
-  return mean_loss(a.losses, BT);
+  return mean_loss(a.losses, a.BT);
 }
 
 float Gpt2::forward(const int* inputs, const int* targets, int B, int T) {

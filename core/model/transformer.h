@@ -9,13 +9,15 @@
 //   residual3 = residual2 + fch_gelu fcprojw^T + fcprojb
 // The embedding is wte[token] + wpe[position]; the head is lnf = LN(last residual3), logits =
 // lnf wte^T. The backward pass runs the same ops in reverse; the residual stream's gradient
-// (dresidual) flows unchanged into both branches of each sum. Deliberately not here: the head's
-// matmul with the loss and its gradient (fused over chunks of rows in Gpt2), what each executor
-// stores in which precision.
+// (dresidual) flows unchanged into both branches of each sum. The head's matmul, the loss and its
+// gradient run fused over chunks of rows (model_head). Deliberately not here: the mean of the
+// losses and the loss scale (Gpt2), what each executor stores in which precision.
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
+#include <cstring>
 
 #include "core/model/activations.h"
 #include "core/model/config.h"
@@ -94,6 +96,31 @@ void model_forward(X& x, const ModelConfig& c, const ParameterViews<float>& p,
                    const ActivationViews<typename X::Act>& a, const int* inputs, int B, int T) {
   embed_and_blocks_forward(x, c, p, a, inputs, B, T, c.num_layers);
   final_layernorm_forward(x, c, p, a, B, T);
+}
+
+// The tied head and the loss over chunks of a.head_rows rows (the last one shorter), from a.lnf:
+//   logits_r = lnf_r wte^T (Vp columns; the padded ones are zero rows of wte)
+//   loss_t = lse_t - logits[t, target_t]                  (into a.losses; without targets: none)
+//   dlogits_r = dloss (softmax(logits_r) - onehot(targets_r)) over the first V, 0 in the padding
+//   dlnf_r = dlogits_r wte (into d.dln, overwritten);  dwte += dlogits_r^T lnf_r
+// dloss NaN: no backward. With a.keep_logits every row's logits stay in a.logits.
+template <class X>
+void model_head(X& x, const ModelConfig& c, const ParameterViews<float>& p,
+                const ParameterViews<float>& g, const ActivationViews<typename X::Act>& a,
+                const ActivationGradViews& d, const int* targets, float dloss) {
+  const int C = c.channels, V = c.vocab_size, Vp = c.padded_vocab_size;
+  const bool grad = targets && !std::isnan(dloss);
+  for (size_t r = 0; r < a.BT; r += a.head_rows) {
+    const size_t n = std::min(a.head_rows, a.BT - r);
+    float* logits = a.keep_logits ? a.logits + r * Vp : a.logits;
+    x.matmul_forward(logits, a.lnf + r * C, p.wte, nullptr, n, C, Vp);
+    if (!targets) continue;
+    x.softmax_xent_forward(a.losses + r, a.lse_head + r, logits, targets + r, n, V, Vp);
+    if (!grad) continue;
+    if (a.dlogits != logits) std::memcpy(a.dlogits, logits, n * Vp * sizeof(float));
+    x.softmax_xent_backward(a.dlogits, a.lse_head + r, targets + r, dloss, n, V, Vp);
+    x.matmul_backward(d.dln + r * C, g.wte, nullptr, a.dlogits, a.lnf + r * C, p.wte, n, C, Vp);
+  }
 }
 
 // From d(lnf) (in d.dln, the head's gradient) to d.dresidual = d(the last block's output) (its
