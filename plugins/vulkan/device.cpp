@@ -119,86 +119,9 @@ Device::Device(int device_index, bool verbose) : verbose_(verbose) {
         " (no Vulkan driver installed? Debian: apt-get install mesa-vulkan-drivers)");
   }
   try {
-    uint32_t count = 0;
-    LLMCPU_VK(vkEnumeratePhysicalDevices(instance_, &count, nullptr));
-    std::vector<VkPhysicalDevice> devices(count);
-    if (count) LLMCPU_VK(vkEnumeratePhysicalDevices(instance_, &count, devices.data()));
-    if (verbose_) {
-      for (size_t i = 0; i < devices.size(); ++i) {
-        VkPhysicalDeviceProperties p;
-        vkGetPhysicalDeviceProperties(devices[i], &p);
-        std::fprintf(stderr, "vulkan: device %zu: %s%s\n", i, p.deviceName,
-                     device_usable(devices[i])
-                         ? ""
-                         : " (skipped: needs Vulkan 1.2 with timeline semaphores)");
-      }
-    }
-    physical_ = devices[choose_device(devices, device_index)];
-    vkGetPhysicalDeviceProperties(physical_, &props_);
-    vkGetPhysicalDeviceMemoryProperties(physical_, &mem_props_);
-
-    uint32_t nfam = 0;
-    vkGetPhysicalDeviceQueueFamilyProperties(physical_, &nfam, nullptr);
-    std::vector<VkQueueFamilyProperties> fams(nfam);
-    vkGetPhysicalDeviceQueueFamilyProperties(physical_, &nfam, fams.data());
-    constexpr uint32_t kNone = ~0u;
-    compute_family_ = transfer_family_ = kNone;
-    for (uint32_t i = 0; i < nfam; ++i) {
-      if ((fams[i].queueFlags & VK_QUEUE_COMPUTE_BIT) && compute_family_ == kNone)
-        compute_family_ = i;
-      const bool copy_only = (fams[i].queueFlags & VK_QUEUE_TRANSFER_BIT) &&
-                             !(fams[i].queueFlags & (VK_QUEUE_COMPUTE_BIT | VK_QUEUE_GRAPHICS_BIT));
-      if (copy_only && fams[i].timestampValidBits > 0 && transfer_family_ == kNone) {
-        transfer_family_ = i;
-      }
-    }
-    if (compute_family_ == kNone)
-      throw NoDeviceError(std::string(props_.deviceName) + " has no compute queue");
-    if (transfer_family_ == kNone) transfer_family_ = compute_family_;
-
-    VkPhysicalDeviceVulkan11Features f11{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES};
-    VkPhysicalDeviceVulkan12Features f12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
-    VkPhysicalDeviceFeatures2 f2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
-    f2.pNext = &f11;
-    f11.pNext = &f12;
-    vkGetPhysicalDeviceFeatures2(physical_, &f2);
-    const bool host_reset = f12.hostQueryReset;
-    VkPhysicalDeviceVulkan12Features enable12{
-        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
-    enable12.timelineSemaphore = VK_TRUE;
-    enable12.hostQueryReset = host_reset ? VK_TRUE : VK_FALSE;
-    // Double precision in shaders where offered (AdamW's correctly rounded sqrt and division).
-    float64_ = f2.features.shaderFloat64 == VK_TRUE;
-    // 16-bit loads and stores in storage buffers where offered (bf16 storage).
-    bf16_storage_ = f11.storageBuffer16BitAccess == VK_TRUE;
-    VkPhysicalDeviceVulkan11Features enable11{
-        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES};
-    enable11.storageBuffer16BitAccess = bf16_storage_ ? VK_TRUE : VK_FALSE;
-    enable11.pNext = &enable12;
-    VkPhysicalDeviceFeatures2 enable2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
-    enable2.pNext = &enable11;
-    enable2.features.shaderFloat64 = float64_ ? VK_TRUE : VK_FALSE;
-
-    const float priority = 1.0f;
-    VkDeviceQueueCreateInfo qci[2]{};
-    uint32_t nq = 0;
-    for (uint32_t fam : {compute_family_, transfer_family_}) {
-      if (nq == 1 && fam == compute_family_) break;
-      qci[nq] = {VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
-      qci[nq].queueFamilyIndex = fam;
-      qci[nq].queueCount = 1;
-      qci[nq].pQueuePriorities = &priority;
-      ++nq;
-    }
-    VkDeviceCreateInfo dci{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
-    dci.pNext = &enable2;
-    dci.queueCreateInfoCount = nq;
-    dci.pQueueCreateInfos = qci;
-    LLMCPU_VK(vkCreateDevice(physical_, &dci, nullptr, &device_));
-    vkGetDeviceQueue(device_, compute_family_, 0, &compute_queue_);
-    vkGetDeviceQueue(device_, transfer_family_, 0, &transfer_queue_);
-    timestamps_ = host_reset && fams[compute_family_].timestampValidBits > 0 &&
-                  fams[transfer_family_].timestampValidBits > 0;
+    pick_physical(device_index);
+    const std::vector<VkQueueFamilyProperties> fams = pick_queue_families();
+    create_device(fams);
     if (verbose_) {
       std::fprintf(stderr,
                    "vulkan: using %s; compute queue family %u, %s; maxStorageBufferRange %u; "
@@ -213,6 +136,91 @@ Device::Device(int device_index, bool verbose) : verbose_(verbose) {
     vkDestroyInstance(instance_, nullptr);
     throw;
   }
+}
+
+void Device::pick_physical(int device_index) {
+  uint32_t count = 0;
+  LLMCPU_VK(vkEnumeratePhysicalDevices(instance_, &count, nullptr));
+  std::vector<VkPhysicalDevice> devices(count);
+  if (count) LLMCPU_VK(vkEnumeratePhysicalDevices(instance_, &count, devices.data()));
+  if (verbose_) {
+    for (size_t i = 0; i < devices.size(); ++i) {
+      VkPhysicalDeviceProperties p;
+      vkGetPhysicalDeviceProperties(devices[i], &p);
+      std::fprintf(
+          stderr, "vulkan: device %zu: %s%s\n", i, p.deviceName,
+          device_usable(devices[i]) ? "" : " (skipped: needs Vulkan 1.2 with timeline semaphores)");
+    }
+  }
+  physical_ = devices[choose_device(devices, device_index)];
+  vkGetPhysicalDeviceProperties(physical_, &props_);
+  vkGetPhysicalDeviceMemoryProperties(physical_, &mem_props_);
+}
+
+std::vector<VkQueueFamilyProperties> Device::pick_queue_families() {
+  uint32_t nfam = 0;
+  vkGetPhysicalDeviceQueueFamilyProperties(physical_, &nfam, nullptr);
+  std::vector<VkQueueFamilyProperties> fams(nfam);
+  vkGetPhysicalDeviceQueueFamilyProperties(physical_, &nfam, fams.data());
+  constexpr uint32_t kNone = ~0u;
+  compute_family_ = transfer_family_ = kNone;
+  for (uint32_t i = 0; i < nfam; ++i) {
+    if ((fams[i].queueFlags & VK_QUEUE_COMPUTE_BIT) && compute_family_ == kNone)
+      compute_family_ = i;
+    const bool copy_only = (fams[i].queueFlags & VK_QUEUE_TRANSFER_BIT) &&
+                           !(fams[i].queueFlags & (VK_QUEUE_COMPUTE_BIT | VK_QUEUE_GRAPHICS_BIT));
+    if (copy_only && fams[i].timestampValidBits > 0 && transfer_family_ == kNone) {
+      transfer_family_ = i;
+    }
+  }
+  if (compute_family_ == kNone)
+    throw NoDeviceError(std::string(props_.deviceName) + " has no compute queue");
+  if (transfer_family_ == kNone) transfer_family_ = compute_family_;
+  return fams;
+}
+
+void Device::create_device(const std::vector<VkQueueFamilyProperties>& fams) {
+  VkPhysicalDeviceVulkan11Features f11{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES};
+  VkPhysicalDeviceVulkan12Features f12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
+  VkPhysicalDeviceFeatures2 f2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+  f2.pNext = &f11;
+  f11.pNext = &f12;
+  vkGetPhysicalDeviceFeatures2(physical_, &f2);
+  const bool host_reset = f12.hostQueryReset;
+  VkPhysicalDeviceVulkan12Features enable12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
+  enable12.timelineSemaphore = VK_TRUE;
+  enable12.hostQueryReset = host_reset ? VK_TRUE : VK_FALSE;
+  // Double precision in shaders where offered (AdamW's correctly rounded sqrt and division).
+  float64_ = f2.features.shaderFloat64 == VK_TRUE;
+  // 16-bit loads and stores in storage buffers where offered (bf16 storage).
+  bf16_storage_ = f11.storageBuffer16BitAccess == VK_TRUE;
+  VkPhysicalDeviceVulkan11Features enable11{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES};
+  enable11.storageBuffer16BitAccess = bf16_storage_ ? VK_TRUE : VK_FALSE;
+  enable11.pNext = &enable12;
+  VkPhysicalDeviceFeatures2 enable2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+  enable2.pNext = &enable11;
+  enable2.features.shaderFloat64 = float64_ ? VK_TRUE : VK_FALSE;
+
+  const float priority = 1.0f;
+  VkDeviceQueueCreateInfo qci[2]{};
+  uint32_t nq = 0;
+  for (uint32_t fam : {compute_family_, transfer_family_}) {
+    if (nq == 1 && fam == compute_family_) break;
+    qci[nq] = {VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
+    qci[nq].queueFamilyIndex = fam;
+    qci[nq].queueCount = 1;
+    qci[nq].pQueuePriorities = &priority;
+    ++nq;
+  }
+  VkDeviceCreateInfo dci{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
+  dci.pNext = &enable2;
+  dci.queueCreateInfoCount = nq;
+  dci.pQueueCreateInfos = qci;
+  LLMCPU_VK(vkCreateDevice(physical_, &dci, nullptr, &device_));
+  vkGetDeviceQueue(device_, compute_family_, 0, &compute_queue_);
+  vkGetDeviceQueue(device_, transfer_family_, 0, &transfer_queue_);
+  timestamps_ = host_reset && fams[compute_family_].timestampValidBits > 0 &&
+                fams[transfer_family_].timestampValidBits > 0;
 }
 
 Device::~Device() {

@@ -85,6 +85,11 @@ class Device {
   uint64_t device_local_bytes() const;
 
  private:
+  // The constructor's steps: the physical device (and its properties), the compute and transfer
+  // queue families (their properties returned), the logical device with its features and queues.
+  void pick_physical(int device_index);
+  std::vector<VkQueueFamilyProperties> pick_queue_families();
+  void create_device(const std::vector<VkQueueFamilyProperties>& fams);
   uint32_t find_memory(uint32_t type_bits, MemoryKind kind) const;
 
   VkInstance instance_ = VK_NULL_HANDLE;

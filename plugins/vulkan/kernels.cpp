@@ -130,110 +130,113 @@ struct ShaderInfo {
 constexpr uint32_t kSetsPerPool = 1024;
 constexpr uint32_t kMaxBindings = 8;
 
+// The shaders, in the order of enum Kernel.
+const ShaderInfo kShaders[] = {
+    {kGemmSpv, sizeof kGemmSpv, 4, sizeof(GemmPush), Needs::kNothing},
+    {kColsumSpv, sizeof kColsumSpv, 2, sizeof(ColsumPush), Needs::kNothing},
+    {kAttentionForwardSpv, sizeof kAttentionForwardSpv, 3, sizeof(AttentionPush), Needs::kNothing},
+    {kAttentionBackwardSpv, sizeof kAttentionBackwardSpv, 5, sizeof(AttentionPush),
+     Needs::kNothing},
+    {kEncoderForwardSpv, sizeof kEncoderForwardSpv, 4, sizeof(EncoderForwardPush), Needs::kNothing},
+    {kEncoderBackwardSpv, sizeof kEncoderBackwardSpv, 3, sizeof(EncoderBackwardPush),
+     Needs::kNothing},
+    {kLayernormForwardSpv, sizeof kLayernormForwardSpv, 6, sizeof(LayerNormForwardPush),
+     Needs::kNothing},
+    {kLayernormBackwardSpv, sizeof kLayernormBackwardSpv, 8, sizeof(LayerNormBackwardPush),
+     Needs::kNothing},
+    {kGeluForwardSpv, sizeof kGeluForwardSpv, 2, sizeof(GeluPush), Needs::kNothing},
+    {kGeluBackwardSpv, sizeof kGeluBackwardSpv, 3, sizeof(GeluPush), Needs::kNothing},
+    {kResidualForwardSpv, sizeof kResidualForwardSpv, 3, sizeof(ResidualPush), Needs::kNothing},
+    {kSoftmaxXentForwardSpv, sizeof kSoftmaxXentForwardSpv, 4, sizeof(SoftmaxXentPush),
+     Needs::kNothing},
+    {kSoftmaxXentBackwardSpv, sizeof kSoftmaxXentBackwardSpv, 3, sizeof(SoftmaxXentPush),
+     Needs::kNothing},
+    {kSumSquaresSpv, sizeof kSumSquaresSpv, 2, sizeof(SumSquaresPush), Needs::kNothing},
+    {kAdamwSpv, sizeof kAdamwSpv, 4, sizeof(AdamWPush), Needs::kFloat64},
+    {kAdamwF32Spv, sizeof kAdamwF32Spv, 4, sizeof(AdamWPush), Needs::kNothing},
+    {kGemmFRSpv, sizeof kGemmFRSpv, 4, sizeof(GemmPush), Needs::kBf16Storage},
+    {kGemmFHSpv, sizeof kGemmFHSpv, 4, sizeof(GemmPush), Needs::kBf16Storage},
+    {kGemmRFSpv, sizeof kGemmRFSpv, 4, sizeof(GemmPush), Needs::kBf16Storage},
+    {kGemmRRSpv, sizeof kGemmRRSpv, 4, sizeof(GemmPush), Needs::kBf16Storage},
+    {kGemmRHSpv, sizeof kGemmRHSpv, 4, sizeof(GemmPush), Needs::kBf16Storage},
+    {kGemmHFSpv, sizeof kGemmHFSpv, 4, sizeof(GemmPush), Needs::kBf16Storage},
+    {kGemmHRSpv, sizeof kGemmHRSpv, 4, sizeof(GemmPush), Needs::kBf16Storage},
+    {kGemmHHSpv, sizeof kGemmHHSpv, 4, sizeof(GemmPush), Needs::kBf16Storage},
+    {kLayernormForwardBf16Spv, sizeof kLayernormForwardBf16Spv, 6, sizeof(LayerNormForwardPush),
+     Needs::kBf16Storage},
+    {kAttentionForwardBf16Spv, sizeof kAttentionForwardBf16Spv, 3, sizeof(AttentionPush),
+     Needs::kBf16Storage},
+    {kAttentionBackwardBf16Spv, sizeof kAttentionBackwardBf16Spv, 5, sizeof(AttentionPush),
+     Needs::kBf16Storage},
+    {kGeluForwardBf16Spv, sizeof kGeluForwardBf16Spv, 2, sizeof(GeluPush), Needs::kBf16Storage},
+    {kGeluBackwardBf16Spv, sizeof kGeluBackwardBf16Spv, 3, sizeof(GeluPush), Needs::kBf16Storage},
+    {kToBf16Spv, sizeof kToBf16Spv, 2, sizeof(ToBf16Push), Needs::kBf16Storage},
+    {kFlashAttentionForwardSpv, sizeof kFlashAttentionForwardSpv, 3, sizeof(FlashAttentionPush),
+     Needs::kNothing},
+    {kFlashAttentionBackwardSpv, sizeof kFlashAttentionBackwardSpv, 5, sizeof(FlashAttentionPush),
+     Needs::kNothing},
+    {kFlashAttentionForwardBf16Spv, sizeof kFlashAttentionForwardBf16Spv, 3,
+     sizeof(FlashAttentionPush), Needs::kBf16Storage},
+    {kFlashAttentionBackwardBf16Spv, sizeof kFlashAttentionBackwardBf16Spv, 5,
+     sizeof(FlashAttentionPush), Needs::kBf16Storage},
+    {kFmaPeakSpv, sizeof kFmaPeakSpv, 1, sizeof(FmaPeakPush), Needs::kNothing},
+};
+static_assert(std::size(kShaders) == size_t(Kernel::kCount), "one ShaderInfo per Kernel");
+
 }  // namespace
 
 Kernels::Kernels(Device& dev) : dev_(dev) {
-  // In the order of enum Kernel.
-  const ShaderInfo infos[] = {
-      {kGemmSpv, sizeof kGemmSpv, 4, sizeof(GemmPush), Needs::kNothing},
-      {kColsumSpv, sizeof kColsumSpv, 2, sizeof(ColsumPush), Needs::kNothing},
-      {kAttentionForwardSpv, sizeof kAttentionForwardSpv, 3, sizeof(AttentionPush),
-       Needs::kNothing},
-      {kAttentionBackwardSpv, sizeof kAttentionBackwardSpv, 5, sizeof(AttentionPush),
-       Needs::kNothing},
-      {kEncoderForwardSpv, sizeof kEncoderForwardSpv, 4, sizeof(EncoderForwardPush),
-       Needs::kNothing},
-      {kEncoderBackwardSpv, sizeof kEncoderBackwardSpv, 3, sizeof(EncoderBackwardPush),
-       Needs::kNothing},
-      {kLayernormForwardSpv, sizeof kLayernormForwardSpv, 6, sizeof(LayerNormForwardPush),
-       Needs::kNothing},
-      {kLayernormBackwardSpv, sizeof kLayernormBackwardSpv, 8, sizeof(LayerNormBackwardPush),
-       Needs::kNothing},
-      {kGeluForwardSpv, sizeof kGeluForwardSpv, 2, sizeof(GeluPush), Needs::kNothing},
-      {kGeluBackwardSpv, sizeof kGeluBackwardSpv, 3, sizeof(GeluPush), Needs::kNothing},
-      {kResidualForwardSpv, sizeof kResidualForwardSpv, 3, sizeof(ResidualPush), Needs::kNothing},
-      {kSoftmaxXentForwardSpv, sizeof kSoftmaxXentForwardSpv, 4, sizeof(SoftmaxXentPush),
-       Needs::kNothing},
-      {kSoftmaxXentBackwardSpv, sizeof kSoftmaxXentBackwardSpv, 3, sizeof(SoftmaxXentPush),
-       Needs::kNothing},
-      {kSumSquaresSpv, sizeof kSumSquaresSpv, 2, sizeof(SumSquaresPush), Needs::kNothing},
-      {kAdamwSpv, sizeof kAdamwSpv, 4, sizeof(AdamWPush), Needs::kFloat64},
-      {kAdamwF32Spv, sizeof kAdamwF32Spv, 4, sizeof(AdamWPush), Needs::kNothing},
-      {kGemmFRSpv, sizeof kGemmFRSpv, 4, sizeof(GemmPush), Needs::kBf16Storage},
-      {kGemmFHSpv, sizeof kGemmFHSpv, 4, sizeof(GemmPush), Needs::kBf16Storage},
-      {kGemmRFSpv, sizeof kGemmRFSpv, 4, sizeof(GemmPush), Needs::kBf16Storage},
-      {kGemmRRSpv, sizeof kGemmRRSpv, 4, sizeof(GemmPush), Needs::kBf16Storage},
-      {kGemmRHSpv, sizeof kGemmRHSpv, 4, sizeof(GemmPush), Needs::kBf16Storage},
-      {kGemmHFSpv, sizeof kGemmHFSpv, 4, sizeof(GemmPush), Needs::kBf16Storage},
-      {kGemmHRSpv, sizeof kGemmHRSpv, 4, sizeof(GemmPush), Needs::kBf16Storage},
-      {kGemmHHSpv, sizeof kGemmHHSpv, 4, sizeof(GemmPush), Needs::kBf16Storage},
-      {kLayernormForwardBf16Spv, sizeof kLayernormForwardBf16Spv, 6, sizeof(LayerNormForwardPush),
-       Needs::kBf16Storage},
-      {kAttentionForwardBf16Spv, sizeof kAttentionForwardBf16Spv, 3, sizeof(AttentionPush),
-       Needs::kBf16Storage},
-      {kAttentionBackwardBf16Spv, sizeof kAttentionBackwardBf16Spv, 5, sizeof(AttentionPush),
-       Needs::kBf16Storage},
-      {kGeluForwardBf16Spv, sizeof kGeluForwardBf16Spv, 2, sizeof(GeluPush), Needs::kBf16Storage},
-      {kGeluBackwardBf16Spv, sizeof kGeluBackwardBf16Spv, 3, sizeof(GeluPush), Needs::kBf16Storage},
-      {kToBf16Spv, sizeof kToBf16Spv, 2, sizeof(ToBf16Push), Needs::kBf16Storage},
-      {kFlashAttentionForwardSpv, sizeof kFlashAttentionForwardSpv, 3, sizeof(FlashAttentionPush),
-       Needs::kNothing},
-      {kFlashAttentionBackwardSpv, sizeof kFlashAttentionBackwardSpv, 5, sizeof(FlashAttentionPush),
-       Needs::kNothing},
-      {kFlashAttentionForwardBf16Spv, sizeof kFlashAttentionForwardBf16Spv, 3,
-       sizeof(FlashAttentionPush), Needs::kBf16Storage},
-      {kFlashAttentionBackwardBf16Spv, sizeof kFlashAttentionBackwardBf16Spv, 5,
-       sizeof(FlashAttentionPush), Needs::kBf16Storage},
-      {kFmaPeakSpv, sizeof kFmaPeakSpv, 1, sizeof(FmaPeakPush), Needs::kNothing},
-  };
-  static_assert(std::size(infos) == size_t(Kernel::kCount), "one ShaderInfo per Kernel");
-  VkDevice d = dev_.device();
   try {
     for (size_t i = 0; i < size_t(Kernel::kCount); ++i) {
       Pipeline& p = pipes_[i];
-      if (infos[i].needs == Needs::kFloat64) p.needs = "shaderFloat64";
-      if (infos[i].needs == Needs::kBf16Storage) p.needs = "storageBuffer16BitAccess";
-      if (infos[i].needs == Needs::kFloat64 && !dev_.float64()) continue;
-      if (infos[i].needs == Needs::kBf16Storage && !dev_.bf16_storage()) continue;
-      p.bindings = infos[i].bindings;
-      p.push_size = infos[i].push_size;
-      VkDescriptorSetLayoutBinding b[kMaxBindings]{};
-      for (uint32_t j = 0; j < p.bindings; ++j) {
-        b[j].binding = j;
-        b[j].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
-        b[j].descriptorCount = 1;
-        b[j].stageFlags = VK_SHADER_STAGE_COMPUTE_BIT;
-      }
-      VkDescriptorSetLayoutCreateInfo dl{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
-      dl.bindingCount = p.bindings;
-      dl.pBindings = b;
-      LLMCPU_VK(vkCreateDescriptorSetLayout(d, &dl, nullptr, &p.set_layout));
-      VkPushConstantRange pr{VK_SHADER_STAGE_COMPUTE_BIT, 0, p.push_size};
-      VkPipelineLayoutCreateInfo pl{VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
-      pl.setLayoutCount = 1;
-      pl.pSetLayouts = &p.set_layout;
-      pl.pushConstantRangeCount = 1;
-      pl.pPushConstantRanges = &pr;
-      LLMCPU_VK(vkCreatePipelineLayout(d, &pl, nullptr, &p.layout));
-      VkShaderModuleCreateInfo sm{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
-      sm.codeSize = infos[i].bytes;
-      sm.pCode = infos[i].code;
-      VkShaderModule module;
-      LLMCPU_VK(vkCreateShaderModule(d, &sm, nullptr, &module));
-      VkComputePipelineCreateInfo cp{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
-      cp.stage = {VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO};
-      cp.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
-      cp.stage.module = module;
-      cp.stage.pName = "main";
-      cp.layout = p.layout;
-      const VkResult r = vkCreateComputePipelines(d, VK_NULL_HANDLE, 1, &cp, nullptr, &p.pipeline);
-      vkDestroyShaderModule(d, module, nullptr);
-      LLMCPU_VK(r);
+      if (kShaders[i].needs == Needs::kFloat64) p.needs = "shaderFloat64";
+      if (kShaders[i].needs == Needs::kBf16Storage) p.needs = "storageBuffer16BitAccess";
+      if (kShaders[i].needs == Needs::kFloat64 && !dev_.float64()) continue;
+      if (kShaders[i].needs == Needs::kBf16Storage && !dev_.bf16_storage()) continue;
+      p.bindings = kShaders[i].bindings;
+      p.push_size = kShaders[i].push_size;
+      create_pipeline(p, kShaders[i].code, kShaders[i].bytes);
     }
   } catch (...) {
     this->~Kernels();
     throw;
   }
+}
+
+void Kernels::create_pipeline(Pipeline& p, const uint32_t* code, size_t bytes) {
+  VkDevice d = dev_.device();
+  VkDescriptorSetLayoutBinding b[kMaxBindings]{};
+  for (uint32_t j = 0; j < p.bindings; ++j) {
+    b[j].binding = j;
+    b[j].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+    b[j].descriptorCount = 1;
+    b[j].stageFlags = VK_SHADER_STAGE_COMPUTE_BIT;
+  }
+  VkDescriptorSetLayoutCreateInfo dl{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
+  dl.bindingCount = p.bindings;
+  dl.pBindings = b;
+  LLMCPU_VK(vkCreateDescriptorSetLayout(d, &dl, nullptr, &p.set_layout));
+  VkPushConstantRange pr{VK_SHADER_STAGE_COMPUTE_BIT, 0, p.push_size};
+  VkPipelineLayoutCreateInfo pl{VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
+  pl.setLayoutCount = 1;
+  pl.pSetLayouts = &p.set_layout;
+  pl.pushConstantRangeCount = 1;
+  pl.pPushConstantRanges = &pr;
+  LLMCPU_VK(vkCreatePipelineLayout(d, &pl, nullptr, &p.layout));
+  VkShaderModuleCreateInfo sm{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
+  sm.codeSize = bytes;
+  sm.pCode = code;
+  VkShaderModule module;
+  LLMCPU_VK(vkCreateShaderModule(d, &sm, nullptr, &module));
+  VkComputePipelineCreateInfo cp{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
+  cp.stage = {VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO};
+  cp.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
+  cp.stage.module = module;
+  cp.stage.pName = "main";
+  cp.layout = p.layout;
+  const VkResult r = vkCreateComputePipelines(d, VK_NULL_HANDLE, 1, &cp, nullptr, &p.pipeline);
+  vkDestroyShaderModule(d, module, nullptr);
+  LLMCPU_VK(r);
 }
 
 Kernels::~Kernels() {

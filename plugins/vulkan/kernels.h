@@ -192,6 +192,8 @@ class Kernels {
     uint32_t push_size = 0;
     const char* needs = nullptr;  // the device feature it needs, if any
   };
+  // The set layout, pipeline layout and pipeline of p (its bindings and push size set) from SPIR-V.
+  void create_pipeline(Pipeline& p, const uint32_t* code, size_t bytes);
   VkDescriptorSet allocate_set(VkDescriptorSetLayout layout);
 
   Device& dev_;

@@ -201,7 +201,6 @@ DeviceModel::DeviceModel(Device& dev, Kernels& kernels, Stream& stream,
       bl_(size_t(desc.channels)) {
   const Sizes s = sizes_of(d_, dev_.max_binding_bytes());
   nb_ = s.nb, chunks_ = s.chunks, head_rows_ = s.head_rows;
-  const size_t C = size_t(C_), BT = s.BT, rows = s.rows, A = s.act;
   if (bf16_ && !dev_.bf16_storage()) {
     throw VulkanError(std::string(dev_.name()) +
                       " has no 16-bit storage buffers "
@@ -209,98 +208,12 @@ DeviceModel::DeviceModel(Device& dev, Kernels& kernels, Stream& stream,
   }
   groups_.reserve(size_t(L_ - first_) + s.wte_pieces + 1);
   try {
-    // Parameters, in groups whose segments map the host's flat arrays.
-    for (int l = first_; l < L_; ++l) {
-      block_group_.push_back(groups_.size());
-      Group& g = add_group(bl_.total);
-      const size_t per[12] = {C, C, 3 * C * C, 3 * C, C * C,     C,
-                              C, C, 4 * C * C, 4 * C, 4 * C * C, C};
-      size_t dev_at = 0;
-      for (int i = 0; i < 12; ++i) {
-        g.segments.push_back(
-            {size_t(d_.tensor_offset[2 + i]) + size_t(l) * per[i], per[i], dev_at});
-        dev_at += per[i];
-      }
-    }
-    if (embedding_ || head_) {
-      wte_first_group_ = groups_.size();
-      wte_rows_per_piece_ = s.wte_rows_per_piece;
-      for (size_t r = 0; r < size_t(Vp_); r += wte_rows_per_piece_) {
-        const size_t n = std::min(wte_rows_per_piece_, size_t(Vp_) - r) * C;
-        Group& g = add_group(n);
-        g.segments.push_back({size_t(d_.tensor_offset[0]) + r * C, n, 0});
-      }
-      other_group_ = groups_.size();
-      Group& g = add_group(s.other_params);
-      wpe_off_ = 0, lnfw_off_ = size_t(d_.max_seq_len) * C, lnfb_off_ = lnfw_off_ + C;
-      g.segments.push_back({size_t(d_.tensor_offset[1]), lnfw_off_, wpe_off_});
-      g.segments.push_back({size_t(d_.tensor_offset[14]), C, lnfw_off_});
-      g.segments.push_back({size_t(d_.tensor_offset[15]), C, lnfb_off_});
-    }
-    // Activations kept from forward to backward.
-    // Per chunk of nb batch elements (the last may have fewer): what a pass addresses at once.
-    auto chunk_rows = [&](int c) { return size_t(std::min(nb_, B_ - c * nb_)) * size_t(T_); };
-    for (int c = 0; c < chunks_; ++c) x_in_.push_back(make(chunk_rows(c) * C * F, "the blocks' input"));
-    const size_t NH = size_t(NH_), Tt = size_t(T_);
-    for (int l = first_; l < L_; ++l) {
-      std::vector<ChunkActs>& block = acts_.emplace_back();
-      for (int c = 0; c < chunks_; ++c) {
-        const size_t R = chunk_rows(c), nb = R / Tt;
-        ChunkActs& a = block.emplace_back();
-        a.ln1 = make(R * C * A, "ln1");
-        a.ln1_mean = make(R * F, "ln1 mean");
-        a.ln1_rstd = make(R * F, "ln1 rstd");
-        a.qkv = make(3 * R * C * A, "qkv");
-        a.atty = make(R * C * A, "atty");
-        if (flash_) {
-          a.lse = make(nb * NH * Tt * F, "attention's log-sum-exp");
-        } else {
-          a.att = make(nb * NH * Tt * Tt * F, "attention");
-        }
-        a.residual2 = make(R * C * F, "residual2");
-        a.ln2 = make(R * C * A, "ln2");
-        a.ln2_mean = make(R * F, "ln2 mean");
-        a.ln2_rstd = make(R * F, "ln2 rstd");
-        a.fch = make(4 * R * C * A, "fch");
-        a.fch_gelu = make(4 * R * C * A, "fch_gelu");
-        a.residual3 = make(R * C * F, "residual3");
-      }
-    }
-    if (embedding_) tokens_ = make(BT * F, "tokens");
-    if (head_) {
-      targets_ = make(BT * F, "targets");
-      lnf_ = make(BT * C * A, "lnf");
-      lnf_mean_ = make(BT * F, "lnf mean");
-      lnf_rstd_ = make(BT * F, "lnf rstd");
-      dlnf_ = make(BT * C * F, "dlnf");
-      losses_ = make(BT * F, "losses");
-      lse_ = make(BT * F, "lse");
-      logits_ = make(head_rows_ * size_t(Vp_) * F, "logits");
-    }
-    dres_ = make(rows * C * F, "dresidual");
-    dln_ = make(rows * C * F, "dln");
-    dfch_ = make(4 * rows * C * F, "dfch");
-    datty_ = make(rows * C * F, "datty");
-    dqkv_ = make(3 * rows * C * F, "dqkv");
-    if (!flash_) ds_ = make(s.att_chunk * F, "dscores");
-    size_t largest = 0;
-    for (const Group& g : groups_) largest = std::max(largest, g.floats);
-    partials_ = make(BlockOps::sum_squares_blocks(uint32_t(largest)) * F, "partial sums",
-                     MemoryKind::kDevice);
-    staging_ = make(kStagingBytes, "staging", MemoryKind::kDownload);
+    make_block_groups();
+    if (embedding_ || head_) make_embedding_groups(s.wte_rows_per_piece, s.other_params);
+    make_kept_activations(s.act);
+    make_scratch(s.att_chunk);
     stream_.reserve(s.slot);
-
-    VkCommandPoolCreateInfo pci{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
-    pci.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
-    pci.queueFamilyIndex = dev_.compute_family();
-    LLMCPU_VK(vkCreateCommandPool(dev_.device(), &pci, nullptr, &pool_));
-    VkCommandBufferAllocateInfo ai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
-    ai.commandPool = pool_;
-    ai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
-    ai.commandBufferCount = 1;
-    LLMCPU_VK(vkAllocateCommandBuffers(dev_.device(), &ai, &cb_));
-    VkFenceCreateInfo fci{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
-    LLMCPU_VK(vkCreateFence(dev_.device(), &fci, nullptr, &fence_));
+    make_commands();
     zero_grad();
     one_shot([&](VkCommandBuffer cb) {
       for (Group& g : groups_) {
@@ -312,6 +225,116 @@ DeviceModel::DeviceModel(Device& dev, Kernels& kernels, Stream& stream,
     release();
     throw;
   }
+}
+
+// Parameters, in groups whose segments map the host's flat arrays: one group per owned block.
+void DeviceModel::make_block_groups() {
+  const size_t C = size_t(C_);
+  for (int l = first_; l < L_; ++l) {
+    block_group_.push_back(groups_.size());
+    Group& g = add_group(bl_.total);
+    const size_t per[12] = {C, C, 3 * C * C, 3 * C, C * C, C, C, C, 4 * C * C, 4 * C, 4 * C * C, C};
+    size_t dev_at = 0;
+    for (int i = 0; i < 12; ++i) {
+      g.segments.push_back({size_t(d_.tensor_offset[2 + i]) + size_t(l) * per[i], per[i], dev_at});
+      dev_at += per[i];
+    }
+  }
+}
+
+// wte in pieces of rows_per_piece rows, then wpe | lnfw | lnfb (other_params floats).
+void DeviceModel::make_embedding_groups(size_t rows_per_piece, size_t other_params) {
+  const size_t C = size_t(C_);
+  wte_first_group_ = groups_.size();
+  wte_rows_per_piece_ = rows_per_piece;
+  for (size_t r = 0; r < size_t(Vp_); r += wte_rows_per_piece_) {
+    const size_t n = std::min(wte_rows_per_piece_, size_t(Vp_) - r) * C;
+    Group& g = add_group(n);
+    g.segments.push_back({size_t(d_.tensor_offset[0]) + r * C, n, 0});
+  }
+  other_group_ = groups_.size();
+  Group& g = add_group(other_params);
+  wpe_off_ = 0, lnfw_off_ = size_t(d_.max_seq_len) * C, lnfb_off_ = lnfw_off_ + C;
+  g.segments.push_back({size_t(d_.tensor_offset[1]), lnfw_off_, wpe_off_});
+  g.segments.push_back({size_t(d_.tensor_offset[14]), C, lnfw_off_});
+  g.segments.push_back({size_t(d_.tensor_offset[15]), C, lnfb_off_});
+}
+
+// Activations kept from forward to backward (A: bytes of an element a GEMM reads), per chunk of nb
+// batch elements (the last may have fewer): what a pass addresses at once. Then the embedding's
+// tokens and the head's buffers, for the whole micro-batch.
+void DeviceModel::make_kept_activations(size_t A) {
+  const size_t C = size_t(C_), NH = size_t(NH_), Tt = size_t(T_), BT = size_t(B_) * Tt;
+  auto chunk_rows = [&](int c) { return size_t(std::min(nb_, B_ - c * nb_)) * Tt; };
+  for (int c = 0; c < chunks_; ++c)
+    x_in_.push_back(make(chunk_rows(c) * C * F, "the blocks' input"));
+  for (int l = first_; l < L_; ++l) {
+    std::vector<ChunkActs>& block = acts_.emplace_back();
+    for (int c = 0; c < chunks_; ++c) {
+      const size_t R = chunk_rows(c), nb = R / Tt;
+      ChunkActs& a = block.emplace_back();
+      a.ln1 = make(R * C * A, "ln1");
+      a.ln1_mean = make(R * F, "ln1 mean");
+      a.ln1_rstd = make(R * F, "ln1 rstd");
+      a.qkv = make(3 * R * C * A, "qkv");
+      a.atty = make(R * C * A, "atty");
+      if (flash_) {
+        a.lse = make(nb * NH * Tt * F, "attention's log-sum-exp");
+      } else {
+        a.att = make(nb * NH * Tt * Tt * F, "attention");
+      }
+      a.residual2 = make(R * C * F, "residual2");
+      a.ln2 = make(R * C * A, "ln2");
+      a.ln2_mean = make(R * F, "ln2 mean");
+      a.ln2_rstd = make(R * F, "ln2 rstd");
+      a.fch = make(4 * R * C * A, "fch");
+      a.fch_gelu = make(4 * R * C * A, "fch_gelu");
+      a.residual3 = make(R * C * F, "residual3");
+    }
+  }
+  if (embedding_) tokens_ = make(BT * F, "tokens");
+  if (head_) {
+    targets_ = make(BT * F, "targets");
+    lnf_ = make(BT * C * A, "lnf");
+    lnf_mean_ = make(BT * F, "lnf mean");
+    lnf_rstd_ = make(BT * F, "lnf rstd");
+    dlnf_ = make(BT * C * F, "dlnf");
+    losses_ = make(BT * F, "losses");
+    lse_ = make(BT * F, "lse");
+    logits_ = make(head_rows_ * size_t(Vp_) * F, "logits");
+  }
+}
+
+// The backward's scratch for one chunk (att_chunk: floats of its attention state), the partial
+// sums of the gradient norm, and the staging buffer of the synchronous copies.
+void DeviceModel::make_scratch(size_t att_chunk) {
+  const size_t C = size_t(C_), rows = size_t(nb_) * size_t(T_);
+  dres_ = make(rows * C * F, "dresidual");
+  dln_ = make(rows * C * F, "dln");
+  dfch_ = make(4 * rows * C * F, "dfch");
+  datty_ = make(rows * C * F, "datty");
+  dqkv_ = make(3 * rows * C * F, "dqkv");
+  if (!flash_) ds_ = make(att_chunk * F, "dscores");
+  size_t largest = 0;
+  for (const Group& g : groups_) largest = std::max(largest, g.floats);
+  partials_ = make(BlockOps::sum_squares_blocks(uint32_t(largest)) * F, "partial sums",
+                   MemoryKind::kDevice);
+  staging_ = make(kStagingBytes, "staging", MemoryKind::kDownload);
+}
+
+// The command pool, buffer and fence of the synchronous set-up and checkpoint paths.
+void DeviceModel::make_commands() {
+  VkCommandPoolCreateInfo pci{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
+  pci.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
+  pci.queueFamilyIndex = dev_.compute_family();
+  LLMCPU_VK(vkCreateCommandPool(dev_.device(), &pci, nullptr, &pool_));
+  VkCommandBufferAllocateInfo ai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+  ai.commandPool = pool_;
+  ai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+  ai.commandBufferCount = 1;
+  LLMCPU_VK(vkAllocateCommandBuffers(dev_.device(), &ai, &cb_));
+  VkFenceCreateInfo fci{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+  LLMCPU_VK(vkCreateFence(dev_.device(), &fci, nullptr, &fence_));
 }
 
 DeviceModel::~DeviceModel() { release(); }

@@ -105,6 +105,13 @@ class DeviceModel {
   void release();
   Ref ref(const Buffer& b, size_t off = 0) const { return {b.buffer, b.size, uint32_t(off)}; }
   Group& add_group(size_t floats);
+  // The constructor's steps, in the order it allocates: the parameter groups of the owned blocks
+  // and of the embedding, the kept activations, the backward's scratch, the command objects.
+  void make_block_groups();
+  void make_embedding_groups(size_t rows_per_piece, size_t other_params);
+  void make_kept_activations(size_t A);
+  void make_scratch(size_t att_chunk);
+  void make_commands();
   // Synchronous copies through the staging buffer (set-up and checkpoint paths, not the step).
   void copy_to_device(const Buffer& dst, size_t dst_off, const float* host, size_t bytes);
   void copy_to_host(float* host, const Buffer& src, size_t src_off, size_t bytes);

@@ -178,6 +178,65 @@ void coop_matrix_nv(JsonWriter& out, VkInstance instance, VkPhysicalDevice d) {
   out.end_array();
 }
 
+// The size of the largest device-local memory heap (0 if none).
+uint64_t largest_local_heap(VkPhysicalDevice d) {
+  VkPhysicalDeviceMemoryProperties mem;
+  vkGetPhysicalDeviceMemoryProperties(d, &mem);
+  uint64_t local = 0;
+  for (uint32_t i = 0; i < mem.memoryHeapCount; ++i) {
+    const VkMemoryHeap& h = mem.memoryHeaps[i];
+    if ((h.flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT) && h.size > local) local = h.size;
+  }
+  return local;
+}
+
+// "queue_families": each family's flags, count and timestamp bits. Returns whether one of them is
+// a transfer family without compute or graphics (a dedicated transfer queue).
+bool queue_families(JsonWriter& out, VkPhysicalDevice d) {
+  uint32_t nfam = 0;
+  vkGetPhysicalDeviceQueueFamilyProperties(d, &nfam, nullptr);
+  std::vector<VkQueueFamilyProperties> fams(nfam);
+  vkGetPhysicalDeviceQueueFamilyProperties(d, &nfam, fams.data());
+  bool dedicated_transfer = false;
+  out.key("queue_families").begin_array();
+  for (const VkQueueFamilyProperties& f : fams) {
+    out.begin_object().key("flags");
+    queue_flags(out, f.queueFlags);
+    out.field("count", f.queueCount).field("timestampValidBits", f.timestampValidBits);
+    out.end_object();
+    const VkQueueFlags work = VK_QUEUE_COMPUTE_BIT | VK_QUEUE_GRAPHICS_BIT;
+    if ((f.queueFlags & VK_QUEUE_TRANSFER_BIT) && !(f.queueFlags & work)) dedicated_transfer = true;
+  }
+  out.end_array();
+  return dedicated_transfer;
+}
+
+// "cooperative_matrix": the extensions that name it, and the KHR and NV shapes where offered.
+void cooperative_matrix(JsonWriter& out, VkInstance instance, VkPhysicalDevice d,
+                        const std::vector<std::string>& exts) {
+  out.key("cooperative_matrix").begin_object();
+  out.key("extensions").begin_array();
+  for (const std::string& e : exts) {
+    if (e.find("cooperative_matrix") != std::string::npos) out.value(e);
+  }
+  out.end_array();
+  const bool khr = has(exts, "VK_KHR_cooperative_matrix"),
+             nv = has(exts, "VK_NV_cooperative_matrix");
+  out.field("khr", khr).field("nv", nv).key("khr_properties");
+  if (khr) {
+    coop_matrix_khr(out, instance, d);
+  } else {
+    out.value(nullptr);
+  }
+  out.key("nv_properties");
+  if (nv) {
+    coop_matrix_nv(out, instance, d);
+  } else {
+    out.value(nullptr);
+  }
+  out.end_object();
+}
+
 void describe(JsonWriter& out, VkInstance instance, VkPhysicalDevice d, size_t index,
               int plugin_index) {
   VkPhysicalDeviceProperties p;
@@ -205,17 +264,6 @@ void describe(JsonWriter& out, VkInstance instance, VkPhysicalDevice d, size_t i
   } else {
     vkGetPhysicalDeviceFeatures(d, &f2.features);
   }
-  VkPhysicalDeviceMemoryProperties mem;
-  vkGetPhysicalDeviceMemoryProperties(d, &mem);
-  uint64_t local = 0;
-  for (uint32_t i = 0; i < mem.memoryHeapCount; ++i) {
-    const VkMemoryHeap& h = mem.memoryHeaps[i];
-    if ((h.flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT) && h.size > local) local = h.size;
-  }
-  uint32_t nfam = 0;
-  vkGetPhysicalDeviceQueueFamilyProperties(d, &nfam, nullptr);
-  std::vector<VkQueueFamilyProperties> fams(nfam);
-  vkGetPhysicalDeviceQueueFamilyProperties(d, &nfam, fams.data());
 
   // A value where known, null where not.
   auto known = [](bool ok, auto v) { return ok ? std::optional(v) : std::nullopt; };
@@ -227,48 +275,19 @@ void describe(JsonWriter& out, VkInstance instance, VkPhysicalDevice d, size_t i
   const bool driver_known = has_driver && v11;
   out.field("driverName", known(driver_known, std::string(driver.driverName)));
   out.field("driverInfo", known(driver_known, std::string(driver.driverInfo)));
-  out.field("device_local_heap_bytes", local);
+  out.field("device_local_heap_bytes", largest_local_heap(d));
   out.field("subgroupSize", known(v11, subgroup.subgroupSize));
   out.field("maxStorageBufferRange", p.limits.maxStorageBufferRange);
   out.field("maxComputeSharedMemorySize", p.limits.maxComputeSharedMemorySize);
   out.field("timestampPeriod", double(p.limits.timestampPeriod));
   out.field("timestampComputeAndGraphics", p.limits.timestampComputeAndGraphics == VK_TRUE);
-  bool dedicated_transfer = false;
-  out.key("queue_families").begin_array();
-  for (const VkQueueFamilyProperties& f : fams) {
-    out.begin_object().key("flags");
-    queue_flags(out, f.queueFlags);
-    out.field("count", f.queueCount).field("timestampValidBits", f.timestampValidBits);
-    out.end_object();
-    const VkQueueFlags work = VK_QUEUE_COMPUTE_BIT | VK_QUEUE_GRAPHICS_BIT;
-    if ((f.queueFlags & VK_QUEUE_TRANSFER_BIT) && !(f.queueFlags & work)) dedicated_transfer = true;
-  }
-  out.end_array().field("dedicated_transfer", dedicated_transfer);
+  const bool dedicated_transfer = queue_families(out, d);
+  out.field("dedicated_transfer", dedicated_transfer);
   out.field("shaderFloat64", f2.features.shaderFloat64 == VK_TRUE);
   out.field("storageBuffer16BitAccess", v11 && f16.storageBuffer16BitAccess == VK_TRUE);
   out.field("usable", device_usable(d));
-
-  out.key("cooperative_matrix").begin_object();
-  out.key("extensions").begin_array();
-  for (const std::string& e : exts) {
-    if (e.find("cooperative_matrix") != std::string::npos) out.value(e);
-  }
-  out.end_array();
-  const bool khr = has(exts, "VK_KHR_cooperative_matrix"),
-             nv = has(exts, "VK_NV_cooperative_matrix");
-  out.field("khr", khr).field("nv", nv).key("khr_properties");
-  if (khr) {
-    coop_matrix_khr(out, instance, d);
-  } else {
-    out.value(nullptr);
-  }
-  out.key("nv_properties");
-  if (nv) {
-    coop_matrix_nv(out, instance, d);
-  } else {
-    out.value(nullptr);
-  }
-  out.end_object().end_object();
+  cooperative_matrix(out, instance, d, exts);
+  out.end_object();
 }
 
 }  // namespace

@@ -266,57 +266,61 @@ Chosen choose(int wanted) {
   return {size_t(wanted), usable_before};
 }
 
-}  // namespace
+// What one run measures: the step's shape, the rows of one dispatch, the lm_head's rows and
+// columns (one wte piece, or --quick's cap of it) and the timed runs per GEMM.
+struct Plan {
+  StepShape step;
+  uint32_t rows, head_n, piece, head_cols;
+  int max_reps, warmups;
+};
 
-int probe_gemm(const GemmOptions& opt, JsonWriter& out) {
-  const auto start = std::chrono::steady_clock::now();
-  const Chosen chosen = choose(opt.device);
-  Device dev(chosen.device_index, false);
-  Kernels kernels(dev);
-  BlockOps ops(kernels);
-  Timer timer(dev, kernels);
-  const bool bf16 = dev.bf16_storage();
-
-  const StepShape step = opt.quick ? kQuickStep : kFullStep;
-  const uint32_t rows = opt.rows ? uint32_t(opt.rows) : uint32_t(chunk_batch(step.B) * step.T);
+Plan plan_of(const GemmOptions& opt, const Device& dev) {
+  Plan p{};
+  p.step = opt.quick ? kQuickStep : kFullStep;
+  p.rows = opt.rows ? uint32_t(opt.rows) : uint32_t(chunk_batch(p.step.B) * p.step.T);
   const size_t max_binding = dev.max_binding_bytes();
-  const uint32_t head_n = uint32_t(head_rows(kVp, rows, max_binding));
-  const uint32_t piece = uint32_t(std::min<size_t>(wte_rows_per_piece(kC, max_binding), kVp));
-  const uint32_t head_cols = opt.quick ? std::min(piece, kQuickHeadCols) : piece;
-  const int max_reps = opt.reps ? opt.reps : opt.quick ? kQuickReps : kDefaultReps;
-  const int warmups = opt.quick ? 0 : 1;  // quick: the check has run every pipeline already
-  if (size_t(rows) * 4 * kC * sizeof(float) > max_binding) {
-    throw UsageError("--rows " + std::to_string(rows) + ": a (rows, 4C) operand exceeds " +
+  p.head_n = uint32_t(head_rows(kVp, p.rows, max_binding));
+  p.piece = uint32_t(std::min<size_t>(wte_rows_per_piece(kC, max_binding), kVp));
+  p.head_cols = opt.quick ? std::min(p.piece, kQuickHeadCols) : p.piece;
+  p.max_reps = opt.reps ? opt.reps : opt.quick ? kQuickReps : kDefaultReps;
+  p.warmups = opt.quick ? 0 : 1;  // quick: the check has run every pipeline already
+  if (size_t(p.rows) * 4 * kC * sizeof(float) > max_binding) {
+    throw UsageError("--rows " + std::to_string(p.rows) + ": a (rows, 4C) operand exceeds " +
                      dev.name() + "'s maxStorageBufferRange of " + std::to_string(max_binding) +
                      " bytes");
   }
+  return p;
+}
 
+// The report's opening: the device, the timer, the step's shape and what --quick capped.
+void write_setup(JsonWriter& out, const Device& dev, const Timer& timer, const Chosen& chosen,
+                 const Plan& p, bool quick) {
   out.begin_object().field("device", dev.name()).field("device_index", chosen.position);
   out.field("driver", driver_of(dev.physical()));
   out.field("apiVersion", version_string(dev.properties().apiVersion));
-  out.field("timer", timer.gpu() ? "gpu" : "wall").field("quick", opt.quick);
-  out.key("step").begin_object().field("B", step.B).field("T", step.T).field("C", kC);
-  out.field("Vp", kVp).field("rows_per_dispatch", rows);
-  out.field("dispatches_per_layer", (uint32_t(step.B * step.T) + rows - 1) / rows);
-  out.field("head_rows", head_n).field("wte_piece_rows", piece).end_object();
+  out.field("timer", timer.gpu() ? "gpu" : "wall").field("quick", quick);
+  out.key("step").begin_object().field("B", p.step.B).field("T", p.step.T).field("C", kC);
+  out.field("Vp", kVp).field("rows_per_dispatch", p.rows);
+  out.field("dispatches_per_layer", (uint32_t(p.step.B * p.step.T) + p.rows - 1) / p.rows);
+  out.field("head_rows", p.head_n).field("wte_piece_rows", p.piece).end_object();
   out.key("capped");
-  if (head_cols < piece) {
-    out.begin_object().key("lm_head_N").begin_object().field("from", piece).field("to", head_cols);
-    out.end_object().end_object();
+  if (p.head_cols < p.piece) {
+    out.begin_object().key("lm_head_N").begin_object().field("from", p.piece);
+    out.field("to", p.head_cols).end_object().end_object();
   } else {
     out.value(nullptr);
   }
-  if (!bf16) {
-    out.field("bf16_skipped", std::string(dev.name()) + " lacks storageBuffer16BitAccess");
-  }
+}
 
-  // The check: every case kind on a small ragged shape (the lm_head's with a row stride past N).
+// The check: every case kind on a small ragged shape (the lm_head's with a row stride past N),
+// each written to the report; `seed` advances past the seeds used.
+void check_all(Device& dev, Timer& timer, BlockOps& ops, JsonWriter& out, bool bf16,
+               uint32_t& seed) {
   std::fprintf(stderr, "gemm: checking gemm.comp on %s against a CPU GEMM\n", dev.name());
   constexpr uint32_t kRows = 67, kIn = 45, kOut = 83, kLd = 90;
   CheckResult all{0, 0, true};
   out.key("check").begin_object().field("rows", kRows).field("C", kIn).field("OC", kOut);
   out.key("cases").begin_array();
-  uint32_t seed = 1;
   for (bool h : {false, true}) {
     if (h && !bf16) continue;
     for (bool head : {false, true}) {
@@ -334,36 +338,52 @@ int probe_gemm(const GemmOptions& opt, JsonWriter& out) {
   }
   out.end_array().field("checked", all.ok).field("max_rel_error", all.max_rel_error).end_object();
   if (!all.ok) std::fprintf(stderr, "gemm: CHECK FAILED: gemm.comp disagrees with the CPU\n");
+}
 
+Roof measure_and_write_roof(Device& dev, Kernels& kernels, Timer& timer, JsonWriter& out,
+                            bool quick) {
   std::fprintf(stderr, "gemm: measuring the fp32 FMA roof\n");
-  const Roof roof = opt.quick ? measure_roof(dev, kernels, timer, kQuickRoofGroups, 20, 3)
-                              : measure_roof(dev, kernels, timer, kRoofGroups, 50, 5);
+  const Roof roof = quick ? measure_roof(dev, kernels, timer, kQuickRoofGroups, 20, 3)
+                          : measure_roof(dev, kernels, timer, kRoofGroups, 50, 5);
   out.field("roof_fp32_gflops", roof.gflops);
   out.key("roof").begin_object().field("workgroups", roof.workgroups).field("iters", roof.iters);
   out.field("gflop", roof.gflop).field("ms", roof.ms).end_object();
   std::fprintf(stderr, "gemm: fp32 FMA roof %.1f GFLOP/s\n", roof.gflops);
+  return roof;
+}
 
-  out.field("warmups", warmups).key("gemms").begin_array();
+// The timed runs (ms) of one case, after the plan's warm-ups: at most max_reps, fewer once they
+// would pass kBudgetMs, never fewer than kMinReps.
+std::vector<double> time_case(Device& dev, Timer& timer, BlockOps& ops, const Case& k,
+                              const Layout& L, uint32_t seed, const Plan& p) {
+  Operands o = make_operands(dev, timer, k, L, seed, false);
+  std::vector<double> t;
+  try {
+    timer.record([&](VkCommandBuffer cb) {
+      record_case(ops, cb, k, o.a.ref(), o.b.ref(), o.c.ref(), o.bias.ref());
+    });
+    for (int w = 0; w < p.warmups; ++w) timer.run();
+    t.push_back(timer.run());
+    const int reps =
+        std::min(p.max_reps, std::max(kMinReps, int(kBudgetMs / std::max(t[0], 1e-3))));
+    while (int(t.size()) < reps) t.push_back(timer.run());
+  } catch (...) {
+    o.destroy(dev);
+    throw;
+  }
+  o.destroy(dev);
+  return t;
+}
+
+// Every GEMM of the step in each precision the device runs, timed, printed and written.
+void time_step(Device& dev, Timer& timer, BlockOps& ops, JsonWriter& out, const Plan& p,
+               const Roof& roof, bool bf16, uint32_t& seed) {
+  out.field("warmups", p.warmups).key("gemms").begin_array();
   for (bool h : {false, true}) {
     if (h && !bf16) continue;
-    for (const Case& k : step_cases(h, rows, head_n, head_cols)) {
+    for (const Case& k : step_cases(h, p.rows, p.head_n, p.head_cols)) {
       const Layout L = layout_of(k);
-      Operands o = make_operands(dev, timer, k, L, seed += 4, false);
-      std::vector<double> t;
-      try {
-        timer.record([&](VkCommandBuffer cb) {
-          record_case(ops, cb, k, o.a.ref(), o.b.ref(), o.c.ref(), o.bias.ref());
-        });
-        for (int w = 0; w < warmups; ++w) timer.run();
-        t.push_back(timer.run());
-        const int reps =
-            std::min(max_reps, std::max(kMinReps, int(kBudgetMs / std::max(t[0], 1e-3))));
-        while (int(t.size()) < reps) t.push_back(timer.run());
-      } catch (...) {
-        o.destroy(dev);
-        throw;
-      }
-      o.destroy(dev);
+      const std::vector<double> t = time_case(dev, timer, ops, k, L, seed += 4, p);
       const double ms = median(t);
       const double gflops = 2.0 * L.M * L.N * L.K / (ms * 1e6);
       std::fprintf(stderr, "gemm: %-32s %s M=%-5u N=%-5u K=%-5u %9.3f ms %9.1f GFLOP/s\n",
@@ -375,6 +395,28 @@ int probe_gemm(const GemmOptions& opt, JsonWriter& out) {
     }
   }
   out.end_array();
+}
+
+}  // namespace
+
+int probe_gemm(const GemmOptions& opt, JsonWriter& out) {
+  const auto start = std::chrono::steady_clock::now();
+  const Chosen chosen = choose(opt.device);
+  Device dev(chosen.device_index, false);
+  Kernels kernels(dev);
+  BlockOps ops(kernels);
+  Timer timer(dev, kernels);
+  const bool bf16 = dev.bf16_storage();
+  const Plan plan = plan_of(opt, dev);
+
+  write_setup(out, dev, timer, chosen, plan, opt.quick);
+  if (!bf16) {
+    out.field("bf16_skipped", std::string(dev.name()) + " lacks storageBuffer16BitAccess");
+  }
+  uint32_t seed = 1;
+  check_all(dev, timer, ops, out, bf16, seed);
+  const Roof roof = measure_and_write_roof(dev, kernels, timer, out, opt.quick);
+  time_step(dev, timer, ops, out, plan, roof, bf16, seed);
   const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
   out.field("seconds", took.count()).end_object();
   return kExitOk;

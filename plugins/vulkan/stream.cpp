@@ -206,89 +206,97 @@ void Stream::read_out(size_t i, Chunk& c, Slot& s) {
 
 void Stream::run(size_t n, const std::function<void(size_t, Chunk&)>& plan) {
   if (n == 0) return;
-  VkDevice d = dev_.device();
-  if (dev_.timestamps()) {
-    const uint32_t need = uint32_t(n) * kQueriesPerChunk;
-    if (need > query_capacity_) {
-      if (queries_) vkDestroyQueryPool(d, queries_, nullptr);
-      queries_ = VK_NULL_HANDLE;
-      query_capacity_ = 0;
-      VkQueryPoolCreateInfo qci{VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
-      qci.queryType = VK_QUERY_TYPE_TIMESTAMP;
-      qci.queryCount = std::max<uint32_t>(need, 192);
-      LLMCPU_VK(vkCreateQueryPool(d, &qci, nullptr, &queries_));
-      query_capacity_ = qci.queryCount;
-    }
-    vkResetQueryPool(d, queries_, 0, query_capacity_);
-    stamped_.assign(query_capacity_, 0);
-  }
+  if (dev_.timestamps()) reset_queries(uint32_t(n) * kQueriesPerChunk);
   order_.clear();
-  // "C4<U4,D1": compute of chunk 4, submitted waiting for upload 4 and download 1.
-  auto note = [&](char stage, size_t i, std::initializer_list<std::pair<char, size_t>> waits) {
-    if (!order_.empty()) order_ += ' ';
-    order_ += stage + std::to_string(i);
-    char sep = '<';
-    for (const auto& [w, k] : waits) {
-      order_ += sep + std::string(1, w) + std::to_string(k);
-      sep = ',';
-    }
-  };
-  constexpr size_t K = kSlots, R = kSlots + 3;
-  const VkQueue tq = dev_.transfer_queue(), cq = dev_.compute_queue();
   try {
     for (size_t j = 0; j < n + 2; ++j) {
-      if (j < n) {  // upload(j): its staging and device input buffers were last used by j-K
-        Chunk& c = chunks_[j % R];
-        c.uploads.clear(), c.downloads.clear(), c.compute = nullptr;
-        plan(j, c);
-        Slot& s = slots_[j % K];
-        wait(kUp, base_ + j + 1 - std::min(j + 1, K));
-        record_upload(j, c, s);
-        submit(tq, s.up, kUp, base_ + j + 1, {{kComp, j >= K ? base_ + j + 1 - K : 0}});
-        if (j >= K) {
-          note('U', j, {{'C', j - K}});
-        } else {
-          note('U', j, {});
-        }
-      }
-      if (j >= 1 && j - 1 < n) {  // compute(j-1)
-        const size_t i = j - 1;
-        Chunk& c = chunks_[i % R];
-        Slot& s = slots_[i % K];
-        if (i >= K) wait(kComp, base_ + i + 1 - K);
-        begin(s.comp);
-        const uint32_t q = uint32_t(i) * kQueriesPerChunk + 2;
-        stamp(s.comp, q, false);
-        compute_barrier(s.comp);  // after the previous chunk's dispatches (accumulators)
-        if (c.compute) c.compute(s.comp, SlotBuffers{s.dev_in.buffer, s.dev_out.buffer});
-        stamp(s.comp, q + 1, true);
-        LLMCPU_VK(vkEndCommandBuffer(s.comp));
-        submit(cq, s.comp, kComp, base_ + i + 1,
-               {{kUp, base_ + i + 1}, {kDown, i >= K ? base_ + i + 1 - K : 0}});
-        if (i >= K) {
-          note('C', i, {{'U', i}, {'D', i - K}});
-        } else {
-          note('C', i, {{'U', i}});
-        }
-      }
-      if (j >= 2 && j - 2 < n) {  // download(j-2), after chunk j-2-K left the staging buffer
-        const size_t i = j - 2;
-        Slot& s = slots_[i % K];
-        if (i >= K) read_out(i - K, chunks_[(i - K) % R], s);
-        record_download(i, chunks_[i % R], s);
-        submit(tq, s.down, kDown, base_ + i + 1, {{kComp, base_ + i + 1}});
-        note('D', i, {{'C', i}});
-      }
+      if (j < n) upload_step(j, plan);
+      if (j >= 1 && j - 1 < n) compute_step(j - 1);
+      if (j >= 2 && j - 2 < n) download_step(j - 2);
     }
-    for (size_t i = n > K ? n - K : 0; i < n; ++i) read_out(i, chunks_[i % R], slots_[i % K]);
+    constexpr size_t K = kSlots;
+    for (size_t i = n > K ? n - K : 0; i < n; ++i) read_out(i, chunks_[i % kChunks], slots_[i % K]);
   } catch (...) {
-    vkDeviceWaitIdle(d);
+    vkDeviceWaitIdle(dev_.device());
     base_ += n;
     throw;
   }
   collect_times(n);
   if (dev_.verbose()) std::fprintf(stderr, "vulkan: run of %zu chunks: %s\n", n, order_.c_str());
   base_ += n;
+}
+
+void Stream::reset_queries(uint32_t need) {
+  VkDevice d = dev_.device();
+  if (need > query_capacity_) {
+    if (queries_) vkDestroyQueryPool(d, queries_, nullptr);
+    queries_ = VK_NULL_HANDLE;
+    query_capacity_ = 0;
+    VkQueryPoolCreateInfo qci{VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
+    qci.queryType = VK_QUERY_TYPE_TIMESTAMP;
+    qci.queryCount = std::max<uint32_t>(need, 192);
+    LLMCPU_VK(vkCreateQueryPool(d, &qci, nullptr, &queries_));
+    query_capacity_ = qci.queryCount;
+  }
+  vkResetQueryPool(d, queries_, 0, query_capacity_);
+  stamped_.assign(query_capacity_, 0);
+}
+
+void Stream::note(char stage, size_t i, std::initializer_list<std::pair<char, size_t>> waits) {
+  if (!order_.empty()) order_ += ' ';
+  order_ += stage + std::to_string(i);
+  char sep = '<';
+  for (const auto& [w, k] : waits) {
+    order_ += sep + std::string(1, w) + std::to_string(k);
+    sep = ',';
+  }
+}
+
+void Stream::upload_step(size_t j, const std::function<void(size_t, Chunk&)>& plan) {
+  constexpr size_t K = kSlots;
+  Chunk& c = chunks_[j % kChunks];
+  c.uploads.clear(), c.downloads.clear(), c.compute = nullptr;
+  plan(j, c);
+  Slot& s = slots_[j % K];
+  wait(kUp, base_ + j + 1 - std::min(j + 1, K));
+  record_upload(j, c, s);
+  submit(dev_.transfer_queue(), s.up, kUp, base_ + j + 1,
+         {{kComp, j >= K ? base_ + j + 1 - K : 0}});
+  if (j >= K) {
+    note('U', j, {{'C', j - K}});
+  } else {
+    note('U', j, {});
+  }
+}
+
+void Stream::compute_step(size_t i) {
+  constexpr size_t K = kSlots;
+  Chunk& c = chunks_[i % kChunks];
+  Slot& s = slots_[i % K];
+  if (i >= K) wait(kComp, base_ + i + 1 - K);
+  begin(s.comp);
+  const uint32_t q = uint32_t(i) * kQueriesPerChunk + 2;
+  stamp(s.comp, q, false);
+  compute_barrier(s.comp);  // after the previous chunk's dispatches (accumulators)
+  if (c.compute) c.compute(s.comp, SlotBuffers{s.dev_in.buffer, s.dev_out.buffer});
+  stamp(s.comp, q + 1, true);
+  LLMCPU_VK(vkEndCommandBuffer(s.comp));
+  submit(dev_.compute_queue(), s.comp, kComp, base_ + i + 1,
+         {{kUp, base_ + i + 1}, {kDown, i >= K ? base_ + i + 1 - K : 0}});
+  if (i >= K) {
+    note('C', i, {{'U', i}, {'D', i - K}});
+  } else {
+    note('C', i, {{'U', i}});
+  }
+}
+
+void Stream::download_step(size_t i) {
+  constexpr size_t K = kSlots;
+  Slot& s = slots_[i % K];
+  if (i >= K) read_out(i - K, chunks_[(i - K) % kChunks], s);
+  record_download(i, chunks_[i % kChunks], s);
+  submit(dev_.transfer_queue(), s.down, kDown, base_ + i + 1, {{kComp, base_ + i + 1}});
+  note('D', i, {{'C', i}});
 }
 
 void Stream::collect_times(size_t n) {

@@ -98,11 +98,20 @@ class Stream {
   void record_download(size_t i, Chunk& c, Slot& s);
   void read_out(size_t i, Chunk& c, Slot& s);
   void collect_times(size_t n);
+  // run's steps: the timestamp queries for `need` of them; one note in order_ ("C4<U4,D1"); the
+  // upload of chunk j (planned by `plan`), the compute of chunk i, the download of chunk i (after
+  // chunk i-kSlots's read-out), each submitted with the waits that order them.
+  void reset_queries(uint32_t need);
+  void note(char stage, size_t i, std::initializer_list<std::pair<char, size_t>> waits);
+  void upload_step(size_t j, const std::function<void(size_t, Chunk&)>& plan);
+  void compute_step(size_t i);
+  void download_step(size_t i);
 
   Device& dev_;
   size_t capacity_ = 0;
   Slot slots_[kSlots];
-  Chunk chunks_[kSlots + 3];  // chunk i's lists live until it is read out, kSlots + 2 steps later
+  static constexpr size_t kChunks = kSlots + 3;
+  Chunk chunks_[kChunks];  // chunk i's lists live until it is read out, kSlots + 2 steps later
   VkCommandPool compute_pool_ = VK_NULL_HANDLE, transfer_pool_ = VK_NULL_HANDLE;
   VkSemaphore sem_[3] = {};
   uint64_t base_ = 0;  // semaphore value of the last chunk of the previous run
