@@ -57,15 +57,6 @@ void check_train_options(const TrainOptions& o) {
   if (!o.plot_path.empty()) check_plot_options({.output = o.plot_path}, "--plot");
 }
 
-OffloadOptions offload_options(const std::string& layers, const std::string& device_memory_limit) {
-  OffloadOptions o;
-  o.layers = layers;
-  if (!device_memory_limit.empty()) {
-    o.memory_limit = size_t(parse_memory_size(device_memory_limit, "--device-memory-limit"));
-  }
-  return o;
-}
-
 int micro_batches_per_step(const TrainOptions& o, int ranks) {
   return o.total_batch == 0 ? ranks : int(o.total_batch / (int64_t(o.batch) * o.seq_len));
 }

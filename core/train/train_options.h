@@ -10,7 +10,6 @@
 
 #include "core/model/activations.h"
 #include "core/model/precision.h"
-#include "core/plugin/offload.h"
 #include "core/train/lr_schedule.h"
 
 namespace llmcpu {
@@ -69,10 +68,6 @@ struct TrainOptions {
 // UsageErrors naming the flag. The Trainer runs them first; the command line runs them before
 // anything is read.
 void check_train_options(const TrainOptions& o);
-
-// What --offload-layers and --device-memory-limit (text, as given) ask of a device: the options
-// enable_offload (core/plugin/offload.h) takes. Throws UsageError for a size that is not one.
-OffloadOptions offload_options(const std::string& layers, const std::string& device_memory_limit);
 
 // The micro-batches of B x T tokens one optimizer step reads over all `ranks`: --total-batch /
 // (B*T), or one per rank without --total-batch.

@@ -34,9 +34,17 @@ void check_plugin_flags(const ArgParser& p, const PluginFlags& o) {
   }
 }
 
+size_t device_memory_limit(const PluginFlags& o) {
+  if (o.memory_limit.empty()) return 0;
+  return size_t(parse_memory_size(o.memory_limit, "--device-memory-limit"));
+}
+
 void apply_plugin_flags(const PluginFlags& o, Gpt2& model) {
   if (o.path.empty()) return;
-  print_offload_outcome(enable_offload(model, o.path, offload_options(o.layers, o.memory_limit)));
+  OffloadOptions options;
+  options.layers = o.layers;
+  options.memory_limit = device_memory_limit(o);
+  print_offload_outcome(enable_offload(model, o.path, options));
 }
 
 void print_offload_outcome(const OffloadOutcome& r) {

@@ -27,6 +27,10 @@ void add_plugin_flags(ArgParser& p, PluginFlags* o);
 // --offload-layers or --device-memory-limit without --plugin: UsageError.
 void check_plugin_flags(const ArgParser& p, const PluginFlags& o);
 
+// --device-memory-limit in bytes; 0 when it was not given. Throws UsageError for a size that is
+// not one.
+size_t device_memory_limit(const PluginFlags& o);
+
 // When --plugin was given, hands the layers --offload-layers names to it and prints what the
 // device owns (stdout), or why the model stays on the CPU (stderr; a plugin that cannot run the
 // model's precision, for one). A bad --offload-layers or --device-memory-limit, or a plan that does not fit

@@ -117,7 +117,7 @@ void apply_train_flags(const TrainCliExtras& x, TrainOptions* o) {
   o->lr_schedule = parse_lr_schedule(c.lr_schedule, "--lr-schedule");
   o->zero = c.zero < 0 ? ZeroMode::kDefault : c.zero == 0 ? ZeroMode::kOff : ZeroMode::kOn;
   o->memory_limit = c.memory_limit.empty() ? 0 : parse_memory_size(c.memory_limit, "--memory-limit");
-  o->device_memory_limit = offload_options(x.plugin.layers, x.plugin.memory_limit).memory_limit;
+  o->device_memory_limit = device_memory_limit(x.plugin);
 }
 
 SampleDecoder make_sample_decoder(const TrainCliExtras& extra, bool needed, int vocab_size) {
