@@ -14,6 +14,7 @@ static pcre2_code* compile_code(const std::string& src, uint32_t flags) {
   int err; PCRE2_SIZE off;
   impl->code = pcre2_compile((PCRE2_SPTR)src.data(), src.size(), PCRE2_UTF | flags, &err, &off, nullptr);
   if (!impl->code) throw Error("bad pattern " + src);
+  pcre2_jit_compile(impl->code, PCRE2_JIT_COMPLETE);
   return impl->code;
 }
 Pattern Pattern::regex(std::string_view source, const std::string&) { auto i = std::make_unique<Impl>(); i->src = source; i->code = compile_code(i->src, PCRE2_UCP); return Pattern(std::move(i)); }
@@ -26,7 +27,7 @@ void Pattern::matches(std::string_view text, std::vector<Span>& out) const {
   pcre2_match_data* md = pcre2_match_data_create_from_pattern(impl_->code, nullptr);
   size_t pos = 0;
   while (pos <= text.size()) {
-    int rc = pcre2_match(impl_->code, (PCRE2_SPTR)text.data(), text.size(), pos, 0, md, nullptr);
+    int rc = pcre2_match(impl_->code, (PCRE2_SPTR)text.data(), text.size(), pos, PCRE2_NO_UTF_CHECK, md, nullptr);
     if (rc < 0) break;
     PCRE2_SIZE* ov = pcre2_get_ovector_pointer(md);
     out.push_back({ov[0], ov[1]});
