@@ -114,7 +114,7 @@ void encode_input(const std::string& in, const Tokenizer& tokenizer, const Docum
       const size_t cut =
           tokenizer.cuts_at_newlines() ? next_safe_cut(doc, at, kPieceBytes) : doc.size();
       ids.clear();
-      tokenizer.encode_append(doc.substr(at, cut - at), ids);
+      tokenizer.encode_document(doc.substr(at, cut - at), ids);
       writer.add(ids.data(), ids.size());
       p.bytes_done += cut - at;
       p.tokens = writer.total_tokens();

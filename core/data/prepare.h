@@ -3,8 +3,8 @@
 // llm.c's rule). Like llm.c's data scripts, every document is preceded by the tokenizer's document
 // token (<|endoftext|> for GPT-2, BOS where a tokenizer adds one, as for Llama 3), so the stream
 // reads [sep, doc 1 ..., sep, doc 2 ..., ...]; the stream is split into val and train shards by
-// ShardWriter. Documents are encoded without special tokens: a special token's text inside a
-// document is encoded as its added token (tokenizers.js's behaviour). With GPT-2's files large
+// ShardWriter. Documents are encoded with Tokenizer::encode_document: a special token's text
+// inside a document is encoded as text, as llm.c's scripts do (split_special_tokens). With GPT-2's files large
 // documents are encoded in pieces of about a megabyte, cut where GPT-2's pre-tokenisation cannot
 // join across the cut, so the ids are those of encoding each document whole; a tokenizer.json's
 // documents are encoded whole.

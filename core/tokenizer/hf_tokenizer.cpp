@@ -109,7 +109,8 @@ struct HfTokenizer::Impl {
   std::vector<AddedToken> added;
   StringIds added_ids;  // content and normalized content -> id (the last token wins)
   std::unordered_map<std::string, size_t> added_index;  // -> index into added
-  Splitter raw_splitter, normalized_splitter;
+  // [0]: every added token; [1]: the tokens that are not special (documents, split_special).
+  Splitter raw_splitter[2], normalized_splitter[2];
   bool clean_up_spaces = true, remove_space = false, lowercase_strip_accents = false;
   int eos = -1, bos = -1;
   bool adds_bos = false;
@@ -118,27 +119,16 @@ struct HfTokenizer::Impl {
   void read_added(const Node& list);
   void read_config(const Node& config, const std::vector<std::string>& template_before);
   int final_id(const std::string& token) const;
-  void encode_section(std::string text, int section, std::vector<int>& out) const;
+  // The id of the added token whose (normalized) content is `s`, or -1; with `only_plain` a special
+  // token's does not count.
+  int added_id(const std::string& s, bool only_plain) const;
+  void strip_beside(std::vector<std::string>& parts, bool only_plain) const;
+  void encode_section(std::string text, int section, bool only_plain, std::vector<int>& out) const;
   void encode_model(std::string_view text, int section, std::vector<int>& out) const;
   void cached_encode(std::string_view word, std::vector<BpeModel::Token>& out) const;
 };
 
 namespace {
-
-// lstrip/rstrip of the added tokens among `parts`: the whitespace of the part before (after) it
-// is trimmed, in order, as tokenizers.js does it.
-void strip_beside_added(std::vector<std::string>& parts, const std::unordered_map<std::string, size_t>& index,
-                        const std::vector<AddedToken>& added) {
-  for (size_t i = 0; i < parts.size(); ++i) {
-    const auto it = index.find(parts[i]);
-    if (it == index.end()) continue;
-    const AddedToken& t = added[it->second];
-    if (t.lstrip && i > 0) parts[i - 1] = std::string(unicode::js_trim_end(parts[i - 1]));
-    if (t.rstrip && i + 1 < parts.size()) {
-      parts[i + 1] = std::string(unicode::js_trim_start(parts[i + 1]));
-    }
-  }
-}
 
 // A thread's cache of pre-token -> model tokens, for one tokenizer at a time.
 struct WordCache {
@@ -193,7 +183,28 @@ void HfTokenizer::Impl::encode_model(std::string_view text, int section, std::ve
   }
 }
 
-void HfTokenizer::Impl::encode_section(std::string text, int section, std::vector<int>& out) const {
+int HfTokenizer::Impl::added_id(const std::string& s, bool only_plain) const {
+  const auto it = added_index.find(s);
+  if (it == added_index.end() || (only_plain && added[it->second].special)) return -1;
+  return added_ids.find(s)->second;
+}
+
+// lstrip/rstrip of the added tokens among `parts`: the whitespace of the part before (after) it
+// is trimmed, in order, as tokenizers.js does it.
+void HfTokenizer::Impl::strip_beside(std::vector<std::string>& parts, bool only_plain) const {
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const auto it = added_index.find(parts[i]);
+    if (it == added_index.end() || (only_plain && added[it->second].special)) continue;
+    const AddedToken& t = added[it->second];
+    if (t.lstrip && i > 0) parts[i - 1] = std::string(unicode::js_trim_end(parts[i - 1]));
+    if (t.rstrip && i + 1 < parts.size()) {
+      parts[i + 1] = std::string(unicode::js_trim_start(parts[i + 1]));
+    }
+  }
+}
+
+void HfTokenizer::Impl::encode_section(std::string text, int section, bool only_plain,
+                                       std::vector<int>& out) const {
   if (remove_space) {  // text.trim().split(/\s+/).join(" ")
     std::string joined;
     bool space = false;
@@ -217,13 +228,14 @@ void HfTokenizer::Impl::encode_section(std::string text, int section, std::vecto
   }
   if (normalizer) text = normalizer->apply(text);
   if (text.empty()) return;
+  const Splitter& splitter = normalized_splitter[only_plain];
   std::vector<std::string> parts =
-      normalized_splitter.empty() ? std::vector<std::string>{text} : normalized_splitter.split(text);
-  strip_beside_added(parts, added_index, added);
+      splitter.empty() ? std::vector<std::string>{text} : splitter.split(text);
+  strip_beside(parts, only_plain);
   for (const std::string& part : parts) {
     if (part.empty()) continue;
-    if (const auto it = added_ids.find(part); it != added_ids.end()) {
-      out.push_back(it->second);
+    if (const int id = added_id(part, only_plain); id >= 0) {
+      out.push_back(id);
       continue;
     }
     encode_model(part, section, out);
@@ -258,16 +270,22 @@ void HfTokenizer::Impl::read_added(const Node& list) {
     added_index[t.content] = added.size();
     if (t.normalized && normalizer) {
       const std::string normalized = normalizer->apply(t.content);
-      normalized_splitter.add(normalized);
+      for (int plain = 0; plain < 2; ++plain) {
+        if (!plain || !t.special) normalized_splitter[plain].add(normalized);
+      }
       added_ids[normalized] = t.id;
       added_index[normalized] = added.size();
     } else {
-      raw_splitter.add(t.content);
+      for (int plain = 0; plain < 2; ++plain) {
+        if (!plain || !t.special) raw_splitter[plain].add(t.content);
+      }
     }
     added.push_back(std::move(t));
   }
-  raw_splitter.finish();
-  normalized_splitter.finish();
+  for (int plain = 0; plain < 2; ++plain) {
+    raw_splitter[plain].finish();
+    normalized_splitter[plain].finish();
+  }
 }
 
 void HfTokenizer::Impl::read_config(const Node& config, const std::vector<std::string>& before) {
@@ -348,23 +366,26 @@ int HfTokenizer::eos_token() const { return impl_->eos; }
 int HfTokenizer::bos_token() const { return impl_->bos; }
 bool HfTokenizer::adds_bos() const { return impl_->adds_bos; }
 
-void HfTokenizer::encode(std::string_view text, bool add_special_tokens, std::vector<int>& out) const {
+void HfTokenizer::encode(std::string_view text, bool add_special_tokens, std::vector<int>& out,
+                         bool split_special_tokens) const {
+  const bool only_plain = split_special_tokens;
   const Impl& m = *impl_;
   std::string fixed;
   if (!unicode::to_valid_utf8(text, fixed)) text = fixed;
   std::vector<std::string> before, after;
   if (m.post) m.post->process(before, after, add_special_tokens);
   for (const std::string& t : before) out.push_back(m.final_id(t));
+  const Splitter& splitter = m.raw_splitter[only_plain];
   std::vector<std::string> sections =
-      m.raw_splitter.empty() ? std::vector<std::string>{std::string(text)} : m.raw_splitter.split(text);
-  strip_beside_added(sections, m.added_index, m.added);
+      splitter.empty() ? std::vector<std::string>{std::string(text)} : splitter.split(text);
+  m.strip_beside(sections, only_plain);
   for (size_t i = 0; i < sections.size(); ++i) {
     if (sections[i].empty()) continue;
-    if (const auto it = m.added_ids.find(sections[i]); it != m.added_ids.end()) {
-      out.push_back(it->second);
+    if (const int id = m.added_id(sections[i], only_plain); id >= 0) {
+      out.push_back(id);
       continue;
     }
-    m.encode_section(std::move(sections[i]), static_cast<int>(i), out);
+    m.encode_section(std::move(sections[i]), static_cast<int>(i), only_plain, out);
   }
   for (const std::string& t : after) out.push_back(m.final_id(t));
 }

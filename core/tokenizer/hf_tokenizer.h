@@ -25,7 +25,11 @@ class HfTokenizer {
   static std::shared_ptr<const HfTokenizer> load(const std::string& json_path,
                                                  const std::string& config_path);
 
-  void encode(std::string_view text, bool add_special_tokens, std::vector<int>& out) const;
+  // Appends the ids of `text`. With split_special_tokens the text of a special added token is
+  // encoded as text (Hugging Face's split_special_tokens, which llm.c's data scripts use), so a
+  // document cannot contain control tokens; the other added tokens are still matched.
+  void encode(std::string_view text, bool add_special_tokens, std::vector<int>& out,
+              bool split_special_tokens = false) const;
   // Throws ShapeError for an id outside the vocabulary.
   std::string decode(const int* ids, size_t n) const;
 

@@ -409,6 +409,14 @@ std::vector<int> Tokenizer::encode(std::string_view text, bool add_special_token
   return out;
 }
 
+void Tokenizer::encode_document(std::string_view text, std::vector<int>& out) const {
+  if (hf_) {
+    hf_->encode(text, false, out, true);
+    return;
+  }
+  encode_append(text, out);
+}
+
 void Tokenizer::encode_append(std::string_view text, std::vector<int>& out) const {
   if (hf_) {
     hf_->encode(text, false, out);

@@ -33,6 +33,11 @@ class Tokenizer {
   std::vector<int> encode(std::string_view text, bool add_special_tokens = false) const;
   // Appends the ids of `text` to `out` (the same ids as encode(text)).
   void encode_append(std::string_view text, std::vector<int>& out) const;
+  // Appends the ids of a document of training text: as encode_append, except that a
+  // tokenizer.json's special tokens written in the text are encoded as text (so a document never
+  // holds a BOS or an end-of-text of its own), as llm.c's data scripts encode with
+  // split_special_tokens. GPT-2's files treat them as text anyway.
+  void encode_document(std::string_view text, std::vector<int>& out) const;
   // GPT-2's files: the exact bytes; a tokenizer.json: the text its decoder makes (tokenizers.js's
   // decode). Throws ShapeError on an id outside the vocabulary.
   std::string decode(const int* ids, size_t n) const;
