@@ -18,11 +18,12 @@ install() { $SUDO apt-get install -y -qq --no-install-recommends "$@"; }
 
 $SUDO apt-get update -qq
 # Build and run: compiler, CMake + Ninja, TOML (configs), hwloc (placement), Highway (SIMD kernels),
-# PCRE2 (tokenizer), nlohmann/json (safetensors headers, config.json, metrics), node (data preparation
-# scripts). libhwloc-plugins brings hwloc's libxml2 XML reader: the built-in one rejects hand-written
-# lstopo files (`llmcpu topo --topology-xml`).
+# PCRE2 (tokenizer patterns), ICU (Unicode normalisation for tokenizer.json), nlohmann/json (safetensors
+# headers, config.json, tokenizer.json, metrics), node (data preparation scripts). libhwloc-plugins
+# brings hwloc's libxml2 XML reader: the built-in one rejects hand-written lstopo files
+# (`llmcpu topo --topology-xml`).
 install g++ cmake ninja-build pkg-config libtomlplusplus-dev libhwloc-dev libhwloc-plugins libhwy-dev libpcre2-dev \
-  nlohmann-json3-dev nodejs
+  libicu-dev nlohmann-json3-dev nodejs
 # libxsmm (JIT GEMM kernels for the matmuls) is packaged for x86-64 only.
 if [ "$(dpkg --print-architecture)" = amd64 ]; then
   install libxsmm-dev

@@ -50,7 +50,13 @@ void check_options(const Tokenizer& tokenizer, const PrepareOptions& o) {
   }
   if (!tokenizer.can_encode()) {
     throw UsageError("prepare: the tokenizer " + tokenizer.source() +
-                     " can only decode; give a folder with encoder.json and vocab.bpe");
+                     " can only decode; give a tokenizer.json or a folder with encoder.json and "
+                     "vocab.bpe");
+  }
+  if (tokenizer.document_token() < 0) {
+    throw UsageError("prepare: the tokenizer " + tokenizer.source() +
+                     " names no token to put between documents (neither BOS nor EOS); give its "
+                     "tokenizer_config.json with eos_token beside it");
   }
 }
 
@@ -88,12 +94,13 @@ double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-// Encodes one input file into the writer, document by document (each after <|endoftext|>), in
-// pieces of about kPieceBytes cut where the ids cannot change; progress after each piece.
+// Encodes one input file into the writer, document by document (each after the tokenizer's
+// document token), in pieces of about kPieceBytes cut where the ids cannot change (GPT-2's files; a
+// tokenizer.json's documents are encoded whole); progress after each piece.
 void encode_input(const std::string& in, const Tokenizer& tokenizer, const DocumentSplit& split,
                   ShardWriter& writer, PrepareProgress& p, Clock::time_point start,
                   const std::function<void(const PrepareProgress&)>& progress) {
-  const int eot = tokenizer.eot_token();
+  const int eot = tokenizer.document_token();
   std::vector<int> ids;
   const MappedFile f(in);
   const std::string_view text(reinterpret_cast<const char*>(f.data()), f.size());
@@ -104,7 +111,8 @@ void encode_input(const std::string& in, const Tokenizer& tokenizer, const Docum
     const std::string_view doc = text.substr(begin, end - begin);
     writer.add(&eot, 1);
     for (size_t at = 0;;) {  // at least once: an empty document still counts its bytes (none)
-      const size_t cut = next_safe_cut(doc, at, kPieceBytes);
+      const size_t cut =
+          tokenizer.cuts_at_newlines() ? next_safe_cut(doc, at, kPieceBytes) : doc.size();
       ids.clear();
       tokenizer.encode_append(doc.substr(at, cut - at), ids);
       writer.add(ids.data(), ids.size());

@@ -1,10 +1,13 @@
 // Text files -> llm.c token shards (`llmcpu prepare`). Each input file is one document, or is cut
 // into documents by PrepareOptions::split_on (document_split.h: blank lines, lines or a regex, with
-// llm.c's rule). Like llm.c's data scripts, every document is preceded by <|endoftext|>, so the
-// stream reads [eot, doc 1 ..., eot, doc 2 ..., ...]; the stream is split into val and train shards
-// by ShardWriter. Large documents are encoded in pieces of about a megabyte, cut where GPT-2's
-// pre-tokenisation cannot join across the cut, so the ids are those of encoding each document
-// whole.
+// llm.c's rule). Like llm.c's data scripts, every document is preceded by the tokenizer's document
+// token (<|endoftext|> for GPT-2, BOS where a tokenizer adds one, as for Llama 3), so the stream
+// reads [sep, doc 1 ..., sep, doc 2 ..., ...]; the stream is split into val and train shards by
+// ShardWriter. Documents are encoded without special tokens: a special token's text inside a
+// document is encoded as its added token (tokenizers.js's behaviour). With GPT-2's files large
+// documents are encoded in pieces of about a megabyte, cut where GPT-2's pre-tokenisation cannot
+// join across the cut, so the ids are those of encoding each document whole; a tokenizer.json's
+// documents are encoded whole.
 // Not here: downloading data, any cleaning or normalisation of the text.
 #pragma once
 

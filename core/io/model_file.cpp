@@ -13,13 +13,15 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// The folder beside the model when it holds GPT-2's encoder.json and vocab.bpe, else "".
+// The folder beside the model when it holds a tokenizer.json or GPT-2's encoder.json and
+// vocab.bpe, else "".
 std::string tokenizer_beside(const std::string& path) {
   std::error_code ec;
   const fs::path dir = fs::is_directory(path, ec) ? fs::path(path) : fs::path(path).parent_path();
   const fs::path folder = dir.empty() ? fs::path(".") : dir;
-  const bool found = fs::is_regular_file(folder / "encoder.json", ec) &&
-                     fs::is_regular_file(folder / "vocab.bpe", ec);
+  const bool found = fs::is_regular_file(folder / "tokenizer.json", ec) ||
+                     (fs::is_regular_file(folder / "encoder.json", ec) &&
+                      fs::is_regular_file(folder / "vocab.bpe", ec));
   return found ? folder.string() : std::string();
 }
 

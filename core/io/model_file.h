@@ -27,10 +27,9 @@ struct ModelSource {
   ModelConfig config;       // the architecture
   std::string description;  // "llm.c checkpoint version 3", "safetensors BF16, GPT2Model names,
                             // config.json", or for a preset "preset conf/models/gpt2-d2.toml"
-  // Where a tokenizer for this model would be found: the model file's folder when it holds
-  // encoder.json and vocab.bpe beside the weights; empty: GPT-2's default folder (core/tokenizer's
-  // default_tokenizer_dir()). (The Hugging Face files vocab.json, merges.txt and tokenizer.json
-  // are not read.)
+  // Where a tokenizer for this model would be found: the model file's folder when it holds a
+  // tokenizer.json, or encoder.json and vocab.bpe, beside the weights; empty: GPT-2's default
+  // folder (core/tokenizer's default_tokenizer_dir()).
   std::string tokenizer;
   std::string hf_config;  // safetensors: the config.json named by --config (empty: the one beside)
 

@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "core/tokenizer/bpe.h"
+#include "core/tokenizer/hf_tokenizer.h"
 #include "core/tokenizer/json_vocab.h"
 #include "core/tokenizer/pretokenizer.h"
 #include "core/util/file.h"
@@ -349,6 +350,26 @@ void Tokenizer::Impl::load_llmc(const std::string& path) {
   }
 }
 
+namespace {
+
+bool ends_with(const std::string& s, const char* suffix) {
+  const size_t n = std::strlen(suffix);
+  return s.size() >= n && s.compare(s.size() - n, n, suffix) == 0;
+}
+
+// A tokenizer.json and the tokenizer_config.json beside it, or nothing if `path` is neither such a
+// file nor a folder holding one.
+std::shared_ptr<const hf::HfTokenizer> load_hf(const std::string& path, bool is_dir) {
+  namespace fs = std::filesystem;
+  const fs::path json = is_dir ? fs::path(path) / "tokenizer.json" : fs::path(path);
+  if (is_dir ? !fs::exists(json) : !ends_with(path, ".json")) return nullptr;
+  const fs::path config = json.parent_path() / "tokenizer_config.json";
+  std::error_code ec;
+  return hf::HfTokenizer::load(json.string(), fs::is_regular_file(config, ec) ? config.string() : "");
+}
+
+}  // namespace
+
 Tokenizer Tokenizer::load(const std::string& path) {
   namespace fs = std::filesystem;
   auto impl = std::make_shared<Impl>();
@@ -357,30 +378,42 @@ Tokenizer Tokenizer::load(const std::string& path) {
   const fs::file_status st = fs::status(path, ec);
   if (!fs::exists(st)) {
     throw FileError(path,
-                    "does not exist; expected a folder with GPT-2's encoder.json and vocab.bpe (" +
+                    "does not exist; expected a tokenizer.json (or a folder holding one), a folder "
+                    "with GPT-2's encoder.json and vocab.bpe (" +
                         fetch_hint() + "), or an llm.c gpt2_tokenizer.bin");
   }
+  if (auto hf = load_hf(path, fs::is_directory(st))) return Tokenizer(std::move(impl), std::move(hf));
   if (fs::is_directory(st)) {
     impl->load_encoder(path);
   } else {
     impl->load_llmc(path);
   }
-  return Tokenizer(std::move(impl));
+  return Tokenizer(std::move(impl), nullptr);
 }
 
-bool Tokenizer::can_encode() const { return impl_->can_encode; }
-int Tokenizer::eot_token() const { return impl_->eot; }
-int Tokenizer::vocab_size() const { return impl_->vocab_size(); }
+bool Tokenizer::can_encode() const { return hf_ || impl_->can_encode; }
+int Tokenizer::eot_token() const { return hf_ ? hf_->eos_token() : impl_->eot; }
+int Tokenizer::document_token() const { return hf_ ? hf_->document_token() : impl_->eot; }
+int Tokenizer::vocab_size() const { return hf_ ? hf_->vocab_size() : impl_->vocab_size(); }
+bool Tokenizer::cuts_at_newlines() const { return !hf_; }
 const std::string& Tokenizer::source() const { return impl_->source; }
 
-std::vector<int> Tokenizer::encode(std::string_view text) const {
+std::vector<int> Tokenizer::encode(std::string_view text, bool add_special_tokens) const {
   std::vector<int> out;
   out.reserve(text.size() / 3 + 16);
-  encode_append(text, out);
+  if (hf_) {
+    hf_->encode(text, add_special_tokens, out);
+  } else {
+    encode_append(text, out);
+  }
   return out;
 }
 
 void Tokenizer::encode_append(std::string_view text, std::vector<int>& out) const {
+  if (hf_) {
+    hf_->encode(text, false, out);
+    return;
+  }
   Impl& m = *impl_;
   if (!m.can_encode) {
     throw Error(m.source +
@@ -422,6 +455,7 @@ void Tokenizer::encode_append(std::string_view text, std::vector<int>& out) cons
 }
 
 std::string Tokenizer::decode(const int* ids, size_t n) const {
+  if (hf_) return hf_->decode(ids, n);
   const Impl& m = *impl_;
   const int V = m.vocab_size();
   std::string out;
@@ -437,7 +471,46 @@ std::string Tokenizer::decode(const int* ids, size_t n) const {
   return out;
 }
 
-std::string Tokenizer::decode_token(int id) const { return decode(&id, 1); }
+namespace {
+
+// Where the text may still change once more ids follow: an incomplete UTF-8 character or a U+FFFD
+// at the end, and (a tokenizer.json's clean-up joins " ." and the like) a space near the end.
+size_t stable_end(const std::string& text, bool hf) {
+  size_t end = text.size();
+  size_t lead = end;
+  while (lead > 0 && end - lead < 4 && (static_cast<unsigned char>(text[lead - 1]) & 0xC0) == 0x80) --lead;
+  if (lead > 0) {
+    const auto b = static_cast<unsigned char>(text[lead - 1]);
+    const size_t need = b >= 0xF0 ? 4 : b >= 0xE0 ? 3 : b >= 0xC0 ? 2 : 1;
+    if (end - (lead - 1) < need) end = lead - 1;
+  }
+  if (hf) {
+    if (end >= 3 && text.compare(end - 3, 3, "\xEF\xBF\xBD") == 0) end -= 3;
+    const size_t space = text.rfind(' ', end == 0 ? 0 : end - 1);
+    if (space != std::string::npos && end - space <= 4) end = space;
+  }
+  return end;
+}
+
+}  // namespace
+
+std::string TokenStream::push(int id) {
+  ids_.push_back(id);
+  const std::string text = tokenizer_.decode(ids_.data(), ids_.size());
+  const size_t end = stable_end(text, !tokenizer_.cuts_at_newlines());
+  if (end <= shown_.size() || text.compare(0, shown_.size(), shown_) != 0) return "";
+  std::string added = text.substr(shown_.size(), end - shown_.size());
+  shown_ = text.substr(0, end);
+  return added;
+}
+
+std::string TokenStream::finish() {
+  const std::string text = tokenizer_.decode(ids_.data(), ids_.size());
+  if (text.size() <= shown_.size() || text.compare(0, shown_.size(), shown_) != 0) return "";
+  std::string rest = text.substr(shown_.size());
+  shown_ = text;
+  return rest;
+}
 
 std::string cache_dir() {
   auto env = [](const char* name) -> std::string {

@@ -1,9 +1,10 @@
-// GPT-2's byte-level BPE tokenizer, exact to the npm package gpt-3-encoder (the reference the tests
-// compare with): pre-tokenisation by GPT-2's pattern (pretokenizer.h), bytes mapped to GPT-2's byte
-// alphabet, merges ranked by vocab.bpe, ids from encoder.json. Decoding also works from llm.c's
-// gpt2_tokenizer.bin. Like gpt-3-encoder, encode() treats "<|endoftext|>" in the text as plain
-// text; callers insert eot_token() themselves. Not here: other vocabularies' special tokens,
-// training a vocabulary, normalisation of any kind.
+// The tokenizers llmcpu reads, behind one interface:
+// - a Hugging Face tokenizer.json (+ tokenizer_config.json), exact to tokenizers.js (hf_tokenizer.h);
+// - GPT-2's encoder.json + vocab.bpe, exact to the npm package gpt-3-encoder: pre-tokenisation by
+//   GPT-2's pattern (pretokenizer.h), bytes mapped to GPT-2's byte alphabet, merges ranked by
+//   vocab.bpe. Like gpt-3-encoder, it treats "<|endoftext|>" in the text as plain text;
+// - llm.c's gpt2_tokenizer.bin, for decoding only.
+// Callers put document_token() between documents themselves. Not here: training a vocabulary.
 #pragma once
 
 #include <cstddef>
@@ -14,28 +15,60 @@
 
 namespace llmcpu {
 
+namespace hf {
+class HfTokenizer;
+}
+
 class Tokenizer {
  public:
-  // `path`: a folder holding encoder.json and vocab.bpe (encode + decode), or an llm.c
-  // gpt2_tokenizer.bin (decode only). Throws FileError naming the file and the problem.
+  // `path`: a tokenizer.json, or a folder holding one (tokenizer_config.json beside it is read
+  // too); a folder holding GPT-2's encoder.json and vocab.bpe; or an llm.c gpt2_tokenizer.bin
+  // (decode only). Throws FileError naming the file and the problem.
   static Tokenizer load(const std::string& path);
 
   bool can_encode() const;
-  // Thread-safe; the merge cache is shared, so concurrent calls on one Tokenizer take turns.
-  std::vector<int> encode(std::string_view text) const;  // throws Error if !can_encode()
-  // Appends the ids of `text` to `out` (the same ids as encode()).
+  // Thread-safe. GPT-2's files: the merge cache is shared, so concurrent calls take turns; a
+  // tokenizer.json: each thread has its own cache. With add_special_tokens, the special tokens the
+  // tokenizer's post-processor puts around a text (BOS for Llama) are added.
+  std::vector<int> encode(std::string_view text, bool add_special_tokens = false) const;
+  // Appends the ids of `text` to `out` (the same ids as encode(text)).
   void encode_append(std::string_view text, std::vector<int>& out) const;
-  std::string decode(const int* ids, size_t n) const;  // exact bytes; throws ShapeError on a bad id
-  std::string decode_token(int id) const;
-  int eot_token() const;  // 50256 for GPT-2
+  // GPT-2's files: the exact bytes; a tokenizer.json: the text its decoder makes (tokenizers.js's
+  // decode). Throws ShapeError on an id outside the vocabulary.
+  std::string decode(const int* ids, size_t n) const;
+  std::string decode_token(int id) const { return decode(&id, 1); }
+  int eot_token() const;  // end of text (EOS): 50256 for GPT-2; -1 if the tokenizer names none
+  // The token put before every document in token shards, and the start of `sample`'s context: BOS
+  // where the tokenizer adds one (Llama), else eot_token(), as llm.c's data scripts do.
+  int document_token() const;
   int vocab_size() const;
+  // Whether encoding may be cut just before a '\n' that follows printable ASCII without changing
+  // the ids (prepare.h's next_safe_cut): true for GPT-2's files only.
+  bool cuts_at_newlines() const;
   // What was loaded, for messages: the folder or the .bin file.
   const std::string& source() const;
 
  private:
   struct Impl;
-  explicit Tokenizer(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
-  std::shared_ptr<Impl> impl_;
+  Tokenizer(std::shared_ptr<Impl> impl, std::shared_ptr<const hf::HfTokenizer> hf)
+      : impl_(std::move(impl)), hf_(std::move(hf)) {}
+  std::shared_ptr<Impl> impl_;                  // GPT-2's files or llm.c's .bin
+  std::shared_ptr<const hf::HfTokenizer> hf_;  // or a tokenizer.json
+};
+
+// Text of ids as they are generated, for printing as it comes: each push() returns what the ids
+// so far add to the text, holding back a tail that may still change (an incomplete UTF-8
+// character, or what a tokenizer.json's decoder would write differently once more ids follow).
+class TokenStream {
+ public:
+  explicit TokenStream(const Tokenizer& tokenizer) : tokenizer_(tokenizer) {}
+  std::string push(int id);
+  std::string finish();  // what is still held back
+
+ private:
+  const Tokenizer& tokenizer_;
+  std::vector<int> ids_;
+  std::string shown_;
 };
 
 // The tokenizer folder the tools use by default: $LLMCPU_CACHE/tokenizer, where LLMCPU_CACHE

@@ -46,6 +46,9 @@ struct TrainOptions {
   int val_batches = 20;
   int sample_every = 0;  // 0: never
   int sample_tokens = 64;
+  // The token samples start from (the tokenizer's document_token()); -1: GPT-2's <|endoftext|>,
+  // 50256, or the last id of a smaller vocabulary.
+  int sample_start = -1;
   std::string checkpoint_dir;
   int checkpoint_every = 0;  // 0: only at the end (and on Ctrl-C) when checkpoint_dir is set
   int keep_checkpoints = 0;  // 0: keep all

@@ -216,7 +216,9 @@ const std::vector<int>& Trainer::sample(int step) {
   Rng rng(opt_.seed ^ (0xA5A5A5A5ull + uint64_t(step) * 0x9E3779B97F4A7C15ull));
   model_->fetch_device_state(true, false);  // the generator reads the master weights
   const ModelConfig& c = model_->config();
-  const int eot = c.vocab_size > 50256 ? 50256 : c.vocab_size - 1;
+  const int eot = opt_.sample_start >= 0 && opt_.sample_start < c.vocab_size ? opt_.sample_start
+                  : c.vocab_size > 50256                                     ? 50256
+                                                                            : c.vocab_size - 1;
   Generator& gen = *generator_;
   gen.reset();
   sample_.clear();

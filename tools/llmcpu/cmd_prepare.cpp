@@ -64,7 +64,8 @@ class PrepareCommand : public Command {
              "documents in each file: file (default), blank-lines (as llm.c's tinyshakespeare), "
              "lines, or regex:PATTERN; a document ends after its separator");
     p.option("tokenizer", 0, &tokenizer_path_, "PATH",
-             "folder with encoder.json and vocab.bpe (default: the cache folder's tokenizer/)");
+             "tokenizer.json (or its folder), or a folder with encoder.json and vocab.bpe\n"
+             "                              (default: the cache folder's tokenizer/)");
   }
   void check(const ArgParser&) override {
     if (o_.inputs.empty()) throw UsageError("prepare: --input FILE... is required");

@@ -34,8 +34,10 @@ class SampleCommand : public Command {
              {0, kMaxVocabSize});
     p.option("seed", 0, &seed_, "S", "sampling seed (default 1337)", kAnyUint64);
     p.option("tokenizer", 0, &tokenizer_path_, "PATH",
-             "folder with encoder.json and vocab.bpe, or gpt2_tokenizer.bin (default: the "
-             "model's folder if it holds encoder.json and vocab.bpe, else the cache folder's)");
+             "tokenizer.json (or its folder), folder with encoder.json and vocab.bpe, or "
+             "gpt2_tokenizer.bin (default: the "
+             "model's folder if it holds a tokenizer.json or encoder.json and vocab.bpe, else the cache "
+             "folder's)");
     add_placement_flags(p, &placement_);
   }
   void check(const ArgParser&) override {
@@ -76,11 +78,13 @@ int SampleCommand::run(const ArgParser&) {
                      " rows of --model " + model_path_ + "'s embedding");
   }
 
-  std::vector<int> context = {tok.eot_token() < c.vocab_size ? tok.eot_token() : 0};
+  // Samples start from the token that starts every document in training (BOS, or end-of-text).
+  const int first = tok.document_token();
+  std::vector<int> context = {first >= 0 && first < c.vocab_size ? first : 0};
   if (!prompt_.empty()) {
     if (!tok.can_encode()) {
       throw UsageError(
-          "--prompt needs a tokenizer that can encode (a folder with "
+          "--prompt needs a tokenizer that can encode (a tokenizer.json, or a folder with "
           "encoder.json and vocab.bpe), not " +
           tok.source());
     }
@@ -100,15 +104,19 @@ int SampleCommand::run(const ArgParser&) {
   const auto start = std::chrono::steady_clock::now();
   for (int t : context) gen.step(t);
   int generated = 0;
+  TokenStream text(tok);
+  const auto show = [](const std::string& piece) {
+    std::fwrite(piece.data(), 1, piece.size(), stdout);
+    std::fflush(stdout);
+  };
   while (generated < tokens_) {
     const int next = gen.sample(static_cast<float>(temperature_), top_k_, rng);
     ++generated;
     if (next == tok.eot_token()) break;
-    const std::string piece = tok.decode(&next, 1);
-    std::fwrite(piece.data(), 1, piece.size(), stdout);
-    std::fflush(stdout);
+    show(text.push(next));
     if (generated < tokens_) gen.step(next);
   }
+  show(text.finish());
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::fprintf(stderr, "\nsample: %d tokens after a %zu-token context in %.2f s (%.1f tokens/s)\n",
                generated, context.size(), s, generated / s);

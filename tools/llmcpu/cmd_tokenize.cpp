@@ -1,5 +1,6 @@
-// `llmcpu tokenize`: GPT-2 token ids of a file (one line, separated by spaces), or with --decode
-// the exact bytes of the text that ids read from standard input (or a file) stand for.
+// `llmcpu tokenize`: the token ids of a file (one line, separated by spaces), without special
+// tokens unless --add-special-tokens; or with --decode the text that ids read from standard input
+// (or a file) stand for, as the tokenizer decodes them (GPT-2's files: the exact bytes).
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
@@ -70,10 +71,13 @@ class TokenizeCommand : public Command {
   void add_flags(ArgParser& p) override {
     p.option(
         "tokenizer", 0, &tokenizer_path_, "PATH",
-        "folder with encoder.json and vocab.bpe, or an llm.c gpt2_tokenizer.bin (decode only);\n"
-        "                              default: the cache folder's tokenizer/ "
-        "(tools/fetch-data.sh)");
+        "tokenizer.json (or its folder), folder with encoder.json and vocab.bpe, or an llm.c\n"
+        "                              gpt2_tokenizer.bin (decode only); default: the cache "
+        "folder's tokenizer/\n"
+        "                              (tools/fetch-data.sh)");
     p.flag("decode", 'd', &decode_, "ids to text");
+    p.flag("add-special-tokens", 0, &add_special_,
+           "add the special tokens the tokenizer puts around a text (BOS)");
     p.positionals(&files_);
   }
   void check(const ArgParser&) override {
@@ -90,7 +94,7 @@ class TokenizeCommand : public Command {
 
  private:
   std::string tokenizer_path_;
-  bool decode_ = false;
+  bool decode_ = false, add_special_ = false;
   std::vector<std::string> files_;
 };
 
@@ -108,10 +112,10 @@ int TokenizeCommand::run(const ArgParser&) {
   }
   if (!tok.can_encode()) {
     throw UsageError("tokenize: " + tokenizer_path +
-                     " can only decode (an llm.c gpt2_tokenizer.bin); encoding needs a folder with "
-                     "encoder.json and vocab.bpe");
+                     " can only decode (an llm.c gpt2_tokenizer.bin); encoding needs a tokenizer.json "
+                     "or a folder with encoder.json and vocab.bpe");
   }
-  const std::vector<int> ids = tok.encode(read_all(files_[0]));
+  const std::vector<int> ids = tok.encode(read_all(files_[0]), add_special_);
   std::string out;
   out.reserve(ids.size() * 6 + 1);
   char num[16];

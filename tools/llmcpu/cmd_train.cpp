@@ -125,10 +125,13 @@ int train_in(Communicator& world, const TrainOptions& o, TrainCliExtras extra) {
   // Applied now (threads are pinned before anything is allocated), printed once the model and the
   // data have loaded: a mistyped command shows its error first.
   const Placement placed = apply_placement_flags(extra.placement);
-  Trainer trainer(o, &world);
+  std::shared_ptr<const Tokenizer> sample_tok = load_sample_tokenizer(extra, o.sample_every > 0);
+  TrainOptions run = o;
+  if (sample_tok) run.sample_start = sample_tok->document_token();
+  Trainer trainer(run, &world);
   print_run(trainer, placed, world);
   const Gpt2& m = trainer.model();
-  SampleDecoder decode = make_sample_decoder(extra, o.sample_every > 0, m.config().vocab_size);
+  SampleDecoder decode = make_sample_decoder(sample_tok, extra, m.config().vocab_size);
 
   TrainObserver obs;
   obs.on_step = [](const StepReport& r) {

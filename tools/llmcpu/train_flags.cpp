@@ -120,34 +120,42 @@ void apply_train_flags(const TrainCliExtras& x, TrainOptions* o) {
   o->device_memory_limit = device_memory_limit(x.plugin);
 }
 
-SampleDecoder make_sample_decoder(const TrainCliExtras& extra, bool needed, int vocab_size) {
+std::shared_ptr<const Tokenizer> load_sample_tokenizer(const TrainCliExtras& extra, bool needed) {
+  if (!needed) return nullptr;
+  const std::string path = extra.tokenizer.empty() ? default_tokenizer_dir() : extra.tokenizer;
+  try {
+    return std::make_shared<const Tokenizer>(Tokenizer::load(path));
+  } catch (const Error& e) {
+    if (!extra.tokenizer.empty()) throw;  // asked for explicitly: a real error
+    std::fprintf(stderr, "train: samples are shown as token ids (no tokenizer: %s)\n", e.what());
+    return nullptr;
+  }
+}
+
+SampleDecoder make_sample_decoder(std::shared_ptr<const Tokenizer> tok, const TrainCliExtras& extra,
+                                  int vocab_size) {
   auto ids = [](const std::vector<int>& tokens) {
     std::string out;
     for (int t : tokens) out += std::to_string(t) + " ";
     return out;
   };
-  if (!needed) return ids;
-  const std::string path = extra.tokenizer.empty() ? default_tokenizer_dir() : extra.tokenizer;
-  try {
-    auto tok = std::make_shared<Tokenizer>(Tokenizer::load(path));
-    if (tok->vocab_size() < vocab_size) {
-      throw UsageError("--tokenizer " + tok->source() + " has " +
-                       std::to_string(tok->vocab_size()) + " tokens, fewer than the model's V=" +
-                       std::to_string(vocab_size) + ": samples could not be decoded");
-    }
-    return [tok](const std::vector<int>& tokens) {
-      std::vector<int> text;  // stop at the first <|endoftext|>, like llm.c's sampler
-      for (int t : tokens) {
-        if (t == tok->eot_token()) break;
-        text.push_back(t);
-      }
-      return tok->decode(text.data(), text.size());
-    };
-  } catch (const Error& e) {
-    if (!extra.tokenizer.empty()) throw;  // asked for explicitly: a real error
-    std::fprintf(stderr, "train: samples are shown as token ids (no tokenizer: %s)\n", e.what());
+  if (!tok) return ids;
+  if (tok->vocab_size() < vocab_size) {
+    const std::string why = "--tokenizer " + tok->source() + " has " +
+                            std::to_string(tok->vocab_size()) + " tokens, fewer than the model's V=" +
+                            std::to_string(vocab_size) + ": samples could not be decoded";
+    if (!extra.tokenizer.empty()) throw UsageError(why);
+    std::fprintf(stderr, "train: samples are shown as token ids (%s)\n", why.c_str());
     return ids;
   }
+  return [tok](const std::vector<int>& tokens) {
+    std::vector<int> text;  // stop at the first end-of-text token, like llm.c's sampler
+    for (int t : tokens) {
+      if (t == tok->eot_token()) break;
+      text.push_back(t);
+    }
+    return tok->decode(text.data(), text.size());
+  };
 }
 
 }  // namespace llmcpu

@@ -3,10 +3,12 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "core/runtime/placement.h"
+#include "core/tokenizer/tokenizer.h"
 #include "core/train/trainer.h"
 #include "tools/llmcpu/args.h"
 #include "tools/llmcpu/plugin_flags.h"
@@ -41,10 +43,16 @@ void apply_train_flags(const TrainCliExtras& extra, TrainOptions* o);
 // A run config named on the command line: an existing file, or conf/runs/NAME.toml.
 std::string resolve_run_config(const std::string& name);
 
+// The tokenizer of --sample-every's samples when `needed`: --tokenizer, else GPT-2's default
+// folder. Null when not needed, or (with a warning) when the default cannot be loaded; a
+// --tokenizer given explicitly that cannot be loaded is an error.
+std::shared_ptr<const Tokenizer> load_sample_tokenizer(const TrainCliExtras& extra, bool needed);
+
 using SampleDecoder = std::function<std::string(const std::vector<int>&)>;
-// Decodes with the tokenizer when `needed`; falls back to printing ids (with a warning) when the
-// tokenizer cannot be loaded or has fewer tokens than the model's `vocab_size` (whose samples it
-// could not decode), or throws UsageError naming --tokenizer when it was given explicitly.
-SampleDecoder make_sample_decoder(const TrainCliExtras& extra, bool needed, int vocab_size);
+// Decodes with `tok` (up to its end-of-text token), or prints ids without one. Throws UsageError
+// naming --tokenizer when it has fewer tokens than the model's `vocab_size` (whose samples it could
+// not decode) and was given explicitly; falls back to ids with a warning otherwise.
+SampleDecoder make_sample_decoder(std::shared_ptr<const Tokenizer> tok, const TrainCliExtras& extra,
+                                  int vocab_size);
 
 }  // namespace llmcpu

@@ -1,0 +1,283 @@
+#include "core/tokenizer/hf_bpe.h"
+
+#include <queue>
+
+#include "core/tokenizer/unicode_text.h"
+
+namespace llmcpu::hf {
+
+namespace {
+
+std::string byte_token(unsigned char b) {
+  static const char* hex = "0123456789ABCDEF";
+  std::string s = "<0x";
+  s += hex[b >> 4];
+  s += hex[b & 15];
+  s += '>';
+  return s;
+}
+
+}  // namespace
+
+BpeModel::BpeModel(const Node& model) {
+  if (model.has_non_null("continuing_subword_prefix") &&
+      !model.get("continuing_subword_prefix").str().empty()) {
+    model.get("continuing_subword_prefix")
+        .fail("a non-empty continuing_subword_prefix is not implemented (tokenizers.js ignores it "
+              "where Hugging Face's tokenizers applies it)");
+  }
+  if (model.boolean("dropout_enabled", false) ||
+      (model.has_non_null("dropout") && model.get("dropout").json().get<double>() > 0)) {
+    model.get("dropout").fail("BPE dropout is not implemented (it is random by design)");
+  }
+  read_vocab(model);
+  read_merges(model);
+  byte_fallback_ = model.boolean("byte_fallback", false);
+  fuse_unk_ = model.boolean("fuse_unk", false);
+  ignore_merges_ = model.boolean("ignore_merges", false);
+  end_of_word_suffix_ = model.str("end_of_word_suffix", "");
+  continuing_subword_suffix_ = model.str("continuing_subword_suffix", "");
+  has_unk_ = model.has_non_null("unk_token");
+  if (has_unk_) {
+    unk_token_ = model.get("unk_token").str();
+    const auto it = vocab_.find(unk_token_);
+    if (it == vocab_.end()) {
+      model.get("unk_token").fail("unk_token \"" + unk_token_ + "\" is not in the vocabulary");
+    }
+    unk_id_ = it->second;
+  }
+}
+
+void BpeModel::read_vocab(const Node& model) {
+  const Node v = model.at("vocab");
+  if (!v.json().is_object()) v.fail("expected an object of token: id");
+  int max_id = -1;
+  for (const auto& [token, id] : v.json().items()) {
+    if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() >= (1 << 30)) {
+      v.fail("the id of \"" + token + "\" is not an integer in 0..2^30-1");
+    }
+    const int i = id.get<int>();
+    vocab_[token] = i;
+    max_id = std::max(max_id, i);
+  }
+  id_text_.assign(static_cast<size_t>(max_id + 1), std::string());
+  id_known_.assign(static_cast<size_t>(max_id + 1), 0);
+  for (const auto& [token, id] : vocab_) {
+    if (id_known_[id]) {
+      v.fail("tokens \"" + id_text_[id] + "\" and \"" + token + "\" share the id " +
+             std::to_string(id));
+    }
+    id_text_[id] = token;
+    id_known_[id] = 1;
+  }
+}
+
+void BpeModel::read_merges(const Node& model) {
+  const Node m = model.at("merges");
+  const size_t n = m.size();
+  const bool pairs = n > 0 && m.json()[0].is_array();
+  merge_list_.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
+    const Json& e = m.json()[i];
+    if (pairs) {
+      if (!e.is_array() || e.size() != 2 || !e[0].is_string() || !e[1].is_string()) {
+        m.item(i).fail("expected a merge as a pair of strings, as the first merge is");
+      }
+      merge_list_.emplace_back(e[0].get<std::string>(), e[1].get<std::string>());
+      continue;
+    }
+    if (!e.is_string()) m.item(i).fail("expected a merge as a string \"left right\", as the first is");
+    // x.split(" ", 2): the text before the first space and the text up to the next one.
+    const std::string s = e.get<std::string>();
+    const size_t sp = s.find(' ');
+    if (sp == std::string::npos) {
+      merge_list_.emplace_back(std::string(1, '\0') + "no pair", std::string());  // never matches
+      continue;
+    }
+    const size_t sp2 = s.find(' ', sp + 1);
+    merge_list_.emplace_back(s.substr(0, sp), s.substr(sp + 1, sp2 == std::string::npos
+                                                                   ? std::string::npos
+                                                                   : sp2 - sp - 1));
+  }
+}
+
+void BpeModel::add_token(const std::string& content, int id) {
+  vocab_[content] = id;
+  if (static_cast<size_t>(id) >= id_text_.size()) {
+    id_text_.resize(static_cast<size_t>(id) + 1);
+    id_known_.resize(static_cast<size_t>(id) + 1, 0);
+  }
+  id_text_[id] = content;
+  id_known_[id] = 1;
+}
+
+int BpeModel::symbol_of(std::string_view s) {
+  const auto it = symbols_.find(s);
+  if (it != symbols_.end()) return it->second;
+  const int id = static_cast<int>(symbol_text_.size());
+  symbols_.emplace(std::string(s), id);
+  symbol_text_.emplace_back(s);
+  return id;
+}
+
+int BpeModel::find_symbol(std::string_view s) const {
+  const auto it = symbols_.find(s);
+  return it == symbols_.end() ? -1 : it->second;
+}
+
+void BpeModel::finish(const StringIds& output_ids) {
+  output_ids_ = output_ids;
+  const auto output_of = [&](const std::string& s, int vocab_id) {
+    const auto it = output_ids_.find(s);
+    return it == output_ids_.end() ? vocab_id : it->second;
+  };
+  for (const auto& [token, id] : vocab_) symbol_of(token);
+  // Added last to first: the first add of a pair wins, so a pair listed twice keeps its last rank.
+  for (size_t r = merge_list_.size(); r-- > 0;) {
+    const auto& [a, b] = merge_list_[r];
+    const int left = symbol_of(a), right = symbol_of(b), result = symbol_of(a + b);
+    merges_.add(left, right, static_cast<int>(r), result);
+  }
+  merge_list_.clear();
+  merge_list_.shrink_to_fit();
+  symbol_vocab_id_.assign(symbol_text_.size(), -1);
+  symbol_output_id_.assign(symbol_text_.size(), -1);
+  for (size_t s = 0; s < symbol_text_.size(); ++s) {
+    const auto it = vocab_.find(symbol_text_[s]);
+    if (it == vocab_.end()) continue;
+    symbol_vocab_id_[s] = it->second;
+    symbol_output_id_[s] = output_of(symbol_text_[s], it->second);
+  }
+  for (int b = 0; b < 256; ++b) {
+    const std::string t = byte_token(static_cast<unsigned char>(b));
+    const auto it = vocab_.find(t);
+    byte_vocab_id_[b] = it == vocab_.end() ? -1 : it->second;
+    byte_output_id_[b] = it == vocab_.end() ? -1 : output_of(t, it->second);
+  }
+  if (has_unk_) unk_output_id_ = output_of(unk_token_, unk_id_);
+}
+
+const std::string* BpeModel::token_of(int id) const {
+  if (id < 0 || id >= size() || !id_known_[id]) return nullptr;
+  return &id_text_[id];
+}
+
+// Merges as tokenizers.js's heap does: the pair of lowest rank first, the leftmost (by the
+// position of its first character in the word) among equal ranks; a pair whose nodes changed since
+// it was queued is skipped when it comes up. `symbols` holds one symbol per character (-1: a
+// character no merge or token knows); on return it holds the merged word's symbols in order, and
+// `order` the index of each one's first character.
+void BpeModel::merge_word(std::vector<int>& symbols, std::vector<size_t>& order) const {
+  const size_t n = symbols.size();
+  std::vector<int> prev(n), next(n);
+  std::vector<uint32_t> version(n, 0);
+  std::vector<uint8_t> alive(n, 1);
+  for (size_t i = 0; i < n; ++i) {
+    prev[i] = static_cast<int>(i) - 1;
+    next[i] = i + 1 < n ? static_cast<int>(i + 1) : -1;
+  }
+  struct Entry {
+    int rank;
+    int node;
+    uint32_t version;
+    bool operator>(const Entry& o) const { return rank != o.rank ? rank > o.rank : node > o.node; }
+  };
+  std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> queue;
+  const auto push = [&](int i) {
+    const int j = next[i];
+    if (j < 0 || symbols[i] < 0 || symbols[j] < 0) return;
+    if (const BpeMerges::Merge* m = merges_.find(symbols[i], symbols[j])) {
+      queue.push({m->rank, i, version[i]});
+    }
+  };
+  for (size_t i = 0; i + 1 < n; ++i) push(static_cast<int>(i));
+  while (!queue.empty()) {
+    const Entry e = queue.top();
+    queue.pop();
+    const int i = e.node;
+    if (!alive[i] || version[i] != e.version || next[i] < 0) continue;
+    const int j = next[i];
+    symbols[i] = merges_.find(symbols[i], symbols[j])->result;
+    alive[j] = 0;
+    next[i] = next[j];
+    if (next[j] >= 0) prev[next[j]] = i;
+    ++version[i];
+    if (prev[i] >= 0) {
+      ++version[prev[i]];
+      push(prev[i]);
+    }
+    push(i);
+  }
+  // A node's index is the position of its first character: the left node of a merge survives.
+  size_t w = 0;
+  order.clear();
+  for (int i = n ? 0 : -1; i >= 0; i = next[i]) {
+    order.push_back(static_cast<size_t>(i));
+    symbols[w++] = symbols[i];
+  }
+  symbols.resize(w);
+}
+
+void BpeModel::emit(std::string_view token, std::vector<Token>& out) const {
+  if (const auto it = vocab_.find(token); it != vocab_.end()) {
+    const auto o = output_ids_.find(token);
+    out.push_back({o == output_ids_.end() ? it->second : o->second, it->second});
+    return;
+  }
+  if (byte_fallback_) {
+    bool all = true;
+    for (const char c : token) all = all && byte_vocab_id_[static_cast<unsigned char>(c)] >= 0;
+    if (all) {
+      for (const char c : token) {
+        const auto b = static_cast<unsigned char>(c);
+        out.push_back({byte_output_id_[b], byte_vocab_id_[b]});
+      }
+      return;
+    }
+  }
+  if (has_unk_) out.push_back({unk_output_id_, unk_id_});
+}
+
+void BpeModel::encode(std::string_view word, std::vector<Token>& out) const {
+  if (word.empty()) return;
+  if (ignore_merges_ && vocab_.count(word)) {
+    emit(word, out);
+    return;
+  }
+  // The characters, the last with end_of_word_suffix; chars[k] is character k's text.
+  std::vector<std::string_view> chars;
+  for (size_t pos = 0; pos < word.size();) {
+    const size_t len = static_cast<size_t>(unicode::decode_at(word, pos).bytes);
+    chars.push_back(word.substr(pos, len));
+    pos += len;
+  }
+  std::vector<int> symbols(chars.size());
+  for (size_t k = 0; k < chars.size(); ++k) symbols[k] = find_symbol(chars[k]);
+  std::string last;
+  if (!end_of_word_suffix_.empty()) {
+    last = std::string(chars.back()) + end_of_word_suffix_;
+    symbols.back() = find_symbol(last);
+  }
+  std::vector<size_t> order;
+  merge_word(symbols, order);
+  for (size_t k = 0; k < symbols.size(); ++k) {
+    const int sym = symbols[k];
+    if (sym >= 0 && symbol_vocab_id_[sym] >= 0 &&
+        (continuing_subword_suffix_.empty() || k + 1 == symbols.size())) {
+      out.push_back({symbol_output_id_[sym], symbol_vocab_id_[sym]});
+      continue;
+    }
+    std::string text;
+    if (symbols[k] >= 0) {
+      text = symbol_text_[static_cast<size_t>(symbols[k])];
+    } else {  // a character no symbol knows is never merged: its own text
+      text = order[k] + 1 == chars.size() && !last.empty() ? last : std::string(chars[order[k]]);
+    }
+    if (!continuing_subword_suffix_.empty() && k + 1 < symbols.size()) {
+      text += continuing_subword_suffix_;
+    }
+    emit(text, out);
+  }
+}
+
+}  // namespace llmcpu::hf

@@ -1,0 +1,83 @@
+// tokenizer.json's "model" of type BPE, as tokenizers.js applies it to one pre-token: the word is
+// cut into characters (end_of_word_suffix on the last), then the adjacent pair of lowest merge rank
+// is merged, the leftmost first among equal ranks, one merge at a time until no pair has a rank
+// (a heap over the pairs, so a word of a million characters takes well under a second); with
+// ignore_merges a pre-token that is itself in the vocabulary is taken whole. A resulting token not in
+// the vocabulary becomes its UTF-8 bytes as <0xXX> tokens (byte_fallback, when all 256 exist) or
+// unk_token; without unk_token it is dropped, as there. merges may be "a b" strings or [a, b]
+// pairs; a pair listed twice takes its last rank. A non-empty continuing_subword_prefix is refused:
+// tokenizers.js ignores it where Hugging Face's tokenizers applies it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "core/tokenizer/bpe.h"
+#include "core/tokenizer/hf_json.h"
+
+namespace llmcpu::hf {
+
+struct StringHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+};
+using StringIds = std::unordered_map<std::string, int, StringHash, std::equal_to<>>;
+
+class BpeModel {
+ public:
+  explicit BpeModel(const Node& model);
+
+  // An added token: in the vocabulary under its content from now on (tokenizers.js sets
+  // tokens_to_ids[content] = id). Call before finish().
+  void add_token(const std::string& content, int id);
+  // Called once the added tokens are in; `output_ids` gives the id a token string finally gets
+  // (added tokens first, then the vocabulary), for strings where that differs from vocabulary.
+  void finish(const StringIds& output_ids);
+
+  // One model output token: the id it is written as, and its vocabulary id (fuse_unk looks at that).
+  struct Token {
+    int id;
+    int vocab_id;
+  };
+  // Appends the tokens of one pre-token.
+  void encode(std::string_view word, std::vector<Token>& out) const;
+  bool fuse_unk() const { return fuse_unk_; }
+  int unk_vocab_id() const { return unk_id_; }
+
+  // id -> token string (the vocabulary, added tokens over it); nullptr for a hole in the ids.
+  const std::string* token_of(int id) const;
+  int size() const { return static_cast<int>(id_text_.size()); }
+  const std::string& end_of_word_suffix() const { return end_of_word_suffix_; }
+  const StringIds& vocab() const { return vocab_; }
+
+ private:
+  void read_vocab(const Node& model);
+  void read_merges(const Node& model);
+  int symbol_of(std::string_view s);
+  int find_symbol(std::string_view s) const;
+  void merge_word(std::vector<int>& symbols, std::vector<size_t>& order) const;
+  void emit(std::string_view token, std::vector<Token>& out) const;
+
+  StringIds vocab_;  // tokens_to_ids
+  std::vector<std::string> id_text_;
+  std::vector<uint8_t> id_known_;
+
+  // Symbols: every string a merge can see or make, and every vocabulary string.
+  StringIds symbols_;
+  std::vector<std::string> symbol_text_;
+  std::vector<int> symbol_vocab_id_;   // -1: not in the vocabulary
+  std::vector<int> symbol_output_id_;  // the id it is written as
+  BpeMerges merges_;
+  std::vector<std::pair<std::string, std::string>> merge_list_;  // until finish()
+
+  std::string unk_token_, end_of_word_suffix_, continuing_subword_suffix_;
+  bool has_unk_ = false, byte_fallback_ = false, fuse_unk_ = false, ignore_merges_ = false;
+  int unk_id_ = -1, unk_output_id_ = -1;
+  int byte_vocab_id_[256], byte_output_id_[256];
+  StringIds output_ids_;
+};
+
+}  // namespace llmcpu::hf

@@ -1,0 +1,241 @@
+#include "core/tokenizer/hf_pretokenizers.h"
+
+#include "core/tokenizer/hf_normalizers.h"
+#include "core/tokenizer/hf_pattern.h"
+#include "core/tokenizer/pretokenizer.h"
+#include "core/tokenizer/unicode_text.h"
+
+namespace llmcpu::hf {
+
+namespace {
+
+bool ascii_digit(char c) { return c >= '0' && c <= '9'; }
+bool ascii_word(char32_t c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+}
+
+// Adds the runs of `piece` whose characters `keep` gives the same non-zero class, one piece per
+// run; characters of class 0 are dropped. `classify` sees code points.
+template <typename Classify>
+void add_runs(std::string_view piece, Pieces& out, Classify classify) {
+  size_t pos = 0, start = 0;
+  int current = 0;
+  while (pos < piece.size()) {
+    const unicode::CodePoint c = unicode::decode_at(piece, pos);
+    const int cls = classify(c.cp);
+    if (cls != current) {
+      if (current != 0) out.add(piece.substr(start, pos - start));
+      current = cls;
+      start = pos;
+    }
+    pos += static_cast<size_t>(c.bytes);
+  }
+  if (current != 0) out.add(piece.substr(start));
+}
+
+// GPT-2's pattern (pretokenizer.h, JavaScript's \s) when use_regex, then every byte as a character
+// of GPT-2's byte alphabet.
+class ByteLevel : public PreTokenizer {
+ public:
+  ByteLevel(bool add_prefix_space, bool use_regex)
+      : add_prefix_space_(add_prefix_space), use_regex_(use_regex) {
+    for (int b = 0; b < 256; ++b) {
+      std::string s;
+      unicode::append_utf8(s, byte_level_char(static_cast<unsigned char>(b)));
+      alphabet_[b] = s;
+    }
+  }
+  void split(std::string_view piece, int, Pieces& out) const override {
+    std::string prefixed;
+    if (add_prefix_space_ && (piece.empty() || piece[0] != ' ')) {
+      prefixed = " ";
+      prefixed.append(piece);
+      piece = prefixed;
+    }
+    if (!use_regex_) {
+      add_mapped(piece, out);
+      return;
+    }
+    Pretokenizer::Cursor cursor(gpt2_, piece);
+    std::string_view word;
+    while (cursor.next(word)) add_mapped(word, out);
+  }
+
+ private:
+  void add_mapped(std::string_view bytes, Pieces& out) const {
+    const auto begin = static_cast<uint32_t>(out.text.size());
+    for (const char c : bytes) out.text += alphabet_[static_cast<unsigned char>(c)];
+    out.spans.emplace_back(begin, static_cast<uint32_t>(out.text.size()));
+  }
+
+  bool add_prefix_space_, use_regex_;
+  Pretokenizer gpt2_;
+  std::string alphabet_[256];
+};
+
+// Split: invert keeps the matches; "Removed" is text.split(pattern) (capturing groups kept, as
+// JavaScript's split keeps them); otherwise the gaps and the matches, each its own piece.
+class Split : public PreTokenizer {
+ public:
+  Split(Pattern pattern, bool invert, bool removed)
+      : pattern_(std::move(pattern)), invert_(invert), removed_(removed) {}
+  void split(std::string_view piece, int, Pieces& out) const override {
+    if (removed_ && !invert_) {
+      std::vector<std::string> parts;
+      pattern_.split(piece, parts);
+      for (const auto& p : parts) out.add(p);
+      return;
+    }
+    std::vector<Pattern::Span> matches;
+    pattern_.matches(piece, matches);
+    size_t prev = 0;
+    for (const Pattern::Span& m : matches) {
+      if (!invert_ && prev < m.begin) out.add(piece.substr(prev, m.begin - prev));
+      if (m.end > m.begin) out.add(piece.substr(m.begin, m.end - m.begin));
+      prev = m.end;
+    }
+    if (!invert_ && prev < piece.size()) out.add(piece.substr(prev));
+  }
+
+ private:
+  Pattern pattern_;
+  bool invert_, removed_;
+};
+
+// /[^\d]+|\d+/gu or /[^\d]+|\d/gu: JavaScript's \d is ASCII's.
+class Digits : public PreTokenizer {
+ public:
+  explicit Digits(bool individual) : individual_(individual) {}
+  void split(std::string_view piece, int, Pieces& out) const override {
+    size_t start = 0;
+    for (size_t pos = 0; pos < piece.size();) {
+      const bool digit = ascii_digit(piece[pos]);
+      size_t end = pos + 1;
+      if (!digit || !individual_) {
+        while (end < piece.size() && ascii_digit(piece[end]) == digit) ++end;
+      }
+      out.add(piece.substr(pos, end - pos));
+      pos = start = end;
+    }
+    (void)start;
+  }
+
+ private:
+  bool individual_;
+};
+
+// Spaces become the replacement, and the replacement is put in front unless the piece starts
+// with it (prepend_scheme "always", or "first" in the first section). No split: tokenizers.js
+// gives the whole piece to the model.
+class Metaspace : public PreTokenizer {
+ public:
+  Metaspace(std::string replacement, std::string str_rep, std::string scheme)
+      : replacement_(std::move(replacement)), str_rep_(std::move(str_rep)), scheme_(std::move(scheme)) {}
+  void split(std::string_view piece, int section, Pieces& out) const override {
+    std::string s;
+    for (const char c : piece) {
+      if (c == ' ') {
+        s += str_rep_;
+      } else {
+        s += c;
+      }
+    }
+    const bool starts = s.compare(0, replacement_.size(), replacement_) == 0;
+    if (!starts && (scheme_ == "always" || (scheme_ == "first" && section == 0))) s = str_rep_ + s;
+    out.add(s);
+  }
+
+ private:
+  std::string replacement_, str_rep_, scheme_;
+};
+
+// /\w+|[^\w\s]+/g (ASCII \w, JavaScript's \s; whitespace is dropped).
+class Whitespace : public PreTokenizer {
+ public:
+  void split(std::string_view piece, int, Pieces& out) const override {
+    add_runs(piece, out, [](char32_t c) { return ascii_word(c) ? 1 : unicode::is_js_space(c) ? 0 : 2; });
+  }
+};
+
+// /\S+/g
+class WhitespaceSplit : public PreTokenizer {
+ public:
+  void split(std::string_view piece, int, Pieces& out) const override {
+    add_runs(piece, out, [](char32_t c) { return unicode::is_js_space(c) ? 0 : 1; });
+  }
+};
+
+class Sequence : public PreTokenizer {
+ public:
+  explicit Sequence(std::vector<std::unique_ptr<PreTokenizer>> parts) : parts_(std::move(parts)) {}
+  void split(std::string_view piece, int section, Pieces& out) const override {
+    Pieces a, b;
+    a.add(piece);
+    for (const auto& p : parts_) {
+      if (!p) continue;
+      b.clear();
+      p->split_all(a, section, b);
+      std::swap(a, b);
+    }
+    for (size_t i = 0; i < a.size(); ++i) out.add(a[i]);
+  }
+
+ private:
+  std::vector<std::unique_ptr<PreTokenizer>> parts_;
+};
+
+std::unique_ptr<PreTokenizer> make_split(const Node& node) {
+  const bool invert = node.boolean("invert", false);
+  // tokenizers.js captures a String pattern only when invert is given as false.
+  const bool capture = node.has_non_null("invert") && !invert;
+  std::string behavior = node.str("behavior", "Isolated");
+  std::string lower = behavior;
+  for (char& c : lower) c = static_cast<char>(c >= 'A' && c <= 'Z' ? c + 32 : c);
+  if (!invert && lower != "removed" && lower != "isolated") {
+    node.get("behavior").fail("Split behavior \"" + behavior +
+                              "\" is not implemented (implemented: Isolated, Removed; tokenizers.js "
+                              "treats the others as Isolated, Hugging Face's tokenizers does not)");
+  }
+  return std::make_unique<Split>(make_pattern(node, capture), invert, lower == "removed");
+}
+
+}  // namespace
+
+char32_t byte_level_char(unsigned char b) {
+  // Printable Latin-1 bytes stand for themselves; the others, in order, for U+0100 onwards.
+  const auto printable = [](int c) { return (c >= '!' && c <= '~') || (c >= 0xA1 && c <= 0xAC) || (c >= 0xAE); };
+  if (printable(b)) return b;
+  int n = 0;
+  for (int c = 0; c < b; ++c) n += !printable(c);
+  return static_cast<char32_t>(256 + n);
+}
+
+std::unique_ptr<PreTokenizer> make_pre_tokenizer(const Node& node) {
+  if (node.is_null()) return nullptr;
+  const std::string type = node.type();
+  if (type == "ByteLevel") {
+    return std::make_unique<ByteLevel>(node.boolean("add_prefix_space", false),
+                                       node.boolean("use_regex", true));
+  }
+  if (type == "Split") return make_split(node);
+  if (type == "Digits") return std::make_unique<Digits>(node.boolean("individual_digits", false));
+  if (type == "Whitespace") return std::make_unique<Whitespace>();
+  if (type == "WhitespaceSplit") return std::make_unique<WhitespaceSplit>();
+  if (type == "Metaspace") {
+    const std::string replacement = node.str("replacement", "\xE2\x96\x81");
+    std::string str_rep = node.str("str_rep", "");
+    if (str_rep.empty()) str_rep = replacement;
+    return std::make_unique<Metaspace>(replacement, str_rep, node.str("prepend_scheme", "always"));
+  }
+  if (type == "Sequence") {
+    const Node list = node.at("pretokenizers");
+    std::vector<std::unique_ptr<PreTokenizer>> parts;
+    for (size_t i = 0; i < list.size(); ++i) parts.push_back(make_pre_tokenizer(list.item(i)));
+    return std::make_unique<Sequence>(std::move(parts));
+  }
+  node.fail("pre-tokenizer type \"" + type +
+            "\" is not implemented (implemented: ByteLevel, Split, Digits, Metaspace, Whitespace, "
+            "WhitespaceSplit, Sequence)");
+}
+
+}  // namespace llmcpu::hf

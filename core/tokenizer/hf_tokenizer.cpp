@@ -1,0 +1,408 @@
+#include "core/tokenizer/hf_tokenizer.h"
+
+#include <algorithm>
+#include <atomic>
+#include <unordered_set>
+
+#include "core/tokenizer/hf_bpe.h"
+#include "core/tokenizer/hf_decoders.h"
+#include "core/tokenizer/hf_json.h"
+#include "core/tokenizer/hf_normalizers.h"
+#include "core/tokenizer/hf_pretokenizers.h"
+#include "core/tokenizer/unicode_text.h"
+#include "core/util/file.h"
+
+namespace llmcpu::hf {
+
+namespace {
+
+struct AddedToken {
+  std::string content;
+  int id = 0;
+  bool lstrip = false, rstrip = false, special = false, normalized = false;
+};
+
+// tokenizers.js's DictionarySplitter: at each place the longest content that starts there is cut
+// out as its own part; the text between is kept as parts too.
+class Splitter {
+ public:
+  void add(const std::string& s) {
+    if (s.empty()) return;
+    by_first_[static_cast<unsigned char>(s[0])].push_back(s);
+  }
+  void finish() {
+    for (auto& list : by_first_) {
+      std::sort(list.begin(), list.end(),
+                [](const std::string& a, const std::string& b) { return a.size() > b.size(); });
+    }
+  }
+  bool empty() const {
+    return std::all_of(std::begin(by_first_), std::end(by_first_), [](const auto& l) { return l.empty(); });
+  }
+  std::vector<std::string> split(std::string_view text) const {
+    std::vector<std::string> out;
+    size_t start = 0;
+    for (size_t i = 0; i < text.size();) {
+      const std::string* match = nullptr;
+      for (const std::string& c : by_first_[static_cast<unsigned char>(text[i])]) {
+        if (text.compare(i, c.size(), c) == 0) {
+          match = &c;
+          break;
+        }
+      }
+      if (!match) {
+        ++i;
+        continue;
+      }
+      if (i > start) out.emplace_back(text.substr(start, i - start));
+      out.push_back(*match);
+      i += match->size();
+      start = i;
+    }
+    if (start < text.size()) out.emplace_back(text.substr(start));
+    return out;
+  }
+
+ private:
+  std::vector<std::string> by_first_[256];
+};
+
+// clean_up_tokenization: " ." -> "." and the like, each replaced everywhere, in this order.
+std::string clean_up(std::string s) {
+  static const std::pair<const char*, const char*> kRules[] = {
+      {" .", "."},   {" ?", "?"},     {" !", "!"},   {" ,", ","},   {" ' ", "'"},
+      {" n't", "n't"}, {" 'm", "'m"}, {" 's", "'s"}, {" 've", "'ve"}, {" 're", "'re"}};
+  for (const auto& [from, to] : kRules) {
+    const std::string f = from;
+    std::string out;
+    size_t pos = 0;
+    for (size_t hit; (hit = s.find(f, pos)) != std::string::npos; pos = hit + f.size()) {
+      out.append(s, pos, hit - pos);
+      out += to;
+    }
+    out.append(s, pos, std::string::npos);
+    s = std::move(out);
+  }
+  return s;
+}
+
+// A token named in tokenizer_config.json: a string, {"content": ...}, or null.
+std::string config_token(const Node& config, const char* key) {
+  if (!config.has_non_null(key)) return "";
+  const Node n = config.get(key);
+  if (n.json().is_string()) return n.str();
+  if (n.json().is_object()) return n.at("content").str();
+  n.fail("expected a token as a string or {\"content\": ...}");
+}
+
+std::atomic<uint64_t> next_instance{1};
+
+}  // namespace
+
+struct HfTokenizer::Impl {
+  std::string file;
+  std::unique_ptr<Normalizer> normalizer;
+  std::unique_ptr<PreTokenizer> pre_tokenizer;
+  std::unique_ptr<BpeModel> model;
+  std::unique_ptr<PostProcessor> post;
+  std::unique_ptr<Decoder> decoder;
+  std::vector<AddedToken> added;
+  StringIds added_ids;  // content and normalized content -> id (the last token wins)
+  std::unordered_map<std::string, size_t> added_index;  // -> index into added
+  Splitter raw_splitter, normalized_splitter;
+  bool clean_up_spaces = true, remove_space = false, lowercase_strip_accents = false;
+  int eos = -1, bos = -1;
+  bool adds_bos = false;
+  uint64_t instance = next_instance++;
+
+  void read_added(const Node& list);
+  void read_config(const Node& config, const std::vector<std::string>& template_before);
+  int final_id(const std::string& token) const;
+  void encode_section(std::string text, int section, std::vector<int>& out) const;
+  void encode_model(std::string_view text, int section, std::vector<int>& out) const;
+  void cached_encode(std::string_view word, std::vector<BpeModel::Token>& out) const;
+};
+
+namespace {
+
+// lstrip/rstrip of the added tokens among `parts`: the whitespace of the part before (after) it
+// is trimmed, in order, as tokenizers.js does it.
+void strip_beside_added(std::vector<std::string>& parts, const std::unordered_map<std::string, size_t>& index,
+                        const std::vector<AddedToken>& added) {
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const auto it = index.find(parts[i]);
+    if (it == index.end()) continue;
+    const AddedToken& t = added[it->second];
+    if (t.lstrip && i > 0) parts[i - 1] = std::string(unicode::js_trim_end(parts[i - 1]));
+    if (t.rstrip && i + 1 < parts.size()) {
+      parts[i + 1] = std::string(unicode::js_trim_start(parts[i + 1]));
+    }
+  }
+}
+
+// A thread's cache of pre-token -> model tokens, for one tokenizer at a time.
+struct WordCache {
+  uint64_t owner = 0;
+  std::unordered_map<std::string, std::pair<uint32_t, uint32_t>, StringHash, std::equal_to<>> spans;
+  std::vector<BpeModel::Token> tokens;
+};
+constexpr size_t kMaxCachedWord = 256;           // bytes; longer pre-tokens are not cached
+constexpr size_t kMaxCachedTokens = size_t{1} << 22;  // the cache is emptied beyond this
+
+}  // namespace
+
+void HfTokenizer::Impl::cached_encode(std::string_view word, std::vector<BpeModel::Token>& out) const {
+  if (word.size() > kMaxCachedWord) {
+    model->encode(word, out);
+    return;
+  }
+  thread_local WordCache cache;
+  if (cache.owner != instance || cache.tokens.size() > kMaxCachedTokens) {
+    cache.spans.clear();
+    cache.tokens.clear();
+    cache.owner = instance;
+  }
+  if (const auto it = cache.spans.find(word); it != cache.spans.end()) {
+    const auto [first, count] = it->second;
+    out.insert(out.end(), cache.tokens.begin() + first, cache.tokens.begin() + first + count);
+    return;
+  }
+  const size_t before = out.size();
+  model->encode(word, out);
+  const auto first = static_cast<uint32_t>(cache.tokens.size());
+  cache.tokens.insert(cache.tokens.end(), out.begin() + static_cast<ptrdiff_t>(before), out.end());
+  cache.spans.emplace(std::string(word), std::make_pair(first, static_cast<uint32_t>(out.size() - before)));
+}
+
+void HfTokenizer::Impl::encode_model(std::string_view text, int section, std::vector<int>& out) const {
+  thread_local Pieces pieces;
+  thread_local std::vector<BpeModel::Token> tokens;
+  pieces.clear();
+  tokens.clear();
+  if (pre_tokenizer) {
+    pre_tokenizer->split(text, section, pieces);
+  } else {
+    pieces.add(text);
+  }
+  for (size_t i = 0; i < pieces.size(); ++i) cached_encode(pieces[i], tokens);
+  const int unk = model->unk_vocab_id();
+  const bool fuse = model->fuse_unk() && unk >= 0;
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    if (fuse && i > 0 && tokens[i].vocab_id == unk && tokens[i - 1].vocab_id == unk) continue;
+    out.push_back(tokens[i].id);
+  }
+}
+
+void HfTokenizer::Impl::encode_section(std::string text, int section, std::vector<int>& out) const {
+  if (remove_space) {  // text.trim().split(/\s+/).join(" ")
+    std::string joined;
+    bool space = false;
+    const std::string_view t = unicode::js_trim_end(unicode::js_trim_start(text));
+    for (size_t pos = 0; pos < t.size();) {
+      const unicode::CodePoint c = unicode::decode_at(t, pos);
+      if (unicode::is_js_space(c.cp)) {
+        space = true;
+      } else {
+        if (space) joined += ' ';
+        space = false;
+        joined.append(t.substr(pos, static_cast<size_t>(c.bytes)));
+      }
+      pos += static_cast<size_t>(c.bytes);
+    }
+    text = std::move(joined);
+  }
+  if (lowercase_strip_accents) {
+    static const Pattern marks = Pattern::regex("\\p{M}", "do_lowercase_and_remove_accent");
+    text = marks.replace_all(unicode::to_lower(text), "");
+  }
+  if (normalizer) text = normalizer->apply(text);
+  if (text.empty()) return;
+  std::vector<std::string> parts =
+      normalized_splitter.empty() ? std::vector<std::string>{text} : normalized_splitter.split(text);
+  strip_beside_added(parts, added_index, added);
+  for (const std::string& part : parts) {
+    if (part.empty()) continue;
+    if (const auto it = added_ids.find(part); it != added_ids.end()) {
+      out.push_back(it->second);
+      continue;
+    }
+    encode_model(part, section, out);
+  }
+}
+
+int HfTokenizer::Impl::final_id(const std::string& token) const {
+  if (const auto it = added_ids.find(token); it != added_ids.end()) return it->second;
+  if (const auto it = model->vocab().find(token); it != model->vocab().end()) return it->second;
+  return model->unk_vocab_id();
+}
+
+void HfTokenizer::Impl::read_added(const Node& list) {
+  for (size_t i = 0; i < list.size(); ++i) {
+    const Node n = list.item(i);
+    AddedToken t;
+    t.content = n.at("content").str();
+    const int64_t id = n.integer("id");
+    if (id < 0 || id >= (int64_t{1} << 30)) n.fail("id " + std::to_string(id) + " is out of range");
+    t.id = static_cast<int>(id);
+    t.lstrip = n.boolean("lstrip", false);
+    t.rstrip = n.boolean("rstrip", false);
+    t.special = n.boolean("special", false);
+    t.normalized = n.boolean("normalized", !t.special);
+    if (n.boolean("single_word", false)) {
+      n.fail("added token \"" + t.content +
+             "\" has single_word true, which is not implemented (tokenizers.js ignores it where "
+             "Hugging Face's tokenizers applies it)");
+    }
+    model->add_token(t.content, t.id);
+    added_ids[t.content] = t.id;
+    added_index[t.content] = added.size();
+    if (t.normalized && normalizer) {
+      const std::string normalized = normalizer->apply(t.content);
+      normalized_splitter.add(normalized);
+      added_ids[normalized] = t.id;
+      added_index[normalized] = added.size();
+    } else {
+      raw_splitter.add(t.content);
+    }
+    added.push_back(std::move(t));
+  }
+  raw_splitter.finish();
+  normalized_splitter.finish();
+}
+
+void HfTokenizer::Impl::read_config(const Node& config, const std::vector<std::string>& before) {
+  const auto id_of = [&](const char* key) {
+    const std::string name = config_token(config, key);
+    if (name.empty()) return -1;
+    const int id = final_id(name);
+    if (id < 0) config.get(key).fail("token \"" + name + "\" is not in the vocabulary");
+    return id;
+  };
+  clean_up_spaces = config.boolean("clean_up_tokenization_spaces", true);
+  remove_space = config.boolean("remove_space", false);
+  lowercase_strip_accents = config.boolean("do_lowercase_and_remove_accent", false);
+  eos = id_of("eos_token");
+  bos = id_of("bos_token");
+  if (eos < 0) {  // the usual names of end-of-text among the special added tokens
+    for (const char* name : {"<|endoftext|>", "<|end_of_text|>", "</s>", "<eos>"}) {
+      for (const AddedToken& t : added) {
+        if (eos < 0 && t.special && t.content == name) eos = t.id;
+      }
+    }
+  }
+  if (bos < 0 && !before.empty()) bos = final_id(before.front());
+  adds_bos = config.has_non_null("add_bos_token") ? config.boolean("add_bos_token", false)
+                                                   : !before.empty() && final_id(before.front()) == bos;
+}
+
+std::shared_ptr<const HfTokenizer> HfTokenizer::load(const std::string& json_path,
+                                                     const std::string& config_path) {
+  const auto parse = [](const std::string& path) {
+    const MappedFile f(path);
+    try {
+      return Json::parse(f.data(), f.data() + f.size());
+    } catch (const Json::exception& e) {
+      throw FileError(path, std::string("not valid JSON: ") + e.what());
+    }
+  };
+  const Json doc = parse(json_path);
+  const Json config = config_path.empty() ? Json::object() : parse(config_path);
+  auto m = std::make_unique<Impl>();
+  m->file = json_path;
+  const Node root(doc, m->file, "");
+  if (!doc.is_object()) root.fail("expected a JSON object");
+  for (const char* key : {"model", "normalizer", "pre_tokenizer", "post_processor", "decoder", "added_tokens"}) {
+    if (!root.has(key)) root.fail(std::string("missing \"") + key + "\" (a tokenizer.json has it, null or not)");
+  }
+  const Node model = root.get("model");
+  const std::string type = model.has_non_null("type") ? model.type() : "BPE";
+  if (type != "BPE") {
+    model.fail("model type \"" + type + "\" is not implemented (implemented: BPE)");
+  }
+  m->normalizer = make_normalizer(root.get("normalizer"));
+  m->pre_tokenizer = make_pre_tokenizer(root.get("pre_tokenizer"));
+  m->model = std::make_unique<BpeModel>(model);
+  m->read_added(root.get("added_tokens"));
+  m->model->finish(m->added_ids);
+  m->post = make_post_processor(root.get("post_processor"));
+  auto added = std::make_shared<std::unordered_set<std::string>>();
+  for (const AddedToken& t : m->added) added->insert(t.content);
+  m->decoder = make_decoder(root.get("decoder"), added);
+  std::vector<std::string> before, after;
+  if (m->post) m->post->process(before, after, true);
+  for (const auto* list : {&before, &after}) {
+    for (const std::string& t : *list) {
+      if (m->final_id(t) < 0) root.get("post_processor").fail("special token \"" + t + "\" is not in the vocabulary");
+    }
+  }
+  const std::string config_file = config_path;
+  m->read_config(Node(config, config_file, ""), before);
+  return std::shared_ptr<const HfTokenizer>(new HfTokenizer(std::move(m)));
+}
+
+HfTokenizer::HfTokenizer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+HfTokenizer::~HfTokenizer() = default;
+
+int HfTokenizer::vocab_size() const { return impl_->model->size(); }
+int HfTokenizer::eos_token() const { return impl_->eos; }
+int HfTokenizer::bos_token() const { return impl_->bos; }
+bool HfTokenizer::adds_bos() const { return impl_->adds_bos; }
+
+void HfTokenizer::encode(std::string_view text, bool add_special_tokens, std::vector<int>& out) const {
+  const Impl& m = *impl_;
+  std::string fixed;
+  if (!unicode::to_valid_utf8(text, fixed)) text = fixed;
+  std::vector<std::string> before, after;
+  if (m.post) m.post->process(before, after, add_special_tokens);
+  for (const std::string& t : before) out.push_back(m.final_id(t));
+  std::vector<std::string> sections =
+      m.raw_splitter.empty() ? std::vector<std::string>{std::string(text)} : m.raw_splitter.split(text);
+  strip_beside_added(sections, m.added_index, m.added);
+  for (size_t i = 0; i < sections.size(); ++i) {
+    if (sections[i].empty()) continue;
+    if (const auto it = m.added_ids.find(sections[i]); it != m.added_ids.end()) {
+      out.push_back(it->second);
+      continue;
+    }
+    m.encode_section(std::move(sections[i]), static_cast<int>(i), out);
+  }
+  for (const std::string& t : after) out.push_back(m.final_id(t));
+}
+
+std::string HfTokenizer::decode(const int* ids, size_t n) const {
+  const Impl& m = *impl_;
+  std::vector<std::string> tokens;
+  tokens.reserve(n);
+  const std::string* unk = m.model->token_of(m.model->unk_vocab_id());
+  for (size_t i = 0; i < n; ++i) {
+    const std::string* t = m.model->token_of(ids[i]);
+    if (!t) t = ids[i] >= 0 && ids[i] < vocab_size() ? unk : nullptr;
+    if (!t) {
+      throw ShapeError("token id " + std::to_string(ids[i]) + " (position " + std::to_string(i) +
+                       ") is not in the vocabulary of " + m.file + " (ids 0.." +
+                       std::to_string(vocab_size() - 1) + ")");
+    }
+    tokens.push_back(*t);
+  }
+  std::string text;
+  if (m.decoder) {
+    m.decoder->decode_chain(tokens);
+    for (const std::string& t : tokens) text += t;
+    const std::string& suffix = m.model->end_of_word_suffix();
+    if (!suffix.empty()) {
+      std::string replaced;
+      size_t pos = 0;
+      for (size_t hit; (hit = text.find(suffix, pos)) != std::string::npos; pos = hit + suffix.size()) {
+        replaced.append(text, pos, hit - pos);
+        replaced += ' ';
+      }
+      replaced.append(text, pos, std::string::npos);
+      text = std::move(replaced);
+    }
+  } else {
+    for (size_t i = 0; i < tokens.size(); ++i) text += (i ? " " : "") + tokens[i];
+  }
+  return m.clean_up_spaces ? clean_up(std::move(text)) : text;
+}
+
+}  // namespace llmcpu::hf

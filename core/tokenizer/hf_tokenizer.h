@@ -1,0 +1,49 @@
+// A Hugging Face tokenizer.json (with its tokenizer_config.json) as tokenizers.js, the reference
+// the tests compare with, runs it. Encoding: the text (UTF-8, invalid bytes read as U+FFFD) is cut
+// at the added tokens that are not normalized (longest first at each place; lstrip/rstrip take the
+// whitespace beside them), each other part is normalized (hf_normalizers.h) and cut again at the
+// normalized added tokens, then pre-tokenized (hf_pretokenizers.h) and run through the BPE model
+// (hf_bpe.h); the post-processor adds special tokens when asked. Decoding: ids -> token strings ->
+// the decoder (hf_decoders.h), then clean_up_tokenization_spaces as tokenizer_config.json says
+// (true when it does not). Only BPE models are implemented; WordPiece and Unigram are refused, as is
+// an added token with single_word (tokenizers.js ignores it where Hugging Face's tokenizers applies
+// it). Encoding is safe from several threads at once: each thread keeps its own cache of pre-token
+// results.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace llmcpu::hf {
+
+class HfTokenizer {
+ public:
+  // Reads tokenizer.json at `json_path` and, when `config_path` is not empty, tokenizer_config.json.
+  // Throws FileError naming the file and the part of it that is malformed or not implemented.
+  static std::shared_ptr<const HfTokenizer> load(const std::string& json_path,
+                                                 const std::string& config_path);
+
+  void encode(std::string_view text, bool add_special_tokens, std::vector<int>& out) const;
+  // Throws ShapeError for an id outside the vocabulary.
+  std::string decode(const int* ids, size_t n) const;
+
+  int vocab_size() const;
+  int eos_token() const;  // -1 if none is known
+  int bos_token() const;  // -1 if none is known
+  // Whether encoding with special tokens (or the config's add_bos_token) starts with bos_token().
+  bool adds_bos() const;
+  // The token before each document in token shards: BOS when the tokenizer adds one, else EOS
+  // (as llm.c's data scripts do for Llama 3 and GPT-2). -1 if neither is known.
+  int document_token() const { return adds_bos() && bos_token() >= 0 ? bos_token() : eos_token(); }
+
+  ~HfTokenizer();
+  struct Impl;
+
+ private:
+  explicit HfTokenizer(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace llmcpu::hf
