@@ -382,7 +382,8 @@ const layouts = {
 
   // Replace normalizers with Regex patterns (curly apostrophes to ', white space runs to one space,
   // a symbol padded by spaces through the replacement's $&), Strip; pre-tokenizers Split on the
-  // String "-" with behavior Removed, Punctuation, Digits (runs), ByteLevel adding a prefix space;
+  // String "-" with behavior Removed (tokenizers.js keeps the "-": a String pattern is a capturing
+  // group), WhitespaceSplit, Digits (runs), ByteLevel adding a prefix space;
   // TemplateProcessing appending <|endoftext|>.
   'replace-regex'() {
     const {vocab, merges} = gpt2();
@@ -398,7 +399,7 @@ const layouts = {
           {type: 'Strip', strip_left: true, strip_right: true}]},
         preTokenizer: {type: 'Sequence', pretokenizers: [
           {type: 'Split', pattern: {String: '-'}, behavior: 'Removed', invert: false},
-          {type: 'Punctuation', behavior: 'Isolated'},
+          {type: 'WhitespaceSplit'},
           {type: 'Digits', individual_digits: false},
           byteLevel({add_prefix_space: true, use_regex: false})]},
         postProcessor: template([], ['<|endoftext|>'], () => 50256),

@@ -7,7 +7,9 @@
 // tokenizer.json and, if there, tokenizer_config.json ({} when not). TEXTS_JSON: a JSON array of
 // base64 strings, each text's bytes, which are read as UTF-8 with invalid sequences replaced by
 // U+FFFD (Buffer.toString). Prints JSON lines: first
-//   {"vocab_size": largest id + 1, "eos_token_id": the id of tokenizer_config.json's eos_token or null}
+//   {"vocab_size": largest id + 1, "eos_token_id": the id of tokenizer_config.json's eos_token or
+//    null, "document_token_id": the BOS where encode(text, {add_special_tokens: true}) starts with
+//    it, else the EOS}
 // then one line per text:
 //   {"ids": encode(text, {add_special_tokens: false}).ids, "ids_special": ... true,
 //    "decoded": decode(ids) as base64 of its UTF-8 (null for no ids), "decoded_special": the same}
@@ -43,9 +45,21 @@ const tokenizer = new Tokenizer(readJson(path.join(tokenizerDir, 'tokenizer.json
 const vocab = tokenizer.get_vocab();
 let largest = -1;
 for (const id of vocab.values()) largest = Math.max(largest, id);
-const eos = typeof config.eos_token === 'string' ? config.eos_token : config.eos_token?.content;
-const eosId = eos == null ? null : tokenizer.token_to_id(eos) ?? null;
-process.stdout.write(JSON.stringify({vocab_size: largest + 1, eos_token_id: eosId}) + '\n');
+// The id of a token that tokenizer_config.json names (a string or an AddedToken object), or null.
+const idOf = (field) => {
+  const v = config[field];
+  const content = typeof v === 'string' ? v : v?.content;
+  return content == null ? null : tokenizer.token_to_id(content) ?? null;
+};
+const eosId = idOf('eos_token');
+const bosId = idOf('bos_token');
+// The token that starts each document in token shards: the BOS where the tokenizer puts one in
+// front of a text, else the EOS.
+const first = tokenizer.encode('', {add_special_tokens: true}).ids[0];
+const documentId = bosId !== null && first === bosId ? bosId : eosId;
+process.stdout.write(JSON.stringify({
+  vocab_size: largest + 1, eos_token_id: eosId, document_token_id: documentId,
+}) + '\n');
 
 const decoded = (ids) =>
   ids.length === 0 ? null : Buffer.from(tokenizer.decode(ids), 'utf8').toString('base64');

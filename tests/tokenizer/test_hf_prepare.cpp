@@ -8,7 +8,6 @@
 
 #include <cmath>
 #include <fstream>
-#include <nlohmann/json.hpp>
 
 #include "tests/tokenizer/test_hf_util.h"
 
@@ -31,14 +30,9 @@ TEST_F(HfPrepare, Llama3VocabularyShardsAreUint32AndTrain) {
   const HfReference ref = find_hf_reference();
   ASSERT_TRUE(ref.missing.empty()) << ref.missing;
   make_hf_layouts(ref, dir_.string(), {"llama3"});
-  // The separator before each document is the BOS when the tokenizer adds one, else the EOS. This
-  // layout adds <|begin_of_text|> both ways a tokenizer can say so: its post-processor, and
-  // add_bos_token in tokenizer_config.json.
-  const std::string config_file = path("llama3/tokenizer_config.json");
-  nlohmann::json config = nlohmann::json::parse(read_file(config_file));
-  config["add_bos_token"] = true;
-  write_file(config_file, config.dump(2));
-
+  // The separator before each document is the BOS where the tokenizer puts one in front of a text,
+  // else the EOS: here the post-processor's <|begin_of_text|> (Llama 3's tokenizer_config.json has
+  // no add_bos_token).
   const std::string prose = read_file(LLMCPU_TOKENIZER_TEST_DIR "/texts/hf/prose.txt");
   const std::vector<std::string> docs = {
       "llmcpu trains on CPUs. <tool_call>{\"f\": 1}</tool_call> then <|fim_middle|>  done.\n" +
@@ -50,6 +44,7 @@ TEST_F(HfPrepare, Llama3VocabularyShardsAreUint32AndTrain) {
   const HfReferenceRun expected = run_hf_reference(ref, path("llama3"), docs, path("docs.json"));
   ASSERT_TRUE(expected.error.empty()) << expected.error;
   ASSERT_EQ(expected.vocab_size, kVocab);
+  ASSERT_EQ(expected.document_token_id, kBeginOfText);
   std::vector<uint32_t> stream;
   for (const HfExpected& e : expected.texts) {
     ASSERT_EQ(e.ids_special.front(), kBeginOfText) << "the layout adds <|begin_of_text|>";

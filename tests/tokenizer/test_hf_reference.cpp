@@ -109,6 +109,8 @@ TEST_P(HfLayout, MatchesTokenizersJs) {
   EXPECT_EQ(tok->vocab_size(), expected.vocab_size) << "layout " << layout;
   ASSERT_TRUE(expected.eos_token_id.has_value()) << "every layout names an eos_token";
   EXPECT_EQ(tok->eot_token(), *expected.eos_token_id) << "layout " << layout;
+  ASSERT_TRUE(expected.document_token_id.has_value());
+  EXPECT_EQ(tok->document_token(), *expected.document_token_id) << "layout " << layout;
 
   Mismatches m;
   size_t checks = 0;
@@ -121,7 +123,7 @@ TEST_P(HfLayout, MatchesTokenizersJs) {
       return ours == e.ids ? std::string() : id_difference(ours, e.ids);
     });
     compare(m, text, "encode with special tokens", [&] {
-      const std::vector<int> ours = hf_encode(*tok, text.bytes, true);
+      const std::vector<int> ours = tok->encode(text.bytes, true);
       return ours == e.ids_special ? std::string() : id_difference(ours, e.ids_special);
     });
     if (e.decoded) {

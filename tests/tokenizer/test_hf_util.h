@@ -232,7 +232,7 @@ struct HfExpected {
 
 struct HfReferenceRun {
   int vocab_size = 0;
-  std::optional<int> eos_token_id;
+  std::optional<int> eos_token_id, document_token_id;
   std::vector<HfExpected> texts;
   std::string error;  // the script's failure, with its messages; empty when it ran
 };
@@ -262,6 +262,8 @@ inline HfReferenceRun run_hf_reference(const HfReference& ref, const std::string
     const nlohmann::json head = nlohmann::json::parse(line);
     run.vocab_size = head.at("vocab_size").get<int>();
     if (!head.at("eos_token_id").is_null()) run.eos_token_id = head.at("eos_token_id").get<int>();
+    if (!head.at("document_token_id").is_null())
+      run.document_token_id = head.at("document_token_id").get<int>();
     while (std::getline(lines, line)) {
       const nlohmann::json j = nlohmann::json::parse(line);
       HfExpected e;
@@ -343,19 +345,6 @@ inline std::string text_difference(const std::string& ours, const std::string& r
      << "..]: " << quoted(std::string_view(ours).substr(lo), 64) << "\n       ref[" << lo
      << "..]: " << quoted(std::string_view(ref).substr(lo), 64);
   return os.str();
-}
-
-// encode(text, add_special_tokens), tokenizers.js's encode(text, {add_special_tokens}). The
-// two-argument form is the one tokenizer.json support adds; on a Tokenizer without it, asking for
-// the special tokens throws.
-template <typename T>
-std::vector<int> hf_encode(const T& tok, std::string_view text, bool add_special_tokens) {
-  if (!add_special_tokens) return tok.encode(text);
-  if constexpr (requires { tok.encode(text, add_special_tokens); }) {
-    return tok.encode(text, add_special_tokens);
-  } else {
-    throw Error("Tokenizer has no encode(text, add_special_tokens)");
-  }
 }
 
 // The ids as `llmcpu tokenize` prints them: one line, separated by spaces.
