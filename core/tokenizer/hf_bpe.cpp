@@ -101,7 +101,11 @@ void BpeModel::read_merges(const Node& model) {
   }
 }
 
-void BpeModel::add_token(const std::string& content, int id) {
+void BpeModel::add_token(const std::string& content, int id, bool special) {
+  if (special && !special_model_ids_.count(content)) {
+    const auto it = vocab_.find(content);
+    special_model_ids_[content] = it == vocab_.end() ? -1 : it->second;
+  }
   vocab_[content] = id;
   if (static_cast<size_t>(id) >= id_text_.size()) {
     id_text_.resize(static_cast<size_t>(id) + 1);
@@ -125,7 +129,7 @@ int BpeModel::find_symbol(std::string_view s) const {
   return it == symbols_.end() ? -1 : it->second;
 }
 
-void BpeModel::finish(const StringIds& output_ids) {
+void BpeModel::finish(const StringIds& output_ids, const StringIds& plain_output_ids) {
   output_ids_ = output_ids;
   const auto output_of = [&](const std::string& s, int vocab_id) {
     const auto it = output_ids_.find(s);
@@ -155,6 +159,37 @@ void BpeModel::finish(const StringIds& output_ids) {
     byte_output_id_[b] = it == vocab_.end() ? -1 : output_of(t, it->second);
   }
   if (has_unk_) unk_output_id_ = output_of(unk_token_, unk_id_);
+  // The plain view differs for the special tokens' strings and for strings the output map sends to
+  // a special token.
+  const auto plain_token = [&](const std::string& t) {
+    const auto special = special_model_ids_.find(t);
+    const auto v = vocab_.find(t);
+    const int vocab_id = special != special_model_ids_.end() ? special->second
+                         : v != vocab_.end()                 ? v->second
+                                                             : -1;
+    const auto o = plain_output_ids.find(t);
+    return Token{o != plain_output_ids.end() ? o->second : vocab_id, vocab_id};
+  };
+  for (const auto* strings : {&special_model_ids_, &output_ids_}) {
+    for (const auto& entry : *strings) {
+      const Token p = plain_token(entry.first);
+      const Token full = lookup(entry.first, false);
+      if (p.id != full.id || p.vocab_id != full.vocab_id) plain_[symbol_of(entry.first)] = p;
+    }
+  }
+  symbol_vocab_id_.resize(symbol_text_.size(), -1);
+  symbol_output_id_.resize(symbol_text_.size(), -1);
+}
+
+BpeModel::Token BpeModel::lookup(std::string_view token, bool plain) const {
+  if (plain && !plain_.empty()) {
+    const int sym = find_symbol(token);
+    if (const auto it = plain_.find(sym); sym >= 0 && it != plain_.end()) return it->second;
+  }
+  const auto it = vocab_.find(token);
+  if (it == vocab_.end()) return {-1, -1};
+  const auto o = output_ids_.find(token);
+  return {o == output_ids_.end() ? it->second : o->second, it->second};
 }
 
 const std::string* BpeModel::token_of(int id) const {
@@ -218,10 +253,9 @@ void BpeModel::merge_word(std::vector<int>& symbols, std::vector<size_t>& order)
   symbols.resize(w);
 }
 
-void BpeModel::emit(std::string_view token, std::vector<Token>& out) const {
-  if (const auto it = vocab_.find(token); it != vocab_.end()) {
-    const auto o = output_ids_.find(token);
-    out.push_back({o == output_ids_.end() ? it->second : o->second, it->second});
+void BpeModel::emit(std::string_view token, bool plain, std::vector<Token>& out) const {
+  if (const Token t = lookup(token, plain); t.vocab_id >= 0) {
+    out.push_back(t);
     return;
   }
   if (byte_fallback_) {
@@ -238,10 +272,10 @@ void BpeModel::emit(std::string_view token, std::vector<Token>& out) const {
   if (has_unk_) out.push_back({unk_output_id_, unk_id_});
 }
 
-void BpeModel::encode(std::string_view word, std::vector<Token>& out) const {
+void BpeModel::encode(std::string_view word, bool plain, std::vector<Token>& out) const {
   if (word.empty()) return;
-  if (ignore_merges_ && vocab_.count(word)) {
-    emit(word, out);
+  if (ignore_merges_ && lookup(word, plain).vocab_id >= 0) {
+    emit(word, plain, out);
     return;
   }
   // The characters, the last with end_of_word_suffix; chars[k] is character k's text.
@@ -262,7 +296,7 @@ void BpeModel::encode(std::string_view word, std::vector<Token>& out) const {
   merge_word(symbols, order);
   for (size_t k = 0; k < symbols.size(); ++k) {
     const int sym = symbols[k];
-    if (sym >= 0 && symbol_vocab_id_[sym] >= 0 &&
+    if (sym >= 0 && symbol_vocab_id_[sym] >= 0 && !(plain && plain_.count(sym)) &&
         (continuing_subword_suffix_.empty() || k + 1 == symbols.size())) {
       out.push_back({symbol_output_id_[sym], symbol_vocab_id_[sym]});
       continue;
@@ -276,7 +310,7 @@ void BpeModel::encode(std::string_view word, std::vector<Token>& out) const {
     if (!continuing_subword_suffix_.empty() && k + 1 < symbols.size()) {
       text += continuing_subword_suffix_;
     }
-    emit(text, out);
+    emit(text, plain, out);
   }
 }
 

@@ -32,18 +32,20 @@ class BpeModel {
 
   // An added token: in the vocabulary under its content from now on (tokenizers.js sets
   // tokens_to_ids[content] = id). Call before finish().
-  void add_token(const std::string& content, int id);
-  // Called once the added tokens are in; `output_ids` gives the id a token string finally gets
-  // (added tokens first, then the vocabulary), for strings where that differs from vocabulary.
-  void finish(const StringIds& output_ids);
+  void add_token(const std::string& content, int id, bool special);
+  // Called once the added tokens are in. `output_ids` gives the id a token string finally gets
+  // where that is not its vocabulary id (tokenizers.js looks the added tokens up first);
+  // `plain_output_ids` the same without the special added tokens, for the plain view (below).
+  void finish(const StringIds& output_ids, const StringIds& plain_output_ids);
 
   // One model output token: the id it is written as, and its vocabulary id (fuse_unk looks at that).
   struct Token {
     int id;
     int vocab_id;
   };
-  // Appends the tokens of one pre-token.
-  void encode(std::string_view word, std::vector<Token>& out) const;
+  // Appends the tokens of one pre-token. `plain`: as if the special added tokens were not there
+  // (their strings have only the model vocabulary's ids), for Hugging Face's split_special_tokens.
+  void encode(std::string_view word, bool plain, std::vector<Token>& out) const;
   bool fuse_unk() const { return fuse_unk_; }
   int unk_vocab_id() const { return unk_id_; }
 
@@ -59,7 +61,9 @@ class BpeModel {
   int symbol_of(std::string_view s);
   int find_symbol(std::string_view s) const;
   void merge_word(std::vector<int>& symbols, std::vector<size_t>& order) const;
-  void emit(std::string_view token, std::vector<Token>& out) const;
+  void emit(std::string_view token, bool plain, std::vector<Token>& out) const;
+  // The token a string is written as; vocab_id -1 when it is not in the vocabulary.
+  Token lookup(std::string_view token, bool plain) const;
 
   StringIds vocab_;  // tokens_to_ids
   std::vector<std::string> id_text_;
@@ -78,6 +82,8 @@ class BpeModel {
   int unk_id_ = -1, unk_output_id_ = -1;
   int byte_vocab_id_[256], byte_output_id_[256];
   StringIds output_ids_;
+  StringIds special_model_ids_;  // special added contents -> their model id before, or -1
+  std::unordered_map<int, Token> plain_;  // symbol -> its token in the plain view, where it differs
 };
 
 }  // namespace llmcpu::hf

@@ -108,6 +108,7 @@ struct HfTokenizer::Impl {
   std::unique_ptr<Decoder> decoder;
   std::vector<AddedToken> added;
   StringIds added_ids;  // content and normalized content -> id (the last token wins)
+  StringIds plain_added_ids;  // the same for the tokens that are not special
   std::unordered_map<std::string, size_t> added_index;  // -> index into added
   // [0]: every added token; [1]: the tokens that are not special (documents, split_special).
   Splitter raw_splitter[2], normalized_splitter[2];
@@ -124,8 +125,8 @@ struct HfTokenizer::Impl {
   int added_id(const std::string& s, bool only_plain) const;
   void strip_beside(std::vector<std::string>& parts, bool only_plain) const;
   void encode_section(std::string text, int section, bool only_plain, std::vector<int>& out) const;
-  void encode_model(std::string_view text, int section, std::vector<int>& out) const;
-  void cached_encode(std::string_view word, std::vector<BpeModel::Token>& out) const;
+  void encode_model(std::string_view text, int section, bool plain, std::vector<int>& out) const;
+  void cached_encode(std::string_view word, bool plain, std::vector<BpeModel::Token>& out) const;
 };
 
 namespace {
@@ -141,12 +142,14 @@ constexpr size_t kMaxCachedTokens = size_t{1} << 22;  // the cache is emptied be
 
 }  // namespace
 
-void HfTokenizer::Impl::cached_encode(std::string_view word, std::vector<BpeModel::Token>& out) const {
+void HfTokenizer::Impl::cached_encode(std::string_view word, bool plain,
+                                      std::vector<BpeModel::Token>& out) const {
   if (word.size() > kMaxCachedWord) {
-    model->encode(word, out);
+    model->encode(word, plain, out);
     return;
   }
-  thread_local WordCache cache;
+  thread_local WordCache caches[2];
+  WordCache& cache = caches[plain];
   if (cache.owner != instance || cache.tokens.size() > kMaxCachedTokens) {
     cache.spans.clear();
     cache.tokens.clear();
@@ -158,13 +161,14 @@ void HfTokenizer::Impl::cached_encode(std::string_view word, std::vector<BpeMode
     return;
   }
   const size_t before = out.size();
-  model->encode(word, out);
+  model->encode(word, plain, out);
   const auto first = static_cast<uint32_t>(cache.tokens.size());
   cache.tokens.insert(cache.tokens.end(), out.begin() + static_cast<ptrdiff_t>(before), out.end());
   cache.spans.emplace(std::string(word), std::make_pair(first, static_cast<uint32_t>(out.size() - before)));
 }
 
-void HfTokenizer::Impl::encode_model(std::string_view text, int section, std::vector<int>& out) const {
+void HfTokenizer::Impl::encode_model(std::string_view text, int section, bool plain,
+                                     std::vector<int>& out) const {
   thread_local Pieces pieces;
   thread_local std::vector<BpeModel::Token> tokens;
   pieces.clear();
@@ -174,7 +178,7 @@ void HfTokenizer::Impl::encode_model(std::string_view text, int section, std::ve
   } else {
     pieces.add(text);
   }
-  for (size_t i = 0; i < pieces.size(); ++i) cached_encode(pieces[i], tokens);
+  for (size_t i = 0; i < pieces.size(); ++i) cached_encode(pieces[i], plain, tokens);
   const int unk = model->unk_vocab_id();
   const bool fuse = model->fuse_unk() && unk >= 0;
   for (size_t i = 0; i < tokens.size(); ++i) {
@@ -238,7 +242,7 @@ void HfTokenizer::Impl::encode_section(std::string text, int section, bool only_
       out.push_back(id);
       continue;
     }
-    encode_model(part, section, out);
+    encode_model(part, section, only_plain, out);
   }
 }
 
@@ -265,8 +269,9 @@ void HfTokenizer::Impl::read_added(const Node& list) {
              "\" has single_word true, which is not implemented (tokenizers.js ignores it where "
              "Hugging Face's tokenizers applies it)");
     }
-    model->add_token(t.content, t.id);
+    model->add_token(t.content, t.id, t.special);
     added_ids[t.content] = t.id;
+    if (!t.special) plain_added_ids[t.content] = t.id;
     added_index[t.content] = added.size();
     if (t.normalized && normalizer) {
       const std::string normalized = normalizer->apply(t.content);
@@ -274,6 +279,7 @@ void HfTokenizer::Impl::read_added(const Node& list) {
         if (!plain || !t.special) normalized_splitter[plain].add(normalized);
       }
       added_ids[normalized] = t.id;
+      if (!t.special) plain_added_ids[normalized] = t.id;
       added_index[normalized] = added.size();
     } else {
       for (int plain = 0; plain < 2; ++plain) {
@@ -341,7 +347,7 @@ std::shared_ptr<const HfTokenizer> HfTokenizer::load(const std::string& json_pat
   m->pre_tokenizer = make_pre_tokenizer(root.get("pre_tokenizer"));
   m->model = std::make_unique<BpeModel>(model);
   m->read_added(root.get("added_tokens"));
-  m->model->finish(m->added_ids);
+  m->model->finish(m->added_ids, m->plain_added_ids);
   m->post = make_post_processor(root.get("post_processor"));
   auto added = std::make_shared<std::unordered_set<std::string>>();
   for (const AddedToken& t : m->added) added->insert(t.content);

@@ -12,6 +12,8 @@
 //    it, else the EOS}
 // then one line per text:
 //   {"ids": encode(text, {add_special_tokens: false}).ids, "ids_special": ... true,
+//    "ids_document": the ids without special tokens from a tokenizer whose special added tokens are
+//    left out (Hugging Face's split_special_tokens: their text is encoded as text),
 //    "decoded": decode(ids) as base64 of its UTF-8 (null for no ids), "decoded_special": the same}
 // Runs on node 18.
 import fs from 'fs';
@@ -40,7 +42,10 @@ const {Tokenizer} = await import(pathToFileURL(path.join(packageDir, pkg.module 
 const readJson = (file) => JSON.parse(fs.readFileSync(file, 'utf8'));
 const configFile = path.join(tokenizerDir, 'tokenizer_config.json');
 const config = fs.existsSync(configFile) ? readJson(configFile) : {};
-const tokenizer = new Tokenizer(readJson(path.join(tokenizerDir, 'tokenizer.json')), config);
+const tokenizerJson = readJson(path.join(tokenizerDir, 'tokenizer.json'));
+const tokenizer = new Tokenizer(tokenizerJson, config);
+const plain = new Tokenizer(
+    {...tokenizerJson, added_tokens: tokenizerJson.added_tokens.filter((t) => !t.special)}, config);
 
 const vocab = tokenizer.get_vocab();
 let largest = -1;
@@ -69,8 +74,10 @@ texts.forEach((b64, i) => {
   try {
     const ids = tokenizer.encode(text, {add_special_tokens: false}).ids;
     const idsSpecial = tokenizer.encode(text, {add_special_tokens: true}).ids;
+    const idsDocument = plain.encode(text, {add_special_tokens: false}).ids;
     process.stdout.write(JSON.stringify({
-      ids, ids_special: idsSpecial, decoded: decoded(ids), decoded_special: decoded(idsSpecial),
+      ids, ids_special: idsSpecial, ids_document: idsDocument, decoded: decoded(ids),
+      decoded_special: decoded(idsSpecial),
     }) + '\n');
   } catch (e) {
     fail(`text ${i} of ${textsJson}: ${e.stack}`);

@@ -227,6 +227,7 @@ inline std::string unbase64(std::string_view text) {
 // each (nullopt where there are no ids: tokenizers.js does not decode an empty list).
 struct HfExpected {
   std::vector<int> ids, ids_special;
+  std::vector<int> ids_document;  // the special added tokens' text encoded as text
   std::optional<std::string> decoded, decoded_special;
 };
 
@@ -269,6 +270,7 @@ inline HfReferenceRun run_hf_reference(const HfReference& ref, const std::string
       HfExpected e;
       e.ids = j.at("ids").get<std::vector<int>>();
       e.ids_special = j.at("ids_special").get<std::vector<int>>();
+      e.ids_document = j.at("ids_document").get<std::vector<int>>();
       if (!j.at("decoded").is_null()) e.decoded = unbase64(j.at("decoded").get<std::string>());
       if (!j.at("decoded_special").is_null())
         e.decoded_special = unbase64(j.at("decoded_special").get<std::string>());
