@@ -2,9 +2,11 @@
 // into documents by PrepareOptions::split_on (document_split.h: blank lines, lines or a regex, with
 // llm.c's rule). Like llm.c's data scripts, every document is preceded by <|endoftext|>, so the
 // stream reads [eot, doc 1 ..., eot, doc 2 ..., ...]; the stream is split into val and train shards
-// by ShardWriter. Large documents are encoded in pieces of about a megabyte, cut where GPT-2's
-// pre-tokenisation cannot join across the cut, so the ids are those of encoding each document
-// whole.
+// by ShardWriter, with uint32 ids where the tokenizer's vocabulary has more than 65536 tokens and
+// uint16 ids otherwise (llm.c writes GPT-2's as uint16, Llama 3's as uint32;
+// PrepareOptions::token_bytes overrides the choice). Large documents are encoded in pieces of about
+// a megabyte, cut where GPT-2's pre-tokenisation cannot join across the cut, so the ids are those
+// of encoding each document whole.
 // Not here: downloading data, any cleaning or normalisation of the text.
 #pragma once
 
@@ -25,6 +27,7 @@ struct PrepareOptions {
   int64_t val_tokens = -1;  // -1: 10% of all tokens, at most one shard
   int64_t shard_tokens = 100'000'000;
   std::string split_on = "file";  // --split-on: file, blank-lines, lines or regex:PATTERN
+  int token_bytes = 0;  // --token-bytes: 2 (uint16 ids) or 4 (uint32); 0: from the vocabulary
 };
 
 struct PrepareProgress {
@@ -43,8 +46,9 @@ struct PrepareResult {
 };
 
 // Checks every input (exists, non-empty) and the output folder (created if missing, writable)
-// before encoding anything; errors are FileErrors naming the file. `progress` is called after each
-// piece.
+// before encoding anything; errors are FileErrors naming the file. A token_bytes other than 0, 2
+// and 4, or 2 for a vocabulary of more than 65536 tokens, is a UsageError. `progress` is called
+// after each piece.
 PrepareResult prepare_shards(const Tokenizer& tokenizer, const PrepareOptions& options,
                              const std::function<void(const PrepareProgress&)>& progress = {});
 

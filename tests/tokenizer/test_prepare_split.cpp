@@ -62,7 +62,7 @@ TEST_F(ShardWriterTail, NoTrainShardShorterThanHalfAShardUnlessAlone) {
       fs::create_directories(out);
       std::vector<int> ids(total);
       for (size_t i = 0; i < total; ++i) ids[i] = static_cast<int>(i * 7 % 1000);
-      ShardWriter w(out, "d", static_cast<int64_t>(shard), /*val_tokens=*/0);
+      ShardWriter w(out, "d", static_cast<int64_t>(shard), /*val_tokens=*/0, /*token_bytes=*/2);
       // In uneven pieces, as documents arrive.
       for (size_t at = 0; at < total;) {
         const size_t n = std::min(total - at, 1 + at % 4);
