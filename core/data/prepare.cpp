@@ -8,6 +8,7 @@
 
 #include "core/data/document_split.h"
 #include "core/data/shard_writer.h"
+#include "core/io/token_shard.h"
 #include "core/util/file.h"
 #include "simd/error.h"
 
@@ -37,6 +38,22 @@ std::vector<std::string> stale_shards(const std::string& dir, const std::string&
   }
   std::sort(out.begin(), out.end());
   return out;
+}
+
+// The width of the shards' ids: --token-bytes, or what the tokenizer's vocabulary needs.
+int shard_width(const Tokenizer& tokenizer, const PrepareOptions& o) {
+  const int vocab = tokenizer.vocab_size();
+  if (o.token_bytes == 0) return shard_token_bytes(vocab);
+  if (o.token_bytes != 2 && o.token_bytes != 4) {
+    throw UsageError("prepare: --token-bytes " + std::to_string(o.token_bytes) +
+                     " must be 2 (uint16 ids) or 4 (uint32 ids)");
+  }
+  if (o.token_bytes < shard_token_bytes(vocab)) {
+    throw UsageError("prepare: --token-bytes 2 cannot hold the ids of the tokenizer " +
+                     tokenizer.source() + ", whose vocabulary has " + std::to_string(vocab) +
+                     " tokens (uint16 ids reach 65535); use --token-bytes 4");
+  }
+  return o.token_bytes;
 }
 
 // The options a run needs before anything is read: inputs, an output folder, a plain name, a
@@ -145,13 +162,14 @@ size_t next_safe_cut(std::string_view text, size_t from, size_t target) {
 PrepareResult prepare_shards(const Tokenizer& tokenizer, const PrepareOptions& o,
                              const std::function<void(const PrepareProgress&)>& progress) {
   check_options(tokenizer, o);
+  const int token_bytes = shard_width(tokenizer, o);
   const DocumentSplit split(o.split_on);
   PrepareProgress p;
   p.files_total = o.inputs.size();
   p.bytes_total = input_bytes(o.inputs);
   make_out_dir(o);
 
-  ShardWriter writer(o.out_dir, o.name, o.shard_tokens, o.val_tokens);
+  ShardWriter writer(o.out_dir, o.name, o.shard_tokens, o.val_tokens, token_bytes);
   const auto start = Clock::now();
   for (const std::string& in : o.inputs) {
     encode_input(in, tokenizer, split, writer, p, start, progress);

@@ -3,11 +3,13 @@
 // llm.c's rule). Like llm.c's data scripts, every document is preceded by the tokenizer's document
 // token (<|endoftext|> for GPT-2, BOS where a tokenizer adds one, as for Llama 3), so the stream
 // reads [sep, doc 1 ..., sep, doc 2 ..., ...]; the stream is split into val and train shards by
-// ShardWriter. Documents are encoded with Tokenizer::encode_document: a special token's text
-// inside a document is encoded as text, as llm.c's scripts do (split_special_tokens). With GPT-2's files large
-// documents are encoded in pieces of about a megabyte, cut where GPT-2's pre-tokenisation cannot
-// join across the cut, so the ids are those of encoding each document whole; a tokenizer.json's
-// documents are encoded whole.
+// ShardWriter, with uint32 ids where the tokenizer's vocabulary has more than 65536 tokens and uint16
+// ids otherwise (llm.c writes GPT-2's as uint16, Llama 3's as uint32; PrepareOptions::token_bytes
+// overrides the choice). Documents are encoded with Tokenizer::encode_document: a special token's
+// text inside a document is encoded as text, as llm.c's scripts do (split_special_tokens). With
+// GPT-2's files large documents are encoded in pieces of about a megabyte, cut where GPT-2's
+// pre-tokenisation cannot join across the cut, so the ids are those of encoding each document
+// whole; a tokenizer.json's documents are encoded whole.
 // Not here: downloading data, any cleaning or normalisation of the text.
 #pragma once
 
@@ -28,6 +30,7 @@ struct PrepareOptions {
   int64_t val_tokens = -1;  // -1: 10% of all tokens, at most one shard
   int64_t shard_tokens = 100'000'000;
   std::string split_on = "file";  // --split-on: file, blank-lines, lines or regex:PATTERN
+  int token_bytes = 0;  // --token-bytes: 2 (uint16 ids) or 4 (uint32); 0: from the vocabulary
 };
 
 struct PrepareProgress {
@@ -46,8 +49,9 @@ struct PrepareResult {
 };
 
 // Checks every input (exists, non-empty) and the output folder (created if missing, writable)
-// before encoding anything; errors are FileErrors naming the file. `progress` is called after each
-// piece.
+// before encoding anything; errors are FileErrors naming the file. A token_bytes other than 0, 2
+// and 4, or 2 for a vocabulary of more than 65536 tokens, is a UsageError. `progress` is called
+// after each piece.
 PrepareResult prepare_shards(const Tokenizer& tokenizer, const PrepareOptions& options,
                              const std::function<void(const PrepareProgress&)>& progress = {});
 

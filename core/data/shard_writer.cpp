@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 
 #include "core/io/token_shard.h"
 #include "simd/error.h"
@@ -9,8 +10,15 @@
 namespace llmcpu {
 
 ShardWriter::ShardWriter(std::string dir, std::string name, int64_t shard_tokens,
-                         int64_t val_tokens)
-    : dir_(std::move(dir)), name_(std::move(name)), val_left_(val_tokens) {
+                         int64_t val_tokens, int token_bytes)
+    : dir_(std::move(dir)),
+      name_(std::move(name)),
+      token_bytes_(token_bytes),
+      val_left_(val_tokens) {
+  if (token_bytes != 2 && token_bytes != 4) {
+    throw UsageError("token width " + std::to_string(token_bytes) +
+                     " bytes: an llm.c token shard holds uint16 (2) or uint32 (4) ids");
+  }
   if (shard_tokens < 1 || shard_tokens > INT32_MAX) {
     throw UsageError(
         "shard size " + std::to_string(shard_tokens) +
@@ -31,11 +39,22 @@ std::string ShardWriter::shard_path(const std::string& dir, const std::string& n
 
 void ShardWriter::add(const int* ids, size_t n) {
   for (size_t i = 0; i < n; ++i) {
-    if (ids[i] < 0 || ids[i] > UINT16_MAX) {
+    if (ids[i] < 0 || (token_bytes_ == 2 && ids[i] > UINT16_MAX)) {
       throw ShapeError("token id " + std::to_string(ids[i]) +
-                       " does not fit an llm.c token shard (uint16 ids, 0..65535)");
+                       " does not fit an llm.c token shard " +
+                       (token_bytes_ == 2 ? "of uint16 ids (0..65535)" : "of uint32 ids"));
     }
-    pending_.push_back(static_cast<uint16_t>(ids[i]));
+  }
+  const size_t at = pending_.size();
+  pending_.resize(at + n * token_bytes_);
+  uint8_t* out = pending_.data() + at;
+  if (token_bytes_ == 2) {
+    for (size_t i = 0; i < n; ++i) {
+      const uint16_t id = static_cast<uint16_t>(ids[i]);
+      std::memcpy(out + 2 * i, &id, 2);
+    }
+  } else {
+    std::memcpy(out, ids, 4 * n);  // ids are 0..INT32_MAX: an int's bytes are the uint32's
   }
   total_ += n;
   // Once there are 10 shards' worth of tokens, 10% of the total is at least one shard: val is
@@ -49,13 +68,13 @@ void ShardWriter::add(const int* ids, size_t n) {
 void ShardWriter::write_next(bool val, size_t n) {
   std::vector<std::string>& files = val ? val_files_ : train_files_;
   const std::string path = shard_path(dir_, name_, val ? "val" : "train", files.size());
-  write_token_shard(path,
-                    std::vector<uint16_t>(pending_.begin() + head_, pending_.begin() + head_ + n));
+  write_token_shard(path, pending_.data() + head_ * token_bytes_, n, token_bytes_);
   files.push_back(path);
   (val ? val_written_ : train_written_) += n;
   head_ += n;
-  if (head_ * 2 > pending_.size()) {  // drop the written tokens now and then, not at every shard
-    pending_.erase(pending_.begin(), pending_.begin() + head_);
+  const size_t written = head_ * token_bytes_;
+  if (written * 2 > pending_.size()) {  // drop the written tokens now and then, not at every shard
+    pending_.erase(pending_.begin(), pending_.begin() + static_cast<ptrdiff_t>(written));
     head_ = 0;
   }
 }
@@ -63,7 +82,7 @@ void ShardWriter::write_next(bool val, size_t n) {
 void ShardWriter::drain(bool final) {
   if (val_left_ == kAutoVal) return;
   for (;;) {
-    const size_t avail = pending_.size() - head_;
+    const size_t avail = pending_.size() / token_bytes_ - head_;
     if (val_left_ > 0) {
       const size_t want = std::min(static_cast<size_t>(val_left_), shard_tokens_);
       const size_t n = avail >= want ? want : final ? avail : 0;

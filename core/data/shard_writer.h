@@ -3,10 +3,11 @@
 // shard), the rest to DIR/NAME_train_000000.bin, NAME_train_000001.bin, ... of shard_tokens each,
 // except the last, which holds what is left: a tail shorter than half a shard goes into the shard
 // before it (the last train shard then holds up to a shard and a half), so that a glob over the
-// train shards never catches a few stray tokens that no batch fits in. With val_tokens unset, val
-// is 10% of all tokens, at most one shard; until that is known (the end of the stream, or 10
-// shards' worth of tokens) the tokens wait in memory, 2 bytes each. Not here: tokenizing, reading
-// inputs (prepare.h).
+// train shards never catches a few stray tokens that no batch fits in. Every shard has ids of
+// token_bytes bytes: 2 (uint16, GPT-2's shards) or 4 (uint32, llm.c's shards for vocabularies past
+// 65536). With val_tokens unset, val is 10% of all tokens, at most one shard; until that is known
+// (the end of the stream, or 10 shards' worth of tokens) the tokens wait in memory, token_bytes
+// each. Not here: tokenizing, reading inputs, choosing the width (prepare.h).
 #pragma once
 
 #include <cstdint>
@@ -19,10 +20,12 @@ class ShardWriter {
  public:
   static constexpr int64_t kAutoVal = -1;
 
-  // Throws UsageError for shard_tokens outside 1..2^31-1 or val_tokens < -1.
-  ShardWriter(std::string dir, std::string name, int64_t shard_tokens, int64_t val_tokens);
+  // Throws UsageError for shard_tokens outside 1..2^31-1, val_tokens < -1 or token_bytes other
+  // than 2 and 4.
+  ShardWriter(std::string dir, std::string name, int64_t shard_tokens, int64_t val_tokens,
+              int token_bytes);
 
-  // Throws ShapeError for an id that does not fit a shard's uint16.
+  // Throws ShapeError for an id that does not fit the shards' width (nothing of ids is added then).
   void add(const int* ids, size_t n);
   // Writes what is left. Throws Error when no token is left for training.
   void finish();
@@ -44,9 +47,10 @@ class ShardWriter {
 
   std::string dir_, name_;
   size_t shard_tokens_;
-  int64_t val_left_;               // tokens still owed to val; kAutoVal until decided
-  std::vector<uint16_t> pending_;  // tokens not yet written: pending_[head_ ..]
-  size_t head_ = 0;
+  int token_bytes_;
+  int64_t val_left_;              // tokens still owed to val; kAutoVal until decided
+  std::vector<uint8_t> pending_;  // tokens not yet written, token_bytes_ each as in a shard, ...
+  size_t head_ = 0;               // ... from token head_ on
   uint64_t total_ = 0, val_written_ = 0, train_written_ = 0;
   std::vector<std::string> val_files_, train_files_;
 };

@@ -99,7 +99,7 @@ void DataLoader::begin_shard() {
   }
 }
 
-const uint16_t* DataLoader::next_sample() {
+DataLoader::Sample DataLoader::next_sample() {
   if (pos_.sample >= samples_in(pos_.shard_order[pos_.shard])) {
     if (++pos_.shard == shards_.size()) {
       ++pos_.epoch;
@@ -110,20 +110,18 @@ const uint16_t* DataLoader::next_sample() {
   }
   const uint64_t k = shuffle_ ? pos_.sample_order[pos_.sample] : pos_.sample;
   ++pos_.sample;
-  return shards_[pos_.shard_order[pos_.shard]].tokens() + k * (size_t)B_ * T_;
+  return {&shards_[pos_.shard_order[pos_.shard]], k * (size_t)B_ * T_};
 }
 
 void DataLoader::next_batch_of(int rank, int ranks, int* inputs, int* targets) {
-  const uint16_t* t = nullptr;
+  Sample mine{};
   for (int r = 0; r < ranks; ++r) {
-    const uint16_t* sample = next_sample();
-    if (r == rank) t = sample;
+    const Sample sample = next_sample();
+    if (r == rank) mine = sample;
   }
   const size_t BT = (size_t)B_ * T_;
-  for (size_t i = 0; i < BT; ++i) {
-    inputs[i] = t[i];
-    targets[i] = t[i + 1];
-  }
+  mine.shard->copy(mine.first, BT, inputs);
+  mine.shard->copy(mine.first + 1, BT, targets);
 }
 
 DataPosition DataLoader::position() const {

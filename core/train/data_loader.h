@@ -5,6 +5,7 @@
 // shards and the order of the samples inside each shard are drawn anew (seeded) for every epoch and
 // every shard. The whole position is a value (DataPosition) that a training-state file carries, so a
 // resumed run reads exactly the batches the uninterrupted run would have read.
+// Shards of uint16 and of uint32 ids (token_shard.h) may be mixed in one glob.
 #pragma once
 
 #include <cstdint>
@@ -51,7 +52,12 @@ class DataLoader {
 
  private:
   uint64_t samples_in(uint32_t shard) const;
-  const uint16_t* next_sample();  // the next sample's B*T + 1 tokens
+  // Where the next sample's B*T + 1 tokens are.
+  struct Sample {
+    const TokenShard* shard;
+    size_t first;
+  };
+  Sample next_sample();
   void start_epoch();  // draws the shard order when shuffling, then starts the first shard
   void begin_shard();  // draws the sample order of the current shard when shuffling
 

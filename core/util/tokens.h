@@ -1,7 +1,7 @@
 // The one check that token ids lie in a model's vocabulary 0..V-1, for every place that takes
-// tokens from outside (token shards: uint16; debug states and the forward pass: int). It only finds
-// the first bad token and words the problem; each caller throws its own error type (FileError
-// naming the file, ShapeError) with its own prefix ("input", "target").
+// tokens from outside (token shards: uint16 or uint32; debug states and the forward pass: int). It
+// only finds the first bad token and words the problem; each caller throws its own error type
+// (FileError naming the file, ShapeError) with its own prefix ("input", "target").
 #pragma once
 
 #include <cstddef>

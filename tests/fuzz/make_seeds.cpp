@@ -103,6 +103,17 @@ void token_shards() {
       written([&](const std::string& p) { write_token_shard(p, tokens); }));
   put("token_shard", "empty.bin",
       written([&](const std::string& p) { write_token_shard(p, std::vector<uint16_t>{}); }));
+  // llm.c's uint32 shards (version 7): ids across a 128k vocabulary, past 65535.
+  std::vector<uint32_t> wide;
+  for (int i = 0; i < 40; ++i) wide.push_back(uint32_t((i * 40009) % 128256));
+  const std::string bytes32 = written([&](const std::string& p) { write_token_shard(p, wide, 4); });
+  put("token_shard", "forty_uint32.bin", bytes32);
+  put("token_shard", "truncated_uint32.bin", bytes32.substr(0, bytes32.size() - 4));
+  put("token_shard", "uint32_magic_version_1.bin", with_int32(bytes32, 1, 1));
+  put("token_shard", "uint16_magic_version_7.bin", with_int32(bytes, 1, 7));
+  wide.back() = 128256;  // beyond Llama 3's vocabulary
+  put("token_shard", "big_token_uint32.bin",
+      written([&](const std::string& p) { write_token_shard(p, wide, 4); }));
 }
 
 // fuzz_safetensors' input: a small GPT-2 (L=1 NH=1 C=2 V=3 maxT=2) written by save_hf_gpt2 in each

@@ -18,7 +18,10 @@ using namespace llmcpu::testing;
 
 std::vector<uint16_t> read_shard(const std::string& path) {
   const TokenShard s(path);
-  return std::vector<uint16_t>(s.tokens(), s.tokens() + s.size());
+  EXPECT_EQ(s.token_bytes(), 2) << path;  // GPT-2-sized vocabularies: uint16 ids
+  std::vector<uint16_t> ids(s.size());
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<uint16_t>(s.at(i));
+  return ids;
 }
 
 // The stream of all shards a run wrote, val first.
@@ -59,7 +62,7 @@ TEST_F(ShardWriterTail, NoTrainShardShorterThanHalfAShardUnlessAlone) {
       fs::create_directories(out);
       std::vector<int> ids(total);
       for (size_t i = 0; i < total; ++i) ids[i] = static_cast<int>(i * 7 % 1000);
-      ShardWriter w(out, "d", static_cast<int64_t>(shard), /*val_tokens=*/0);
+      ShardWriter w(out, "d", static_cast<int64_t>(shard), /*val_tokens=*/0, /*token_bytes=*/2);
       // In uneven pieces, as documents arrive.
       for (size_t at = 0; at < total;) {
         const size_t n = std::min(total - at, 1 + at % 4);

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -11,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "core/io/checkpoint.h"
 #include "core/io/token_shard.h"
 #include "simd/kernels.h"
 #include "tests/common/process.h"
@@ -101,6 +103,45 @@ TEST_F(Cli, TrainFromPresetLearns) {
   ASSERT_EQ(losses.size(), 12u);
   EXPECT_NEAR(losses[0], std::log(50257.0), 0.5);  // GPT-2 initialisation starts near uniform
   EXPECT_LT(losses.back(), losses[0] - 1.0);
+}
+
+// llm.c's uint32 shards train a model of Llama 3's vocabulary, 128256 tokens (a multiple of 128:
+// Vp = V), made from a preset with L = 1, C = 32: a repeating pattern of ids spread over the whole
+// vocabulary, half of them past 65535. The loss starts near uniform, ln(128256) = 11.76, and comes
+// down; validation reads a uint32 shard too.
+TEST_F(Cli, TrainsA128kVocabularyFromUint32Shards) {
+  constexpr int V = 128256;
+  std::ofstream(path("vocab128k.toml"))
+      << "layers = 1\nheads = 2\nchannels = 32\nmax_seq_len = 64\nvocab_size = " << V << "\n";
+  std::vector<uint32_t> tokens;
+  for (int i = 0; i < 4000; ++i) tokens.push_back(uint32_t((i % 17) * (V - 1) / 16));  // 0..V-1
+  EXPECT_GT(std::count_if(tokens.begin(), tokens.end(), [](uint32_t t) { return t > 65535; }),
+            4000 / 3);  // 8 of every 17
+  write_token_shard(path("wide_train.bin"), tokens, 4);
+  write_token_shard(path("wide_val.bin"),
+                    std::vector<uint32_t>(tokens.begin(), tokens.begin() + 300), 4);
+  const Outcome r = run("train --model " + path("vocab128k.toml") + " --train-data " +
+                        path("wide_train.bin") + " --val-data " + path("wide_val.bin") +
+                        " -b 2 -t 32 --steps 12 --lr 3e-3 --val-every 6 --val-batches 2 --log " +
+                        path("log.txt") + " --save " + path("out.bin"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  const CheckpointInfo saved = read_checkpoint_header(path("out.bin"));
+  EXPECT_EQ(saved.config.vocab_size, V);
+  EXPECT_EQ(saved.config.padded_vocab_size, V);
+  std::ifstream log(path("log.txt"));
+  std::vector<double> losses, val_losses;
+  for (std::string line; std::getline(log, line);) {
+    const size_t trl = line.find("trl:"), tel = line.find("tel:");
+    if (trl != std::string::npos) losses.push_back(std::stod(line.substr(trl + 4)));
+    if (tel != std::string::npos) val_losses.push_back(std::stod(line.substr(tel + 4)));
+  }
+  ASSERT_EQ(losses.size(), 12u);
+  EXPECT_NEAR(losses[0], std::log(double(V)), 0.5);  // GPT-2 initialisation starts near uniform
+  for (const double loss : losses) EXPECT_TRUE(std::isfinite(loss)) << loss;
+  EXPECT_LT(losses.back(), losses[0] - 1.0);
+  ASSERT_FALSE(val_losses.empty());
+  EXPECT_TRUE(std::isfinite(val_losses.back()));
+  EXPECT_LT(val_losses.back(), std::log(double(V)) - 1.0);
 }
 
 // A glob that also catches a shard too short for one batch trains on the others and says which it

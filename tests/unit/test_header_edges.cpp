@@ -1,10 +1,10 @@
 // Every field of every file header at its edges (tests/common/header_edges.h says how): llm.c's
-// checkpoints (version 3 fp32, version 5 bf16), token shards and debug states, llmcpu's training
-// states (a whole one, a ZeRO-1 run's marker and one of its rank shards) and safetensors (the
-// 8-byte header length, and each tensor's dtype, shape and data_offsets in the JSON). One table
-// per format; what each edge must do follows from what the field means, which the tables say
-// where it is not plain refusal. Also --resume with a 64-bit step this trainer cannot count to, and
-// a state whose step is not its name's. The tokenizer's gpt2_tokenizer.bin is in
+// checkpoints (version 3 fp32, version 5 bf16), token shards (uint16 and uint32 ids) and debug
+// states, llmcpu's training states (a whole one, a ZeRO-1 run's marker and one of its rank shards)
+// and safetensors (the 8-byte header length, and each tensor's dtype, shape and data_offsets in the
+// JSON). One table per format; what each edge must do follows from what the field means, which the
+// tables say where it is not plain refusal. Also --resume with a 64-bit step this trainer cannot
+// count to, and a state whose step is not its name's. The tokenizer's gpt2_tokenizer.bin is in
 // tests/tokenizer/test_header_edges.cpp.
 #include <gtest/gtest.h>
 
@@ -103,18 +103,29 @@ std::vector<HeaderField> checkpoint_fields() {
 }
 
 // ---------------------------------------------------------------------------------------------------
-// llm.c token shards: int32[256] {20240520, 1, ntok}, then ntok uint16.
+// llm.c token shards: int32[256] {20240520, 1, ntok}, then ntok uint16, or {20240801, 7, ntok},
+// then ntok uint32. A wrong magic names both; a wrong version names the one its magic takes.
 
-std::vector<HeaderField> token_shard_fields() {
+std::vector<HeaderField> token_shard_fields(int version) {
   HeaderField ntok{"ntok", 8, Type::kI32, refused({"its header says {} tokens", "bytes"})};
   ntok.except[kMinusOne] = ntok.except[kInt32Min] = refused({"negative token count {}"});
   ntok.past = i32_plus(8, 1);
   return {
-      {"magic", 0, Type::kI32, refused({"bad magic {}", "expected 20240520"})},
-      {"version", 4, Type::kI32, refused({"unsupported token shard version {}", "expected 1"})},
+      {"magic", 0, Type::kI32, refused({"bad magic {}", "expected 20240520 or 20240801"})},
+      {"version", 4, Type::kI32,
+       refused({"unsupported token shard version {}", "expected " + std::to_string(version)})},
       ntok,
       reserved_int(3),
   };
+}
+
+// A uint32 shard of the tiny fixture's tokens.
+Bytes uint32_token_shard(const std::string& dir) {
+  const TokenShard narrow(fixture("tiny", "train.bin"));
+  std::vector<uint32_t> ids(narrow.size());
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = narrow.at(i);
+  write_token_shard(dir + "/wide.bin", ids, 4);
+  return read_bytes(dir + "/wide.bin");
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -435,7 +446,12 @@ const std::vector<Format>& formats() {
        [](const std::string&) { return read_bytes(fixture("tiny", "train.bin")); },
        [](const std::string& path) { TokenShard shard(path); },
        {},
-       token_shard_fields()},
+       token_shard_fields(kShardVersion)},
+      {"TokenShardUint32",
+       uint32_token_shard,
+       [](const std::string& path) { TokenShard shard(path); },
+       {},
+       token_shard_fields(kShard32Version)},
       {"DebugState",
        [](const std::string&) { return read_bytes(fixture("tiny", "state.bin")); },
        [](const std::string& path) { load_debug_state(path, tiny_model_config()); },

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <climits>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -18,6 +19,7 @@
 #include <iterator>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "core/io/checkpoint.h"
@@ -287,7 +289,33 @@ TEST_F(LoaderCheckpoint, EveryTruncationAndHostileHeaderFails) {
 // ---------------------------------------------------------------------------------------------------
 // Token shards
 
-class LoaderTokenShard : public TempDirTest {};
+class LoaderTokenShard : public TempDirTest {
+ protected:
+  // Every token of the shard through at(), and the same through copy() must agree.
+  static std::vector<uint32_t> tokens_of(const TokenShard& shard) {
+    std::vector<uint32_t> t(shard.size());
+    for (size_t i = 0; i < t.size(); ++i) t[i] = shard.at(i);
+    std::vector<int> copied(shard.size());
+    shard.copy(0, copied.size(), copied.data());
+    EXPECT_EQ(std::vector<uint32_t>(copied.begin(), copied.end()), t);
+    return t;
+  }
+  // llm.c's write_datafile, written out here independently of write_token_shard: the int32[256]
+  // header {magic, version, ntok}, then the ids as `Id` (uint16_t or uint32_t).
+  template <class Id>
+  void write_llmc_shard(const std::string& file, int32_t magic, int32_t version,
+                        const std::vector<uint32_t>& ids) {
+    int32_t head[256] = {magic, version, static_cast<int32_t>(ids.size())};
+    std::FILE* f = std::fopen(file.c_str(), "wb");
+    ASSERT_NE(f, nullptr) << file;
+    ASSERT_EQ(std::fwrite(head, sizeof(int32_t), 256, f), 256u);
+    for (uint32_t id : ids) {
+      const Id narrow = static_cast<Id>(id);
+      ASSERT_EQ(std::fwrite(&narrow, sizeof(Id), 1, f), 1u);
+    }
+    ASSERT_EQ(std::fclose(f), 0);
+  }
+};
 
 TEST_F(LoaderTokenShard, RoundTrip) {
   const std::vector<uint16_t> tokens = {0, 1, 50256, 65535, 7, 7, 300};
@@ -295,23 +323,75 @@ TEST_F(LoaderTokenShard, RoundTrip) {
   EXPECT_EQ(fs::file_size(path("shard.bin")), kLlmcHeaderBytes + 2 * tokens.size());
   const TokenShard shard(path("shard.bin"));
   EXPECT_EQ(shard.path(), path("shard.bin"));
+  EXPECT_EQ(shard.token_bytes(), 2);
   ASSERT_EQ(shard.size(), tokens.size());
-  EXPECT_EQ(std::vector<uint16_t>(shard.tokens(), shard.tokens() + shard.size()), tokens);
+  EXPECT_EQ(tokens_of(shard), std::vector<uint32_t>(tokens.begin(), tokens.end()));
   EXPECT_NO_THROW(shard.check_vocab(65536));
+}
+
+TEST_F(LoaderTokenShard, Uint32RoundTrip) {
+  const std::vector<uint32_t> tokens = {0, 1, 65535, 65536, 128255, 100000, 7, 0x7ffffffe};
+  write_token_shard(path("shard.bin"), tokens, 4);
+  EXPECT_EQ(fs::file_size(path("shard.bin")), kLlmcHeaderBytes + 4 * tokens.size());
+  const TokenShard shard(path("shard.bin"));
+  EXPECT_EQ(shard.token_bytes(), 4);
+  ASSERT_EQ(shard.size(), tokens.size());
+  EXPECT_EQ(tokens_of(shard), tokens);
+  std::vector<int> middle(3);
+  shard.copy(3, 3, middle.data());
+  EXPECT_EQ(middle, (std::vector<int>{65536, 128255, 100000}));
+  EXPECT_NO_THROW(shard.check_vocab(INT_MAX));
+  // Ids that fit 16 bits written with either width read back the same.
+  const std::vector<uint32_t> small = {3, 65535, 0, 50256};
+  write_token_shard(path("w2.bin"), small, 2);
+  write_token_shard(path("w4.bin"), small, 4);
+  EXPECT_EQ(TokenShard(path("w2.bin")).token_bytes(), 2);
+  EXPECT_EQ(tokens_of(TokenShard(path("w2.bin"))), small);
+  EXPECT_EQ(tokens_of(TokenShard(path("w4.bin"))), small);
 }
 
 TEST_F(LoaderTokenShard, EmptyShardRoundTrip) {
   write_token_shard(path("empty.bin"), {});
-  const TokenShard shard(path("empty.bin"));
-  EXPECT_EQ(shard.size(), 0u);
-  EXPECT_NO_THROW(shard.check_vocab(1));
+  write_token_shard(path("empty4.bin"), std::vector<uint32_t>{}, 4);
+  for (const char* name : {"empty.bin", "empty4.bin"}) {
+    const TokenShard shard(path(name));
+    EXPECT_EQ(shard.size(), 0u);
+    EXPECT_NO_THROW(shard.check_vocab(1));
+  }
+}
+
+// The bytes are llm.c's, for both widths: its header and its ids, nothing else.
+TEST_F(LoaderTokenShard, BytesEqualLlmcLayout) {
+  const std::vector<uint32_t> ids = {128000, 9906, 11, 1917, 0, 65535, 65536, 128255, 17};
+  write_llmc_shard<uint32_t>(path("llmc32.bin"), 20240801, 7, ids);
+  write_token_shard(path("ours32.bin"), ids, 4);
+  EXPECT_EQ(read_bytes(path("ours32.bin")), read_bytes(path("llmc32.bin")));
+  const std::vector<uint32_t> gpt2 = {50256, 15496, 11, 995, 0, 65535};
+  write_llmc_shard<uint16_t>(path("llmc16.bin"), 20240520, 1, gpt2);
+  write_token_shard(path("ours16.bin"), gpt2, 2);
+  EXPECT_EQ(read_bytes(path("ours16.bin")), read_bytes(path("llmc16.bin")));
+  // And a file llm.c wrote reads as its ids.
+  EXPECT_EQ(tokens_of(TokenShard(path("llmc32.bin"))), ids);
+}
+
+TEST_F(LoaderTokenShard, WriteRefusesIdsThatDoNotFit) {
+  try {
+    write_token_shard(path("wide.bin"), std::vector<uint32_t>{1, 2, 65536}, 2);
+    ADD_FAILURE() << "an id past 65535 written into a uint16 shard";
+  } catch (const ShapeError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("token 65536 at position 2"), std::string::npos) << what;
+  }
+  EXPECT_FALSE(fs::exists(path("wide.bin")));
+  EXPECT_THROW(write_token_shard(path("three.bin"), std::vector<uint32_t>{1}, 3), UsageError);
 }
 
 TEST_F(LoaderTokenShard, BadMagic) {
   Bytes file = header({kCheckpointMagic, kShardVersion, 0});
   write_bytes(path("magic.bin"), file);
   expect_file_error([&] { TokenShard s(path("magic.bin")); }, path("magic.bin"),
-                    {"magic", std::to_string(kCheckpointMagic), std::to_string(kShardMagic)});
+                    {"magic", std::to_string(kCheckpointMagic), std::to_string(kShardMagic),
+                     std::to_string(kShard32Magic), "version 1", "version 7"});
 }
 
 TEST_F(LoaderTokenShard, BadVersion) {
@@ -320,9 +400,21 @@ TEST_F(LoaderTokenShard, BadVersion) {
                     {"version 2", "expected 1"});
 }
 
+// Each magic takes its own version only: a uint32 magic with the uint16 version, and the reverse.
+TEST_F(LoaderTokenShard, VersionOfTheOtherMagic) {
+  write_bytes(path("m32v1.bin"), header({kShard32Magic, kShardVersion, 0}));
+  expect_file_error([&] { TokenShard s(path("m32v1.bin")); }, path("m32v1.bin"),
+                    {"version 1 for magic 20240801", "expected 7"});
+  write_bytes(path("m16v7.bin"), header({kShardMagic, kShard32Version, 0}));
+  expect_file_error([&] { TokenShard s(path("m16v7.bin")); }, path("m16v7.bin"),
+                    {"version 7 for magic 20240520", "expected 1"});
+}
+
 TEST_F(LoaderTokenShard, NegativeCount) {
   write_bytes(path("neg.bin"), header({kShardMagic, kShardVersion, -5}));
   expect_file_error([&] { TokenShard s(path("neg.bin")); }, path("neg.bin"), {"negative", "-5"});
+  write_bytes(path("neg4.bin"), header({kShard32Magic, kShard32Version, -5}));
+  expect_file_error([&] { TokenShard s(path("neg4.bin")); }, path("neg4.bin"), {"negative", "-5"});
 }
 
 TEST_F(LoaderTokenShard, Truncated) {
@@ -332,6 +424,29 @@ TEST_F(LoaderTokenShard, Truncated) {
   expect_file_error([&] { TokenShard s(path("cut.bin")); }, path("cut.bin"),
                     {"truncated", "100 tokens", std::to_string(kLlmcHeaderBytes + 200) + " bytes",
                      std::to_string(file.size()) + " bytes"});
+}
+
+// For each width: one byte short is truncated, one byte over is trailing bytes; both refused with
+// the sizes. A uint32 shard's length as a uint16 one's (2 bytes a token) is refused too.
+TEST_F(LoaderTokenShard, LengthMustMatchTheWidth) {
+  for (const auto& [magic, version, width] :
+       {std::tuple{kShardMagic, kShardVersion, 2}, std::tuple{kShard32Magic, kShard32Version, 4}}) {
+    const size_t exact = kLlmcHeaderBytes + size_t(width) * 10;
+    const size_t other_width = kLlmcHeaderBytes + size_t(6 - width) * 10;  // 4 bytes a token for 2
+    for (const size_t size : {exact - 1, exact + 1, other_width}) {
+      Bytes file = header({magic, version, 10});
+      file.resize(size);
+      write_bytes(path("bad.bin"), file);
+      expect_file_error(
+          [&] { TokenShard s(path("bad.bin")); }, path("bad.bin"),
+          {"10 tokens of " + std::to_string(width) + " bytes", std::to_string(exact) + " bytes",
+           "file is " + std::to_string(size) + " bytes", size < exact ? "(truncated?)" : "bytes"});
+    }
+    Bytes file = header({magic, version, 10});
+    file.resize(exact);
+    write_bytes(path("good.bin"), file);
+    EXPECT_EQ(TokenShard(path("good.bin")).size(), 10u);
+  }
 }
 
 TEST_F(LoaderTokenShard, ShorterThanHeaderAndEmpty) {
@@ -349,6 +464,29 @@ TEST_F(LoaderTokenShard, CheckVocabNamesTokenAndPosition) {
   EXPECT_NO_THROW(shard.check_vocab(60001));
   expect_file_error([&] { shard.check_vocab(50257); }, path("shard.bin"),
                     {"token 50257 at position 2", "0..50256"});
+}
+
+TEST_F(LoaderTokenShard, CheckVocabOfUint32Shard) {
+  write_token_shard(path("shard.bin"), std::vector<uint32_t>{5, 128255, 70000, 128256, 0xffffffffu},
+                    4);
+  const TokenShard shard(path("shard.bin"));
+  expect_file_error([&] { shard.check_vocab(128256); }, path("shard.bin"),
+                    {"token 128256 at position 3", "0..128255"});
+  expect_file_error([&] { shard.check_vocab(65536); }, path("shard.bin"),
+                    {"token 128255 at position 1", "0..65535"});
+  // The largest uint32 is no negative number: refused as itself by any vocabulary.
+  expect_file_error([&] { shard.check_vocab(INT_MAX); }, path("shard.bin"),
+                    {"token 4294967295 at position 4"});
+}
+
+TEST_F(LoaderTokenShard, CopyPastTheEndIsRefused) {
+  write_token_shard(path("shard.bin"), std::vector<uint32_t>{1, 2, 3}, 4);
+  const TokenShard shard(path("shard.bin"));
+  std::vector<int> out(4);
+  EXPECT_NO_THROW(shard.copy(3, 0, out.data()));
+  EXPECT_THROW(shard.copy(0, 4, out.data()), ShapeError);
+  EXPECT_THROW(shard.copy(4, 0, out.data()), ShapeError);
+  EXPECT_THROW(shard.copy(2, SIZE_MAX, out.data()), ShapeError);
 }
 
 // ---------------------------------------------------------------------------------------------------

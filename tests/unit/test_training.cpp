@@ -352,8 +352,8 @@ TEST_F(Training, SequentialLoaderWalksShardsInOrder) {
     const TokenShard& s = k < n0 ? s0 : (k < n0 + n1 ? s1 : s0);  // wraps to the first shard
     const uint64_t start = (k < n0 ? k : (k < n0 + n1 ? k - n0 : 0)) * 26;
     for (int i = 0; i < 26; ++i) {
-      ASSERT_EQ(x[i], s.tokens()[start + i]) << "sample " << k;
-      ASSERT_EQ(y[i], s.tokens()[start + i + 1]) << "sample " << k;
+      ASSERT_EQ(x[i], int(s.at(start + i))) << "sample " << k;
+      ASSERT_EQ(y[i], int(s.at(start + i + 1))) << "sample " << k;
     }
   }
 }
@@ -409,6 +409,45 @@ TEST_F(Training, ShuffledLoaderVisitsEverySampleOncePerEpoch) {
   DataPosition bad = pos;
   bad.shard_order = {0, 0};
   EXPECT_THROW(restored.restore(bad), Error);
+}
+
+// llm.c's uint32 shards (its format for vocabularies past 65536) give the batches the same tokens
+// give in uint16 shards, in order and shuffled, and a glob may mix the two widths.
+TEST_F(Training, Uint32ShardsGiveTheSameBatches) {
+  fs::create_directories(path("wide"));
+  fs::create_directories(path("mixed"));
+  for (const std::string name : {"train_000000.bin", "train_000001.bin"}) {
+    const TokenShard s(path(name));
+    std::vector<uint32_t> ids(s.size());
+    for (size_t i = 0; i < ids.size(); ++i) ids[i] = s.at(i);
+    write_token_shard(path("wide/" + name), ids, 4);
+    write_token_shard(path("mixed/" + name), ids, name == "train_000000.bin" ? 4 : 2);
+  }
+  ASSERT_EQ(TokenShard(path("wide/train_000001.bin")).token_bytes(), 4);
+  ASSERT_EQ(TokenShard(path("mixed/train_000001.bin")).token_bytes(), 2);
+  for (const bool shuffle : {false, true}) {
+    DataLoader narrow(path("train_*.bin"), 2, 13, 311, shuffle, 9);
+    DataLoader wide(path("wide/train_*.bin"), 2, 13, 311, shuffle, 9);
+    DataLoader mixed(path("mixed/train_*.bin"), 2, 13, 311, shuffle, 9);
+    ASSERT_EQ(wide.total_samples(), narrow.total_samples());
+    ASSERT_EQ(mixed.total_samples(), narrow.total_samples());
+    std::vector<int> x(26), y(26), xw(26), yw(26), xm(26), ym(26);
+    for (uint64_t k = 0; k < 2 * narrow.total_samples() + 3; ++k) {  // past an epoch's end
+      narrow.next_batch(x.data(), y.data());
+      wide.next_batch(xw.data(), yw.data());
+      mixed.next_batch(xm.data(), ym.data());
+      ASSERT_EQ(xw, x) << "sample " << k << (shuffle ? " (shuffled)" : "");
+      ASSERT_EQ(yw, y) << "sample " << k;
+      ASSERT_EQ(xm, x) << "sample " << k;
+      ASSERT_EQ(ym, y) << "sample " << k;
+    }
+    // A saved position means the same in either width.
+    DataLoader resumed(path("wide/train_*.bin"), 2, 13, 311, shuffle, 9);
+    resumed.restore(narrow.position());
+    narrow.next_batch(x.data(), y.data());
+    resumed.next_batch(xw.data(), yw.data());
+    EXPECT_EQ(xw, x);
+  }
 }
 
 TEST_F(Training, ConfigFileKeysAndFlagOverrides) {

@@ -1,5 +1,5 @@
 // `llmcpu prepare`: text files -> llm.c token shards (NAME_val_000000.bin, NAME_train_000000.bin,
-// ...), with a progress bar on standard error when it is a terminal.
+// ...) of uint16 or uint32 ids, with a progress bar on standard error when it is a terminal.
 #include <unistd.h>
 
 #include <cstdio>
@@ -63,6 +63,10 @@ class PrepareCommand : public Command {
     p.option("split-on", 0, &o_.split_on, "HOW",
              "documents in each file: file (default), blank-lines (as llm.c's tinyshakespeare), "
              "lines, or regex:PATTERN; a document ends after its separator");
+    p.option("token-bytes", 0, &o_.token_bytes, "N",
+             "bytes per token id: 2 (uint16) or 4 (uint32, llm.c's shards for vocabularies past "
+             "65536) (default: 4 for a vocabulary of more than 65536 tokens, else 2)",
+             {2, 4});
     p.option("tokenizer", 0, &tokenizer_path_, "PATH",
              "tokenizer.json (or its folder), or a folder with encoder.json and vocab.bpe\n"
              "                              (default: the cache folder's tokenizer/)");
@@ -71,6 +75,10 @@ class PrepareCommand : public Command {
     if (o_.inputs.empty()) throw UsageError("prepare: --input FILE... is required");
     if (o_.out_dir.empty()) throw UsageError("prepare: --out-dir DIR is required");
     DocumentSplit{o_.split_on};  // the rule's words and pattern
+    if (o_.token_bytes != 0 && o_.token_bytes != 2 && o_.token_bytes != 4) {
+      throw UsageError("prepare: --token-bytes " + std::to_string(o_.token_bytes) +
+                       " must be 2 or 4");
+    }
   }
   int run(const ArgParser& p) override;
 
