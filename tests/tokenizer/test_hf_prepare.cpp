@@ -117,3 +117,59 @@ TEST_F(HfPrepare, Llama3VocabularyShardsAreUint32AndTrain) {
 
 }  // namespace
 }  // namespace llmcpu
+
+namespace llmcpu {
+namespace {
+
+// The other places a tokenizer is taken: `train --sample-every` and `sample`, with the llama2
+// layout (a SentencePiece-style vocabulary of 1622 ids whose tokenizer adds <s>): samples start
+// from <s>, the prompt is encoded as tokenizers.js encodes it, and the text is the decoder's.
+TEST_F(HfPrepare, TrainSamplesAndSampleUseTheTokenizerJson) {
+  const HfReference ref = find_hf_reference();
+  ASSERT_TRUE(ref.missing.empty()) << ref.missing;
+  make_hf_layouts(ref, dir_.string(), {"llama2"});
+  const std::string prompt = "Once upon a time";
+  const HfReferenceRun expected = run_hf_reference(ref, path("llama2"), {prompt}, path("p.json"));
+  ASSERT_TRUE(expected.error.empty()) << expected.error;
+  ASSERT_EQ(expected.document_token_id, 1) << "<s> starts every document";
+
+  write_file(path("doc.txt"), read_file(LLMCPU_TOKENIZER_TEST_DIR "/texts/hf/prose.txt"));
+  const Outcome prepared = run_llmcpu("prepare --tokenizer " + shell_quote(path("llama2")) +
+                                      " --input " + shell_quote(path("doc.txt")) + " --out-dir " +
+                                      shell_quote(path("out")) + " --val-tokens 64");
+  ASSERT_EQ(prepared.status, 0) << prepared.output;
+  write_file(path("tiny.toml"), "layers = 1\nheads = 2\nchannels = 16\nmax_seq_len = 32\n"
+                                "vocab_size = " + std::to_string(expected.vocab_size) + "\n");
+  const Outcome trained = run_llmcpu(
+      "train --model " + shell_quote(path("tiny.toml")) + " --train-data " +
+      shell_quote(path("out/data_train_*.bin")) + " -b 1 -t 32 --steps 2 --sample-every 2 " +
+      "--sample-tokens 8 --tokenizer " + shell_quote(path("llama2")) + " --save " +
+      shell_quote(path("m.bin")));
+  ASSERT_EQ(trained.status, 0) << trained.output;
+  EXPECT_NE(trained.output.find("sample at step"), std::string::npos) << trained.output;
+  EXPECT_EQ(trained.output.find("samples are shown as token ids"), std::string::npos)
+      << trained.output;
+
+  const Outcome sampled =
+      run_llmcpu("sample --model " + shell_quote(path("m.bin")) + " --tokenizer " +
+                 shell_quote(path("llama2")) + " --prompt " + shell_quote(prompt) +
+                 " --tokens 6 --seed 3");
+  ASSERT_EQ(sampled.status, 0) << sampled.output;
+  EXPECT_NE(sampled.output.find(prompt), std::string::npos) << sampled.output;
+  // The context is <s> and the prompt's ids.
+  const std::string context =
+      "after a " + std::to_string(1 + expected.texts[0].ids.size()) + "-token context";
+  EXPECT_NE(sampled.output.find(context), std::string::npos) << sampled.output;
+
+  // A tokenizer with more tokens than the model has rows (the gpt2 layout) is refused by name.
+  make_hf_layouts(ref, path("other"), {"gpt2"});
+  const Outcome refused =
+      run_llmcpu("sample --model " + shell_quote(path("m.bin")) + " --tokens 4 --tokenizer " +
+                 shell_quote(path("other/gpt2")));
+  EXPECT_EQ(refused.status, 2) << refused.output;
+  EXPECT_NE(refused.output.find("tokens, more than the 1664 rows of --model"), std::string::npos)
+      << refused.output;
+}
+
+}  // namespace
+}  // namespace llmcpu
