@@ -2,6 +2,7 @@
 
 #include <queue>
 
+#include "core/tokenizer/hf_pretokenizers.h"
 #include "core/tokenizer/unicode_text.h"
 
 namespace llmcpu::hf {
@@ -32,6 +33,9 @@ BpeModel::BpeModel(const Node& model) {
   }
   read_vocab(model);
   read_merges(model);
+  for (int b = 0; b < 256; ++b) {
+    unicode::append_utf8(alphabet_[b], byte_level_char(static_cast<unsigned char>(b)));
+  }
   byte_fallback_ = model.boolean("byte_fallback", false);
   fuse_unk_ = model.boolean("fuse_unk", false);
   ignore_merges_ = model.boolean("ignore_merges", false);
@@ -179,6 +183,7 @@ void BpeModel::finish(const StringIds& output_ids, const StringIds& plain_output
   }
   symbol_vocab_id_.resize(symbol_text_.size(), -1);
   symbol_output_id_.resize(symbol_text_.size(), -1);
+  for (int b = 0; b < 256; ++b) byte_symbol_[b] = find_symbol(alphabet_[b]);
 }
 
 BpeModel::Token BpeModel::lookup(std::string_view token, bool plain) const {
@@ -272,21 +277,36 @@ void BpeModel::emit(std::string_view token, bool plain, std::vector<Token>& out)
   if (has_unk_) out.push_back({unk_output_id_, unk_id_});
 }
 
-void BpeModel::encode(std::string_view word, bool plain, std::vector<Token>& out) const {
+void BpeModel::encode(std::string_view word, bool plain, bool raw_bytes,
+                      std::vector<Token>& out) const {
   if (word.empty()) return;
-  if (ignore_merges_ && lookup(word, plain).vocab_id >= 0) {
-    emit(word, plain, out);
-    return;
-  }
   // The characters, the last with end_of_word_suffix; chars[k] is character k's text.
   std::vector<std::string_view> chars;
-  for (size_t pos = 0; pos < word.size();) {
-    const size_t len = static_cast<size_t>(unicode::decode_at(word, pos).bytes);
-    chars.push_back(word.substr(pos, len));
-    pos += len;
+  if (raw_bytes) {
+    chars.reserve(word.size());
+    for (const char c : word) chars.emplace_back(alphabet_[static_cast<unsigned char>(c)]);
+  } else {
+    for (size_t pos = 0; pos < word.size();) {
+      const size_t len = static_cast<size_t>(unicode::decode_at(word, pos).bytes);
+      chars.push_back(word.substr(pos, len));
+      pos += len;
+    }
+  }
+  if (ignore_merges_) {  // the whole pre-token, when it is a token
+    std::string mapped;
+    if (raw_bytes) {
+      for (const std::string_view c : chars) mapped += c;
+    }
+    const std::string_view whole = raw_bytes ? std::string_view(mapped) : word;
+    if (lookup(whole, plain).vocab_id >= 0) {
+      emit(whole, plain, out);
+      return;
+    }
   }
   std::vector<int> symbols(chars.size());
-  for (size_t k = 0; k < chars.size(); ++k) symbols[k] = find_symbol(chars[k]);
+  for (size_t k = 0; k < chars.size(); ++k) {
+    symbols[k] = raw_bytes ? byte_symbol_[static_cast<unsigned char>(word[k])] : find_symbol(chars[k]);
+  }
   std::string last;
   if (!end_of_word_suffix_.empty()) {
     last = std::string(chars.back()) + end_of_word_suffix_;

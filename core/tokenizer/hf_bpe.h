@@ -45,7 +45,9 @@ class BpeModel {
   };
   // Appends the tokens of one pre-token. `plain`: as if the special added tokens were not there
   // (their strings have only the model vocabulary's ids), for Hugging Face's split_special_tokens.
-  void encode(std::string_view word, bool plain, std::vector<Token>& out) const;
+  // `raw_bytes`: the word is bytes that stand for their characters of GPT-2's byte alphabet (a
+  // ByteLevel pre-tokenizer left the mapping to the model).
+  void encode(std::string_view word, bool plain, bool raw_bytes, std::vector<Token>& out) const;
   bool fuse_unk() const { return fuse_unk_; }
   int unk_vocab_id() const { return unk_id_; }
 
@@ -82,6 +84,8 @@ class BpeModel {
   int unk_id_ = -1, unk_output_id_ = -1;
   int byte_vocab_id_[256], byte_output_id_[256];
   StringIds output_ids_;
+  std::string alphabet_[256];  // GPT-2's byte alphabet: byte b as UTF-8
+  int byte_symbol_[256];        // and its symbol (-1: none)
   StringIds special_model_ids_;  // special added contents -> their model id before, or -1
   std::unordered_map<int, Token> plain_;  // symbol -> its token in the plain view, where it differs
 };

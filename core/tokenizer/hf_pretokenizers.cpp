@@ -46,9 +46,8 @@ class ByteLevel : public PreTokenizer {
     }
   }
   void split(std::string_view piece, int, Pieces& out) const override {
-    std::string prefixed;
     if (add_prefix_space_ && (piece.empty() || piece[0] != ' ')) {
-      prefixed = " ";
+      std::string& prefixed = out.arena->emplace_back(1, ' ');
       prefixed.append(piece);
       piece = prefixed;
     }
@@ -60,15 +59,21 @@ class ByteLevel : public PreTokenizer {
     std::string_view word;
     while (cursor.next(word)) add_mapped(word, out);
   }
+  bool defer_byte_level() override { return defer_ = true; }
 
  private:
   void add_mapped(std::string_view bytes, Pieces& out) const {
-    const auto begin = static_cast<uint32_t>(out.text.size());
-    for (const char c : bytes) out.text += alphabet_[static_cast<unsigned char>(c)];
-    out.spans.emplace_back(begin, static_cast<uint32_t>(out.text.size()));
+    if (defer_) {
+      out.add(bytes);
+      return;
+    }
+    std::string mapped;
+    for (const char c : bytes) mapped += alphabet_[static_cast<unsigned char>(c)];
+    out.add_owned(std::move(mapped));
   }
 
   bool add_prefix_space_, use_regex_;
+  bool defer_ = false;
   Pretokenizer gpt2_;
   std::string alphabet_[256];
 };
@@ -83,7 +88,7 @@ class Split : public PreTokenizer {
     if (removed_ && !invert_) {
       std::vector<std::string> parts;
       pattern_.split(piece, parts);
-      for (const auto& p : parts) out.add(p);
+      for (auto& p : parts) out.add_owned(std::move(p));
       return;
     }
     std::vector<Pattern::Span> matches;
@@ -142,7 +147,7 @@ class Metaspace : public PreTokenizer {
     }
     const bool starts = s.compare(0, replacement_.size(), replacement_) == 0;
     if (!starts && (scheme_ == "always" || (scheme_ == "first" && section == 0))) s = str_rep_ + s;
-    out.add(s);
+    out.add_owned(std::move(s));
   }
 
  private:
@@ -168,8 +173,14 @@ class WhitespaceSplit : public PreTokenizer {
 class Sequence : public PreTokenizer {
  public:
   explicit Sequence(std::vector<std::unique_ptr<PreTokenizer>> parts) : parts_(std::move(parts)) {}
+  bool defer_byte_level() override {
+    for (size_t i = parts_.size(); i-- > 0;) {
+      if (parts_[i]) return parts_[i]->defer_byte_level();
+    }
+    return false;
+  }
   void split(std::string_view piece, int section, Pieces& out) const override {
-    Pieces a, b;
+    Pieces a(out.arena), b(out.arena);
     a.add(piece);
     for (const auto& p : parts_) {
       if (!p) continue;

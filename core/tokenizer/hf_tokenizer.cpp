@@ -9,6 +9,7 @@
 #include "core/tokenizer/hf_json.h"
 #include "core/tokenizer/hf_normalizers.h"
 #include "core/tokenizer/hf_pretokenizers.h"
+#include "core/tokenizer/piece_cache.h"
 #include "core/tokenizer/unicode_text.h"
 #include "core/util/file.h"
 
@@ -39,8 +40,9 @@ class Splitter {
   bool empty() const {
     return std::all_of(std::begin(by_first_), std::end(by_first_), [](const auto& l) { return l.empty(); });
   }
-  std::vector<std::string> split(std::string_view text) const {
-    std::vector<std::string> out;
+  // The parts, as views into `text`.
+  std::vector<std::string_view> split(std::string_view text) const {
+    std::vector<std::string_view> out;
     size_t start = 0;
     for (size_t i = 0; i < text.size();) {
       const std::string* match = nullptr;
@@ -54,12 +56,12 @@ class Splitter {
         ++i;
         continue;
       }
-      if (i > start) out.emplace_back(text.substr(start, i - start));
-      out.push_back(*match);
+      if (i > start) out.push_back(text.substr(start, i - start));
+      out.push_back(text.substr(i, match->size()));
       i += match->size();
       start = i;
     }
-    if (start < text.size()) out.emplace_back(text.substr(start));
+    if (start < text.size()) out.push_back(text.substr(start));
     return out;
   }
 
@@ -109,12 +111,13 @@ struct HfTokenizer::Impl {
   std::vector<AddedToken> added;
   StringIds added_ids;  // content and normalized content -> id (the last token wins)
   StringIds plain_added_ids;  // the same for the tokens that are not special
-  std::unordered_map<std::string, size_t> added_index;  // -> index into added
+  std::unordered_map<std::string, size_t, StringHash, std::equal_to<>> added_index;  // -> added[]
   // [0]: every added token; [1]: the tokens that are not special (documents, split_special).
   Splitter raw_splitter[2], normalized_splitter[2];
   bool clean_up_spaces = true, remove_space = false, lowercase_strip_accents = false;
   int eos = -1, bos = -1;
   bool adds_bos = false;
+  bool raw_bytes = false;  // the pre-tokenizer leaves GPT-2's byte alphabet to the model
   uint64_t instance = next_instance++;
 
   void read_added(const Node& list);
@@ -122,9 +125,10 @@ struct HfTokenizer::Impl {
   int final_id(const std::string& token) const;
   // The id of the added token whose (normalized) content is `s`, or -1; with `only_plain` a special
   // token's does not count.
-  int added_id(const std::string& s, bool only_plain) const;
-  void strip_beside(std::vector<std::string>& parts, bool only_plain) const;
-  void encode_section(std::string text, int section, bool only_plain, std::vector<int>& out) const;
+  int added_id(std::string_view s, bool only_plain) const;
+  void strip_beside(std::vector<std::string_view>& parts, bool only_plain) const;
+  void encode_section(std::string_view text, int section, bool only_plain,
+                      std::vector<int>& out) const;
   void encode_model(std::string_view text, int section, bool plain, std::vector<int>& out) const;
   void cached_encode(std::string_view word, bool plain, std::vector<BpeModel::Token>& out) const;
 };
@@ -134,8 +138,7 @@ namespace {
 // A thread's cache of pre-token -> model tokens, for one tokenizer at a time.
 struct WordCache {
   uint64_t owner = 0;
-  std::unordered_map<std::string, std::pair<uint32_t, uint32_t>, StringHash, std::equal_to<>> spans;
-  std::vector<BpeModel::Token> tokens;
+  PieceCache<BpeModel::Token> pieces;
 };
 constexpr size_t kMaxCachedWord = 256;           // bytes; longer pre-tokens are not cached
 constexpr size_t kMaxCachedTokens = size_t{1} << 22;  // the cache is emptied beyond this
@@ -145,32 +148,31 @@ constexpr size_t kMaxCachedTokens = size_t{1} << 22;  // the cache is emptied be
 void HfTokenizer::Impl::cached_encode(std::string_view word, bool plain,
                                       std::vector<BpeModel::Token>& out) const {
   if (word.size() > kMaxCachedWord) {
-    model->encode(word, plain, out);
+    model->encode(word, plain, raw_bytes, out);
     return;
   }
   thread_local WordCache caches[2];
   WordCache& cache = caches[plain];
-  if (cache.owner != instance || cache.tokens.size() > kMaxCachedTokens) {
-    cache.spans.clear();
-    cache.tokens.clear();
+  if (cache.owner != instance || cache.pieces.values() > kMaxCachedTokens) {
+    cache.pieces.clear();
     cache.owner = instance;
   }
-  if (const auto it = cache.spans.find(word); it != cache.spans.end()) {
-    const auto [first, count] = it->second;
-    out.insert(out.end(), cache.tokens.begin() + first, cache.tokens.begin() + first + count);
+  uint32_t count = 0;
+  if (const BpeModel::Token* hit = cache.pieces.find(word, count)) {
+    out.insert(out.end(), hit, hit + count);
     return;
   }
   const size_t before = out.size();
-  model->encode(word, plain, out);
-  const auto first = static_cast<uint32_t>(cache.tokens.size());
-  cache.tokens.insert(cache.tokens.end(), out.begin() + static_cast<ptrdiff_t>(before), out.end());
-  cache.spans.emplace(std::string(word), std::make_pair(first, static_cast<uint32_t>(out.size() - before)));
+  model->encode(word, plain, raw_bytes, out);
+  cache.pieces.insert(word, out.data() + before, out.size() - before);
 }
 
 void HfTokenizer::Impl::encode_model(std::string_view text, int section, bool plain,
                                      std::vector<int>& out) const {
-  thread_local Pieces pieces;
+  thread_local std::deque<std::string> arena;
+  thread_local Pieces pieces(&arena);
   thread_local std::vector<BpeModel::Token> tokens;
+  arena.clear();
   pieces.clear();
   tokens.clear();
   if (pre_tokenizer) {
@@ -187,7 +189,7 @@ void HfTokenizer::Impl::encode_model(std::string_view text, int section, bool pl
   }
 }
 
-int HfTokenizer::Impl::added_id(const std::string& s, bool only_plain) const {
+int HfTokenizer::Impl::added_id(std::string_view s, bool only_plain) const {
   const auto it = added_index.find(s);
   if (it == added_index.end() || (only_plain && added[it->second].special)) return -1;
   return added_ids.find(s)->second;
@@ -195,20 +197,19 @@ int HfTokenizer::Impl::added_id(const std::string& s, bool only_plain) const {
 
 // lstrip/rstrip of the added tokens among `parts`: the whitespace of the part before (after) it
 // is trimmed, in order, as tokenizers.js does it.
-void HfTokenizer::Impl::strip_beside(std::vector<std::string>& parts, bool only_plain) const {
+void HfTokenizer::Impl::strip_beside(std::vector<std::string_view>& parts, bool only_plain) const {
   for (size_t i = 0; i < parts.size(); ++i) {
     const auto it = added_index.find(parts[i]);
     if (it == added_index.end() || (only_plain && added[it->second].special)) continue;
     const AddedToken& t = added[it->second];
-    if (t.lstrip && i > 0) parts[i - 1] = std::string(unicode::js_trim_end(parts[i - 1]));
-    if (t.rstrip && i + 1 < parts.size()) {
-      parts[i + 1] = std::string(unicode::js_trim_start(parts[i + 1]));
-    }
+    if (t.lstrip && i > 0) parts[i - 1] = unicode::js_trim_end(parts[i - 1]);
+    if (t.rstrip && i + 1 < parts.size()) parts[i + 1] = unicode::js_trim_start(parts[i + 1]);
   }
 }
 
-void HfTokenizer::Impl::encode_section(std::string text, int section, bool only_plain,
+void HfTokenizer::Impl::encode_section(std::string_view text, int section, bool only_plain,
                                        std::vector<int>& out) const {
+  std::string buf;  // the text once something has changed it
   if (remove_space) {  // text.trim().split(/\s+/).join(" ")
     std::string joined;
     bool space = false;
@@ -224,19 +225,23 @@ void HfTokenizer::Impl::encode_section(std::string text, int section, bool only_
       }
       pos += static_cast<size_t>(c.bytes);
     }
-    text = std::move(joined);
+    text = buf = std::move(joined);
   }
   if (lowercase_strip_accents) {
     static const Pattern marks = Pattern::regex("\\p{M}", "do_lowercase_and_remove_accent");
-    text = marks.replace_all(unicode::to_lower(text), "");
+    std::string changed = marks.replace_all(unicode::to_lower(text), "");
+    text = buf = std::move(changed);
   }
-  if (normalizer) text = normalizer->apply(text);
+  if (normalizer) {
+    std::string changed = normalizer->apply(text);
+    text = buf = std::move(changed);
+  }
   if (text.empty()) return;
   const Splitter& splitter = normalized_splitter[only_plain];
-  std::vector<std::string> parts =
-      splitter.empty() ? std::vector<std::string>{text} : splitter.split(text);
+  std::vector<std::string_view> parts =
+      splitter.empty() ? std::vector<std::string_view>{text} : splitter.split(text);
   strip_beside(parts, only_plain);
-  for (const std::string& part : parts) {
+  for (const std::string_view part : parts) {
     if (part.empty()) continue;
     if (const int id = added_id(part, only_plain); id >= 0) {
       out.push_back(id);
@@ -345,6 +350,7 @@ std::shared_ptr<const HfTokenizer> HfTokenizer::load(const std::string& json_pat
   }
   m->normalizer = make_normalizer(root.get("normalizer"));
   m->pre_tokenizer = make_pre_tokenizer(root.get("pre_tokenizer"));
+  m->raw_bytes = m->pre_tokenizer && m->pre_tokenizer->defer_byte_level();
   m->model = std::make_unique<BpeModel>(model);
   m->read_added(root.get("added_tokens"));
   m->model->finish(m->added_ids, m->plain_added_ids);
@@ -382,8 +388,8 @@ void HfTokenizer::encode(std::string_view text, bool add_special_tokens, std::ve
   if (m.post) m.post->process(before, after, add_special_tokens);
   for (const std::string& t : before) out.push_back(m.final_id(t));
   const Splitter& splitter = m.raw_splitter[only_plain];
-  std::vector<std::string> sections =
-      splitter.empty() ? std::vector<std::string>{std::string(text)} : splitter.split(text);
+  std::vector<std::string_view> sections =
+      splitter.empty() ? std::vector<std::string_view>{text} : splitter.split(text);
   m.strip_beside(sections, only_plain);
   for (size_t i = 0; i < sections.size(); ++i) {
     if (sections[i].empty()) continue;
@@ -391,7 +397,7 @@ void HfTokenizer::encode(std::string_view text, bool add_special_tokens, std::ve
       out.push_back(id);
       continue;
     }
-    m.encode_section(std::move(sections[i]), static_cast<int>(i), only_plain, out);
+    m.encode_section(sections[i], static_cast<int>(i), only_plain, out);
   }
   for (const std::string& t : after) out.push_back(m.final_id(t));
 }
