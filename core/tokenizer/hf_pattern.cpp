@@ -1,49 +1,344 @@
-// TEMPORARY stand-in (not committed): PCRE2 on the source as it is.
+// tokenizer.json's patterns, compiled in two steps and matched with PCRE2:
+//   1. onig_rewrite.h: the Oniguruma source becomes the JavaScript RegExp source tokenizers.js
+//      makes of it (its rewrite_oniguruma_to_js, with the same quirks);
+//   2. hf_pattern_js.h: that JavaScript source (flags "gu") becomes a PCRE2 source with the same
+//      meaning, or is refused by name;
+// then PCRE2 compiles it (UTF mode, JIT where available). Every byte of both rewrites remembers
+// the offset of the Oniguruma source it came from, so that errors name what the user wrote.
+//
+// Supported Oniguruma constructs: literals; . ^ $; \s \S \d \D \w \W \h \H \b \B \A \z \Z \a \e
+// \G (dropped) \n \r \t \f \v \xHH \x{H..} \uHHHH \cX \0, escaped punctuation; \p{..} \P{..}
+// (General_Category values, binary properties, scripts, \p{Word}); classes with ranges, negation,
+// nested classes, && intersections and POSIX brackets; (...) (?:...) (?=...) (?!...) (?<=...)
+// (?<!...) (?<name>...) (?>...) (as a plain group) (?i:...) (ASCII letters only); ? * + {n}
+// {n,} {n,m} {,m}, lazy ?, possessive + (as greedy), {n,m}+ and {n,m}* (repeated).
+// Refused, with the construct and its offset: what tokenizers.js's JavaScript rejects (inline
+// options other than (?i:, comments, conditionals, \K \R \X \N \O \y and other unknown escapes,
+// unknown property names), backreferences, a capturing group inside a group repeated more than
+// once, a repeated group that can match the empty string, lookbehinds that are not of fixed
+// length per alternative (PCRE2 10.42), repetition counts above 65535 and the properties PCRE2
+// 10.42 lacks (Changes_When_NFKC_Casefolded, scripts added after Unicode 14).
+//
+// Matching follows JavaScript: after an empty match the search resumes one code point later.
 #include "core/tokenizer/hf_pattern.h"
-#define PCRE2_CODE_UNIT_WIDTH 8
-#include <pcre2.h>
+
+#include "core/tokenizer/hf_pattern_js.h"
+#include "core/tokenizer/hf_pattern_sets.h"
+#include "core/tokenizer/onig_rewrite.h"
 #include "simd/error.h"
+
 namespace llmcpu::hf {
-struct Pattern::Impl { pcre2_code* code = nullptr; std::string src; ~Impl() { if (code) pcre2_code_free(code); } };
+
+namespace detail {
+
+void Context::fail(size_t offset, const std::string& construct, const std::string& detail) const {
+  const size_t begin = std::min(offset, source.size());
+  size_t end = std::min(source.size(), begin + 16);
+  while (end < source.size() && (static_cast<unsigned char>(source[end]) & 0xC0) == 0x80) ++end;
+  std::string excerpt(source.substr(begin, end - begin));
+  if (end < source.size()) excerpt += "...";
+  throw Error(where + ": " + construct + " at byte " + std::to_string(offset) +
+              " of the pattern (`" + excerpt + "`) is not supported" +
+              (detail.empty() ? "" : ": " + detail));
+}
+
+bool is_valid_utf8(std::string_view s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    const auto b = static_cast<unsigned char>(s[i]);
+    if (b < 0x80) {
+      ++i;
+      continue;
+    }
+    size_t n = 0;
+    char32_t min = 0;
+    if (b >= 0xC2 && b <= 0xDF) {
+      n = 2, min = 0x80;
+    } else if (b >= 0xE0 && b <= 0xEF) {
+      n = 3, min = 0x800;
+    } else if (b >= 0xF0 && b <= 0xF4) {
+      n = 4, min = 0x10000;
+    } else {
+      return false;
+    }
+    if (i + n > s.size()) return false;
+    for (size_t k = 1; k < n; ++k) {
+      if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) return false;
+    }
+    size_t len = 0;
+    const char32_t cp = code_point_at(s, i, &len);
+    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
+    i += n;
+  }
+  return true;
+}
+
+}  // namespace detail
+
+namespace {
+
+struct Compiled {
+  detail::Code code;
+  std::string source;  // the PCRE2 source
+  uint32_t captures = 0;
+  bool named_groups = false;
+};
+
+}  // namespace
+
+struct Pattern::Impl : Compiled {};
+
+namespace {
+
+constexpr size_t kJitStackMax = 4 << 20;
+
+// Per thread: match data large enough for the patterns matched on this thread, and a JIT stack
+// larger than PCRE2's default 32 KiB. (Pattern itself holds nothing that matching writes.)
+class Scratch {
+ public:
+  Scratch() = default;
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
+  ~Scratch() {
+    pcre2_match_data_free(md_);
+    pcre2_match_context_free(context_);
+    pcre2_jit_stack_free(stack_);
+  }
+  pcre2_match_data* data(uint32_t pairs) {
+    if (pairs > pairs_) {
+      pcre2_match_data_free(md_);
+      md_ = pcre2_match_data_create(pairs, nullptr);
+      if (!md_) throw std::bad_alloc();
+      pairs_ = pairs;
+    }
+    return md_;
+  }
+  pcre2_match_context* context() {
+    if (!context_) {
+      context_ = pcre2_match_context_create(nullptr);
+      stack_ = pcre2_jit_stack_create(32 << 10, kJitStackMax, nullptr);
+      if (!context_ || !stack_) throw std::bad_alloc();
+      pcre2_jit_stack_assign(context_, nullptr, stack_);
+    }
+    return context_;
+  }
+
+ private:
+  pcre2_match_data* md_ = nullptr;
+  uint32_t pairs_ = 0;
+  pcre2_match_context* context_ = nullptr;
+  pcre2_jit_stack* stack_ = nullptr;
+};
+
+thread_local Scratch t_scratch;
+
+// One text searched with one pattern: the matches at or after a position, with their groups.
+class Search {
+ public:
+  Search(const Compiled& p, std::string_view text)
+      : p_(p), text_(text), md_(t_scratch.data(std::max<uint32_t>(p.captures + 1, 16))) {}
+
+  // The first match that starts at or after byte `from`; false if there is none.
+  bool find(size_t from) {
+    const auto* subject = reinterpret_cast<PCRE2_SPTR>(text_.data());
+    pcre2_match_context* context = t_scratch.context();
+    int rc =
+        pcre2_match(p_.code.get(), subject, text_.size(), from, PCRE2_NO_UTF_CHECK, md_, context);
+    if (rc == PCRE2_ERROR_JIT_STACKLIMIT) {  // the interpreter keeps its frames on the heap
+      rc = pcre2_match(p_.code.get(), subject, text_.size(), from,
+                       PCRE2_NO_UTF_CHECK | PCRE2_NO_JIT, md_, context);
+    }
+    if (rc == PCRE2_ERROR_NOMATCH) return false;
+    if (rc < 0) {
+      PCRE2_UCHAR buf[256];
+      pcre2_get_error_message(rc, buf, sizeof buf);
+      throw Error("matching the pattern " + p_.source + " from byte " + std::to_string(from) +
+                  " of a text of " + std::to_string(text_.size()) +
+                  " bytes failed: " + reinterpret_cast<const char*>(buf));
+    }
+    ov_ = pcre2_get_ovector_pointer(md_);
+    return true;
+  }
+  size_t begin() const { return ov_[0]; }
+  size_t end() const { return ov_[1]; }
+  // Capturing group k (1-based); false if it did not take part in the match.
+  bool group(uint32_t k, std::string_view* g) const {
+    if (ov_[2 * k] == PCRE2_UNSET) return false;
+    *g = text_.substr(ov_[2 * k], ov_[2 * k + 1] - ov_[2 * k]);
+    return true;
+  }
+  // Where the next search starts after a match: its end, or one code point later if it is empty.
+  size_t next() const {
+    if (end() > begin()) return end();
+    if (end() >= text_.size()) return text_.size() + 1;
+    return std::min(text_.size(),
+                    end() + detail::utf8_length(static_cast<unsigned char>(text_[end()])));
+  }
+
+ private:
+  const Compiled& p_;
+  std::string_view text_;
+  pcre2_match_data* md_;
+  const PCRE2_SIZE* ov_ = nullptr;
+};
+
+// Compiles re; Pattern's constructor takes the result.
+template <typename Impl>
+std::unique_ptr<Impl> compiled(detail::JsRegex re, const detail::Context& ctx) {
+  auto impl = std::make_unique<Impl>();
+  impl->code = detail::compile_pcre2(re, ctx);
+  pcre2_jit_compile(impl->code.get(), PCRE2_JIT_COMPLETE);  // the interpreter where JIT fails
+  pcre2_pattern_info(impl->code.get(), PCRE2_INFO_CAPTURECOUNT, &impl->captures);
+  impl->source = std::move(re.pcre2.text);
+  impl->named_groups = re.named_groups;
+  return impl;
+}
+
+}  // namespace
+
+Pattern Pattern::regex(std::string_view source, const std::string& where) {
+  const detail::Context ctx{source, where};
+  if (!detail::is_valid_utf8(source)) throw Error(where + ": the pattern is not valid UTF-8");
+  const detail::Mapped js = detail::onig_to_js(ctx);
+  return Pattern(compiled<Impl>(detail::js_to_pcre2(js, ctx), ctx));
+}
+
+Pattern Pattern::literal(std::string_view text, bool capture) {
+  const detail::Context ctx{text, "a String pattern"};
+  if (!detail::is_valid_utf8(text)) throw Error("a String pattern is not valid UTF-8");
+  detail::JsRegex re;
+  std::string pcre2 = capture ? "(" : "";
+  for (size_t i = 0, len = 0; i < text.size(); i += len) {
+    detail::append_pcre2_literal(pcre2, detail::code_point_at(text, i, &len));
+  }
+  if (capture) pcre2 += ')';
+  re.pcre2.add(pcre2, 0);
+  return Pattern(compiled<Impl>(std::move(re), ctx));
+}
+
+void Pattern::matches(std::string_view text, std::vector<Span>& out) const {
+  out.clear();
+  Search search(*impl_, text);
+  for (size_t pos = 0; pos <= text.size() && search.find(pos); pos = search.next()) {
+    out.push_back({search.begin(), search.end()});
+  }
+}
+
+namespace {
+
+// $n or $nn at byte i of the replacement (a digit follows the '$'), as JavaScript's
+// GetSubstitution reads it: two digits when they name an existing group, else one; a number that
+// names no group is kept as text. Returns where the reference ends.
+size_t append_numbered(std::string& out, std::string_view rep, size_t i, const Search& search,
+                       uint32_t captures) {
+  uint32_t index = static_cast<uint32_t>(rep[i + 1] - '0');
+  size_t digits = 1;
+  if (i + 2 < rep.size() && detail::is_ascii_digit(static_cast<unsigned char>(rep[i + 2]))) {
+    const uint32_t two = index * 10 + static_cast<uint32_t>(rep[i + 2] - '0');
+    if (two <= captures) index = two, digits = 2;
+  }
+  std::string_view g;
+  if (index >= 1 && index <= captures) {
+    if (search.group(index, &g)) out += g;
+  } else {
+    out += rep.substr(i, 1 + digits);
+  }
+  return i + 1 + digits;
+}
+
+// $<name> at byte i (the pattern has named groups); returns where the reference ends.
+size_t append_named(std::string& out, std::string_view rep, size_t i, const Search& search,
+                    const pcre2_code* code) {
+  const size_t close = rep.find('>', i + 2);
+  if (close == std::string_view::npos) {
+    out += "$<";
+    return i + 2;
+  }
+  const std::string name(rep.substr(i + 2, close - i - 2));
+  const int k = pcre2_substring_number_from_name(code, reinterpret_cast<PCRE2_SPTR>(name.c_str()));
+  std::string_view g;
+  if (k > 0 && search.group(static_cast<uint32_t>(k), &g)) out += g;
+  return close + 1;
+}
+
+// JavaScript's GetSubstitution: the replacement with $$, $&, $`, $', $n, $nn and $<name> expanded.
+void append_substitution(std::string& out, std::string_view rep, std::string_view text,
+                         const Search& search, const Compiled& p) {
+  for (size_t i = 0; i < rep.size();) {
+    if (rep[i] != '$' || i + 1 == rep.size()) {
+      out += rep[i++];
+      continue;
+    }
+    const char c = rep[i + 1];
+    if (c == '$') {
+      out += '$';
+    } else if (c == '&') {
+      out += text.substr(search.begin(), search.end() - search.begin());
+    } else if (c == '`') {
+      out += text.substr(0, search.begin());
+    } else if (c == '\'') {
+      out += text.substr(search.end());
+    } else if (detail::is_ascii_digit(static_cast<unsigned char>(c))) {
+      i = append_numbered(out, rep, i, search, p.captures);
+      continue;
+    } else if (c == '<' && p.named_groups) {
+      i = append_named(out, rep, i, search, p.code.get());
+      continue;
+    } else {
+      out += '$';
+      ++i;
+      continue;
+    }
+    i += 2;
+  }
+}
+
+}  // namespace
+
+std::string Pattern::replace_all(std::string_view text, std::string_view replacement) const {
+  std::string out;
+  out.reserve(text.size());
+  Search search(*impl_, text);
+  size_t copied = 0;
+  for (size_t pos = 0; pos <= text.size() && search.find(pos); pos = search.next()) {
+    out += text.substr(copied, search.begin() - copied);
+    append_substitution(out, replacement, text, search, *impl_);
+    copied = search.end();
+  }
+  out += text.substr(copied);
+  return out;
+}
+
+// JavaScript's RegExp.prototype[@@split]: a match is tried at each q from p on (a sticky match
+// at q is the first match of a search from q, when it starts at q); one that ends at p (an empty
+// match at p) is passed over.
+void Pattern::split(std::string_view text, std::vector<std::string>& out) const {
+  out.clear();
+  Search search(*impl_, text);
+  size_t p = 0, q = 0;
+  auto keep = [&out](std::string_view piece) {
+    if (!piece.empty()) out.emplace_back(piece);
+  };
+  while (q < text.size() && search.find(q) && search.begin() < text.size()) {
+    if (search.end() == p) {
+      q = search.begin() + detail::utf8_length(static_cast<unsigned char>(text[search.begin()]));
+      continue;
+    }
+    keep(text.substr(p, search.begin() - p));
+    for (uint32_t k = 1; k <= impl_->captures; ++k) {
+      std::string_view g;
+      if (search.group(k, &g)) keep(g);
+    }
+    p = q = search.end();
+  }
+  keep(text.substr(p));
+}
+
+const std::string& Pattern::compiled_source() const { return impl_->source; }
+
 Pattern::Pattern(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Pattern::~Pattern() = default;
 Pattern::Pattern(Pattern&&) noexcept = default;
 Pattern& Pattern::operator=(Pattern&&) noexcept = default;
-static pcre2_code* compile_code(const std::string& src, uint32_t flags) {
-  struct { pcre2_code* code; } r{}; auto* impl = &r;
-  int err; PCRE2_SIZE off;
-  impl->code = pcre2_compile((PCRE2_SPTR)src.data(), src.size(), PCRE2_UTF | flags, &err, &off, nullptr);
-  if (!impl->code) throw Error("bad pattern " + src);
-  pcre2_jit_compile(impl->code, PCRE2_JIT_COMPLETE);
-  return impl->code;
-}
-Pattern Pattern::regex(std::string_view source, const std::string&) { auto i = std::make_unique<Impl>(); i->src = source; i->code = compile_code(i->src, PCRE2_UCP); return Pattern(std::move(i)); }
-Pattern Pattern::literal(std::string_view text, bool capture) {
-  std::string s = capture ? "(\\Q" : "\\Q"; s += text; s += "\\E"; if (capture) s += ")";
-  auto i = std::make_unique<Impl>(); i->src = s; i->code = compile_code(s, 0); return Pattern(std::move(i));
-}
-const std::string& Pattern::compiled_source() const { return impl_->src; }
-void Pattern::matches(std::string_view text, std::vector<Span>& out) const {
-  pcre2_match_data* md = pcre2_match_data_create_from_pattern(impl_->code, nullptr);
-  size_t pos = 0;
-  while (pos <= text.size()) {
-    int rc = pcre2_match(impl_->code, (PCRE2_SPTR)text.data(), text.size(), pos, PCRE2_NO_UTF_CHECK, md, nullptr);
-    if (rc < 0) break;
-    PCRE2_SIZE* ov = pcre2_get_ovector_pointer(md);
-    out.push_back({ov[0], ov[1]});
-    if (ov[1] == ov[0]) { pos = ov[1] + 1; while (pos < text.size() && (text[pos] & 0xC0) == 0x80) ++pos; } else pos = ov[1];
-  }
-  pcre2_match_data_free(md);
-}
-std::string Pattern::replace_all(std::string_view text, std::string_view replacement) const {
-  std::vector<Span> m; matches(text, m);
-  std::string out; size_t prev = 0;
-  for (auto& s : m) { out.append(text.substr(prev, s.begin - prev)); out.append(replacement); prev = s.end; }
-  out.append(text.substr(prev)); return out;
-}
-void Pattern::split(std::string_view text, std::vector<std::string>& out) const {
-  std::vector<Span> m; matches(text, m); size_t prev = 0;
-  for (auto& s : m) { if (s.begin > prev) out.emplace_back(text.substr(prev, s.begin - prev)); prev = s.end; }
-  if (prev < text.size()) out.emplace_back(text.substr(prev));
-}
-}
+
+}  // namespace llmcpu::hf
