@@ -20,7 +20,15 @@
 // 10.42 lacks (Changes_When_NFKC_Casefolded, scripts added after Unicode 14).
 //
 // Matching follows JavaScript: after an empty match the search resumes one code point later.
+// One difference with node remains, on purpose: V8 also tries, while it searches, the position
+// between the two UTF-16 halves of an astral character (ECMAScript's "u" flag forbids it), so a
+// pattern that matches the empty string there (^, $, \A, \z, \Z, \B can) cuts the character in
+// two in tokenizers.js; UTF-8 has no such position, and here the character stays whole.
 #include "core/tokenizer/hf_pattern.h"
+
+#include <algorithm>
+#include <memory>
+#include <new>
 
 #include "core/tokenizer/hf_pattern_js.h"
 #include "core/tokenizer/hf_pattern_sets.h"

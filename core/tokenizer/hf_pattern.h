@@ -8,7 +8,8 @@
 //
 // Texts given to the matching calls must be valid UTF-8 (unicode_text.h's to_valid_utf8 makes
 // them so), and positions are byte offsets into them. Matching semantics are JavaScript's: after
-// an empty match the search goes on one character later.
+// an empty match the search goes on one character later. A Pattern may be used from several
+// threads at once (each thread keeps its own match data).
 #pragma once
 
 #include <cstddef>
@@ -32,13 +33,15 @@ class Pattern {
   struct Span {
     size_t begin, end;  // byte offsets; begin == end for an empty match
   };
-  // Every match, left to right, as String.prototype.matchAll (empty matches included).
+  // Every match, left to right, as String.prototype.matchAll (empty matches included); `out` is
+  // cleared first.
   void matches(std::string_view text, std::vector<Span>& out) const;
   // String.prototype.replaceAll(pattern, replacement), the replacement's $$, $&, $`, $' and $n /
   // $nn (capturing groups) expanded as JavaScript expands them.
   std::string replace_all(std::string_view text, std::string_view replacement) const;
   // text.split(pattern).filter(x => x): the pieces between matches, each followed by the text of
-  // the match's capturing groups, without empty pieces and without groups that did not take part.
+  // the match's capturing groups, without empty pieces and without groups that did not take part;
+  // `out` is cleared first.
   void split(std::string_view text, std::vector<std::string>& out) const;
 
   // The PCRE2 pattern this compiled to (for messages and tests).

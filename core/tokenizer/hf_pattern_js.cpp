@@ -15,6 +15,7 @@ namespace {
 constexpr uint64_t kUnbounded = std::numeric_limits<uint64_t>::max();
 constexpr uint64_t kPcre2MaxRepeat = 65535;  // PCRE2's largest {n,m}
 constexpr size_t kPcre2MaxNameLength = 32;
+constexpr int kPcre2MaxNesting = 250;  // PCRE2's default limit on nested parentheses
 
 char32_t hex_value(char h) {
   return static_cast<char32_t>(h <= '9' ? h - '0' : (h | 0x20) - 'a' + 10);
@@ -97,6 +98,7 @@ class JsParser {
   const Mapped& in_;
   const Context& ctx_;
   size_t i_ = 0;
+  int depth_ = 0;  // groups open around i_
   JsRegex re_;
   std::vector<std::string> names_;
 };
@@ -300,10 +302,12 @@ Shape JsParser::group(bool* quantifiable) {
     }
   }
   if (capture) ++re_.captures;
+  if (++depth_ > kPcre2MaxNesting) fail(at, "groups nested more than 250 deep", "PCRE2's limit");
   emit(open, at);
   Shape inner = disjunction();
   if (peek() != ')') fail(at, "a group without its ')'");
   emit(")", i_++);
+  --depth_;
   if (lookaround) {
     *quantifiable = false;
     return {true, true, inner.capture};

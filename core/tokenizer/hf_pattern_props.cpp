@@ -272,7 +272,8 @@ constexpr const char* kScripts[] = {
     "Unknown Zzzz",
 };
 
-// Whether `spellings` (an entry above, first word skipped) holds `name`; the first word in `first`.
+// Whether `entry` (one of the lists above) spells `name`, its first word counted unless
+// skip_first; its first word (the name PCRE2 is given) in `first`.
 bool entry_holds(std::string_view entry, std::string_view name, bool skip_first,
                  std::string_view* first) {
   size_t i = 0;

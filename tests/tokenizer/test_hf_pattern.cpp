@@ -217,8 +217,12 @@ std::string show(const Outputs& o) {
 // Pattern follows the specification.
 bool cuts_astral(const Outputs& o, const std::string& text) {
   const std::string replacement = "\xEF\xBF\xBD";
-  return text.find(replacement) == std::string::npos &&
-         o.replaced.find(replacement) != std::string::npos;
+  if (text.find(replacement) != std::string::npos) return false;
+  bool cut = o.replaced.find(replacement) != std::string::npos;
+  for (const auto* pieces : {&o.isolated, &o.matches, &o.removed}) {
+    for (const std::string& p : *pieces) cut = cut || p.find(replacement) != std::string::npos;
+  }
+  return cut;
 }
 
 // Compares every case with tokenizers.js; at most `report` differences are printed. Cases where
@@ -329,7 +333,8 @@ const std::vector<std::string> kTexts = {
     "end",
     "日本語のテキスト、中文（简体）。한국어 텍스트. Русский текст с ſ и \xE2\x84\xAA.",
     "مرحبا بالعالم، नमस्ते दुनिया। Ωμέγα über straße İstanbul ǅ ʰ",
-    "emoji 😀👍🏽 family 👨‍👩‍👧 astral 𝔘𝔫𝔦𝔠𝔬𝔡𝔢 𠀀𠀁 combining e\xCC\x81 "
+    "emoji 😀👍🏽 family 👨‍👩‍👧 astral 𝔘𝔫𝔦𝔠𝔬𝔡𝔢 𠀀𠀁 combining "
+    "e\xCC\x81 "
     "n\xCC\x83",
     "a",
     " ",
@@ -619,6 +624,9 @@ TEST(HfPattern, RefusesInvalidPatterns) {
                           "(?<a>x)(?<a>y)", "\\c1", "\\u{}", "[[:^:]]"}) {
     EXPECT_THROW(Pattern::regex(bad, "test"), Error) << bad;
   }
+  // Deep nesting is refused, not a stack overflow.
+  EXPECT_THROW(Pattern::regex(std::string(100000, '(') + std::string(100000, ')'), "t"), Error);
+  EXPECT_THROW(Pattern::regex(std::string(100000, '[') + std::string(100000, ']'), "t"), Error);
   EXPECT_THROW(Pattern::regex("\xFF", "test"), Error);
   EXPECT_THROW(Pattern::literal("\xC3", false), Error);
 }
