@@ -20,12 +20,13 @@ std::string byte_token(unsigned char b) {
 
 }  // namespace
 
-BpeModel::BpeModel(const Node& model) {
+BpeModel::BpeModel(const Node& model, std::vector<std::string>& notes) {
   if (model.has_non_null("continuing_subword_prefix") &&
       !model.get("continuing_subword_prefix").str().empty()) {
-    model.get("continuing_subword_prefix")
-        .fail("a non-empty continuing_subword_prefix is not implemented (tokenizers.js ignores it "
-              "where Hugging Face's tokenizers applies it)");
+    notes.push_back(model.file() + ": model.continuing_subword_prefix \"" +
+                    model.get("continuing_subword_prefix").str() +
+                    "\" is ignored, as tokenizers.js ignores it (Hugging Face's tokenizers puts it "
+                    "before every piece of a word but the first)");
   }
   if (model.boolean("dropout_enabled", false) ||
       (model.has_non_null("dropout") && model.get("dropout").json().get<double>() > 0)) {
@@ -90,7 +91,8 @@ void BpeModel::read_merges(const Node& model) {
       merge_list_.emplace_back(e[0].get<std::string>(), e[1].get<std::string>());
       continue;
     }
-    if (!e.is_string()) m.item(i).fail("expected a merge as a string \"left right\", as the first is");
+    if (!e.is_string())
+      m.item(i).fail("expected a merge as a string \"left right\", as the first is");
     // x.split(" ", 2): the text before the first space and the text up to the next one.
     const std::string s = e.get<std::string>();
     const size_t sp = s.find(' ');
@@ -99,9 +101,9 @@ void BpeModel::read_merges(const Node& model) {
       continue;
     }
     const size_t sp2 = s.find(' ', sp + 1);
-    merge_list_.emplace_back(s.substr(0, sp), s.substr(sp + 1, sp2 == std::string::npos
-                                                                   ? std::string::npos
-                                                                   : sp2 - sp - 1));
+    merge_list_.emplace_back(
+        s.substr(0, sp),
+        s.substr(sp + 1, sp2 == std::string::npos ? std::string::npos : sp2 - sp - 1));
   }
 }
 
@@ -305,7 +307,8 @@ void BpeModel::encode(std::string_view word, bool plain, bool raw_bytes,
   }
   std::vector<int> symbols(chars.size());
   for (size_t k = 0; k < chars.size(); ++k) {
-    symbols[k] = raw_bytes ? byte_symbol_[static_cast<unsigned char>(word[k])] : find_symbol(chars[k]);
+    symbols[k] =
+        raw_bytes ? byte_symbol_[static_cast<unsigned char>(word[k])] : find_symbol(chars[k]);
   }
   std::string last;
   if (!end_of_word_suffix_.empty()) {

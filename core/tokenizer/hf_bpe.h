@@ -2,11 +2,11 @@
 // cut into characters (end_of_word_suffix on the last), then the adjacent pair of lowest merge rank
 // is merged, the leftmost first among equal ranks, one merge at a time until no pair has a rank
 // (a heap over the pairs, so a word of a million characters takes well under a second); with
-// ignore_merges a pre-token that is itself in the vocabulary is taken whole. A resulting token not in
-// the vocabulary becomes its UTF-8 bytes as <0xXX> tokens (byte_fallback, when all 256 exist) or
+// ignore_merges a pre-token that is itself in the vocabulary is taken whole. A resulting token not
+// in the vocabulary becomes its UTF-8 bytes as <0xXX> tokens (byte_fallback, when all 256 exist) or
 // unk_token; without unk_token it is dropped, as there. merges may be "a b" strings or [a, b]
-// pairs; a pair listed twice takes its last rank. A non-empty continuing_subword_prefix is refused:
-// tokenizers.js ignores it where Hugging Face's tokenizers applies it.
+// pairs; a pair listed twice takes its last rank. continuing_subword_prefix is ignored, as
+// tokenizers.js ignores it (with a note: Hugging Face's tokenizers applies it).
 #pragma once
 
 #include <cstdint>
@@ -28,7 +28,8 @@ using StringIds = std::unordered_map<std::string, int, StringHash, std::equal_to
 
 class BpeModel {
  public:
-  explicit BpeModel(const Node& model);
+  // Adds a note to `notes` where it follows tokenizers.js where Hugging Face's tokenizers differs.
+  BpeModel(const Node& model, std::vector<std::string>& notes);
 
   // An added token: in the vocabulary under its content from now on (tokenizers.js sets
   // tokens_to_ids[content] = id). Call before finish().
@@ -38,7 +39,8 @@ class BpeModel {
   // `plain_output_ids` the same without the special added tokens, for the plain view (below).
   void finish(const StringIds& output_ids, const StringIds& plain_output_ids);
 
-  // One model output token: the id it is written as, and its vocabulary id (fuse_unk looks at that).
+  // One model output token: the id it is written as, and its vocabulary id (fuse_unk looks at
+  // that).
   struct Token {
     int id;
     int vocab_id;
@@ -84,9 +86,9 @@ class BpeModel {
   int unk_id_ = -1, unk_output_id_ = -1;
   int byte_vocab_id_[256], byte_output_id_[256];
   StringIds output_ids_;
-  std::string alphabet_[256];  // GPT-2's byte alphabet: byte b as UTF-8
-  int byte_symbol_[256];        // and its symbol (-1: none)
-  StringIds special_model_ids_;  // special added contents -> their model id before, or -1
+  std::string alphabet_[256];             // GPT-2's byte alphabet: byte b as UTF-8
+  int byte_symbol_[256];                  // and its symbol (-1: none)
+  StringIds special_model_ids_;           // special added contents -> their model id before, or -1
   std::unordered_map<int, Token> plain_;  // symbol -> its token in the plain view, where it differs
 };
 

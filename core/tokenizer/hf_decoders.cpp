@@ -133,7 +133,8 @@ int fallback_byte(const std::string& t) {
   if (k < mid.size() && (mid[k] == '+' || mid[k] == '-')) sign = mid[k++] == '-' ? -1 : 1;
   if (k + 1 < mid.size() && mid[k] == '0' && (mid[k + 1] == 'x' || mid[k + 1] == 'X')) k += 2;
   int value = 0, digits = 0;
-  for (; k < mid.size() && hex_value(mid[k]) >= 0; ++k, ++digits) value = value * 16 + hex_value(mid[k]);
+  for (; k < mid.size() && hex_value(mid[k]) >= 0; ++k, ++digits)
+    value = value * 16 + hex_value(mid[k]);
   if (digits == 0) return -1;
   return ((sign * value) % 256 + 256) % 256;
 }
@@ -200,7 +201,8 @@ class StripDecoder : public Decoder {
 
 class SequenceDecoder : public Decoder {
  public:
-  explicit SequenceDecoder(std::vector<std::unique_ptr<Decoder>> parts) : parts_(std::move(parts)) {}
+  explicit SequenceDecoder(std::vector<std::unique_ptr<Decoder>> parts)
+      : parts_(std::move(parts)) {}
   void decode_chain(std::vector<std::string>& tokens) const override {
     for (const auto& p : parts_) p->decode_chain(tokens);
   }
@@ -232,7 +234,8 @@ class NoSpecialTokens : public PostProcessor {
 
 class SequencePost : public PostProcessor {
  public:
-  explicit SequencePost(std::vector<std::unique_ptr<PostProcessor>> parts) : parts_(std::move(parts)) {}
+  explicit SequencePost(std::vector<std::unique_ptr<PostProcessor>> parts)
+      : parts_(std::move(parts)) {}
   void process(std::vector<std::string>& before, std::vector<std::string>& after,
                bool add_special_tokens) const override {
     for (const auto& p : parts_) p->process(before, after, add_special_tokens);
@@ -253,8 +256,9 @@ std::unique_ptr<PostProcessor> make_template(const Node& node) {
     } else if (item.has("Sequence") && item.at("Sequence").at("id").str() == "A" && !seen_a) {
       seen_a = true;
     } else {
-      item.fail("expected {\"SpecialToken\": ...} or one {\"Sequence\": {\"id\": \"A\"}} in a "
-                "single template");
+      item.fail(
+          "expected {\"SpecialToken\": ...} or one {\"Sequence\": {\"id\": \"A\"}} in a "
+          "single template");
     }
   }
   if (!seen_a) single.fail("the single template has no {\"Sequence\": {\"id\": \"A\"}}");
@@ -263,8 +267,8 @@ std::unique_ptr<PostProcessor> make_template(const Node& node) {
 
 }  // namespace
 
-std::unique_ptr<Decoder> make_decoder(const Node& node,
-                                      std::shared_ptr<const std::unordered_set<std::string>> added) {
+std::unique_ptr<Decoder> make_decoder(
+    const Node& node, std::shared_ptr<const std::unordered_set<std::string>> added) {
   if (node.is_null()) return nullptr;
   const std::string type = node.type();
   if (type == "ByteLevel") return std::make_unique<ByteLevelDecoder>(std::move(added));
@@ -292,9 +296,10 @@ std::unique_ptr<Decoder> make_decoder(const Node& node,
     }
     return std::make_unique<SequenceDecoder>(std::move(parts));
   }
-  node.fail("decoder type \"" + type +
-            "\" is not implemented (implemented: ByteLevel, Metaspace, Replace, ByteFallback, Fuse, "
-            "Strip, Sequence)");
+  node.fail(
+      "decoder type \"" + type +
+      "\" is not implemented (implemented: ByteLevel, Metaspace, Replace, ByteFallback, Fuse, "
+      "Strip, Sequence)");
 }
 
 std::unique_ptr<PostProcessor> make_post_processor(const Node& node) {

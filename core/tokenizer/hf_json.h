@@ -2,9 +2,8 @@
 // file and the path inside it, "pre_tokenizer.pretokenizers[1]"), so that every refusal names both.
 #pragma once
 
-#include <nlohmann/json.hpp>
-
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "simd/error.h"
@@ -34,7 +33,7 @@ class Node {
   bool has(const char* key) const { return value_->is_object() && value_->contains(key); }
   bool has_non_null(const char* key) const { return has(key) && !(*value_)[key].is_null(); }
 
-  std::string str() const;  // this node as a string
+  std::string str() const;                                              // this node as a string
   std::string str(const char* key, const std::string& fallback) const;  // absent or null: fallback
   bool boolean(const char* key, bool fallback) const;
   int64_t integer(const char* key) const;

@@ -98,10 +98,12 @@ class Sequence : public Normalizer {
 
 }  // namespace
 
-// The pattern of a Replace (normalizer, pre-tokenizer or decoder): {"Regex": ...} or {"String": ...}.
+// The pattern of a Replace (normalizer, pre-tokenizer or decoder): {"Regex": ...} or {"String":
+// ...}.
 Pattern make_pattern(const Node& node, bool capture_string) {
   const Node p = node.at("pattern");
-  if (p.has_non_null("Regex")) return Pattern::regex(p.get("Regex").str(), node.file() + ": " + p.path());
+  if (p.has_non_null("Regex"))
+    return Pattern::regex(p.get("Regex").str(), node.file() + ": " + p.path());
   if (p.has_non_null("String")) return Pattern::literal(p.get("String").str(), capture_string);
   p.fail("expected {\"Regex\": ...} or {\"String\": ...}");
 }

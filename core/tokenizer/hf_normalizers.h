@@ -1,6 +1,7 @@
-// tokenizer.json's "normalizer": what is done to the text (each part between added tokens) before it
-// is cut into pre-tokens, as tokenizers.js does it. Implemented: NFC, NFD, NFKC, NFKD, Lowercase,
-// Prepend, Replace, Strip, StripAccents and Sequence. Any other type (BertNormalizer, Precompiled,
+// tokenizer.json's "normalizer": what is done to the text (each part between added tokens) before
+// it is cut into pre-tokens, as tokenizers.js does it. Implemented: NFC, NFD, NFKC, NFKD,
+// Lowercase, Prepend, Replace, Strip, StripAccents and Sequence. Any other type (BertNormalizer,
+// Precompiled,
 // ...) is refused by name.
 #pragma once
 

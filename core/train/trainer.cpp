@@ -218,7 +218,7 @@ const std::vector<int>& Trainer::sample(int step) {
   const ModelConfig& c = model_->config();
   const int eot = opt_.sample_start >= 0 && opt_.sample_start < c.vocab_size ? opt_.sample_start
                   : c.vocab_size > 50256                                     ? 50256
-                                                                            : c.vocab_size - 1;
+                                                                             : c.vocab_size - 1;
   Generator& gen = *generator_;
   gen.reset();
   sample_.clear();

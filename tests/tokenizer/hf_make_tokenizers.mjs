@@ -383,7 +383,9 @@ const layouts = {
   // Replace normalizers with Regex patterns (curly apostrophes to ', white space runs to one space,
   // a symbol padded by spaces through the replacement's $&), Strip; pre-tokenizers Split on the
   // String "-" with behavior Removed (tokenizers.js keeps the "-": a String pattern is a capturing
-  // group), WhitespaceSplit, Digits (runs), ByteLevel adding a prefix space;
+  // group), Split on "," with MergedWithPrevious (tokenizers.js: as Isolated), WhitespaceSplit,
+  // Digits (runs), ByteLevel adding a prefix space; an added token with single_word (which
+  // tokenizers.js ignores); the model with a continuing_subword_prefix (likewise);
   // TemplateProcessing appending <|endoftext|>.
   'replace-regex'() {
     const {vocab, merges} = gpt2();
@@ -391,7 +393,8 @@ const layouts = {
     return {
       json: tokenizerJson({
         added: [addedToken(50256, '<|endoftext|>'),
-          addedToken(50257, '<mask>', {special: false, lstrip: true})],
+          addedToken(50257, '<mask>', {special: false, lstrip: true}),
+          {...addedToken(50258, 'llm', {special: false}), single_word: true}],
         normalizer: {type: 'Sequence', normalizers: [
           {type: 'Replace', pattern: {Regex: '[\u2018\u2019\u02bc]'}, content: "'"},
           {type: 'Replace', pattern: {Regex: '\\s+'}, content: ' '},
@@ -399,12 +402,13 @@ const layouts = {
           {type: 'Strip', strip_left: true, strip_right: true}]},
         preTokenizer: {type: 'Sequence', pretokenizers: [
           {type: 'Split', pattern: {String: '-'}, behavior: 'Removed', invert: false},
+          {type: 'Split', pattern: {String: ','}, behavior: 'MergedWithPrevious', invert: false},
           {type: 'WhitespaceSplit'},
           {type: 'Digits', individual_digits: false},
           byteLevel({add_prefix_space: true, use_regex: false})]},
         postProcessor: template([], ['<|endoftext|>'], () => 50256),
         decoder: byteLevel(),
-        model: bpeModel(full, merges),
+        model: {...bpeModel(full, merges), continuing_subword_prefix: '##'},
       }),
       config: {eos_token: '<|endoftext|>', clean_up_tokenization_spaces: true, model_max_length: 1024},
     };

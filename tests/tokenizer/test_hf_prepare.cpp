@@ -51,8 +51,8 @@ TEST_F(HfPrepare, Llama3VocabularyShardsAreUint32AndTrain) {
     stream.push_back(kBeginOfText);
     stream.insert(stream.end(), e.ids_document.begin(), e.ids_document.end());
   }
-  // The documents hold non-special added tokens (127996..127999), which stay tokens; the text of the
-  // special <|eot_id|> (128009) is encoded as text, as llm.c's scripts encode with
+  // The documents hold non-special added tokens (127996..127999), which stay tokens; the text of
+  // the special <|eot_id|> (128009) is encoded as text, as llm.c's scripts encode with
   // split_special_tokens, so no document holds a control token of its own.
   EXPECT_NE(std::find(stream.begin(), stream.end(), 127998u), stream.end());
   EXPECT_NE(std::find(stream.begin(), stream.end(), 127996u), stream.end());
@@ -138,22 +138,23 @@ TEST_F(HfPrepare, TrainSamplesAndSampleUseTheTokenizerJson) {
                                       " --input " + shell_quote(path("doc.txt")) + " --out-dir " +
                                       shell_quote(path("out")) + " --val-tokens 64");
   ASSERT_EQ(prepared.status, 0) << prepared.output;
-  write_file(path("tiny.toml"), "layers = 1\nheads = 2\nchannels = 16\nmax_seq_len = 32\n"
-                                "vocab_size = " + std::to_string(expected.vocab_size) + "\n");
-  const Outcome trained = run_llmcpu(
-      "train --model " + shell_quote(path("tiny.toml")) + " --train-data " +
-      shell_quote(path("out/data_train_*.bin")) + " -b 1 -t 32 --steps 2 --sample-every 2 " +
-      "--sample-tokens 8 --tokenizer " + shell_quote(path("llama2")) + " --save " +
-      shell_quote(path("m.bin")));
+  write_file(path("tiny.toml"),
+             "layers = 1\nheads = 2\nchannels = 16\nmax_seq_len = 32\n"
+             "vocab_size = " +
+                 std::to_string(expected.vocab_size) + "\n");
+  const Outcome trained =
+      run_llmcpu("train --model " + shell_quote(path("tiny.toml")) + " --train-data " +
+                 shell_quote(path("out/data_train_*.bin")) +
+                 " -b 1 -t 32 --steps 2 --sample-every 2 " + "--sample-tokens 8 --tokenizer " +
+                 shell_quote(path("llama2")) + " --save " + shell_quote(path("m.bin")));
   ASSERT_EQ(trained.status, 0) << trained.output;
   EXPECT_NE(trained.output.find("sample at step"), std::string::npos) << trained.output;
   EXPECT_EQ(trained.output.find("samples are shown as token ids"), std::string::npos)
       << trained.output;
 
-  const Outcome sampled =
-      run_llmcpu("sample --model " + shell_quote(path("m.bin")) + " --tokenizer " +
-                 shell_quote(path("llama2")) + " --prompt " + shell_quote(prompt) +
-                 " --tokens 6 --seed 3");
+  const Outcome sampled = run_llmcpu("sample --model " + shell_quote(path("m.bin")) +
+                                     " --tokenizer " + shell_quote(path("llama2")) + " --prompt " +
+                                     shell_quote(prompt) + " --tokens 6 --seed 3");
   ASSERT_EQ(sampled.status, 0) << sampled.output;
   EXPECT_NE(sampled.output.find(prompt), std::string::npos) << sampled.output;
   // The context is <s> and the prompt's ids.
@@ -163,9 +164,8 @@ TEST_F(HfPrepare, TrainSamplesAndSampleUseTheTokenizerJson) {
 
   // A tokenizer with more tokens than the model has rows (the gpt2 layout) is refused by name.
   make_hf_layouts(ref, path("other"), {"gpt2"});
-  const Outcome refused =
-      run_llmcpu("sample --model " + shell_quote(path("m.bin")) + " --tokens 4 --tokenizer " +
-                 shell_quote(path("other/gpt2")));
+  const Outcome refused = run_llmcpu("sample --model " + shell_quote(path("m.bin")) +
+                                     " --tokens 4 --tokenizer " + shell_quote(path("other/gpt2")));
   EXPECT_EQ(refused.status, 2) << refused.output;
   EXPECT_NE(refused.output.find("tokens, more than the 1664 rows of --model"), std::string::npos)
       << refused.output;

@@ -307,9 +307,6 @@ TEST_F(HfLoadErrors, NameTheFileAndTheComponent) {
       {"wordpiece_model",
        [](nlohmann::json& j) { j["model"]["type"] = "WordPiece"; },
        {"WordPiece"}},
-      {"single_word",
-       [](nlohmann::json& j) { j["added_tokens"][3]["single_word"] = true; },
-       {"single_word"}},
       {"no_model", [](nlohmann::json& j) { j.erase("model"); }, {"model"}},
       {"truncated", nullptr, {}},
   };
@@ -330,6 +327,33 @@ TEST_F(HfLoadErrors, NameTheFileAndTheComponent) {
     expect_refused(file, words);
     words.back() = "tokenizer.json";
     expect_refused(folder, words);
+  }
+}
+
+}  // namespace
+}  // namespace llmcpu
+
+namespace llmcpu {
+namespace {
+
+// Where tokenizers.js and Hugging Face's tokenizers differ, the tokenizer follows tokenizers.js
+// (the layout test above checks the ids) and says so: one note per such setting, none for a layout
+// without them.
+class HfNotes : public TempDirTest {};
+
+TEST_F(HfNotes, NameWhatFollowsTokenizersJs) {
+  const HfReference ref = find_hf_reference();
+  ASSERT_TRUE(ref.missing.empty()) << ref.missing;
+  make_hf_layouts(ref, dir_.string(), {"replace-regex", "gpt2"});
+  const Tokenizer plain = Tokenizer::load(path("gpt2"));
+  EXPECT_TRUE(plain.notes().empty());
+  const Tokenizer tok = Tokenizer::load(path("replace-regex"));
+  std::string all;
+  for (const std::string& n : tok.notes()) all += n + "\n";
+  EXPECT_EQ(tok.notes().size(), 3u) << all;
+  for (const char* word :
+       {"single_word", "\"MergedWithPrevious\"", "continuing_subword_prefix \"##\""}) {
+    EXPECT_NE(all.find(word), std::string::npos) << word << "\n" << all;
   }
 }
 

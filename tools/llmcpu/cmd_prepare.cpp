@@ -13,6 +13,7 @@
 #include "simd/error.h"
 #include "tools/llmcpu/args.h"
 #include "tools/llmcpu/commands.h"
+#include "tools/llmcpu/tokenizer_notes.h"
 
 namespace llmcpu {
 
@@ -91,6 +92,7 @@ int PrepareCommand::run(const ArgParser&) {
   const std::string tokenizer_path =
       tokenizer_path_.empty() ? default_tokenizer_dir() : tokenizer_path_;
   const Tokenizer tok = Tokenizer::load(tokenizer_path);
+  print_tokenizer_notes(tok, "prepare");
 
   const bool tty = ::isatty(STDERR_FILENO);
   double last_draw = -1;

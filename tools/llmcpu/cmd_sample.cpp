@@ -14,6 +14,7 @@
 #include "tools/llmcpu/args.h"
 #include "tools/llmcpu/commands.h"
 #include "tools/llmcpu/placement_flags.h"
+#include "tools/llmcpu/tokenizer_notes.h"
 
 namespace llmcpu {
 
@@ -33,11 +34,12 @@ class SampleCommand : public Command {
     p.option("top-k", 0, &top_k_, "K", "sample among the K likeliest tokens (default 0: all)",
              {0, kMaxVocabSize});
     p.option("seed", 0, &seed_, "S", "sampling seed (default 1337)", kAnyUint64);
-    p.option("tokenizer", 0, &tokenizer_path_, "PATH",
-             "tokenizer.json (or its folder), folder with encoder.json and vocab.bpe, or "
-             "gpt2_tokenizer.bin (default: the "
-             "model's folder if it holds a tokenizer.json or encoder.json and vocab.bpe, else the cache "
-             "folder's)");
+    p.option(
+        "tokenizer", 0, &tokenizer_path_, "PATH",
+        "tokenizer.json (or its folder), folder with encoder.json and vocab.bpe, or "
+        "gpt2_tokenizer.bin (default: the "
+        "model's folder if it holds a tokenizer.json or encoder.json and vocab.bpe, else the cache "
+        "folder's)");
     add_placement_flags(p, &placement_);
   }
   void check(const ArgParser&) override {
@@ -63,6 +65,7 @@ int SampleCommand::run(const ArgParser&) {
   if (tokenizer.empty()) tokenizer = source.tokenizer;
   if (tokenizer.empty()) tokenizer = default_tokenizer_dir();
   const Tokenizer tok = Tokenizer::load(tokenizer);
+  print_tokenizer_notes(tok, "sample");
   Gpt2 model(source.config);
   load_model_file(source, model);
   const ModelConfig& c = model.config();

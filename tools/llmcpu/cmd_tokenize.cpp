@@ -14,6 +14,7 @@
 #include "simd/error.h"
 #include "tools/llmcpu/args.h"
 #include "tools/llmcpu/commands.h"
+#include "tools/llmcpu/tokenizer_notes.h"
 
 namespace llmcpu {
 
@@ -69,12 +70,11 @@ std::vector<int> parse_ids(const std::string& text, const std::string& where) {
 class TokenizeCommand : public Command {
  public:
   void add_flags(ArgParser& p) override {
-    p.option(
-        "tokenizer", 0, &tokenizer_path_, "PATH",
-        "tokenizer.json (or its folder), folder with encoder.json and vocab.bpe, or an llm.c\n"
-        "                              gpt2_tokenizer.bin (decode only); default: the cache "
-        "folder's tokenizer/\n"
-        "                              (tools/fetch-data.sh)");
+    p.option("tokenizer", 0, &tokenizer_path_, "PATH",
+             "tokenizer.json (or its folder), folder with encoder.json and vocab.bpe, or an llm.c\n"
+             "                              gpt2_tokenizer.bin (decode only); default: the cache "
+             "folder's tokenizer/\n"
+             "                              (tools/fetch-data.sh)");
     p.flag("decode", 'd', &decode_, "ids to text");
     p.flag("add-special-tokens", 0, &add_special_,
            "add the special tokens the tokenizer puts around a text (BOS)");
@@ -103,6 +103,7 @@ int TokenizeCommand::run(const ArgParser&) {
   const bool decode = decode_;
   if (tokenizer_path.empty()) tokenizer_path = default_tokenizer_dir();
   const Tokenizer tok = Tokenizer::load(tokenizer_path);
+  print_tokenizer_notes(tok, "tokenize");
 
   if (decode) {
     const std::string src = files_.empty() ? "-" : files_[0];
@@ -111,9 +112,10 @@ int TokenizeCommand::run(const ArgParser&) {
     return 0;
   }
   if (!tok.can_encode()) {
-    throw UsageError("tokenize: " + tokenizer_path +
-                     " can only decode (an llm.c gpt2_tokenizer.bin); encoding needs a tokenizer.json "
-                     "or a folder with encoder.json and vocab.bpe");
+    throw UsageError(
+        "tokenize: " + tokenizer_path +
+        " can only decode (an llm.c gpt2_tokenizer.bin); encoding needs a tokenizer.json "
+        "or a folder with encoder.json and vocab.bpe");
   }
   const std::vector<int> ids = tok.encode(read_all(files_[0]), add_special_);
   std::string out;

@@ -28,9 +28,12 @@ namespace {
 std::string format_duration(double seconds) {
   char buf[32];
   const long s = static_cast<long>(seconds + 0.5);
-  if (s >= 3600) std::snprintf(buf, sizeof buf, "%ldh%02ldm", s / 3600, (s / 60) % 60);
-  else if (s >= 60) std::snprintf(buf, sizeof buf, "%ldm%02lds", s / 60, s % 60);
-  else std::snprintf(buf, sizeof buf, "%lds", s);
+  if (s >= 3600)
+    std::snprintf(buf, sizeof buf, "%ldh%02ldm", s / 3600, (s / 60) % 60);
+  else if (s >= 60)
+    std::snprintf(buf, sizeof buf, "%ldm%02lds", s / 60, s % 60);
+  else
+    std::snprintf(buf, sizeof buf, "%lds", s);
   return buf;
 }
 
@@ -76,14 +79,16 @@ void print_optimizer_memory(const Trainer& trainer, const Gpt2& m) {
     if (m.precision() == Precision::kBf16) {
       std::snprintf(copy, sizeof copy, ", bf16 copy %.1f MiB", whole / 2);
     }
-    std::printf("weights: one copy in memory shared by the %zu ranks of this machine (fp32 %.1f "
-                "MiB%s), each rank updating its own parts; gradients summed where the ranks "
-                "wrote them\n",
-                ranks, whole, copy);
+    std::printf(
+        "weights: one copy in memory shared by the %zu ranks of this machine (fp32 %.1f "
+        "MiB%s), each rank updating its own parts; gradients summed where the ranks "
+        "wrote them\n",
+        ranks, whole, copy);
   } else if (m.precision() == Precision::kBf16) {
-    std::printf("optimizer: fp32 master weights per rank: %s (the layers' matmul weights sharded, "
-                "the model computes with their bf16 copy; whole %.1f MiB)\n",
-                per_rank_mib(trainer.master_bytes()).c_str(), whole);
+    std::printf(
+        "optimizer: fp32 master weights per rank: %s (the layers' matmul weights sharded, "
+        "the model computes with their bf16 copy; whole %.1f MiB)\n",
+        per_rank_mib(trainer.master_bytes()).c_str(), whole);
   }
 }
 
@@ -98,11 +103,11 @@ void print_run(const Trainer& trainer, const Placement& placed, const Communicat
   std::printf("train: %s\n", trainer.model_origin().c_str());
   const int ranks = world.size();
   const long long micro = (long long)trainer.grad_accum() * ranks;
-  std::printf("train: %s, %zu parameters, B=%d T=%d, %lld micro-batches per step (%lld tokens), "
-              "%s, %d threads\n",
-              describe(m.config()).c_str(), m.num_parameters(), o.batch, o.seq_len, micro,
-              micro * o.batch * o.seq_len, m.kernels_summary().c_str(),
-              placed.plan.num_threads());
+  std::printf(
+      "train: %s, %zu parameters, B=%d T=%d, %lld micro-batches per step (%lld tokens), "
+      "%s, %d threads\n",
+      describe(m.config()).c_str(), m.num_parameters(), o.batch, o.seq_len, micro,
+      micro * o.batch * o.seq_len, m.kernels_summary().c_str(), placed.plan.num_threads());
   if (ranks > 1) {
     std::printf("train: %s; %d micro-batches per rank per step\n", world.describe().c_str(),
                 trainer.grad_accum());
@@ -140,7 +145,8 @@ int train_in(Communicator& world, const TrainOptions& o, TrainCliExtras extra) {
                 format_duration(r.eta_seconds).c_str());
     // Several ranks: the communication thread's time (the gradients' sum, and under ZeRO-1 the
     // updated weights' gather), and how much of it the backward pass and the update hid.
-    if (r.comm_ms > 0) std::printf(" | comm %.1f ms, %.0f%% hidden", r.comm_ms, 100 * r.comm_hidden);
+    if (r.comm_ms > 0)
+      std::printf(" | comm %.1f ms, %.0f%% hidden", r.comm_ms, 100 * r.comm_hidden);
     std::printf("\n");
     std::fflush(stdout);
   };
@@ -195,20 +201,21 @@ class TrainCommand : public Command {
   TrainCliExtras extra_;
 };
 
-// Under mpirun every rank runs this with the same flags; rank 0 prints, the others are quiet. A rank
-// that fails prints its error naming itself and ends the whole job.
+// Under mpirun every rank runs this with the same flags; rank 0 prints, the others are quiet. A
+// rank that fails prints its error naming itself and ends the whole job.
 int TrainCommand::run(const ArgParser&) {
   std::unique_ptr<Communicator> world = world_communicator();
   if (world->size() == 1) return train_in(*world, o_, extra_);
   if (world->rank() != 0 && !std::freopen("/dev/null", "w", stdout)) {
-    throw FileError("/dev/null", "cannot quiet the output of rank " + std::to_string(world->rank()));
+    throw FileError("/dev/null",
+                    "cannot quiet the output of rank " + std::to_string(world->rank()));
   }
   try {
     return train_in(*world, o_, extra_);
   } catch (const std::exception& e) {
     std::fflush(stdout);
-    std::fprintf(stderr, "llmcpu train: error on rank %d of %d: %s\n", world->rank(),
-                 world->size(), e.what());
+    std::fprintf(stderr, "llmcpu train: error on rank %d of %d: %s\n", world->rank(), world->size(),
+                 e.what());
     std::fflush(stderr);
     world->abort(2);
     return 2;

@@ -13,6 +13,7 @@
 #include "core/train/memory_plan.h"
 #include "simd/error.h"
 #include "tools/llmcpu/placement_flags.h"
+#include "tools/llmcpu/tokenizer_notes.h"
 
 namespace llmcpu {
 
@@ -36,7 +37,8 @@ std::string resolve_run_config(const std::string& name) {
 }
 
 void add_train_flags(ArgParser& p, TrainOptions* o, TrainCliExtras* x) {
-  p.config_flag("config", 0, resolve_run_config, "TOML file (or conf/runs/ name) of these flags' keys");
+  p.config_flag("config", 0, resolve_run_config,
+                "TOML file (or conf/runs/ name) of these flags' keys");
   p.option("model", 'e', &o->model, "M",
            "checkpoint file (llm.c .bin, or model.safetensors or its folder), preset file (.toml) "
            "or preset name (gpt2-d2 ...)");
@@ -57,8 +59,8 @@ void add_train_flags(ArgParser& p, TrainOptions* o, TrainCliExtras* x) {
   p.option("lr-floor", 'q', &o->lr_floor, "F", "cosine decays to F * lr (default 0)", {0, 1});
   p.option("weight-decay", 'c', &o->weight_decay, "WD", "AdamW decoupled weight decay (default 0)",
            {0, kMaxFloat});
-  p.option("grad-clip", 0, &o->grad_clip, "X", "clip the global gradient norm to X (default 0: off)",
-           {0, kMaxFloat});
+  p.option("grad-clip", 0, &o->grad_clip, "X",
+           "clip the global gradient norm to X (default 0: off)", {0, kMaxFloat});
   p.option("zero", 'z', &x->choices.zero, "0|1",
            "under mpirun: 1 shards the AdamW state over the ranks (ZeRO-1: each rank updates its "
            "part, then sends it to the others), 0 keeps it whole on every rank (default 1 with "
@@ -69,20 +71,25 @@ void add_train_flags(ArgParser& p, TrainOptions* o, TrainCliExtras* x) {
            "or lost) ends the whole job, naming the rank that gave up (default 300; positive)",
            {0, kMaxCommTimeout});
   p.option("max-bad-steps", 0, &o->max_bad_steps, "N",
-           "skip a step whose loss or gradient norm is NaN or infinite; stop after N in a row (default 5)",
+           "skip a step whose loss or gradient norm is NaN or infinite; stop after N in a row "
+           "(default 5)",
            {1, INT32_MAX});
-  p.option("seed", 0, &o->seed, "S", "initialisation and shuffling seed (default 1337)", kAnyUint64);
+  p.option("seed", 0, &o->seed, "S", "initialisation and shuffling seed (default 1337)",
+           kAnyUint64);
   p.flag("no-shuffle", 0, &x->no_shuffle, "read batches in order: batch k starts at token k*B*T");
   p.option("val-every", 'v', &o->val_every, "N", "validation loss every N steps (default 0: never)",
            {0, INT32_MAX});
   p.option("val-batches", 'm', &o->val_batches, "N", "batches per validation (default 20)",
            {1, INT32_MAX});
-  p.option("sample-every", 's', &o->sample_every, "N", "print a sample every N steps (default 0: never)",
-           {0, INT32_MAX});
+  p.option("sample-every", 's', &o->sample_every, "N",
+           "print a sample every N steps (default 0: never)", {0, INT32_MAX});
   p.option("sample-tokens", 'g', &o->sample_tokens, "N",
            "tokens per sample (default 64; at most the model's maxT)", {1, kMaxSeqLen});
-  p.option("tokenizer", 0, &x->tokenizer, "PATH", "tokenizer for samples (folder with encoder.json, or gpt2_tokenizer.bin)");
-  p.option("checkpoint-dir", 'o', &o->checkpoint_dir, "DIR", "write checkpoints here (model + training state)");
+  p.option("tokenizer", 0, &x->tokenizer, "PATH",
+           "tokenizer for samples (a tokenizer.json or its folder, a folder with encoder.json, or "
+           "gpt2_tokenizer.bin)");
+  p.option("checkpoint-dir", 'o', &o->checkpoint_dir, "DIR",
+           "write checkpoints here (model + training state)");
   p.option("checkpoint-every", 'n', &o->checkpoint_every, "N",
            "checkpoint every N steps (default 0: at the end)", {0, INT32_MAX});
   p.option("keep-checkpoints", 0, &o->keep_checkpoints, "N",
@@ -97,9 +104,10 @@ void add_train_flags(ArgParser& p, TrainOptions* o, TrainCliExtras* x) {
   p.option("save", 0, &o->save_path, "M.bin", "also write the final model here (atomically)");
   p.option("precision", 0, &x->choices.precision, "P",
            "fp32 (default) or bf16: bf16 weights' copy and activations, fp32 master weights");
-  p.option("recompute", 'r', &x->choices.recompute, "R",
-           "none (default), gelu or all-pointwise (llm.c's 0, 1, 2): recompute GELU (and layernorm) "
-           "outputs in the backward pass instead of keeping them (less memory, the same numbers)");
+  p.option(
+      "recompute", 'r', &x->choices.recompute, "R",
+      "none (default), gelu or all-pointwise (llm.c's 0, 1, 2): recompute GELU (and layernorm) "
+      "outputs in the backward pass instead of keeping them (less memory, the same numbers)");
   p.option("memory-limit", 0, &x->choices.memory_limit, "SIZE",
            "refuse a run planned to need more than SIZE (e.g. 12G; default: the cgroup limit or "
            "MemAvailable)");
@@ -116,7 +124,8 @@ void apply_train_flags(const TrainCliExtras& x, TrainOptions* o) {
   o->recompute = parse_recompute(c.recompute, "--recompute");
   o->lr_schedule = parse_lr_schedule(c.lr_schedule, "--lr-schedule");
   o->zero = c.zero < 0 ? ZeroMode::kDefault : c.zero == 0 ? ZeroMode::kOff : ZeroMode::kOn;
-  o->memory_limit = c.memory_limit.empty() ? 0 : parse_memory_size(c.memory_limit, "--memory-limit");
+  o->memory_limit =
+      c.memory_limit.empty() ? 0 : parse_memory_size(c.memory_limit, "--memory-limit");
   o->device_memory_limit = device_memory_limit(x.plugin);
 }
 
@@ -124,7 +133,9 @@ std::shared_ptr<const Tokenizer> load_sample_tokenizer(const TrainCliExtras& ext
   if (!needed) return nullptr;
   const std::string path = extra.tokenizer.empty() ? default_tokenizer_dir() : extra.tokenizer;
   try {
-    return std::make_shared<const Tokenizer>(Tokenizer::load(path));
+    auto tok = std::make_shared<const Tokenizer>(Tokenizer::load(path));
+    print_tokenizer_notes(*tok, "train");
+    return tok;
   } catch (const Error& e) {
     if (!extra.tokenizer.empty()) throw;  // asked for explicitly: a real error
     std::fprintf(stderr, "train: samples are shown as token ids (no tokenizer: %s)\n", e.what());
@@ -142,8 +153,9 @@ SampleDecoder make_sample_decoder(std::shared_ptr<const Tokenizer> tok, const Tr
   if (!tok) return ids;
   if (tok->vocab_size() < vocab_size) {
     const std::string why = "--tokenizer " + tok->source() + " has " +
-                            std::to_string(tok->vocab_size()) + " tokens, fewer than the model's V=" +
-                            std::to_string(vocab_size) + ": samples could not be decoded";
+                            std::to_string(tok->vocab_size()) +
+                            " tokens, fewer than the model's V=" + std::to_string(vocab_size) +
+                            ": samples could not be decoded";
     if (!extra.tokenizer.empty()) throw UsageError(why);
     std::fprintf(stderr, "train: samples are shown as token ids (%s)\n", why.c_str());
     return ids;

@@ -1,5 +1,5 @@
-// The flag table of `llmcpu train` (long names, llm.c's short flags where llm.c has them), shared by
-// the command and its tests, and the decoder that turns sampled token ids into text.
+// The flag table of `llmcpu train` (long names, llm.c's short flags where llm.c has them), shared
+// by the command and its tests, and the decoder that turns sampled token ids into text.
 #pragma once
 
 #include <functional>
@@ -30,7 +30,7 @@ struct TrainCliExtras {
   bool no_shuffle = false;
   PlacementOptions placement;  // --threads, --bind, --smt, --cpus, --numa
   PluginFlags plugin;          // --plugin, --offload-report
-  std::string tokenizer;  // for samples; default: the cache's tokenizer folder
+  std::string tokenizer;       // for samples; default: the cache's tokenizer folder
 };
 
 void add_train_flags(ArgParser& p, TrainOptions* o, TrainCliExtras* extra);
