@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "core/io/checkpoint.h"
 #include "core/io/debug_state.h"
 #include "core/io/hf_gpt2.h"
@@ -20,6 +22,7 @@
 #include "core/model/parameters.h"
 #include "core/tokenizer/tokenizer.h"
 #include "tests/fuzz/fuzz_util.h"
+#include "tests/fuzz/hf_layouts.h"
 
 namespace llmcpu {
 namespace {
@@ -332,6 +335,153 @@ void texts() {
   put("encode", "eot.txt", "<|endoftext|>The end<|endoftext|>");
 }
 
+// fuzz_tokenizer_json's input: a tokenizer.json, then NUL and its tokenizer_config.json when it has
+// one. The layouts of hf_layouts.h (a few KB each); small documents that each use one more kind of
+// normalizer, pre-tokenizer, decoder or post-processor over a vocabulary of a few tokens, so that
+// mutations reach every factory quickly; and documents with one part that is refused.
+void tokenizer_jsons() {
+  using Json = nlohmann::ordered_json;
+  for (const fuzz::HfLayout& l : fuzz::hf_layouts()) {
+    put("tokenizer_json", l.name + ".json",
+        l.config.empty() ? l.json : l.json + std::string(1, '\0') + l.config);
+  }
+  const std::string meta = "\xE2\x96\x81";
+  const auto small = [&](const char* part, const Json& value) {
+    Json doc = {
+        {"added_tokens", Json::array({Json{{"id", 5},
+                                           {"content", "<s>"},
+                                           {"single_word", false},
+                                           {"lstrip", false},
+                                           {"rstrip", false},
+                                           {"normalized", false},
+                                           {"special", true}}})},
+        {"normalizer", nullptr},
+        {"pre_tokenizer", nullptr},
+        {"post_processor", nullptr},
+        {"decoder", nullptr},
+        {"model",
+         {{"type", "BPE"},
+          {"unk_token", "<unk>"},
+          {"byte_fallback", true},
+          {"vocab", {{"<unk>", 0}, {"a", 1}, {"b", 2}, {"ab", 3}, {meta, 4}, {"<0x61>", 6}}},
+          {"merges", Json::array({"a b"})}}}};
+    if (part) doc[part] = value;
+    return doc.dump();
+  };
+  const auto pattern = [](const char* kind, const char* p) { return Json{{kind, p}}; };
+  put("tokenizer_json", "small.json", small(nullptr, nullptr));
+  const std::pair<const char*, Json> parts[] = {
+      {"normalizer", {{"type", "NFKC"}}},
+      {"normalizer", {{"type", "NFKD"}}},
+      {"normalizer", {{"type", "Strip"}, {"strip_left", true}, {"strip_right", true}}},
+      {"normalizer",
+       {{"type", "Replace"}, {"pattern", pattern("Regex", "\\s+")}, {"content", "$&$1"}}},
+      {"normalizer",
+       {{"type", "Sequence"},
+        {"normalizers", Json::array({Json{{"type", "NFD"}}, Json{{"type", "StripAccents"}},
+                                     Json{{"type", "Lowercase"}},
+                                     Json{{"type", "Prepend"}, {"prepend", meta}}})}}},
+      {"pre_tokenizer", {{"type", "WhitespaceSplit"}}},
+      {"pre_tokenizer", {{"type", "Whitespace"}}},
+      {"pre_tokenizer", {{"type", "Digits"}, {"individual_digits", false}}},
+      {"pre_tokenizer",
+       {{"type", "Split"},
+        {"pattern", pattern("String", " ")},
+        {"behavior", "Removed"},
+        {"invert", false}}},
+      {"pre_tokenizer",
+       {{"type", "Split"},
+        {"pattern", pattern("Regex", "(a)|b+")},
+        {"behavior", "Removed"},
+        {"invert", true}}},
+      {"pre_tokenizer",
+       {{"type", "Metaspace"},
+        {"replacement", meta},
+        {"prepend_scheme", "always"},
+        {"split", true}}},
+      {"pre_tokenizer",
+       {{"type", "ByteLevel"},
+        {"add_prefix_space", true},
+        {"trim_offsets", true},
+        {"use_regex", true}}},
+      {"decoder", {{"type", "ByteFallback"}}},
+      {"decoder", {{"type", "Metaspace"}, {"replacement", meta}, {"prepend_scheme", "always"}}},
+      {"decoder",
+       {{"type", "Sequence"},
+        {"decoders",
+         Json::array({Json{{"type", "Replace"},
+                           {"pattern", pattern("Regex", "a(b)?")},
+                           {"content", "$1-$$"}},
+                      Json{{"type", "Fuse"}},
+                      Json{{"type", "Strip"}, {"content", "-"}, {"start", 2}, {"stop", 1}}})}}},
+      {"post_processor",
+       {{"type", "TemplateProcessing"},
+        {"single", Json::array({Json{{"SpecialToken", {{"id", "<s>"}, {"type_id", 0}}}},
+                                Json{{"Sequence", {{"id", "A"}, {"type_id", 0}}}},
+                                Json{{"SpecialToken", {{"id", "<s>"}, {"type_id", 0}}}}})}}},
+      {"post_processor",
+       {{"type", "Sequence"},
+        {"processors", Json::array({Json{{"type", "ByteLevel"}, {"trim_offsets", false}}})}}},
+  };
+  int n = 0;
+  for (const auto& [part, value] : parts) {
+    put("tokenizer_json",
+        "small_" + std::to_string(n++) + "_" + part + "_" + value["type"].get<std::string>() +
+            ".json",
+        small(part, value));
+  }
+  // One part each that is refused: a model, normalizer, pre-tokenizer, decoder and post-processor
+  // that are not implemented, a Split behavior, single_word, dropout, a continuing_subword_prefix,
+  // an unk_token outside the vocabulary, two tokens with one id, a pattern that does not compile,
+  // and a merge that is not a pair.
+  Json doc = Json::parse(fuzz::gpt2_layout().json);
+  const auto refused = [&](const char* name, const auto& change) {
+    Json d = doc;
+    change(d);
+    put("tokenizer_json", std::string("refused_") + name + ".json", d.dump());
+  };
+  refused("wordpiece", [](Json& d) { d["model"]["type"] = "WordPiece"; });
+  refused("normalizer", [](Json& d) { d["normalizer"] = {{"type", "BertNormalizer"}}; });
+  refused("pre_tokenizer", [](Json& d) { d["pre_tokenizer"] = {{"type", "Punctuation"}}; });
+  refused("decoder", [](Json& d) { d["decoder"] = {{"type", "WordPiece"}, {"prefix", "##"}}; });
+  refused("post_processor", [](Json& d) { d["post_processor"] = {{"type", "BertProcessing"}}; });
+  refused("behavior", [&](Json& d) {
+    d["pre_tokenizer"] = {{"type", "Split"},
+                          {"pattern", pattern("String", " ")},
+                          {"behavior", "MergedWithPrevious"},
+                          {"invert", false}};
+  });
+  refused("single_word", [](Json& d) { d["added_tokens"][0]["single_word"] = true; });
+  refused("dropout", [](Json& d) { d["model"]["dropout"] = 0.1; });
+  refused("prefix", [](Json& d) { d["model"]["continuing_subword_prefix"] = "##"; });
+  refused("unk", [](Json& d) { d["model"]["unk_token"] = "<unk>"; });
+  refused("shared_id", [](Json& d) { d["model"]["vocab"]["shared"] = 7; });
+  refused("pattern", [&](Json& d) {
+    d["pre_tokenizer"] = {{"type", "Split"},
+                          {"pattern", pattern("Regex", "(a")},
+                          {"behavior", "Isolated"},
+                          {"invert", false}};
+  });
+  refused("merge", [](Json& d) { d["model"]["merges"][0] = Json::array({"a"}); });
+}
+
+// fuzz_hf_encode's input: texts for the layouts of hf_layouts.h, besides fuzz_encode's.
+void hf_texts() {
+  put("hf_encode", "english.txt",
+      "The quick brown fox's friend didn't jump; it'll be fine. 12345\n");
+  put("hf_encode", "invalid_utf8.txt", "ok \xff\xfe bad \xc3 end \xed\xa0\x80 surrogate \xf4\x90");
+  put("hf_encode", "spaces.txt", "   three leading, two trailing  \t\r\n\n x");
+  put("hf_encode", "metaspace.txt", "\xE2\x96\x81the\xE2\x96\x81\xE2\x96\x81world \xE2\x96\x81");
+  put("hf_encode", "added.txt",
+      "<|endoftext|>Hello <mask> [SEP]  ab world<s>x</s><unk><|im_start|>user\nhi<|im_end|>"
+      "<|begin_of_text|>");
+  put("hf_encode", "unicode.txt",
+      "na\xc3\xafve cafe\xcc\x81 \xe4\xb8\xad\xe6\x96\x87 \xf0\x9f\x98\x80 \xe2\x84\xaa "
+      "\xcd\xbe \xef\xbc\xa1\xef\xbc\x91");
+  put("hf_encode", "bom.txt", "\xef\xbb\xbfstart \xef\xbb\xbf mid\xef\xbb\xbf");
+  put("hf_encode", "digits.txt", "1234567 3.14159 12,345 \xd9\xa3\xd9\xa4 0x1F");
+}
+
 // fuzz_cli's input: byte 0 picks the subcommand by its index in tools/llmcpu/commands.h's table
 // (train, verify, sample, prepare, tokenize, topo, convert, bench, plot, version), then the words,
 // separated by newlines.
@@ -377,6 +527,8 @@ int main(int argc, char** argv) {
     tokenizer_files();
     tomls();
     texts();
+    tokenizer_jsons();
+    hf_texts();
     command_lines();
   } catch (const std::exception& e) {
     std::fprintf(stderr, "make_seeds: %s\n", e.what());
