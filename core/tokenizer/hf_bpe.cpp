@@ -148,6 +148,16 @@ void BpeModel::finish(const StringIds& output_ids, const StringIds& plain_output
     const int left = symbol_of(a), right = symbol_of(b), result = symbol_of(a + b);
     merges_.add(left, right, static_cast<int>(r), result);
   }
+  cuts_at_metaspace_ = end_of_word_suffix_.empty() && continuing_subword_suffix_.empty();
+  static const std::string kMeta = "\xE2\x96\x81";  // U+2581
+  for (const auto& [a, b] : merge_list_) {
+    const std::string made = a + b;
+    for (size_t at = made.find(kMeta, 1); at != std::string::npos; at = made.find(kMeta, at + 1)) {
+      size_t prev = at - 1;
+      while (prev > 0 && (static_cast<unsigned char>(made[prev]) & 0xC0) == 0x80) --prev;
+      joined_to_metaspace_.insert(unicode::decode_at(made, prev).cp);
+    }
+  }
   merge_list_.clear();
   merge_list_.shrink_to_fit();
   symbol_vocab_id_.assign(symbol_text_.size(), -1);
@@ -279,8 +289,8 @@ void BpeModel::emit(std::string_view token, bool plain, std::vector<Token>& out)
   if (has_unk_) out.push_back({unk_output_id_, unk_id_});
 }
 
-void BpeModel::encode(std::string_view word, bool plain, bool raw_bytes,
-                      std::vector<Token>& out) const {
+void BpeModel::encode(std::string_view word, bool plain, bool raw_bytes, std::vector<Token>& out,
+                      bool whole) const {
   if (word.empty()) return;
   // The characters, the last with end_of_word_suffix; chars[k] is character k's text.
   std::vector<std::string_view> chars;
@@ -294,7 +304,7 @@ void BpeModel::encode(std::string_view word, bool plain, bool raw_bytes,
       pos += len;
     }
   }
-  if (ignore_merges_) {  // the whole pre-token, when it is a token
+  if (ignore_merges_ && whole) {  // the whole pre-token, when it is a token
     std::string mapped;
     if (raw_bytes) {
       for (const std::string_view c : chars) mapped += c;

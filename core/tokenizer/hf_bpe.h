@@ -13,6 +13,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "core/tokenizer/bpe.h"
@@ -49,7 +50,20 @@ class BpeModel {
   // (their strings have only the model vocabulary's ids), for Hugging Face's split_special_tokens.
   // `raw_bytes`: the word is bytes that stand for their characters of GPT-2's byte alphabet (a
   // ByteLevel pre-tokenizer left the mapping to the model).
-  void encode(std::string_view word, bool plain, bool raw_bytes, std::vector<Token>& out) const;
+  // `whole`: whether ignore_merges may take the word whole (false for a part of a pre-token).
+  void encode(std::string_view word, bool plain, bool raw_bytes, std::vector<Token>& out,
+              bool whole = true) const;
+  // Whether a word (not raw bytes) may be cut just before a "▁" that follows the character `before`
+  // without changing its tokens: true when no merge makes a string holding `before` then "▁" (so
+  // no merge can join across that place) and no suffix is set. A SentencePiece-style vocabulary
+  // without a pre-tokenizer gives the model whole texts; cut there, their parts go through the
+  // cache like words.
+  bool may_cut_before_metaspace(char32_t before) const {
+    return cuts_at_metaspace_ && before != 0x2581 && !joined_to_metaspace_.count(before);
+  }
+  bool ignores_merges() const { return ignore_merges_; }
+  // The token the whole word is under ignore_merges (vocab_id -1: none).
+  Token whole_word(std::string_view word, bool plain) const { return lookup(word, plain); }
   bool fuse_unk() const { return fuse_unk_; }
   int unk_vocab_id() const { return unk_id_; }
 
@@ -83,6 +97,8 @@ class BpeModel {
 
   std::string unk_token_, end_of_word_suffix_, continuing_subword_suffix_;
   bool has_unk_ = false, byte_fallback_ = false, fuse_unk_ = false, ignore_merges_ = false;
+  bool cuts_at_metaspace_ = false;
+  std::unordered_set<char32_t> joined_to_metaspace_;  // characters some merge puts before "▁"
   int unk_id_ = -1, unk_output_id_ = -1;
   int byte_vocab_id_[256], byte_output_id_[256];
   StringIds output_ids_;

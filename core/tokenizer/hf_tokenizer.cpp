@@ -132,7 +132,9 @@ struct HfTokenizer::Impl {
   void encode_section(std::string_view text, int section, bool only_plain,
                       std::vector<int>& out) const;
   void encode_model(std::string_view text, int section, bool plain, std::vector<int>& out) const;
-  void cached_encode(std::string_view word, bool plain, std::vector<BpeModel::Token>& out) const;
+  // `whole`: the word is a whole pre-token (ignore_merges may take it whole), not a part of one.
+  void cached_encode(std::string_view word, bool plain, std::vector<BpeModel::Token>& out,
+                     bool whole = true) const;
 };
 
 namespace {
@@ -148,13 +150,34 @@ constexpr size_t kMaxCachedTokens = size_t{1} << 22;  // the cache is emptied be
 }  // namespace
 
 void HfTokenizer::Impl::cached_encode(std::string_view word, bool plain,
-                                      std::vector<BpeModel::Token>& out) const {
-  if (word.size() > kMaxCachedWord) {
-    model->encode(word, plain, raw_bytes, out);
+                                      std::vector<BpeModel::Token>& out, bool whole) const {
+  if (word.size() > kMaxCachedWord && whole && !raw_bytes) {
+    // A long piece of a SentencePiece-style vocabulary: cut before each "▁" where no merge joins
+    // across (BpeModel::may_cut_before_metaspace), each part cached like a word.
+    if (model->ignores_merges() && model->whole_word(word, plain).vocab_id >= 0) {
+      model->encode(word, plain, raw_bytes, out);
+      return;
+    }
+    static const std::string_view kMeta = "\xE2\x96\x81";
+    size_t start = 0;
+    for (size_t at = word.find(kMeta, 1); at != std::string_view::npos;
+         at = word.find(kMeta, at + 3)) {
+      size_t prev = at - 1;
+      while (prev > 0 && (static_cast<unsigned char>(word[prev]) & 0xC0) == 0x80) --prev;
+      if (!model->may_cut_before_metaspace(unicode::decode_at(word, prev).cp)) continue;
+      cached_encode(word.substr(start, at - start), plain, out, false);
+      start = at;
+    }
+    cached_encode(word.substr(start), plain, out, false);
     return;
   }
-  thread_local WordCache caches[2];
-  WordCache& cache = caches[plain];
+  if (word.size() > kMaxCachedWord) {
+    model->encode(word, plain, raw_bytes, out, whole);
+    return;
+  }
+  // Parts of a pre-token have their own cache where ignore_merges makes a whole word differ.
+  thread_local WordCache caches[2][2];
+  WordCache& cache = caches[plain][!whole && model->ignores_merges()];
   if (cache.owner != instance || cache.pieces.values() > kMaxCachedTokens) {
     cache.pieces.clear();
     cache.owner = instance;
@@ -165,7 +188,7 @@ void HfTokenizer::Impl::cached_encode(std::string_view word, bool plain,
     return;
   }
   const size_t before = out.size();
-  model->encode(word, plain, raw_bytes, out);
+  model->encode(word, plain, raw_bytes, out, whole);
   cache.pieces.insert(word, out.data() + before, out.size() - before);
 }
 
