@@ -5,7 +5,11 @@
 // (hf_checks.h): the ids lie in the vocabulary and decode without a ShapeError, a second encode
 // and encode_append after other ids give the same ids, and encode with special tokens gives them
 // between the layout's special tokens; TokenStream, fed the ids one by one, shows the decoded text
-// in pieces that add up to it. And what decode must give back, where it is determined:
+// in pieces that add up to it (on the layouts whose decode does not clean up tokenization spaces:
+// there the clean-up can take back a space TokenStream has shown, when one rule's result makes
+// another match: "x  ' s" decodes to "x's", " ' " -> "'" then " 's" -> "'s", after "x " was shown
+// for the first three ids, and the stream shows nothing more). And what decode must give back,
+// where it is determined:
 //   - GPT-2 and Llama 3 (byte-level, no normalizer, added tokens neither stripping nor
 //     normalized): exactly the input with invalid UTF-8 replaced (utf8_replace.h), since every
 //     byte has a token and the added tokens decode to their text;
@@ -47,6 +51,7 @@ struct Loaded {
   std::string name;
   std::unique_ptr<llmcpu::Tokenizer> tok;
   std::vector<int> specials;  // encode("", true): the post-processor's special tokens
+  bool clean_up;
 };
 std::vector<Loaded>* layouts = nullptr;
 
@@ -76,7 +81,7 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
     fs::create_directory(fuzz::scratch_dir() + "/" + l.name);
     fuzz::write_file(l.name + "/tokenizer.json", l.json);
     if (!l.config.empty()) fuzz::write_file(l.name + "/tokenizer_config.json", l.config);
-    Loaded loaded{l.name, nullptr, {}};
+    Loaded loaded{l.name, nullptr, {}, l.clean_up};
     try {
       loaded.tok = std::make_unique<Tokenizer>(Tokenizer::load(fuzz::scratch_dir() + "/" + l.name));
       loaded.specials = loaded.tok->encode("", true);
@@ -99,7 +104,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::string decoded;
     const std::vector<int> ids = fuzz::check_hf_encode(kTarget, *l.tok, text, l.specials, &decoded);
     const std::string got = "; decoded " + fuzz::describe(decoded);
-    if (ids.size() <= kMaxStreamed) {
+    if (!l.clean_up && ids.size() <= kMaxStreamed) {
       TokenStream stream(*l.tok);
       std::string shown;
       for (const int id : ids) shown += stream.push(id);

@@ -128,9 +128,13 @@ Json bos_template(const std::string& bos, int id) {
 
 const Json kNull = nullptr;
 
-std::string config(bool clean_up, const char* extra = "") {
-  return std::string("{\"clean_up_tokenization_spaces\": ") + (clean_up ? "true" : "false") +
-         extra + "}";
+// A layout with a tokenizer_config.json that sets clean_up_tokenization_spaces and the `extra` keys
+// (", \"key\": value" each).
+HfLayout with_config(const char* name, const Json& doc, bool clean_up, const char* extra = "") {
+  return {name, doc.dump(),
+          std::string("{\"clean_up_tokenization_spaces\": ") + (clean_up ? "true" : "false") +
+              extra + "}",
+          clean_up};
 }
 
 // The vocabulary of the SentencePiece-like layouts: <unk>, <s>, </s>, then (byte_fallback) the
@@ -173,8 +177,7 @@ HfLayout gpt2_layout() {
                                  {"trim_offsets", true},
                                  {"use_regex", true}},
                             bpe_model(v, false, false, kNull));
-  return {"gpt2", doc.dump(), config(false),
-          "GPT-2: ByteLevel with GPT-2's pattern, <|endoftext|>"};
+  return with_config("gpt2", doc, false);
 }
 
 HfLayout llama3_layout() {
@@ -197,8 +200,7 @@ HfLayout llama3_layout() {
                                                  bos_template("<|begin_of_text|>", bos)})}};
   const Json doc = document(added, kNull, pre, post, byte_level_pre(true, true),
                             bpe_model(v, false, true, kNull));
-  return {"llama3", doc.dump(), config(false, ", \"bos_token\": \"<|begin_of_text|>\""),
-          "Llama 3: Split by its pattern, ByteLevel without one, ignore_merges, BOS"};
+  return with_config("llama3", doc, false, ", \"bos_token\": \"<|begin_of_text|>\"");
 }
 
 HfLayout qwen2_layout() {
@@ -213,8 +215,7 @@ HfLayout qwen2_layout() {
       {"pretokenizers", Json::array({split(kQwen2Pattern), byte_level_pre(false, false)})}};
   const Json doc = document(added, Json{{"type", "NFC"}}, pre, byte_level_pre(false, false),
                             byte_level_pre(false, false), bpe_model(v, false, false, kNull));
-  return {"qwen2", doc.dump(), config(false, ", \"eos_token\": \"<|endoftext|>\""),
-          "Qwen2: NFC, Split by its pattern, ByteLevel without one, three special tokens"};
+  return with_config("qwen2", doc, false, ", \"eos_token\": \"<|endoftext|>\"");
 }
 
 HfLayout sentencepiece_layout() {
@@ -237,10 +238,8 @@ HfLayout sentencepiece_layout() {
                     Json{{"type", "Strip"}, {"content", " "}, {"start", 1}, {"stop", 0}}})}};
   const Json doc = document(added, normalizer, kNull, bos_template("<s>", 1), decoder,
                             bpe_model(v, true, false, "<unk>"));
-  return {
-      "sentencepiece", doc.dump(),
-      config(false, ", \"bos_token\": \"<s>\", \"eos_token\": \"</s>\", \"add_bos_token\": true"),
-      "Llama 2: Prepend/Replace normalizer, byte_fallback, Replace/ByteFallback/Fuse/Strip"};
+  return with_config("sentencepiece", doc, false,
+                     ", \"bos_token\": \"<s>\", \"eos_token\": \"</s>\", \"add_bos_token\": true");
 }
 
 HfLayout metaspace_layout() {
@@ -252,8 +251,7 @@ HfLayout metaspace_layout() {
   const Json meta = {
       {"type", "Metaspace"}, {"replacement", kMeta}, {"prepend_scheme", "first"}, {"split", false}};
   const Json doc = document(added, kNull, meta, kNull, meta, bpe_model(v, false, false, "<unk>"));
-  return {"metaspace", doc.dump(), "",
-          "Metaspace pre-tokenizer and decoder, prepend_scheme first, fused <unk>"};
+  return {"metaspace", doc.dump(), "", true};
 }
 
 HfLayout digits_layout() {
@@ -280,8 +278,7 @@ HfLayout digits_layout() {
                                      Json{{"type", "Digits"}, {"individual_digits", true}}})}};
   const Json doc =
       document(Json::array({added_token(0, "<unk>", true)}), normalizer, pre, kNull, kNull, model);
-  return {"digits", doc.dump(), "",
-          "NFD/StripAccents/Lowercase, Whitespace and Digits, end_of_word_suffix, no decoder"};
+  return {"digits", doc.dump(), "", true};
 }
 
 HfLayout added_tokens_layout() {
@@ -304,8 +301,7 @@ HfLayout added_tokens_layout() {
   post["special_tokens"]["</s>"] = {{"id", "</s>"}, {"ids", {bos + 1}}, {"tokens", {"</s>"}}};
   const Json doc = document(added, Json{{"type", "Lowercase"}}, byte_level_pre(true, true), post,
                             byte_level_pre(true, true), bpe_model(v, false, false, kNull));
-  return {"added_tokens", doc.dump(), "",
-          "added tokens with lstrip, rstrip and normalized, <s> and </s> around the text"};
+  return {"added_tokens", doc.dump(), "", true};
 }
 
 std::vector<HfLayout> hf_layouts() {

@@ -13,7 +13,7 @@ struct HfLayout {
   std::string name;    // also the seed's file name
   std::string json;    // tokenizer.json
   std::string config;  // tokenizer_config.json beside it; empty: none
-  std::string what;    // one line: the real tokenizer it is shaped after
+  bool clean_up;       // the config's clean_up_tokenization_spaces (true when it has none)
 };
 
 // GPT-2's byte-level tokenizer.json layout: ByteLevel pre-tokenizer with GPT-2's pattern, ByteLevel
