@@ -28,9 +28,11 @@ BpeModel::BpeModel(const Node& model, std::vector<std::string>& notes) {
                     "\" is ignored, as tokenizers.js ignores it (Hugging Face's tokenizers puts it "
                     "before every piece of a word but the first)");
   }
-  if (model.boolean("dropout_enabled", false) ||
-      (model.has_non_null("dropout") && model.get("dropout").json().get<double>() > 0)) {
-    model.get("dropout").fail("BPE dropout is not implemented (it is random by design)");
+  if (model.has_non_null("dropout")) {
+    const Node d = model.get("dropout");
+    if (!d.json().is_number()) d.fail("expected a number or null");
+    if (d.json().get<double>() > 0)
+      d.fail("BPE dropout is not implemented (it is random by design)");
   }
   read_vocab(model);
   read_merges(model);
@@ -65,6 +67,7 @@ void BpeModel::read_vocab(const Node& model) {
     vocab_[token] = i;
     max_id = std::max(max_id, i);
   }
+  check_dense(v, max_id, vocab_.size());
   id_text_.assign(static_cast<size_t>(max_id + 1), std::string());
   id_known_.assign(static_cast<size_t>(max_id + 1), 0);
   for (const auto& [token, id] : vocab_) {
@@ -107,7 +110,18 @@ void BpeModel::read_merges(const Node& model) {
   }
 }
 
-void BpeModel::add_token(const std::string& content, int id, bool special) {
+// Ids index arrays, so they must be about as many as the tokens: the largest may leave room for
+// holes (ids no token has), but not for an array of a billion entries from a small file.
+void BpeModel::check_dense(const Node& where, int64_t max_id, size_t tokens) {
+  if (max_id >= static_cast<int64_t>(2 * tokens + 65536)) {
+    where.fail("the largest id, " + std::to_string(max_id) + ", is far beyond the " +
+               std::to_string(tokens) +
+               " tokens (ids must number the tokens from 0, with at most a few gaps)");
+  }
+}
+
+void BpeModel::add_token(const std::string& content, int id, bool special, const Node& where) {
+  check_dense(where, id, vocab_.size() + 1);
   if (special && !special_model_ids_.count(content)) {
     const auto it = vocab_.find(content);
     special_model_ids_[content] = it == vocab_.end() ? -1 : it->second;

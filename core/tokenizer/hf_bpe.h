@@ -33,8 +33,9 @@ class BpeModel {
   BpeModel(const Node& model, std::vector<std::string>& notes);
 
   // An added token: in the vocabulary under its content from now on (tokenizers.js sets
-  // tokens_to_ids[content] = id). Call before finish().
-  void add_token(const std::string& content, int id, bool special);
+  // tokens_to_ids[content] = id). Call before finish(). Throws FileError (naming `where`) for an id
+  // far beyond the number of tokens.
+  void add_token(const std::string& content, int id, bool special, const Node& where);
   // Called once the added tokens are in. `output_ids` gives the id a token string finally gets
   // where that is not its vocabulary id (tokenizers.js looks the added tokens up first);
   // `plain_output_ids` the same without the special added tokens, for the plain view (below).
@@ -75,6 +76,7 @@ class BpeModel {
 
  private:
   void read_vocab(const Node& model);
+  static void check_dense(const Node& where, int64_t max_id, size_t tokens);
   void read_merges(const Node& model);
   int symbol_of(std::string_view s);
   int find_symbol(std::string_view s) const;

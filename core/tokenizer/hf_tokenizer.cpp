@@ -71,7 +71,7 @@ class Splitter {
 };
 
 // clean_up_tokenization: " ." -> "." and the like, each replaced everywhere, in this order.
-std::string clean_up(std::string s) {
+std::string clean_up_spaces(std::string s) {
   static const std::pair<const char*, const char*> kRules[] = {
       {" .", "."},     {" ?", "?"},   {" !", "!"},   {" ,", ","},     {" ' ", "'"},
       {" n't", "n't"}, {" 'm", "'m"}, {" 's", "'s"}, {" 've", "'ve"}, {" 're", "'re"}};
@@ -299,7 +299,7 @@ void HfTokenizer::Impl::read_added(const Node& list) {
                       "\" has single_word true, which tokenizers.js ignores, and so does this "
                       "(Hugging Face's tokenizers matches it only as a whole word)");
     }
-    model->add_token(t.content, t.id, t.special);
+    model->add_token(t.content, t.id, t.special, n);
     added_ids[t.content] = t.id;
     if (!t.special) plain_added_ids[t.content] = t.id;
     added_index[t.content] = added.size();
@@ -432,7 +432,7 @@ void HfTokenizer::encode(std::string_view text, bool add_special_tokens, std::ve
   for (const std::string& t : after) out.push_back(m.final_id(t));
 }
 
-std::string HfTokenizer::decode(const int* ids, size_t n) const {
+std::string HfTokenizer::decode(const int* ids, size_t n, bool clean_up) const {
   const Impl& m = *impl_;
   std::vector<std::string> tokens;
   tokens.reserve(n);
@@ -466,7 +466,7 @@ std::string HfTokenizer::decode(const int* ids, size_t n) const {
   } else {
     for (size_t i = 0; i < tokens.size(); ++i) text += (i ? " " : "") + tokens[i];
   }
-  return m.clean_up_spaces ? clean_up(std::move(text)) : text;
+  return clean_up && m.clean_up_spaces ? clean_up_spaces(std::move(text)) : text;
 }
 
 }  // namespace llmcpu::hf

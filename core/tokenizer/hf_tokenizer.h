@@ -33,7 +33,9 @@ class HfTokenizer {
   void encode(std::string_view text, bool add_special_tokens, std::vector<int>& out,
               bool split_special_tokens = false) const;
   // Throws ShapeError for an id outside the vocabulary.
-  std::string decode(const int* ids, size_t n) const;
+  // `clean_up`: apply clean_up_tokenization_spaces as the config says (false: never, for text
+  // shown while it grows, which the clean-up could change behind what was shown).
+  std::string decode(const int* ids, size_t n, bool clean_up = true) const;
 
   int vocab_size() const;
   // What this tokenizer.json asks for that is done as tokenizers.js does it, where Hugging Face's

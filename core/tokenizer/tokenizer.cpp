@@ -468,6 +468,10 @@ void Tokenizer::encode_append(std::string_view text, std::vector<int>& out) cons
   }
 }
 
+std::string Tokenizer::decode_unclean(const int* ids, size_t n) const {
+  return hf_ ? hf_->decode(ids, n, false) : decode(ids, n);
+}
+
 std::string Tokenizer::decode(const int* ids, size_t n) const {
   if (hf_) return hf_->decode(ids, n);
   const Impl& m = *impl_;
@@ -488,7 +492,7 @@ std::string Tokenizer::decode(const int* ids, size_t n) const {
 namespace {
 
 // Where the text may still change once more ids follow: an incomplete UTF-8 character or a U+FFFD
-// at the end, and (a tokenizer.json's clean-up joins " ." and the like) a space near the end.
+// (a byte-fallback run cut short) at the end.
 size_t stable_end(const std::string& text, bool hf) {
   size_t end = text.size();
   size_t lead = end;
@@ -499,11 +503,7 @@ size_t stable_end(const std::string& text, bool hf) {
     const size_t need = b >= 0xF0 ? 4 : b >= 0xE0 ? 3 : b >= 0xC0 ? 2 : 1;
     if (end - (lead - 1) < need) end = lead - 1;
   }
-  if (hf) {
-    if (end >= 3 && text.compare(end - 3, 3, "\xEF\xBF\xBD") == 0) end -= 3;
-    const size_t space = text.rfind(' ', end == 0 ? 0 : end - 1);
-    if (space != std::string::npos && end - space <= 4) end = space;
-  }
+  if (hf && end >= 3 && text.compare(end - 3, 3, "\xEF\xBF\xBD") == 0) end -= 3;
   return end;
 }
 
@@ -511,7 +511,7 @@ size_t stable_end(const std::string& text, bool hf) {
 
 std::string TokenStream::push(int id) {
   ids_.push_back(id);
-  const std::string text = tokenizer_.decode(ids_.data(), ids_.size());
+  const std::string text = tokenizer_.decode_unclean(ids_.data(), ids_.size());
   const size_t end = stable_end(text, !tokenizer_.cuts_at_newlines());
   if (end <= shown_.size() || text.compare(0, shown_.size(), shown_) != 0) return "";
   std::string added = text.substr(shown_.size(), end - shown_.size());
@@ -520,7 +520,7 @@ std::string TokenStream::push(int id) {
 }
 
 std::string TokenStream::finish() {
-  const std::string text = tokenizer_.decode(ids_.data(), ids_.size());
+  const std::string text = tokenizer_.decode_unclean(ids_.data(), ids_.size());
   if (text.size() <= shown_.size() || text.compare(0, shown_.size(), shown_) != 0) return "";
   std::string rest = text.substr(shown_.size());
   shown_ = text;

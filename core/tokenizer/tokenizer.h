@@ -43,6 +43,8 @@ class Tokenizer {
   // decode). Throws ShapeError on an id outside the vocabulary.
   std::string decode(const int* ids, size_t n) const;
   std::string decode_token(int id) const { return decode(&id, 1); }
+  // decode() without a tokenizer.json's clean_up_tokenization_spaces (TokenStream's text).
+  std::string decode_unclean(const int* ids, size_t n) const;
   int eot_token() const;  // end of text (EOS): 50256 for GPT-2; -1 if the tokenizer names none
   // The token put before every document in token shards, and the start of `sample`'s context: BOS
   // where the tokenizer adds one (Llama), else eot_token(), as llm.c's data scripts do.
@@ -67,7 +69,8 @@ class Tokenizer {
 
 // Text of ids as they are generated, for printing as it comes: each push() returns what the ids
 // so far add to the text, holding back a tail that may still change (an incomplete UTF-8
-// character, or what a tokenizer.json's decoder would write differently once more ids follow).
+// character, or a U+FFFD a tokenizer.json's decoder writes for one). The text is the decoder's
+// without clean_up_tokenization_spaces, which could change what was already shown.
 class TokenStream {
  public:
   explicit TokenStream(const Tokenizer& tokenizer) : tokenizer_(tokenizer) {}

@@ -5,10 +5,10 @@
 // (hf_checks.h): the ids lie in the vocabulary and decode without a ShapeError, a second encode
 // and encode_append after other ids give the same ids, and encode with special tokens gives them
 // between the layout's special tokens; TokenStream, fed the ids one by one, shows the decoded text
-// in pieces that add up to it (on the layouts whose decode does not clean up tokenization spaces:
-// there the clean-up can take back a space TokenStream has shown, when one rule's result makes
-// another match: "x  ' s" decodes to "x's", " ' " -> "'" then " 's" -> "'s", after "x " was shown
-// for the first three ids, and the stream shows nothing more). And what decode must give back,
+// without clean_up_tokenization_spaces (decode_unclean) in pieces that add up to it. (With the
+// clean-up, one rule's result can make another match and take back a space already shown: "x  ' s"
+// decodes to "x's", " ' " -> "'" then " 's" -> "'s"; so the stream shows the text before it.)
+// And what decode must give back,
 // where it is determined:
 //   - GPT-2 and Llama 3 (byte-level, no normalizer, added tokens neither stripping nor
 //     normalized): exactly the input with invalid UTF-8 replaced (utf8_replace.h), since every
@@ -104,13 +104,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::string decoded;
     const std::vector<int> ids = fuzz::check_hf_encode(kTarget, *l.tok, text, l.specials, &decoded);
     const std::string got = "; decoded " + fuzz::describe(decoded);
-    if (!l.clean_up && ids.size() <= kMaxStreamed) {
+    if (ids.size() <= kMaxStreamed) {
       TokenStream stream(*l.tok);
       std::string shown;
       for (const int id : ids) shown += stream.push(id);
       shown += stream.finish();
-      LLMCPU_FUZZ_CHECK(kTarget, shown == decoded,
-                        l.name + ": TokenStream's pieces make " + fuzz::describe(shown) + got);
+      const std::string unclean = l.tok->decode_unclean(ids.data(), ids.size());
+      LLMCPU_FUZZ_CHECK(kTarget, shown == unclean,
+                        l.name + ": TokenStream's pieces make " + fuzz::describe(shown) +
+                            "; decode_unclean gives " + fuzz::describe(unclean));
+      LLMCPU_FUZZ_CHECK(kTarget, l.clean_up || unclean == decoded,
+                        l.name + ": without clean-up, decode_unclean differs from decode" + got);
     }
     if (l.name == "gpt2" || l.name == "llama3") {
       LLMCPU_FUZZ_CHECK(kTarget, decoded == valid,

@@ -31,6 +31,7 @@
 #include "core/model/config.h"
 #include "core/model/parameters.h"
 #include "core/runtime/plan.h"
+#include "core/tokenizer/tokenizer.h"
 #include "core/train/trainer.h"
 #include "core/util/file.h"
 #include "simd/column_sums.h"
@@ -227,6 +228,29 @@ TEST(FuzzRegressions, ColumnSumScratchThatCannotBeHadThrowsOutOfTheRegion) {
   std::vector<float> dummy(16);
   EXPECT_THROW(add_column_sums(dummy.data(), dummy.data(), 0, SIZE_MAX / 2), std::bad_alloc);
   omp_set_num_threads(threads);
+}
+
+// fuzz_tokenizer_json: a "dropout" that is not a number let nlohmann's type_error escape as an
+// internal error, and an id of 2^30 - 1 (in the vocab or an added token) made the loader allocate
+// a string per id up to it (32 GiB from a 150-byte file). Both are FileErrors naming the file now.
+TEST(FuzzRegressions, TokenizerJsonDropoutAndFarIdsAreRefusedByName) {
+  const fs::path dir = fs::path(LLMCPU_FIXTURE_DIR) / "../fuzz/regressions/tokenizer_json";
+  for (const char* name :
+       {"dropout-not-a-number", "id-far-beyond-the-tokens", "added-id-far-beyond-the-tokens"}) {
+    SCOPED_TRACE(name);
+    const std::string tmp = ::testing::TempDir() + "llmcpu_regression_" + name + ".json";
+    fs::copy_file(dir / name, tmp, fs::copy_options::overwrite_existing);
+    try {
+      Tokenizer::load(tmp);
+      ADD_FAILURE() << "loaded";
+    } catch (const FileError& e) {
+      EXPECT_NE(std::string(e.what()).find(tmp), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(name[0] == 'd' ? "dropout" : "far beyond"),
+                std::string::npos)
+          << e.what();
+    }
+    fs::remove(tmp);
+  }
 }
 
 }  // namespace
