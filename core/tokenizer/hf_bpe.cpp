@@ -1,6 +1,7 @@
 #include "core/tokenizer/hf_bpe.h"
 
-#include <queue>
+#include <algorithm>
+#include <functional>
 
 #include "core/tokenizer/hf_pretokenizers.h"
 #include "core/tokenizer/unicode_text.h"
@@ -235,9 +236,14 @@ const std::string* BpeModel::token_of(int id) const {
 // `order` the index of each one's first character.
 void BpeModel::merge_word(std::vector<int>& symbols, std::vector<size_t>& order) const {
   const size_t n = symbols.size();
-  std::vector<int> prev(n), next(n);
-  std::vector<uint32_t> version(n, 0);
-  std::vector<uint8_t> alive(n, 1);
+  // Per-thread scratch, kept between words: a first pass over new text merges many short words.
+  thread_local std::vector<int> prev, next;
+  thread_local std::vector<uint32_t> version;
+  thread_local std::vector<uint8_t> alive;
+  prev.resize(n);
+  next.resize(n);
+  version.assign(n, 0);
+  alive.assign(n, 1);
   for (size_t i = 0; i < n; ++i) {
     prev[i] = static_cast<int>(i) - 1;
     next[i] = i + 1 < n ? static_cast<int>(i + 1) : -1;
@@ -248,7 +254,21 @@ void BpeModel::merge_word(std::vector<int>& symbols, std::vector<size_t>& order)
     uint32_t version;
     bool operator>(const Entry& o) const { return rank != o.rank ? rank > o.rank : node > o.node; }
   };
-  std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> queue;
+  thread_local std::vector<Entry> heap;  // a min-heap on (rank, node)
+  heap.clear();
+  struct Queue {
+    std::vector<Entry>& h;
+    bool empty() const { return h.empty(); }
+    const Entry& top() const { return h.front(); }
+    void push(const Entry& e) {
+      h.push_back(e);
+      std::push_heap(h.begin(), h.end(), std::greater<Entry>());
+    }
+    void pop() {
+      std::pop_heap(h.begin(), h.end(), std::greater<Entry>());
+      h.pop_back();
+    }
+  } queue{heap};
   const auto push = [&](int i) {
     const int j = next[i];
     if (j < 0 || symbols[i] < 0 || symbols[j] < 0) return;
@@ -306,8 +326,12 @@ void BpeModel::emit(std::string_view token, bool plain, std::vector<Token>& out)
 void BpeModel::encode(std::string_view word, bool plain, bool raw_bytes, std::vector<Token>& out,
                       bool whole) const {
   if (word.empty()) return;
-  // The characters, the last with end_of_word_suffix; chars[k] is character k's text.
-  std::vector<std::string_view> chars;
+  // The characters, the last with end_of_word_suffix; chars[k] is character k's text. (Scratch
+  // kept per thread between words.)
+  thread_local std::vector<std::string_view> chars;
+  thread_local std::vector<int> symbols;
+  thread_local std::vector<size_t> order;
+  chars.clear();
   if (raw_bytes) {
     chars.reserve(word.size());
     for (const char c : word) chars.emplace_back(alphabet_[static_cast<unsigned char>(c)]);
@@ -329,7 +353,7 @@ void BpeModel::encode(std::string_view word, bool plain, bool raw_bytes, std::ve
       return;
     }
   }
-  std::vector<int> symbols(chars.size());
+  symbols.resize(chars.size());
   for (size_t k = 0; k < chars.size(); ++k) {
     symbols[k] =
         raw_bytes ? byte_symbol_[static_cast<unsigned char>(word[k])] : find_symbol(chars[k]);
@@ -339,7 +363,6 @@ void BpeModel::encode(std::string_view word, bool plain, bool raw_bytes, std::ve
     last = std::string(chars.back()) + end_of_word_suffix_;
     symbols.back() = find_symbol(last);
   }
-  std::vector<size_t> order;
   merge_word(symbols, order);
   for (size_t k = 0; k < symbols.size(); ++k) {
     const int sym = symbols[k];

@@ -91,7 +91,8 @@ class Split : public PreTokenizer {
       for (auto& p : parts) out.add_owned(std::move(p));
       return;
     }
-    std::vector<Pattern::Span> matches;
+    thread_local std::vector<Pattern::Span> matches;  // kept: no fresh pages per text
+    matches.clear();
     pattern_.matches(piece, matches);
     size_t prev = 0;
     for (const Pattern::Span& m : matches) {

@@ -112,6 +112,7 @@ struct HfTokenizer::Impl {
   std::vector<AddedToken> added;
   StringIds added_ids;        // content and normalized content -> id (the last token wins)
   StringIds plain_added_ids;  // the same for the tokens that are not special
+  size_t longest_added = 0;   // bytes of the longest key of added_ids
   std::unordered_map<std::string, size_t, StringHash, std::equal_to<>> added_index;  // -> added[]
   // [0]: every added token; [1]: the tokens that are not special (documents, split_special).
   Splitter raw_splitter[2], normalized_splitter[2];
@@ -215,6 +216,7 @@ void HfTokenizer::Impl::encode_model(std::string_view text, int section, bool pl
 }
 
 int HfTokenizer::Impl::added_id(std::string_view s, bool only_plain) const {
+  if (s.size() > longest_added) return -1;  // (a whole long text is not hashed for nothing)
   const auto it = added_index.find(s);
   if (it == added_index.end() || (only_plain && added[it->second].special)) return -1;
   return added_ids.find(s)->second;
@@ -224,6 +226,7 @@ int HfTokenizer::Impl::added_id(std::string_view s, bool only_plain) const {
 // is trimmed, in order, as tokenizers.js does it.
 void HfTokenizer::Impl::strip_beside(std::vector<std::string_view>& parts, bool only_plain) const {
   for (size_t i = 0; i < parts.size(); ++i) {
+    if (parts[i].size() > longest_added) continue;
     const auto it = added_index.find(parts[i]);
     if (it == added_index.end() || (only_plain && added[it->second].special)) continue;
     const AddedToken& t = added[it->second];
@@ -301,6 +304,7 @@ void HfTokenizer::Impl::read_added(const Node& list) {
     }
     model->add_token(t.content, t.id, t.special, n);
     added_ids[t.content] = t.id;
+    longest_added = std::max(longest_added, t.content.size());
     if (!t.special) plain_added_ids[t.content] = t.id;
     added_index[t.content] = added.size();
     if (t.normalized && normalizer) {
@@ -309,6 +313,7 @@ void HfTokenizer::Impl::read_added(const Node& list) {
         if (!plain || !t.special) normalized_splitter[plain].add(normalized);
       }
       added_ids[normalized] = t.id;
+      longest_added = std::max(longest_added, normalized.size());
       if (!t.special) plain_added_ids[normalized] = t.id;
       added_index[normalized] = added.size();
     } else {
