@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <functional>
 
-#include "core/tokenizer/hf_pretokenizers.h"
+#include "core/tokenizer/tokenizer.h"
 #include "core/tokenizer/unicode_text.h"
 
 namespace llmcpu::hf {
@@ -38,7 +38,8 @@ BpeModel::BpeModel(const Node& model, std::vector<std::string>& notes) {
   read_vocab(model);
   read_merges(model);
   for (int b = 0; b < 256; ++b) {
-    unicode::append_utf8(alphabet_[b], byte_level_char(static_cast<unsigned char>(b)));
+    unicode::append_utf8(alphabet_[b],
+                         static_cast<char32_t>(byte_to_unicode(static_cast<unsigned char>(b))));
   }
   byte_fallback_ = model.boolean("byte_fallback", false);
   fuse_unk_ = model.boolean("fuse_unk", false);

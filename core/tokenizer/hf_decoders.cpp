@@ -2,7 +2,7 @@
 
 #include "core/tokenizer/hf_normalizers.h"
 #include "core/tokenizer/hf_pattern.h"
-#include "core/tokenizer/hf_pretokenizers.h"
+#include "core/tokenizer/tokenizer.h"
 #include "core/tokenizer/unicode_text.h"
 
 namespace llmcpu::hf {
@@ -25,7 +25,8 @@ class ByteLevelDecoder : public Decoder {
  public:
   explicit ByteLevelDecoder(std::shared_ptr<const std::unordered_set<std::string>> added)
       : added_(std::move(added)) {
-    for (int b = 0; b < 256; ++b) byte_of_[byte_level_char(static_cast<unsigned char>(b))] = b;
+    for (int b = 0; b < 256; ++b)
+      byte_of_[static_cast<char32_t>(byte_to_unicode(static_cast<unsigned char>(b)))] = b;
   }
   void decode_chain(std::vector<std::string>& tokens) const override {
     std::vector<std::string> out;
@@ -56,24 +57,12 @@ class ByteLevelDecoder : public Decoder {
   std::unordered_map<char32_t, int> byte_of_;
 };
 
-std::string replace_literal(const std::string& s, const std::string& from, const std::string& to) {
-  if (from.empty()) return s;
-  std::string out;
-  size_t pos = 0;
-  for (size_t hit; (hit = s.find(from, pos)) != std::string::npos; pos = hit + from.size()) {
-    out.append(s, pos, hit - pos);
-    out += to;
-  }
-  out.append(s, pos, std::string::npos);
-  return out;
-}
-
 class MetaspaceDecoder : public Decoder {
  public:
   explicit MetaspaceDecoder(std::string replacement) : replacement_(std::move(replacement)) {}
   void decode_chain(std::vector<std::string>& tokens) const override {
     for (size_t i = 0; i < tokens.size(); ++i) {
-      tokens[i] = replace_literal(tokens[i], replacement_, " ");
+      tokens[i] = unicode::replace_all(tokens[i], replacement_, " ");
       if (i == 0 && !tokens[i].empty() && tokens[i][0] == ' ') tokens[i].erase(0, 1);
     }
   }

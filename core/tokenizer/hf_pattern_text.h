@@ -10,6 +10,8 @@
 #include <string_view>
 #include <vector>
 
+#include "core/tokenizer/unicode_text.h"
+
 namespace llmcpu::hf::detail {
 
 // Text with, for each byte, the byte offset in the Oniguruma source it was made from.
@@ -75,23 +77,7 @@ inline char32_t code_point_at(std::string_view s, size_t i, size_t* len) {
   return cp;
 }
 
-inline void append_utf8(std::string& out, char32_t cp) {
-  if (cp < 0x80) {
-    out += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    out += static_cast<char>(0xC0 | (cp >> 6));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    out += static_cast<char>(0xE0 | (cp >> 12));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (cp >> 18));
-    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  }
-}
+using unicode::append_utf8;  // (unicode_text.h)
 
 // Whether s is well-formed UTF-8 (no overlong forms, surrogates or code points past U+10FFFF).
 bool is_valid_utf8(std::string_view s);

@@ -3,6 +3,7 @@
 #include "core/tokenizer/hf_normalizers.h"
 #include "core/tokenizer/hf_pattern.h"
 #include "core/tokenizer/pretokenizer.h"
+#include "core/tokenizer/tokenizer.h"
 #include "core/tokenizer/unicode_text.h"
 
 namespace llmcpu::hf {
@@ -41,7 +42,8 @@ class ByteLevel : public PreTokenizer {
       : add_prefix_space_(add_prefix_space), use_regex_(use_regex) {
     for (int b = 0; b < 256; ++b) {
       std::string s;
-      unicode::append_utf8(s, byte_level_char(static_cast<unsigned char>(b)));
+      unicode::append_utf8(s,
+                           static_cast<char32_t>(byte_to_unicode(static_cast<unsigned char>(b))));
       alphabet_[b] = s;
     }
   }
@@ -140,14 +142,7 @@ class Metaspace : public PreTokenizer {
         str_rep_(std::move(str_rep)),
         scheme_(std::move(scheme)) {}
   void split(std::string_view piece, int section, Pieces& out) const override {
-    std::string s;
-    for (const char c : piece) {
-      if (c == ' ') {
-        s += str_rep_;
-      } else {
-        s += c;
-      }
-    }
+    std::string s = unicode::replace_all(piece, " ", str_rep_);
     const bool starts = s.compare(0, replacement_.size(), replacement_) == 0;
     if (!starts && (scheme_ == "always" || (scheme_ == "first" && section == 0))) s = str_rep_ + s;
     out.add_owned(std::move(s));
@@ -216,17 +211,6 @@ std::unique_ptr<PreTokenizer> make_split(const Node& node, std::vector<std::stri
 }
 
 }  // namespace
-
-char32_t byte_level_char(unsigned char b) {
-  // Printable Latin-1 bytes stand for themselves; the others, in order, for U+0100 onwards.
-  const auto printable = [](int c) {
-    return (c >= '!' && c <= '~') || (c >= 0xA1 && c <= 0xAC) || (c >= 0xAE);
-  };
-  if (printable(b)) return b;
-  int n = 0;
-  for (int c = 0; c < b; ++c) n += !printable(c);
-  return static_cast<char32_t>(256 + n);
-}
 
 std::unique_ptr<PreTokenizer> make_pre_tokenizer(const Node& node,
                                                  std::vector<std::string>& notes) {

@@ -56,7 +56,4 @@ class PreTokenizer {
 // tokenizers.js (followed here) and Hugging Face's tokenizers differ, a note is added to `notes`.
 std::unique_ptr<PreTokenizer> make_pre_tokenizer(const Node& node, std::vector<std::string>& notes);
 
-// GPT-2's byte alphabet (tokenizers.js's BYTES_TO_UNICODE): byte b as a code point.
-char32_t byte_level_char(unsigned char b);
-
 }  // namespace llmcpu::hf

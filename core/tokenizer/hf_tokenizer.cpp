@@ -75,17 +75,7 @@ std::string clean_up_spaces(std::string s) {
   static const std::pair<const char*, const char*> kRules[] = {
       {" .", "."},     {" ?", "?"},   {" !", "!"},   {" ,", ","},     {" ' ", "'"},
       {" n't", "n't"}, {" 'm", "'m"}, {" 's", "'s"}, {" 've", "'ve"}, {" 're", "'re"}};
-  for (const auto& [from, to] : kRules) {
-    const std::string f = from;
-    std::string out;
-    size_t pos = 0;
-    for (size_t hit; (hit = s.find(f, pos)) != std::string::npos; pos = hit + f.size()) {
-      out.append(s, pos, hit - pos);
-      out += to;
-    }
-    out.append(s, pos, std::string::npos);
-    s = std::move(out);
-  }
+  for (const auto& [from, to] : kRules) s = unicode::replace_all(s, from, to);
   return s;
 }
 
@@ -457,17 +447,7 @@ std::string HfTokenizer::decode(const int* ids, size_t n, bool clean_up) const {
     m.decoder->decode_chain(tokens);
     for (const std::string& t : tokens) text += t;
     const std::string& suffix = m.model->end_of_word_suffix();
-    if (!suffix.empty()) {
-      std::string replaced;
-      size_t pos = 0;
-      for (size_t hit; (hit = text.find(suffix, pos)) != std::string::npos;
-           pos = hit + suffix.size()) {
-        replaced.append(text, pos, hit - pos);
-        replaced += ' ';
-      }
-      replaced.append(text, pos, std::string::npos);
-      text = std::move(replaced);
-    }
+    if (!suffix.empty()) text = unicode::replace_all(text, suffix, " ");
   } else {
     for (size_t i = 0; i < tokens.size(); ++i) text += (i ? " " : "") + tokens[i];
   }

@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <unordered_set>
 
+#include "core/tokenizer/unicode_text.h"
 #include "simd/error.h"
 
 namespace llmcpu {
@@ -121,24 +122,6 @@ class VocabParser {
     return v;
   }
 
-  static void append_utf8(std::string& out, uint32_t cp) {
-    if (cp < 0x80) {
-      out += static_cast<char>(cp);
-    } else if (cp < 0x800) {
-      out += static_cast<char>(0xC0 | (cp >> 6));
-      out += static_cast<char>(0x80 | (cp & 0x3F));
-    } else if (cp < 0x10000) {
-      out += static_cast<char>(0xE0 | (cp >> 12));
-      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-      out += static_cast<char>(0x80 | (cp & 0x3F));
-    } else {
-      out += static_cast<char>(0xF0 | (cp >> 18));
-      out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-      out += static_cast<char>(0x80 | (cp & 0x3F));
-    }
-  }
-
   // Checks one raw (unescaped) UTF-8 character at pos_ and copies it.
   void copy_utf8_char(std::string& out) {
     const size_t at = pos_;
@@ -217,7 +200,7 @@ class VocabParser {
               fail(esc_at, "high surrogate followed by a non-low surrogate");
             cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
           }
-          append_utf8(out, cp);
+          unicode::append_utf8(out, cp);
           break;
         }
         default:

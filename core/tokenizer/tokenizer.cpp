@@ -12,6 +12,7 @@
 #include "core/tokenizer/hf_tokenizer.h"
 #include "core/tokenizer/json_vocab.h"
 #include "core/tokenizer/pretokenizer.h"
+#include "core/tokenizer/unicode_text.h"
 #include "core/util/file.h"
 #include "simd/error.h"
 
@@ -30,15 +31,6 @@ struct StringHash {
   using is_transparent = void;
   size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
 };
-
-void append_utf8(std::string& out, int cp) {
-  if (cp < 0x80) {
-    out += static_cast<char>(cp);
-  } else {  // the byte alphabet stays below U+0800
-    out += static_cast<char>(0xC0 | (cp >> 6));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  }
-}
 
 // Decodes one token string of encoder.json into its bytes; false if a character is not in the
 // byte alphabet.
@@ -274,7 +266,7 @@ void Tokenizer::Impl::take_token_bytes(const EncoderVocab& vocab, const std::str
   }
   for (int b = 0; b < 256; ++b) {
     std::string ch;
-    append_utf8(ch, byte_to_unicode(static_cast<unsigned char>(b)));
+    unicode::append_utf8(ch, static_cast<char32_t>(byte_to_unicode(static_cast<unsigned char>(b))));
     const auto it = vocab.id_of.find(ch);
     if (it == vocab.id_of.end()) {
       throw FileError(enc_path, "has no token for byte " + std::to_string(b) + " (\"" + ch + "\")");

@@ -155,6 +155,19 @@ bool is_ascii(std::string_view text) {
   return any < 0x80;
 }
 
+std::string replace_all(std::string_view text, std::string_view from, std::string_view to) {
+  if (from.empty()) return std::string(text);
+  std::string out;
+  size_t pos = 0;
+  for (size_t hit; (hit = text.find(from, pos)) != std::string_view::npos;
+       pos = hit + from.size()) {
+    out.append(text.substr(pos, hit - pos));
+    out.append(to);
+  }
+  out.append(text.substr(pos));
+  return out;
+}
+
 std::string normalize(std::string_view text, Form form) {
   if (is_ascii(text)) return std::string(text);  // every form leaves ASCII as it is
   const UNormalizer2* n = normalizer_of(form);

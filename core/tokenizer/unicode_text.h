@@ -44,4 +44,8 @@ std::string_view js_trim_end(std::string_view text);
 
 bool is_ascii(std::string_view text);
 
+// text.replaceAll(from, to) for a string `from`: every occurrence, left to right, without overlaps.
+// An empty `from` leaves the text as it is.
+std::string replace_all(std::string_view text, std::string_view from, std::string_view to);
+
 }  // namespace llmcpu::unicode
