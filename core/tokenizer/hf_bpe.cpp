@@ -147,8 +147,29 @@ int BpeModel::symbol_of(std::string_view s) {
 }
 
 int BpeModel::find_symbol(std::string_view s) const {
+  if (finished_ && s.size() <= PieceCache<int>::kMaxKey) {
+    uint32_t n = 0;
+    const int* sym = symbol_index_.find(s, n);
+    return sym ? *sym : -1;
+  }
   const auto it = symbols_.find(s);
   return it == symbols_.end() ? -1 : it->second;
+}
+
+int BpeModel::find_raw_symbol(std::string_view bytes) const {
+  uint32_t n = 0;
+  if (const int* sym = raw_symbol_index_.find(bytes, n)) return *sym;
+  if (bytes.size() <= PieceCache<int>::kMaxKey) return -1;
+  std::string mapped;
+  for (const char c : bytes) mapped += alphabet_[static_cast<unsigned char>(c)];
+  return find_symbol(mapped);
+}
+
+BpeModel::Token BpeModel::symbol_token(int sym, bool plain) const {
+  if (plain && !plain_.empty()) {
+    if (const auto it = plain_.find(sym); it != plain_.end()) return it->second;
+  }
+  return {symbol_output_id_[sym], symbol_vocab_id_[sym]};
 }
 
 void BpeModel::finish(const StringIds& output_ids, const StringIds& plain_output_ids) {
@@ -212,17 +233,24 @@ void BpeModel::finish(const StringIds& output_ids, const StringIds& plain_output
   symbol_vocab_id_.resize(symbol_text_.size(), -1);
   symbol_output_id_.resize(symbol_text_.size(), -1);
   for (int b = 0; b < 256; ++b) byte_symbol_[b] = find_symbol(alphabet_[b]);
+  std::string bytes;
+  for (int sym = 0; sym < static_cast<int>(symbol_text_.size()); ++sym) {
+    const std::string& text = symbol_text_[sym];
+    symbol_index_.insert(text, &sym, 1);
+    if (ignore_merges_ && alphabet_to_bytes(text, bytes)) raw_symbol_index_.insert(bytes, &sym, 1);
+  }
+  // Too long a symbol for the index stays findable in symbols_; the others are found in the index.
+  StringIds long_symbols;
+  for (auto& [text, sym] : symbols_) {
+    if (text.size() > PieceCache<int>::kMaxKey) long_symbols.emplace(text, sym);
+  }
+  symbols_ = std::move(long_symbols);
+  finished_ = true;
 }
 
 BpeModel::Token BpeModel::lookup(std::string_view token, bool plain) const {
-  if (plain && !plain_.empty()) {
-    const int sym = find_symbol(token);
-    if (const auto it = plain_.find(sym); sym >= 0 && it != plain_.end()) return it->second;
-  }
-  const auto it = vocab_.find(token);
-  if (it == vocab_.end()) return {-1, -1};
-  const auto o = output_ids_.find(token);
-  return {o == output_ids_.end() ? it->second : o->second, it->second};
+  const int sym = find_symbol(token);
+  return sym < 0 ? Token{-1, -1} : symbol_token(sym, plain);
 }
 
 const std::string* BpeModel::token_of(int id) const {
@@ -235,7 +263,50 @@ const std::string* BpeModel::token_of(int id) const {
 // it was queued is skipped when it comes up. `symbols` holds one symbol per character (-1: a
 // character no merge or token knows); on return it holds the merged word's symbols in order, and
 // `order` the index of each one's first character.
+// The same order found by scanning: the pair of lowest rank, the leftmost among equal ranks, is
+// merged, and the two pairs beside it are looked up again. Quadratic, but for the short words most
+// text is made of faster than the heap.
+void BpeModel::merge_short_word(std::vector<int>& symbols, std::vector<size_t>& order) const {
+  size_t n = symbols.size();
+  thread_local std::vector<int> rank, result;  // of the pair (symbols[i], symbols[i + 1])
+  rank.resize(n);
+  result.resize(n);
+  order.resize(n);
+  const auto look = [&](size_t i) {
+    const BpeMerges::Merge* m =
+        symbols[i] >= 0 && symbols[i + 1] >= 0 ? merges_.find(symbols[i], symbols[i + 1]) : nullptr;
+    rank[i] = m ? m->rank : BpeMerges::kNoRank;
+    result[i] = m ? m->result : -1;
+  };
+  for (size_t i = 0; i < n; ++i) order[i] = i;
+  for (size_t i = 0; i + 1 < n; ++i) look(i);
+  while (n > 1) {
+    int best = BpeMerges::kNoRank;
+    size_t at = 0;
+    for (size_t i = 0; i + 1 < n; ++i) {
+      if (rank[i] < best) best = rank[i], at = i;
+    }
+    if (best == BpeMerges::kNoRank) break;
+    symbols[at] = result[at];
+    for (size_t i = at + 1; i + 1 < n; ++i) {  // the right symbol of the pair goes
+      symbols[i] = symbols[i + 1];
+      order[i] = order[i + 1];
+      rank[i] = rank[i + 1];
+      result[i] = result[i + 1];
+    }
+    --n;
+    if (at > 0) look(at - 1);
+    if (at + 1 < n) look(at);
+  }
+  symbols.resize(n);
+  order.resize(n);
+}
+
 void BpeModel::merge_word(std::vector<int>& symbols, std::vector<size_t>& order) const {
+  if (symbols.size() <= kShortWord) {
+    merge_short_word(symbols, order);
+    return;
+  }
   const size_t n = symbols.size();
   // Per-thread scratch, kept between words: a first pass over new text merges many short words.
   thread_local std::vector<int> prev, next;
@@ -327,37 +398,32 @@ void BpeModel::emit(std::string_view token, bool plain, std::vector<Token>& out)
 void BpeModel::encode(std::string_view word, bool plain, bool raw_bytes, std::vector<Token>& out,
                       bool whole) const {
   if (word.empty()) return;
-  // The characters, the last with end_of_word_suffix; chars[k] is character k's text. (Scratch
-  // kept per thread between words.)
+  if (ignore_merges_ && whole) {  // the whole pre-token, when it is a token
+    const int sym = raw_bytes ? find_raw_symbol(word) : find_symbol(word);
+    if (const Token t = sym < 0 ? Token{-1, -1} : symbol_token(sym, plain); t.vocab_id >= 0) {
+      out.push_back(t);
+      return;
+    }
+  }
+  // One symbol per character, the last with end_of_word_suffix; chars[k] is character k's text
+  // (for raw bytes, GPT-2's alphabet's). (Scratch kept per thread between words.)
   thread_local std::vector<std::string_view> chars;
   thread_local std::vector<int> symbols;
   thread_local std::vector<size_t> order;
   chars.clear();
+  symbols.clear();
   if (raw_bytes) {
-    chars.reserve(word.size());
-    for (const char c : word) chars.emplace_back(alphabet_[static_cast<unsigned char>(c)]);
+    for (const char c : word) {
+      chars.emplace_back(alphabet_[static_cast<unsigned char>(c)]);
+      symbols.push_back(byte_symbol_[static_cast<unsigned char>(c)]);
+    }
   } else {
     for (size_t pos = 0; pos < word.size();) {
       const size_t len = static_cast<size_t>(unicode::decode_at(word, pos).bytes);
       chars.push_back(word.substr(pos, len));
+      symbols.push_back(find_symbol(chars.back()));
       pos += len;
     }
-  }
-  if (ignore_merges_ && whole) {  // the whole pre-token, when it is a token
-    std::string mapped;
-    if (raw_bytes) {
-      for (const std::string_view c : chars) mapped += c;
-    }
-    const std::string_view whole = raw_bytes ? std::string_view(mapped) : word;
-    if (lookup(whole, plain).vocab_id >= 0) {
-      emit(whole, plain, out);
-      return;
-    }
-  }
-  symbols.resize(chars.size());
-  for (size_t k = 0; k < chars.size(); ++k) {
-    symbols[k] =
-        raw_bytes ? byte_symbol_[static_cast<unsigned char>(word[k])] : find_symbol(chars[k]);
   }
   std::string last;
   if (!end_of_word_suffix_.empty()) {
@@ -367,14 +433,15 @@ void BpeModel::encode(std::string_view word, bool plain, bool raw_bytes, std::ve
   merge_word(symbols, order);
   for (size_t k = 0; k < symbols.size(); ++k) {
     const int sym = symbols[k];
-    if (sym >= 0 && symbol_vocab_id_[sym] >= 0 && !(plain && plain_.count(sym)) &&
-        (continuing_subword_suffix_.empty() || k + 1 == symbols.size())) {
-      out.push_back({symbol_output_id_[sym], symbol_vocab_id_[sym]});
-      continue;
+    if (sym >= 0 && (continuing_subword_suffix_.empty() || k + 1 == symbols.size())) {
+      if (const Token t = symbol_token(sym, plain); t.vocab_id >= 0) {
+        out.push_back(t);
+        continue;
+      }
     }
     std::string text;
-    if (symbols[k] >= 0) {
-      text = symbol_text_[static_cast<size_t>(symbols[k])];
+    if (sym >= 0) {
+      text = symbol_text_[static_cast<size_t>(sym)];
     } else {  // a character no symbol knows is never merged: its own text
       text = order[k] + 1 == chars.size() && !last.empty() ? last : std::string(chars[order[k]]);
     }

@@ -18,6 +18,7 @@
 
 #include "core/tokenizer/bpe.h"
 #include "core/tokenizer/hf_json.h"
+#include "core/tokenizer/piece_cache.h"
 
 namespace llmcpu::hf {
 
@@ -80,7 +81,14 @@ class BpeModel {
   void read_merges(const Node& model);
   int symbol_of(std::string_view s);
   int find_symbol(std::string_view s) const;
+  // The symbol whose text GPT-2's byte alphabet makes of `bytes` (ignore_merges' whole word when
+  // the pre-tokenizer left the bytes raw), or -1.
+  int find_raw_symbol(std::string_view bytes) const;
+  // The token a symbol is written as (vocab_id -1: not in the vocabulary).
+  Token symbol_token(int sym, bool plain) const;
   void merge_word(std::vector<int>& symbols, std::vector<size_t>& order) const;
+  void merge_short_word(std::vector<int>& symbols, std::vector<size_t>& order) const;
+  static constexpr size_t kShortWord = 64;  // characters; longer words are merged on a heap
   void emit(std::string_view token, bool plain, std::vector<Token>& out) const;
   // The token a string is written as; vocab_id -1 when it is not in the vocabulary.
   Token lookup(std::string_view token, bool plain) const;
@@ -89,8 +97,11 @@ class BpeModel {
   std::vector<std::string> id_text_;
   std::vector<uint8_t> id_known_;
 
-  // Symbols: every string a merge can see or make, and every vocabulary string.
+  // Symbols: every string a merge can see or make, and every vocabulary string. symbols_ while
+  // loading; symbol_index_ (and raw_symbol_index_, keyed by the bytes GPT-2's alphabet stands for,
+  // with ignore_merges) once finished, the flat tables encoding looks them up in.
   StringIds symbols_;
+  PieceCache<int> symbol_index_, raw_symbol_index_;
   std::vector<std::string> symbol_text_;
   std::vector<int> symbol_vocab_id_;   // -1: not in the vocabulary
   std::vector<int> symbol_output_id_;  // the id it is written as
@@ -100,6 +111,7 @@ class BpeModel {
   std::string unk_token_, end_of_word_suffix_, continuing_subword_suffix_;
   bool has_unk_ = false, byte_fallback_ = false, fuse_unk_ = false, ignore_merges_ = false;
   bool cuts_at_metaspace_ = false;
+  bool finished_ = false;
   std::unordered_set<char32_t> joined_to_metaspace_;  // characters some merge puts before "▁"
   int unk_id_ = -1, unk_output_id_ = -1;
   int byte_vocab_id_[256], byte_output_id_[256];

@@ -90,6 +90,7 @@ struct Compiled {
   std::string source;  // the PCRE2 source
   uint32_t captures = 0;
   bool named_groups = false;
+  bool jit = false;
 };
 
 }  // namespace
@@ -100,27 +101,34 @@ namespace {
 
 constexpr size_t kJitStackMax = 4 << 20;
 
-// Per thread: match data large enough for the patterns matched on this thread, and a JIT stack
-// larger than PCRE2's default 32 KiB. (Pattern itself holds nothing that matching writes.)
+// Per thread: match data large enough for the patterns matched on this thread, one per search in
+// progress (a search may call out to code that searches again: a Split's pieces go on to the next
+// pre-tokenizer while the Split's search is still open), and a JIT stack larger than PCRE2's
+// default 32 KiB, which only a running match uses. (Pattern holds nothing that matching writes.)
 class Scratch {
  public:
   Scratch() = default;
   Scratch(const Scratch&) = delete;
   Scratch& operator=(const Scratch&) = delete;
   ~Scratch() {
-    pcre2_match_data_free(md_);
+    for (const Data& d : data_) pcre2_match_data_free(d.md);
     pcre2_match_context_free(context_);
     pcre2_jit_stack_free(stack_);
   }
-  pcre2_match_data* data(uint32_t pairs) {
-    if (pairs > pairs_) {
-      pcre2_match_data_free(md_);
-      md_ = pcre2_match_data_create(pairs, nullptr);
-      if (!md_) throw std::bad_alloc();
-      pairs_ = pairs;
+  // Match data for one more open search, until release().
+  pcre2_match_data* acquire(uint32_t pairs) {
+    if (open_ == data_.size()) data_.push_back({});
+    Data& d = data_[open_];
+    if (pairs > d.pairs) {
+      pcre2_match_data_free(d.md);
+      d.md = pcre2_match_data_create(pairs, nullptr);
+      if (!d.md) throw std::bad_alloc();
+      d.pairs = pairs;
     }
-    return md_;
+    ++open_;
+    return d.md;
   }
+  void release() { --open_; }
   pcre2_match_context* context() {
     if (!context_) {
       context_ = pcre2_match_context_create(nullptr);
@@ -132,8 +140,12 @@ class Scratch {
   }
 
  private:
-  pcre2_match_data* md_ = nullptr;
-  uint32_t pairs_ = 0;
+  struct Data {
+    pcre2_match_data* md = nullptr;
+    uint32_t pairs = 0;
+  };
+  std::vector<Data> data_;
+  size_t open_ = 0;
   pcre2_match_context* context_ = nullptr;
   pcre2_jit_stack* stack_ = nullptr;
 };
@@ -144,14 +156,23 @@ thread_local Scratch t_scratch;
 class Search {
  public:
   Search(const Compiled& p, std::string_view text)
-      : p_(p), text_(text), md_(t_scratch.data(std::max<uint32_t>(p.captures + 1, 16))) {}
+      : p_(p),
+        text_(text),
+        md_(t_scratch.acquire(std::max<uint32_t>(p.captures + 1, 16))),
+        context_(t_scratch.context()) {}
+  ~Search() { t_scratch.release(); }
+  Search(const Search&) = delete;
+  Search& operator=(const Search&) = delete;
 
   // The first match that starts at or after byte `from`; false if there is none.
   bool find(size_t from) {
     const auto* subject = reinterpret_cast<PCRE2_SPTR>(text_.data());
-    pcre2_match_context* context = t_scratch.context();
-    int rc =
-        pcre2_match(p_.code.get(), subject, text_.size(), from, PCRE2_NO_UTF_CHECK, md_, context);
+    pcre2_match_context* context = context_;
+    // pcre2_jit_match skips pcre2_match's checks of its arguments, which are valid here.
+    int rc = p_.jit ? pcre2_jit_match(p_.code.get(), subject, text_.size(), from,
+                                      PCRE2_NO_UTF_CHECK, md_, context)
+                    : pcre2_match(p_.code.get(), subject, text_.size(), from, PCRE2_NO_UTF_CHECK,
+                                  md_, context);
     if (rc == PCRE2_ERROR_JIT_STACKLIMIT) {  // the interpreter keeps its frames on the heap
       rc = pcre2_match(p_.code.get(), subject, text_.size(), from,
                        PCRE2_NO_UTF_CHECK | PCRE2_NO_JIT, md_, context);
@@ -187,6 +208,7 @@ class Search {
   const Compiled& p_;
   std::string_view text_;
   pcre2_match_data* md_;
+  pcre2_match_context* context_;
   const PCRE2_SIZE* ov_ = nullptr;
 };
 
@@ -195,7 +217,7 @@ template <typename Impl>
 std::unique_ptr<Impl> compiled(detail::JsRegex re, const detail::Context& ctx) {
   auto impl = std::make_unique<Impl>();
   impl->code = detail::compile_pcre2(re, ctx);
-  pcre2_jit_compile(impl->code.get(), PCRE2_JIT_COMPLETE);  // the interpreter where JIT fails
+  impl->jit = pcre2_jit_compile(impl->code.get(), PCRE2_JIT_COMPLETE) == 0;  // else interpreted
   pcre2_pattern_info(impl->code.get(), PCRE2_INFO_CAPTURECOUNT, &impl->captures);
   impl->source = std::move(re.pcre2.text);
   impl->named_groups = re.named_groups;
@@ -224,12 +246,16 @@ Pattern Pattern::literal(std::string_view text, bool capture) {
   return Pattern(compiled<Impl>(std::move(re), ctx));
 }
 
-void Pattern::matches(std::string_view text, std::vector<Span>& out) const {
-  out.clear();
+void Pattern::each_match(std::string_view text, void (*fn)(void*, Span), void* ctx) const {
   Search search(*impl_, text);
   for (size_t pos = 0; pos <= text.size() && search.find(pos); pos = search.next()) {
-    out.push_back({search.begin(), search.end()});
+    fn(ctx, {search.begin(), search.end()});
   }
+}
+
+void Pattern::matches(std::string_view text, std::vector<Span>& out) const {
+  out.clear();
+  for_each_match(text, [&out](Span m) { out.push_back(m); });
 }
 
 namespace {

@@ -16,6 +16,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 namespace llmcpu::hf {
@@ -36,6 +37,12 @@ class Pattern {
   // Every match, left to right, as String.prototype.matchAll (empty matches included); `out` is
   // cleared first.
   void matches(std::string_view text, std::vector<Span>& out) const;
+  // The same matches, each given to f(Span) as it is found, without a list.
+  template <typename F>
+  void for_each_match(std::string_view text, F&& f) const {
+    using Fn = std::remove_reference_t<F>;
+    each_match(text, [](void* fn, Span m) { (*static_cast<Fn*>(fn))(m); }, &f);
+  }
   // String.prototype.replaceAll(pattern, replacement), the replacement's $$, $&, $`, $' and $n /
   // $nn (capturing groups) expanded as JavaScript expands them.
   std::string replace_all(std::string_view text, std::string_view replacement) const;
@@ -54,6 +61,7 @@ class Pattern {
  private:
   struct Impl;
   explicit Pattern(std::unique_ptr<Impl> impl);
+  void each_match(std::string_view text, void (*fn)(void*, Span), void* ctx) const;
   std::unique_ptr<Impl> impl_;
 };
 

@@ -15,23 +15,23 @@ bool ascii_word(char32_t c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
 }
 
-// Adds the runs of `piece` whose characters `keep` gives the same non-zero class, one piece per
-// run; characters of class 0 are dropped. `classify` sees code points.
+// Passes on the runs of `piece` whose characters `classify` gives the same non-zero class, one
+// piece per run; characters of class 0 are dropped. `classify` sees code points.
 template <typename Classify>
-void add_runs(std::string_view piece, Pieces& out, Classify classify) {
+void add_runs(std::string_view piece, PieceSink& out, Classify classify) {
   size_t pos = 0, start = 0;
   int current = 0;
   while (pos < piece.size()) {
     const unicode::CodePoint c = unicode::decode_at(piece, pos);
     const int cls = classify(c.cp);
     if (cls != current) {
-      if (current != 0) out.add(piece.substr(start, pos - start));
+      if (current != 0) out.piece(piece.substr(start, pos - start));
       current = cls;
       start = pos;
     }
     pos += static_cast<size_t>(c.bytes);
   }
-  if (current != 0) out.add(piece.substr(start));
+  if (current != 0) out.piece(piece.substr(start));
 }
 
 // GPT-2's pattern (pretokenizer.h, JavaScript's \s) when use_regex, then every byte as a character
@@ -47,9 +47,11 @@ class ByteLevel : public PreTokenizer {
       alphabet_[b] = s;
     }
   }
-  void split(std::string_view piece, int, Pieces& out) const override {
+  void split(std::string_view piece, int, PieceSink& out) const override {
+    std::string prefixed;
     if (add_prefix_space_ && (piece.empty() || piece[0] != ' ')) {
-      std::string& prefixed = out.arena->emplace_back(1, ' ');
+      prefixed.reserve(piece.size() + 1);
+      prefixed += ' ';
       prefixed.append(piece);
       piece = prefixed;
     }
@@ -64,14 +66,15 @@ class ByteLevel : public PreTokenizer {
   bool defer_byte_level() override { return defer_ = true; }
 
  private:
-  void add_mapped(std::string_view bytes, Pieces& out) const {
+  void add_mapped(std::string_view bytes, PieceSink& out) const {
     if (defer_) {
-      out.add(bytes);
+      out.piece(bytes);
       return;
     }
-    std::string mapped;
+    std::string mapped;  // (not kept per thread: the next stage may be a ByteLevel too)
+    mapped.reserve(bytes.size() * 2);
     for (const char c : bytes) mapped += alphabet_[static_cast<unsigned char>(c)];
-    out.add_owned(std::move(mapped));
+    out.piece(mapped);
   }
 
   bool add_prefix_space_, use_regex_;
@@ -86,23 +89,20 @@ class Split : public PreTokenizer {
  public:
   Split(Pattern pattern, bool invert, bool removed)
       : pattern_(std::move(pattern)), invert_(invert), removed_(removed) {}
-  void split(std::string_view piece, int, Pieces& out) const override {
+  void split(std::string_view piece, int, PieceSink& out) const override {
     if (removed_ && !invert_) {
       std::vector<std::string> parts;
       pattern_.split(piece, parts);
-      for (auto& p : parts) out.add_owned(std::move(p));
+      for (const std::string& p : parts) out.piece(p);
       return;
     }
-    thread_local std::vector<Pattern::Span> matches;  // kept: no fresh pages per text
-    matches.clear();
-    pattern_.matches(piece, matches);
     size_t prev = 0;
-    for (const Pattern::Span& m : matches) {
-      if (!invert_ && prev < m.begin) out.add(piece.substr(prev, m.begin - prev));
-      if (m.end > m.begin) out.add(piece.substr(m.begin, m.end - m.begin));
+    pattern_.for_each_match(piece, [&](Pattern::Span m) {
+      if (!invert_ && prev < m.begin) out.piece(piece.substr(prev, m.begin - prev));
+      if (m.end > m.begin) out.piece(piece.substr(m.begin, m.end - m.begin));
       prev = m.end;
-    }
-    if (!invert_ && prev < piece.size()) out.add(piece.substr(prev));
+    });
+    if (!invert_ && prev < piece.size()) out.piece(piece.substr(prev));
   }
 
  private:
@@ -114,18 +114,16 @@ class Split : public PreTokenizer {
 class Digits : public PreTokenizer {
  public:
   explicit Digits(bool individual) : individual_(individual) {}
-  void split(std::string_view piece, int, Pieces& out) const override {
-    size_t start = 0;
+  void split(std::string_view piece, int, PieceSink& out) const override {
     for (size_t pos = 0; pos < piece.size();) {
       const bool digit = ascii_digit(piece[pos]);
       size_t end = pos + 1;
       if (!digit || !individual_) {
         while (end < piece.size() && ascii_digit(piece[end]) == digit) ++end;
       }
-      out.add(piece.substr(pos, end - pos));
-      pos = start = end;
+      out.piece(piece.substr(pos, end - pos));
+      pos = end;
     }
-    (void)start;
   }
 
  private:
@@ -141,11 +139,11 @@ class Metaspace : public PreTokenizer {
       : replacement_(std::move(replacement)),
         str_rep_(std::move(str_rep)),
         scheme_(std::move(scheme)) {}
-  void split(std::string_view piece, int section, Pieces& out) const override {
+  void split(std::string_view piece, int section, PieceSink& out) const override {
     std::string s = unicode::replace_all(piece, " ", str_rep_);
     const bool starts = s.compare(0, replacement_.size(), replacement_) == 0;
     if (!starts && (scheme_ == "always" || (scheme_ == "first" && section == 0))) s = str_rep_ + s;
-    out.add_owned(std::move(s));
+    out.piece(s);
   }
 
  private:
@@ -155,7 +153,7 @@ class Metaspace : public PreTokenizer {
 // /\w+|[^\w\s]+/g (ASCII \w, JavaScript's \s; whitespace is dropped).
 class Whitespace : public PreTokenizer {
  public:
-  void split(std::string_view piece, int, Pieces& out) const override {
+  void split(std::string_view piece, int, PieceSink& out) const override {
     add_runs(piece, out, [](char32_t c) {
       return ascii_word(c) ? 1 : unicode::is_js_space(c) ? 0 : 2;
     });
@@ -165,7 +163,7 @@ class Whitespace : public PreTokenizer {
 // /\S+/g
 class WhitespaceSplit : public PreTokenizer {
  public:
-  void split(std::string_view piece, int, Pieces& out) const override {
+  void split(std::string_view piece, int, PieceSink& out) const override {
     add_runs(piece, out, [](char32_t c) { return unicode::is_js_space(c) ? 0 : 1; });
   }
 };
@@ -179,19 +177,31 @@ class Sequence : public PreTokenizer {
     }
     return false;
   }
-  void split(std::string_view piece, int section, Pieces& out) const override {
-    Pieces a(out.arena), b(out.arena);
-    a.add(piece);
-    for (const auto& p : parts_) {
-      if (!p) continue;
-      b.clear();
-      p->split_all(a, section, b);
-      std::swap(a, b);
-    }
-    for (size_t i = 0; i < a.size(); ++i) out.add(a[i]);
+  // Each stage's pieces go straight into the next stage.
+  void split(std::string_view piece, int section, PieceSink& out) const override {
+    split_from(0, piece, section, out);
   }
 
  private:
+  struct Next final : PieceSink {
+    const Sequence* seq;
+    size_t stage;
+    int section;
+    PieceSink* out;
+    Next(const Sequence* s, size_t i, int sec, PieceSink* o)
+        : seq(s), stage(i), section(sec), out(o) {}
+    void piece(std::string_view p) override { seq->split_from(stage, p, section, *out); }
+  };
+  void split_from(size_t stage, std::string_view piece, int section, PieceSink& out) const {
+    while (stage < parts_.size() && !parts_[stage]) ++stage;
+    if (stage == parts_.size()) {
+      out.piece(piece);
+      return;
+    }
+    Next next(this, stage + 1, section, &out);
+    parts_[stage]->split(piece, section, next);
+  }
+
   std::vector<std::unique_ptr<PreTokenizer>> parts_;
 };
 

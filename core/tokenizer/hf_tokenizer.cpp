@@ -123,9 +123,7 @@ struct HfTokenizer::Impl {
   void encode_section(std::string_view text, int section, bool only_plain,
                       std::vector<int>& out) const;
   void encode_model(std::string_view text, int section, bool plain, std::vector<int>& out) const;
-  // `whole`: the word is a whole pre-token (ignore_merges may take it whole), not a part of one.
-  void cached_encode(std::string_view word, bool plain, std::vector<BpeModel::Token>& out,
-                     bool whole = true) const;
+  class Encoder;
 };
 
 namespace {
@@ -138,70 +136,107 @@ struct WordCache {
 constexpr size_t kMaxCachedWord = 256;                // bytes; longer pre-tokens are not cached
 constexpr size_t kMaxCachedTokens = size_t{1} << 22;  // the cache is emptied beyond this
 
+// This thread's cache for tokenizer `instance`: [plain][part] (parts of a pre-token have their own
+// where ignore_merges makes a whole word differ).
+WordCache& word_cache(uint64_t instance, bool plain, bool part) {
+  thread_local WordCache caches[2][2];
+  WordCache& cache = caches[plain][part];
+  if (cache.owner != instance) {
+    cache.pieces.clear();
+    cache.owner = instance;
+  }
+  return cache;
+}
+
 }  // namespace
 
-void HfTokenizer::Impl::cached_encode(std::string_view word, bool plain,
-                                      std::vector<BpeModel::Token>& out, bool whole) const {
-  if (word.size() > kMaxCachedWord && whole && !raw_bytes) {
-    // A long piece of a SentencePiece-style vocabulary: cut before each "▁" where no merge joins
-    // across (BpeModel::may_cut_before_metaspace), each part cached like a word.
-    if (model->ignores_merges() && model->whole_word(word, plain).vocab_id >= 0) {
-      model->encode(word, plain, raw_bytes, out);
+// Takes the pre-tokens of one part of the text through the model, by way of this thread's cache of
+// pre-token results, and appends their ids to `out`; with fuse_unk a run of unknown tokens is
+// written once.
+class HfTokenizer::Impl::Encoder final : public PieceSink {
+ public:
+  Encoder(const Impl& m, bool plain, std::vector<int>& out)
+      : m_(m),
+        model_(*m.model),
+        plain_(plain),
+        out_(out),
+        whole_(word_cache(m.instance, plain, false)),
+        part_(model_.ignores_merges() ? word_cache(m.instance, plain, true) : whole_),
+        unk_(model_.unk_vocab_id()),
+        fuse_(model_.fuse_unk() && unk_ >= 0) {}
+  void piece(std::string_view word) override { encode(word, true); }
+
+ private:
+  // `whole`: the word is a whole pre-token (ignore_merges may take it whole), not a part of one.
+  void encode(std::string_view word, bool whole) {
+    if (word.size() > kMaxCachedWord) {
+      encode_long(word, whole);
       return;
     }
+    WordCache& cache = whole ? whole_ : part_;
+    uint32_t count = 0;
+    if (const BpeModel::Token* hit = cache.pieces.find(word, count)) {
+      emit(hit, count);
+      return;
+    }
+    thread_local std::vector<BpeModel::Token> fresh;
+    fresh.clear();
+    model_.encode(word, plain_, m_.raw_bytes, fresh, whole);
+    if (cache.pieces.values() > kMaxCachedTokens) cache.pieces.clear();
+    cache.pieces.insert(word, fresh.data(), fresh.size());
+    emit(fresh.data(), fresh.size());
+  }
+  void encode_long(std::string_view word, bool whole) {
+    thread_local std::vector<BpeModel::Token> fresh;
+    if (!whole || m_.raw_bytes ||
+        (model_.ignores_merges() && model_.whole_word(word, plain_).vocab_id >= 0)) {
+      fresh.clear();
+      model_.encode(word, plain_, m_.raw_bytes, fresh, whole);
+      emit(fresh.data(), fresh.size());
+      return;
+    }
+    // A long piece of a SentencePiece-style vocabulary: cut before each "▁" where no merge joins
+    // across (BpeModel::may_cut_before_metaspace), each part cached like a word.
     static const std::string_view kMeta = "\xE2\x96\x81";
     size_t start = 0;
     for (size_t at = word.find(kMeta, 1); at != std::string_view::npos;
          at = word.find(kMeta, at + 3)) {
       size_t prev = at - 1;
       while (prev > 0 && (static_cast<unsigned char>(word[prev]) & 0xC0) == 0x80) --prev;
-      if (!model->may_cut_before_metaspace(unicode::decode_at(word, prev).cp)) continue;
-      cached_encode(word.substr(start, at - start), plain, out, false);
+      if (!model_.may_cut_before_metaspace(unicode::decode_at(word, prev).cp)) continue;
+      encode(word.substr(start, at - start), false);
       start = at;
     }
-    cached_encode(word.substr(start), plain, out, false);
-    return;
+    encode(word.substr(start), false);
   }
-  if (word.size() > kMaxCachedWord) {
-    model->encode(word, plain, raw_bytes, out, whole);
-    return;
+  void emit(const BpeModel::Token* t, size_t n) {
+    if (!fuse_) {
+      for (size_t i = 0; i < n; ++i) out_.push_back(t[i].id);
+      return;
+    }
+    for (size_t i = 0; i < n; ++i) {
+      const bool unk = t[i].vocab_id == unk_;
+      if (!(unk && last_unk_)) out_.push_back(t[i].id);
+      last_unk_ = unk;
+    }
   }
-  // Parts of a pre-token have their own cache where ignore_merges makes a whole word differ.
-  thread_local WordCache caches[2][2];
-  WordCache& cache = caches[plain][!whole && model->ignores_merges()];
-  if (cache.owner != instance || cache.pieces.values() > kMaxCachedTokens) {
-    cache.pieces.clear();
-    cache.owner = instance;
-  }
-  uint32_t count = 0;
-  if (const BpeModel::Token* hit = cache.pieces.find(word, count)) {
-    out.insert(out.end(), hit, hit + count);
-    return;
-  }
-  const size_t before = out.size();
-  model->encode(word, plain, raw_bytes, out, whole);
-  cache.pieces.insert(word, out.data() + before, out.size() - before);
-}
+
+  const Impl& m_;
+  const BpeModel& model_;
+  bool plain_;
+  std::vector<int>& out_;
+  WordCache &whole_, &part_;
+  int unk_;
+  bool fuse_, last_unk_ = false;
+};
 
 void HfTokenizer::Impl::encode_model(std::string_view text, int section, bool plain,
                                      std::vector<int>& out) const {
-  thread_local std::deque<std::string> arena;
-  thread_local Pieces pieces(&arena);
-  thread_local std::vector<BpeModel::Token> tokens;
-  arena.clear();
-  pieces.clear();
-  tokens.clear();
+  Encoder encoder(*this, plain, out);
   if (pre_tokenizer) {
-    pre_tokenizer->split(text, section, pieces);
+    pre_tokenizer->split(text, section, encoder);
   } else {
-    pieces.add(text);
-  }
-  for (size_t i = 0; i < pieces.size(); ++i) cached_encode(pieces[i], plain, tokens);
-  const int unk = model->unk_vocab_id();
-  const bool fuse = model->fuse_unk() && unk >= 0;
-  for (size_t i = 0; i < tokens.size(); ++i) {
-    if (fuse && i > 0 && tokens[i].vocab_id == unk && tokens[i - 1].vocab_id == unk) continue;
-    out.push_back(tokens[i].id);
+    encoder.piece(text);
   }
 }
 

@@ -1,6 +1,7 @@
 #include "core/tokenizer/tokenizer.h"
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -31,28 +32,6 @@ struct StringHash {
   using is_transparent = void;
   size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
 };
-
-// Decodes one token string of encoder.json into its bytes; false if a character is not in the
-// byte alphabet.
-bool alphabet_to_bytes(const std::string& s, const int (&unicode_to_byte)[324], std::string& out) {
-  out.clear();
-  for (size_t i = 0; i < s.size();) {
-    const unsigned char c = static_cast<unsigned char>(s[i]);
-    int cp;
-    if (c < 0x80) {
-      cp = c;
-      i += 1;
-    } else if ((c >> 5) == 6 && i + 1 < s.size()) {
-      cp = ((c & 0x1F) << 6) | (static_cast<unsigned char>(s[i + 1]) & 0x3F);
-      i += 2;
-    } else {
-      return false;
-    }
-    if (cp >= 324 || unicode_to_byte[cp] < 0) return false;
-    out += static_cast<char>(unicode_to_byte[cp]);
-  }
-  return true;
-}
 
 // Where tools/fetch-data.sh puts the tokenizer, for hints in messages.
 std::string fetch_hint() {
@@ -92,6 +71,32 @@ int byte_to_unicode(unsigned char b) {
   int n = 0;
   for (int x = 0; x < b; ++x) n += !printable(x);
   return 256 + n;
+}
+
+bool alphabet_to_bytes(std::string_view s, std::string& out) {
+  static const auto unicode_to_byte = [] {
+    std::array<int, 324> t;
+    t.fill(-1);
+    for (int b = 0; b < 256; ++b) t[byte_to_unicode(static_cast<unsigned char>(b))] = b;
+    return t;
+  }();
+  out.clear();
+  for (size_t i = 0; i < s.size();) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    int cp;
+    if (c < 0x80) {
+      cp = c;
+      i += 1;
+    } else if ((c >> 5) == 6 && i + 1 < s.size()) {
+      cp = ((c & 0x1F) << 6) | (static_cast<unsigned char>(s[i + 1]) & 0x3F);
+      i += 2;
+    } else {
+      return false;
+    }
+    if (cp >= 324 || unicode_to_byte[cp] < 0) return false;
+    out += static_cast<char>(unicode_to_byte[cp]);
+  }
+  return true;
 }
 
 struct Tokenizer::Impl {
@@ -250,14 +255,10 @@ void Tokenizer::Impl::load_encoder(const std::string& dir) {
 
 // The bytes of every token (decoding), the token of every byte and <|endoftext|> (encoding).
 void Tokenizer::Impl::take_token_bytes(const EncoderVocab& vocab, const std::string& enc_path) {
-  int unicode_to_byte[324];
-  std::fill(std::begin(unicode_to_byte), std::end(unicode_to_byte), -1);
-  for (int b = 0; b < 256; ++b) unicode_to_byte[byte_to_unicode(static_cast<unsigned char>(b))] = b;
-
   offset.assign(1, 0);
   std::string tb;
   for (size_t id = 0; id < vocab.size(); ++id) {
-    if (!alphabet_to_bytes(*vocab.by_id[id], unicode_to_byte, tb)) {
+    if (!alphabet_to_bytes(*vocab.by_id[id], tb)) {
       throw FileError(enc_path, "token " + std::to_string(id) + " (\"" + *vocab.by_id[id] +
                                     "\") has a character outside GPT-2's byte alphabet");
     }

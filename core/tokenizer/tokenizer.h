@@ -91,5 +91,7 @@ std::string cache_dir();
 // GPT-2's byte alphabet: byte b is written as the Unicode character byte_to_unicode(b) in
 // encoder.json and vocab.bpe (printable Latin-1 bytes as themselves, the others as U+0100 onwards).
 int byte_to_unicode(unsigned char b);
+// The bytes a string of that alphabet stands for (into `out`); false if a character is not in it.
+bool alphabet_to_bytes(std::string_view s, std::string& out);
 
 }  // namespace llmcpu
