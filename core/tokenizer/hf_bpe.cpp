@@ -185,14 +185,16 @@ void BpeModel::finish(const StringIds& output_ids, const StringIds& plain_output
     const int left = symbol_of(a), right = symbol_of(b), result = symbol_of(a + b);
     merges_.add(left, right, static_cast<int>(r), result);
   }
-  cuts_at_metaspace_ = end_of_word_suffix_.empty() && continuing_subword_suffix_.empty();
-  static const std::string kMeta = "\xE2\x96\x81";  // U+2581
+  cuts_ = end_of_word_suffix_.empty() && continuing_subword_suffix_.empty();
   for (const auto& [a, b] : merge_list_) {
-    const std::string made = a + b;
-    for (size_t at = made.find(kMeta, 1); at != std::string::npos; at = made.find(kMeta, at + 1)) {
-      size_t prev = at - 1;
-      while (prev > 0 && (static_cast<unsigned char>(made[prev]) & 0xC0) == 0x80) --prev;
-      joined_to_metaspace_.insert(unicode::decode_at(made, prev).cp);
+    if (a.empty() || b.empty()) continue;  // (such a merge never applies)
+    size_t last = a.size() - 1;
+    while (last > 0 && (static_cast<unsigned char>(a[last]) & 0xC0) == 0x80) --last;
+    const char32_t left = unicode::decode_at(a, last).cp, right = unicode::decode_at(b, 0).cp;
+    if (left < 128 && right < 128) {
+      ascii_junctions_[left][right >> 6] |= uint64_t{1} << (right & 63);
+    } else {
+      junctions_.insert(uint64_t{left} << 32 | right);
     }
   }
   merge_list_.clear();

@@ -55,13 +55,16 @@ class BpeModel {
   // `whole`: whether ignore_merges may take the word whole (false for a part of a pre-token).
   void encode(std::string_view word, bool plain, bool raw_bytes, std::vector<Token>& out,
               bool whole = true) const;
-  // Whether a word (not raw bytes) may be cut just before a "▁" that follows the character `before`
-  // without changing its tokens: true when no merge makes a string holding `before` then "▁" (so
-  // no merge can join across that place) and no suffix is set. A SentencePiece-style vocabulary
-  // without a pre-tokenizer gives the model whole texts; cut there, their parts go through the
-  // cache like words.
-  bool may_cut_before_metaspace(char32_t before) const {
-    return cuts_at_metaspace_ && before != 0x2581 && !joined_to_metaspace_.count(before);
+  // Whether a word (not raw bytes) may be cut between the characters `left` and `right` without
+  // changing its tokens: true when no merge joins a symbol that ends with `left` to one that starts
+  // with `right` (so no merge can ever span that place, and the merges on either side go on as if
+  // the other side were not there) and no suffix is set. A SentencePiece-style vocabulary without
+  // a pre-tokenizer gives the model whole texts; cut there, their parts go through the cache like
+  // words.
+  bool may_cut_between(char32_t left, char32_t right) const {
+    if (!cuts_) return false;
+    if (left < 128 && right < 128) return !(ascii_junctions_[left][right >> 6] >> (right & 63) & 1);
+    return !junctions_.count(uint64_t{left} << 32 | right);
   }
   bool ignores_merges() const { return ignore_merges_; }
   // The token the whole word is under ignore_merges (vocab_id -1: none).
@@ -110,9 +113,12 @@ class BpeModel {
 
   std::string unk_token_, end_of_word_suffix_, continuing_subword_suffix_;
   bool has_unk_ = false, byte_fallback_ = false, fuse_unk_ = false, ignore_merges_ = false;
-  bool cuts_at_metaspace_ = false;
+  bool cuts_ = false;  // may_cut_between may say yes (no suffixes)
   bool finished_ = false;
-  std::unordered_set<char32_t> joined_to_metaspace_;  // characters some merge puts before "▁"
+  // The (last character of left, first character of right) of every merge: ASCII pairs as a
+  // bitmap, the others as left << 32 | right.
+  uint64_t ascii_junctions_[128][2] = {};
+  std::unordered_set<uint64_t> junctions_;
   int unk_id_ = -1, unk_output_id_ = -1;
   int byte_vocab_id_[256], byte_output_id_[256];
   StringIds output_ids_;

@@ -40,18 +40,22 @@ class Prepend : public Normalizer {
   std::string prefix_;
 };
 
-// text.replaceAll(pattern, content): JavaScript's $ forms in content included.
+// text.replaceAll(pattern, content): JavaScript's $ forms in content included. A String pattern
+// with a content without '$' is a plain replacement of bytes (the same in valid UTF-8).
 class Replace : public Normalizer {
  public:
-  Replace(Pattern pattern, std::string content)
-      : pattern_(std::move(pattern)), content_(std::move(content)) {}
+  Replace(Pattern pattern, std::string content, std::string literal)
+      : pattern_(std::move(pattern)), content_(std::move(content)), literal_(std::move(literal)) {
+    if (content_.find('$') != std::string::npos) literal_.clear();
+  }
   std::string apply(std::string_view text) const override {
+    if (!literal_.empty()) return unicode::replace_all(text, literal_, content_);
     return pattern_.replace_all(text, content_);
   }
 
  private:
   Pattern pattern_;
-  std::string content_;
+  std::string content_, literal_;  // literal_: the String pattern, when the fast way applies
 };
 
 // trim() / trimStart() / trimEnd(): JavaScript's whitespace.
@@ -85,11 +89,14 @@ class Sequence : public Normalizer {
  public:
   explicit Sequence(std::vector<std::unique_ptr<Normalizer>> parts) : parts_(std::move(parts)) {}
   std::string apply(std::string_view text) const override {
-    std::string s(text);
+    std::string s;
+    bool first = true;
     for (const auto& p : parts_) {
-      if (p) s = p->apply(s);
+      if (!p) continue;
+      s = p->apply(first ? text : std::string_view(s));
+      first = false;
     }
-    return s;
+    return first ? std::string(text) : s;
   }
 
  private:
@@ -123,7 +130,10 @@ std::unique_ptr<Normalizer> make_normalizer(const Node& node) {
                                    node.boolean("strip_right", false));
   }
   if (type == "Replace") {
-    return std::make_unique<Replace>(make_pattern(node, false), node.str("content", ""));
+    const Node pattern = node.at("pattern");
+    return std::make_unique<Replace>(
+        make_pattern(node, false), node.str("content", ""),
+        pattern.has_non_null("String") ? pattern.get("String").str() : std::string());
   }
   if (type == "Sequence") {
     const Node list = node.at("normalizers");

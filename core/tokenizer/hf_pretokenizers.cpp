@@ -64,6 +64,7 @@ class ByteLevel : public PreTokenizer {
     while (cursor.next(word)) add_mapped(word, out);
   }
   bool defer_byte_level() override { return defer_ = true; }
+  bool passes_through() const override { return defer_ && !use_regex_ && !add_prefix_space_; }
 
  private:
   void add_mapped(std::string_view bytes, PieceSink& out) const {
@@ -193,7 +194,7 @@ class Sequence : public PreTokenizer {
     void piece(std::string_view p) override { seq->split_from(stage, p, section, *out); }
   };
   void split_from(size_t stage, std::string_view piece, int section, PieceSink& out) const {
-    while (stage < parts_.size() && !parts_[stage]) ++stage;
+    while (stage < parts_.size() && (!parts_[stage] || parts_[stage]->passes_through())) ++stage;
     if (stage == parts_.size()) {
       out.piece(piece);
       return;

@@ -38,6 +38,9 @@ class PreTokenizer {
   // standing for its character of GPT-2's alphabet) so that the model maps them itself; true when
   // it does. Called once, before any split().
   virtual bool defer_byte_level() { return false; }
+  // Whether split() passes every piece on as it is (a deferred ByteLevel without its pattern): a
+  // Sequence leaves such a stage out.
+  virtual bool passes_through() const { return false; }
 };
 
 // nullptr for a null pre-tokenizer; throws FileError naming the file and node otherwise. Where

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstring>
 #include <unordered_set>
 
 #include "core/tokenizer/hf_bpe.h"
@@ -29,7 +30,9 @@ class Splitter {
  public:
   void add(const std::string& s) {
     if (s.empty()) return;
-    by_first_[static_cast<unsigned char>(s[0])].push_back(s);
+    const auto first = static_cast<unsigned char>(s[0]);
+    if (by_first_[first].empty()) firsts_ += s[0];
+    by_first_[first].push_back(s);
   }
   void finish() {
     for (auto& list : by_first_) {
@@ -37,15 +40,12 @@ class Splitter {
                 [](const std::string& a, const std::string& b) { return a.size() > b.size(); });
     }
   }
-  bool empty() const {
-    return std::all_of(std::begin(by_first_), std::end(by_first_),
-                       [](const auto& l) { return l.empty(); });
-  }
+  bool empty() const { return firsts_.empty(); }
   // The parts, as views into `text`.
   std::vector<std::string_view> split(std::string_view text) const {
     std::vector<std::string_view> out;
     size_t start = 0;
-    for (size_t i = 0; i < text.size();) {
+    for (size_t i = next_candidate(text, 0); i < text.size(); i = next_candidate(text, i)) {
       const std::string* match = nullptr;
       for (const std::string& c : by_first_[static_cast<unsigned char>(text[i])]) {
         if (text.compare(i, c.size(), c) == 0) {
@@ -67,7 +67,19 @@ class Splitter {
   }
 
  private:
+  // The first place at or after i where some content may start.
+  size_t next_candidate(std::string_view text, size_t i) const {
+    if (firsts_.size() == 1) {  // (the special tokens of most tokenizers start with '<')
+      const void* at = i < text.size() ? std::memchr(text.data() + i, firsts_[0], text.size() - i)
+                                       : nullptr;
+      return at ? static_cast<size_t>(static_cast<const char*>(at) - text.data()) : text.size();
+    }
+    while (i < text.size() && by_first_[static_cast<unsigned char>(text[i])].empty()) ++i;
+    return i;
+  }
+
   std::vector<std::string> by_first_[256];
+  std::string firsts_;  // the distinct first bytes
 };
 
 // clean_up_tokenization: " ." -> "." and the like, each replaced everywhere, in this order.
@@ -195,17 +207,20 @@ class HfTokenizer::Impl::Encoder final : public PieceSink {
       emit(fresh.data(), fresh.size());
       return;
     }
-    // A long piece of a SentencePiece-style vocabulary: cut before each "▁" where no merge joins
-    // across (BpeModel::may_cut_before_metaspace), each part cached like a word.
-    static const std::string_view kMeta = "\xE2\x96\x81";
-    size_t start = 0;
-    for (size_t at = word.find(kMeta, 1); at != std::string_view::npos;
-         at = word.find(kMeta, at + 3)) {
-      size_t prev = at - 1;
-      while (prev > 0 && (static_cast<unsigned char>(word[prev]) & 0xC0) == 0x80) --prev;
-      if (!model_.may_cut_before_metaspace(unicode::decode_at(word, prev).cp)) continue;
-      encode(word.substr(start, at - start), false);
-      start = at;
+    // A long piece of a SentencePiece-style vocabulary: cut wherever no merge can join across
+    // (BpeModel::may_cut_between), each part cached like a word.
+    size_t start = 0, pos = 0;
+    char32_t left = 0;
+    while (pos < word.size()) {
+      const auto byte = static_cast<unsigned char>(word[pos]);
+      const unicode::CodePoint c =
+          byte < 0x80 ? unicode::CodePoint{byte, 1} : unicode::decode_at(word, pos);
+      if (pos > 0 && model_.may_cut_between(left, c.cp)) {
+        encode(word.substr(start, pos - start), false);
+        start = pos;
+      }
+      left = c.cp;
+      pos += static_cast<size_t>(c.bytes);
     }
     encode(word.substr(start), false);
   }
@@ -233,7 +248,7 @@ class HfTokenizer::Impl::Encoder final : public PieceSink {
 void HfTokenizer::Impl::encode_model(std::string_view text, int section, bool plain,
                                      std::vector<int>& out) const {
   Encoder encoder(*this, plain, out);
-  if (pre_tokenizer) {
+  if (pre_tokenizer && !pre_tokenizer->passes_through()) {
     pre_tokenizer->split(text, section, encoder);
   } else {
     encoder.piece(text);

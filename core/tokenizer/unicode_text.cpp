@@ -158,6 +158,7 @@ bool is_ascii(std::string_view text) {
 std::string replace_all(std::string_view text, std::string_view from, std::string_view to) {
   if (from.empty()) return std::string(text);
   std::string out;
+  out.reserve(text.size() + (to.size() > from.size() ? text.size() / 4 : 0));
   size_t pos = 0;
   for (size_t hit; (hit = text.find(from, pos)) != std::string_view::npos;
        pos = hit + from.size()) {
