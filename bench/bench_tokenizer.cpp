@@ -351,7 +351,12 @@ const Setup& setup() {
       return s;
     }
     s.scratch = pattern;
-    std::atexit([] { fs::remove_all(setup().scratch); });
+    // (A copy that outlives `s`: the handler runs after the static holding `s` is destroyed.)
+    static const std::string* const scratch = new std::string(pattern);
+    std::atexit([] {
+      std::error_code ignored;
+      fs::remove_all(*scratch, ignored);
+    });
     for (const auto& [name, doc] : docs) {
       const fs::path path = fs::path(s.scratch) / (std::string(name) + ".json");
       std::ofstream(path, std::ios::binary) << doc.dump();

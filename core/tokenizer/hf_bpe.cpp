@@ -191,8 +191,9 @@ void BpeModel::finish(const StringIds& output_ids, const StringIds& plain_output
     size_t last = a.size() - 1;
     while (last > 0 && (static_cast<unsigned char>(a[last]) & 0xC0) == 0x80) --last;
     const char32_t left = unicode::decode_at(a, last).cp, right = unicode::decode_at(b, 0).cp;
-    if (left < 128 && right < 128) {
-      ascii_junctions_[left][right >> 6] |= uint64_t{1} << (right & 63);
+    const int l = small_index(left), r = small_index(right);
+    if (l >= 0 && r >= 0) {
+      small_junctions_[l][r >> 6] |= uint64_t{1} << (r & 63);
     } else {
       junctions_.insert(uint64_t{left} << 32 | right);
     }

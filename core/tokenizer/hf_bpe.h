@@ -63,7 +63,8 @@ class BpeModel {
   // words.
   bool may_cut_between(char32_t left, char32_t right) const {
     if (!cuts_) return false;
-    if (left < 128 && right < 128) return !(ascii_junctions_[left][right >> 6] >> (right & 63) & 1);
+    const int l = small_index(left), r = small_index(right);
+    if (l >= 0 && r >= 0) return !(small_junctions_[l][r >> 6] >> (r & 63) & 1);
     return !junctions_.count(uint64_t{left} << 32 | right);
   }
   bool ignores_merges() const { return ignore_merges_; }
@@ -115,9 +116,10 @@ class BpeModel {
   bool has_unk_ = false, byte_fallback_ = false, fuse_unk_ = false, ignore_merges_ = false;
   bool cuts_ = false;  // may_cut_between may say yes (no suffixes)
   bool finished_ = false;
-  // The (last character of left, first character of right) of every merge: ASCII pairs as a
-  // bitmap, the others as left << 32 | right.
-  uint64_t ascii_junctions_[128][2] = {};
+  // The (last character of left, first character of right) of every merge: pairs of ASCII
+  // characters and "▁" as a bitmap (small_index), the others as left << 32 | right.
+  static int small_index(char32_t c) { return c < 128 ? static_cast<int>(c) : c == 0x2581 ? 128 : -1; }
+  uint64_t small_junctions_[129][3] = {};
   std::unordered_set<uint64_t> junctions_;
   int unk_id_ = -1, unk_output_id_ = -1;
   int byte_vocab_id_[256], byte_output_id_[256];

@@ -171,13 +171,21 @@ class WhitespaceSplit : public PreTokenizer {
 
 class Sequence : public PreTokenizer {
  public:
-  explicit Sequence(std::vector<std::unique_ptr<PreTokenizer>> parts) : parts_(std::move(parts)) {}
-  bool defer_byte_level() override {
-    for (size_t i = parts_.size(); i-- > 0;) {
-      if (parts_[i]) return parts_[i]->defer_byte_level();
-    }
-    return false;
+  explicit Sequence(std::vector<std::unique_ptr<PreTokenizer>> parts) : parts_(std::move(parts)) {
+    find_stages();
   }
+  bool defer_byte_level() override {
+    bool deferred = false;
+    for (size_t i = parts_.size(); i-- > 0;) {
+      if (parts_[i]) {
+        deferred = parts_[i]->defer_byte_level();
+        break;
+      }
+    }
+    find_stages();  // (a deferred ByteLevel may now pass its pieces through)
+    return deferred;
+  }
+  bool passes_through() const override { return stages_.empty(); }
   // Each stage's pieces go straight into the next stage.
   void split(std::string_view piece, int section, PieceSink& out) const override {
     split_from(0, piece, section, out);
@@ -194,16 +202,23 @@ class Sequence : public PreTokenizer {
     void piece(std::string_view p) override { seq->split_from(stage, p, section, *out); }
   };
   void split_from(size_t stage, std::string_view piece, int section, PieceSink& out) const {
-    while (stage < parts_.size() && (!parts_[stage] || parts_[stage]->passes_through())) ++stage;
-    if (stage == parts_.size()) {
+    if (stage == stages_.size()) {
       out.piece(piece);
       return;
     }
     Next next(this, stage + 1, section, &out);
-    parts_[stage]->split(piece, section, next);
+    stages_[stage]->split(piece, section, next);
+  }
+  // The parts that do something (not null, not passing their pieces through), in order.
+  void find_stages() {
+    stages_.clear();
+    for (const auto& p : parts_) {
+      if (p && !p->passes_through()) stages_.push_back(p.get());
+    }
   }
 
   std::vector<std::unique_ptr<PreTokenizer>> parts_;
+  std::vector<const PreTokenizer*> stages_;
 };
 
 std::unique_ptr<PreTokenizer> make_split(const Node& node, std::vector<std::string>& notes) {

@@ -1,5 +1,7 @@
 #include "core/tokenizer/unicode_text.h"
 
+#include <cstring>
+
 #include <unicode/unorm2.h>
 #include <unicode/ustring.h>
 
@@ -110,21 +112,6 @@ bool to_valid_utf8(std::string_view text, std::string& out) {
   return valid;
 }
 
-CodePoint decode_at(std::string_view s, size_t pos) {
-  const auto byte = [&](size_t i) {
-    return static_cast<char32_t>(static_cast<unsigned char>(s[i]));
-  };
-  const char32_t b = byte(pos);
-  if (b < 0x80) return {b, 1};
-  if (b < 0xE0) return {((b & 0x1F) << 6) | (byte(pos + 1) & 0x3F), 2};
-  if (b < 0xF0) {
-    return {((b & 0x0F) << 12) | ((byte(pos + 1) & 0x3F) << 6) | (byte(pos + 2) & 0x3F), 3};
-  }
-  return {((b & 0x07) << 18) | ((byte(pos + 1) & 0x3F) << 12) | ((byte(pos + 2) & 0x3F) << 6) |
-              (byte(pos + 3) & 0x3F),
-          4};
-}
-
 void append_utf8(std::string& out, char32_t cp) {
   if (cp < 0x80) {
     out += static_cast<char>(cp);
@@ -160,6 +147,18 @@ std::string replace_all(std::string_view text, std::string_view from, std::strin
   std::string out;
   out.reserve(text.size() + (to.size() > from.size() ? text.size() / 4 : 0));
   size_t pos = 0;
+  if (from.size() == 1) {  // (" " -> "▁" on whole texts): memchr, no comparisons
+    while (pos < text.size()) {
+      const void* hit = std::memchr(text.data() + pos, from[0], text.size() - pos);
+      if (!hit) break;
+      const size_t at = static_cast<size_t>(static_cast<const char*>(hit) - text.data());
+      out.append(text.data() + pos, at - pos);
+      out.append(to);
+      pos = at + 1;
+    }
+    out.append(text.data() + pos, text.size() - pos);
+    return out;
+  }
   for (size_t hit; (hit = text.find(from, pos)) != std::string_view::npos;
        pos = hit + from.size()) {
     out.append(text.substr(pos, hit - pos));

@@ -23,7 +23,20 @@ struct CodePoint {
   char32_t cp;
   int bytes;
 };
-CodePoint decode_at(std::string_view text, size_t pos);
+inline CodePoint decode_at(std::string_view s, size_t pos) {
+  const auto byte = [&](size_t i) {
+    return static_cast<char32_t>(static_cast<unsigned char>(s[i]));
+  };
+  const char32_t b = byte(pos);
+  if (b < 0x80) return {b, 1};
+  if (b < 0xE0) return {((b & 0x1F) << 6) | (byte(pos + 1) & 0x3F), 2};
+  if (b < 0xF0) {
+    return {((b & 0x0F) << 12) | ((byte(pos + 1) & 0x3F) << 6) | (byte(pos + 2) & 0x3F), 3};
+  }
+  return {((b & 0x07) << 18) | ((byte(pos + 1) & 0x3F) << 12) | ((byte(pos + 2) & 0x3F) << 6) |
+              (byte(pos + 3) & 0x3F),
+          4};
+}
 void append_utf8(std::string& out, char32_t cp);
 // Number of code points of valid UTF-8.
 size_t count_code_points(std::string_view text);
