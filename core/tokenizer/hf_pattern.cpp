@@ -30,6 +30,7 @@
 #include <memory>
 #include <new>
 
+#include "core/tokenizer/hf_pattern_fast.h"
 #include "core/tokenizer/hf_pattern_js.h"
 #include "core/tokenizer/hf_pattern_sets.h"
 #include "core/tokenizer/onig_rewrite.h"
@@ -91,6 +92,7 @@ struct Compiled {
   uint32_t captures = 0;
   bool named_groups = false;
   bool jit = false;
+  detail::HandMatcher hand = nullptr;  // decides the ASCII matches of a known pattern
 };
 
 }  // namespace
@@ -226,11 +228,13 @@ std::unique_ptr<Impl> compiled(detail::JsRegex re, const detail::Context& ctx) {
 
 }  // namespace
 
-Pattern Pattern::regex(std::string_view source, const std::string& where) {
+Pattern Pattern::regex(std::string_view source, const std::string& where, bool hand_matching) {
   const detail::Context ctx{source, where};
   if (!detail::is_valid_utf8(source)) throw Error(where + ": the pattern is not valid UTF-8");
   const detail::Mapped js = detail::onig_to_js(ctx);
-  return Pattern(compiled<Impl>(detail::js_to_pcre2(js, ctx), ctx));
+  auto impl = compiled<Impl>(detail::js_to_pcre2(js, ctx), ctx);
+  if (hand_matching) impl->hand = detail::hand_matcher_for(source);
+  return Pattern(std::move(impl));
 }
 
 Pattern Pattern::literal(std::string_view text, bool capture) {
@@ -248,10 +252,24 @@ Pattern Pattern::literal(std::string_view text, bool capture) {
 
 void Pattern::each_match(std::string_view text, void (*fn)(void*, Span), void* ctx) const {
   Search search(*impl_, text);
+  if (impl_->hand) {  // (such a pattern never matches the empty string)
+    for (size_t pos = 0, end = 0; pos < text.size(); pos = end) {
+      if (impl_->hand(text, pos, end)) {
+        fn(ctx, {pos, end});
+        continue;
+      }
+      if (!search.find(pos)) return;
+      fn(ctx, {search.begin(), search.end()});
+      end = search.next();
+    }
+    return;
+  }
   for (size_t pos = 0; pos <= text.size() && search.find(pos); pos = search.next()) {
     fn(ctx, {search.begin(), search.end()});
   }
 }
+
+bool Pattern::hand_matched() const { return impl_->hand != nullptr; }
 
 void Pattern::matches(std::string_view text, std::vector<Span>& out) const {
   out.clear();

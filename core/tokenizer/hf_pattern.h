@@ -25,7 +25,10 @@ class Pattern {
  public:
   // {"Regex": source}. `where` names the pattern in errors ("tokenizer.json: pre_tokenizer.
   // pretokenizers[0].pattern.Regex"). Throws Error naming `where`, the construct and its offset.
-  static Pattern regex(std::string_view source, const std::string& where);
+  // With `hand_matching`, the pre-tokenizer patterns of Llama 3 and Qwen2 match ASCII text by hand
+  // (hf_pattern_fast.h) and the rest with PCRE2; the matches are the same either way.
+  static Pattern regex(std::string_view source, const std::string& where,
+                       bool hand_matching = true);
   // {"String": text}: the text, matched literally. With `capture` the whole match is also a
   // capturing group, as tokenizers.js makes it for Split with invert false (split() then keeps
   // the separators).
@@ -51,6 +54,8 @@ class Pattern {
   // `out` is cleared first.
   void split(std::string_view text, std::vector<std::string>& out) const;
 
+  // Whether matches()/for_each_match() use a hand-written matcher (for tests).
+  bool hand_matched() const;
   // The PCRE2 pattern this compiled to (for messages and tests).
   const std::string& compiled_source() const;
 

@@ -670,6 +670,52 @@ TEST(HfPattern, SplitKeepsCapturedGroups) {
   EXPECT_EQ(pieces, (std::vector<std::string>{"x", "--", "y", "--", "--"}));
 }
 
+// The hand-written matchers of Llama 3's and Qwen2's patterns (hf_pattern_fast.h) give exactly
+// PCRE2's matches, on random texts made of the characters each alternative turns on: letters
+// (those of the contractions among them), digits, apostrophes, every ASCII whitespace, punctuation
+// and control characters, and non-ASCII letters, digits, spaces and symbols, where the hand
+// matcher must hand over to PCRE2.
+TEST(HfPattern, HandMatchersGivePcre2sMatches) {
+  const std::vector<std::string> alphabet = {
+      "s", "S", "t", "T", "r", "e", "E", "v", "m", "l", "L", "d", "x", "Q", "0", "1", "7", "'",
+      "'", " ", " ", "\t", "\n", "\r", "\v", "\f", ".", ",", "!", "-", "\"", "(", "\x01",
+      "\x1f", "\x7f", "\xC3\xA9", "\xC5\xBF", "\xC2\xA0", "\xE2\x80\x83", "\xD9\xA3",
+      "\xC2\xB2", "\xE2\x80\x94", "\xE2\x80\x99", "\xF0\x9F\x98\x80", "\xC2\x85",
+      "\xE2\x84\xAA", "\xCC\x81"};
+  const char* const sources[] = {
+      "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| "
+      "?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
+      "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| "
+      "?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"};
+  std::mt19937 rng(20241128);
+  for (const char* source : sources) {
+    const Pattern hand = Pattern::regex(source, "t");
+    const Pattern pcre2 = Pattern::regex(source, "t", false);
+    ASSERT_TRUE(hand.hand_matched()) << source;
+    ASSERT_FALSE(pcre2.hand_matched());
+    std::vector<Pattern::Span> a, b;
+    size_t differ = 0;
+    for (int k = 0; k < 100000; ++k) {
+      std::string text;
+      const size_t len = 1 + rng() % 24;
+      // Mostly ASCII (the hand matcher's ground), now and then anything of the alphabet.
+      const size_t ascii = alphabet.size() - 12, pick = k % 4 == 0 ? alphabet.size() : ascii;
+      for (size_t i = 0; i < len; ++i) text += alphabet[rng() % pick];
+      hand.matches(text, a);
+      pcre2.matches(text, b);
+      bool same = a.size() == b.size();
+      for (size_t i = 0; same && i < a.size(); ++i) {
+        same = a[i].begin == b[i].begin && a[i].end == b[i].end;
+      }
+      if (!same && ++differ <= 5) {
+        ADD_FAILURE() << "pattern " << source << ", text " << printable(text) << ": hand "
+                      << a.size() << " matches, PCRE2 " << b.size();
+      }
+    }
+    EXPECT_EQ(differ, 0u) << source;
+  }
+}
+
 // One Pattern matched from several threads at once gives what it gives on one.
 TEST(HfPattern, ConcurrentUse) {
   const Pattern p = Pattern::regex(
