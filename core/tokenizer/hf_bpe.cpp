@@ -249,6 +249,11 @@ void BpeModel::finish(const StringIds& output_ids, const StringIds& plain_output
   }
   symbols_ = std::move(long_symbols);
   finished_ = true;
+  for (int i = 0; i <= 128; ++i) {
+    std::string text;
+    unicode::append_utf8(text, i < 128 ? static_cast<char32_t>(i) : 0x2581);
+    small_symbol_[i] = find_symbol(text);
+  }
 }
 
 BpeModel::Token BpeModel::lookup(std::string_view token, bool plain) const {
@@ -422,9 +427,11 @@ void BpeModel::encode(std::string_view word, bool plain, bool raw_bytes, std::ve
     }
   } else {
     for (size_t pos = 0; pos < word.size();) {
-      const size_t len = static_cast<size_t>(unicode::decode_at(word, pos).bytes);
+      const unicode::CodePoint c = unicode::decode_at(word, pos);
+      const size_t len = static_cast<size_t>(c.bytes);
       chars.push_back(word.substr(pos, len));
-      symbols.push_back(find_symbol(chars.back()));
+      const int small = small_index(c.cp);
+      symbols.push_back(small >= 0 ? small_symbol_[small] : find_symbol(chars.back()));
       pos += len;
     }
   }

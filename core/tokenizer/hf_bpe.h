@@ -120,6 +120,7 @@ class BpeModel {
   // characters and "▁" as a bitmap (small_index), the others as left << 32 | right.
   static int small_index(char32_t c) { return c < 128 ? static_cast<int>(c) : c == 0x2581 ? 128 : -1; }
   uint64_t small_junctions_[129][3] = {};
+  int small_symbol_[129];  // the symbol of each of those characters alone (-1: none)
   std::unordered_set<uint64_t> junctions_;
   int unk_id_ = -1, unk_output_id_ = -1;
   int byte_vocab_id_[256], byte_output_id_[256];

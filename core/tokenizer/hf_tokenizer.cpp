@@ -179,50 +179,98 @@ class HfTokenizer::Impl::Encoder final : public PieceSink {
   void piece(std::string_view word) override { encode(word, true); }
 
  private:
+  using Token = BpeModel::Token;
+
   // `whole`: the word is a whole pre-token (ignore_merges may take it whole), not a part of one.
   void encode(std::string_view word, bool whole) {
     if (word.size() > kMaxCachedWord) {
       encode_long(word, whole);
       return;
     }
-    WordCache& cache = whole ? whole_ : part_;
     uint32_t count = 0;
-    if (const BpeModel::Token* hit = cache.pieces.find(word, count)) {
-      emit(hit, count);
-      return;
-    }
-    thread_local std::vector<BpeModel::Token> fresh;
+    const Token* t = tokens_of(word, whole, whole ? whole_ : part_, count);
+    emit(t, count);
+  }
+  // The tokens of a word of at most kMaxCachedWord bytes from `cache`, made and kept there when
+  // missing; valid until the cache changes.
+  const Token* tokens_of(std::string_view word, bool whole, WordCache& cache, uint32_t& count) {
+    if (const Token* hit = cache.pieces.find(word, count)) return hit;
+    thread_local std::vector<Token> fresh;
     fresh.clear();
     model_.encode(word, plain_, m_.raw_bytes, fresh, whole);
     if (cache.pieces.values() > kMaxCachedTokens) cache.pieces.clear();
     cache.pieces.insert(word, fresh.data(), fresh.size());
-    emit(fresh.data(), fresh.size());
+    count = static_cast<uint32_t>(fresh.size());
+    return fresh.data();
   }
   void encode_long(std::string_view word, bool whole) {
-    thread_local std::vector<BpeModel::Token> fresh;
     if (!whole || m_.raw_bytes ||
         (model_.ignores_merges() && model_.whole_word(word, plain_).vocab_id >= 0)) {
+      thread_local std::vector<Token> fresh;
       fresh.clear();
       model_.encode(word, plain_, m_.raw_bytes, fresh, whole);
       emit(fresh.data(), fresh.size());
       return;
     }
-    // A long piece of a SentencePiece-style vocabulary: cut wherever no merge can join across
-    // (BpeModel::may_cut_between), each part cached like a word.
-    size_t start = 0, pos = 0;
+    // A long piece of a SentencePiece-style vocabulary: cut into chunks before each "▁" that no
+    // merge joins to the character before it (BpeModel::may_cut_between), each chunk cached.
+    static const std::string_view kMeta = "\xE2\x96\x81";
+    size_t start = 0;
+    for (size_t at = word.find(kMeta, 1); at != std::string_view::npos;
+         at = word.find(kMeta, at + 3)) {
+      size_t prev = at - 1;
+      while (prev > 0 && (static_cast<unsigned char>(word[prev]) & 0xC0) == 0x80) --prev;
+      if (!model_.may_cut_between(unicode::decode_at(word, prev).cp, 0x2581)) continue;
+      encode_chunk(word.substr(start, at - start));
+      start = at;
+    }
+    encode_chunk(word.substr(start));
+  }
+  // A chunk found in the cache is written at once; one that is not is cut again, wherever no merge
+  // can join across, and made of the parts, each cached like a word: so new text merges only the
+  // parts not seen before, and text seen before looks up whole chunks.
+  void encode_chunk(std::string_view chunk) {
+    uint32_t count = 0;
+    const bool cached = chunk.size() <= kMaxCachedWord;
+    if (const Token* hit = cached ? part_.pieces.find(chunk, count) : nullptr) {
+      emit(hit, count);
+      return;
+    }
+    thread_local std::vector<size_t> cuts;
+    cuts.resize(chunk.size() + 2);
+    size_t n = 0;
+    cuts[n++] = 0;
     char32_t left = 0;
-    while (pos < word.size()) {
-      const auto byte = static_cast<unsigned char>(word[pos]);
+    for (size_t pos = 0; pos < chunk.size();) {  // (the places first, without a branch on each)
+      const auto byte = static_cast<unsigned char>(chunk[pos]);
       const unicode::CodePoint c =
-          byte < 0x80 ? unicode::CodePoint{byte, 1} : unicode::decode_at(word, pos);
-      if (pos > 0 && model_.may_cut_between(left, c.cp)) {
-        encode(word.substr(start, pos - start), false);
-        start = pos;
-      }
+          byte < 0x80 ? unicode::CodePoint{byte, 1} : unicode::decode_at(chunk, pos);
+      cuts[n] = pos;
+      n += pos > 0 && model_.may_cut_between(left, c.cp);
       left = c.cp;
       pos += static_cast<size_t>(c.bytes);
     }
-    encode(word.substr(start), false);
+    cuts[n++] = chunk.size();
+    if (n == 2) {  // one part: the chunk itself
+      encode(chunk, false);
+      return;
+    }
+    thread_local std::vector<Token> made;
+    made.clear();
+    for (size_t k = 0; k + 1 < n; ++k) {
+      const std::string_view part = chunk.substr(cuts[k], cuts[k + 1] - cuts[k]);
+      if (part.size() > kMaxCachedWord) {
+        model_.encode(part, plain_, m_.raw_bytes, made, false);
+        continue;
+      }
+      const Token* t = tokens_of(part, false, part_, count);
+      made.insert(made.end(), t, t + count);
+    }
+    if (cached) {
+      if (part_.pieces.values() > kMaxCachedTokens) part_.pieces.clear();
+      part_.pieces.insert(chunk, made.data(), made.size());
+    }
+    emit(made.data(), made.size());
   }
   void emit(const BpeModel::Token* t, size_t n) {
     if (!fuse_) {

@@ -166,7 +166,7 @@ class PieceCache {
     std::vector<Slot> old = std::move(slots_);
     Slot empty{};
     empty.len = kEmpty;
-    slots_.assign(old.empty() ? 1024 : old.size() * 2, empty);
+    slots_.assign(old.empty() ? 32768 : old.size() * 2, empty);
     mask_ = slots_.size() - 1;
     for (const Slot& s : old) {
       if (s.len != kEmpty) place(s, hash_of(s));

@@ -1,5 +1,6 @@
 #include "core/tokenizer/unicode_text.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include <unicode/unorm2.h>
@@ -145,20 +146,24 @@ bool is_ascii(std::string_view text) {
 std::string replace_all(std::string_view text, std::string_view from, std::string_view to) {
   if (from.empty()) return std::string(text);
   std::string out;
-  out.reserve(text.size() + (to.size() > from.size() ? text.size() / 4 : 0));
-  size_t pos = 0;
-  if (from.size() == 1) {  // (" " -> "▁" on whole texts): memchr, no comparisons
-    while (pos < text.size()) {
-      const void* hit = std::memchr(text.data() + pos, from[0], text.size() - pos);
-      if (!hit) break;
-      const size_t at = static_cast<size_t>(static_cast<const char*>(hit) - text.data());
-      out.append(text.data() + pos, at - pos);
-      out.append(to);
-      pos = at + 1;
+  if (from.size() == 1) {  // (" " -> "▁" on whole texts): counted, then written in one pass
+    const char c = from[0];
+    const size_t hits = static_cast<size_t>(std::count(text.begin(), text.end(), c));
+    if (hits == 0) return std::string(text);
+    out.resize(text.size() - hits + hits * to.size());
+    char* w = out.data();
+    for (const char x : text) {
+      if (x == c) {
+        std::memcpy(w, to.data(), to.size());
+        w += to.size();
+      } else {
+        *w++ = x;
+      }
     }
-    out.append(text.data() + pos, text.size() - pos);
     return out;
   }
+  out.reserve(text.size() + (to.size() > from.size() ? text.size() / 4 : 0));
+  size_t pos = 0;
   for (size_t hit; (hit = text.find(from, pos)) != std::string_view::npos;
        pos = hit + from.size()) {
     out.append(text.substr(pos, hit - pos));
