@@ -1,6 +1,8 @@
 #include "core/tokenizer/unicode_text.h"
 
 #include <algorithm>
+#include <bit>
+#include <cstdint>
 #include <cstring>
 
 #include <unicode/unorm2.h>
@@ -143,25 +145,57 @@ bool is_ascii(std::string_view text) {
   return any < 0x80;
 }
 
+namespace {
+
+// replace_all of one byte (" " -> "▁" on whole texts): the hits counted, then the text copied eight
+// bytes at a time up to the next hit (the lowest byte of `hit` that has its top bit set is the
+// first byte equal to c: a borrow only marks bytes above a true one).
+std::string replace_byte(std::string_view text, char c, std::string_view to) {
+  const size_t hits = static_cast<size_t>(std::count(text.begin(), text.end(), c));
+  if (hits == 0) return std::string(text);
+  const size_t size = text.size() - hits + hits * to.size();
+  std::string out(size + 8, '\0');  // (the last 8-byte store may pass the end)
+  const char* s = text.data();
+  const char* const end = s + text.size();
+  char* w = out.data();
+  if constexpr (std::endian::native == std::endian::little) {
+    constexpr uint64_t kOnes = 0x0101010101010101ull, kHighs = 0x8080808080808080ull;
+    const uint64_t pattern = kOnes * static_cast<unsigned char>(c);
+    while (end - s >= 8) {
+      uint64_t v;
+      std::memcpy(&v, s, 8);
+      std::memcpy(w, &v, 8);
+      const uint64_t x = v ^ pattern;
+      const uint64_t hit = (x - kOnes) & ~x & kHighs;
+      if (!hit) {
+        s += 8, w += 8;
+        continue;
+      }
+      const int first = std::countr_zero(hit) / 8;
+      w += first;
+      std::memcpy(w, to.data(), to.size());
+      w += to.size();
+      s += first + 1;
+    }
+  }
+  for (; s < end; ++s) {
+    if (*s == c) {
+      std::memcpy(w, to.data(), to.size());
+      w += to.size();
+    } else {
+      *w++ = *s;
+    }
+  }
+  out.resize(size);
+  return out;
+}
+
+}  // namespace
+
 std::string replace_all(std::string_view text, std::string_view from, std::string_view to) {
   if (from.empty()) return std::string(text);
   std::string out;
-  if (from.size() == 1) {  // (" " -> "▁" on whole texts): counted, then written in one pass
-    const char c = from[0];
-    const size_t hits = static_cast<size_t>(std::count(text.begin(), text.end(), c));
-    if (hits == 0) return std::string(text);
-    out.resize(text.size() - hits + hits * to.size());
-    char* w = out.data();
-    for (const char x : text) {
-      if (x == c) {
-        std::memcpy(w, to.data(), to.size());
-        w += to.size();
-      } else {
-        *w++ = x;
-      }
-    }
-    return out;
-  }
+  if (from.size() == 1) return replace_byte(text, from[0], to);
   out.reserve(text.size() + (to.size() > from.size() ? text.size() / 4 : 0));
   size_t pos = 0;
   for (size_t hit; (hit = text.find(from, pos)) != std::string_view::npos;

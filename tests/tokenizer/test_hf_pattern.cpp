@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "core/tokenizer/hf_pattern.h"
+#include "core/tokenizer/unicode_text.h"
 #include "simd/error.h"
 #include "tests/tokenizer/test_util.h"
 
@@ -713,6 +714,37 @@ TEST(HfPattern, HandMatchersGivePcre2sMatches) {
       }
     }
     EXPECT_EQ(differ, 0u) << source;
+  }
+}
+
+// unicode::replace_all (literal Replace normalizers, decoders) against a plain search and copy, on
+// random texts where the byte to replace falls at every place of the 8-byte steps of the one-byte
+// case, and for longer `from`.
+TEST(HfPattern, LiteralReplaceAllMatchesPlainLoop) {
+  const auto plain = [](const std::string& text, const std::string& from, const std::string& to) {
+    std::string out;
+    for (size_t i = 0; i < text.size();) {
+      if (text.compare(i, from.size(), from) == 0) {
+        out += to;
+        i += from.size();
+      } else {
+        out += text[i++];
+      }
+    }
+    return out;
+  };
+  std::mt19937 rng(7);
+  const std::string letters = "ab \xE2\x96\x81 ";
+  for (int k = 0; k < 20000; ++k) {
+    std::string text;
+    const size_t len = rng() % 40;
+    for (size_t i = 0; i < len; ++i) text += letters[rng() % letters.size()];
+    for (const auto& [from, to] : std::vector<std::pair<std::string, std::string>>{
+             {" ", "\xE2\x96\x81"}, {" ", ""}, {"a", "xyzxyzxyz"}, {"\xE2\x96\x81", " "},
+             {"ab", "-"}}) {
+      ASSERT_EQ(unicode::replace_all(text, from, to), plain(text, from, to))
+          << printable(text) << " " << printable(from);
+    }
   }
 }
 
