@@ -19,14 +19,11 @@
 #include "core/tokenizer/bpe.h"
 #include "core/tokenizer/hf_json.h"
 #include "core/tokenizer/piece_cache.h"
+#include "core/util/string_hash.h"
 
 namespace llmcpu::hf {
 
-struct StringHash {
-  using is_transparent = void;
-  size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
-};
-using StringIds = std::unordered_map<std::string, int, StringHash, std::equal_to<>>;
+using StringIds = StringMap<int>;
 
 class BpeModel {
  public:

@@ -115,7 +115,7 @@ struct HfTokenizer::Impl {
   StringIds added_ids;        // content and normalized content -> id (the last token wins)
   StringIds plain_added_ids;  // the same for the tokens that are not special
   size_t longest_added = 0;   // bytes of the longest key of added_ids
-  std::unordered_map<std::string, size_t, StringHash, std::equal_to<>> added_index;  // -> added[]
+  StringMap<size_t> added_index;  // -> added[]
   // [0]: every added token; [1]: the tokens that are not special (documents, split_special).
   Splitter raw_splitter[2], normalized_splitter[2];
   bool clean_up_spaces = true, remove_space = false, lowercase_strip_accents = false;

@@ -15,6 +15,7 @@
 #include "core/tokenizer/pretokenizer.h"
 #include "core/tokenizer/unicode_text.h"
 #include "core/util/file.h"
+#include "core/util/string_hash.h"
 #include "simd/error.h"
 
 namespace llmcpu {
@@ -27,11 +28,6 @@ constexpr int kGpt2Eot = 50256;
 constexpr size_t kMaxCachedPiece = 256;
 // The cache is emptied when it holds this many pieces (bounds its memory on unusual text).
 constexpr size_t kMaxCachedPieces = size_t{1} << 20;
-
-struct StringHash {
-  using is_transparent = void;
-  size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
-};
 
 // Where tools/fetch-data.sh puts the tokenizer, for hints in messages.
 std::string fetch_hint() {
@@ -117,7 +113,7 @@ struct Tokenizer::Impl {
     uint32_t first, count;
   };
   mutable std::mutex cache_mutex;
-  mutable std::unordered_map<std::string, Span, StringHash, std::equal_to<>> cache;
+  mutable StringMap<Span> cache;
   mutable std::vector<int> cache_ids;
   mutable std::vector<int> word;
   mutable BpeMerges::Scratch scratch;

@@ -64,10 +64,9 @@ class PrepareCommand : public Command {
     p.option("split-on", 0, &o_.split_on, "HOW",
              "documents in each file: file (default), blank-lines (as llm.c's tinyshakespeare), "
              "lines, or regex:PATTERN; a document ends after its separator");
-    p.option("token-bytes", 0, &o_.token_bytes, "N",
+    p.option("token-bytes", 0, &token_bytes_, "N",
              "bytes per token id: 2 (uint16) or 4 (uint32, llm.c's shards for vocabularies past "
-             "65536) (default: 4 for a vocabulary of more than 65536 tokens, else 2)",
-             {2, 4});
+             "65536) (default: 4 for a vocabulary of more than 65536 tokens, else 2)");
     p.option("tokenizer", 0, &tokenizer_path_, "PATH",
              "tokenizer.json (or its folder), or a folder with encoder.json and vocab.bpe\n"
              "                              (default: the cache folder's tokenizer/)");
@@ -76,9 +75,11 @@ class PrepareCommand : public Command {
     if (o_.inputs.empty()) throw UsageError("prepare: --input FILE... is required");
     if (o_.out_dir.empty()) throw UsageError("prepare: --out-dir DIR is required");
     DocumentSplit{o_.split_on};  // the rule's words and pattern
-    if (o_.token_bytes != 0 && o_.token_bytes != 2 && o_.token_bytes != 4) {
-      throw UsageError("prepare: --token-bytes " + std::to_string(o_.token_bytes) +
-                       " must be 2 or 4");
+    if (!token_bytes_.empty()) {
+      if (token_bytes_ != "2" && token_bytes_ != "4") {
+        throw UsageError("prepare: --token-bytes " + token_bytes_ + " must be 2 or 4");
+      }
+      o_.token_bytes = token_bytes_[0] - '0';
     }
   }
   int run(const ArgParser& p) override;
@@ -86,6 +87,7 @@ class PrepareCommand : public Command {
  private:
   PrepareOptions o_;
   std::string tokenizer_path_;
+  std::string token_bytes_;  // --token-bytes as given: "2", "4" or empty (by the vocabulary)
 };
 
 int PrepareCommand::run(const ArgParser&) {
