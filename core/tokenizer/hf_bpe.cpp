@@ -174,11 +174,20 @@ BpeModel::Token BpeModel::symbol_token(int sym, bool plain) const {
 
 void BpeModel::finish(const StringIds& output_ids, const StringIds& plain_output_ids) {
   output_ids_ = output_ids;
-  const auto output_of = [&](const std::string& s, int vocab_id) {
-    const auto it = output_ids_.find(s);
-    return it == output_ids_.end() ? vocab_id : it->second;
-  };
   for (const auto& [token, id] : vocab_) symbol_of(token);
+  add_merges();
+  assign_ids();
+  add_plain_view(plain_output_ids);
+  build_indexes();
+}
+
+int BpeModel::output_of(const std::string& s, int vocab_id) const {
+  const auto it = output_ids_.find(s);
+  return it == output_ids_.end() ? vocab_id : it->second;
+}
+
+// The merge table, and the junctions of the merges (may_cut_between).
+void BpeModel::add_merges() {
   // Added last to first: the first add of a pair wins, so a pair listed twice keeps its last rank.
   for (size_t r = merge_list_.size(); r-- > 0;) {
     const auto& [a, b] = merge_list_[r];
@@ -200,6 +209,10 @@ void BpeModel::finish(const StringIds& output_ids, const StringIds& plain_output
   }
   merge_list_.clear();
   merge_list_.shrink_to_fit();
+}
+
+// Each symbol's vocabulary and output ids, the byte tokens' and unk's.
+void BpeModel::assign_ids() {
   symbol_vocab_id_.assign(symbol_text_.size(), -1);
   symbol_output_id_.assign(symbol_text_.size(), -1);
   for (size_t s = 0; s < symbol_text_.size(); ++s) {
@@ -215,8 +228,11 @@ void BpeModel::finish(const StringIds& output_ids, const StringIds& plain_output
     byte_output_id_[b] = it == vocab_.end() ? -1 : output_of(t, it->second);
   }
   if (has_unk_) unk_output_id_ = output_of(unk_token_, unk_id_);
-  // The plain view differs for the special tokens' strings and for strings the output map sends to
-  // a special token.
+}
+
+// The plain view differs for the special tokens' strings and for strings the output map sends to
+// a special token.
+void BpeModel::add_plain_view(const StringIds& plain_output_ids) {
   const auto plain_token = [&](const std::string& t) {
     const auto special = special_model_ids_.find(t);
     const auto v = vocab_.find(t);
@@ -226,15 +242,22 @@ void BpeModel::finish(const StringIds& output_ids, const StringIds& plain_output
     const auto o = plain_output_ids.find(t);
     return Token{o != plain_output_ids.end() ? o->second : vocab_id, vocab_id};
   };
+  const auto full_token = [&](const std::string& t) {
+    const auto v = vocab_.find(t);
+    return v == vocab_.end() ? Token{-1, -1} : Token{output_of(t, v->second), v->second};
+  };
   for (const auto* strings : {&special_model_ids_, &output_ids_}) {
     for (const auto& entry : *strings) {
-      const Token p = plain_token(entry.first);
-      const Token full = lookup(entry.first, false);
+      const Token p = plain_token(entry.first), full = full_token(entry.first);
       if (p.id != full.id || p.vocab_id != full.vocab_id) plain_[symbol_of(entry.first)] = p;
     }
   }
   symbol_vocab_id_.resize(symbol_text_.size(), -1);
   symbol_output_id_.resize(symbol_text_.size(), -1);
+}
+
+// The flat tables encoding looks symbols up in; symbols_ keeps only those too long for them.
+void BpeModel::build_indexes() {
   for (int b = 0; b < 256; ++b) byte_symbol_[b] = find_symbol(alphabet_[b]);
   std::string bytes;
   for (int sym = 0; sym < static_cast<int>(symbol_text_.size()); ++sym) {
@@ -242,7 +265,6 @@ void BpeModel::finish(const StringIds& output_ids, const StringIds& plain_output
     symbol_index_.insert(text, &sym, 1);
     if (ignore_merges_ && alphabet_to_bytes(text, bytes)) raw_symbol_index_.insert(bytes, &sym, 1);
   }
-  // Too long a symbol for the index stays findable in symbols_; the others are found in the index.
   StringIds long_symbols;
   for (auto& [text, sym] : symbols_) {
     if (text.size() > PieceCache<int>::kMaxKey) long_symbols.emplace(text, sym);

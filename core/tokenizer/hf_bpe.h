@@ -81,6 +81,12 @@ class BpeModel {
   static void check_dense(const Node& where, int64_t max_id, size_t tokens);
   void read_merges(const Node& model);
   int symbol_of(std::string_view s);
+  // The steps of finish().
+  void add_merges();
+  void assign_ids();
+  void add_plain_view(const StringIds& plain_output_ids);
+  void build_indexes();
+  int output_of(const std::string& s, int vocab_id) const;  // output_ids_, else vocab_id
   int find_symbol(std::string_view s) const;
   // The symbol whose text GPT-2's byte alphabet makes of `bytes` (ignore_merges' whole word when
   // the pre-tokenizer left the bytes raw), or -1.
