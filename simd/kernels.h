@@ -16,7 +16,8 @@ namespace llmcpu {
 using scalar::AdamWStep;
 
 // fp32 kernels. Shapes use the project's letters: N rows (= B*T), C channels, OC output channels,
-// V vocabulary, Vp padded vocabulary, NH heads. "+=" marks outputs that accumulate.
+// V vocabulary, Vp padded vocabulary, NH heads, H the MLP's hidden width, D a head's size. "+="
+// marks outputs that accumulate.
 struct KernelTable {
   std::string_view target;  // "scalar", "avx2", "avx512", "avx512+xsmm", "neon", ...
 
@@ -34,6 +35,16 @@ struct KernelTable {
   void (*layernorm_backward)(float* dinp /*+=*/, float* dweight /*+=*/, float* dbias /*+=*/,
                              const float* dout, const float* inp, const float* weight,
                              const float* mean, const float* rstd, size_t N, int C);
+
+  // RMSNorm (Llama): rstd = 1 / sqrt(mean_c(inp^2) + eps), out = inp * rstd * weight (no bias).
+  void (*rmsnorm_forward)(float* out, float* rstd, const float* inp, const float* weight, size_t N,
+                          int C, float eps);
+  // out from a rmsnorm_forward's rstd: the same bits as that forward's output (recomputation).
+  void (*rmsnorm_apply)(float* out, const float* inp, const float* rstd, const float* weight,
+                        size_t N, int C);
+  void (*rmsnorm_backward)(float* dinp /*+=*/, float* dweight /*+=*/, const float* dout,
+                           const float* inp, const float* weight, const float* rstd, size_t N,
+                           int C);
 
   void (*matmul_forward)(float* out, const float* inp, const float* weight, const float* bias,
                          size_t N, int C, int OC);
@@ -58,8 +69,21 @@ struct KernelTable {
   void (*attention_decode)(float* out, float* scores, const float* q, const float* kcache,
                            const float* vcache, int pos, int C, int NH);
 
+  // Rotary position embedding (Llama), in place, Hugging Face's rotate_half layout: row r of the N
+  // = B*T rows is at position pos0 + r % T; its `heads` heads of size D (even) start at
+  // x + r * row_stride + h * D; cos and sin are (positions, D/2) tables the caller fills. The
+  // backward applies the transpose rotation to the gradient, also in place.
+  void (*rope_forward)(float* x, const float* cos, const float* sin, size_t N, int T, int pos0,
+                       int heads, int D, size_t row_stride);
+  void (*rope_backward)(float* dx, const float* cos, const float* sin, size_t N, int T, int pos0,
+                        int heads, int D, size_t row_stride);
+
   void (*gelu_forward)(float* out, const float* inp, size_t N);
   void (*gelu_backward)(float* dinp, const float* inp, const float* dout, size_t N);
+  // SwiGLU (the Llama MLP): inp (N, 2H) holds [gate | up] per row, out (N, H) = silu(gate) * up.
+  // The backward overwrites dinp (N, 2H) with [dgate | dup].
+  void (*swiglu_forward)(float* out, const float* inp, size_t N, int H);
+  void (*swiglu_backward)(float* dinp, const float* dout, const float* inp, size_t N, int H);
 
   void (*residual_forward)(float* out, const float* a, const float* b, size_t N);
 

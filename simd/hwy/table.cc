@@ -16,10 +16,13 @@ namespace HWY_NAMESPACE {
 // Defined per target in the family files.
 void FillEncoder(KernelTable& t);
 void FillLayerNorm(KernelTable& t);
+void FillRmsNorm(KernelTable& t);
 bool FillMatmul(KernelTable& t, bool use_xsmm);
 void FillAttention(KernelTable& t);
 void FillFlashAttention(KernelTable& t);
+void FillRope(KernelTable& t);
 void FillGelu(KernelTable& t);
+void FillSwiGlu(KernelTable& t);
 void FillResidual(KernelTable& t);
 void FillSoftmaxXent(KernelTable& t);
 void FillAdamW(KernelTable& t);
@@ -34,9 +37,12 @@ const hwy_tables::TargetTables* Tables() {
     KernelTable t{};
     FillEncoder(t);
     FillLayerNorm(t);
+    FillRmsNorm(t);
     FillAttention(t);
     FillFlashAttention(t);
+    FillRope(t);
     FillGelu(t);
+    FillSwiGlu(t);
     FillResidual(t);
     FillSoftmaxXent(t);
     FillAdamW(t);

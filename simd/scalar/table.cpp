@@ -7,7 +7,10 @@
 #include "simd/scalar/matmul.h"
 #include "simd/scalar/reduce.h"
 #include "simd/scalar/residual.h"
+#include "simd/scalar/rmsnorm.h"
+#include "simd/scalar/rope.h"
 #include "simd/scalar/softmax_xent.h"
+#include "simd/scalar/swiglu.h"
 
 namespace llmcpu {
 
@@ -19,6 +22,9 @@ const KernelTable& scalar_kernels() {
       .layernorm_forward = scalar::layernorm_forward<float>,
       .layernorm_apply = scalar::layernorm_apply<float>,
       .layernorm_backward = scalar::layernorm_backward<float>,
+      .rmsnorm_forward = scalar::rmsnorm_forward<float>,
+      .rmsnorm_apply = scalar::rmsnorm_apply<float>,
+      .rmsnorm_backward = scalar::rmsnorm_backward<float>,
       .matmul_forward = scalar::matmul_forward<float>,
       .matmul_backward = scalar::matmul_backward<float>,
       .attention_forward = scalar::attention_forward<float>,
@@ -26,8 +32,12 @@ const KernelTable& scalar_kernels() {
       .flash_attention_forward = scalar::flash_attention_forward<float>,
       .flash_attention_backward = scalar::flash_attention_backward<float>,
       .attention_decode = scalar::attention_decode<float>,
+      .rope_forward = scalar::rope_forward<float>,
+      .rope_backward = scalar::rope_backward<float>,
       .gelu_forward = scalar::gelu_forward<float>,
       .gelu_backward = scalar::gelu_backward<float>,
+      .swiglu_forward = scalar::swiglu_forward<float>,
+      .swiglu_backward = scalar::swiglu_backward<float>,
       .residual_forward = scalar::residual_forward<float>,
       .softmax_xent_forward = scalar::softmax_xent_forward<float>,
       .softmax_xent_backward = scalar::softmax_xent_backward<float>,
