@@ -26,7 +26,7 @@ class ByteLevelDecoder : public Decoder {
   explicit ByteLevelDecoder(std::shared_ptr<const std::unordered_set<std::string>> added)
       : added_(std::move(added)) {
     for (int b = 0; b < 256; ++b)
-      byte_of_[static_cast<char32_t>(byte_to_unicode(static_cast<unsigned char>(b)))] = b;
+      byte_of_[byte_to_unicode(static_cast<unsigned char>(b))] = static_cast<unsigned char>(b);
   }
   void decode_chain(std::vector<std::string>& tokens) const override {
     std::vector<std::string> out;
@@ -43,8 +43,7 @@ class ByteLevelDecoder : public Decoder {
       open = true;
       for (size_t pos = 0; pos < t.size();) {
         const unicode::CodePoint c = unicode::decode_at(t, pos);
-        const auto it = byte_of_.find(c.cp);
-        bytes += static_cast<char>(it == byte_of_.end() ? 0 : it->second);
+        bytes += static_cast<char>(c.cp < kAlphabetEnd ? byte_of_[c.cp] : 0);
         pos += static_cast<size_t>(c.bytes);
       }
     }
@@ -54,7 +53,10 @@ class ByteLevelDecoder : public Decoder {
 
  private:
   std::shared_ptr<const std::unordered_set<std::string>> added_;
-  std::unordered_map<char32_t, int> byte_of_;
+  // The byte each character of GPT-2's alphabet (U+0000..U+0143) stands for; 0 for any other, as
+  // tokenizers.js's Uint8Array makes of the undefined its lookup gives.
+  static constexpr char32_t kAlphabetEnd = 324;
+  unsigned char byte_of_[kAlphabetEnd] = {};
 };
 
 class MetaspaceDecoder : public Decoder {

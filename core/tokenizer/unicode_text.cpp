@@ -197,13 +197,33 @@ std::string replace_all(std::string_view text, std::string_view from, std::strin
   std::string out;
   if (from.size() == 1) return replace_byte(text, from[0], to);
   out.reserve(text.size() + (to.size() > from.size() ? text.size() / 4 : 0));
-  size_t pos = 0;
-  for (size_t hit; (hit = text.find(from, pos)) != std::string_view::npos;
-       pos = hit + from.size()) {
-    out.append(text.substr(pos, hit - pos));
-    out.append(to);
+  // Each place that could start a match is found by memchr on one byte of `from`, its first that
+  // is neither a space nor an ASCII letter (clean-up's " n't" is sought by its apostrophe, not by
+  // every space of the text), else its last; the places come in order, so the matches are the
+  // leftmost ones that do not overlap, as a plain search finds them.
+  size_t anchor = from.size() - 1;
+  for (size_t i = 0; i < from.size(); ++i) {
+    const auto c = static_cast<unsigned char>(from[i]);
+    if (c != ' ' && !((c | 0x20) >= 'a' && (c | 0x20) <= 'z')) {
+      anchor = i;
+      break;
+    }
   }
-  out.append(text.substr(pos));
+  size_t pos = 0, copied = 0;
+  while (pos + from.size() <= text.size()) {
+    const void* hit = std::memchr(text.data() + pos + anchor, from[anchor],
+                                  text.size() - pos - from.size() + 1);
+    if (!hit) break;
+    const size_t start = static_cast<size_t>(static_cast<const char*>(hit) - text.data()) - anchor;
+    if (text.compare(start, from.size(), from) != 0) {
+      pos = start + 1;
+      continue;
+    }
+    out.append(text.substr(copied, start - copied));
+    out.append(to);
+    pos = copied = start + from.size();
+  }
+  out.append(text.substr(copied));
   return out;
 }
 

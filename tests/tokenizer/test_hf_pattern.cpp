@@ -717,9 +717,10 @@ TEST(HfPattern, HandMatchersGivePcre2sMatches) {
   }
 }
 
-// unicode::replace_all (literal Replace normalizers, decoders) against a plain search and copy, on
-// random texts where the byte to replace falls at every place of the 8-byte steps of the one-byte
-// case, and for longer `from`.
+// unicode::replace_all (literal Replace normalizers, decoders, clean-up) against a plain search and
+// copy, on random texts where the byte to replace falls at every place of the 8-byte steps of the
+// one-byte case, and for longer `from`: sought by a byte inside it (" a", "a b"), by its last
+// (letters and spaces only), and overlapping itself ("bb", "  ").
 TEST(HfPattern, LiteralReplaceAllMatchesPlainLoop) {
   const auto plain = [](const std::string& text, const std::string& from, const std::string& to) {
     std::string out;
@@ -741,7 +742,7 @@ TEST(HfPattern, LiteralReplaceAllMatchesPlainLoop) {
     for (size_t i = 0; i < len; ++i) text += letters[rng() % letters.size()];
     for (const auto& [from, to] : std::vector<std::pair<std::string, std::string>>{
              {" ", "\xE2\x96\x81"}, {" ", ""}, {"a", "xyzxyzxyz"}, {"\xE2\x96\x81", " "},
-             {"ab", "-"}}) {
+             {"ab", "-"}, {" a", "!"}, {"a b", ""}, {"bb", "b"}, {"  ", " "}}) {
       ASSERT_EQ(unicode::replace_all(text, from, to), plain(text, from, to))
           << printable(text) << " " << printable(from);
     }
