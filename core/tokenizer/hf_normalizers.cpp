@@ -40,22 +40,18 @@ class Prepend : public Normalizer {
   std::string prefix_;
 };
 
-// text.replaceAll(pattern, content): JavaScript's $ forms in content included. A String pattern
-// with a content without '$' is a plain replacement of bytes (the same in valid UTF-8).
+// text.replaceAll(pattern, content): JavaScript's $ forms in content included.
 class Replace : public Normalizer {
  public:
-  Replace(Pattern pattern, std::string content, std::string literal)
-      : pattern_(std::move(pattern)), content_(std::move(content)), literal_(std::move(literal)) {
-    if (content_.find('$') != std::string::npos) literal_.clear();
-  }
+  Replace(Pattern pattern, std::string content)
+      : pattern_(std::move(pattern)), content_(std::move(content)) {}
   std::string apply(std::string_view text) const override {
-    if (!literal_.empty()) return unicode::replace_all(text, literal_, content_);
     return pattern_.replace_all(text, content_);
   }
 
  private:
   Pattern pattern_;
-  std::string content_, literal_;  // literal_: the String pattern, when the fast way applies
+  std::string content_;
 };
 
 // trim() / trimStart() / trimEnd(): JavaScript's whitespace.
@@ -130,10 +126,7 @@ std::unique_ptr<Normalizer> make_normalizer(const Node& node) {
                                    node.boolean("strip_right", false));
   }
   if (type == "Replace") {
-    const Node pattern = node.at("pattern");
-    return std::make_unique<Replace>(
-        make_pattern(node, false), node.str("content", ""),
-        pattern.has_non_null("String") ? pattern.get("String").str() : std::string());
+    return std::make_unique<Replace>(make_pattern(node, false), node.str("content", ""));
   }
   if (type == "Sequence") {
     const Node list = node.at("normalizers");

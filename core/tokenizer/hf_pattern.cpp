@@ -34,6 +34,7 @@
 #include "core/tokenizer/hf_pattern_js.h"
 #include "core/tokenizer/hf_pattern_sets.h"
 #include "core/tokenizer/onig_rewrite.h"
+#include "core/tokenizer/unicode_text.h"
 #include "simd/error.h"
 
 namespace llmcpu::hf {
@@ -93,6 +94,7 @@ struct Compiled {
   bool named_groups = false;
   bool jit = false;
   detail::HandMatcher hand = nullptr;  // decides the ASCII matches of a known pattern
+  std::string literal;  // a String pattern's text (empty for a Regex)
 };
 
 }  // namespace
@@ -247,7 +249,9 @@ Pattern Pattern::literal(std::string_view text, bool capture) {
   }
   if (capture) pcre2 += ')';
   re.pcre2.add(pcre2, 0);
-  return Pattern(compiled<Impl>(std::move(re), ctx));
+  auto impl = compiled<Impl>(std::move(re), ctx);
+  impl->literal = text;
+  return Pattern(std::move(impl));
 }
 
 void Pattern::each_match(std::string_view text, void (*fn)(void*, Span), void* ctx) const {
@@ -348,6 +352,11 @@ void append_substitution(std::string& out, std::string_view rep, std::string_vie
 }  // namespace
 
 std::string Pattern::replace_all(std::string_view text, std::string_view replacement) const {
+  // A String pattern with a replacement without '$' forms is a plain replacement of bytes (the same
+  // in valid UTF-8); the empty String matches between characters, as a RegExp does.
+  if (!impl_->literal.empty() && replacement.find('$') == std::string_view::npos) {
+    return unicode::replace_all(text, impl_->literal, replacement);
+  }
   std::string out;
   out.reserve(text.size());
   Search search(*impl_, text);

@@ -195,6 +195,11 @@ class HfTokenizer::Impl::Encoder final : public PieceSink {
   // missing; valid until the cache changes.
   const Token* tokens_of(std::string_view word, bool whole, WordCache& cache, uint32_t& count) {
     if (const Token* hit = cache.pieces.find(word, count)) return hit;
+    return make_and_keep(word, whole, cache, count);
+  }
+  // The same for a word not in `cache`.
+  const Token* make_and_keep(std::string_view word, bool whole, WordCache& cache,
+                             uint32_t& count) {
     thread_local std::vector<Token> fresh;
     fresh.clear();
     model_.encode(word, plain_, m_.raw_bytes, fresh, whole);
@@ -251,8 +256,13 @@ class HfTokenizer::Impl::Encoder final : public PieceSink {
       pos += static_cast<size_t>(c.bytes);
     }
     cuts[n++] = chunk.size();
-    if (n == 2) {  // one part: the chunk itself
-      encode(chunk, false);
+    if (n == 2) {  // one part: the chunk itself, not in the cache (looked up above)
+      if (!cached) {
+        encode_long(chunk, false);
+        return;
+      }
+      const Token* t = make_and_keep(chunk, false, part_, count);
+      emit(t, count);
       return;
     }
     thread_local std::vector<Token> made;

@@ -561,6 +561,7 @@ TEST_F(HfPatternReference, StringPatterns) {
   std::vector<Case> cases;
   for (const char* s : {"", "ab", ".*", "$1", "(x)", "\\", "[", "▁▁", "\n", "😀"}) {
     add_cases(cases, S(s), 20, "[$&]");
+    add_cases(cases, S(s), 5, "<->");  // no $ forms: replaced as bytes
   }
   compare(cases, dir_.string());
 }
