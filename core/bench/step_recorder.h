@@ -174,7 +174,7 @@ class StepRecorder {
       case 12:
         return "matmul fc proj";
       default:
-        return std::string("matmul ") + ParameterLayout::name(t);
+        return std::string("matmul ") + layout_.name(t);
     }
   }
 

@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "core/io/hf_llama.h"
 #include "core/model/parameters.h"
 #include "core/util/file.h"
 #include "core/util/tokens.h"
@@ -11,6 +12,7 @@
 namespace llmcpu {
 
 DebugState load_debug_state(const std::string& path, const ModelConfig& config) {
+  if (config.llama()) return load_llama_reference(path, config);
   const MappedFile file(path);
   const int32_t* h = file.llmc_header("llm.c debug state");
   if (h[0] != kDebugStateMagic) {

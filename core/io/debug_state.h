@@ -23,7 +23,9 @@ struct DebugState {
 };
 
 // Loads a state made for a model of shape `config`. Throws FileError naming the file and the problem:
-// magic, version, B or T (T must be <= maxT), the length, or token ids outside 0..V-1.
+// magic, version, B or T (T must be <= maxT), the length, or token ids outside 0..V-1. A
+// Llama-family model's reference is a safetensors file instead (core/io/hf_llama.h's
+// load_llama_reference).
 DebugState load_debug_state(const std::string& path, const ModelConfig& config);
 
 // Writes a state atomically.

@@ -4,11 +4,11 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 #include <nlohmann/json.hpp>
 #include <set>
 
 #include "core/io/checkpoint.h"
+#include "core/io/json_file.h"
 #include "core/model/parameters.h"
 #include "simd/bf16.h"
 #include "simd/error.h"
@@ -79,17 +79,6 @@ int layer_of(const std::string& name) {
   return std::stoi(name.substr(2, dot - 2));
 }
 
-json read_json(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw FileError(path, "cannot open for reading");
-  const std::string text((std::istreambuf_iterator<char>(in)), {});
-  try {
-    return json::parse(text);
-  } catch (const json::exception& e) {
-    throw FileError(path, std::string("is not valid JSON: ") + e.what());
-  }
-}
-
 // config.json's value of `key` (the first of `keys` present), a positive integer; 0 when absent.
 int config_int(const json& cfg, const std::string& path, std::initializer_list<const char*> keys) {
   for (const char* key : keys) {
@@ -143,6 +132,9 @@ void transpose_tensor(const SafeTensor& t, float* dst) {
     case TensorDtype::kF16:
       transpose([&](size_t k) { return f16_to_float(half(k)); }, dst, t.shape[0], t.shape[1]);
       break;
+    case TensorDtype::kI32:
+      tensor_to_f32(t, dst);  // refuses it
+      break;
   }
 }
 
@@ -195,10 +187,13 @@ HfModelPaths hf_model_paths(const std::string& in, const std::string& config_ove
   std::error_code ec;
   if (fs::is_directory(in, ec)) {
     out.weights = (fs::path(in) / "model.safetensors").string();
-    if (!fs::is_regular_file(out.weights, ec)) {
+    const std::string index = (fs::path(in) / "model.safetensors.index.json").string();
+    if (!fs::is_regular_file(out.weights, ec) && fs::is_regular_file(index, ec)) {
+      out.weights = index;
+    } else if (!fs::is_regular_file(out.weights, ec)) {
       throw FileError(in,
-                      "is a folder without model.safetensors (a Hugging Face model folder "
-                      "holds model.safetensors and config.json)");
+                      "is a folder without model.safetensors or model.safetensors.index.json (a "
+                      "Hugging Face model folder holds them and config.json)");
     }
   } else {
     out.weights = in;
@@ -217,9 +212,12 @@ HfModelPaths hf_model_paths(const std::string& in, const std::string& config_ove
 
 bool is_hf_model(const std::string& path) {
   std::error_code ec;
-  if (fs::is_directory(path, ec))
-    return fs::is_regular_file(fs::path(path) / "model.safetensors", ec);
+  if (fs::is_directory(path, ec)) {
+    return fs::is_regular_file(fs::path(path) / "model.safetensors", ec) ||
+           fs::is_regular_file(fs::path(path) / "model.safetensors.index.json", ec);
+  }
   if (fs::path(path).extension() == ".safetensors") return true;
+  if (fs::path(path).filename() == "model.safetensors.index.json") return true;
   std::ifstream in(path, std::ios::binary);
   char head[9] = {};
   if (!in.read(head, sizeof head)) return false;
@@ -271,7 +269,7 @@ const SafeTensor& embedding(const NamedTensors& named, const char* name, const s
 
 // The shape config.json gives (0 for what it does not say).
 ModelConfig read_config_json(const std::string& config_path) {
-  const json cfg = read_json(config_path);
+  const json cfg = read_json_file(config_path);
   if (!cfg.is_object()) throw FileError(config_path, "is not a JSON object");
   if (cfg.contains("model_type") && cfg["model_type"] != "gpt2") {
     throw FileError(config_path,
@@ -345,6 +343,9 @@ ParameterTensors find_parameters(const NamedTensors& named, const ModelConfig& c
         throw FileError(path, "missing tensor '" + name + "' (looked for with and without the '" +
                                   kPrefix + "' prefix; the model has " + describe(c) + " from " +
                                   source + ")");
+      }
+      if (t->dtype == TensorDtype::kI32) {
+        throw FileError(path, "tensor '" + t->name + "' is I32, expected F32, F16 or BF16");
       }
       if (t->shape != shape) {
         throw FileError(path, "tensor '" + t->name + "' has shape " + t->shape_string() + ", but " +

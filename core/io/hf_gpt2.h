@@ -21,9 +21,10 @@
 
 namespace llmcpu {
 
-// Where a Hugging Face model's two files are: IN is a folder holding model.safetensors (and
-// config.json), or a .safetensors file with config.json beside it. `config` is empty when there is
-// no config.json (the shape is then inferred from the tensors).
+// Where a Hugging Face model's two files are: IN is a folder holding model.safetensors (or the
+// model.safetensors.index.json of its shards) and config.json, or such a file with config.json
+// beside it. `config` is empty when there is no config.json (a GPT-2's shape is then inferred from
+// the tensors).
 struct HfModelPaths {
   std::string weights;
   std::string config;
@@ -31,9 +32,9 @@ struct HfModelPaths {
 // `config_override` (a --config flag; may be empty) names config.json explicitly.
 HfModelPaths hf_model_paths(const std::string& in, const std::string& config_override = "");
 
-// Whether `path` looks like a Hugging Face model: a folder with model.safetensors, a file named
-// *.safetensors, or a file that starts like one (a header length, then '{'). An llm.c file's magic
-// says otherwise.
+// Whether `path` looks like a Hugging Face model: a folder with model.safetensors or
+// model.safetensors.index.json, a file of either name or named *.safetensors, or a file that starts
+// like one (a header length, then '{'). An llm.c file's magic says otherwise.
 bool is_hf_model(const std::string& path);
 
 // A GPT-2 safetensors file, opened and checked against its config: every tensor present once with

@@ -4,6 +4,9 @@
 
 #include "core/io/checkpoint.h"
 #include "core/io/hf_gpt2.h"
+#include "core/io/hf_llama.h"
+#include "core/io/hf_llama_config.h"
+#include "core/io/json_file.h"
 #include "core/model/preset.h"
 #include "simd/error.h"
 
@@ -25,6 +28,26 @@ std::string tokenizer_beside(const std::string& path) {
   return found ? folder.string() : std::string();
 }
 
+// Whether a Hugging Face model's config.json names a Llama-family model_type (else: GPT-2).
+bool is_llama_model(const HfModelPaths& paths) {
+  return !paths.config.empty() && is_llama_model_type(config_model_type(read_json_file(paths.config)));
+}
+
+// The safetensors model at `paths` opened as its config says: a Llama-family model or a GPT-2.
+// Calls f(file) with the HfLlamaFile or HfGpt2File.
+template <class F>
+void with_hf_model(const HfModelPaths& paths, F&& f) {
+  if (is_llama_model(paths)) {
+    f(HfLlamaFile(paths));
+    return;
+  }
+  if (fs::path(paths.weights).filename() == "model.safetensors.index.json") {
+    throw FileError(paths.weights, "is a sharded model, which llmcpu reads for the Llama family "
+                                   "only (its config.json names model_type gpt2 or none)");
+  }
+  f(HfGpt2File(paths));
+}
+
 }  // namespace
 
 ModelFormat model_file_format(const std::string& path) {
@@ -37,8 +60,9 @@ ModelSource open_model_file(const std::string& path, ModelFormat format,
   s.spec = s.path = path;
   s.format = format;
   if (format == ModelFormat::kSafetensors) {
-    const HfGpt2File file(hf_model_paths(path, hf_config));
-    s.config = file.config(), s.description = file.description();
+    with_hf_model(hf_model_paths(path, hf_config), [&](const auto& file) {
+      s.config = file.config(), s.description = file.description();
+    });
   } else {
     const CheckpointInfo info = read_checkpoint_header(path);
     s.config = info.config;
@@ -85,12 +109,13 @@ void load_parameters(const ModelSource& source, const ModelConfig& expected, flo
   if (source.format != ModelFormat::kSafetensors) {
     throw Error("load_model_file: " + source.spec + " is a preset, not a model file");
   }
-  const HfGpt2File file(hf_model_paths(source.path, source.hf_config));
-  if (!(file.config() == expected)) {
-    throw FileError(source.path, "holds a model of shape " + describe(file.config()) +
-                                     ", expected " + describe(expected));
-  }
-  file.load(params);
+  with_hf_model(hf_model_paths(source.path, source.hf_config), [&](const auto& file) {
+    if (!(file.config() == expected)) {
+      throw FileError(source.path, "holds a model of shape " + describe(file.config()) +
+                                       ", expected " + describe(expected));
+    }
+    file.load(params);
+  });
 }
 
 }  // namespace

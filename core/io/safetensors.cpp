@@ -47,8 +47,11 @@ SafeTensor parse_entry(const std::string& path, const std::string& name, const j
     t.dtype = TensorDtype::kF16;
   } else if (d == "BF16") {
     t.dtype = TensorDtype::kBf16;
+  } else if (d == "I32") {
+    t.dtype = TensorDtype::kI32;
   } else {
-    throw FileError(path, tensor_problem(name, "dtype " + d + ", expected F32, F16 or BF16"));
+    throw FileError(path,
+                    tensor_problem(name, "dtype " + d + ", expected F32, F16, BF16 (or I32)"));
   }
   const json& shape = entry["shape"];
   if (!shape.is_array()) {
@@ -104,11 +107,15 @@ const char* dtype_name(TensorDtype dtype) {
       return "F16";
     case TensorDtype::kBf16:
       return "BF16";
+    case TensorDtype::kI32:
+      return "I32";
   }
   return "?";
 }
 
-size_t dtype_bytes(TensorDtype dtype) { return dtype == TensorDtype::kF32 ? 4 : 2; }
+size_t dtype_bytes(TensorDtype dtype) {
+  return dtype == TensorDtype::kF32 || dtype == TensorDtype::kI32 ? 4 : 2;
+}
 
 std::string SafeTensor::shape_string() const {
   std::string s = "(";
@@ -233,6 +240,8 @@ void tensor_to_f32(const SafeTensor& t, float* out) {
   const uint8_t* src = t.data;
   const size_t n = t.count;
   switch (t.dtype) {
+    case TensorDtype::kI32:
+      throw Error("tensor '" + t.name + "' holds I32 integers, not floating-point values");
     case TensorDtype::kF32:
       std::memcpy(out, src, n * 4);
       break;
@@ -253,6 +262,13 @@ void tensor_to_f32(const SafeTensor& t, float* out) {
       }
       break;
   }
+}
+
+void tensor_to_i32(const SafeTensor& t, int32_t* out) {
+  if (t.dtype != TensorDtype::kI32) {
+    throw Error("tensor '" + t.name + "' holds " + dtype_name(t.dtype) + ", not I32 integers");
+  }
+  std::memcpy(out, t.data, t.count * 4);
 }
 
 void write_safetensors(AtomicFileWriter& out, const std::vector<TensorToWrite>& tensors,

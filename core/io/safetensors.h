@@ -4,8 +4,8 @@
 // {..}}, then the data section, which the offsets index (END exclusive, tensors row-major,
 // little-endian). Reading maps the file and checks everything against its length before any tensor
 // is read: the header length, each tensor's offsets and byte count against its dtype and shape, and
-// that the tensors do not overlap. Only the floating-point dtypes a GPT-2 is stored in (F32, F16,
-// BF16) are accepted. Deliberately not here: what the tensors mean (core/io/hf_gpt2.h).
+// that the tensors do not overlap. Only the floating-point dtypes models are stored in (F32, F16,
+// BF16) and I32 (the token ids of a verify reference) are accepted. Deliberately not here: what the tensors mean (core/io/hf_gpt2.h).
 #pragma once
 
 #include <cstddef>
@@ -18,7 +18,7 @@
 
 namespace llmcpu {
 
-enum class TensorDtype { kF32, kF16, kBf16 };
+enum class TensorDtype { kF32, kF16, kBf16, kI32 };
 
 // "F32", "F16", "BF16": the names safetensors uses.
 const char* dtype_name(TensorDtype dtype);
@@ -52,14 +52,16 @@ class SafetensorsFile {
   std::map<std::string, std::string> metadata_;
 };
 
-// Widens (F16, BF16: exactly) or copies the tensor's elements into out[0 .. count).
+// Widens (F16, BF16: exactly) or copies the tensor's elements into out[0 .. count); Error for I32.
 void tensor_to_f32(const SafeTensor& t, float* out);
+// Copies an I32 tensor's elements into out[0 .. count); Error for any other dtype.
+void tensor_to_i32(const SafeTensor& t, int32_t* out);
 
 // fp32 -> fp16, round to nearest even (overflow to infinity, NaN kept quiet); fp16 -> fp32 exact.
 uint16_t float_to_f16(float f);
 float f16_to_float(uint16_t h);
 
-// A tensor to be written: fp32 elements (row-major, `shape`) stored as `dtype`.
+// A tensor to be written: fp32 elements (row-major, `shape`) stored as `dtype` (F32, F16, BF16).
 struct TensorToWrite {
   std::string name;
   std::vector<size_t> shape;

@@ -55,6 +55,10 @@ void lay_out(ActivationViews<G>& a, const ModelConfig& c, int B, int T,
   a.BT = BT;
   a.C = C;
   a.NH = NH;
+  a.QKV = c.qkv_width();
+  a.A = c.attn_width();
+  a.F = c.fc_width();
+  a.H = c.hidden_size();
   a.head_rows = head_chunk_rows(c, BT, o.keep_logits);
   a.keep_logits = o.keep_logits;
   a.recompute = o.recompute;
@@ -62,21 +66,26 @@ void lay_out(ActivationViews<G>& a, const ModelConfig& c, int B, int T,
   gemm.add(&a.ln1, Lln * BT * C);
   f32.add(&a.ln1_mean, L * BT);
   f32.add(&a.ln1_rstd, L * BT);
-  gemm.add(&a.qkv, L * BT * 3 * C);
-  gemm.add(&a.atty, L * BT * C);
+  gemm.add(&a.qkv, L * BT * a.QKV);
+  gemm.add(&a.atty, L * BT * a.A);
   f32.add(&a.lse, L * BT * NH);
   f32.add(&a.residual2, L * BT * C);
   gemm.add(&a.ln2, Lln * BT * C);
   f32.add(&a.ln2_mean, L * BT);
   f32.add(&a.ln2_rstd, L * BT);
-  gemm.add(&a.fch, L * BT * 4 * C);
-  gemm.add(&a.fch_gelu, Lgelu * BT * 4 * C);
+  gemm.add(&a.fch, L * BT * a.F);
+  gemm.add(&a.fch_gelu, Lgelu * BT * a.H);
   f32.add(&a.residual3, L * BT * C);
   gemm.add(&a.lnf, BT * C);
   f32.add(&a.lnf_mean, BT);
   f32.add(&a.lnf_rstd, BT);
   f32.add(&a.lse_head, BT);
   f32.add(&a.losses, BT);
+  if (c.llama()) {
+    const size_t half = size_t(T) * (c.head_size() / 2);
+    f32.add(&a.rope_cos, half);
+    f32.add(&a.rope_sin, half);
+  }
   head.add(&a.logits, (o.keep_logits ? BT : a.head_rows) * Vp);
   if (o.keep_logits) head.add(&a.dlogits, a.head_rows * Vp);
 }
@@ -86,9 +95,10 @@ void lay_out_grads(ActivationGradViews& g, const ModelConfig& c, int B, int T,
   const size_t BT = (size_t)B * T, C = c.channels;
   bwd.add(&g.dresidual, BT * C);
   bwd.add(&g.dln, BT * C);
-  bwd.add(&g.datty, BT * C);
-  bwd.add(&g.dqkv, BT * 3 * C);
-  bwd.add(&g.dfch, BT * 4 * C);
+  bwd.add(&g.datty, BT * c.attn_width());
+  bwd.add(&g.dqkv, BT * c.qkv_width());
+  bwd.add(&g.dfch, BT * std::max(c.fc_width(), c.qkv_width()));
+  if (c.llama()) bwd.add(&g.dact, BT * c.hidden_size());
 }
 
 }  // namespace
@@ -132,9 +142,20 @@ ActivationArena::ActivationArena(const ModelConfig& c, int B, int T, const Activ
     lay_out(acts, c, B, T, o, fwd, fwd, head);
   }
   fwd.carve(&forward_);
+  if (c.llama()) {
+    std::vector<float> cos, sin;
+    rope_tables(c.rope, T, cos, sin);
+    for (float* table : {acts.rope_cos, acts_bf16.rope_cos}) {
+      if (table) std::copy(cos.begin(), cos.end(), table);
+    }
+    for (float* table : {acts.rope_sin, acts_bf16.rope_sin}) {
+      if (table) std::copy(sin.begin(), sin.end(), table);
+    }
+  }
   head.carve(&head_);
   lay_out_grads(grads, c, B, T, bwd);
   bwd.carve(&backward_);
+  if (!c.llama()) grads.dact = grads.dfch;
   if (!o.keep_logits) acts.dlogits = acts.logits, acts_bf16.dlogits = acts_bf16.logits;
 }
 

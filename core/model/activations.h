@@ -50,19 +50,21 @@ template <typename G>
 struct LayerActivations {
   const float* residual;  // (B, T, C) the layer's input: encoded, or the previous layer's residual3
   G* ln1;                 // (B, T, C) shared by all layers when recomputed
-  float* ln1_mean;        // (B, T)
+  float* ln1_mean;        // (B, T) (LayerNorm only)
   float* ln1_rstd;        // (B, T)
-  G* qkv;                 // (B, T, 3*C)
-  G* atty;                // (B, T, C)
+  G* qkv;                 // (B, T, QKV) q|k|v (3C; Llama (NH + 2 NKV) D, q and k rotated)
+  G* atty;                // (B, T, A) attention's output (C; Llama NH D)
   float* lse;             // (B, NH, T) attention's row log-sum-exp
   float* residual2;       // (B, T, C)
   G* ln2;                 // (B, T, C) shared by all layers when recomputed
   float* ln2_mean;        // (B, T)
   float* ln2_rstd;        // (B, T)
-  G* fch;                 // (B, T, 4*C)
-  G* fch_gelu;            // (B, T, 4*C) shared by all layers when recomputed
+  G* fch;                 // (B, T, F) the MLP's first GEMM (4C; Llama gate|up, 2H)
+  G* fch_gelu;            // (B, T, H) its activation (GELU; Llama SwiGLU), shared when recomputed
   float* residual3;       // (B, T, C) the layer's output
-  bool recompute_gelu;       // backward recomputes fch_gelu from fch first
+  const float* rope_cos;     // Llama: (T, D/2) the rotary tables of positions 0..T-1 (else null)
+  const float* rope_sin;
+  bool recompute_gelu;       // backward recomputes fch_gelu (GELU or SwiGLU) from fch first
   bool recompute_layernorm;  // backward recomputes ln2 and ln1 from their inputs and statistics
 };
 
@@ -72,15 +74,15 @@ struct ActivationViews {
   G* ln1;            // (L, B, T, C), or (B, T, C) when recomputed
   float* ln1_mean;   // (L, B, T)
   float* ln1_rstd;   // (L, B, T)
-  G* qkv;            // (L, B, T, 3*C)
-  G* atty;           // (L, B, T, C)
+  G* qkv;            // (L, B, T, QKV)
+  G* atty;           // (L, B, T, A)
   float* lse;        // (L, B, NH, T)
   float* residual2;  // (L, B, T, C)
   G* ln2;            // (L, B, T, C), or (B, T, C) when recomputed
   float* ln2_mean;   // (L, B, T)
   float* ln2_rstd;   // (L, B, T)
-  G* fch;            // (L, B, T, 4*C)
-  G* fch_gelu;       // (L, B, T, 4*C), or (B, T, 4*C) when recomputed
+  G* fch;            // (L, B, T, F)
+  G* fch_gelu;       // (L, B, T, H), or (B, T, H) when recomputed
   float* residual3;  // (L, B, T, C)
   G* lnf;            // (B, T, C)
   float* lnf_mean;   // (B, T)
@@ -92,8 +94,13 @@ struct ActivationViews {
   float* dlogits;
   float* lse_head;  // (B, T) log-sum-exp of each row's first V logits
   float* losses;    // (B, T)
+  // Llama: the rotary tables, (T, D/2) each (core/model/rope.h), filled when the arena is made. A
+  // decoding step points them at its own tables (positions up to its length).
+  float* rope_cos;
+  float* rope_sin;
   int L;
   size_t BT, C, NH;
+  size_t QKV, A, F, H;  // row widths of qkv, atty, fch, fch_gelu (ModelConfig's *_width())
   size_t head_rows;  // rows of one chunk of the head (all BT when the logits are kept)
   bool keep_logits;
   Recompute recompute;
@@ -107,16 +114,18 @@ struct ActivationViews {
             .ln1 = ln ? ln1 : ln1 + row,
             .ln1_mean = ln1_mean + i * BT,
             .ln1_rstd = ln1_rstd + i * BT,
-            .qkv = qkv + 3 * row,
-            .atty = atty + row,
+            .qkv = qkv + i * BT * QKV,
+            .atty = atty + i * BT * A,
             .lse = lse + i * BT * NH,
             .residual2 = residual2 + row,
             .ln2 = ln ? ln2 : ln2 + row,
             .ln2_mean = ln2_mean + i * BT,
             .ln2_rstd = ln2_rstd + i * BT,
-            .fch = fch + 4 * row,
-            .fch_gelu = gelu ? fch_gelu : fch_gelu + 4 * row,
+            .fch = fch + i * BT * F,
+            .fch_gelu = gelu ? fch_gelu : fch_gelu + i * BT * H,
             .residual3 = residual3 + row,
+            .rope_cos = rope_cos,
+            .rope_sin = rope_sin,
             .recompute_gelu = gelu,
             .recompute_layernorm = ln};
   }
@@ -125,13 +134,17 @@ struct ActivationViews {
 };
 
 // One layer of gradients, reused from the last layer down to the first. During the forward pass
-// it is free: the bf16 executor rounds its GEMM outputs (qkv, fch) from dfch.
+// it is free: the bf16 executor rounds its GEMM outputs (qkv, fch) from dfch, which is as wide as
+// either.
 struct ActivationGradViews {
   float* dresidual;  // (B, T, C) gradient of the residual stream, accumulated layer by layer
   float* dln;        // (B, T, C) gradient of a layernorm's output (lnf, ln2, ln1 in turn)
-  float* datty;      // (B, T, C)
-  float* dqkv;       // (B, T, 3*C)
-  float* dfch;       // (B, T, 4*C)
+  float* datty;      // (B, T, A)
+  float* dqkv;       // (B, T, QKV)
+  float* dfch;       // (B, T, max(F, QKV)): d(fch)
+  // (B, T, H): d(fch_gelu). GPT-2's GELU works in place, so this is dfch there; SwiGLU's output is
+  // half as wide as its input and has a buffer of its own.
+  float* dact;
 };
 
 // The bytes of an arena, by what they hold (the memory plan's figures).

@@ -1,9 +1,28 @@
 #include "core/model/config.h"
 
+#include <cmath>
+#include <functional>
+
 #include "core/model/parameters.h"
 #include "simd/error.h"
 
 namespace llmcpu {
+
+namespace {
+
+void validate_llama(const ModelConfig& c, const std::function<void(bool, const std::string&)>& require,
+                    const std::string& source) {
+  require(c.num_kv_heads > 0 && c.num_heads % c.num_kv_heads == 0,
+          "num_key_value_heads must divide num_attention_heads");
+  require(c.head_dim > 0 && c.head_dim <= 4096 && c.head_dim % 2 == 0,
+          "head_dim must be even and in 2..4096");
+  require(c.hidden > 0 && c.hidden <= (1 << 20), "intermediate_size must be in 1..1048576");
+  require(std::isfinite(c.norm_eps) && c.norm_eps > 0, "rms_norm_eps must be a positive number");
+  require(c.rope.head_dim == c.head_dim, "the rotary embedding's head_dim must be head_dim");
+  validate(c.rope, source);
+}
+
+}  // namespace
 
 void validate(const ModelConfig& c, const std::string& source) {
   auto require = [&](bool ok, const std::string& what) {
@@ -18,14 +37,45 @@ void validate(const ModelConfig& c, const std::string& source) {
   require(c.num_layers > 0 && c.num_layers <= 4096, "L must be in 1..4096");
   require(c.num_heads > 0 && c.num_heads <= 4096, "NH must be in 1..4096");
   require(c.channels > 0 && c.channels <= 65536, "C must be in 1..65536");
-  require(c.channels % c.num_heads == 0, "C must be a multiple of NH");
+  if (c.llama()) {
+    validate_llama(c, require, source);
+  } else {
+    require(c.channels % c.num_heads == 0, "C must be a multiple of NH");
+    require(c.num_kv_heads == 0 && c.head_dim == 0 && c.hidden == 0 && c.qkv_bias &&
+                c.attn_proj_bias && c.mlp_bias && c.tied_head,
+            "a GPT-2 model has no Llama settings");
+  }
   require(ParameterLayout(c).total() < (size_t(1) << 40), "too many parameters");
 }
 
 std::string describe(const ModelConfig& c) {
-  return "L=" + std::to_string(c.num_layers) + " NH=" + std::to_string(c.num_heads) +
-         " C=" + std::to_string(c.channels) + " V=" + std::to_string(c.vocab_size) +
-         " Vp=" + std::to_string(c.padded_vocab_size) + " maxT=" + std::to_string(c.max_seq_len);
+  std::string s;
+  const auto field = [&s](const char* key, int v) {
+    if (!s.empty()) s += ' ';
+    s += key;
+    s += '=';
+    s += std::to_string(v);
+  };
+  if (c.llama()) s = architecture_name(c.architecture);
+  field("L", c.num_layers);
+  field("NH", c.num_heads);
+  if (c.llama()) field("NKV", c.num_kv_heads), field("D", c.head_dim);
+  field("C", c.channels);
+  if (c.llama()) field("H", c.hidden);
+  field("V", c.vocab_size);
+  field("Vp", c.padded_vocab_size);
+  field("maxT", c.max_seq_len);
+  return s;
+}
+
+const char* architecture_name(Architecture a) {
+  switch (a) {
+    case Architecture::kGpt2: return "gpt2";
+    case Architecture::kLlama: return "llama";
+    case Architecture::kQwen2: return "qwen2";
+    case Architecture::kMistral: return "mistral";
+  }
+  return "?";
 }
 
 }  // namespace llmcpu

@@ -45,10 +45,29 @@ struct Fp32Executor {
     k.layernorm_apply(out, inp, mean, rstd, weight, bias, N, C);
   }
   // Layer l's causal self-attention (l matters to an executor with a per-layer cache): the flash
-  // kernel, keeping the rows' log-sum-exp.
-  void attention_forward(int /*l*/, float* out, float* lse, const float* qkv, int B, int T, int C,
-                         int NH) {
-    k.flash_attention_forward(out, lse, qkv, B, T, C, NH);
+  // kernel, keeping the rows' log-sum-exp. qkv rows hold NH query, NKV key and NKV value heads of
+  // D; out rows NH heads.
+  void attention_forward(int /*l*/, float* out, float* lse, const float* qkv, int B, int T, int NH,
+                         int NKV, int D) {
+    k.flash_attention_forward(out, lse, qkv, B, T, NH, NKV, D);
+  }
+  // The Llama family's ops. RMSNorm; its output again from the saved rstd (the forward's bits).
+  void rmsnorm_forward(float* out, float* rstd, const float* inp, const float* weight, size_t N,
+                       int C, float eps) {
+    k.rmsnorm_forward(out, rstd, inp, weight, N, C, eps);
+  }
+  void rmsnorm_apply(float* out, const float* inp, const float* rstd, const float* weight,
+                     size_t N, int C) {
+    k.rmsnorm_apply(out, inp, rstd, weight, N, C);
+  }
+  // Rotary positions on `heads` heads of D at the start of each of N rows (row_stride apart), the
+  // rows of a batch of sequences of T from position 0 (a decoding executor: from its position).
+  void rope_forward(float* x, const float* cos, const float* sin, size_t N, int T, int heads, int D,
+                    size_t row_stride) {
+    k.rope_forward(x, cos, sin, N, T, 0, heads, D, row_stride);
+  }
+  void swiglu_forward(float* out, const float* inp, size_t N, int H) {
+    k.swiglu_forward(out, inp, N, H);
   }
   void gelu_forward(float* out, const float* inp, size_t N) { k.gelu_forward(out, inp, N); }
   void residual_forward(float* out, const float* a, const float* b, size_t N) {
@@ -70,11 +89,25 @@ struct Fp32Executor {
   }
   // dqkv overwritten; out is the forward's output, lse its rows' log-sum-exp.
   void attention_backward(int /*l*/, float* dqkv, const float* dout, const float* out,
-                          const float* qkv, const float* lse, int B, int T, int C, int NH) {
-    k.flash_attention_backward(dqkv, dout, out, qkv, lse, B, T, C, NH);
+                          const float* qkv, const float* lse, int B, int T, int NH, int NKV,
+                          int D) {
+    k.flash_attention_backward(dqkv, dout, out, qkv, lse, B, T, NH, NKV, D);
   }
   void gelu_backward(float* dinp, const float* inp, const float* dout, size_t N) {
     k.gelu_backward(dinp, inp, dout, N);
+  }
+  // The Llama family's: the backward passes read fp32 inputs or gradients in both executors,
+  // except SwiGLU's (the saved fch, Act).
+  void rmsnorm_backward(float* dinp, float* dweight, const float* dout, const float* inp,
+                        const float* weight, const float* rstd, size_t N, int C) {
+    k.rmsnorm_backward(dinp, dweight, dout, inp, weight, rstd, N, C);
+  }
+  void rope_backward(float* dx, const float* cos, const float* sin, size_t N, int T, int heads,
+                     int D, size_t row_stride) {
+    k.rope_backward(dx, cos, sin, N, T, 0, heads, D, row_stride);
+  }
+  void swiglu_backward(float* dinp, const float* dout, const float* inp, size_t N, int H) {
+    k.swiglu_backward(dinp, dout, inp, N, H);
   }
 
   // The head's loss over N rows of fp32 logits (Vp columns, the first V real), in both executors:
@@ -99,7 +132,7 @@ class Bf16Executor : public Fp32Executor {
   using Act = bf16;
   Bf16Executor(const KernelTable& k, const Bf16Kernels& h, const float* master, size_t count);
 
-  // `wide` (at least B*T*4C floats) takes the fp32 output of a GEMM stored in bf16.
+  // `wide` (B*T rows of the widest GEMM output stored in bf16) takes that fp32 output.
   void plan(float* wide) { wide_ = wide; }
   // Rounds the master weights into the copy (after a write the executor did not see).
   void refresh() { h_.to_bf16(copy_data_, master_, count_); }
@@ -132,13 +165,34 @@ class Bf16Executor : public Fp32Executor {
     h_.to_bf16(out, wide_, N * size_t(OC));
   }
   // Flash attention on the bf16 q, k, v; the output rounded to bf16 (the projection's input).
-  void attention_forward(int /*l*/, bf16* out, float* lse, const bf16* qkv, int B, int T, int C,
-                         int NH) {
-    h_.flash_attention_forward(out, lse, qkv, B, T, C, NH);
+  void attention_forward(int /*l*/, bf16* out, float* lse, const bf16* qkv, int B, int T, int NH,
+                         int NKV, int D) {
+    h_.flash_attention_forward(out, lse, qkv, B, T, NH, NKV, D);
   }
   void attention_backward(int /*l*/, float* dqkv, const float* dout, const bf16* out,
-                          const bf16* qkv, const float* lse, int B, int T, int C, int NH) {
-    h_.flash_attention_backward(dqkv, dout, out, qkv, lse, B, T, C, NH);
+                          const bf16* qkv, const float* lse, int B, int T, int NH, int NKV,
+                          int D) {
+    h_.flash_attention_backward(dqkv, dout, out, qkv, lse, B, T, NH, NKV, D);
+  }
+  // The Llama family's storage ops: RMSNorm written in bf16, rotation of the bf16 q and k in
+  // place, SwiGLU of the bf16 fch (forward and recomputed alike) and its backward from it.
+  void rmsnorm_forward(bf16* out, float* rstd, const float* inp, const float* weight, size_t N,
+                       int C, float eps) {
+    h_.rmsnorm_forward(out, rstd, inp, weight, N, C, eps);
+  }
+  void rmsnorm_apply(bf16* out, const float* inp, const float* rstd, const float* weight, size_t N,
+                     int C) {
+    h_.rmsnorm_apply(out, inp, rstd, weight, N, C);
+  }
+  void rope_forward(bf16* x, const float* cos, const float* sin, size_t N, int T, int heads, int D,
+                    size_t row_stride) {
+    h_.rope_forward(x, cos, sin, N, T, 0, heads, D, row_stride);
+  }
+  void swiglu_forward(bf16* out, const bf16* inp, size_t N, int H) {
+    h_.swiglu_forward(out, inp, N, H);
+  }
+  void swiglu_backward(float* dinp, const float* dout, const bf16* inp, size_t N, int H) {
+    h_.swiglu_backward(dinp, dout, inp, N, H);
   }
   // GELU of the bf16 fch, forward and recomputed alike (the same bits).
   void gelu_forward(bf16* out, const bf16* inp, size_t N) { h_.gelu_forward_bf16(out, inp, N); }
@@ -159,7 +213,7 @@ class Bf16Executor : public Fp32Executor {
   AlignedBuffer<bf16> copy_;  // same layout as the master (empty once shared)
   bf16* copy_data_;           // copy_, or the shared copy
   size_t count_;
-  float* wide_ = nullptr;  // (B, T, 4C) fp32 GEMM output before rounding (plan)
+  float* wide_ = nullptr;  // (B, T, max(F, QKV)) fp32 GEMM output before rounding (plan)
 };
 
 }  // namespace llmcpu

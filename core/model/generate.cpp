@@ -13,16 +13,18 @@ namespace llmcpu {
 namespace {
 
 // Runs the transformer over one token at position `pos`: the embedding takes that position's wpe
-// row, and attention writes the token's key and value into layer l's cache and attends over
-// positions 0..pos. Every other op is the fp32 executor's with N = 1.
+// row (GPT-2), the rotation of q and k that position's angles (Llama), and attention writes the
+// token's key and value heads into layer l's cache and attends over positions 0..pos. Every other
+// op is the fp32 executor's with N = 1.
 struct DecodeExecutor : Fp32Executor {
-  float* kcache;  // (L, max_len, C)
-  float* vcache;  // (L, max_len, C)
+  float* kcache;  // (L, max_len, NKV*D)
+  float* vcache;  // (L, max_len, NKV*D)
   float* scores;  // (max_len)
   int max_len;
   int pos;
   // A bf16 model without the whole fp32 master (Gpt2::release_master): its matmuls take the bf16
-  // copy of the weights and the input rounded to bf16 (into inp16, 4C), as its forward pass does.
+  // copy of the weights and the input rounded to bf16 (into inp16, the widest GEMM input), as its
+  // forward pass does.
   const float* master = nullptr;
   const bf16* copy = nullptr;
   const Bf16Kernels* h = nullptr;
@@ -37,15 +39,20 @@ struct DecodeExecutor : Fp32Executor {
 
   void encoder_forward(float* out, const int* inp, const float* wte, const float* wpe, int B, int T,
                        int C) {
-    Fp32Executor::encoder_forward(out, inp, wte, wpe + (size_t)pos * C, B, T, C);
+    Fp32Executor::encoder_forward(out, inp, wte, wpe ? wpe + (size_t)pos * C : nullptr, B, T, C);
+  }
+  void rope_forward(float* x, const float* cos, const float* sin, size_t N, int T, int heads, int D,
+                    size_t row_stride) {
+    k.rope_forward(x, cos, sin, N, T, pos, heads, D, row_stride);
   }
   void attention_forward(int l, float* out, float* /*lse*/, const float* qkv, int /*B*/,
-                         int /*T*/, int C, int NH) {
-    float* kc = kcache + (size_t)l * max_len * C;
-    float* vc = vcache + (size_t)l * max_len * C;
-    std::copy_n(qkv + C, C, kc + (size_t)pos * C);
-    std::copy_n(qkv + 2 * C, C, vc + (size_t)pos * C);
-    k.attention_decode(out, scores, qkv, kc, vc, pos, C, NH);
+                         int /*T*/, int NH, int NKV, int D) {
+    const size_t row = size_t(NKV) * D;  // one position's keys (or values)
+    float* kc = kcache + (size_t)l * max_len * row;
+    float* vc = vcache + (size_t)l * max_len * row;
+    std::copy_n(qkv + size_t(NH) * D, row, kc + (size_t)pos * row);
+    std::copy_n(qkv + size_t(NH) * D + row, row, vc + (size_t)pos * row);
+    k.attention_decode(out, scores, qkv, kc, vc, pos, NH, NKV, D);
   }
 };
 
@@ -81,12 +88,20 @@ Generator::Generator(const Gpt2& model, int max_len) : model_(model), max_len_(m
     throw ShapeError("generation length " + std::to_string(max_len) +
                      " must be in 1..maxT=" + std::to_string(c.max_seq_len));
   }
-  const size_t L = c.num_layers, C = c.channels;
+  const size_t L = c.num_layers, row = size_t(c.kv_heads()) * c.head_size();
   acts_ = ActivationArena(c, 1, 1, {.keep_logits = true});
-  kcache_ = AlignedBuffer<float>(L * max_len * C);
-  vcache_ = AlignedBuffer<float>(L * max_len * C);
+  kcache_ = AlignedBuffer<float>(L * max_len * row);
+  vcache_ = AlignedBuffer<float>(L * max_len * row);
   scores_ = AlignedBuffer<float>(max_len);
-  if (model.precision() == Precision::kBf16) inp16_ = AlignedBuffer<bf16>(4 * C);
+  if (model.precision() == Precision::kBf16) {
+    inp16_ = AlignedBuffer<bf16>(std::max({c.channels, c.attn_width(), c.hidden_size()}));
+  }
+  if (c.llama()) {
+    // The arena's tables cover its one position; a step at position p reads row p of these.
+    rope_tables(c.rope, max_len, rope_cos_, rope_sin_);
+    acts_.acts.rope_cos = rope_cos_.data();
+    acts_.acts.rope_sin = rope_sin_.data();
+  }
   ids_.resize(c.vocab_size);
   weights_.resize(c.vocab_size);
 }
@@ -111,7 +126,7 @@ const float* Generator::step(int token) {
   }
   const ActivationViews<float>& a = acts_.acts;
   model_forward(x, c, model_.params(), a, &token, 1, 1);
-  x.matmul_forward(a.logits, a.lnf, model_.params().wte, nullptr, 1, c.channels,
+  x.matmul_forward(a.logits, a.lnf, model_.params().head(), nullptr, 1, c.channels,
                    c.padded_vocab_size);
   ++pos_;
   return acts_.acts.logits;

@@ -37,10 +37,12 @@ class Generator {
   int max_len_;
   int pos_ = 0;
   ActivationArena acts_;         // one token, fp32
-  AlignedBuffer<float> kcache_;  // (L, max_len, C)
-  AlignedBuffer<float> vcache_;  // (L, max_len, C)
+  AlignedBuffer<float> kcache_;  // (L, max_len, NKV*D): the key heads of each position
+  AlignedBuffer<float> vcache_;  // (L, max_len, NKV*D)
   AlignedBuffer<float> scores_;  // (max_len) one head's attention scores
-  AlignedBuffer<bf16> inp16_;    // (4C) a bf16 model's matmul input, rounded
+  AlignedBuffer<bf16> inp16_;    // (widest GEMM input) a bf16 model's matmul input, rounded
+  std::vector<float> rope_cos_;  // Llama: (max_len, D/2) rotary tables
+  std::vector<float> rope_sin_;
   std::vector<int> ids_;         // (V) sampling scratch
   std::vector<double> weights_;  // (V)
 };

@@ -394,9 +394,10 @@ void init_gpt2(Gpt2& model, unsigned long long seed) {
   const ParameterLayout& layout = model.layout();
   float* base = model.params_flat();
   Rng rng(seed);
-  const double residual_std = 0.02 / std::sqrt(2.0 * c.num_layers);
+  // The Llama family: N(0, 0.02) for every matrix, as transformers' _init_weights.
+  const double residual_std = c.llama() ? 0.02 : 0.02 / std::sqrt(2.0 * c.num_layers);
   for (int i = 0; i < kNumParameterTensors; ++i) {
-    const std::string name = ParameterLayout::name(i);
+    const std::string name = layout.name(i);
     float* t = base + layout.offset(i);
     const size_t n = layout.size(i);
     if (name == "ln1w" || name == "ln2w" || name == "lnfw") {
@@ -408,9 +409,14 @@ void init_gpt2(Gpt2& model, unsigned long long seed) {
       for (size_t j = 0; j < n; ++j) t[j] = static_cast<float>(std_dev * rng.normal());
     }
   }
-  // The padding rows of wte are never looked up and get no gradient: keep them zero like llm.c.
-  std::fill(model.params_flat() + (size_t)c.vocab_size * c.channels,
-            model.params_flat() + (size_t)c.padded_vocab_size * c.channels, 0.0f);
+  // The padding rows of wte (and of an untied head) are never looked up and get no gradient: keep
+  // them zero like llm.c.
+  for (int i : {0, 1}) {
+    if (i == 1 && !layout.untied_head()) continue;
+    float* t = base + layout.offset(i);
+    std::fill(t + (size_t)c.vocab_size * c.channels, t + (size_t)c.padded_vocab_size * c.channels,
+              0.0f);
+  }
 }
 
 }  // namespace llmcpu

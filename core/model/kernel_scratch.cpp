@@ -37,15 +37,15 @@ struct ScratchSizer {
                     : k.matmul_backward_scratch(N, C, OC, has_dinp, has_dbias, threads));
   }
   void attention_forward(int /*l*/, const void* /*out*/, const float* /*lse*/, const void* /*qkv*/,
-                         int B, int T, int C, int NH) {
-    use.merge(kBf16 ? h.flash_attention_forward_scratch(B, T, C, NH, threads)
-                    : k.flash_attention_forward_scratch(B, T, C, NH, threads));
+                         int B, int T, int NH, int NKV, int D) {
+    use.merge(kBf16 ? h.flash_attention_forward_scratch(B, T, NH, NKV, D, threads)
+                    : k.flash_attention_forward_scratch(B, T, NH, NKV, D, threads));
   }
   void attention_backward(int /*l*/, const float* /*dqkv*/, const float* /*dout*/,
                           const void* /*out*/, const void* /*qkv*/, const float* /*lse*/, int B,
-                          int T, int C, int NH) {
-    use.merge(kBf16 ? h.flash_attention_backward_scratch(B, T, C, NH, threads)
-                    : k.flash_attention_backward_scratch(B, T, C, NH, threads));
+                          int T, int NH, int NKV, int D) {
+    use.merge(kBf16 ? h.flash_attention_backward_scratch(B, T, NH, NKV, D, threads)
+                    : k.flash_attention_backward_scratch(B, T, NH, NKV, D, threads));
   }
   template <class... A>
   void layernorm_forward(A&&...) {}
@@ -54,6 +54,20 @@ struct ScratchSizer {
   template <class... A>
   void layernorm_backward(A&&...) {}
   template <class... A>
+  void rmsnorm_forward(A&&...) {}
+  template <class... A>
+  void rmsnorm_apply(A&&...) {}
+  template <class... A>
+  void rmsnorm_backward(A&&...) {}
+  template <class... A>
+  void rope_forward(A&&...) {}
+  template <class... A>
+  void rope_backward(A&&...) {}
+  template <class... A>
+  void swiglu_forward(A&&...) {}
+  template <class... A>
+  void swiglu_backward(A&&...) {}
+  template <class... A>
   void gelu_forward(A&&...) {}
   template <class... A>
   void gelu_backward(A&&...) {}
@@ -61,9 +75,24 @@ struct ScratchSizer {
   void residual_forward(A&&...) {}
 };
 
-// Layer views whose every pointer is `f` (or `g`): not null, as a real layer's are (GPT-2 has all
-// its biases).
-LayerParams<float> params_at(float* f) { return {f, f, f, f, f, f, f, f, f, f, f, f}; }
+// Layer views whose every pointer is `f` (or `g`): not null where the model has the tensor (GPT-2
+// has all its biases; the Llama family those its flags say).
+LayerParams<float> params_at(float* f, const ModelConfig& c) {
+  const bool gpt2 = !c.llama();
+  const auto bias = [f](bool present) { return present ? f : nullptr; };
+  return {f,
+          bias(gpt2),
+          f,
+          bias(c.qkv_bias),
+          f,
+          bias(c.attn_proj_bias),
+          f,
+          bias(gpt2),
+          f,
+          bias(c.mlp_bias),
+          f,
+          bias(c.mlp_bias)};
+}
 
 template <typename G>
 LayerActivations<G> activations_at(float* f, G* g, Recompute recompute) {
@@ -81,6 +110,8 @@ LayerActivations<G> activations_at(float* f, G* g, Recompute recompute) {
           .fch = g,
           .fch_gelu = g,
           .residual3 = f,
+          .rope_cos = f,
+          .rope_sin = f,
           .recompute_gelu = recompute != Recompute::kNone,
           .recompute_layernorm = recompute == Recompute::kAllPointwise};
 }
@@ -89,12 +120,13 @@ template <typename G>
 void size_step(ScratchSizer<G>& x, const ModelConfig& c, int B, int T, const ActivationOptions& o) {
   float f = 0;
   G g{};
-  const LayerParams<float> p = params_at(&f);
+  const LayerParams<float> p = params_at(&f, c);
   const LayerActivations<G> a = activations_at(&f, &g, o.recompute);
-  const ActivationGradViews d{&f, &f, &f, &f, &f};
-  const int C = c.channels, Vp = c.padded_vocab_size, NH = c.num_heads;
+  const ActivationGradViews d{&f, &f, &f, &f, &f, &f};
+  const int C = c.channels, Vp = c.padded_vocab_size;
+  const BlockShape s = BlockShape::of(c, B, T);
   // Every block has the same shapes: one stands for all.
-  block_forward(x, 0, p, a, B, T, C, NH);
+  block_forward(x, 0, p, a, s);
   // The head (Gpt2::head): per chunk of rows, logits = lnf wte^T (no bias), then its backward
   // into d(lnf) and dwte.
   const size_t BT = size_t(B) * size_t(T), rows = head_chunk_rows(c, BT, o.keep_logits);
@@ -103,7 +135,7 @@ void size_step(ScratchSizer<G>& x, const ModelConfig& c, int B, int T, const Act
     x.matmul_forward(&f, &g, &f, nullptr, n, C, Vp);
     x.matmul_backward(&f, &f, nullptr, &f, &g, &f, n, C, Vp);
   }
-  block_backward(x, 0, p, p, a, d, B, T, C, NH);
+  block_backward(x, 0, p, p, a, d, s);
 }
 
 }  // namespace

@@ -12,13 +12,34 @@ constexpr const char* kNames[kNumParameterTensors] = {
 constexpr const char* kSymbolicShapes[kNumParameterTensors] = {
     "Vp, C", "maxT, C", "L, C", "L, C", "L, 3*C, C", "L, 3*C", "L, C, C", "L, C",
     "L, C", "L, C", "L, 4*C, C", "L, 4*C", "L, C, 4*C", "L, C", "C", "C"};
+// The Llama family's, where a tensor exists (a bias only with its flag).
+constexpr const char* kLlamaShapes[kNumParameterTensors] = {
+    "Vp, C", "Vp, C", "L, C", "", "L, (NH+2*NKV)*D, C", "L, (NH+2*NKV)*D", "L, C, NH*D", "L, C",
+    "L, C", "", "L, 2*H, C", "L, 2*H", "L, C, H", "L, C", "C", ""};
+
+using Dims = std::array<std::vector<size_t>, kNumParameterTensors>;
+
+Dims llama_dims(const ModelConfig& c) {
+  const size_t L = c.num_layers, C = c.channels, Vp = c.padded_vocab_size;
+  const size_t QKV = c.qkv_width(), A = c.attn_width(), H = c.hidden_size();
+  const auto when = [](bool present, size_t n) { return present ? n : 0; };
+  return {{{Vp, C}, {when(!c.tied_head, Vp), C}, {L, C}, {L, 0}, {L, QKV, C},
+           {L, when(c.qkv_bias, QKV)}, {L, C, A}, {L, when(c.attn_proj_bias, C)}, {L, C}, {L, 0},
+           {L, 2 * H, C}, {L, when(c.mlp_bias, 2 * H)}, {L, C, H}, {L, when(c.mlp_bias, C)}, {C},
+           {0}}};
+}
+
 }  // namespace
 
-ParameterLayout::ParameterLayout(const ModelConfig& c) {
+ParameterLayout::ParameterLayout(const ModelConfig& c) : llama_(c.llama()) {
   const size_t L = c.num_layers, C = c.channels;
-  dims_ = {{{(size_t)c.padded_vocab_size, C}, {(size_t)c.max_seq_len, C}, {L, C}, {L, C},
-            {L, 3 * C, C}, {L, 3 * C}, {L, C, C}, {L, C}, {L, C}, {L, C}, {L, 4 * C, C},
-            {L, 4 * C}, {L, C, 4 * C}, {L, C}, {C}, {C}}};
+  if (llama_) {
+    dims_ = llama_dims(c);
+  } else {
+    dims_ = {{{(size_t)c.padded_vocab_size, C}, {(size_t)c.max_seq_len, C}, {L, C}, {L, C},
+              {L, 3 * C, C}, {L, 3 * C}, {L, C, C}, {L, C}, {L, C}, {L, C}, {L, 4 * C, C},
+              {L, 4 * C}, {L, C, 4 * C}, {L, C}, {C}, {C}}};
+  }
   for (int i = 0; i < kNumParameterTensors; ++i) {
     size_t n = 1;
     for (size_t d : dims_[i]) n *= d;
@@ -28,7 +49,9 @@ ParameterLayout::ParameterLayout(const ModelConfig& c) {
   }
 }
 
-const char* ParameterLayout::name(int i) { return kNames[i]; }
+const char* ParameterLayout::name(int i) const {
+  return llama_ && i == 1 ? "lm_head" : kNames[i];
+}
 
 size_t packed_size(std::span<const ParameterSpan> runs) {
   size_t n = 0;
@@ -39,6 +62,7 @@ size_t packed_size(std::span<const ParameterSpan> runs) {
 std::vector<ParameterSpan> ParameterLayout::spans() const {
   std::vector<ParameterSpan> out;
   for (int i = 0; i < kNumParameterTensors; ++i) {
+    if (sizes_[i] == 0) continue;
     if (!per_layer(i)) {
       out.push_back({offsets_[i], sizes_[i], i, -1});
       continue;
@@ -50,7 +74,7 @@ std::vector<ParameterSpan> ParameterLayout::spans() const {
 }
 
 std::string ParameterLayout::shape(int i) const {
-  std::string s = std::string("(") + kSymbolicShapes[i] + ") = (";
+  std::string s = std::string("(") + (llama_ ? kLlamaShapes : kSymbolicShapes)[i] + ") = (";
   for (size_t k = 0; k < dims_[i].size(); ++k) s += (k ? ", " : "") + std::to_string(dims_[i][k]);
   return s + ")";
 }
@@ -70,7 +94,7 @@ bool any_non_finite(const float* x, size_t n) {
 
 std::string NonFinite::describe() const {
   if (tensor < 0) return "nothing";
-  std::string s = ParameterLayout::name(tensor);
+  std::string s = name;
   if (layer >= 0) s += " (layer " + std::to_string(layer) + ")";
   return s;
 }
@@ -84,6 +108,7 @@ NonFinite find_non_finite(const float* flat, const ParameterLayout& layout) {
     size_t i = 0;
     while (std::isfinite(x[i])) ++i;
     at.tensor = t;
+    at.name = layout.name(t);
     at.index = i;
     at.value = x[i];
     if (ParameterLayout::per_layer(t)) at.layer = static_cast<int>(i / (n / layout.dims(t)[0]));

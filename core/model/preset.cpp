@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <sstream>
 
+#include "core/model/llama_config.h"
 #include "core/util/toml_file.h"
 #include "simd/error.h"
 
@@ -14,8 +15,20 @@ namespace llmcpu {
 
 namespace fs = std::filesystem;
 
+namespace {
+
+// A Llama-family preset: config.json's keys in TOML, read as config.json is.
+ModelConfig llama_preset(const toml::table& table, const std::string& path) {
+  std::ostringstream json;
+  json << toml::json_formatter{table};
+  return read_llama_config(nlohmann::json::parse(json.str()), path);
+}
+
+}  // namespace
+
 ModelConfig load_model_preset(const std::string& path) {
   const toml::table table = read_toml_file(path);
+  if (table.contains("model_type")) return llama_preset(table, path);
   ModelConfig c;
   // The ranges are validate()'s (core/model/config.cpp), checked here to name the key.
   struct Key {
@@ -33,7 +46,8 @@ ModelConfig load_model_preset(const std::string& path) {
     for (const Key& k : keys) known |= key.str() == k.name;
     if (!known) {
       throw UsageError(path + ": unknown key '" + std::string(key.str()) +
-                       "' (a model preset has layers, heads, channels, max_seq_len, vocab_size)");
+                       "' (a GPT-2 preset has layers, heads, channels, max_seq_len, vocab_size; "
+                       "a Llama-family one has model_type and config.json's keys)");
     }
   }
   for (const Key& k : keys) {

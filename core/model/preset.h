@@ -1,9 +1,14 @@
 // Model presets: TOML files in conf/models/ that give a shape to build and initialise from scratch.
+// A GPT-2:
 //   layers = 2
 //   heads = 2
 //   channels = 128
 //   max_seq_len = 1024
 //   vocab_size = 50257      # Vp is V rounded up to a multiple of 128
+// A Llama-family model: model_type ("llama", "qwen2", "mistral") and the keys of its config.json
+// (core/model/llama_config.h), e.g. hidden_size, intermediate_size, num_hidden_layers,
+// num_attention_heads, num_key_value_heads, max_position_embeddings, vocab_size, rope_theta,
+// rms_norm_eps, tie_word_embeddings; [rope_scaling] as a table.
 #pragma once
 
 #include <string>

@@ -24,6 +24,8 @@ struct RopeConfig {
   // and those between move smoothly from one to the other.
   double low_freq_factor = 1, high_freq_factor = 4;
   int original_max_position_embeddings = 8192;
+
+  bool operator==(const RopeConfig&) const = default;
 };
 
 // Throws ShapeError naming `source` and the field when the configuration cannot give tables (an odd

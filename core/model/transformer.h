@@ -1,17 +1,22 @@
-// GPT-2's computation, written once: the embedding, one transformer block, the head, and the passes
-// over all layers, forward and backward, over an executor X (core/model/executors.h) that runs each
-// op: fp32, bf16 mixed precision, or decoding through a KV cache (a plugin that owns blocks runs
-// them itself; Gpt2 calls the passes below for the CPU's part). Per block,
-// with residual the layer's input:
-//   ln1 = LN(residual)        qkv = ln1 qkvw^T + qkvb        atty = attention(qkv)
+// The computation of a decoder-only transformer, written once: the embedding, one transformer
+// block, the head, and the passes over all layers, forward and backward, over an executor X
+// (core/model/executors.h) that runs each op: fp32, bf16 mixed precision, or decoding through a KV
+// cache (a plugin that owns blocks runs them itself; Gpt2 calls the passes below for the CPU's
+// part). The architecture (core/model/config.h) picks each op's variant, never a second loop. Per
+// block, with residual the layer's input:
+//   ln1 = norm(residual)      qkv = ln1 qkvw^T + qkvb        (Llama: q, k rotated in place)
+//   atty = attention(qkv)     (Llama: grouped-query, NKV key/value heads)
 //   residual2 = residual + atty attprojw^T + attprojb
-//   ln2 = LN(residual2)       fch = ln2 fcw^T + fcb          fch_gelu = GELU(fch)
+//   ln2 = norm(residual2)     fch = ln2 fcw^T + fcb          fch_gelu = act(fch)
 //   residual3 = residual2 + fch_gelu fcprojw^T + fcprojb
-// The embedding is wte[token] + wpe[position]; the head is lnf = LN(last residual3), logits =
-// lnf wte^T. The backward pass runs the same ops in reverse; the residual stream's gradient
-// (dresidual) flows unchanged into both branches of each sum. The head's matmul, the loss and its
-// gradient run fused over chunks of rows (model_head). Deliberately not here: the mean of the
-// losses and the loss scale (Gpt2), what each executor stores in which precision.
+// norm is LayerNorm (GPT-2) or RMSNorm (Llama); act is GELU (GPT-2) or SwiGLU of fch = [gate | up]
+// (Llama); a bias the model lacks is null. The embedding is wte[token] (+ wpe[position], GPT-2);
+// the head is lnf = norm(last residual3), logits = lnf head^T (wte, or Llama's untied lm_head).
+// The backward pass runs the same ops in reverse; the residual stream's gradient (dresidual) flows
+// unchanged into both branches of each sum. The head's matmul, the loss and its gradient run fused
+// over chunks of rows (model_head). Deliberately not here: the mean of the losses and the loss
+// scale (Gpt2), what each executor stores in which precision, the positions of a decoding step (the
+// executor's).
 #pragma once
 
 #include <algorithm>
@@ -25,49 +30,124 @@
 
 namespace llmcpu {
 
+// The shape of a block's ops for a batch of B x T tokens.
+struct BlockShape {
+  int B, T, C, NH, NKV, D, H;  // H: the MLP's width (GPT-2 4C)
+  size_t BT, QKV, A, F;        // rows, and the widths of qkv, atty, fch (ModelConfig's *_width())
+  bool llama;
+  float eps;  // RMSNorm's
+
+  static BlockShape of(const ModelConfig& c, int B, int T) {
+    return {B,
+            T,
+            c.channels,
+            c.num_heads,
+            c.kv_heads(),
+            c.head_size(),
+            c.hidden_size(),
+            size_t(B) * T,
+            size_t(c.qkv_width()),
+            size_t(c.attn_width()),
+            size_t(c.fc_width()),
+            c.llama(),
+            c.norm_eps};
+  }
+};
+
+// The ops whose variant the architecture picks. norm: LayerNorm or RMSNorm over N rows.
+template <class X, class G>
+void norm_forward(X& x, const BlockShape& s, G* out, float* mean, float* rstd, const float* inp,
+                  const float* w, const float* b, size_t N) {
+  if (s.llama) {
+    x.rmsnorm_forward(out, rstd, inp, w, N, s.C, s.eps);
+  } else {
+    x.layernorm_forward(out, mean, rstd, inp, w, b, N, s.C);
+  }
+}
+template <class X, class G>
+void norm_apply(X& x, const BlockShape& s, G* out, const float* inp, const float* mean,
+                const float* rstd, const float* w, const float* b) {
+  if (s.llama) {
+    x.rmsnorm_apply(out, inp, rstd, w, s.BT, s.C);
+  } else {
+    x.layernorm_apply(out, inp, mean, rstd, w, b, s.BT, s.C);
+  }
+}
+template <class X>
+void norm_backward(X& x, const BlockShape& s, float* dinp, float* dw, float* db, const float* dout,
+                   const float* inp, const float* w, const float* mean, const float* rstd) {
+  if (s.llama) {
+    x.rmsnorm_backward(dinp, dw, dout, inp, w, rstd, s.BT, s.C);
+  } else {
+    x.layernorm_backward(dinp, dw, db, dout, inp, w, mean, rstd, s.BT, s.C);
+  }
+}
+// act: GELU of fch (BT x 4C, in place backward) or SwiGLU of fch = [gate | up] (BT x 2H).
+template <class X, class G>
+void activation_forward(X& x, const BlockShape& s, G* out, const G* fch) {
+  if (s.llama) {
+    x.swiglu_forward(out, fch, s.BT, s.H);
+  } else {
+    x.gelu_forward(out, fch, s.BT * s.F);
+  }
+}
+template <class X, class G>
+void activation_backward(X& x, const BlockShape& s, float* dfch, const float* dact, const G* fch) {
+  if (s.llama) {
+    x.swiglu_backward(dfch, dact, fch, s.BT, s.H);
+  } else {
+    x.gelu_backward(dfch, fch, dact, s.BT * s.F);
+  }
+}
+
 template <class X>
 void block_forward(X& x, int l, const LayerParams<float>& p,
-                   const LayerActivations<typename X::Act>& a, int B, int T, int C, int NH) {
-  const size_t BT = (size_t)B * T;
-  x.layernorm_forward(a.ln1, a.ln1_mean, a.ln1_rstd, a.residual, p.ln1w, p.ln1b, BT, C);
-  x.matmul_forward(a.qkv, a.ln1, p.qkvw, p.qkvb, BT, C, 3 * C);
-  x.attention_forward(l, a.atty, a.lse, a.qkv, B, T, C, NH);
-  x.matmul_forward(a.residual2, a.atty, p.attprojw, p.attprojb, BT, C, C);
-  x.residual_forward(a.residual2, a.residual2, a.residual, BT * C);
-  x.layernorm_forward(a.ln2, a.ln2_mean, a.ln2_rstd, a.residual2, p.ln2w, p.ln2b, BT, C);
-  x.matmul_forward(a.fch, a.ln2, p.fcw, p.fcb, BT, C, 4 * C);
-  x.gelu_forward(a.fch_gelu, a.fch, BT * 4 * C);
-  x.matmul_forward(a.residual3, a.fch_gelu, p.fcprojw, p.fcprojb, BT, 4 * C, C);
-  x.residual_forward(a.residual3, a.residual3, a.residual2, BT * C);
+                   const LayerActivations<typename X::Act>& a, const BlockShape& s) {
+  const size_t BT = s.BT;
+  norm_forward(x, s, a.ln1, a.ln1_mean, a.ln1_rstd, a.residual, p.ln1w, p.ln1b, BT);
+  x.matmul_forward(a.qkv, a.ln1, p.qkvw, p.qkvb, BT, s.C, s.QKV);
+  // q and k heads are contiguous at the start of each row.
+  if (s.llama) x.rope_forward(a.qkv, a.rope_cos, a.rope_sin, BT, s.T, s.NH + s.NKV, s.D, s.QKV);
+  x.attention_forward(l, a.atty, a.lse, a.qkv, s.B, s.T, s.NH, s.NKV, s.D);
+  x.matmul_forward(a.residual2, a.atty, p.attprojw, p.attprojb, BT, s.A, s.C);
+  x.residual_forward(a.residual2, a.residual2, a.residual, BT * s.C);
+  norm_forward(x, s, a.ln2, a.ln2_mean, a.ln2_rstd, a.residual2, p.ln2w, p.ln2b, BT);
+  x.matmul_forward(a.fch, a.ln2, p.fcw, p.fcb, BT, s.C, s.F);
+  activation_forward(x, s, a.fch_gelu, a.fch);
+  x.matmul_forward(a.residual3, a.fch_gelu, p.fcprojw, p.fcprojb, BT, s.H, s.C);
+  x.residual_forward(a.residual3, a.residual3, a.residual2, BT * s.C);
 }
 
 // d.dresidual holds d(residual3) on entry and d(residual) on return; dp accumulates. What the
 // forward pass did not keep (a.recompute_*) is recomputed just before it is read, into the one
-// buffer all layers share, with the forward's own kernels: the same bits.
+// buffer all layers share, with the forward's own kernels: the same bits. The rotation of q and k
+// is undone on their gradient before the qkv projection's backward.
 template <class X>
 void block_backward(X& x, int l, const LayerParams<float>& p, const LayerParams<float>& dp,
-                    const LayerActivations<typename X::Act>& a, const ActivationGradViews& d, int B,
-                    int T, int C, int NH) {
-  const size_t BT = (size_t)B * T;
-  if (a.recompute_gelu) x.gelu_forward(a.fch_gelu, a.fch, BT * 4 * C);
-  x.matmul_backward(d.dfch, dp.fcprojw, dp.fcprojb, d.dresidual, a.fch_gelu, p.fcprojw, BT, 4 * C,
-                    C);
-  x.gelu_backward(d.dfch, a.fch, d.dfch, BT * 4 * C);
+                    const LayerActivations<typename X::Act>& a, const ActivationGradViews& d,
+                    const BlockShape& s) {
+  const size_t BT = s.BT;
+  if (a.recompute_gelu) activation_forward(x, s, a.fch_gelu, a.fch);
+  x.matmul_backward(d.dact, dp.fcprojw, dp.fcprojb, d.dresidual, a.fch_gelu, p.fcprojw, BT, s.H,
+                    s.C);
+  activation_backward(x, s, d.dfch, d.dact, a.fch);
   if (a.recompute_layernorm) {
-    x.layernorm_apply(a.ln2, a.residual2, a.ln2_mean, a.ln2_rstd, p.ln2w, p.ln2b, BT, C);
+    norm_apply(x, s, a.ln2, a.residual2, a.ln2_mean, a.ln2_rstd, p.ln2w, p.ln2b);
   }
-  x.matmul_backward(d.dln, dp.fcw, dp.fcb, d.dfch, a.ln2, p.fcw, BT, C, 4 * C);
+  x.matmul_backward(d.dln, dp.fcw, dp.fcb, d.dfch, a.ln2, p.fcw, BT, s.C, s.F);
   // Adds d(residual2) through ln2 to the d(residual3) that flows straight through.
-  x.layernorm_backward(d.dresidual, dp.ln2w, dp.ln2b, d.dln, a.residual2, p.ln2w, a.ln2_mean,
-                       a.ln2_rstd, BT, C);
-  x.matmul_backward(d.datty, dp.attprojw, dp.attprojb, d.dresidual, a.atty, p.attprojw, BT, C, C);
-  x.attention_backward(l, d.dqkv, d.datty, a.atty, a.qkv, a.lse, B, T, C, NH);
+  norm_backward(x, s, d.dresidual, dp.ln2w, dp.ln2b, d.dln, a.residual2, p.ln2w, a.ln2_mean,
+                a.ln2_rstd);
+  x.matmul_backward(d.datty, dp.attprojw, dp.attprojb, d.dresidual, a.atty, p.attprojw, BT, s.A,
+                    s.C);
+  x.attention_backward(l, d.dqkv, d.datty, a.atty, a.qkv, a.lse, s.B, s.T, s.NH, s.NKV, s.D);
+  if (s.llama) x.rope_backward(d.dqkv, a.rope_cos, a.rope_sin, BT, s.T, s.NH + s.NKV, s.D, s.QKV);
   if (a.recompute_layernorm) {
-    x.layernorm_apply(a.ln1, a.residual, a.ln1_mean, a.ln1_rstd, p.ln1w, p.ln1b, BT, C);
+    norm_apply(x, s, a.ln1, a.residual, a.ln1_mean, a.ln1_rstd, p.ln1w, p.ln1b);
   }
-  x.matmul_backward(d.dln, dp.qkvw, dp.qkvb, d.dqkv, a.ln1, p.qkvw, BT, C, 3 * C);
-  x.layernorm_backward(d.dresidual, dp.ln1w, dp.ln1b, d.dln, a.residual, p.ln1w, a.ln1_mean,
-                       a.ln1_rstd, BT, C);
+  x.matmul_backward(d.dln, dp.qkvw, dp.qkvb, d.dqkv, a.ln1, p.qkvw, BT, s.C, s.QKV);
+  norm_backward(x, s, d.dresidual, dp.ln1w, dp.ln1b, d.dln, a.residual, p.ln1w, a.ln1_mean,
+                a.ln1_rstd);
 }
 
 // The embedding and blocks [0, end): inputs (B, T) to the residual stream at block `end`'s input
@@ -76,17 +156,18 @@ template <class X>
 void embed_and_blocks_forward(X& x, const ModelConfig& c, const ParameterViews<float>& p,
                               const ActivationViews<typename X::Act>& a, const int* inputs, int B,
                               int T, int end) {
-  x.encoder_forward(a.encoded, inputs, p.wte, p.wpe, B, T, c.channels);
-  for (int l = 0; l < end; ++l)
-    block_forward(x, l, p.layer(l), a.layer(l), B, T, c.channels, c.num_heads);
+  // The Llama family has no position table (wpe's slot may hold its lm_head).
+  x.encoder_forward(a.encoded, inputs, p.wte, c.llama() ? nullptr : p.wpe, B, T, c.channels);
+  const BlockShape s = BlockShape::of(c, B, T);
+  for (int l = 0; l < end; ++l) block_forward(x, l, p.layer(l), a.layer(l), s);
 }
 
 // The final layernorm: the last block's output to a.lnf (B, T, C), the head's input.
 template <class X>
 void final_layernorm_forward(X& x, const ModelConfig& c, const ParameterViews<float>& p,
                              const ActivationViews<typename X::Act>& a, int B, int T) {
-  x.layernorm_forward(a.lnf, a.lnf_mean, a.lnf_rstd, a.output(), p.lnfw, p.lnfb, (size_t)B * T,
-                      c.channels);
+  norm_forward(x, BlockShape::of(c, B, T), a.lnf, a.lnf_mean, a.lnf_rstd, a.output(), p.lnfw,
+               p.lnfb, (size_t)B * T);
 }
 
 // The embedding, every block and the final layernorm: inputs (B, T) to a.lnf (B, T, C), the
@@ -98,11 +179,12 @@ void model_forward(X& x, const ModelConfig& c, const ParameterViews<float>& p,
   final_layernorm_forward(x, c, p, a, B, T);
 }
 
-// The tied head and the loss over chunks of a.head_rows rows (the last one shorter), from a.lnf:
-//   logits_r = lnf_r wte^T (Vp columns; the padded ones are zero rows of wte)
+// The head and the loss over chunks of a.head_rows rows (the last one shorter), from a.lnf, with W
+// the head's matrix (p.head(): wte, or an untied lm_head):
+//   logits_r = lnf_r W^T (Vp columns; the padded ones are zero rows of W)
 //   loss_t = lse_t - logits[t, target_t]                  (into a.losses; without targets: none)
 //   dlogits_r = dloss (softmax(logits_r) - onehot(targets_r)) over the first V, 0 in the padding
-//   dlnf_r = dlogits_r wte (into d.dln, overwritten);  dwte += dlogits_r^T lnf_r
+//   dlnf_r = dlogits_r W (into d.dln, overwritten);  dW += dlogits_r^T lnf_r
 // dloss NaN: no backward. With a.keep_logits every row's logits stay in a.logits.
 template <class X>
 void model_head(X& x, const ModelConfig& c, const ParameterViews<float>& p,
@@ -113,13 +195,14 @@ void model_head(X& x, const ModelConfig& c, const ParameterViews<float>& p,
   for (size_t r = 0; r < a.BT; r += a.head_rows) {
     const size_t n = std::min(a.head_rows, a.BT - r);
     float* logits = a.keep_logits ? a.logits + r * Vp : a.logits;
-    x.matmul_forward(logits, a.lnf + r * C, p.wte, nullptr, n, C, Vp);
+    x.matmul_forward(logits, a.lnf + r * C, p.head(), nullptr, n, C, Vp);
     if (!targets) continue;
     x.softmax_xent_forward(a.losses + r, a.lse_head + r, logits, targets + r, n, V, Vp);
     if (!grad) continue;
     if (a.dlogits != logits) std::memcpy(a.dlogits, logits, n * Vp * sizeof(float));
     x.softmax_xent_backward(a.dlogits, a.lse_head + r, targets + r, dloss, n, V, Vp);
-    x.matmul_backward(d.dln + r * C, g.wte, nullptr, a.dlogits, a.lnf + r * C, p.wte, n, C, Vp);
+    x.matmul_backward(d.dln + r * C, g.head(), nullptr, a.dlogits, a.lnf + r * C, p.head(), n, C,
+                      Vp);
   }
 }
 
@@ -132,8 +215,8 @@ void final_layernorm_backward(X& x, const ModelConfig& c, const ParameterViews<f
                               const ActivationGradViews& d, int B, int T) {
   const size_t BT = (size_t)B * T;
   std::fill_n(d.dresidual, BT * c.channels, 0.0f);
-  x.layernorm_backward(d.dresidual, g.lnfw, g.lnfb, d.dln, a.output(), p.lnfw, a.lnf_mean,
-                       a.lnf_rstd, BT, c.channels);
+  norm_backward(x, BlockShape::of(c, B, T), d.dresidual, g.lnfw, g.lnfb, d.dln, a.output(), p.lnfw,
+                a.lnf_mean, a.lnf_rstd);
 }
 
 // From d.dresidual = d(block `end`'s input) back through blocks end-1 .. 0 and the embedding to
@@ -145,11 +228,12 @@ void blocks_and_embed_backward(X& x, const ModelConfig& c, const ParameterViews<
                                const ActivationViews<typename X::Act>& a,
                                const ActivationGradViews& d, const int* inputs, int B, int T,
                                int end, Done&& done) {
+  const BlockShape s = BlockShape::of(c, B, T);
   for (int l = end - 1; l >= 0; --l) {
-    block_backward(x, l, p.layer(l), g.layer(l), a.layer(l), d, B, T, c.channels, c.num_heads);
+    block_backward(x, l, p.layer(l), g.layer(l), a.layer(l), d, s);
     done(l);
   }
-  x.encoder_backward(g.wte, g.wpe, d.dresidual, inputs, B, T, c.channels);
+  x.encoder_backward(g.wte, c.llama() ? nullptr : g.wpe, d.dresidual, inputs, B, T, c.channels);
   done(-1);
 }
 

@@ -387,9 +387,9 @@ void Trainer::inject_gradient_faults() {
   Gpt2& m = *model_;
   const ParameterLayout& layout = m.layout();
   for (int t = 0; t < kNumParameterTensors; ++t) {
-    if (fault_at(std::string("grad-") + ParameterLayout::name(t)) != FaultAction::kNan) continue;
-    const size_t n = layout.size(t);
-    const size_t slice = (t >= 2 && t <= 13) ? n / layout.dims(t)[0] : n;
+    if (fault_at(std::string("grad-") + layout.name(t)) != FaultAction::kNan) continue;
+    const size_t n = layout.size(t), slice = layout.layer_size(t);
+    if (n == 0) continue;
     m.grads_flat()[layout.offset(t) + (n - slice) + slice / 2] = std::nanf("");
   }
 }

@@ -276,12 +276,12 @@ TEST_F(VulkanLayers, StateRoundTripsAndOnlyTheOwnedPartIsTouched) {
     const bool owned = device_owns(layers, config_.num_layers, s.tensor, s.layer);
     for (size_t i = s.offset; i < s.offset + s.count; ++i) {
       if (owned) {
-        ASSERT_EQ(p_back[i], params_[i]) << ParameterLayout::name(s.tensor) << " " << s.layer;
+        ASSERT_EQ(p_back[i], params_[i]) << layout_->name(s.tensor) << " " << s.layer;
         ASSERT_EQ(m_back[i], m[i]);
         ASSERT_EQ(v_back[i], v[i]);
         ASSERT_EQ(g_back[i], 0.0f);
       } else {
-        ASSERT_EQ(p_back[i], -1.0f) << ParameterLayout::name(s.tensor) << " written";
+        ASSERT_EQ(p_back[i], -1.0f) << layout_->name(s.tensor) << " written";
         ASSERT_EQ(g_back[i], -1.0f);
       }
     }

@@ -96,7 +96,7 @@ TEST(Model, BackwardAccumulatesUntilZeroGrad) {
   const ParameterLayout& layout = model.layout();
   for (int i = 0; i < kNumParameterTensors; ++i) {
     const TensorComparison c =
-        compare_tensors(ParameterLayout::name(i), model.grads_flat() + layout.offset(i),
+        compare_tensors(layout.name(i), model.grads_flat() + layout.offset(i),
                         ref.grads.data() + layout.offset(i), layout.size(i), 1e-4);
     EXPECT_TRUE(c.ok) << c.name << " " << c.rel_error;
   }

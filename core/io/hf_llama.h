@@ -1,0 +1,72 @@
+// Hugging Face Llama-family weights (LlamaForCausalLM, Qwen2ForCausalLM, MistralForCausalLM as
+// save_pretrained writes them: model.safetensors, or model-0000k-of-0000N.safetensors listed by
+// model.safetensors.index.json; config.json beside) to and from the flat parameter array, in the
+// Llama slots of core/model/parameters.h:
+//   model.embed_tokens.weight (V, C)                  -> wte (Vp, C), the padding rows zero
+//   model.layers.N.input_layernorm.weight (C)         -> ln1w
+//   model.layers.N.self_attn.{q,k,v}_proj.weight      -> qkvw's rows, q then k then v (biases: qkvb)
+//   model.layers.N.self_attn.o_proj.weight (C, NH D)  -> attprojw (bias: attprojb)
+//   model.layers.N.post_attention_layernorm.weight    -> ln2w
+//   model.layers.N.mlp.{gate,up}_proj.weight (H, C)   -> fcw's rows, gate then up (biases: fcb)
+//   model.layers.N.mlp.down_proj.weight (C, H)        -> fcprojw (bias: fcprojb)
+//   model.norm.weight (C)                             -> lnfw
+//   lm_head.weight (V, C)                             -> slot 1 (Vp, C) when untied
+// nn.Linear stores (out, in), as llmcpu does: nothing is transposed. A tied model's stored
+// lm_head.weight must equal the embedding; rotary_emb.inv_freq buffers are skipped; any other
+// tensor, a missing one or a wrong shape is refused naming the file and the tensor.
+// Deliberately not here: config.json (core/io/hf_llama_config.h), the container
+// (core/io/safetensors.h), GPT-2's files (core/io/hf_gpt2.h).
+#pragma once
+
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "core/io/debug_state.h"
+#include "core/io/hf_gpt2.h"
+#include "core/io/safetensors.h"
+#include "core/model/config.h"
+
+namespace llmcpu {
+
+class HfLlamaFile {
+ public:
+  // paths.weights: model.safetensors or model.safetensors.index.json; paths.config is required.
+  explicit HfLlamaFile(const HfModelPaths& paths);
+  ~HfLlamaFile();
+
+  const ModelConfig& config() const { return config_; }
+  // "safetensors BF16, llama, 2 shards, config.json" (what was read, for messages).
+  const std::string& description() const { return description_; }
+  // Fills a flat fp32 array laid out by ParameterLayout(config()) (F16 and BF16 widened exactly).
+  void load(float* params) const;
+
+ private:
+  std::vector<std::unique_ptr<SafetensorsFile>> files_;
+  std::map<std::string, const SafeTensor*> tensors_;  // every tensor of every shard, by name
+  ModelConfig config_;
+  std::string description_;
+};
+
+// Writes the flat parameters of `config` as `folder`/model.safetensors in `dtype` and
+// `folder`/config.json (llama_config_json over `base_config`), which transformers'
+// AutoModelForCausalLM loads. Both through temporary files, renamed into place only once both are
+// written; the folder is made when missing.
+void save_hf_llama(const std::string& folder, const ModelConfig& config, const float* params,
+                   TensorDtype dtype, const nlohmann::json& base_config);
+
+// A PyTorch reference for `llmcpu verify` of a Llama-family model (tests/fixtures/
+// make_llama_fixture.py writes them): a safetensors file of `inputs` and `targets` (I32 (B, T)),
+// `logits` (F32 (B, T, V)), `loss` (F32, shape ()) and `grad.NAME` (F32) for every parameter
+// tensor NAME of the model under its Hugging Face name (a tied model has no lm_head: the
+// embedding's gradient holds the head's part). Read into the form of an llm.c debug state (the
+// gradients in the flat layout, wte's padding rows zero). FileError naming the file and the tensor
+// when one is missing or of another dtype or shape, or a token is outside the vocabulary.
+DebugState load_llama_reference(const std::string& path, const ModelConfig& config);
+
+// The names of a Llama-family model's tensors, in save_pretrained's order (for writers and tests).
+std::vector<std::string> llama_tensor_names(const ModelConfig& config);
+
+}  // namespace llmcpu
