@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cstring>
+#include <nlohmann/json.hpp>
 
+#include "core/io/hf_llama_config.h"
 #include "core/model/parameters.h"
 #include "core/util/file.h"
 #include "simd/error.h"
@@ -161,8 +163,9 @@ uint32_t read_envelope(Reader& r, const MappedFile& f, const std::string& path) 
   return version;
 }
 
-// The model's shape and the batch: B, T (within the model's context) and grad_accum.
-void read_shape(Reader& r, const std::string& path, TrainState& s) {
+// The model's shape and the batch: B, T (within the model's context) and grad_accum. From version
+// 4 a Llama-family model's architecture follows as its config.json text.
+void read_shape(Reader& r, const std::string& path, uint32_t version, TrainState& s) {
   ModelConfig& c = s.config;
   c.max_seq_len = r.get<int32_t>("the model shape");
   c.vocab_size = r.get<int32_t>("the model shape");
@@ -170,6 +173,23 @@ void read_shape(Reader& r, const std::string& path, TrainState& s) {
   c.num_heads = r.get<int32_t>("the model shape");
   c.channels = r.get<int32_t>("the model shape");
   c.padded_vocab_size = r.get<int32_t>("the model shape");
+  if (version >= 4) {
+    std::vector<char> text;
+    r.array(text, r.get<uint32_t>("the architecture"), "the architecture");
+    if (!text.empty()) {
+      const nlohmann::json cfg = nlohmann::json::parse(text.begin(), text.end(), nullptr, false);
+      if (cfg.is_discarded()) throw FileError(path, "the architecture is not JSON");
+      const ModelConfig arch = read_llama_config(cfg, path + " (its architecture)");
+      if (arch.vocab_size != c.vocab_size || arch.num_layers != c.num_layers ||
+          arch.num_heads != c.num_heads || arch.channels != c.channels) {
+        throw FileError(path, "the architecture (" + describe(arch) +
+                                  ") does not match the model shape");
+      }
+      const int maxT = c.max_seq_len;
+      c = arch;
+      c.max_seq_len = maxT;  // a Mistral's window may have capped it
+    }
+  }
   try {
     validate(c, path);
   } catch (const ShapeError& e) {
@@ -250,12 +270,19 @@ void write_train_state(AtomicFileWriter& out, const TrainState& s, std::span<con
   }
   Writer w(out);
   w.put(kTrainStateMagic);
-  w.put(kTrainStateVersion);
+  // GPT-2's states stay version 3, the files every earlier reader takes.
+  w.put(s.config.llama() ? kTrainStateVersion : uint32_t(3));
   const ModelConfig& c = s.config;
   for (int v : {c.max_seq_len, c.vocab_size, c.num_layers, c.num_heads, c.channels,
-                c.padded_vocab_size, s.B, s.T, s.grad_accum}) {
+                c.padded_vocab_size}) {
     w.put(int32_t(v));
   }
+  if (c.llama()) {
+    const std::string arch = llama_config_json(c, TensorDtype::kF32, {}).dump();
+    w.put(uint32_t(arch.size()));
+    w.array(std::span<const char>(arch));
+  }
+  for (int v : {s.B, s.T, s.grad_accum}) w.put(int32_t(v));
   w.put(uint8_t(s.shuffle));
   w.put(s.seed);
   w.put(uint8_t(s.precision == Precision::kBf16 ? 1 : 0));
@@ -312,7 +339,7 @@ TrainStateFile::TrainStateFile(const std::string& path) : file_(path) {
   Reader r(f);
   const uint32_t version = read_envelope(r, f, path);
   TrainState& s = state_;
-  read_shape(r, path, s);
+  read_shape(r, path, version, s);
   read_run(r, path, version, s);
   read_data_position(r, path, s);
   const ModelConfig& c = s.config;

@@ -3,9 +3,12 @@
 // and step count, the batch shape, the precision, the number of completed steps and the data
 // loader's position (which includes its RNG state). The weights are the fp32 master weights in
 // either precision (a bf16 run's model file holds only their bf16 rounding). Little-endian binary:
-//   u32 magic 0x5354434C ("LCTS"), u32 version 3 (versions 1 and 2 are still read: version 2 is
-//   version 3 without the shard count, version 1 also without the precision byte and means fp32)
-//   i32 maxT, V, L, NH, C, Vp; i32 B, T (1..maxT), grad_accum (positive); u8 shuffle (0 or 1);
+//   u32 magic 0x5354434C ("LCTS"), u32 version: 4 for a Llama-family model, 3 for GPT-2 (versions
+//   1 and 2 are still read: version 2 is version 3 without the shard count, version 1 also
+//   without the precision byte and means fp32)
+//   i32 maxT, V, L, NH, C, Vp; version 4 only: u32 n, char[n] the architecture (the model's
+//   config.json text, core/io/hf_llama_config.h);
+//   i32 B, T (1..maxT), grad_accum (positive); u8 shuffle (0 or 1);
 //   u64 seed; u8 precision (0 fp32, 1 bf16)
 //   i64 step (completed optimizer steps), i64 adamw_t (AdamW updates taken: 0..step, one at most
 //   per step)
@@ -39,7 +42,7 @@
 namespace llmcpu {
 
 inline constexpr uint32_t kTrainStateMagic = 0x5354434C;
-inline constexpr uint32_t kTrainStateVersion = 3;
+inline constexpr uint32_t kTrainStateVersion = 4;
 inline constexpr uint32_t kStateShardMagic = 0x4853434C;
 inline constexpr uint32_t kStateShardVersion = 1;
 
