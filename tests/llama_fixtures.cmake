@@ -1,0 +1,50 @@
+# Llama-family models against an independent PyTorch model (tests/fixtures/make_llama_fixture.py,
+# float64, written from transformers' modeling semantics), made at test time: for each shape,
+# `llmcpu verify` of the Hugging Face folder against its reference (logits <= 1e-5, every gradient
+# <= 1e-4 relative, fp32) and 10 AdamW steps of `llmcpu train --model FOLDER` within 2e-4 of
+# PyTorch's losses. Included by tests/CMakeLists.txt where PyTorch is installed; ${fresh} is its
+# scratch folder.
+set(llama_script ${CMAKE_CURRENT_SOURCE_DIR}/fixtures/make_llama_fixture.py)
+set(llama_cases mha gqa3 mqa qwen2 head24 bf16 shards long)
+# NAME: the fixture script's arguments, B, T, and how much of it runs (all: verify, verify in bf16
+# and train; verify: only the fp32 verify).
+set(llama_mha    "--layers 2 --hidden 48 --heads 4 --intermediate 80 --vocab 333 --max-seq-len 64 --no-tie")
+set(llama_gqa3   "--layers 2 --hidden 48 --heads 6 --kv-heads 2 --intermediate 96 --vocab 333 --max-seq-len 64 --no-tie --rms-eps 1e-5")
+set(llama_mqa    "--layers 2 --hidden 48 --heads 4 --kv-heads 1 --intermediate 64 --vocab 333 --max-seq-len 64 --tie")
+set(llama_qwen2  "--model-type qwen2 --layers 2 --hidden 48 --heads 6 --kv-heads 2 --intermediate 80 --vocab 333 --max-seq-len 64 --tie --rope-theta 1000000")
+set(llama_head24 "--layers 2 --hidden 48 --heads 4 --kv-heads 2 --head-dim 24 --intermediate 80 --vocab 333 --max-seq-len 64 --no-tie --attention-bias --mlp-bias")
+set(llama_bf16   "--model-type mistral --layers 2 --hidden 48 --heads 6 --kv-heads 3 --intermediate 80 --vocab 333 --max-seq-len 64 --tie --dtype bf16")
+set(llama_shards "--layers 3 --hidden 48 --heads 6 --kv-heads 2 --intermediate 80 --vocab 333 --max-seq-len 64 --no-tie --shards 2 --dtype f16")
+set(llama_long   "--layers 2 --hidden 48 --heads 6 --kv-heads 2 --intermediate 80 --vocab 400 --max-seq-len 1024 --tie --rope-theta 500000 --rope-scaling llama3:8,1,4,256")
+foreach(case ${llama_cases})
+  set(B 2)
+  set(T 17)
+  if(case STREQUAL long)
+    set(B 1)
+    set(T 1024)
+  endif()
+  separate_arguments(args UNIX_COMMAND "${llama_${case}}")
+  add_test(NAME llama_fixture_make_${case}
+           COMMAND ${LLMCPU_DEBIAN_PYTHON} ${llama_script} --out-dir ${fresh} --name llama_${case}
+                   ${args} --batch ${B} --seq-len ${T} --seed 41)
+  set_tests_properties(llama_fixture_make_${case} PROPERTIES FIXTURES_SETUP llama_fixture_${case})
+  set(hf ${fresh}/llama_${case}_hf)
+  add_test(NAME llama_fixture_verify_${case}
+           COMMAND llmcpu verify --model ${hf} --state ${fresh}/llama_${case}_reference.safetensors)
+  add_test(NAME llama_fixture_verify_recompute_${case}
+           COMMAND llmcpu verify --model ${hf} --state ${fresh}/llama_${case}_reference.safetensors
+                   --recompute all-pointwise)
+  add_test(NAME llama_fixture_train_${case}
+           COMMAND ${CMAKE_COMMAND} -DLLMCPU=$<TARGET_FILE:llmcpu> -DDIR=${fresh}
+                   -DNAME=llama_${case} -DMODEL=${hf} -DB=${B} -DT=${T}
+                   -P ${CMAKE_CURRENT_SOURCE_DIR}/cli/check_train_losses.cmake)
+  set(case_tests llama_fixture_verify_${case} llama_fixture_verify_recompute_${case}
+      llama_fixture_train_${case})
+  set_tests_properties(llama_fixture_verify_${case} llama_fixture_verify_recompute_${case}
+                       PROPERTIES PASS_REGULAR_EXPRESSION "verify: OK")
+  set_tests_properties(${case_tests} PROPERTIES FIXTURES_REQUIRED llama_fixture_${case})
+endforeach()
+# The reference itself against facts outside its own code (a numpy model written differently,
+# central differences, rope_reference.py, an independent safetensors reader): about 45 s.
+add_test(NAME llama_reference_self_check
+         COMMAND ${LLMCPU_DEBIAN_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/fixtures/check_llama_reference.py)
