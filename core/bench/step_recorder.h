@@ -14,7 +14,9 @@
 //                               backward 10 hs per pair (s recomputed, dv, dp, dq, dk)
 //   elementwise and rows:       layernorm 8 (forward) / 14 (backward) per element, 4 to apply saved
 //                               statistics, GELU 10 / 20, residual 1, softmax + cross-entropy 3
-//                               per logit, AdamW 13 per parameter, the embedding 1 / 2 per element
+//                               per logit, AdamW 13 per parameter, the embedding 1 / 2 per element;
+//                               Llama: RMSNorm 4 / 11 (2 to apply), rope 3 per rotated element,
+//                               SwiGLU 12 / 20 per output
 // The matmuls against the GEMM peak; everything else against the fp32 peak, and the memory roof.
 #pragma once
 
@@ -76,11 +78,37 @@ class StepRecorder {
          (4.0 + sizeof(O)) * N * C + 8.0 * N + 8.0 * C, Roof::kFp32,
          layernorm_apply_call(x_, N, C)});
   }
-  void attention_forward(int, G*, float*, const G*, int B, int T, int C, int NH) {
-    const double BT = double(B) * T;
-    add({"attention", "forward", attention_dims(B, T, C, NH), 1, 4.0 * pairs(B, T, NH) * (C / NH),
-         kAct * 4 * BT * C + 4.0 * B * NH * T, Roof::kFp32,
-         attention_forward_call(x_, B, T, C, NH)});
+  void attention_forward(int, G*, float*, const G*, int B, int T, int NH, int NKV, int D) {
+    const double BT = double(B) * T, q = double(NH) * D, kv = double(NKV) * D;
+    add({"attention", "forward", attention_dims(B, T, NH, NKV, D), 1, 4.0 * pairs(B, T, NH) * D,
+         kAct * BT * (2 * q + 2 * kv) + 4.0 * B * NH * T, Roof::kFp32,
+         attention_forward_call(x_, B, T, NH, NKV, D)});
+  }
+  template <class O>
+  void rmsnorm_forward(O*, float*, const float*, const float*, size_t N, int C, float) {
+    add({"rmsnorm", "forward", dims({{"N", N}, {"C", C}}), 1, 4.0 * N * C,
+         (4.0 + sizeof(O)) * N * C + 4.0 * N + 4.0 * C, Roof::kFp32,
+         rmsnorm_forward_call(x_, N, C)});
+  }
+  template <class O>
+  void rmsnorm_apply(O*, const float*, const float*, const float*, size_t N, int C) {
+    add({"rmsnorm apply", "forward", dims({{"N", N}, {"C", C}}), 1, 2.0 * N * C,
+         (4.0 + sizeof(O)) * N * C + 4.0 * N + 4.0 * C, Roof::kFp32,
+         rmsnorm_apply_call(x_, N, C)});
+  }
+  // Rotates `heads` heads of D in each of N rows: 6 FLOPs per pair, each element read and written.
+  template <class O>
+  void rope_forward(O*, const float*, const float*, size_t N, int T, int heads, int D,
+                    size_t row_stride) {
+    const double n = double(N) * heads * D;
+    add({"rope", "forward", dims({{"N", N}, {"heads", heads}, {"D", D}}), 1, 3.0 * n,
+         2.0 * sizeof(O) * n + 8.0 * T * (D / 2), Roof::kFp32,
+         rope_forward_call(x_, N, T, heads, D, row_stride)});
+  }
+  void swiglu_forward(G*, const G*, size_t N, int H) {
+    const double n = double(N) * H;
+    add({"swiglu", "forward", dims({{"N", N}, {"H", H}}), 1, 12.0 * n, 3 * kAct * n, Roof::kFp32,
+         swiglu_forward_call(x_, N, H)});
   }
   void gelu_forward(G*, const G*, size_t N) {
     add({"gelu", "forward", dims({{"N", N}}), 1, 10.0 * N, 2 * kAct * N, Roof::kFp32,
@@ -112,11 +140,29 @@ class StepRecorder {
          kGemmRoof, matmul_backward_call(x_, N, C, OC, dbias != nullptr)});
   }
   void attention_backward(int, float*, const float*, const G*, const G*, const float*, int B, int T,
-                          int C, int NH) {
-    const double BT = double(B) * T;
-    add({"attention", "backward", attention_dims(B, T, C, NH), 1, 10.0 * pairs(B, T, NH) * (C / NH),
-         4.0 * BT * C + kAct * 4 * BT * C + 4.0 * B * NH * T + 4.0 * 3 * BT * C, Roof::kFp32,
-         attention_backward_call(x_, B, T, C, NH)});
+                          int NH, int NKV, int D) {
+    const double BT = double(B) * T, q = double(NH) * D, kv = double(NKV) * D;
+    add({"attention", "backward", attention_dims(B, T, NH, NKV, D), 1,
+         10.0 * pairs(B, T, NH) * D,
+         4.0 * BT * q + kAct * BT * (2 * q + 2 * kv) + 4.0 * B * NH * T + 4.0 * BT * (q + 2 * kv),
+         Roof::kFp32, attention_backward_call(x_, B, T, NH, NKV, D)});
+  }
+  void rmsnorm_backward(float*, float*, const float*, const float*, const float*, const float*,
+                        size_t N, int C) {
+    add({"rmsnorm", "backward", dims({{"N", N}, {"C", C}}), 1, 11.0 * N * C,
+         16.0 * N * C + 4.0 * N + 12.0 * C, Roof::kFp32, rmsnorm_backward_call(x_, N, C)});
+  }
+  void rope_backward(float*, const float*, const float*, size_t N, int T, int heads, int D,
+                     size_t row_stride) {
+    const double n = double(N) * heads * D;
+    add({"rope", "backward", dims({{"N", N}, {"heads", heads}, {"D", D}}), 1, 3.0 * n,
+         8.0 * n + 8.0 * T * (D / 2), Roof::kFp32,
+         rope_backward_call(x_, N, T, heads, D, row_stride)});
+  }
+  void swiglu_backward(float*, const float*, const G*, size_t N, int H) {
+    const double n = double(N) * H;
+    add({"swiglu", "backward", dims({{"N", N}, {"H", H}}), 1, 20.0 * n, (2 * kAct + 12.0) * n,
+         Roof::kFp32, swiglu_backward_call(x_, N, H)});
   }
   void gelu_backward(float*, const G*, const float*, size_t N) {
     add({"gelu", "backward", dims({{"N", N}}), 1, 20.0 * N, (kAct + 8.0) * N, Roof::kFp32,
@@ -165,6 +211,8 @@ class StepRecorder {
     switch (t) {
       case 0:
         return "matmul lm head";
+      case 1:  // a Llama model's untied head
+        return "matmul lm head";
       case 4:
         return "matmul qkv";
       case 6:
@@ -186,8 +234,9 @@ class StepRecorder {
     }
     return s;
   }
-  static std::string attention_dims(int B, int T, int C, int NH) {
-    return dims({{"B", B}, {"T", T}, {"NH", NH}, {"hs", C / NH}});
+  static std::string attention_dims(int B, int T, int NH, int NKV, int D) {
+    if (NKV == NH) return dims({{"B", B}, {"T", T}, {"NH", NH}, {"hs", D}});
+    return dims({{"B", B}, {"T", T}, {"NH", NH}, {"NKV", NKV}, {"hs", D}});
   }
   // (query, key) pairs of causal attention with key <= query, over every sequence and head.
   static double pairs(int B, int T, int NH) { return double(B) * NH * double(T) * (T + 1) / 2; }

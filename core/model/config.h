@@ -33,7 +33,7 @@ struct ModelConfig {
   int num_kv_heads = 0;  // NKV, dividing NH (0: NH)
   int head_dim = 0;      // D (0: C / NH)
   int hidden = 0;        // the MLP's width H (0: 4C)
-  float norm_eps = 1e-5f;  // RMSNorm's epsilon (GPT-2's LayerNorm always uses 1e-5)
+  double norm_eps = 1e-5;  // rms_norm_eps (kernels add it in fp32, as PyTorch does; GPT-2: unused)
   bool qkv_bias = true;        // q, k, v projections have biases
   bool attn_proj_bias = true;  // the attention's output projection has a bias
   bool mlp_bias = true;        // the MLP's projections have biases

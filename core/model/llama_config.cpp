@@ -137,7 +137,7 @@ ModelConfig read_llama_config(const json& cfg, const std::string& path) {
   c.vocab_size = get_int(cfg, path, "vocab_size", 0, kMaxVocabSize);
   c.padded_vocab_size = padded_vocab(c.vocab_size);
   c.max_seq_len = get_int(cfg, path, "max_position_embeddings", 0, kMaxSeqLen);
-  c.norm_eps = float(get_number(cfg, path, "rms_norm_eps", 1e-6));
+  c.norm_eps = get_number(cfg, path, "rms_norm_eps", 1e-6);
   c.tied_head = get_bool(cfg, path, "tie_word_embeddings", false);
   c.rope.head_dim = c.head_dim;
   c.rope.theta = get_number(cfg, path, "rope_theta", 10000);

@@ -50,7 +50,7 @@ struct BlockShape {
             size_t(c.attn_width()),
             size_t(c.fc_width()),
             c.llama(),
-            c.norm_eps};
+            float(c.norm_eps)};
   }
 };
 

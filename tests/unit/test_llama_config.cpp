@@ -50,7 +50,7 @@ TEST(LlamaConfig, ReadsSmolLM2) {
   EXPECT_EQ(c.vocab_size, 49152);
   EXPECT_EQ(c.padded_vocab_size, 49152);
   EXPECT_EQ(c.max_seq_len, 8192);
-  EXPECT_FLOAT_EQ(c.norm_eps, 1e-5f);
+  EXPECT_EQ(c.norm_eps, 1e-5);
   EXPECT_EQ(c.rope.theta, 100000);
   EXPECT_EQ(c.rope.type, RopeType::kDefault);
   EXPECT_EQ(c.rope.head_dim, 64);
@@ -70,7 +70,7 @@ TEST(LlamaConfig, TransformersDefaults) {
   const ModelConfig c = read_llama_config(cfg, "config.json");
   EXPECT_EQ(c.num_kv_heads, 6);
   EXPECT_EQ(c.head_dim, 8);
-  EXPECT_FLOAT_EQ(c.norm_eps, 1e-6f);
+  EXPECT_EQ(c.norm_eps, 1e-6);
   EXPECT_EQ(c.rope.theta, 10000);
   EXPECT_FALSE(c.tied_head);
   EXPECT_EQ(c.padded_vocab_size, 384);
