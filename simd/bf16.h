@@ -72,6 +72,22 @@ struct Bf16Kernels {
   void (*gelu_forward_bf16)(bf16* out, const bf16* inp, size_t N);
   void (*gelu_backward)(float* dinp, const bf16* inp, const float* dout, size_t N);
 
+  // The Llama family's storage kernels: the fp32 kernels' math (kernels.h) on bf16 inputs widened
+  // exactly, each bf16 output rounded once. RMSNorm reads the fp32 residual and keeps rstd (N) in
+  // fp32; rmsnorm_apply gives the same bits as rmsnorm_forward's output from its saved rstd. RoPE
+  // rotates bf16 q or k rows in place (layout as kernels.h's rope_forward). SwiGLU reads the bf16
+  // fc output (N, 2H) = [gate | up]: forward and recomputation alike, out (N, H) in bf16; the
+  // backward overwrites fp32 dinp (N, 2H) = [dgate | dup]. The backward passes of RMSNorm (on the
+  // fp32 residual) and RoPE (on the fp32 dqkv) are the fp32 table's.
+  void (*rmsnorm_forward)(bf16* out, float* rstd, const float* inp, const float* weight, size_t N,
+                          int C, float eps);
+  void (*rmsnorm_apply)(bf16* out, const float* inp, const float* rstd, const float* weight,
+                        size_t N, int C);
+  void (*rope_forward)(bf16* x, const float* cos, const float* sin, size_t N, int T, int pos0,
+                       int heads, int D, size_t row_stride);
+  void (*swiglu_forward)(bf16* out, const bf16* inp, size_t N, int H);
+  void (*swiglu_backward)(float* dinp, const float* dout, const bf16* inp, size_t N, int H);
+
   // Flash attention (kernels.h's flash_attention_*) on bf16 q, k, v: products of bf16 operands,
   // fp32 accumulation, softmax and lse in fp32; the output rounded to bf16. Backward reads the
   // saved bf16 output for D_t = dout_t . out_t and gives fp32 dqkv (overwritten).

@@ -21,6 +21,8 @@ using scalar::AdamWStep;
 struct KernelTable {
   std::string_view target;  // "scalar", "avx2", "avx512", "avx512+xsmm", "neon", ...
 
+  // out (B,T,C) = wte[inp] (Vp,C) + wpe[t] (maxT,C). A model without a position table (Llama)
+  // passes wpe = null (out = wte[inp]) and dwpe = null (only dwte accumulated).
   void (*encoder_forward)(float* out, const int* inp, const float* wte, const float* wpe, int B,
                           int T, int C);
   void (*encoder_backward)(float* dwte /*+=*/, float* dwpe /*+=*/, const float* dout,

@@ -1,9 +1,9 @@
 // The bf16 kernel table of one Highway target (simd/bf16.h): fp32 <-> bf16 conversions, and the
 // portable bf16 GEMMs, which widen their operands exactly to fp32 and run this target's fp32 GEMM
 // (products of bf16 values are exact in fp32, so this is the same math as a bf16 dot-product unit
-// that accumulates in fp32, at fp32 speed). The layernorm, GELU, AdamW and flash attention entries
-// come from their family files (written once for float and bf16 operands). x86 CPUs with
-// AVX512-BF16 get a faster GEMM from simd/x86/ (chosen in simd/bf16_dispatch.cpp).
+// that accumulates in fp32, at fp32 speed). The layernorm, GELU, RMSNorm, RoPE, SwiGLU, AdamW and
+// flash attention entries come from their family files (written once for float and bf16 operands).
+// x86 CPUs with AVX512-BF16 get a faster GEMM from simd/x86/ (chosen in simd/bf16_dispatch.cpp).
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "simd/hwy/bf16.cc"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
@@ -21,6 +21,9 @@ namespace HWY_NAMESPACE {
 
 void FillLayerNormBf16(Bf16Kernels& t);
 void FillGeluBf16(Bf16Kernels& t);
+void FillRmsNormBf16(Bf16Kernels& t);
+void FillRopeBf16(Bf16Kernels& t);
+void FillSwiGluBf16(Bf16Kernels& t);
 void FillAdamWBf16(Bf16Kernels& t);
 void FillFlashAttentionBf16(Bf16Kernels& t);  // flash_attention.cc
 void BackwardBias(float* dbias, const float* dout, size_t N, size_t OC);  // matmul.cc
@@ -118,6 +121,9 @@ void FillBf16(Bf16Kernels& t, const KernelTable& fp32) {
   t.matmul_backward_scratch = &MatmulBackwardScratch;
   FillLayerNormBf16(t);
   FillGeluBf16(t);
+  FillRmsNormBf16(t);
+  FillRopeBf16(t);
+  FillSwiGluBf16(t);
   FillAdamWBf16(t);
   FillFlashAttentionBf16(t);
 }

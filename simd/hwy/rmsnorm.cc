@@ -3,7 +3,8 @@
 // Backward, with n_c = x_c rstd and g_c = w_c dy_c:
 //   dx_c += rstd (g_c - n_c mean(g n));  dw_c += sum_rows n_c dy_c
 // Rows are independent (threads split them); the weight gradient gives each thread a slice of
-// channels that walks the rows in order, so every element has one owner and a fixed order.
+// channels that walks the rows in order, so every element has one owner and a fixed order. The bf16
+// table's forward and apply are the same code with the output rounded at the store.
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "simd/hwy/rmsnorm.cc"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
@@ -11,6 +12,8 @@
 #include <cmath>
 
 #include "hwy/highway.h"
+#include "simd/bf16.h"
+#include "simd/hwy/bf16-inl.h"
 #include "simd/hwy/common-inl.h"
 #include "simd/kernels.h"
 
@@ -20,24 +23,26 @@ namespace HWY_NAMESPACE {
 namespace {
 
 // One row y_c = (x_c s) w_c: the forward's output and its recomputation share it, so both give
-// the same bits.
-HWY_INLINE void RmsNormApplyRow(float* HWY_RESTRICT y, const float* HWY_RESTRICT x,
+// the same bits. Out: float, or bf16 (the same fp32 math, rounded at the store).
+template <typename Out>
+HWY_INLINE void RmsNormApplyRow(Out* HWY_RESTRICT y, const float* HWY_RESTRICT x,
                                 const float* HWY_RESTRICT weight, float s, size_t C) {
   const DF d;
   const size_t L = hn::Lanes(d);
   const VF vs = hn::Set(d, s);
   size_t c = 0;
   for (; c + L <= C; c += L) {
-    hn::StoreU(hn::Mul(hn::Mul(hn::LoadU(d, x + c), vs), hn::LoadU(d, weight + c)), d, y + c);
+    StoreOut(hn::Mul(hn::Mul(hn::LoadU(d, x + c), vs), hn::LoadU(d, weight + c)), d, y + c);
   }
   if (c < C) {
     const size_t k = C - c;
-    StoreTail(hn::Mul(hn::Mul(LoadTail(d, x + c, k), vs), LoadTail(d, weight + c, k)), d, y + c, k);
+    StoreOutN(hn::Mul(hn::Mul(LoadTail(d, x + c, k), vs), LoadTail(d, weight + c, k)), d, y + c, k);
   }
 }
 
-void RmsNormForward(float* out, float* rstd, const float* inp, const float* weight, size_t N,
-                    int C_, float eps) {
+template <typename Out>
+void RmsNormForward(Out* out, float* rstd, const float* inp, const float* weight, size_t N, int C_,
+                    float eps) {
   const size_t C = size_t(C_);
 #pragma omp parallel for schedule(static)
   for (size_t r = 0; r < N; ++r) {
@@ -48,7 +53,8 @@ void RmsNormForward(float* out, float* rstd, const float* inp, const float* weig
   }
 }
 
-void RmsNormApply(float* out, const float* inp, const float* rstd, const float* weight, size_t N,
+template <typename Out>
+void RmsNormApply(Out* out, const float* inp, const float* rstd, const float* weight, size_t N,
                   int C_) {
   const size_t C = size_t(C_);
 #pragma omp parallel for schedule(static)
@@ -128,9 +134,14 @@ void RmsNormBackward(float* dinp, float* dweight, const float* dout, const float
 }  // namespace
 
 void FillRmsNorm(KernelTable& t) {
-  t.rmsnorm_forward = &RmsNormForward;
-  t.rmsnorm_apply = &RmsNormApply;
+  t.rmsnorm_forward = &RmsNormForward<float>;
+  t.rmsnorm_apply = &RmsNormApply<float>;
   t.rmsnorm_backward = &RmsNormBackward;
+}
+
+void FillRmsNormBf16(Bf16Kernels& t) {
+  t.rmsnorm_forward = &RmsNormForward<bf16>;
+  t.rmsnorm_apply = &RmsNormApply<bf16>;
 }
 
 }  // namespace HWY_NAMESPACE

@@ -4,12 +4,16 @@
 //   backward:  da = da' c + db' s,   db = db' c - da' s
 // Each element takes the reference's two products and one addition or subtraction, unfused
 // (the build passes -ffp-contract=off), so every target gives the scalar reference's bits. Rows
-// are independent; threads split them. A half shorter than a vector is one masked vector.
+// are independent; threads split them. A half shorter than a vector is one masked vector. The bf16
+// table's forward rotates bf16 rows: widened exactly, the same fp32 math, rounded once at the
+// store, so every target gives the bits of the scalar reference's fp32 rotation rounded to bf16.
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "simd/hwy/rope.cc"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 // Must come after foreach_target.h.
 #include "hwy/highway.h"
+#include "simd/bf16.h"
+#include "simd/hwy/bf16-inl.h"
 #include "simd/hwy/common-inl.h"
 #include "simd/kernels.h"
 
@@ -18,17 +22,37 @@ namespace llmcpu {
 namespace HWY_NAMESPACE {
 namespace {
 
+// The first n lanes (n <= Lanes) of an fp32 table row, or of a head's half: float, or bf16
+// (widened exactly; rounded at the store). Past n: zeros, and nothing stored.
+HWY_INLINE VF LoadLanes(DF d, const float* HWY_RESTRICT p, size_t n) {
+  return n == hn::Lanes(d) ? hn::LoadU(d, p) : LoadTail(d, p, n);
+}
+HWY_INLINE VF LoadLanes(DF d, const bf16* HWY_RESTRICT p, size_t n) {
+  return n == hn::Lanes(d) ? LoadBf16(d, p) : LoadInN(d, p, n);
+}
+HWY_INLINE void StoreLanes(VF v, DF d, float* HWY_RESTRICT p, size_t n) {
+  if (n == hn::Lanes(d)) {
+    hn::StoreU(v, d, p);
+  } else {
+    StoreTail(v, d, p, n);
+  }
+}
+HWY_INLINE void StoreLanes(VF v, DF d, bf16* HWY_RESTRICT p, size_t n) {
+  if (n == hn::Lanes(d)) {
+    StoreBf16(v, d, p);
+  } else {
+    StoreOutN(v, d, p, n);
+  }
+}
+
 // The first n lanes (n <= Lanes) of one head's halves at a and b, rotated in place. The loads of
 // a vector come before its stores, and the lanes of a never overlap those of b.
-template <bool kTranspose>
-HWY_INLINE void RotateLanes(float* HWY_RESTRICT a, float* HWY_RESTRICT b,
-                            const float* HWY_RESTRICT c, const float* HWY_RESTRICT s, size_t n) {
+template <bool kTranspose, typename E>
+HWY_INLINE void RotateLanes(E* HWY_RESTRICT a, E* HWY_RESTRICT b, const float* HWY_RESTRICT c,
+                            const float* HWY_RESTRICT s, size_t n) {
   const DF d;
-  const bool full = n == hn::Lanes(d);
-  const VF va = full ? hn::LoadU(d, a) : LoadTail(d, a, n);
-  const VF vb = full ? hn::LoadU(d, b) : LoadTail(d, b, n);
-  const VF vc = full ? hn::LoadU(d, c) : LoadTail(d, c, n);
-  const VF vs = full ? hn::LoadU(d, s) : LoadTail(d, s, n);
+  const VF va = LoadLanes(d, a, n), vb = LoadLanes(d, b, n);
+  const VF vc = LoadLanes(d, c, n), vs = LoadLanes(d, s, n);
   VF ra, rb;
   if constexpr (kTranspose) {
     ra = hn::Add(hn::Mul(va, vc), hn::Mul(vb, vs));
@@ -37,17 +61,13 @@ HWY_INLINE void RotateLanes(float* HWY_RESTRICT a, float* HWY_RESTRICT b,
     ra = hn::Sub(hn::Mul(va, vc), hn::Mul(vb, vs));
     rb = hn::Add(hn::Mul(vb, vc), hn::Mul(va, vs));
   }
-  if (full) {
-    hn::StoreU(ra, d, a);
-    hn::StoreU(rb, d, b);
-  } else {
-    StoreTail(ra, d, a, n);
-    StoreTail(rb, d, b, n);
-  }
+  StoreLanes(ra, d, a, n);
+  StoreLanes(rb, d, b, n);
 }
 
-template <bool kTranspose>
-void Rope(float* x, const float* cos, const float* sin, size_t N, int T, int pos0, int heads, int D,
+// E: the rows' elements, float or bf16.
+template <bool kTranspose, typename E>
+void Rope(E* x, const float* cos, const float* sin, size_t N, int T, int pos0, int heads, int D,
           size_t row_stride) {
   const size_t half = size_t(D) / 2;
 #pragma omp parallel for schedule(static)
@@ -57,7 +77,7 @@ void Rope(float* x, const float* cos, const float* sin, size_t N, int T, int pos
     const float* c = cos + p * half;
     const float* s = sin + p * half;
     for (size_t h = 0; h < size_t(heads); ++h) {
-      float* a = x + r * row_stride + h * size_t(D);
+      E* a = x + r * row_stride + h * size_t(D);
       for (size_t j = 0; j < half; j += L) {
         RotateLanes<kTranspose>(a + j, a + half + j, c + j, s + j, half - j < L ? half - j : L);
       }
@@ -68,9 +88,11 @@ void Rope(float* x, const float* cos, const float* sin, size_t N, int T, int pos
 }  // namespace
 
 void FillRope(KernelTable& t) {
-  t.rope_forward = &Rope<false>;
-  t.rope_backward = &Rope<true>;
+  t.rope_forward = &Rope<false, float>;
+  t.rope_backward = &Rope<true, float>;
 }
+
+void FillRopeBf16(Bf16Kernels& t) { t.rope_forward = &Rope<false, bf16>; }
 
 }  // namespace HWY_NAMESPACE
 }  // namespace llmcpu

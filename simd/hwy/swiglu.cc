@@ -3,13 +3,17 @@
 //   dgate = dout up s (1 + x (1 - s)),  dup = dout silu(gate),  s = sigmoid(gate)
 // The sigmoid comes from e = exp(-|x|) (hwy/contrib/math, 1 ulp; its argument is never positive,
 // inside Exp's valid range): r = 1 / (1 + e), sigmoid(x) = r or e r by the sign of x, and
-// 1 - sigmoid(x) the other one, so no subtraction cancels. Threads split the rows.
+// 1 - sigmoid(x) the other one, so no subtraction cancels. Threads split the rows. The bf16 table's
+// entries are the same code on a bf16 input (widened exactly), the forward's output rounded to bf16
+// at the store.
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "simd/hwy/swiglu.cc"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 // Must come after foreach_target.h.
 #include "hwy/contrib/math/math-inl.h"
 #include "hwy/highway.h"
+#include "simd/bf16.h"
+#include "simd/hwy/bf16-inl.h"
 #include "simd/hwy/common-inl.h"
 #include "simd/kernels.h"
 
@@ -43,47 +47,51 @@ HWY_INLINE void SwiGluGradOne(DF d, VF x, VF up, VF dy, VF& dgate, VF& dup) {
   dup = hn::Mul(dy, hn::Mul(x, s));
 }
 
-void SwiGluForward(float* out, const float* inp, size_t N, int H_) {
+// In: float, or bf16 (widened exactly); Out: float, or bf16 (rounded at the store).
+template <typename Out, typename In>
+void SwiGluForward(Out* out, const In* inp, size_t N, int H_) {
   const size_t H = size_t(H_);
 #pragma omp parallel for schedule(static)
   for (size_t r = 0; r < N; ++r) {
     const DF d;
     const size_t L = hn::Lanes(d);
-    const float* HWY_RESTRICT gate = inp + r * 2 * H;
-    const float* HWY_RESTRICT up = gate + H;
-    float* HWY_RESTRICT y = out + r * H;
+    const In* HWY_RESTRICT gate = inp + r * 2 * H;
+    const In* HWY_RESTRICT up = gate + H;
+    Out* HWY_RESTRICT y = out + r * H;
     size_t h = 0;
     for (; h + L <= H; h += L) {
-      hn::StoreU(SwiGluOne(d, hn::LoadU(d, gate + h), hn::LoadU(d, up + h)), d, y + h);
+      StoreOut(SwiGluOne(d, LoadIn(d, gate + h), LoadIn(d, up + h)), d, y + h);
     }
     if (h < H) {
       const size_t k = H - h;
-      StoreTail(SwiGluOne(d, LoadTail(d, gate + h, k), LoadTail(d, up + h, k)), d, y + h, k);
+      StoreOutN(SwiGluOne(d, LoadInN(d, gate + h, k), LoadInN(d, up + h, k)), d, y + h, k);
     }
   }
 }
 
-void SwiGluBackward(float* dinp, const float* dout, const float* inp, size_t N, int H_) {
+// In: float, or bf16 (widened exactly).
+template <typename In>
+void SwiGluBackward(float* dinp, const float* dout, const In* inp, size_t N, int H_) {
   const size_t H = size_t(H_);
 #pragma omp parallel for schedule(static)
   for (size_t r = 0; r < N; ++r) {
     const DF d;
     const size_t L = hn::Lanes(d);
-    const float* HWY_RESTRICT gate = inp + r * 2 * H;
-    const float* HWY_RESTRICT up = gate + H;
+    const In* HWY_RESTRICT gate = inp + r * 2 * H;
+    const In* HWY_RESTRICT up = gate + H;
     const float* HWY_RESTRICT dy = dout + r * H;
     float* HWY_RESTRICT dgate = dinp + r * 2 * H;
     float* HWY_RESTRICT dup = dgate + H;
     VF g, u;
     size_t h = 0;
     for (; h + L <= H; h += L) {
-      SwiGluGradOne(d, hn::LoadU(d, gate + h), hn::LoadU(d, up + h), hn::LoadU(d, dy + h), g, u);
+      SwiGluGradOne(d, LoadIn(d, gate + h), LoadIn(d, up + h), hn::LoadU(d, dy + h), g, u);
       hn::StoreU(g, d, dgate + h);
       hn::StoreU(u, d, dup + h);
     }
     if (h < H) {
       const size_t k = H - h;
-      SwiGluGradOne(d, LoadTail(d, gate + h, k), LoadTail(d, up + h, k), LoadTail(d, dy + h, k), g,
+      SwiGluGradOne(d, LoadInN(d, gate + h, k), LoadInN(d, up + h, k), LoadTail(d, dy + h, k), g,
                     u);
       StoreTail(g, d, dgate + h, k);
       StoreTail(u, d, dup + h, k);
@@ -94,8 +102,13 @@ void SwiGluBackward(float* dinp, const float* dout, const float* inp, size_t N, 
 }  // namespace
 
 void FillSwiGlu(KernelTable& t) {
-  t.swiglu_forward = &SwiGluForward;
-  t.swiglu_backward = &SwiGluBackward;
+  t.swiglu_forward = &SwiGluForward<float, float>;
+  t.swiglu_backward = &SwiGluBackward<float>;
+}
+
+void FillSwiGluBf16(Bf16Kernels& t) {
+  t.swiglu_forward = &SwiGluForward<bf16, bf16>;
+  t.swiglu_backward = &SwiGluBackward<bf16>;
 }
 
 }  // namespace HWY_NAMESPACE

@@ -10,6 +10,9 @@
 #include "simd/scalar/gelu.h"
 #include "simd/scalar/layernorm.h"
 #include "simd/scalar/matmul.h"
+#include "simd/scalar/rmsnorm.h"
+#include "simd/scalar/rope.h"
+#include "simd/scalar/swiglu.h"
 
 namespace llmcpu {
 namespace {
@@ -79,6 +82,43 @@ void gelu_backward(float* dinp, const bf16* inp, const float* dout, size_t N) {
   scalar::gelu_backward<float>(dinp, x.data(), dout, N);
 }
 
+void rmsnorm_forward(bf16* out, float* rstd, const float* inp, const float* weight, size_t N, int C,
+                     float eps) {
+  std::vector<float> y(N * size_t(C));
+  scalar::rmsnorm_forward<float>(y.data(), rstd, inp, weight, N, C, eps);
+  to_bf16(out, y.data(), y.size());
+}
+
+void rmsnorm_apply(bf16* out, const float* inp, const float* rstd, const float* weight, size_t N,
+                   int C) {
+  std::vector<float> y(N * size_t(C));
+  scalar::rmsnorm_apply<float>(y.data(), inp, rstd, weight, N, C);
+  to_bf16(out, y.data(), y.size());
+}
+
+// The rows widened (the gaps between their heads too, untouched), rotated in fp32, and only the
+// heads' elements rounded back.
+void rope_forward(bf16* x, const float* cos, const float* sin, size_t N, int T, int pos0, int heads,
+                  int D, size_t row_stride) {
+  if (N == 0) return;
+  const size_t used = size_t(heads) * size_t(D);
+  std::vector<float> v = widen(x, (N - 1) * row_stride + used);
+  scalar::rope_forward<float>(v.data(), cos, sin, N, T, pos0, heads, D, row_stride);
+  for (size_t r = 0; r < N; ++r) to_bf16(x + r * row_stride, v.data() + r * row_stride, used);
+}
+
+void swiglu_forward(bf16* out, const bf16* inp, size_t N, int H) {
+  const std::vector<float> x = widen(inp, N * 2 * size_t(H));
+  std::vector<float> y(N * size_t(H));
+  scalar::swiglu_forward<float>(y.data(), x.data(), N, H);
+  to_bf16(out, y.data(), y.size());
+}
+
+void swiglu_backward(float* dinp, const float* dout, const bf16* inp, size_t N, int H) {
+  const std::vector<float> x = widen(inp, N * 2 * size_t(H));
+  scalar::swiglu_backward<float>(dinp, dout, x.data(), N, H);
+}
+
 // Attention on the bf16 q, k, v widened exactly: the fp32 reference, then out rounded once.
 void flash_attention_forward(bf16* out, float* lse, const bf16* qkv, int B, int T, int C, int NH) {
   const size_t N = size_t(B) * T * C;
@@ -116,6 +156,11 @@ const Bf16Kernels& scalar_bf16_kernels() {
       .layernorm_apply = layernorm_apply,
       .gelu_forward_bf16 = gelu_forward_bf16,
       .gelu_backward = gelu_backward,
+      .rmsnorm_forward = rmsnorm_forward,
+      .rmsnorm_apply = rmsnorm_apply,
+      .rope_forward = rope_forward,
+      .swiglu_forward = swiglu_forward,
+      .swiglu_backward = swiglu_backward,
       .flash_attention_forward = flash_attention_forward,
       .flash_attention_backward = flash_attention_backward,
       .adamw_update = adamw_update,

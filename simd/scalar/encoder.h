@@ -1,6 +1,8 @@
 // Token + position embedding, forward and backward (scalar reference).
 //   out[b,t,:] = wte[inp[b,t],:] + wpe[t,:]
-// Backward accumulates into the embedding gradients; tokens are trusted to be < Vp (the loaders check).
+// Backward accumulates into the embedding gradients; tokens are trusted to be < Vp (the loaders
+// check). Models without a position table (Llama: rotary positions in attention) pass wpe = null,
+// then out[b,t,:] = wte[inp[b,t],:], and dwpe = null, then only dwte is accumulated.
 #pragma once
 
 #include <algorithm>
@@ -8,27 +10,31 @@
 namespace llmcpu::scalar {
 
 template <typename F>
-void encoder_forward(F* out,         // (B,T,C)
+void encoder_forward(F* out,          // (B,T,C)
                      const int* inp,  // (B,T)
                      const F* wte,    // (Vp,C)
-                     const F* wpe,    // (maxT,C)
+                     const F* wpe,    // (maxT,C) or null
                      int B, int T, int C) {
 #pragma omp parallel for collapse(2) schedule(static)
   for (int b = 0; b < B; ++b) {
     for (int t = 0; t < T; ++t) {
       F* o = out + ((size_t)b * T + t) * C;
       const F* e = wte + (size_t)inp[b * T + t] * C;
+      if (!wpe) {
+        for (int c = 0; c < C; ++c) o[c] = e[c];
+        continue;
+      }
       const F* p = wpe + (size_t)t * C;
       for (int c = 0; c < C; ++c) o[c] = e[c] + p[c];
     }
   }
 }
 
-// dwte[inp[b,t],:] += dout[b,t,:]; dwpe[t,:] += dout[b,t,:]
+// dwte[inp[b,t],:] += dout[b,t,:]; dwpe[t,:] += dout[b,t,:] (unless dwpe is null)
 // Each thread owns a slice of channels and walks the tokens in order: deterministic, no atomics.
 template <typename F>
 void encoder_backward(F* dwte,         // (Vp,C)
-                      F* dwpe,         // (maxT,C)
+                      F* dwpe,         // (maxT,C) or null
                       const F* dout,   // (B,T,C)
                       const int* inp,  // (B,T)
                       int B, int T, int C) {
@@ -41,11 +47,10 @@ void encoder_backward(F* dwte,         // (Vp,C)
       for (int t = 0; t < T; ++t) {
         const F* d = dout + ((size_t)b * T + t) * C;
         F* de = dwte + (size_t)inp[b * T + t] * C;
+        for (int c = c0; c < c1; ++c) de[c] += d[c];
+        if (!dwpe) continue;
         F* dp = dwpe + (size_t)t * C;
-        for (int c = c0; c < c1; ++c) {
-          de[c] += d[c];
-          dp[c] += d[c];
-        }
+        for (int c = c0; c < c1; ++c) dp[c] += d[c];
       }
     }
   }

@@ -1,8 +1,8 @@
 // Element-wise and row-wise kernels of every vectorized table against the scalar reference:
-// encoder, residual, scale (bit-identical: the same operations in the same order), GELU and softmax
-// + cross-entropy (bounds from fp32 rounding and Highway's ulp guarantees, against the reference in
-// double), AdamW and sum_squares (against the fp32 reference). Lengths are ragged: 1, a few lanes,
-// and not multiples of any vector width or chunk.
+// encoder (with and without a position table), residual, scale (bit-identical: the same operations
+// in the same order), GELU and softmax + cross-entropy (bounds from fp32 rounding and Highway's ulp
+// guarantees, against the reference in double), AdamW and sum_squares (against the fp32
+// reference). Lengths are ragged: 1, a few lanes, and not multiples of any vector width or chunk.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -26,6 +26,7 @@ class SimdElementwise : public ::testing::TestWithParam<std::string> {
 
 constexpr size_t kLengths[] = {1, 3, 7, 8, 17, 31, 33, 64, 1000, 4095, 4097, 12289};
 
+// With and without the position table (wpe, dwpe null: the Llama family's embedding).
 TEST_P(SimdElementwise, EncoderIsBitIdentical) {
   struct Shape {
     int B, T, C;
@@ -37,19 +38,36 @@ TEST_P(SimdElementwise, EncoderIsBitIdentical) {
     const std::vector<float> wte = rnd.normal(size_t(Vp) * s.C),
                              wpe = rnd.normal(size_t(s.T) * s.C);
     const std::vector<float> dout = rnd.normal(size_t(s.B) * s.T * s.C);
-    std::vector<float> out(dout.size()), out_ref(dout.size());
-    k().encoder_forward(out.data(), inp.data(), wte.data(), wpe.data(), s.B, s.T, s.C);
-    scalar::encoder_forward<float>(out_ref.data(), inp.data(), wte.data(), wpe.data(), s.B, s.T,
-                                   s.C);
-    expect_identical("encoder forward C=" + std::to_string(s.C), out, out_ref);
-    // The reference adds each position's gradient in token order; so must the kernel.
-    std::vector<float> dwte = rnd.normal(wte.size()), dwpe = rnd.normal(wpe.size());
-    std::vector<float> dwte_ref = dwte, dwpe_ref = dwpe;
-    k().encoder_backward(dwte.data(), dwpe.data(), dout.data(), inp.data(), s.B, s.T, s.C);
-    scalar::encoder_backward<float>(dwte_ref.data(), dwpe_ref.data(), dout.data(), inp.data(), s.B,
-                                    s.T, s.C);
-    expect_identical("encoder dwte C=" + std::to_string(s.C), dwte, dwte_ref);
-    expect_identical("encoder dwpe C=" + std::to_string(s.C), dwpe, dwpe_ref);
+    const std::vector<float> dwte0 = rnd.normal(wte.size()), dwpe0 = rnd.normal(wpe.size());
+    for (const bool with_wpe : {true, false}) {
+      const std::string where = " C=" + std::to_string(s.C) + (with_wpe ? "" : " without wpe");
+      const float* pe = with_wpe ? wpe.data() : nullptr;
+      std::vector<float> out(dout.size()), out_ref(dout.size());
+      k().encoder_forward(out.data(), inp.data(), wte.data(), pe, s.B, s.T, s.C);
+      scalar::encoder_forward<float>(out_ref.data(), inp.data(), wte.data(), pe, s.B, s.T, s.C);
+      expect_identical("encoder forward" + where, out, out_ref);
+      // The reference adds each position's gradient in token order; so must the kernel.
+      std::vector<float> dwte = dwte0, dwpe = dwpe0, dwte_ref = dwte0, dwpe_ref = dwpe0;
+      float* dpe = with_wpe ? dwpe.data() : nullptr;
+      float* dpe_ref = with_wpe ? dwpe_ref.data() : nullptr;
+      k().encoder_backward(dwte.data(), dpe, dout.data(), inp.data(), s.B, s.T, s.C);
+      scalar::encoder_backward<float>(dwte_ref.data(), dpe_ref, dout.data(), inp.data(), s.B, s.T,
+                                      s.C);
+      expect_identical("encoder dwte" + where, dwte, dwte_ref);
+      expect_identical("encoder dwpe" + where, dwpe, dwpe_ref);
+      if (with_wpe) continue;
+      // Without a position table: out = wte[token], and dwte as with one.
+      std::vector<float> rows(dout.size());
+      for (size_t bt = 0; bt < inp.size(); ++bt) {
+        for (int c = 0; c < s.C; ++c) rows[bt * s.C + c] = wte[size_t(inp[bt]) * s.C + c];
+      }
+      expect_identical("encoder forward is wte's rows" + where, out_ref, rows);
+      std::vector<float> dwte_with = dwte0, dwpe_with = dwpe0;
+      scalar::encoder_backward<float>(dwte_with.data(), dwpe_with.data(), dout.data(), inp.data(),
+                                      s.B, s.T, s.C);
+      expect_identical("encoder dwte as with wpe" + where, dwte_ref, dwte_with);
+      expect_identical("encoder dwpe untouched" + where, dwpe, dwpe0);
+    }
   }
 }
 
