@@ -78,10 +78,16 @@ ActivationViews<G> views_at(char* base, const ModelConfig& c, int B, int T) {
           .dlogits = f,
           .lse_head = f,
           .losses = f,
+          .rope_cos = f,
+          .rope_sin = f,
           .L = c.num_layers,
           .BT = BT,
           .C = size_t(c.channels),
           .NH = size_t(c.num_heads),
+          .QKV = size_t(c.qkv_width()),
+          .A = size_t(c.attn_width()),
+          .F = size_t(c.fc_width()),
+          .H = size_t(c.hidden_size()),
           .head_rows = head_chunk_rows(c, BT),
           .keep_logits = false,
           .recompute = Recompute::kNone};
@@ -97,7 +103,8 @@ std::vector<LayerOp> record_step(const ModelConfig& c, int B, int T, const OpKer
   const AddressSpace space(arena + layout.total() * sizeof(float), BT * c.channels * sizeof(float));
   const ActivationViews<G> a = views_at<G>(space.at(0), c, B, T);
   float* f = reinterpret_cast<float*>(space.at(0));
-  const ActivationGradViews d{.dresidual = f, .dln = f, .datty = f, .dqkv = f, .dfch = f};
+  const ActivationGradViews d{
+      .dresidual = f, .dln = f, .datty = f, .dqkv = f, .dfch = f, .dact = f};
   // The gradients share the parameters' addresses: the recorder names a matmul by its weight only.
   float* params = reinterpret_cast<float*>(space.at(arena));
   const ParameterViews<float> p = ParameterViews<float>::carve(params, layout);

@@ -8,59 +8,10 @@
 #include <type_traits>
 #include <vector>
 
+#include "core/bench/op_inputs.h"
 #include "core/util/aligned_buffer.h"
 
 namespace llmcpu::bench {
-namespace {
-
-// Input buffers of one op, filled in parallel from a hash of the index: values in [lo, hi).
-class Inputs {
- public:
-  float* f32(size_t n, float lo = -1.0f, float hi = 1.0f) {
-    f_.emplace_back(std::max<size_t>(n, 1));
-    float* p = f_.back().data();
-    const uint64_t salt = ++salt_;
-#pragma omp parallel for schedule(static)
-    for (size_t i = 0; i < n; ++i) p[i] = lo + (hi - lo) * unit(i, salt);
-    return p;
-  }
-  bf16* b16(size_t n) {
-    h_.emplace_back(std::max<size_t>(n, 1));
-    bf16* p = h_.back().data();
-    const uint64_t salt = ++salt_;
-#pragma omp parallel for schedule(static)
-    for (size_t i = 0; i < n; ++i) p[i] = float_to_bf16(2.0f * unit(i, salt) - 1.0f);
-    return p;
-  }
-  int* tokens(size_t n, int V) {
-    i_.emplace_back(std::max<size_t>(n, 1));
-    int* p = i_.back().data();
-    const uint64_t salt = ++salt_;
-    for (size_t i = 0; i < n; ++i) p[i] = std::min(V - 1, int(unit(i, salt) * float(V)));
-    return p;
-  }
-
- private:
-  // splitmix64 of (i, salt), top 24 bits as a float in [0, 1).
-  static float unit(uint64_t i, uint64_t salt) {
-    uint64_t z = i + salt * 0x9E3779B97F4A7C15ull;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    z ^= z >> 31;
-    return float(z >> 40) * 0x1.0p-24f;
-  }
-  std::vector<AlignedBuffer<float>> f_;
-  std::vector<AlignedBuffer<bf16>> h_;
-  std::vector<AlignedBuffer<int>> i_;
-  uint64_t salt_ = 0;
-};
-
-// A prepared call: the inputs it owns and the call on them.
-std::function<void()> owning(std::shared_ptr<Inputs> in, std::function<void()> call) {
-  return [in = std::move(in), call = std::move(call)] { call(); };
-}
-
-}  // namespace
 
 Prepare matmul_forward_call(const OpKernels& x, size_t N, int IC, int OC, bool bias, bool round) {
   return [x, N, IC, OC, bias, round] {
@@ -101,24 +52,28 @@ Prepare matmul_backward_call(const OpKernels& x, size_t N, int IC, int OC, bool 
   };
 }
 
-Prepare encoder_forward_call(const OpKernels& x, int B, int T, int C, int V, int Vp) {
-  return [x, B, T, C, V, Vp] {
+Prepare encoder_forward_call(const OpKernels& x, int B, int T, int C, int V, int Vp,
+                             bool positions) {
+  return [x, B, T, C, V, Vp, positions] {
     auto in = std::make_shared<Inputs>();
     const size_t BT = size_t(B) * T;
     float* out = in->f32(BT * C);
     const int* tok = in->tokens(BT, V);
-    const float *wte = in->f32(size_t(Vp) * C), *wpe = in->f32(size_t(T) * C);
+    const float* wte = in->f32(size_t(Vp) * C);
+    const float* wpe = positions ? in->f32(size_t(T) * C) : nullptr;
     return owning(in, [&k = x.k, out, tok, wte, wpe, B, T, C] {
       k.encoder_forward(out, tok, wte, wpe, B, T, C);
     });
   };
 }
 
-Prepare encoder_backward_call(const OpKernels& x, int B, int T, int C, int V, int Vp) {
-  return [x, B, T, C, V, Vp] {
+Prepare encoder_backward_call(const OpKernels& x, int B, int T, int C, int V, int Vp,
+                              bool positions) {
+  return [x, B, T, C, V, Vp, positions] {
     auto in = std::make_shared<Inputs>();
     const size_t BT = size_t(B) * T;
-    float *dwte = in->f32(size_t(Vp) * C), *dwpe = in->f32(size_t(T) * C);
+    float* dwte = in->f32(size_t(Vp) * C);
+    float* dwpe = positions ? in->f32(size_t(T) * C) : nullptr;
     const float* dout = in->f32(BT * C);
     const int* tok = in->tokens(BT, V);
     return owning(in, [&k = x.k, dwte, dwpe, dout, tok, B, T, C] {

@@ -31,8 +31,11 @@ struct OpKernels {
 Prepare matmul_forward_call(const OpKernels& x, size_t N, int IC, int OC, bool bias, bool round);
 // dinp (N, IC), dw (OC, IC) and (with bias) db (OC) from dout (N, OC).
 Prepare matmul_backward_call(const OpKernels& x, size_t N, int IC, int OC, bool bias);
-Prepare encoder_forward_call(const OpKernels& x, int B, int T, int C, int V, int Vp);
-Prepare encoder_backward_call(const OpKernels& x, int B, int T, int C, int V, int Vp);
+// `positions`: with GPT-2's position table (the Llama family has none).
+Prepare encoder_forward_call(const OpKernels& x, int B, int T, int C, int V, int Vp,
+                             bool positions);
+Prepare encoder_backward_call(const OpKernels& x, int B, int T, int C, int V, int Vp,
+                              bool positions);
 Prepare layernorm_forward_call(const OpKernels& x, size_t N, int C);
 // The layernorm's output again from saved statistics (what a recomputing backward pass runs).
 Prepare layernorm_apply_call(const OpKernels& x, size_t N, int C);
@@ -45,6 +48,17 @@ Prepare gelu_backward_call(const OpKernels& x, size_t N);
 // One chunk of the head's rows (rows, Vp), the loss over the first V columns.
 Prepare softmax_xent_forward_call(const OpKernels& x, size_t rows, int V, int Vp);
 Prepare softmax_xent_backward_call(const OpKernels& x, size_t rows, int V, int Vp);
+// The Llama family's (op_calls_llama.cpp): RMSNorm over N rows of C, the rotation of `heads`
+// heads of D at the start of N rows of row_stride (T positions), SwiGLU of N rows of [gate | up]
+// (2H) into H.
+Prepare rmsnorm_forward_call(const OpKernels& x, size_t N, int C);
+Prepare rmsnorm_apply_call(const OpKernels& x, size_t N, int C);
+Prepare rmsnorm_backward_call(const OpKernels& x, size_t N, int C);
+Prepare rope_forward_call(const OpKernels& x, size_t N, int T, int heads, int D, size_t row_stride);
+Prepare rope_backward_call(const OpKernels& x, size_t N, int T, int heads, int D,
+                           size_t row_stride);
+Prepare swiglu_forward_call(const OpKernels& x, size_t N, int H);
+Prepare swiglu_backward_call(const OpKernels& x, size_t N, int H);
 // AdamW over P parameters (bf16: also the bf16 copy of the weights).
 Prepare adamw_call(const OpKernels& x, size_t P);
 

@@ -50,11 +50,11 @@ class StepRecorder {
   // The rows recorded so far, in the order of their first call.
   std::vector<LayerOp> take() { return std::move(ops_); }
 
-  void encoder_forward(float*, const int*, const float*, const float*, int B, int T, int C) {
-    const double BT = double(B) * T;
-    add({"encoder", "forward", dims({{"B", B}, {"T", T}, {"C", C}}), 1, BT * C,
-         4.0 * (BT + 2 * BT * C + double(T) * C), Roof::kFp32,
-         encoder_forward_call(x_, B, T, C, V_, Vp_)});
+  void encoder_forward(float*, const int*, const float*, const float* wpe, int B, int T, int C) {
+    const double BT = double(B) * T, p = wpe ? 1 : 0;
+    add({"encoder", "forward", dims({{"B", B}, {"T", T}, {"C", C}}), 1, p * BT * C,
+         4.0 * (BT + (1 + p) * BT * C + p * T * C), Roof::kFp32,
+         encoder_forward_call(x_, B, T, C, V_, Vp_, wpe != nullptr)});
   }
   template <class O>
   void layernorm_forward(O*, float*, float*, const float*, const float*, const float*, size_t N,
@@ -119,11 +119,11 @@ class StepRecorder {
          residual_call(x_, N)});
   }
 
-  void encoder_backward(float*, float*, const float*, const int*, int B, int T, int C) {
-    const double BT = double(B) * T;
-    add({"encoder", "backward", dims({{"B", B}, {"T", T}, {"C", C}}), 1, 2.0 * BT * C,
-         4.0 * (BT + 3 * BT * C + 2.0 * T * C), Roof::kFp32,
-         encoder_backward_call(x_, B, T, C, V_, Vp_)});
+  void encoder_backward(float*, float* dwpe, const float*, const int*, int B, int T, int C) {
+    const double BT = double(B) * T, p = dwpe ? 1 : 0;
+    add({"encoder", "backward", dims({{"B", B}, {"T", T}, {"C", C}}), 1, (1 + p) * BT * C,
+         4.0 * (BT + (2 + p) * BT * C + p * 2.0 * T * C), Roof::kFp32,
+         encoder_backward_call(x_, B, T, C, V_, Vp_, dwpe != nullptr)});
   }
   void layernorm_backward(float*, float*, float*, const float*, const float*, const float*,
                           const float*, const float*, size_t N, int C) {
