@@ -204,7 +204,7 @@ AttentionInputs<G> attention_inputs(Inputs& in, const Table& t, int B, int T, in
   } else {
     r.qkv = in.f32(3 * NC), r.out = in.f32(NC);
   }
-  t.flash_attention_forward(r.out, r.lse, r.qkv, B, T, C, NH);  // the backward's out and lse
+  t.flash_attention_forward(r.out, r.lse, r.qkv, B, T, NH, NH, C / NH);  // the backward's out, lse
   return r;
 }
 
@@ -216,12 +216,12 @@ Prepare attention_forward_call(const OpKernels& x, int B, int T, int C, int NH) 
     if (x.bf16) {
       const auto s = attention_inputs<bf16>(*in, x.h, B, T, C, NH);
       return owning(in, [&h = x.h, s, B, T, C, NH] {
-        h.flash_attention_forward(s.out, s.lse, s.qkv, B, T, C, NH);
+        h.flash_attention_forward(s.out, s.lse, s.qkv, B, T, NH, NH, C / NH);
       });
     }
     const auto s = attention_inputs<float>(*in, x.k, B, T, C, NH);
     return owning(in, [&k = x.k, s, B, T, C, NH] {
-      k.flash_attention_forward(s.out, s.lse, s.qkv, B, T, C, NH);
+      k.flash_attention_forward(s.out, s.lse, s.qkv, B, T, NH, NH, C / NH);
     });
   };
 }
@@ -232,12 +232,12 @@ Prepare attention_backward_call(const OpKernels& x, int B, int T, int C, int NH)
     if (x.bf16) {
       const auto s = attention_inputs<bf16>(*in, x.h, B, T, C, NH);
       return owning(in, [&h = x.h, s, B, T, C, NH] {
-        h.flash_attention_backward(s.dqkv, s.dout, s.out, s.qkv, s.lse, B, T, C, NH);
+        h.flash_attention_backward(s.dqkv, s.dout, s.out, s.qkv, s.lse, B, T, NH, NH, C / NH);
       });
     }
     const auto s = attention_inputs<float>(*in, x.k, B, T, C, NH);
     return owning(in, [&k = x.k, s, B, T, C, NH] {
-      k.flash_attention_backward(s.dqkv, s.dout, s.out, s.qkv, s.lse, B, T, C, NH);
+      k.flash_attention_backward(s.dqkv, s.dout, s.out, s.qkv, s.lse, B, T, NH, NH, C / NH);
     });
   };
 }

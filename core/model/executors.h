@@ -48,7 +48,7 @@ struct Fp32Executor {
   // kernel, keeping the rows' log-sum-exp.
   void attention_forward(int /*l*/, float* out, float* lse, const float* qkv, int B, int T, int C,
                          int NH) {
-    k.flash_attention_forward(out, lse, qkv, B, T, C, NH);
+    k.flash_attention_forward(out, lse, qkv, B, T, NH, NH, C / NH);  // multi-head
   }
   void gelu_forward(float* out, const float* inp, size_t N) { k.gelu_forward(out, inp, N); }
   void residual_forward(float* out, const float* a, const float* b, size_t N) {
@@ -71,7 +71,7 @@ struct Fp32Executor {
   // dqkv overwritten; out is the forward's output, lse its rows' log-sum-exp.
   void attention_backward(int /*l*/, float* dqkv, const float* dout, const float* out,
                           const float* qkv, const float* lse, int B, int T, int C, int NH) {
-    k.flash_attention_backward(dqkv, dout, out, qkv, lse, B, T, C, NH);
+    k.flash_attention_backward(dqkv, dout, out, qkv, lse, B, T, NH, NH, C / NH);
   }
   void gelu_backward(float* dinp, const float* inp, const float* dout, size_t N) {
     k.gelu_backward(dinp, inp, dout, N);
@@ -134,11 +134,11 @@ class Bf16Executor : public Fp32Executor {
   // Flash attention on the bf16 q, k, v; the output rounded to bf16 (the projection's input).
   void attention_forward(int /*l*/, bf16* out, float* lse, const bf16* qkv, int B, int T, int C,
                          int NH) {
-    h_.flash_attention_forward(out, lse, qkv, B, T, C, NH);
+    h_.flash_attention_forward(out, lse, qkv, B, T, NH, NH, C / NH);  // multi-head
   }
   void attention_backward(int /*l*/, float* dqkv, const float* dout, const bf16* out,
                           const bf16* qkv, const float* lse, int B, int T, int C, int NH) {
-    h_.flash_attention_backward(dqkv, dout, out, qkv, lse, B, T, C, NH);
+    h_.flash_attention_backward(dqkv, dout, out, qkv, lse, B, T, NH, NH, C / NH);
   }
   // GELU of the bf16 fch, forward and recomputed alike (the same bits).
   void gelu_forward(bf16* out, const bf16* inp, size_t N) { h_.gelu_forward_bf16(out, inp, N); }

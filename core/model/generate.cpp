@@ -16,8 +16,8 @@ namespace {
 // row, and attention writes the token's key and value into layer l's cache and attends over
 // positions 0..pos. Every other op is the fp32 executor's with N = 1.
 struct DecodeExecutor : Fp32Executor {
-  float* kcache;  // (L, max_len, C)
-  float* vcache;  // (L, max_len, C)
+  float* kcache;  // (L, max_len, NKV*D)
+  float* vcache;  // (L, max_len, NKV*D)
   float* scores;  // (max_len)
   int max_len;
   int pos;
@@ -39,13 +39,17 @@ struct DecodeExecutor : Fp32Executor {
                        int C) {
     Fp32Executor::encoder_forward(out, inp, wte, wpe + (size_t)pos * C, B, T, C);
   }
+  // qkv is the token's row of NH query heads, then NKV key heads and NKV value heads, D each
+  // (GPT-2: NKV = NH, D = C/NH).
   void attention_forward(int l, float* out, float* /*lse*/, const float* qkv, int /*B*/,
                          int /*T*/, int C, int NH) {
-    float* kc = kcache + (size_t)l * max_len * C;
-    float* vc = vcache + (size_t)l * max_len * C;
-    std::copy_n(qkv + C, C, kc + (size_t)pos * C);
-    std::copy_n(qkv + 2 * C, C, vc + (size_t)pos * C);
-    k.attention_decode(out, scores, qkv, kc, vc, pos, C, NH);
+    const int NKV = NH, D = C / NH;
+    const size_t kv = size_t(NKV) * D;  // a cache row
+    float* kc = kcache + (size_t)l * max_len * kv;
+    float* vc = vcache + (size_t)l * max_len * kv;
+    std::copy_n(qkv + (size_t)NH * D, kv, kc + (size_t)pos * kv);
+    std::copy_n(qkv + (size_t)NH * D + kv, kv, vc + (size_t)pos * kv);
+    k.attention_decode(out, scores, qkv, kc, vc, pos, NH, NKV, D);
   }
 };
 
@@ -82,9 +86,10 @@ Generator::Generator(const Gpt2& model, int max_len) : model_(model), max_len_(m
                      " must be in 1..maxT=" + std::to_string(c.max_seq_len));
   }
   const size_t L = c.num_layers, C = c.channels;
+  const size_t kv = size_t(c.num_heads) * c.head_size();  // a cache row: NKV*D, NKV = NH
   acts_ = ActivationArena(c, 1, 1, {.keep_logits = true});
-  kcache_ = AlignedBuffer<float>(L * max_len * C);
-  vcache_ = AlignedBuffer<float>(L * max_len * C);
+  kcache_ = AlignedBuffer<float>(L * max_len * kv);
+  vcache_ = AlignedBuffer<float>(L * max_len * kv);
   scores_ = AlignedBuffer<float>(max_len);
   if (model.precision() == Precision::kBf16) inp16_ = AlignedBuffer<bf16>(4 * C);
   ids_.resize(c.vocab_size);

@@ -38,14 +38,14 @@ struct ScratchSizer {
   }
   void attention_forward(int /*l*/, const void* /*out*/, const float* /*lse*/, const void* /*qkv*/,
                          int B, int T, int C, int NH) {
-    use.merge(kBf16 ? h.flash_attention_forward_scratch(B, T, C, NH, threads)
-                    : k.flash_attention_forward_scratch(B, T, C, NH, threads));
+    use.merge(kBf16 ? h.flash_attention_forward_scratch(B, T, NH, NH, C / NH, threads)
+                    : k.flash_attention_forward_scratch(B, T, NH, NH, C / NH, threads));
   }
   void attention_backward(int /*l*/, const float* /*dqkv*/, const float* /*dout*/,
                           const void* /*out*/, const void* /*qkv*/, const float* /*lse*/, int B,
                           int T, int C, int NH) {
-    use.merge(kBf16 ? h.flash_attention_backward_scratch(B, T, C, NH, threads)
-                    : k.flash_attention_backward_scratch(B, T, C, NH, threads));
+    use.merge(kBf16 ? h.flash_attention_backward_scratch(B, T, NH, NH, C / NH, threads)
+                    : k.flash_attention_backward_scratch(B, T, NH, NH, C / NH, threads));
   }
   template <class... A>
   void layernorm_forward(A&&...) {}
