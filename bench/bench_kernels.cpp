@@ -256,7 +256,7 @@ std::vector<std::pair<std::string, Bench>> kernels() {
       bool fresh;
       Work& w = work(key, {nc, nl, n3c, n3c, nc}, &fresh);
       measure(s, w, {2 * prod, double(n3c + nc + nl) * F}, [&](size_t c) {
-        k.flash_attention_forward(w.get(c, 0), w.get(c, 1), w.get(c, 2), b, t, C, NH);
+        k.flash_attention_forward(w.get(c, 0), w.get(c, 1), w.get(c, 2), b, t, NH, NH, hs);
       });
     });
     r.emplace_back(key + "_bwd", [=](benchmark::State& s, const KernelTable& k) {
@@ -264,12 +264,12 @@ std::vector<std::pair<std::string, Bench>> kernels() {
       Work& w = work(key, {nc, nl, n3c, n3c, nc}, &fresh);
       if (fresh) {  // out and lse must be the forward's
         for (size_t c = 0; c < w.copies; ++c) {
-          k.flash_attention_forward(w.get(c, 0), w.get(c, 1), w.get(c, 2), b, t, C, NH);
+          k.flash_attention_forward(w.get(c, 0), w.get(c, 1), w.get(c, 2), b, t, NH, NH, hs);
         }
       }
       measure(s, w, {5 * prod, double(2 * n3c + 2 * nc + nl) * F}, [&](size_t c) {
         k.flash_attention_backward(w.get(c, 3), w.get(c, 4), w.get(c, 0), w.get(c, 2), w.get(c, 1),
-                                   b, t, C, NH);
+                                   b, t, NH, NH, hs);
       });
     });
   }
@@ -278,8 +278,8 @@ std::vector<std::pair<std::string, Bench>> kernels() {
     Work& w =
         work("decode", {size_t(C), size_t(T), size_t(C), size_t(T) * C, size_t(T) * C}, &fresh);
     measure(s, w, {4.0 * T * C, (2.0 * T * C + 2 * C) * F}, [&](size_t c) {
-      k.attention_decode(w.get(c, 0), w.get(c, 1), w.get(c, 2), w.get(c, 3), w.get(c, 4), T - 1, C,
-                         NH);
+      k.attention_decode(w.get(c, 0), w.get(c, 1), w.get(c, 2), w.get(c, 3), w.get(c, 4), T - 1, NH,
+                         NH, hs);
     });
   });
   r.emplace_back("gelu_fwd", [=](benchmark::State& s, const KernelTable& k) {

@@ -214,7 +214,8 @@ std::vector<Layer> layers() {
     const std::vector<Tensor> spec = {b16(nc), f32(nl), b16(n3c), f32(n3c), f32(nc)};
     const auto forward = [=](Work& w) {
       for (size_t c = 0; c < w.copies; ++c) {
-        active_bf16_kernels().flash_attention_forward(w.h(c, 0), w.f(c, 1), w.h(c, 2), b, t, C, nh);
+        active_bf16_kernels().flash_attention_forward(w.h(c, 0), w.f(c, 1), w.h(c, 2), b, t, nh, nh,
+                                                      hs);
       }
     };
     r.push_back({key + "_fwd",
@@ -222,7 +223,7 @@ std::vector<Layer> layers() {
                  spec,
                  {2 * prod, 2.0 * (n3c + nc) + 4.0 * nl},
                  [=](const Bf16Kernels& k, Work& w, size_t c) {
-                   k.flash_attention_forward(w.h(c, 0), w.f(c, 1), w.h(c, 2), b, t, C, nh);
+                   k.flash_attention_forward(w.h(c, 0), w.f(c, 1), w.h(c, 2), b, t, nh, nh, hs);
                  },
                  forward});
     r.push_back({key + "_bwd",
@@ -231,7 +232,7 @@ std::vector<Layer> layers() {
                  {5 * prod, 2.0 * (n3c + nc) + 4.0 * (n3c + nc + nl)},
                  [=](const Bf16Kernels& k, Work& w, size_t c) {
                    k.flash_attention_backward(w.f(c, 3), w.f(c, 4), w.h(c, 0), w.h(c, 2), w.f(c, 1),
-                                              b, t, C, nh);
+                                              b, t, nh, nh, hs);
                  },
                  forward});
   }

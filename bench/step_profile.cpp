@@ -59,13 +59,14 @@ KernelTable timed_table() {
     Timed x{i > 4096 ? "matmul lm_head backward" : "matmul backward (4 per layer)"};
     g_base->matmul_backward(a, b, c, d, e, f, g, h, i);
   };
-  t.flash_attention_forward = [](F* a, F* b, CF* c, int d, int e, int f, int g) {
+  t.flash_attention_forward = [](F* a, F* b, CF* c, int d, int e, int f, int g, int h) {
     Timed x{"attention forward"};
-    g_base->flash_attention_forward(a, b, c, d, e, f, g);
+    g_base->flash_attention_forward(a, b, c, d, e, f, g, h);
   };
-  t.flash_attention_backward = [](F* a, CF* b, CF* c, CF* d, CF* e, int f, int g, int h, int i) {
+  t.flash_attention_backward = [](F* a, CF* b, CF* c, CF* d, CF* e, int f, int g, int h, int i,
+                                  int j) {
     Timed x{"attention backward"};
-    g_base->flash_attention_backward(a, b, c, d, e, f, g, h, i);
+    g_base->flash_attention_backward(a, b, c, d, e, f, g, h, i, j);
   };
   t.gelu_forward = [](F* a, CF* b, size_t c) {
     Timed x{"gelu"};

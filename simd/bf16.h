@@ -88,13 +88,14 @@ struct Bf16Kernels {
   void (*swiglu_forward)(bf16* out, const bf16* inp, size_t N, int H);
   void (*swiglu_backward)(float* dinp, const float* dout, const bf16* inp, size_t N, int H);
 
-  // Flash attention (kernels.h's flash_attention_*) on bf16 q, k, v: products of bf16 operands,
-  // fp32 accumulation, softmax and lse in fp32; the output rounded to bf16. Backward reads the
-  // saved bf16 output for D_t = dout_t . out_t and gives fp32 dqkv (overwritten).
-  void (*flash_attention_forward)(bf16* out, float* lse, const bf16* qkv, int B, int T, int C,
-                                  int NH);
-  void (*flash_attention_backward)(float* dqkv, const float* dout, const bf16* out,
-                                   const bf16* qkv, const float* lse, int B, int T, int C, int NH);
+  // Flash attention (kernels.h's flash_attention_*, the same shapes: qkv rows of (NH + 2*NKV)*D,
+  // out rows of NH*D) on bf16 q, k, v: products of bf16 operands, fp32 accumulation, softmax and
+  // lse in fp32; the output rounded to bf16. Backward reads the saved bf16 output for
+  // D_t = dout_t . out_t and gives fp32 dqkv (overwritten).
+  void (*flash_attention_forward)(bf16* out, float* lse, const bf16* qkv, int B, int T, int NH,
+                                  int NKV, int D);
+  void (*flash_attention_backward)(float* dqkv, const float* dout, const bf16* out, const bf16* qkv,
+                                   const float* lse, int B, int T, int NH, int NKV, int D);
 
   // AdamW on the fp32 master weights (as kernels.h), then param_bf16[i] = bf16(param[i]) when
   // param_bf16 is not null.
@@ -106,8 +107,8 @@ struct Bf16Kernels {
   ScratchUse (*matmul_forward_scratch)(size_t N, int C, int OC, bool bias, int threads);
   ScratchUse (*matmul_backward_scratch)(size_t N, int C, int OC, bool dinp, bool dbias,
                                         int threads);
-  ScratchUse (*flash_attention_forward_scratch)(int B, int T, int C, int NH, int threads);
-  ScratchUse (*flash_attention_backward_scratch)(int B, int T, int C, int NH, int threads);
+  ScratchUse (*flash_attention_forward_scratch)(int B, int T, int NH, int NKV, int D, int threads);
+  ScratchUse (*flash_attention_backward_scratch)(int B, int T, int NH, int NKV, int D, int threads);
 };
 
 // The scalar reference: converts each operand exactly to fp32 and runs the scalar fp32 math (each

@@ -16,7 +16,8 @@ namespace llmcpu {
 using scalar::AdamWStep;
 
 // fp32 kernels. Shapes use the project's letters: N rows (= B*T), C channels, OC output channels,
-// V vocabulary, Vp padded vocabulary, NH heads, H the MLP's hidden width, D a head's size. "+="
+// V vocabulary, Vp padded vocabulary, NH (query) heads, NKV key/value heads, H the MLP's hidden
+// width, D a head's size. "+="
 // marks outputs that accumulate.
 struct KernelTable {
   std::string_view target;  // "scalar", "avx2", "avx512", "avx512+xsmm", "neon", ...
@@ -60,16 +61,24 @@ struct KernelTable {
   void (*attention_backward)(float* dqkv, float* scratch, const float* dout, const float* qkv,
                              const float* att, int B, int T, int C, int NH);
   // Causal self-attention without the (B, NH, T, T) matrix (FlashAttention-2): queries and keys in
-  // blocks, blocks above the diagonal skipped, an online softmax. Keeps per row the log-sum-exp of
-  // its scaled scores, lse (B, NH, T): lse[b,h,t] = log sum_{u<=t} exp(scale q_t . k_u).
-  void (*flash_attention_forward)(float* out, float* lse, const float* qkv, int B, int T, int C,
-                                  int NH);
-  // dqkv (B, T, 3C) overwritten. The probabilities are recomputed block by block from lse,
-  // p = exp(scale q_t . k_u - lse_t), and D_t = dout_t . out_t stands for sum_u p dp.
+  // blocks, blocks above the diagonal skipped, an online softmax. Grouped-query: NH query heads and
+  // NKV key/value heads (NKV divides NH; NKV == NH is multi-head, NKV == 1 multi-query attention),
+  // each of size D (any D > 0), scale = 1/sqrt(D). A qkv row (B, T, (NH + 2*NKV)*D) holds the NH
+  // query heads, then the NKV key heads, then the NKV value heads; query head h reads key/value
+  // head h / (NH/NKV). out (B, T, NH*D). Keeps per row the log-sum-exp of its scaled scores, lse
+  // (B, NH, T): lse[b,h,t] = log sum_{u<=t} exp(scale q_t . k_u).
+  void (*flash_attention_forward)(float* out, float* lse, const float* qkv, int B, int T, int NH,
+                                  int NKV, int D);
+  // dqkv (B, T, (NH + 2*NKV)*D) overwritten; dout, out (B, T, NH*D). The probabilities are
+  // recomputed block by block from lse, p = exp(scale q_t . k_u - lse_t), and D_t = dout_t . out_t
+  // stands for sum_u p dp. The dk, dv of a key/value head sum over its group of query heads.
   void (*flash_attention_backward)(float* dqkv, const float* dout, const float* out,
-                                   const float* qkv, const float* lse, int B, int T, int C, int NH);
+                                   const float* qkv, const float* lse, int B, int T, int NH,
+                                   int NKV, int D);
+  // One new query position against a KV cache (generation): q and out (NH*D), kcache and vcache
+  // (positions, NKV*D) with rows 0..pos filled, scores (pos+1) scratch; heads as above.
   void (*attention_decode)(float* out, float* scores, const float* q, const float* kcache,
-                           const float* vcache, int pos, int C, int NH);
+                           const float* vcache, int pos, int NH, int NKV, int D);
 
   // Rotary position embedding (Llama), in place, Hugging Face's rotate_half layout: row r of the N
   // = B*T rows is at position pos0 + r % T; its `heads` heads of size D (even) start at
@@ -107,8 +116,8 @@ struct KernelTable {
   ScratchUse (*matmul_forward_scratch)(size_t N, int C, int OC, bool bias, int threads);
   ScratchUse (*matmul_backward_scratch)(size_t N, int C, int OC, bool dinp, bool dbias,
                                         int threads);
-  ScratchUse (*flash_attention_forward_scratch)(int B, int T, int C, int NH, int threads);
-  ScratchUse (*flash_attention_backward_scratch)(int B, int T, int C, int NH, int threads);
+  ScratchUse (*flash_attention_forward_scratch)(int B, int T, int NH, int NKV, int D, int threads);
+  ScratchUse (*flash_attention_backward_scratch)(int B, int T, int NH, int NKV, int D, int threads);
   ScratchUse (*sum_squares_scratch)(size_t N, int threads);
 };
 

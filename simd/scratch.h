@@ -78,7 +78,7 @@ struct ScratchUse {
 namespace no_scratch {
 inline ScratchUse matmul_forward(size_t, int, int, bool, int) { return {}; }
 inline ScratchUse matmul_backward(size_t, int, int, bool, bool, int) { return {}; }
-inline ScratchUse attention(int, int, int, int, int) { return {}; }
+inline ScratchUse attention(int, int, int, int, int, int) { return {}; }
 inline ScratchUse reduction(size_t, int) { return {}; }
 }  // namespace no_scratch
 

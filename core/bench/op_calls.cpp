@@ -151,48 +151,49 @@ struct AttentionInputs {
   G *qkv, *out;
 };
 template <class G, class Table>
-AttentionInputs<G> attention_inputs(Inputs& in, const Table& t, int B, int T, int C, int NH) {
-  const size_t NC = size_t(B) * T * C;
-  AttentionInputs<G> r{in.f32(size_t(B) * NH * T), in.f32(3 * NC), in.f32(NC), nullptr, nullptr};
+AttentionInputs<G> attention_inputs(Inputs& in, const Table& t, int B, int T, int NH, int NKV,
+                                    int D) {
+  const size_t BT = size_t(B) * T, QKV = BT * (NH + 2 * NKV) * D, A = BT * NH * D;
+  AttentionInputs<G> r{in.f32(size_t(B) * NH * T), in.f32(QKV), in.f32(A), nullptr, nullptr};
   if constexpr (std::is_same_v<G, bf16>) {
-    r.qkv = in.b16(3 * NC), r.out = in.b16(NC);
+    r.qkv = in.b16(QKV), r.out = in.b16(A);
   } else {
-    r.qkv = in.f32(3 * NC), r.out = in.f32(NC);
+    r.qkv = in.f32(QKV), r.out = in.f32(A);
   }
-  t.flash_attention_forward(r.out, r.lse, r.qkv, B, T, C, NH);  // the backward's out and lse
+  t.flash_attention_forward(r.out, r.lse, r.qkv, B, T, NH, NKV, D);  // the backward's out, lse
   return r;
 }
 
 }  // namespace
 
-Prepare attention_forward_call(const OpKernels& x, int B, int T, int C, int NH) {
-  return [x, B, T, C, NH] {
+Prepare attention_forward_call(const OpKernels& x, int B, int T, int NH, int NKV, int D) {
+  return [x, B, T, NH, NKV, D] {
     auto in = std::make_shared<Inputs>();
     if (x.bf16) {
-      const auto s = attention_inputs<bf16>(*in, x.h, B, T, C, NH);
-      return owning(in, [&h = x.h, s, B, T, C, NH] {
-        h.flash_attention_forward(s.out, s.lse, s.qkv, B, T, C, NH);
+      const auto s = attention_inputs<bf16>(*in, x.h, B, T, NH, NKV, D);
+      return owning(in, [&h = x.h, s, B, T, NH, NKV, D] {
+        h.flash_attention_forward(s.out, s.lse, s.qkv, B, T, NH, NKV, D);
       });
     }
-    const auto s = attention_inputs<float>(*in, x.k, B, T, C, NH);
-    return owning(in, [&k = x.k, s, B, T, C, NH] {
-      k.flash_attention_forward(s.out, s.lse, s.qkv, B, T, C, NH);
+    const auto s = attention_inputs<float>(*in, x.k, B, T, NH, NKV, D);
+    return owning(in, [&k = x.k, s, B, T, NH, NKV, D] {
+      k.flash_attention_forward(s.out, s.lse, s.qkv, B, T, NH, NKV, D);
     });
   };
 }
 
-Prepare attention_backward_call(const OpKernels& x, int B, int T, int C, int NH) {
-  return [x, B, T, C, NH] {
+Prepare attention_backward_call(const OpKernels& x, int B, int T, int NH, int NKV, int D) {
+  return [x, B, T, NH, NKV, D] {
     auto in = std::make_shared<Inputs>();
     if (x.bf16) {
-      const auto s = attention_inputs<bf16>(*in, x.h, B, T, C, NH);
-      return owning(in, [&h = x.h, s, B, T, C, NH] {
-        h.flash_attention_backward(s.dqkv, s.dout, s.out, s.qkv, s.lse, B, T, C, NH);
+      const auto s = attention_inputs<bf16>(*in, x.h, B, T, NH, NKV, D);
+      return owning(in, [&h = x.h, s, B, T, NH, NKV, D] {
+        h.flash_attention_backward(s.dqkv, s.dout, s.out, s.qkv, s.lse, B, T, NH, NKV, D);
       });
     }
-    const auto s = attention_inputs<float>(*in, x.k, B, T, C, NH);
-    return owning(in, [&k = x.k, s, B, T, C, NH] {
-      k.flash_attention_backward(s.dqkv, s.dout, s.out, s.qkv, s.lse, B, T, C, NH);
+    const auto s = attention_inputs<float>(*in, x.k, B, T, NH, NKV, D);
+    return owning(in, [&k = x.k, s, B, T, NH, NKV, D] {
+      k.flash_attention_backward(s.dqkv, s.dout, s.out, s.qkv, s.lse, B, T, NH, NKV, D);
     });
   };
 }

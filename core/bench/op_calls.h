@@ -40,8 +40,9 @@ Prepare layernorm_forward_call(const OpKernels& x, size_t N, int C);
 // The layernorm's output again from saved statistics (what a recomputing backward pass runs).
 Prepare layernorm_apply_call(const OpKernels& x, size_t N, int C);
 Prepare layernorm_backward_call(const OpKernels& x, size_t N, int C);
-Prepare attention_forward_call(const OpKernels& x, int B, int T, int C, int NH);
-Prepare attention_backward_call(const OpKernels& x, int B, int T, int C, int NH);
+// NH query heads over NKV key/value heads of D.
+Prepare attention_forward_call(const OpKernels& x, int B, int T, int NH, int NKV, int D);
+Prepare attention_backward_call(const OpKernels& x, int B, int T, int NH, int NKV, int D);
 Prepare residual_call(const OpKernels& x, size_t N);
 Prepare gelu_forward_call(const OpKernels& x, size_t N);
 Prepare gelu_backward_call(const OpKernels& x, size_t N);

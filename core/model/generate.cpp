@@ -45,6 +45,8 @@ struct DecodeExecutor : Fp32Executor {
                     size_t row_stride) {
     k.rope_forward(x, cos, sin, N, T, pos, heads, D, row_stride);
   }
+  // qkv is the token's row of NH query heads, then NKV key heads and NKV value heads, D each
+  // (GPT-2: NKV = NH, D = C/NH).
   void attention_forward(int l, float* out, float* /*lse*/, const float* qkv, int /*B*/,
                          int /*T*/, int NH, int NKV, int D) {
     const size_t row = size_t(NKV) * D;  // one position's keys (or values)

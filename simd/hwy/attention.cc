@@ -9,6 +9,7 @@
 // columns. Threads split the (batch, head) pairs, which own disjoint slices of out and dqkv: no
 // races, a fixed order of every sum. exp comes from hwy/contrib/math. The backward pass keeps a T x
 // T matrix per thread in its own scratch (the table's (B,NH,T) scratch argument is not needed).
+// Also here: the KV-cache decode, grouped-query (NKV key/value heads, each read by NH/NKV queries).
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "simd/hwy/attention.cc"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
@@ -181,31 +182,34 @@ void AttentionBackward(float* dqkv, float* /*scratch*/, const float* dout, const
   errors.rethrow();
 }
 
-// One query position against a KV cache: per head, softmax over u <= pos of scale q.k_u, then the
-// weighted sum of v_u. Single-threaded, like the reference (it runs once per generated token).
+// One query position against a KV cache: per query head h, softmax over u <= pos of scale q_h.k_u
+// (k of its key/value head g = h / (NH/NKV), cache rows of NKV*D), then the weighted sum of v_u.
+// Single-threaded, like the reference (it runs once per generated token).
 void AttentionDecode(float* out, float* scores, const float* q, const float* kcache,
-                     const float* vcache, int pos, int C_, int NH) {
-  const size_t C = size_t(C_), hs = C / size_t(NH), n = size_t(pos) + 1;
+                     const float* vcache, int pos, int NH, int NKV, int D) {
+  const size_t hs = size_t(D), ld = size_t(NKV) * hs, n = size_t(pos) + 1;
+  const size_t G = size_t(NH / NKV);
   const float scale = 1.0f / std::sqrt(float(hs));
   const DF d;
   const size_t L = hn::Lanes(d);
   for (size_t h = 0; h < size_t(NH); ++h) {
-    for (size_t u = 0; u < n; ++u) scores[u] = Dot(q + h * hs, kcache + u * C + h * hs, hs);
+    const float* k = kcache + h / G * hs;  // row u at k + u*ld
+    const float* v = vcache + h / G * hs;
+    for (size_t u = 0; u < n; ++u) scores[u] = Dot(q + h * hs, k + u * ld, hs);
     SoftmaxRow(scores, n, n, scale);
     float* HWY_RESTRICT y = out + h * hs;
     size_t i = 0;
     for (; i + L <= hs; i += L) {
       VF acc = hn::Zero(d);
       for (size_t u = 0; u < n; ++u) {
-        acc = hn::MulAdd(hn::Set(d, scores[u]), hn::LoadU(d, vcache + u * C + h * hs + i), acc);
+        acc = hn::MulAdd(hn::Set(d, scores[u]), hn::LoadU(d, v + u * ld + i), acc);
       }
       hn::StoreU(acc, d, y + i);
     }
     if (i < hs) {
       VF acc = hn::Zero(d);
       for (size_t u = 0; u < n; ++u) {
-        acc = hn::MulAdd(hn::Set(d, scores[u]), LoadTail(d, vcache + u * C + h * hs + i, hs - i),
-                         acc);
+        acc = hn::MulAdd(hn::Set(d, scores[u]), LoadTail(d, v + u * ld + i, hs - i), acc);
       }
       StoreTail(acc, d, y + i, hs - i);
     }

@@ -1,8 +1,9 @@
 // Causal self-attention without the (B, NH, T, T) matrix (FlashAttention-2), vectorized: the math
-// of scalar::flash_attention_* (simd/scalar/attention.h). Per (batch, head), with hs = C/NH,
-// scale = 1/sqrt(hs) and Q, K, V, dY the head's (T, hs) slices:
-// Forward, per block of query rows against the key blocks up to the diagonal, with per row t a
-// running max m, a running sum l and an accumulator o (hs):
+// of scalar::flash_attention_* (simd/scalar/attention.h), grouped-query: NH query heads read NKV
+// key/value heads (query head h reads head g = h / (NH/NKV)), all of size hs (kernels.h's D),
+// scale = 1/sqrt(hs). Per (batch, query head), with Q, dY the query head's (T, hs) slices and K, V
+// its key/value head's: forward, per block of query rows against the key blocks up to the diagonal,
+// with per row t a running max m, a running sum l and an accumulator o (hs):
 //   S = Q K_j^T;  m' = max(m, max_u scale S_tu);  P_tu = exp(scale S_tu - m')   (0 for u > t)
 //   l <- exp(m - m') l + sum_u P_tu;  o <- exp(m - m') o + sum_u P_tu v_u;  m <- m'
 //   and at the end y_t = o / l, lse_t = m + log(l).
@@ -12,13 +13,17 @@
 //   dS = scale P * (dP - D);  dV_j += P^T dY_i;  dK_j += dS^T Q_i;  dQ_i += dS K_j.
 // Every product runs on the micro-kernel of gemm-inl.h, column-major as in attention.cc: a score
 // block is kept as S^T (keys down, one query per column), so the keys come packed (K_j^T, and V_j^T
-// in the backward pass) and Q, dY, V are read in place from a copy of the head gathered into the
-// thread's scratch (rows of 3 hs, not 3C, apart). On the diagonal block a tile of query
-// columns computes only the key rows up to its last query; the masked entries are zeros. exp from
-// hwy/contrib/math. Threads split the (batch, head) pairs, which own disjoint slices of out, lse
-// and dqkv: no races, and every sum in a fixed order (bitwise reproducible, whatever the thread
-// count). The bf16 entries widen a head's q, k, v exactly into fp32 scratch and run the same
-// blocks; out is rounded to bf16 once. Not here: the materialized kernels (attention.cc).
+// in the backward pass) and Q, dY, V are read in place from a copy of the heads gathered into the
+// thread's scratch (rows 3 hs apart, not a whole qkv row): K and V come from their key/value head
+// (in the backward pass gathered once per group), never expanded to a copy per query head in
+// memory. On the diagonal block a tile of query columns computes only the key rows up to its last
+// query; the masked entries are zeros. exp from hwy/contrib/math. Threads split the forward's
+// (batch, query head) pairs and the backward's (batch, key/value head) pairs: the latter runs the
+// group's query heads one after the other, the first writing the key/value head's dK, dV and the
+// others adding theirs. Each pair owns disjoint slices of out, lse and dqkv: no races, and every
+// sum in a fixed order (bitwise reproducible, whatever the thread count). The bf16 entries widen a
+// head's q, k, v exactly into fp32 scratch and run the same blocks; out is rounded to bf16 once.
+// Not here: the materialized kernels (attention.cc).
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "simd/hwy/flash_attention.cc"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
@@ -98,18 +103,26 @@ void CopyToF32(float* HWY_RESTRICT dst, const bf16* HWY_RESTRICT src, size_t n) 
   for (; i < n; ++i) dst[i] = bf16_to_float(src[i]);
 }
 
-// The head's q, k, v (rows of 3C) gathered into x: T rows of [q | k | v], 3 hs floats each. The
-// copy costs O(T hs) against the O(T^2 hs) products, and spares them rows 3C apart (at T = 2048 a
-// head's rows span more 4 KiB pages than the TLB holds).
+// Rows of one head gathered: x[t*ldx, +hs) = src[t*lds, +hs) for t < T, widened to fp32. The copy
+// costs O(T hs) against the O(T^2 hs) products, and spares them rows a whole qkv row apart (at
+// T = 2048 a head's rows span more 4 KiB pages than the TLB holds).
 template <typename InT>
-HeadQKV GatherHead(float* HWY_RESTRICT x, const InT* qkv, size_t C3, size_t C, size_t T,
-                   size_t hs) {
-  for (size_t t = 0; t < T; ++t) {
-    for (size_t part = 0; part < 3; ++part) {
-      CopyToF32(x + t * 3 * hs + part * hs, qkv + t * C3 + part * C, hs);
-    }
+void GatherRows(float* HWY_RESTRICT x, size_t ldx, const InT* src, size_t lds, size_t T,
+                size_t hs) {
+  for (size_t t = 0; t < T; ++t) CopyToF32(x + t * ldx, src + t * lds, hs);
+}
+
+// dst[0, n) += src[0, n).
+void AddRow(float* HWY_RESTRICT dst, const float* HWY_RESTRICT src, size_t n) {
+  const DF d;
+  const size_t L = hn::Lanes(d);
+  size_t i = 0;
+  for (; i + L <= n; i += L) {
+    hn::StoreU(hn::Add(hn::LoadU(d, dst + i), hn::LoadU(d, src + i)), d, dst + i);
   }
-  return {x, x + hs, x + 2 * hs, 3 * hs};
+  if (i < n) {
+    StoreTail(hn::Add(LoadTail(d, dst + i, n - i), LoadTail(d, src + i, n - i)), d, dst + i, n - i);
+  }
 }
 
 // p[0, n) = 0.
@@ -261,12 +274,14 @@ size_t BackwardScratch(size_t T, size_t hs) {
          2 * Lines(hs * kBwdB) + Lines(hs);
 }
 
-// One (batch, head): dq, dk, dv (T rows at d* + t*ldd) overwritten, from dy (rows at dy + t*lddy),
-// y (rows at y + t*ldy, float or bf16) and lse[0, T).
+// One (batch, query head): dq (T rows at dq + t*ldd) overwritten, and the head's share of its
+// key/value head's dk, dv (rows at d* + t*ldd) written (add_kv false: the group's first head) or
+// added (add_kv true), from dy (rows at dy + t*lddy), y (rows at y + t*ldy, float or bf16) and
+// lse[0, T).
 template <typename OutT>
 void BackwardHead(const HeadQKV& x, size_t T, size_t hs, const float* dy, size_t lddy,
                   const OutT* y, size_t ldy, const float* lse, float* dq, float* dk, float* dv,
-                  size_t ldd, float* ws) {
+                  size_t ldd, bool add_kv, float* ws) {
   const float scale = 1.0f / std::sqrt(float(hs));
   float* D = ws;
   float* dqt = D + Lines(T);  // dQ^T: row t at dqt + t*hs
@@ -326,33 +341,38 @@ void BackwardHead(const HeadQKV& x, size_t T, size_t hs, const float* dy, size_t
       }
     }
     for (size_t u = u0; u < u1; ++u) {
-      CopyToF32(dk + u * ldd, dkt + (u - u0) * hs, hs);
-      CopyToF32(dv + u * ldd, dvt + (u - u0) * hs, hs);
+      if (add_kv) {
+        AddRow(dk + u * ldd, dkt + (u - u0) * hs, hs);
+        AddRow(dv + u * ldd, dvt + (u - u0) * hs, hs);
+      } else {
+        CopyToF32(dk + u * ldd, dkt + (u - u0) * hs, hs);
+        CopyToF32(dv + u * ldd, dvt + (u - u0) * hs, hs);
+      }
     }
   }
   for (size_t t = 0; t < T; ++t) CopyToF32(dq + t * ldd, dqt + t * hs, hs);
 }
 
-// Threads split the (batch, head) pairs: head(b, h, bh = b*NH + h, ws) runs for each with the
-// thread's scratch ws of `floats` floats. The per-thread scratch may not be had: the error is kept
-// and thrown after the region.
-template <class Head>
-void ForEachHead(int B, int NH, size_t floats, const Head& head) {
+// Threads split the pairs (b, i) of B x n: pair(b, i, ws) runs for each with the thread's scratch
+// ws of `floats` floats. The per-thread scratch may not be had: the error is kept and thrown after
+// the region.
+template <class Pair>
+void ForEachPair(int B, int n, size_t floats, const Pair& pair) {
   TeamErrors errors;
 #pragma omp parallel
   {
     float* ws = nullptr;
     errors.run([&] { ws = thread_scratch(ScratchSlot::kAttention, floats); });
 #pragma omp for schedule(static)
-    for (int bh = 0; bh < B * NH; ++bh) {
-      if (ws) head(size_t(bh / NH), size_t(bh % NH), size_t(bh), ws);
+    for (int bi = 0; bi < B * n; ++bi) {
+      if (ws) pair(size_t(bi / n), size_t(bi % n), ws);
     }
   }
   errors.rethrow();
 }
 
-// Each thread's scratch in the table entries: the head's gathered q, k, v (and dy in the backward
-// pass), then the head's own blocks. The entries and their sizing entries take it from here.
+// Each thread's scratch in the table entries: the gathered q, k, v (and dy in the backward pass),
+// then the head's own blocks. The entries and their sizing entries take it from here.
 size_t ForwardThreadFloats(size_t T, size_t hs) {
   return Lines(3 * T * hs) + ForwardScratch(T, hs);
 }
@@ -360,44 +380,55 @@ size_t BackwardThreadFloats(size_t T, size_t hs) {
   return Lines(3 * T * hs) + Lines(T * hs) + BackwardScratch(T, hs);
 }
 
-// The table entries: each head's operands are gathered into the thread's scratch first. InT: the
-// type of qkv and out (float, or bf16 widened exactly).
+// The table entries: each head's operands are gathered into the thread's scratch first, rows of
+// [q | k | v] (3 hs). InT: the type of qkv and out (float, or bf16 widened exactly). A qkv row
+// holds (NH + 2 NKV) hs values: NH query heads, NKV key heads, NKV value heads.
 template <typename InT>
-void Forward(InT* out, float* lse, const InT* qkv, int B, int T_, int C_, int NH) {
-  const size_t T = size_t(T_), C = size_t(C_), hs = C / size_t(NH), C3 = 3 * C;
-  const size_t gathered = Lines(3 * T * hs);
-  ForEachHead(B, NH, ForwardThreadFloats(T, hs), [&](size_t b, size_t h, size_t bh, float* ws) {
-    const HeadQKV x = GatherHead(ws, qkv + b * T * C3 + h * hs, C3, C, T, hs);
-    ForwardHead(x, T, hs, out + b * T * C + h * hs, C, lse + bh * T, ws + gathered);
+void Forward(InT* out, float* lse, const InT* qkv, int B, int T_, int NH_, int NKV_, int D) {
+  const size_t T = size_t(T_), NH = size_t(NH_), NKV = size_t(NKV_), hs = size_t(D);
+  const size_t R = (NH + 2 * NKV) * hs, G = NH / NKV;
+  ForEachPair(B, NH_, ForwardThreadFloats(T, hs), [&](size_t b, size_t h, float* ws) {
+    const InT* xb = qkv + b * T * R;
+    const size_t g = h / G;
+    GatherRows(ws, 3 * hs, xb + h * hs, R, T, hs);
+    GatherRows(ws + hs, 3 * hs, xb + (NH + g) * hs, R, T, hs);
+    GatherRows(ws + 2 * hs, 3 * hs, xb + (NH + NKV + g) * hs, R, T, hs);
+    ForwardHead(HeadQKV{ws, ws + hs, ws + 2 * hs, 3 * hs}, T, hs, out + b * T * NH * hs + h * hs,
+                NH * hs, lse + (b * NH + h) * T, ws + Lines(3 * T * hs));
   });
 }
 
+// Per (batch, key/value head g): K and V gathered once, then each query head of the group in turn
+// (q and dy gathered over the previous head's), its dK, dV added to the first head's in dqkv.
 template <typename InT>
 void Backward(float* dqkv, const float* dout, const InT* out, const InT* qkv, const float* lse,
-              int B, int T_, int C_, int NH) {
-  const size_t T = size_t(T_), C = size_t(C_), hs = C / size_t(NH), C3 = 3 * C;
+              int B, int T_, int NH_, int NKV_, int D) {
+  const size_t T = size_t(T_), NH = size_t(NH_), NKV = size_t(NKV_), hs = size_t(D);
+  const size_t R = (NH + 2 * NKV) * hs, G = NH / NKV, OR = NH * hs;
   const size_t gathered = Lines(3 * T * hs) + Lines(T * hs);  // q, k, v and dy
-  ForEachHead(B, NH, BackwardThreadFloats(T, hs), [&](size_t b, size_t h, size_t bh, float* ws) {
-    const HeadQKV x = GatherHead(ws, qkv + b * T * C3 + h * hs, C3, C, T, hs);
+  ForEachPair(B, NKV_, BackwardThreadFloats(T, hs), [&](size_t b, size_t g, float* ws) {
+    const InT* xb = qkv + b * T * R;
+    float* dxb = dqkv + b * T * R;
     float* dy = ws + Lines(3 * T * hs);
-    for (size_t t = 0; t < T; ++t) {
-      CopyToF32(dy + t * hs, dout + (b * T + t) * C + h * hs, hs);
+    GatherRows(ws + hs, 3 * hs, xb + (NH + g) * hs, R, T, hs);
+    GatherRows(ws + 2 * hs, 3 * hs, xb + (NH + NKV + g) * hs, R, T, hs);
+    for (size_t h = g * G; h < (g + 1) * G; ++h) {
+      GatherRows(ws, 3 * hs, xb + h * hs, R, T, hs);
+      GatherRows(dy, hs, dout + b * T * OR + h * hs, OR, T, hs);
+      BackwardHead(HeadQKV{ws, ws + hs, ws + 2 * hs, 3 * hs}, T, hs, dy, hs,
+                   out + b * T * OR + h * hs, OR, lse + (b * NH + h) * T, dxb + h * hs,
+                   dxb + (NH + g) * hs, dxb + (NH + NKV + g) * hs, R, h > g * G, ws + gathered);
     }
-    float* dq = dqkv + b * T * C3 + h * hs;
-    BackwardHead(x, T, hs, dy, hs, out + b * T * C + h * hs, C, lse + bh * T, dq, dq + C,
-                 dq + 2 * C, C3, ws + gathered);
   });
 }
 
 // The sizing entries: every thread of the team asks for its scratch once per call (fp32 and bf16
 // operands alike: bf16 is widened into the same gathered copy).
-ScratchUse ForwardScratchUse(int /*B*/, int T, int C, int NH, int /*threads*/) {
-  return ScratchUse().ask_each(ScratchSlot::kAttention,
-                               ForwardThreadFloats(size_t(T), size_t(C) / size_t(NH)));
+ScratchUse ForwardScratchUse(int /*B*/, int T, int /*NH*/, int /*NKV*/, int D, int /*threads*/) {
+  return ScratchUse().ask_each(ScratchSlot::kAttention, ForwardThreadFloats(size_t(T), size_t(D)));
 }
-ScratchUse BackwardScratchUse(int /*B*/, int T, int C, int NH, int /*threads*/) {
-  return ScratchUse().ask_each(ScratchSlot::kAttention,
-                               BackwardThreadFloats(size_t(T), size_t(C) / size_t(NH)));
+ScratchUse BackwardScratchUse(int /*B*/, int T, int /*NH*/, int /*NKV*/, int D, int /*threads*/) {
+  return ScratchUse().ask_each(ScratchSlot::kAttention, BackwardThreadFloats(size_t(T), size_t(D)));
 }
 
 }  // namespace

@@ -109,18 +109,36 @@ void attention_backward(F* dqkv,        // (B,T,3C) overwritten
 
 namespace llmcpu::scalar {
 
-// One new query position against a KV cache (generation): for each head h, with t = pos,
-//   y_h = sum_{u<=t} softmax_u(scale * q_h . k_u,h) v_u,h
-// q is (C); kcache and vcache are (maxT, C) with rows 0..pos filled; scores is (pos+1) scratch.
+// The general shape of the flash and decode kernels below (grouped-query attention): NH query heads
+// and NKV key/value heads, all of size D; NKV divides NH, and query head h reads key/value head
+// h / (NH / NKV) (NKV == NH: multi-head attention; NKV == 1: multi-query attention). A qkv row
+// holds (NH + 2 NKV) D values: the NH query heads, then the NKV key heads, then the NKV value
+// heads. scale = 1/sqrt(D).
+struct HeadLayout {
+  int NH, NKV, D;
+  size_t row() const { return size_t(NH + 2 * NKV) * D; }  // a qkv (and dqkv) row
+  int kv_head(int h) const { return h / (NH / NKV); }      // the one query head h reads
+  // Offsets in a row: query head h, key head g, value head g.
+  size_t q(int h) const { return size_t(h) * D; }
+  size_t k(int g) const { return size_t(NH + g) * D; }
+  size_t v(int g) const { return size_t(NH + NKV + g) * D; }
+};
+
+// One new query position against a KV cache (generation): for each query head h, with t = pos and
+// g = h / (NH / NKV) its key/value head,
+//   y_h = sum_{u<=t} softmax_u(scale * q_h . k_u,g) v_u,g
+// q and out are (NH*D); kcache and vcache are (maxT, NKV*D) with rows 0..pos filled; scores is
+// (pos+1) scratch.
 template <typename F>
 void attention_decode(F* out, F* scores, const F* q, const F* kcache, const F* vcache, int pos,
-                      int C, int NH) {
-  const int hs = C / NH;
-  const F scale = F(1) / std::sqrt(F(hs));
+                      int NH, int NKV, int D) {
+  const F scale = F(1) / std::sqrt(F(D));
+  const size_t kv_row = size_t(NKV) * D;
   for (int h = 0; h < NH; ++h) {
+    const size_t g = size_t(h / (NH / NKV)) * D;  // its key/value head's offset in a cache row
     F maxval = -INFINITY;
     for (int u = 0; u <= pos; ++u) {
-      scores[u] = scale * dot(q + h * hs, kcache + (size_t)u * C + h * hs, hs);
+      scores[u] = scale * dot(q + size_t(h) * D, kcache + u * kv_row + g, D);
       maxval = std::max(maxval, scores[u]);
     }
     F acc[kLanes] = {};
@@ -129,12 +147,12 @@ void attention_decode(F* out, F* scores, const F* q, const F* kcache, const F* v
       acc[u % kLanes] += scores[u];
     }
     const F inv = F(1) / combine_lanes(acc);
-    F* y = out + h * hs;
-    for (int i = 0; i < hs; ++i) y[i] = 0;
+    F* y = out + size_t(h) * D;
+    for (int i = 0; i < D; ++i) y[i] = 0;
     for (int u = 0; u <= pos; ++u) {
       const F a = scores[u] * inv;
-      const F* v = vcache + (size_t)u * C + h * hs;
-      for (int i = 0; i < hs; ++i) y[i] += a * v[i];
+      const F* v = vcache + u * kv_row + g;
+      for (int i = 0; i < D; ++i) y[i] += a * v[i];
     }
   }
 }
@@ -145,86 +163,96 @@ namespace llmcpu::scalar {
 
 // Flash attention's contract (kernels.h's flash_attention_*), written plainly: the same causal
 // attention, but instead of the (B,NH,T,T) matrix it keeps per row the log-sum-exp of the scaled
-// scores, from which the backward pass recomputes the probabilities. With s_u = scale q_t . k_u
-// (u <= t) and m = max_u s_u:
+// scores, from which the backward pass recomputes the probabilities. Per query head h, with g its
+// key/value head, s_u = scale q_t . k_u (u <= t, q of head h, k and v of head g) and m = max_u s_u:
 //   lse_t = m + log sum_{u<=t} exp(s_u - m)       (the max folded in: no overflow)
 //   p_u   = exp(s_u - lse_t)                       (= softmax_u(s), the row of att)
 //   y_t   = sum_{u<=t} p_u v_u
 // Backward, with D_t = dy_t . y_t (= sum_u p_u dp_u, since y_t = sum_u p_u v_u), per row t:
 //   dp_u = dy_t . v_u;   ds_u = p_u (dp_u - D_t)
 //   dq_t += scale sum_u ds_u k_u;   dk_u += scale ds_u q_t;   dv_u += p_u dy_t
-// Not blocked and not online: one pass per row for the max, one for the sum, one for the output.
-// These are the references the blocked kernels (simd/hwy/flash_attention.cc) are tested against.
+// where dk and dv of head g sum over every query head of its group. Not blocked and not online:
+// one pass per row for the max, one for the sum, one for the output. These are the references the
+// blocked kernels (simd/hwy/flash_attention.cc) are tested against.
 template <typename F>
-void flash_attention_forward(F* out,        // (B,T,C)
+void flash_attention_forward(F* out,        // (B,T,NH*D)
                              F* lse,        // (B,NH,T)
-                             const F* qkv,  // (B,T,3C)
-                             int B, int T, int C, int NH) {
-  const int hs = C / NH;
-  const F scale = F(1) / std::sqrt(F(hs));
-  const size_t C3 = (size_t)C * 3;
+                             const F* qkv,  // (B,T,(NH+2*NKV)*D)
+                             int B, int T, int NH, int NKV, int D) {
+  const HeadLayout at{NH, NKV, D};
+  const F scale = F(1) / std::sqrt(F(D));
+  const size_t R = at.row(), OR = size_t(NH) * D;
 #pragma omp parallel for collapse(2) schedule(static)
   for (int b = 0; b < B; ++b) {
     for (int h = 0; h < NH; ++h) {
+      const F* x = qkv + (size_t)b * T * R;  // row t of the batch at x + t*R
+      const int g = at.kv_head(h);
       std::vector<F> s(T);  // the scores of one row
       for (int t = 0; t < T; ++t) {
-        const F* q = qkv + ((size_t)b * T + t) * C3 + h * hs;
+        const F* q = x + t * R + at.q(h);
         F maxval = -INFINITY;
         for (int u = 0; u <= t; ++u) {
-          const F* k = qkv + ((size_t)b * T + u) * C3 + C + h * hs;
-          s[u] = scale * dot(q, k, hs);
+          s[u] = scale * dot(q, x + u * R + at.k(g), D);
           maxval = std::max(maxval, s[u]);
         }
         F acc[kLanes] = {};
         for (int u = 0; u <= t; ++u) acc[u % kLanes] += std::exp(s[u] - maxval);
         const F l = maxval + std::log(combine_lanes(acc));
         lse[((size_t)b * NH + h) * T + t] = l;
-        F* y = out + ((size_t)b * T + t) * C + h * hs;
-        for (int i = 0; i < hs; ++i) y[i] = 0;
+        F* y = out + ((size_t)b * T + t) * OR + at.q(h);
+        for (int i = 0; i < D; ++i) y[i] = 0;
         for (int u = 0; u <= t; ++u) {
           const F p = std::exp(s[u] - l);
-          const F* v = qkv + ((size_t)b * T + u) * C3 + 2 * C + h * hs;
-          for (int i = 0; i < hs; ++i) y[i] += p * v[i];
+          const F* v = x + u * R + at.v(g);
+          for (int i = 0; i < D; ++i) y[i] += p * v[i];
         }
       }
     }
   }
 }
 
+// Threads split the (batch, key/value head) pairs: each owns its group's dq and its own dk, dv.
 template <typename F>
-void flash_attention_backward(F* dqkv,        // (B,T,3C) overwritten
-                              const F* dout,  // (B,T,C)
-                              const F* out,   // (B,T,C) the forward's output
-                              const F* qkv,   // (B,T,3C)
+void flash_attention_backward(F* dqkv,        // (B,T,(NH+2*NKV)*D) overwritten
+                              const F* dout,  // (B,T,NH*D)
+                              const F* out,   // (B,T,NH*D) the forward's output
+                              const F* qkv,   // (B,T,(NH+2*NKV)*D)
                               const F* lse,   // (B,NH,T) the forward's log-sum-exp
-                              int B, int T, int C, int NH) {
-  const int hs = C / NH;
-  const F scale = F(1) / std::sqrt(F(hs));
-  const size_t C3 = (size_t)C * 3;
+                              int B, int T, int NH, int NKV, int D) {
+  const HeadLayout at{NH, NKV, D};
+  const F scale = F(1) / std::sqrt(F(D));
+  const size_t R = at.row(), OR = size_t(NH) * D;
+  const int G = NH / NKV;  // query heads per key/value head
 #pragma omp parallel for collapse(2) schedule(static)
   for (int b = 0; b < B; ++b) {
-    for (int h = 0; h < NH; ++h) {
+    for (int g = 0; g < NKV; ++g) {
+      const F* x = qkv + (size_t)b * T * R;
+      F* dx = dqkv + (size_t)b * T * R;
       for (int t = 0; t < T; ++t) {
-        F* d = dqkv + ((size_t)b * T + t) * C3 + h * hs;
-        for (int i = 0; i < hs; ++i) d[i] = d[C + i] = d[2 * C + i] = 0;
+        for (int i = 0; i < D; ++i) dx[t * R + at.k(g) + i] = dx[t * R + at.v(g) + i] = 0;
       }
-      for (int t = 0; t < T; ++t) {
-        const F* q = qkv + ((size_t)b * T + t) * C3 + h * hs;
-        const F* dy = dout + ((size_t)b * T + t) * C + h * hs;
-        const F D = dot(dy, out + ((size_t)b * T + t) * C + h * hs, hs);
-        const F l = lse[((size_t)b * NH + h) * T + t];
-        F* dq = dqkv + ((size_t)b * T + t) * C3 + h * hs;
-        for (int u = 0; u <= t; ++u) {
-          const F* k = qkv + ((size_t)b * T + u) * C3 + C + h * hs;
-          const F* v = k + C;
-          F* dk = dqkv + ((size_t)b * T + u) * C3 + C + h * hs;
-          F* dv = dk + C;
-          const F p = std::exp(scale * dot(q, k, hs) - l);
-          const F ds = p * (dot(dy, v, hs) - D);
-          for (int i = 0; i < hs; ++i) {
-            dq[i] += scale * ds * k[i];
-            dk[i] += scale * ds * q[i];
-            dv[i] += p * dy[i];
+      for (int h = g * G; h < (g + 1) * G; ++h) {
+        for (int t = 0; t < T; ++t) {
+          for (int i = 0; i < D; ++i) dx[t * R + at.q(h) + i] = 0;
+        }
+        for (int t = 0; t < T; ++t) {
+          const F* q = x + t * R + at.q(h);
+          const F* dy = dout + ((size_t)b * T + t) * OR + at.q(h);
+          const F Dt = dot(dy, out + ((size_t)b * T + t) * OR + at.q(h), D);
+          const F l = lse[((size_t)b * NH + h) * T + t];
+          F* dq = dx + t * R + at.q(h);
+          for (int u = 0; u <= t; ++u) {
+            const F* k = x + u * R + at.k(g);
+            const F* v = x + u * R + at.v(g);
+            F* dk = dx + u * R + at.k(g);
+            F* dv = dx + u * R + at.v(g);
+            const F p = std::exp(scale * dot(q, k, D) - l);
+            const F ds = p * (dot(dy, v, D) - Dt);
+            for (int i = 0; i < D; ++i) {
+              dq[i] += scale * ds * k[i];
+              dk[i] += scale * ds * q[i];
+              dv[i] += p * dy[i];
+            }
           }
         }
       }

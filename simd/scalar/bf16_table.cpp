@@ -120,20 +120,21 @@ void swiglu_backward(float* dinp, const float* dout, const bf16* inp, size_t N, 
 }
 
 // Attention on the bf16 q, k, v widened exactly: the fp32 reference, then out rounded once.
-void flash_attention_forward(bf16* out, float* lse, const bf16* qkv, int B, int T, int C, int NH) {
-  const size_t N = size_t(B) * T * C;
-  const std::vector<float> x = widen(qkv, 3 * N);
+void flash_attention_forward(bf16* out, float* lse, const bf16* qkv, int B, int T, int NH, int NKV,
+                             int D) {
+  const size_t rows = size_t(B) * T, N = rows * NH * D;
+  const std::vector<float> x = widen(qkv, rows * (NH + 2 * NKV) * D);
   std::vector<float> y(N);
-  scalar::flash_attention_forward<float>(y.data(), lse, x.data(), B, T, C, NH);
+  scalar::flash_attention_forward<float>(y.data(), lse, x.data(), B, T, NH, NKV, D);
   to_bf16(out, y.data(), N);
 }
 
 // D_t from the saved bf16 out, widened exactly, as the vectorized kernels read it.
 void flash_attention_backward(float* dqkv, const float* dout, const bf16* out, const bf16* qkv,
-                              const float* lse, int B, int T, int C, int NH) {
-  const size_t N = size_t(B) * T * C;
-  const std::vector<float> x = widen(qkv, 3 * N), y = widen(out, N);
-  scalar::flash_attention_backward<float>(dqkv, dout, y.data(), x.data(), lse, B, T, C, NH);
+                              const float* lse, int B, int T, int NH, int NKV, int D) {
+  const size_t rows = size_t(B) * T;
+  const std::vector<float> x = widen(qkv, rows * (NH + 2 * NKV) * D), y = widen(out, rows * NH * D);
+  scalar::flash_attention_backward<float>(dqkv, dout, y.data(), x.data(), lse, B, T, NH, NKV, D);
 }
 
 void adamw_update(float* param, bf16* param_bf16, float* m, float* v, const float* grad, size_t N,

@@ -439,7 +439,8 @@ FlashRow flash_row(const std::vector<double>& qkv, size_t b, size_t h, size_t t,
 FlashForwardBounds flash_forward_bounds_vk(const std::vector<double>& qkv,
                                            const std::vector<double>& lse, size_t B, size_t T,
                                            size_t C, size_t NH) {
-  FlashForwardBounds r = flash_forward_bounds(qkv, lse, int(B), int(T), int(C), int(NH));
+  FlashForwardBounds r =
+      flash_forward_bounds(qkv, lse, {int(B), int(T), int(NH), int(NH), int(C / NH)});
   const size_t hs = C / NH;
   for (size_t b = 0; b < B; ++b) {
     for (size_t h = 0; h < NH; ++h) {
@@ -469,7 +470,7 @@ std::vector<double> flash_backward_bounds_vk(const std::vector<double>& qkv,
                                              const std::vector<double>& lse, size_t B, size_t T,
                                              size_t C, size_t NH) {
   std::vector<double> r =
-      flash_backward_bounds(qkv, dout, out, lse, int(B), int(T), int(C), int(NH));
+      flash_backward_bounds(qkv, dout, out, lse, {int(B), int(T), int(NH), int(NH), int(C / NH)});
   const size_t hs = C / NH, C3 = 3 * C;
   const double scale = 1 / std::sqrt(double(hs));
   for (size_t b = 0; b < B; ++b) {
@@ -533,7 +534,7 @@ TEST_F(VulkanBlockOps, FlashAttentionForwardAndBackwardAtOffsets) {
     const std::vector<double> qd = widen(qkv), dd = widen(dout);
     std::vector<double> out_r(B * T * C), lse_r(B * NH * T);
     scalar::flash_attention_forward<double>(out_r.data(), lse_r.data(), qd.data(), int(B), int(T),
-                                            int(C), int(NH));
+                                            int(NH), int(NH), int(C / NH));  // multi-head
     const FlashForwardBounds fb = flash_forward_bounds_vk(qd, lse_r, B, T, C, NH);
     const std::string where = dims({{"B", B}, {"T", T}, {"C", C}, {"NH", NH}});
     expect_within("flash out" + where, get(t_out), out_r, fb.out);
@@ -551,7 +552,8 @@ TEST_F(VulkanBlockOps, FlashAttentionForwardAndBackwardAtOffsets) {
     const std::vector<double> yd = widen(out_in), ld = widen(lse_in);
     std::vector<double> dqkv_r(B * T * C3);
     scalar::flash_attention_backward<double>(dqkv_r.data(), dd.data(), yd.data(), qd.data(),
-                                             ld.data(), int(B), int(T), int(C), int(NH));
+                                             ld.data(), int(B), int(T), int(NH), int(NH),
+                                             int(C / NH));
     expect_within("flash dqkv" + where, get(t_dqkv), dqkv_r,
                   flash_backward_bounds_vk(qd, dd, yd, ld, B, T, C, NH));
     for (const Tensor* t : {&t_qkv, &t_out, &t_lse, &t_out_in, &t_lse_in, &t_dout, &t_dqkv})
@@ -1408,7 +1410,7 @@ TEST_F(VulkanBlockOps, FlashAttentionBf16ForwardAndBackward) {
     const std::vector<double> qd = widen_bf16(qkv), dd = widen(dout);
     std::vector<double> out_r(B * T * C), lse_r(B * NH * T);
     scalar::flash_attention_forward<double>(out_r.data(), lse_r.data(), qd.data(), int(B), int(T),
-                                            int(C), int(NH));
+                                            int(NH), int(NH), int(C / NH));  // multi-head
     const FlashForwardBounds fb = flash_forward_bounds_vk(qd, lse_r, B, T, C, NH);
     const std::string where = " bf16" + dims({{"B", B}, {"T", T}, {"C", C}, {"NH", NH}});
     expect_bf16_within("flash out" + where, get_bf16(t_out), out_r, fb.out);
@@ -1427,7 +1429,8 @@ TEST_F(VulkanBlockOps, FlashAttentionBf16ForwardAndBackward) {
     const std::vector<double> yd = widen_bf16(out_in), ld = widen(lse_in);
     std::vector<double> dqkv_r(B * T * C3);
     scalar::flash_attention_backward<double>(dqkv_r.data(), dd.data(), yd.data(), qd.data(),
-                                             ld.data(), int(B), int(T), int(C), int(NH));
+                                             ld.data(), int(B), int(T), int(NH), int(NH),
+                                             int(C / NH));
     expect_within("flash dqkv" + where, get(t_dqkv), dqkv_r,
                   flash_backward_bounds_vk(qd, dd, yd, ld, B, T, C, NH));
     for (const Tensor* t : {&t_qkv, &t_out, &t_lse, &t_out_in, &t_lse_in, &t_dout, &t_dqkv})

@@ -3,7 +3,8 @@
 // attention_bounds.h. One bound covers both evaluations the tables use: the blocked online softmax
 // (simd/hwy/flash_attention.cc) and the reference's three passes run in fp32 (the "scalar" table).
 //
-// Forward, per (b, h, t), with s_u = scale q.k_u exact, m = max_u s_u, a_u = exp(s_u - lse) exact:
+// Forward, per (b, h, t) (k and v: of the key/value head query head h reads), with s_u = scale
+// q.k_u exact, m = max_u s_u, a_u = exp(s_u - lse) exact:
 //   x_u = fl(scale_f fl(q.k_u)):  |x_u - s_u| <= E_u = scale gamma(hs) sum_i|q_i k_ui| +
 //   gamma(3)|s_u|
 //     (the dot product; scale_f = fl(1/fl(sqrt hs)) is 2 roundings off, the product one more).
@@ -28,7 +29,8 @@
 //   ds = fl(fl(p fl(dp - D)) scale_f): |d ds| <= scale (p (F_u + dD) (1 + rel_p + gamma(5)) +
 //     p |dp - D| (rel_p + gamma(5)))   (subtract, multiply, scale_f's 2 and its product's 1)
 //   dq_t = sum_{u<=t} ds k_u,  dk_u = sum_{t>=u} ds q_t,  dv_u = sum_{t>=u} p dy_t: the propagated
-//   |d ds| |k| (|q|; rel_p p |dy|) plus gamma(terms) on the magnitudes.
+//   |d ds| |k| (|q|; rel_p p |dy|) plus gamma(terms) on the magnitudes. A key/value head's dk_u
+//   and dv_u also sum over the G query heads of its group: G (T - u) terms, in whatever order.
 // Not covered: exp results below fp32's normal range (inputs here keep scores within a few units).
 #pragma once
 
@@ -41,26 +43,39 @@
 
 namespace llmcpu::simd_test {
 
+// The shape of a flash call (kernels.h): NH query heads reading NKV key/value heads of size D; qkv
+// rows of (NH + 2 NKV) D, out rows of NH D.
+struct FlashShape {
+  int B, T, NH, NKV, D;
+  size_t row() const { return size_t(NH + 2 * NKV) * size_t(D); }
+  size_t out_row() const { return size_t(NH) * size_t(D); }
+  size_t group() const { return size_t(NH / NKV); }  // query heads per key/value head
+  // Offsets in a qkv row: query head h, and the key and value heads query head h reads.
+  size_t q(size_t h) const { return h * size_t(D); }
+  size_t k(size_t h) const { return (size_t(NH) + h / group()) * size_t(D); }
+  size_t v(size_t h) const { return k(h) + size_t(NKV) * size_t(D); }
+};
+
 struct FlashForwardBounds {
-  std::vector<double> out;  // (B, T, C)
+  std::vector<double> out;  // (B, T, NH*D)
   std::vector<double> lse;  // (B, NH, T)
 };
 
-// qkv (B, T, 3C): the inputs as the kernel saw them; lse (B, NH, T): the reference's.
+// qkv (B, T, (NH + 2 NKV) D): the inputs as the kernel saw them; lse (B, NH, T): the reference's.
 inline FlashForwardBounds flash_forward_bounds(const std::vector<double>& qkv,
-                                               const std::vector<double>& lse, int B_, int T_,
-                                               int C_, int NH_) {
-  const size_t B = size_t(B_), T = size_t(T_), C = size_t(C_), NH = size_t(NH_);
-  const size_t hs = C / NH, C3 = 3 * C;
+                                               const std::vector<double>& lse,
+                                               const FlashShape& sh) {
+  const size_t B = size_t(sh.B), T = size_t(sh.T), NH = size_t(sh.NH), hs = size_t(sh.D);
+  const size_t ld = sh.row(), ldo = sh.out_row();
   const double scale = 1 / std::sqrt(double(hs));
-  FlashForwardBounds r{std::vector<double>(B * T * C), std::vector<double>(B * NH * T)};
+  FlashForwardBounds r{std::vector<double>(B * T * ldo), std::vector<double>(B * NH * T)};
   std::vector<double> s(T), E(T), rel(T);
   for (size_t b = 0; b < B; ++b) {
     for (size_t h = 0; h < NH; ++h) {
       for (size_t t = 0; t < T; ++t) {
-        const double* q = qkv.data() + (b * T + t) * C3 + h * hs;
+        const double* q = qkv.data() + (b * T + t) * ld + sh.q(h);
         for (size_t u = 0; u <= t; ++u) {
-          const double* k = qkv.data() + (b * T + u) * C3 + C + h * hs;
+          const double* k = qkv.data() + (b * T + u) * ld + sh.k(h);
           double dot = 0, mag = 0;
           for (size_t i = 0; i < hs; ++i) dot += q[i] * k[i], mag += std::fabs(q[i] * k[i]);
           s[u] = scale * dot;
@@ -87,85 +102,92 @@ inline FlashForwardBounds flash_forward_bounds(const std::vector<double>& qkv,
         std::vector<double> bound(hs, 0.0), A(hs, 0.0);
         for (size_t u = 0; u <= t; ++u) {
           const double a = std::exp(s[u] - l);
-          const double* v = qkv.data() + (b * T + u) * C3 + 2 * C + h * hs;
+          const double* v = qkv.data() + (b * T + u) * ld + sh.v(h);
           for (size_t i = 0; i < hs; ++i) {
             bound[i] += (rel[u] + rel_max) * a * std::fabs(v[i]), A[i] += a * std::fabs(v[i]);
           }
         }
         for (size_t i = 0; i < hs; ++i)
-          r.out[(b * T + t) * C + h * hs + i] = bound[i] + common * A[i];
+          r.out[(b * T + t) * ldo + sh.q(h) + i] = bound[i] + common * A[i];
       }
     }
   }
   return r;
 }
 
-// The bound of dqkv (B, T, 3C) for the inputs qkv, dout, out (B, T, C) and lse (B, NH, T), all
-// as the kernel saw them.
+// The bound of dqkv (B, T, (NH + 2 NKV) D) for the inputs qkv, dout, out (B, T, NH D) and lse
+// (B, NH, T), all as the kernel saw them. The dk and dv of a key/value head sum G (T - u) terms:
+// the G query heads of its group, in any order.
 inline std::vector<double> flash_backward_bounds(const std::vector<double>& qkv,
                                                  const std::vector<double>& dout,
                                                  const std::vector<double>& out,
-                                                 const std::vector<double>& lse, int B_, int T_,
-                                                 int C_, int NH_) {
-  const size_t B = size_t(B_), T = size_t(T_), C = size_t(C_), NH = size_t(NH_);
-  const size_t hs = C / NH, C3 = 3 * C;
+                                                 const std::vector<double>& lse,
+                                                 const FlashShape& sh) {
+  const size_t B = size_t(sh.B), T = size_t(sh.T), NH = size_t(sh.NH), hs = size_t(sh.D);
+  const size_t R = sh.row(), OR = sh.out_row(), G = sh.group();
   const double scale = 1 / std::sqrt(double(hs));
-  std::vector<double> bound(B * T * C3, 0.0);
-  // Per (t, u <= t) of one head: p, ds, their error bounds, and p's relative error.
+  std::vector<double> bound(B * T * R, 0.0);
+  // Per (t, u <= t) of one query head: p, ds, their error bounds, and p's relative error.
   std::vector<double> P(T * T), dS(T * T), ddS(T * T), relP(T * T);
   for (size_t b = 0; b < B; ++b) {
-    for (size_t h = 0; h < NH; ++h) {
-      auto at = [&](size_t t, size_t part) {
-        return qkv.data() + (b * T + t) * C3 + part * C + h * hs;
-      };
-      for (size_t t = 0; t < T; ++t) {
-        const double* q = at(t, 0);
-        const double* dy = dout.data() + (b * T + t) * C + h * hs;
-        const double* y = out.data() + (b * T + t) * C + h * hs;
-        const double l = lse[(b * NH + h) * T + t];
-        double D = 0, dD = 0;
-        for (size_t i = 0; i < hs; ++i) D += dy[i] * y[i], dD += std::fabs(dy[i] * y[i]);
-        dD *= gamma(double(hs));
-        for (size_t u = 0; u <= t; ++u) {
-          const double *k = at(u, 1), *v = at(u, 2);
-          double qk = 0, qk_mag = 0, dp = 0, dp_mag = 0;
-          for (size_t i = 0; i < hs; ++i) {
-            qk += q[i] * k[i], qk_mag += std::fabs(q[i] * k[i]);
-            dp += dy[i] * v[i], dp_mag += std::fabs(dy[i] * v[i]);
-          }
-          const double s = scale * qk;
-          const double E = scale * gamma(double(hs)) * qk_mag + gamma(3) * std::fabs(s);
-          const double p = std::exp(s - l);
-          const double rp = E + kU * (std::fabs(s - l) + E) + kExpUlps * kUlp;
-          const double F = gamma(double(hs)) * dp_mag;
-          P[t * T + u] = p, relP[t * T + u] = rp;
-          dS[t * T + u] = scale * p * (dp - D);
-          ddS[t * T + u] = scale * (p * (F + dD) * (1 + rp + gamma(5)) +
-                                    p * std::fabs(dp - D) * (rp + gamma(5)));
-        }
-      }
-      // Propagated errors and magnitudes of each sum, (T, hs) per gradient.
-      std::vector<double> bq(T * hs, 0.0), mq(T * hs, 0.0), bk(T * hs, 0.0), mk(T * hs, 0.0);
-      std::vector<double> bv(T * hs, 0.0), mv(T * hs, 0.0);
-      for (size_t t = 0; t < T; ++t) {
-        const double *q = at(t, 0), *dy = dout.data() + (b * T + t) * C + h * hs;
-        for (size_t u = 0; u <= t; ++u) {
-          const double* k = at(u, 1);
-          const double ds = std::fabs(dS[t * T + u]), dds = ddS[t * T + u], p = P[t * T + u];
-          const double dp = relP[t * T + u] * p;
-          for (size_t i = 0; i < hs; ++i) {
-            bq[t * hs + i] += dds * std::fabs(k[i]), mq[t * hs + i] += ds * std::fabs(k[i]);
-            bk[u * hs + i] += dds * std::fabs(q[i]), mk[u * hs + i] += ds * std::fabs(q[i]);
-            bv[u * hs + i] += dp * std::fabs(dy[i]), mv[u * hs + i] += p * std::fabs(dy[i]);
+    for (size_t g = 0; g < size_t(sh.NKV); ++g) {
+      // Propagated errors and magnitudes of each sum, (T, hs) per gradient; dk, dv over the group.
+      std::vector<double> bk(T * hs, 0.0), mk(T * hs, 0.0), bv(T * hs, 0.0), mv(T * hs, 0.0);
+      for (size_t h = g * G; h < (g + 1) * G; ++h) {
+        auto at = [&](size_t t, size_t off) { return qkv.data() + (b * T + t) * R + off; };
+        for (size_t t = 0; t < T; ++t) {
+          const double* q = at(t, sh.q(h));
+          const double* dy = dout.data() + (b * T + t) * OR + sh.q(h);
+          const double* y = out.data() + (b * T + t) * OR + sh.q(h);
+          const double l = lse[(b * NH + h) * T + t];
+          double D = 0, dD = 0;
+          for (size_t i = 0; i < hs; ++i) D += dy[i] * y[i], dD += std::fabs(dy[i] * y[i]);
+          dD *= gamma(double(hs));
+          for (size_t u = 0; u <= t; ++u) {
+            const double *k = at(u, sh.k(h)), *v = at(u, sh.v(h));
+            double qk = 0, qk_mag = 0, dp = 0, dp_mag = 0;
+            for (size_t i = 0; i < hs; ++i) {
+              qk += q[i] * k[i], qk_mag += std::fabs(q[i] * k[i]);
+              dp += dy[i] * v[i], dp_mag += std::fabs(dy[i] * v[i]);
+            }
+            const double s = scale * qk;
+            const double E = scale * gamma(double(hs)) * qk_mag + gamma(3) * std::fabs(s);
+            const double p = std::exp(s - l);
+            const double rp = E + kU * (std::fabs(s - l) + E) + kExpUlps * kUlp;
+            const double F = gamma(double(hs)) * dp_mag;
+            P[t * T + u] = p, relP[t * T + u] = rp;
+            dS[t * T + u] = scale * p * (dp - D);
+            ddS[t * T + u] = scale * (p * (F + dD) * (1 + rp + gamma(5)) +
+                                      p * std::fabs(dp - D) * (rp + gamma(5)));
           }
         }
+        std::vector<double> bq(T * hs, 0.0), mq(T * hs, 0.0);
+        for (size_t t = 0; t < T; ++t) {
+          const double *q = at(t, sh.q(h)), *dy = dout.data() + (b * T + t) * OR + sh.q(h);
+          for (size_t u = 0; u <= t; ++u) {
+            const double* k = at(u, sh.k(h));
+            const double ds = std::fabs(dS[t * T + u]), dds = ddS[t * T + u], p = P[t * T + u];
+            const double dp = relP[t * T + u] * p;
+            for (size_t i = 0; i < hs; ++i) {
+              bq[t * hs + i] += dds * std::fabs(k[i]), mq[t * hs + i] += ds * std::fabs(k[i]);
+              bk[u * hs + i] += dds * std::fabs(q[i]), mk[u * hs + i] += ds * std::fabs(q[i]);
+              bv[u * hs + i] += dp * std::fabs(dy[i]), mv[u * hs + i] += p * std::fabs(dy[i]);
+            }
+          }
+        }
+        for (size_t t = 0; t < T; ++t) {
+          for (size_t i = 0; i < hs; ++i) {
+            bound[(b * T + t) * R + sh.q(h) + i] =
+                bq[t * hs + i] + gamma(double(t) + 1) * mq[t * hs + i];
+          }
+        }
       }
       for (size_t t = 0; t < T; ++t) {
+        const double terms = double(G * (T - t));
         for (size_t i = 0; i < hs; ++i) {
-          double* row = bound.data() + (b * T + t) * C3 + h * hs + i;
-          row[0] = bq[t * hs + i] + gamma(double(t) + 1) * mq[t * hs + i];
-          row[C] = bk[t * hs + i] + gamma(double(T - t)) * mk[t * hs + i];
-          row[2 * C] = bv[t * hs + i] + gamma(double(T - t)) * mv[t * hs + i];
+          double* row = bound.data() + (b * T + t) * R + i;
+          row[sh.k(g * G)] = bk[t * hs + i] + gamma(terms) * mk[t * hs + i];
+          row[sh.v(g * G)] = bv[t * hs + i] + gamma(terms) * mv[t * hs + i];
         }
       }
     }

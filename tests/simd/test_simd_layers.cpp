@@ -1,6 +1,7 @@
 // LayerNorm and attention (forward, backward, KV-cache decode) of every vectorized table against
 // the scalar reference in double, with bounds derived from fp32 rounding (see error_bounds.h).
-// Shapes are ragged: C = 1.., head sizes 1, 3, 12 and 64, T = 1 and T not a multiple of any tile.
+// Shapes are ragged: C = 1.., head sizes 1, 3, 12 and 64, T = 1 and T not a multiple of any tile;
+// the decode also with grouped-query and multi-query heads and head sizes 7 and 24.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -155,30 +156,41 @@ TEST_P(SimdLayers, AttentionWithinDerivedBound) {
   }
 }
 
-// Decoding one position against a KV cache: the forward bound of the last row, t = pos.
+// Decoding one position against a KV cache: the forward bound of the last row, t = pos. Multi-head
+// (NKV = NH), grouped-query (3 query heads per key/value head) and multi-query (NKV = 1) heads of
+// sizes 1 to 64, odd ones included.
+struct DecodeShape {
+  int T, NH, NKV, D;
+};
+constexpr DecodeShape kDecodeShapes[] = {
+    {5, 3, 3, 1},   {17, 5, 5, 3},  {13, 3, 3, 12}, {33, 2, 2, 64}, {1, 2, 2, 12},
+    {40, 1, 1, 64}, {19, 6, 2, 24}, {9, 6, 2, 7},   {33, 4, 1, 64}, {1, 3, 1, 5}};
+
 TEST_P(SimdLayers, AttentionDecodeWithinDerivedBound) {
-  for (const AttnShape sh : kAttnShapes) {
-    const size_t C = size_t(sh.C), NH = size_t(sh.NH), hs = C / NH, maxT = size_t(sh.T) + 3;
+  for (const DecodeShape sh : kDecodeShapes) {
+    const size_t NH = size_t(sh.NH), hs = size_t(sh.D), G = NH / size_t(sh.NKV);
+    const size_t C = NH * hs, ld = size_t(sh.NKV) * hs, maxT = size_t(sh.T) + 3;
     const double scale = 1 / std::sqrt(double(hs));
-    Random rnd(sh.C + 5);
-    const std::vector<float> q = rnd.normal(C), kc = rnd.normal(maxT * C),
-                             vc = rnd.normal(maxT * C);
+    Random rnd(unsigned(C + ld + 5));
+    const std::vector<float> q = rnd.normal(C), kc = rnd.normal(maxT * ld),
+                             vc = rnd.normal(maxT * ld);
     const std::vector<double> qd = widen(q), kd = widen(kc), vd = widen(vc);
     for (int pos : {0, sh.T - 1}) {
       const size_t n = size_t(pos) + 1;
       std::vector<float> out(C), scores(n);
       std::vector<double> out_r(C), scores_r(n), out_b(C);
-      k().attention_decode(out.data(), scores.data(), q.data(), kc.data(), vc.data(), pos, sh.C,
-                           sh.NH);
+      k().attention_decode(out.data(), scores.data(), q.data(), kc.data(), vc.data(), pos, sh.NH,
+                           sh.NKV, sh.D);
       scalar::attention_decode<double>(out_r.data(), scores_r.data(), qd.data(), kd.data(),
-                                       vd.data(), pos, sh.C, sh.NH);
+                                       vd.data(), pos, sh.NH, sh.NKV, sh.D);
       for (size_t h = 0; h < NH; ++h) {
+        const size_t g = h / G * hs;  // the key/value head's offset in a cache row
         std::vector<double> sc(n), E(n), a(n), rel(n);
         for (size_t u = 0; u < n; ++u) {
           double dot = 0, mag = 0;
           for (size_t i = 0; i < hs; ++i) {
-            dot += qd[h * hs + i] * kd[u * C + h * hs + i];
-            mag += std::fabs(qd[h * hs + i] * kd[u * C + h * hs + i]);
+            dot += qd[h * hs + i] * kd[u * ld + g + i];
+            mag += std::fabs(qd[h * hs + i] * kd[u * ld + g + i]);
           }
           sc[u] = scale * dot, E[u] = scale * (gamma(double(hs)) * mag + gamma(2) * std::fabs(dot));
         }
@@ -193,14 +205,15 @@ TEST_P(SimdLayers, AttentionDecodeWithinDerivedBound) {
         for (size_t i = 0; i < hs; ++i) {
           double bound = 0, mag = 0;
           for (size_t u = 0; u < n; ++u) {
-            const double w = a[u] / S, v = std::fabs(vd[u * C + h * hs + i]);
+            const double w = a[u] / S, v = std::fabs(vd[u * ld + g + i]);
             bound += (rel[u] + rel_max + gamma(double(n)) + gamma(2)) * w * v, mag += w * v;
           }
           out_b[h * hs + i] = bound + gamma(double(n)) * mag;
         }
       }
-      expect_within("decode pos=" + std::to_string(pos) + " hs=" + std::to_string(hs), out, out_r,
-                    out_b);
+      expect_within("decode pos=" + std::to_string(pos) + " NH=" + std::to_string(sh.NH) +
+                        " NKV=" + std::to_string(sh.NKV) + " D=" + std::to_string(sh.D),
+                    out, out_r, out_b);
     }
   }
 }

@@ -140,12 +140,12 @@ TEST_P(SimdScratch, ASequenceOfCallsHoldsTheMergedAsks) {
           planned.merge(k().matmul_forward_scratch(g.N, g.C, g.OC, bias, threads))
               .merge(k().matmul_backward_scratch(g.N, g.C, g.OC, true, bias, threads));
         }
-        k().flash_attention_forward(out.data(), lse.data(), qkv.data(), B, T, C, NH);
+        k().flash_attention_forward(out.data(), lse.data(), qkv.data(), B, T, NH, NH, C / NH);
         k().flash_attention_backward(dqkv.data(), dout.data(), out.data(), qkv.data(), lse.data(),
-                                     B, T, C, NH);
+                                     B, T, NH, NH, C / NH);
         (void)k().sum_squares(qkv.data(), qkv.size());
-        planned.merge(k().flash_attention_forward_scratch(B, T, C, NH, threads))
-            .merge(k().flash_attention_backward_scratch(B, T, C, NH, threads))
+        planned.merge(k().flash_attention_forward_scratch(B, T, NH, NH, C / NH, threads))
+            .merge(k().flash_attention_backward_scratch(B, T, NH, NH, C / NH, threads))
             .merge(k().sum_squares_scratch(qkv.size(), threads));
       });
       expect_planned(GetParam() + " sequence, " + std::to_string(threads) + " threads", held,
@@ -155,29 +155,35 @@ TEST_P(SimdScratch, ASequenceOfCallsHoldsTheMergedAsks) {
 }
 
 TEST_P(SimdScratch, AttentionAndReductionAllocateWhatTheirSizingEntriesSay) {
-  struct Attention {
-    int B, T, C, NH;
+  struct Attention {  // multi-head, grouped-query, multi-query
+    int B, T, NH, NKV, D;
   };
   for (const Attention& s :
-       {Attention{1, 1, 4, 1}, Attention{2, 67, 48, 3}, Attention{1, 300, 64, 2}}) {
-    const size_t N = size_t(s.B) * s.T * s.C;
+       {Attention{1, 1, 1, 1, 4}, Attention{2, 67, 3, 3, 16}, Attention{1, 300, 2, 2, 32},
+        Attention{2, 67, 6, 2, 24}, Attention{1, 65, 4, 1, 7}}) {
+    const size_t rows = size_t(s.B) * s.T, N = rows * s.NH * s.D;
     Random rnd(11);
-    const std::vector<float> qkv = rnd.normal(3 * N), dout = rnd.normal(N);
-    std::vector<float> out(N), lse(size_t(s.B) * s.NH * s.T), dqkv(3 * N);
-    const std::string where = GetParam() + " T=" + std::to_string(s.T);
+    const std::vector<float> qkv = rnd.normal(rows * (s.NH + 2 * s.NKV) * s.D),
+                             dout = rnd.normal(N);
+    std::vector<float> out(N), lse(size_t(s.B) * s.NH * s.T), dqkv(qkv.size());
+    const std::string where = GetParam() + " T=" + std::to_string(s.T) +
+                              " NH=" + std::to_string(s.NH) + " NKV=" + std::to_string(s.NKV);
     for (int threads : {1, 2}) {
       with_threads(threads, [&] {
         size_t held = held_after([&] {
-          k().flash_attention_forward(out.data(), lse.data(), qkv.data(), s.B, s.T, s.C, s.NH);
+          k().flash_attention_forward(out.data(), lse.data(), qkv.data(), s.B, s.T, s.NH, s.NKV,
+                                      s.D);
         });
         expect_planned("attention forward " + where, held,
-                       k().flash_attention_forward_scratch(s.B, s.T, s.C, s.NH, threads), threads);
+                       k().flash_attention_forward_scratch(s.B, s.T, s.NH, s.NKV, s.D, threads),
+                       threads);
         held = held_after([&] {
           k().flash_attention_backward(dqkv.data(), dout.data(), out.data(), qkv.data(), lse.data(),
-                                       s.B, s.T, s.C, s.NH);
+                                       s.B, s.T, s.NH, s.NKV, s.D);
         });
         expect_planned("attention backward " + where, held,
-                       k().flash_attention_backward_scratch(s.B, s.T, s.C, s.NH, threads), threads);
+                       k().flash_attention_backward_scratch(s.B, s.T, s.NH, s.NKV, s.D, threads),
+                       threads);
       });
     }
   }
@@ -241,16 +247,17 @@ TEST_P(SimdBf16Scratch, AttentionAllocatesWhatItsSizingEntriesSay) {
   std::vector<float> lse(size_t(B) * NH * T), dqkv(3 * N);
   for (int threads : {1, 2}) {
     with_threads(threads, [&] {
-      size_t held = held_after(
-          [&] { h().flash_attention_forward(out.data(), lse.data(), qkv.data(), B, T, C, NH); });
+      size_t held = held_after([&] {
+        h().flash_attention_forward(out.data(), lse.data(), qkv.data(), B, T, NH, NH, C / NH);
+      });
       expect_planned(GetParam() + " attention forward", held,
-                     h().flash_attention_forward_scratch(B, T, C, NH, threads), threads);
+                     h().flash_attention_forward_scratch(B, T, NH, NH, C / NH, threads), threads);
       held = held_after([&] {
         h().flash_attention_backward(dqkv.data(), dout.data(), out.data(), qkv.data(), lse.data(),
-                                     B, T, C, NH);
+                                     B, T, NH, NH, C / NH);
       });
       expect_planned(GetParam() + " attention backward", held,
-                     h().flash_attention_backward_scratch(B, T, C, NH, threads), threads);
+                     h().flash_attention_backward_scratch(B, T, NH, NH, C / NH, threads), threads);
     });
   }
 }

@@ -115,13 +115,16 @@ void expect_gradient(const std::string& what, const Vec& analytic, const Vec& nu
 
 // dqkv (rows, 3C) against the numeric gradient, q, k and v separately so a failure says which.
 void expect_dqkv_parts(const std::string& what, const Vec& dqkv, const Vec& numeric, size_t rows,
-                       int C, double tol) {
+                       int Cq, int Ckv, double tol) {
+  const size_t row = size_t(Cq) + 2 * size_t(Ckv);  // [q (Cq) | k (Ckv) | v (Ckv)]
   for (int part = 0; part < 3; ++part) {
+    const size_t begin = part == 0 ? 0 : size_t(Cq) + size_t(part - 1) * Ckv;
+    const size_t width = part == 0 ? size_t(Cq) : size_t(Ckv);
     Vec a, n;
     for (size_t r = 0; r < rows; ++r) {
-      for (int c = 0; c < C; ++c) {
-        a.push_back(dqkv[r * 3 * C + part * C + c]);
-        n.push_back(numeric[r * 3 * C + part * C + c]);
+      for (size_t c = 0; c < width; ++c) {
+        a.push_back(dqkv[r * row + begin + c]);
+        n.push_back(numeric[r * row + begin + c]);
       }
     }
     expect_gradient(what + " " + "qkv"[part] + " (overwritten)", a, n, tol);
@@ -253,7 +256,7 @@ TEST(FiniteDifference, Attention) {
   // Chain: hs (score) + T (softmax sum) + 4 (exp, divide) + T (weighted sum) + B*T*C (J).
   const double tol = fd_tolerance(hs + 2 * T + 4 + B * T * C, sum_abs(R) * hs);
   const Vec numeric = numeric_gradient(qkv, J);
-  expect_dqkv_parts("dqkv", dqkv, numeric, size_t(B) * T, C, tol);
+  expect_dqkv_parts("dqkv", dqkv, numeric, size_t(B) * T, C, C, tol);
 
   // Causal: the softmax weights are zero above the diagonal, and changing the last token's q, k and
   // v leaves every earlier output bit-identical.
@@ -279,29 +282,38 @@ TEST(FiniteDifference, Attention) {
 }
 
 // The flash form: the backward pass from the saved out and lse (per-row log-sum-exp) instead of
-// the softmax matrix, on the same shape as the materialized one above.
+// the softmax matrix, on the same shape as the materialized one above (multi-head), and with
+// grouped-query (3 query heads per key/value head) and multi-query heads, whose key and value
+// gradients sum over their group.
 TEST(FiniteDifference, FlashAttention) {
-  constexpr int B = 2, T = 5, C = 12, NH = 3, hs = C / NH;  // head size 4
-  std::mt19937_64 rng(5);
-  Vec qkv = random_vec((size_t)B * T * 3 * C, rng);
-  const Vec R = random_vec((size_t)B * T * C, rng);
-
-  Vec out((size_t)B * T * C), lse((size_t)B * NH * T);
-  auto J = [&] {
-    scalar::flash_attention_forward(out.data(), lse.data(), qkv.data(), B, T, C, NH);
-    return weighted_sum(out, R);
+  struct Heads {
+    int NH, NKV, hs;
   };
-  J();
-  const Vec out0 = out, lse0 = lse;
-  Vec dqkv(qkv.size(), kSentinel);
-  scalar::flash_attention_backward(dqkv.data(), R.data(), out0.data(), qkv.data(), lse0.data(), B,
-                                   T, C, NH);
+  for (const Heads s : {Heads{3, 3, 4}, Heads{6, 2, 3}, Heads{4, 1, 3}}) {
+    constexpr int B = 2, T = 5;
+    const int C = s.NH * s.hs, Ckv = s.NKV * s.hs;
+    std::mt19937_64 rng(5);
+    Vec qkv = random_vec((size_t)B * T * (C + 2 * Ckv), rng);
+    const Vec R = random_vec((size_t)B * T * C, rng);
 
-  // As the materialized case, with lse's log and one more subtraction per weight: A = hs.
-  // Chain: hs (score) + T (sum) + 5 (exp, log, subtractions) + T (weighted sum) + B*T*C (J).
-  const double tol = fd_tolerance(hs + 2 * T + 5 + B * T * C, sum_abs(R) * hs);
-  const Vec numeric = numeric_gradient(qkv, J);
-  expect_dqkv_parts("flash dqkv", dqkv, numeric, size_t(B) * T, C, tol);
+    Vec out((size_t)B * T * C), lse((size_t)B * s.NH * T);
+    auto J = [&] {
+      scalar::flash_attention_forward(out.data(), lse.data(), qkv.data(), B, T, s.NH, s.NKV, s.hs);
+      return weighted_sum(out, R);
+    };
+    J();
+    const Vec out0 = out, lse0 = lse;
+    Vec dqkv(qkv.size(), kSentinel);
+    scalar::flash_attention_backward(dqkv.data(), R.data(), out0.data(), qkv.data(), lse0.data(), B,
+                                     T, s.NH, s.NKV, s.hs);
+
+    // As the materialized case, with lse's log and one more subtraction per weight: A = hs.
+    // Chain: hs (score) + T (sum) + 5 (exp, log, subtractions) + T (weighted sum) + B*T*C (J).
+    const double tol = fd_tolerance(s.hs + 2 * T + 5 + B * T * C, sum_abs(R) * s.hs);
+    const Vec numeric = numeric_gradient(qkv, J);
+    expect_dqkv_parts("flash dqkv NH=" + std::to_string(s.NH) + " NKV=" + std::to_string(s.NKV),
+                      dqkv, numeric, size_t(B) * T, C, Ckv, tol);
+  }
 }
 
 TEST(FiniteDifference, Gelu) {
@@ -542,15 +554,16 @@ TEST(FiniteDifferenceDeterminism, BackwardIsBitIdenticalAcrossThreadCounts) {
       scalar::encoder_backward(g[0].data(), g[1].data(), dout.data(), inp.data(), B, T, C);
     });
   }
-  {
-    constexpr int B = 3, T = 17, C = 48, NH = 4;
-    const auto qkv = to_float(random_vec((size_t)B * T * 3 * C, rng));
+  for (const int NKV : {4, 2}) {  // multi-head, grouped-query
+    constexpr int B = 3, T = 17, NH = 4, D = 12;
+    const size_t row = size_t(NH + 2 * NKV) * D, C = size_t(NH) * D;
+    const auto qkv = to_float(random_vec((size_t)B * T * row, rng));
     const auto dout = to_float(random_vec((size_t)B * T * C, rng));
     std::vector<float> out((size_t)B * T * C), lse((size_t)B * NH * T);
-    scalar::flash_attention_forward(out.data(), lse.data(), qkv.data(), B, T, C, NH);
-    expect_same_bits_across_threads("flash attention", {(size_t)B * T * 3 * C}, [&](auto& g) {
+    scalar::flash_attention_forward(out.data(), lse.data(), qkv.data(), B, T, NH, NKV, D);
+    expect_same_bits_across_threads("flash attention", {(size_t)B * T * row}, [&](auto& g) {
       scalar::flash_attention_backward(g[0].data(), dout.data(), out.data(), qkv.data(), lse.data(),
-                                       B, T, C, NH);
+                                       B, T, NH, NKV, D);
     });
   }
 }
