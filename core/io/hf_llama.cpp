@@ -243,9 +243,6 @@ void save_hf_llama(const std::string& folder, const ModelConfig& c, const float*
   for (const Piece& p : llama_pieces(c)) {
     tensors.push_back({p.name, p.shape, params + flat_offset(layout, p)});
   }
-  // The safetensors library lays one dtype's tensors out by name.
-  std::sort(tensors.begin(), tensors.end(),
-            [](const TensorToWrite& a, const TensorToWrite& b) { return a.name < b.name; });
   AtomicFileWriter weights((fs::path(folder) / "model.safetensors").string());
   write_safetensors(weights, tensors, dtype, {{"format", "pt"}});
   AtomicFileWriter config((fs::path(folder) / "config.json").string());

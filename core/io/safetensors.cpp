@@ -271,10 +271,15 @@ void tensor_to_i32(const SafeTensor& t, int32_t* out) {
   std::memcpy(out, t.data, t.count * 4);
 }
 
-void write_safetensors(AtomicFileWriter& out, const std::vector<TensorToWrite>& tensors,
+void write_safetensors(AtomicFileWriter& out, const std::vector<TensorToWrite>& given,
                        TensorDtype dtype, const std::map<std::string, std::string>& metadata) {
-  // nlohmann's object keeps its keys sorted; the data section follows `tensors`' order.
-  json header = json::object();
+  // As the safetensors library lays a file out: the tensors (all of one dtype here) in the order
+  // of their names, the header's entries in data order after "__metadata__", each entry's keys as
+  // dtype, shape, data_offsets.
+  std::vector<TensorToWrite> tensors = given;
+  std::stable_sort(tensors.begin(), tensors.end(),
+                   [](const TensorToWrite& a, const TensorToWrite& b) { return a.name < b.name; });
+  nlohmann::ordered_json header = nlohmann::ordered_json::object();
   if (!metadata.empty()) header["__metadata__"] = metadata;
   size_t offset = 0;
   for (const TensorToWrite& t : tensors) {

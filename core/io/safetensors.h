@@ -68,9 +68,10 @@ struct TensorToWrite {
   const float* data;
 };
 
-// Writes a safetensors file of `tensors` (in that order in the data section) in `dtype`, with
-// `metadata` as "__metadata__", into an open writer that the caller finishes and publishes. The
-// header is padded with spaces to a multiple of 8 bytes, as the safetensors library writes it.
+// Writes a safetensors file of `tensors` in `dtype`, with `metadata` as "__metadata__", into an
+// open writer that the caller finishes and publishes, byte for byte as the safetensors library
+// writes it: the tensors in the order of their names, the header's entries in that order after
+// "__metadata__" (keys dtype, shape, data_offsets), padded with spaces to a multiple of 8 bytes.
 void write_safetensors(AtomicFileWriter& out, const std::vector<TensorToWrite>& tensors,
                        TensorDtype dtype, const std::map<std::string, std::string>& metadata);
 

@@ -38,7 +38,7 @@ struct ModelConfig {
   bool attn_proj_bias = true;  // the attention's output projection has a bias
   bool mlp_bias = true;        // the MLP's projections have biases
   bool tied_head = true;       // lm_head is wte
-  RopeConfig rope;             // Llama's rotary positions (rope.head_dim == head_size())
+  RopeConfig rope = {};        // Llama's rotary positions (rope.head_dim == head_size())
 
   bool llama() const { return architecture != Architecture::kGpt2; }
   int kv_heads() const { return num_kv_heads > 0 ? num_kv_heads : num_heads; }

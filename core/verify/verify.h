@@ -89,7 +89,7 @@ inline constexpr VerifyTolerances kOffloadTolerances{};
 inline constexpr VerifyTolerances kBf16Tolerances{1.25e-2, 1e-1};
 
 struct VerifyReport {
-  std::vector<TensorComparison> rows;  // logits, loss, then the 16 gradients in checkpoint order
+  std::vector<TensorComparison> rows;  // logits, loss, then the gradients in checkpoint order
   bool ok = false;
 };
 

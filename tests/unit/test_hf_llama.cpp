@@ -45,16 +45,33 @@ class HfLlama : public testing::TempDirTest {
   }
 };
 
+// The files are equal byte for byte; else the first difference and the two headers.
+void expect_same_bytes(const std::string& ours, const std::string& theirs) {
+  const testing::Bytes a = testing::read_bytes(ours), b = testing::read_bytes(theirs);
+  if (a == b) return;
+  size_t at = 0;
+  while (at < a.size() && at < b.size() && a[at] == b[at]) ++at;
+  const auto header = [](const testing::Bytes& f) {
+    uint64_t n = 0;
+    if (f.size() >= 8) std::memcpy(&n, f.data(), 8);
+    return std::string(f.begin() + 8, f.begin() + 8 + long(std::min<uint64_t>(n, f.size() - 8)));
+  };
+  ADD_FAILURE() << ours << " (" << a.size() << " bytes) differs from " << theirs << " ("
+                << b.size() << " bytes) first at byte " << at << "\nours:   " << header(a)
+                << "\ntheirs: " << header(b);
+}
+
 constexpr const char* kGqa =
     "--layers 2 --hidden 48 --heads 6 --kv-heads 2 --intermediate 80 --vocab 333 "
     "--max-seq-len 64 --batch 2 --seq-len 5 --seed 3";
 
 TEST_F(HfLlama, ReadsTheFolderAndWritesItBackByteIdentical) {
-  for (const std::string& variant : {"--no-tie", "--tie --model-type qwen2",
+  for (const std::string variant : {"--no-tie", "--tie --model-type qwen2",
                                      "--no-tie --attention-bias --mlp-bias --head-dim 24"}) {
-    for (const std::string& dtype : {"f32", "bf16", "f16"}) {
+    for (const std::string dtype : {"f32", "bf16", "f16"}) {
       SCOPED_TRACE(variant + " " + dtype);
-      const std::string name = "m" + std::to_string(std::hash<std::string>{}(variant + dtype) % 1000);
+      std::string name = "m";
+      name += std::to_string(std::hash<std::string>{}(variant + dtype) % 1000);
       const std::string hf = make(name, std::string(kGqa) + " " + variant + " --dtype " + dtype);
       const ModelSource source = open_model_file(hf);
       ASSERT_TRUE(source.config.llama());
@@ -69,8 +86,7 @@ TEST_F(HfLlama, ReadsTheFolderAndWritesItBackByteIdentical) {
       const std::string out = path(name + "_out");
       save_hf_llama(out, source.config, params.data(), d,
                     read_json_file(hf + "/config.json"));
-      EXPECT_EQ(testing::read_bytes(out + "/model.safetensors"),
-                testing::read_bytes(hf + "/model.safetensors"));
+      expect_same_bytes(out + "/model.safetensors", hf + "/model.safetensors");
       // config.json: the same keys and values (the architecture's rewritten from the model).
       EXPECT_EQ(read_json_file(out + "/config.json"), read_json_file(hf + "/config.json"));
       EXPECT_EQ(open_model_file(out).config, source.config);
@@ -107,8 +123,10 @@ TEST_F(HfLlama, ReadsTheVerifyReference) {
   for (size_t i = 0; i + 1 < s.inputs.size(); ++i) EXPECT_EQ(s.targets[i], s.inputs[i + 1]);
 }
 
-// Rewrites NAME_hf/model.safetensors with `edit` applied to the header's JSON (offsets kept).
-void edit_header(const std::string& file, const std::function<void(json&)>& edit) {
+// Rewrites NAME_hf/model.safetensors with `edit` applied to the header's JSON (offsets kept) and
+// `extra` zero bytes appended to the data.
+void edit_header(const std::string& file, const std::function<void(json&)>& edit,
+                 size_t extra = 0) {
   testing::Bytes bytes = testing::read_bytes(file);
   uint64_t n;
   std::memcpy(&n, bytes.data(), 8);
@@ -117,11 +135,11 @@ void edit_header(const std::string& file, const std::function<void(json&)>& edit
   std::string text = header.dump();
   text.append((8 - text.size() % 8) % 8, ' ');
   const uint64_t m = text.size();
-  testing::Bytes out(8);
-  std::memcpy(out.data(), &m, 8);
-  out.insert(out.end(), text.begin(), text.end());
-  out.insert(out.end(), bytes.begin() + 8 + long(n), bytes.end());
-  testing::write_bytes(file, out);
+  std::ofstream out(file, std::ios::binary | std::ios::trunc);
+  out.write(reinterpret_cast<const char*>(&m), 8);
+  out << text;
+  out.write(reinterpret_cast<const char*>(bytes.data()) + 8 + n, std::streamsize(bytes.size() - 8 - n));
+  out << std::string(extra, '\0');
 }
 
 TEST_F(HfLlama, MalformedFoldersAreRefusedByName) {
@@ -143,11 +161,21 @@ TEST_F(HfLlama, MalformedFoldersAreRefusedByName) {
   edit_header(weights, [](json& h) {
     h["model.norm.weight"]["shape"] = {24, 2};
   });
-  refused({weights, "'model.norm.weight' has shape (24, 2)", "implies (48)"});
-  edit_header(weights, [](json& h) {
-    h["model.layers.0.self_attn.rotary_emb.inv_freq"] = h["model.norm.weight"];  // a buffer: skipped
-    h["model.extra.weight"] = h["model.norm.weight"];
-  });
+  refused({weights, "'model.norm.weight' has shape (24, 2)", "implies (48,)"});
+  const size_t end = good.size() - 8 - [&] {
+    uint64_t n;
+    std::memcpy(&n, good.data(), 8);
+    return n;
+  }();
+  edit_header(
+      weights,
+      [end](json& h) {  // a buffer older checkpoints hold (skipped), and a tensor of nothing's
+        h["model.layers.0.self_attn.rotary_emb.inv_freq"] = {
+            {"dtype", "F32"}, {"shape", {4}}, {"data_offsets", {end, end + 16}}};
+        h["model.extra.weight"] = {
+            {"dtype", "F32"}, {"shape", {4}}, {"data_offsets", {end + 16, end + 32}}};
+      },
+      32);
   refused({weights, "unknown tensor 'model.extra.weight'"});
   // A config that says tied while an lm_head different from the embedding is stored.
   json cfg = read_json_file(hf + "/config.json");
