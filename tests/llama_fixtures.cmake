@@ -2,7 +2,7 @@
 # float64, written from transformers' modeling semantics), made at test time: for each shape,
 # `llmcpu verify` of the Hugging Face folder against its reference (logits <= 1e-5, every gradient
 # <= 1e-4 relative, fp32) and 10 AdamW steps of `llmcpu train --model FOLDER` within 2e-4 of
-# PyTorch's losses. Included by tests/CMakeLists.txt where PyTorch is installed; ${fresh} is its
+# PyTorch's losses; the same in bf16 within its derived limits. Included by tests/CMakeLists.txt where PyTorch is installed; ${fresh} is its
 # scratch folder.
 set(llama_script ${CMAKE_CURRENT_SOURCE_DIR}/fixtures/make_llama_fixture.py)
 set(llama_cases mha gqa3 mqa qwen2 head24 bf16 shards long)
@@ -38,9 +38,20 @@ foreach(case ${llama_cases})
            COMMAND ${CMAKE_COMMAND} -DLLMCPU=$<TARGET_FILE:llmcpu> -DDIR=${fresh}
                    -DNAME=llama_${case} -DMODEL=${hf} -DB=${B} -DT=${T}
                    -P ${CMAKE_CURRENT_SOURCE_DIR}/cli/check_train_losses.cmake)
+  # bf16 mixed precision within its limits (core/verify/verify.h's kBf16LlamaTolerances) and, for
+  # the losses, 1e-2 (as GPT-2's bf16 fixtures).
+  add_test(NAME llama_fixture_verify_bf16_${case}
+           COMMAND llmcpu verify --precision bf16 --model ${hf}
+                   --state ${fresh}/llama_${case}_reference.safetensors)
+  add_test(NAME llama_fixture_train_bf16_${case}
+           COMMAND ${CMAKE_COMMAND} -DLLMCPU=$<TARGET_FILE:llmcpu> -DDIR=${fresh}
+                   -DNAME=llama_${case} -DMODEL=${hf} -DB=${B} -DT=${T} -DPRECISION=bf16
+                   -DTOL_MICRO=10000 -P ${CMAKE_CURRENT_SOURCE_DIR}/cli/check_train_losses.cmake)
   set(case_tests llama_fixture_verify_${case} llama_fixture_verify_recompute_${case}
-      llama_fixture_train_${case})
+      llama_fixture_train_${case} llama_fixture_verify_bf16_${case}
+      llama_fixture_train_bf16_${case})
   set_tests_properties(llama_fixture_verify_${case} llama_fixture_verify_recompute_${case}
+                       llama_fixture_verify_bf16_${case}
                        PROPERTIES PASS_REGULAR_EXPRESSION "verify: OK")
   set_tests_properties(${case_tests} PROPERTIES FIXTURES_REQUIRED llama_fixture_${case})
 endforeach()

@@ -66,8 +66,9 @@ int VerifyCommand::run(const ArgParser& p) {
   apply_plugin_flags(plugin_, model);
   apply_offload_tolerances(p, model.offload_active(), &tol_);
   if (prec == Precision::kBf16) {  // limits not given on the command line: the bf16 ones
-    if (!p.given("tolerance-logits")) tol_.logits = kBf16Tolerances.logits;
-    if (!p.given("tolerance-grads")) tol_.grads = kBf16Tolerances.grads;
+    const VerifyTolerances& bf16 = model.config().llama() ? kBf16LlamaTolerances : kBf16Tolerances;
+    if (!p.given("tolerance-logits")) tol_.logits = bf16.logits;
+    if (!p.given("tolerance-grads")) tol_.grads = bf16.grads;
   }
   const DebugState ref = load_debug_state(state_path_, source.config);
   std::printf("%s\n", placed.summary.c_str());
