@@ -1,6 +1,6 @@
 #!/usr/bin/python3
-"""Training-step time of llmcpu against PyTorch on this CPU, in one run, for the same GPT-2 shape,
-batch and thread count. Prints ms/step (median of --steps after --warmup) for
+"""Training-step time of llmcpu against PyTorch on this CPU, in one run, for the same GPT-2 or
+Llama-family shape, batch and thread count. Prints ms/step (median of --steps after --warmup) for
 
   PyTorch fp32             model and AdamW in fp32
   PyTorch bf16             the same under torch.autocast('cpu', dtype=torch.bfloat16): matmuls in
@@ -16,9 +16,26 @@ scaled_dot_product_attention), vocabulary unpadded (50257 logits; llmcpu compute
 comparison leans towards PyTorch). A step is forward, backward, the global gradient norm and AdamW
 (lr 1e-4, weight decay 0.1), as bench_step times it.
 
+With --arch llama --preset NAME the shape is conf/models/NAME.toml's (llama or qwen2), the PyTorch
+model is transformers' LlamaForCausalLM written out in bench/peer_pytorch_llama.py (RMSNorm, rotary
+embedding, grouped-query attention through scaled_dot_product_attention where torch has it, SwiGLU,
+tied or untied head), llmcpu runs `llmcpu train --model conf/models/NAME.toml` on random tokens, and
+--threads defaults to every CPU this process may use.
+
   /usr/bin/python3 bench/peer_pytorch.py                         # GPT-2 124M, B=4 T=64, 2 threads
   /usr/bin/python3 bench/peer_pytorch.py --model d6 --steps 10 --llmcpu-build build-simd
   /usr/bin/python3 bench/peer_pytorch.py --layers 4 --heads 4 --channels 256 --llmcpu-via train
+  /usr/bin/python3 bench/peer_pytorch.py --arch llama --preset llama-d2 --batch 2 --seq-len 64 --steps 2
+  /usr/bin/python3 bench/peer_pytorch.py --arch llama --preset smollm2-135m --batch 4 --seq-len 1024
+
+Where a PyTorch runs that llmcpu cannot run beside (a newer one in a Debian 13 chroot, say, where
+llmcpu built on Debian 12 lacks its libraries), time PyTorch there with --only-torch --results-out
+FILE, then llmcpu on the host with --only-llmcpu --results-in FILE, which prints both and the ratios:
+
+  python3 bench/peer_pytorch.py --arch llama --preset smollm2-135m --seq-len 1024 \
+      --only-torch --results-out torch26.json                      # in the chroot, torch 2.6
+  /usr/bin/python3 bench/peer_pytorch.py --arch llama --preset smollm2-135m --seq-len 1024 \
+      --only-llmcpu --results-in torch26.json                      # on the host
 
 Not here: correctness (tests/ compare llmcpu with PyTorch), other frameworks (llm.c's figures are
 in bench/RESULTS.md), several processes at once (everything runs one after the other).
@@ -33,6 +50,8 @@ import subprocess
 import sys
 import tempfile
 import time
+
+import peer_pytorch_llama as llama
 
 # (layers, heads, channels) of the presets in conf/models/; vocabulary 50257, maxT 1024 for all.
 PRESETS = {"d2": (2, 2, 128), "d4": (4, 4, 256), "d6": (6, 6, 384), "124m": (12, 12, 768)}
@@ -111,7 +130,10 @@ def build_model(torch, L, NH, C, V, maxT):
 def time_pytorch(torch, a, bf16):
     """ms per step (median after warmup) and the median split into forward / backward / update."""
     torch.manual_seed(1)
-    model = build_model(torch, a.layers, a.heads, a.channels, a.vocab, a.max_seq_len)
+    if a.arch == "llama":
+        model = llama.build_model(torch, a.config)
+    else:
+        model = build_model(torch, a.layers, a.heads, a.channels, a.vocab, a.max_seq_len)
     params = list(model.parameters())
     opt = torch.optim.AdamW(params, lr=1e-4, weight_decay=0.1)
     x = torch.randint(0, a.vocab, (a.batch, a.seq))
@@ -189,11 +211,15 @@ def time_bench_step(a, preset, precision):
 
 
 def write_shard(path, ntok, vocab):
+    """llm.c's token shard: magic 20240520 version 1 with uint16 tokens, or for vocabularies above
+    65536 magic 20240801 version 7 with uint32 tokens; a 256-int32 header, then the tokens."""
     import numpy as np
 
+    wide = vocab > 65536
     header = np.zeros(256, dtype=np.int32)
-    header[:3] = (20240520, 1, ntok)
-    tokens = np.random.default_rng(7).integers(0, vocab, ntok, dtype=np.int64).astype(np.uint16)
+    header[:3] = (20240801, 7, ntok) if wide else (20240520, 1, ntok)
+    tokens = np.random.default_rng(7).integers(0, vocab, ntok, dtype=np.int64)
+    tokens = tokens.astype(np.uint32 if wide else np.uint16)
     with open(path, "wb") as f:
         f.write(header.tobytes())
         f.write(tokens.tobytes())
@@ -209,10 +235,11 @@ def time_train(a, precision, workdir):
     shard = os.path.join(workdir, "random_train.bin")
     if not os.path.exists(shard):
         write_shard(shard, (total + 2) * a.batch * a.seq + 1, a.vocab)
-    model = os.path.join(workdir, "model.toml")
-    with open(model, "w") as f:
-        f.write(f"layers = {a.layers}\nheads = {a.heads}\nchannels = {a.channels}\n"
-                f"max_seq_len = {a.max_seq_len}\nvocab_size = {a.vocab}\n")
+    model = a.config.path if a.arch == "llama" else os.path.join(workdir, "model.toml")
+    if a.arch == "gpt2":
+        with open(model, "w") as f:
+            f.write(f"layers = {a.layers}\nheads = {a.heads}\nchannels = {a.channels}\n"
+                    f"max_seq_len = {a.max_seq_len}\nvocab_size = {a.vocab}\n")
     cmd = [exe, "train", "--model", model, "--train-data", shard, "--batch", str(a.batch),
            "--seq-len", str(a.seq), "--steps", str(total), "--lr", "1e-4", "--weight-decay", "0.1",
            "--threads", str(a.threads)]
@@ -242,16 +269,22 @@ def time_train(a, precision, workdir):
 
 def parse_args():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--model", choices=sorted(PRESETS), default="124m",
-                    help="preset shape (default 124m); --layers/--heads/--channels override it")
+    ap.add_argument("--arch", choices=["gpt2", "llama"], default="gpt2",
+                    help="gpt2 (default: --model and the shape flags) or llama (--preset)")
+    ap.add_argument("--model", choices=sorted(PRESETS),
+                    help="GPT-2 preset shape (default 124m); --layers/--heads/--channels override it")
+    ap.add_argument("--preset", dest="llama_preset", metavar="NAME",
+                    help="llama: conf/models/NAME.toml (llama-d2, smollm2-135m ...) or a .toml file")
     ap.add_argument("--layers", type=int)
     ap.add_argument("--heads", type=int)
     ap.add_argument("--channels", type=int)
-    ap.add_argument("--vocab", type=int, default=50257)
-    ap.add_argument("--max-seq-len", type=int, default=1024)
+    ap.add_argument("--vocab", type=int, help="GPT-2 vocabulary (default 50257)")
+    ap.add_argument("--max-seq-len", type=int, help="GPT-2 maxT (default 1024)")
     ap.add_argument("--batch", type=int, default=4)
-    ap.add_argument("--seq", type=int, default=64)
-    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--seq", "--seq-len", dest="seq", type=int, default=64,
+                    help="tokens per sequence T (default 64)")
+    ap.add_argument("--threads", type=int, help="PyTorch's and llmcpu's threads (default 2 for "
+                    "gpt2, every CPU this process may use for llama)")
     ap.add_argument("--steps", type=int, default=5, help="timed steps (median), default 5")
     ap.add_argument("--warmup", type=int, default=2, help="untimed steps first, default 2")
     ap.add_argument("--precisions", default="fp32,bf16", help="comma-separated subset of fp32,bf16")
@@ -260,60 +293,125 @@ def parse_args():
     ap.add_argument("--llmcpu-via", choices=["auto", "bench_step", "train", "both", "none"],
                     default="auto", help="auto: bench_step where it has the shape, else llmcpu train")
     ap.add_argument("--llmcpu-reps", type=int, default=3, help="bench_step repetitions, default 3")
+    ap.add_argument("--only-torch", action="store_true",
+                    help="time PyTorch alone (--llmcpu-via none), e.g. in a Debian 13 chroot")
+    ap.add_argument("--only-llmcpu", action="store_true",
+                    help="time llmcpu alone; PyTorch's rows can come from --results-in")
+    ap.add_argument("--results-out", metavar="FILE", help="write this run's rows as JSON")
+    ap.add_argument("--results-in", metavar="FILE", help="add PyTorch's rows of an earlier run of "
+                    "the same shape, B, T and threads (its --results-out), e.g. torch 2.6's")
     a = ap.parse_args()
-    L, NH, C = PRESETS[a.model]
-    custom = any(v is not None for v in (a.layers, a.heads, a.channels))
-    a.layers, a.heads, a.channels = a.layers or L, a.heads or NH, a.channels or C
-    a.preset = None if custom or a.vocab != 50257 or a.max_seq_len != 1024 else a.model
-    a.precisions = [p.strip() for p in a.precisions.split(",") if p.strip()]
     errors = []
+    (llama_shape if a.arch == "llama" else gpt2_shape)(a, errors)
+    if errors:
+        ap.error("; ".join(errors))
+    a.precisions = [p.strip() for p in a.precisions.split(",") if p.strip()]
     if any(p not in ("fp32", "bf16") for p in a.precisions) or not a.precisions:
         errors.append(f"--precisions '{','.join(a.precisions)}': expected fp32, bf16 or both")
-    if a.channels % a.heads:
-        errors.append(f"--channels {a.channels} is not a multiple of --heads {a.heads}")
     if not 0 < a.seq <= a.max_seq_len:
-        errors.append(f"--seq {a.seq}: expected 1 .. --max-seq-len ({a.max_seq_len})")
-    for flag in ("batch", "threads", "steps", "layers", "llmcpu_reps"):
+        errors.append(f"--seq {a.seq}: expected 1 .. the model's maxT ({a.max_seq_len})")
+    for flag in ("batch", "threads", "steps", "llmcpu_reps"):
         if getattr(a, flag) < 1:
             errors.append(f"--{flag.replace('_', '-')} {getattr(a, flag)}: expected at least 1")
     if a.warmup < 0:
         errors.append(f"--warmup {a.warmup}: expected 0 or more")
+    if a.only_torch and a.only_llmcpu:
+        errors.append("--only-torch and --only-llmcpu: expected one of them at most")
     if errors:
         ap.error("; ".join(errors))
+    a.llmcpu_via = "none" if a.only_torch else a.llmcpu_via
     return a
 
 
-def main():
-    a = parse_args()
-    import torch
+def gpt2_shape(a, errors):
+    """Fills a's GPT-2 shape (layers, heads, channels, vocab, max_seq_len, preset, shape)."""
+    if a.llama_preset is not None:
+        errors.append("--preset is for --arch llama; a GPT-2 shape takes --model and --layers/"
+                      "--heads/--channels")
+    a.model = a.model or "124m"
+    L, NH, C = PRESETS[a.model]
+    custom = any(v is not None for v in (a.layers, a.heads, a.channels))
+    a.layers, a.heads, a.channels = a.layers or L, a.heads or NH, a.channels or C
+    a.vocab, a.max_seq_len = a.vocab or 50257, a.max_seq_len or 1024
+    a.preset = None if custom or a.vocab != 50257 or a.max_seq_len != 1024 else a.model
+    a.threads = 2 if a.threads is None else a.threads
+    if a.channels % a.heads:
+        errors.append(f"--channels {a.channels} is not a multiple of --heads {a.heads}")
+    if a.layers < 1:
+        errors.append(f"--layers {a.layers}: expected at least 1")
+    a.shape = f"L={a.layers} NH={a.heads} C={a.channels} V={a.vocab} maxT={a.max_seq_len}"
 
-    torch.set_num_threads(a.threads)
-    torch.set_flush_denormal(True)  # llmcpu flushes denormals too
-    shape = f"L={a.layers} NH={a.heads} C={a.channels} V={a.vocab} maxT={a.max_seq_len}"
+
+def llama_shape(a, errors):
+    """Reads --preset's file into a.config and fills vocab, max_seq_len, preset and shape."""
+    gpt2_flags = ("model", "layers", "heads", "channels", "vocab", "max_seq_len")
+    given = [f"--{f.replace('_', '-')}" for f in gpt2_flags if getattr(a, f) is not None]
+    if given:
+        errors.append(f"{', '.join(given)}: GPT-2 shape flags; a Llama shape is --preset's file")
+    if a.llama_preset is None:
+        errors.append("--arch llama needs --preset NAME (conf/models/NAME.toml, e.g. smollm2-135m)")
+        return
+    try:
+        a.config = llama.read_preset(a.llama_preset)
+    except llama.PresetError as e:
+        errors.append(f"--preset {a.llama_preset}: {e}")
+        return
+    a.vocab, a.max_seq_len, a.preset = a.config.V, a.config.maxT, None
+    a.threads = len(os.sched_getaffinity(0)) if a.threads is None else a.threads
+    a.shape = llama.shape_text(a.config)
+
+
+def save_results(path, a, torch_version, results):
+    rows = [[who, p, ms, note] for (who, p), (ms, note) in results.items()]
+    with open(path, "w") as f:
+        json.dump({"shape": a.shape, "batch": a.batch, "seq": a.seq, "threads": a.threads,
+                   "torch": torch_version, "cpu": cpu_description(), "rows": rows}, f, indent=1)
+    print(f"rows written to {path}")
+
+
+def load_results(path, a):
+    """PyTorch's rows of an earlier run (--results-out) of this shape, B, T and thread count, each
+    labelled with its torch version."""
+    try:
+        with open(path) as f:
+            r = json.load(f)
+    except (OSError, ValueError) as e:
+        raise SystemExit(f"--results-in {path}: cannot read it ({e}); expected a --results-out file")
+    here = {"shape": a.shape, "batch": a.batch, "seq": a.seq, "threads": a.threads}
+    diff = [f"{k} {r.get(k)!r} there, {v!r} here" for k, v in here.items() if r.get(k) != v]
+    if diff:
+        raise SystemExit(f"--results-in {path}: another run's shape ({'; '.join(diff)})")
+    other = "" if r.get("cpu") == cpu_description() else " (another CPU than this one!)"
+    print(f"PyTorch rows from {path}: torch {r.get('torch')}, CPU {r.get('cpu')}{other}")
+    return {(f"PyTorch {r.get('torch')}", p): (ms, note) for who, p, ms, note in r["rows"]
+            if who == "PyTorch"}
+
+
+def print_header(a, torch):
     print(f"CPU: {cpu_description()}")
-    config = torch.__config__.show()
-    blas = next((w.split("=")[1].rstrip(",") for w in config.split() if w.startswith("BLAS_INFO=")), "?")
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, BLAS {blas} (fp32 "
-          f"matmuls), oneDNN {'on' if torch.backends.mkldnn.is_available() else 'off'} (bf16 "
-          f"matmuls); Python {platform.python_version()}")
+    if torch is not None:
+        config = torch.__config__.show()
+        blas = next((w.split("=")[1].rstrip(",") for w in config.split() if w.startswith("BLAS_INFO=")),
+                    "?")
+        print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, BLAS {blas} (fp32 "
+              f"matmuls), oneDNN {'on' if torch.backends.mkldnn.is_available() else 'off'} (bf16 "
+              f"matmuls); Python {platform.python_version()}")
+        if a.arch == "llama":
+            print(f"attention: {llama.attention_path(torch)}")
     print(f"load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-    print(f"model: {shape} ({a.preset or 'custom shape'}), B={a.batch} T={a.seq}; "
+    name = a.config.name if a.arch == "llama" else a.preset or "custom shape"
+    print(f"model: {a.shape} ({name}), B={a.batch} T={a.seq}; "
           f"{a.steps} timed steps after {a.warmup} warm-up\n", flush=True)
 
-    results = {}  # (who, precision) -> (ms or None, note)
-    for p in a.precisions:
-        ms, split = time_pytorch(torch, a, bf16=(p == "bf16"))
-        total = sum(split)
-        note = "median; " + ", ".join(f"{k} {100 * v / total:.0f}%"
-                                     for k, v in zip(("fwd", "bwd", "norm+adamw"), split))
-        results[("PyTorch", p)] = (ms, note)
 
-    via = a.llmcpu_via
+def time_llmcpu(a):
+    """{(who, precision): (ms or None, note)} from bench_step and/or llmcpu train (--llmcpu-via)."""
+    via, results = a.llmcpu_via, {}
     in_bench_step = a.preset in BENCH_STEP_NAMES and (a.batch, a.seq) == (4, 64)
     if via == "auto":
         via = "bench_step" if in_bench_step else "train"
     if via in ("bench_step", "both") and not in_bench_step:
-        print(f"bench_step has no benchmark for {shape} at B={a.batch} T={a.seq} (it has "
+        print(f"bench_step has no benchmark for {a.shape} at B={a.batch} T={a.seq} (it has GPT-2 "
               f"{', '.join(BENCH_STEP_NAMES)} at B=4 T=64); using llmcpu train")
         via = "train"
     sources = {"both": ["bench_step", "train"], "none": []}.get(via, [via])
@@ -325,21 +423,51 @@ def main():
                     results[(who, p)] = time_bench_step(a, a.preset, p)
                 else:
                     results[(who, p)] = time_train(a, p, workdir)
+    return results
 
-    print(f"\nload average at end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-    print(f"\n| {shape}, B={a.batch} T={a.seq}, {a.threads} threads | ms/step | how |")
+
+def print_table(a, results):
+    print(f"\n| {a.shape}, B={a.batch} T={a.seq}, {a.threads} threads | ms/step | how |")
     print("|---|---|---|")
     for (who, p), (ms, note) in results.items():
         print(f"| {who} {p} | {'n/a' if ms is None else f'{ms:.1f}'} | {note} |")
     print()
-    for who in dict.fromkeys(w for w, _ in results if w != "PyTorch"):
-        for p in a.precisions:
-            torch_ms, mine = results[("PyTorch", p)][0], results.get((who, p), (None, ""))
-            if mine[0] is None:
-                print(f"PyTorch {p} / {who} {p}: n/a ({mine[1]})")
-            else:
-                print(f"PyTorch {p} / {who} {p}: {torch_ms / mine[0]:.2f}x "
-                      f"({torch_ms:.1f} / {mine[0]:.1f} ms)")
+    torches = list(dict.fromkeys(w for w, _ in results if w.startswith("PyTorch")))
+    for who in dict.fromkeys(w for w, _ in results if not w.startswith("PyTorch")):
+        for peer in torches:
+            for p in a.precisions:
+                torch_ms, mine = results.get((peer, p), (None, ""))[0], results.get((who, p), (None, ""))
+                if torch_ms is None or mine[0] is None:
+                    why = "no PyTorch time" if torch_ms is None else mine[1]
+                    print(f"{peer} {p} / {who} {p}: n/a ({why})")
+                else:
+                    print(f"{peer} {p} / {who} {p}: {torch_ms / mine[0]:.2f}x "
+                          f"({torch_ms:.1f} / {mine[0]:.1f} ms)")
+
+
+def main():
+    a = parse_args()
+    results = {}  # (who, precision) -> (ms or None, note)
+    torch = None
+    if not a.only_llmcpu:
+        import torch
+
+        torch.set_num_threads(a.threads)
+        torch.set_flush_denormal(True)  # llmcpu flushes denormals too
+    print_header(a, torch)
+    if a.results_in:
+        results.update(load_results(a.results_in, a))
+    for p in a.precisions if torch is not None else []:
+        ms, split = time_pytorch(torch, a, bf16=(p == "bf16"))
+        total = sum(split)
+        note = "median; " + ", ".join(f"{k} {100 * v / total:.0f}%"
+                                     for k, v in zip(("fwd", "bwd", "norm+adamw"), split))
+        results[("PyTorch", p)] = (ms, note)
+    results.update(time_llmcpu(a))
+    print(f"\nload average at end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    print_table(a, results)
+    if a.results_out:
+        save_results(a.results_out, a, torch.__version__ if torch else None, results)
     return 0
 
 
