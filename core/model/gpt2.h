@@ -220,7 +220,9 @@ class Gpt2 {
 };
 
 // GPT-2 initialisation: weights N(0, 0.02), the residual projections (attprojw, fcprojw) N(0,
-// 0.02/sqrt(2L)), biases 0, layernorm weights 1, padded wte rows 0. Same seed, same weights.
+// 0.02/sqrt(2L)), biases 0, layernorm weights 1, padded wte rows 0. Same seed, same weights. A
+// Llama-family model gets transformers' initialisation instead: every matrix N(0, 0.02) (no
+// residual scaling), biases 0, RMSNorm weights 1, padded rows of wte and an untied head 0.
 void init_gpt2(Gpt2& model, unsigned long long seed);
 
 }  // namespace llmcpu

@@ -25,7 +25,8 @@ std::unique_ptr<Gpt2> make_model(const ModelSource& source, uint64_t seed, std::
   } else {
     init_gpt2(*model, seed);
     if (origin)
-      *origin = source.description + ", GPT-2 initialisation, seed " + std::to_string(seed);
+      *origin = source.description + (source.config.llama() ? ", Llama" : ", GPT-2") +
+                " initialisation, seed " + std::to_string(seed);
   }
   return model;
 }

@@ -178,5 +178,65 @@ TEST(BenchStepTable, Gpt2SmallAtFullContext) {
   EXPECT_EQ(ops.back().shape, "params=124475904");
 }
 
+// The Llama family's step, from LlamaForCausalLM's structure (transformers' modeling_llama): per
+// block input_layernorm (RMSNorm), q|k|v (C -> (NH + 2 NKV) D), the rotation of the NH + NKV q and
+// k heads, grouped-query attention, o_proj (NH D -> C), a residual sum, post_attention_layernorm,
+// gate|up (C -> 2H), SwiGLU, down_proj (H -> C), a residual sum; the embedding has no positions,
+// the final norm is RMSNorm and the head is untied here (its own matrix). Backward in reverse, the
+// rotation undone on dqkv after attention. The matmuls make 6 x tokens x the matmul weights.
+TEST(BenchStepTable, RowsFollowLlamasStructure) {
+  ModelConfig c = config_of(3, 6, 48, 100, 16);
+  c.architecture = Architecture::kLlama;
+  c.num_kv_heads = 2, c.head_dim = 12, c.hidden = 80, c.tied_head = false;
+  c.qkv_bias = c.attn_proj_bias = c.mlp_bias = false;
+  c.rope.head_dim = 12;
+  const int B = 2, T = 5, L = 3;
+  const size_t BT = 10, C = 48, QKV = (6 + 4) * 12, A = 6 * 12, H = 80, Vp = 128;
+  const std::string bt = "B=2 T=5", norm = "N=10 C=48";
+  const std::string att = bt + " NH=6 NKV=2 hs=12", rope = "N=10 heads=8 D=12";
+  const std::string act = "N=10 H=80", xent = "N=10 V=100 Vp=128";
+  const size_t params = 2 * Vp * C + L * (QKV * C + C * A + 2 * H * C + H * C + 2 * C) + C;
+  const std::vector<Row> want = {
+      {"encoder", "forward", bt + " C=48", 1},
+      {"rmsnorm", "forward", norm, 2 * L + 1},
+      {"matmul qkv", "forward", mkn(BT, C, QKV), L},
+      {"rope", "forward", rope, L},
+      {"attention", "forward", att, L},
+      {"matmul attention proj", "forward", mkn(BT, A, C), L},
+      {"residual", "forward", "N=" + std::to_string(BT * C), 2 * L},
+      {"matmul fc", "forward", mkn(BT, C, 2 * H), L},
+      {"swiglu", "forward", act, L},
+      {"matmul fc proj", "forward", mkn(BT, H, C), L},
+      {"matmul lm head", "forward", mkn(BT, C, Vp), 1},
+      {"softmax + cross-entropy", "forward", xent, 1},
+      {"softmax + cross-entropy", "backward", xent, 1},
+      {"matmul lm head", "backward", mkn(BT, C, Vp), 1},
+      {"rmsnorm", "backward", norm, 2 * L + 1},
+      {"matmul fc proj", "backward", mkn(BT, H, C), L},
+      {"swiglu", "backward", act, L},
+      {"matmul fc", "backward", mkn(BT, C, 2 * H), L},
+      {"matmul attention proj", "backward", mkn(BT, A, C), L},
+      {"attention", "backward", att, L},
+      {"rope", "backward", rope, L},
+      {"matmul qkv", "backward", mkn(BT, C, QKV), L},
+      {"encoder", "backward", bt + " C=48", 1},
+      {"adamw", "update", "params=" + std::to_string(params), 1},
+  };
+  for (Precision precision : {Precision::kFp32, Precision::kBf16}) {
+    SCOPED_TRACE(precision_name(precision));
+    const std::vector<LayerOp> ops = recorded(c, B, T, precision);
+    ASSERT_EQ(ops.size(), want.size());
+    for (size_t i = 0; i < ops.size(); ++i) {
+      EXPECT_EQ(ops[i].op, want[i].op) << "row " << i;
+      EXPECT_EQ(ops[i].pass, want[i].pass) << ops[i].op;
+      EXPECT_EQ(ops[i].shape, want[i].shape) << ops[i].op << " " << ops[i].pass;
+      EXPECT_EQ(ops[i].per_step, want[i].calls) << ops[i].op << " " << ops[i].pass;
+      EXPECT_TRUE(ops[i].prepare) << ops[i].op << " " << ops[i].pass;
+    }
+    const double weights = L * double(QKV * C + C * A + 2 * H * C + H * C) + double(Vp * C);
+    EXPECT_EQ(matmul_flops(ops), 6.0 * B * T * weights);
+  }
+}
+
 }  // namespace
 }  // namespace llmcpu::bench

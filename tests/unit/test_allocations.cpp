@@ -112,11 +112,9 @@ TEST(Allocations, TheCounterSeesEveryKindOfAllocation) {
 
 class ModelAllocations : public ::testing::TestWithParam<Precision> {};
 
-TEST_P(ModelAllocations, StepValidationAndSamplingAllocateNothingAfterPlanning) {
-  const CheckpointInfo info = read_checkpoint_header(fixture("small", "model.bin"));
-  const ModelConfig& c = info.config;
-  Gpt2 model(c, active_kernels(), GetParam());
-  load_checkpoint(fixture("small", "model.bin"), model);
+// A step, a validation pass and sampling of `model` allocate nothing once planned and warmed up.
+void expect_no_allocations_after_planning(Gpt2& model) {
+  const ModelConfig& c = model.config();
   const int B = 2, T = 16, n = 12;
   EXPECT_GE(allocations_during([&] { model.plan_batch(B, T); }), 1) << "planning allocates";
   AdamW opt(model.num_parameters(), AdamWConfig{}, model.kernels(), model.bf16_kernels());
@@ -151,6 +149,27 @@ TEST_P(ModelAllocations, StepValidationAndSamplingAllocateNothingAfterPlanning) 
   EXPECT_EQ(allocations_during(sample), 0) << "sampling " << n << " tokens";
   // A shape that was not planned is refused rather than quietly planned.
   EXPECT_THROW(model.forward(in.data(), tg.data(), 1, T), ShapeError);
+}
+
+TEST_P(ModelAllocations, StepValidationAndSamplingAllocateNothingAfterPlanning) {
+  const CheckpointInfo info = read_checkpoint_header(fixture("small", "model.bin"));
+  Gpt2 model(info.config, active_kernels(), GetParam());
+  load_checkpoint(fixture("small", "model.bin"), model);
+  expect_no_allocations_after_planning(model);
+}
+
+// The same for a Llama-family model: grouped-query attention, rotary positions (the decode's own
+// tables), SwiGLU and an untied head.
+TEST_P(ModelAllocations, LlamaAllocatesNothingAfterPlanning) {
+  ModelConfig c{.max_seq_len = 32, .vocab_size = 300, .padded_vocab_size = 384, .num_layers = 2,
+                .num_heads = 6, .channels = 48};
+  c.architecture = Architecture::kLlama;
+  c.num_kv_heads = 2, c.head_dim = 8, c.hidden = 80, c.tied_head = false;
+  c.qkv_bias = c.attn_proj_bias = c.mlp_bias = false;
+  c.rope.head_dim = 8;
+  Gpt2 model(c, active_kernels(), GetParam());
+  init_gpt2(model, 5);
+  expect_no_allocations_after_planning(model);
 }
 
 INSTANTIATE_TEST_SUITE_P(Precisions, ModelAllocations,

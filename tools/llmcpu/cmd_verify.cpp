@@ -70,6 +70,10 @@ int VerifyCommand::run(const ArgParser& p) {
     if (!p.given("tolerance-logits")) tol_.logits = bf16.logits;
     if (!p.given("tolerance-grads")) tol_.grads = bf16.grads;
   }
+  if (source.config.llama() && !write_state_.empty()) {
+    throw UsageError("--write-state writes an llm.c debug state, which has no layout for a " +
+                     std::string(architecture_name(source.config.architecture)) + " model");
+  }
   const DebugState ref = load_debug_state(state_path_, source.config);
   std::printf("%s\n", placed.summary.c_str());
   std::printf("verify: model %s (%s, %s), state %s (B=%d T=%d), %s, %d thread%s\n",
