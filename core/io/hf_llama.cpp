@@ -118,16 +118,24 @@ HfLlamaFile::HfLlamaFile(const HfModelPaths& paths) {
                                    "is only in its config.json; name it with --config)");
   }
   config_ = read_llama_config(read_json_file(paths.config), paths.config);
+  open(paths.weights, paths.config);
+}
+
+HfLlamaFile::HfLlamaFile(const std::string& weights, const ModelConfig& config) : config_(config) {
+  open(weights, "its training state");
+}
+
+void HfLlamaFile::open(const std::string& weights, const std::string& config_source) {
   std::map<std::string, std::string> weight_map;
-  const bool sharded = fs::path(paths.weights).filename() == kIndexName;
+  const bool sharded = fs::path(weights).filename() == kIndexName;
   const std::vector<std::string> shards =
-      sharded ? index_shards(paths.weights, weight_map) : std::vector<std::string>{paths.weights};
+      sharded ? index_shards(weights, weight_map) : std::vector<std::string>{weights};
   for (const std::string& shard : shards) {
     files_.push_back(std::make_unique<SafetensorsFile>(shard));
     for (const SafeTensor& t : files_.back()->tensors()) {
       if (sharded && weight_map[t.name] != shard) {
-        throw FileError(shard, "holds tensor '" + t.name + "', which " + paths.weights +
-                                   " places elsewhere");
+        throw FileError(shard,
+                        "holds tensor '" + t.name + "', which " + weights + " places elsewhere");
       }
       if (!tensors_.emplace(t.name, &t).second) {
         throw FileError(shard, "tensor '" + t.name + "' is stored in two shards");
@@ -135,34 +143,33 @@ HfLlamaFile::HfLlamaFile(const HfModelPaths& paths) {
     }
   }
   std::set<std::string> known;
-  const std::string source = "the model " + describe(config_) + " of " + paths.config;
+  const std::string source = "the model " + describe(config_) + " of " + config_source;
   for (const Piece& p : llama_pieces(config_)) {
     auto it = tensors_.find(p.name);
     if (it == tensors_.end()) {
-      throw FileError(paths.weights, "missing tensor '" + p.name + "' (" + source + ")");
+      throw FileError(weights, "missing tensor '" + p.name + "' (" + source + ")");
     }
     if (it->second->dtype == TensorDtype::kI32) {
-      throw FileError(paths.weights, "tensor '" + p.name + "' is I32, expected F32, F16 or BF16");
+      throw FileError(weights, "tensor '" + p.name + "' is I32, expected F32, F16 or BF16");
     }
     if (it->second->shape != p.shape) {
-      throw FileError(paths.weights, "tensor '" + p.name + "' has shape " +
-                                         it->second->shape_string() + ", but " + source +
-                                         " implies " + shape_string(p.shape));
+      throw FileError(weights, "tensor '" + p.name + "' has shape " + it->second->shape_string() +
+                                   ", but " + source + " implies " + shape_string(p.shape));
     }
     known.insert(p.name);
   }
   for (const auto& [name, t] : tensors_) {
     if (known.count(name) || is_rotary_buffer(name)) continue;
-    if (name == "lm_head.weight" && config_.tied_head && t->shape == tensors_["model.embed_tokens.weight"]->shape) {
+    if (name == "lm_head.weight" && config_.tied_head &&
+        t->shape == tensors_["model.embed_tokens.weight"]->shape) {
       continue;  // checked equal to the embedding by load()
     }
-    throw FileError(paths.weights, "unknown tensor '" + name + "': not a parameter of " + source);
+    throw FileError(weights, "unknown tensor '" + name + "': not a parameter of " + source);
   }
-  description_ = std::string("safetensors ") +
-                 dtype_name(tensors_["model.embed_tokens.weight"]->dtype) + ", " +
-                 architecture_name(config_.architecture) +
-                 (sharded ? ", " + std::to_string(shards.size()) + " shards" : "") + ", " +
-                 paths.config;
+  description_ =
+      std::string("safetensors ") + dtype_name(tensors_["model.embed_tokens.weight"]->dtype) +
+      ", " + architecture_name(config_.architecture) +
+      (sharded ? ", " + std::to_string(shards.size()) + " shards" : "") + ", " + config_source;
 }
 
 void HfLlamaFile::load(float* params) const {
@@ -233,18 +240,24 @@ DebugState load_llama_reference(const std::string& path, const ModelConfig& c) {
   return s;
 }
 
+void write_llama_safetensors(AtomicFileWriter& out, const ModelConfig& c, const float* params,
+                             const uint16_t* rounded, TensorDtype dtype) {
+  const ParameterLayout layout(c);
+  std::vector<TensorToWrite> tensors;
+  for (const Piece& p : llama_pieces(c)) {
+    const size_t at = flat_offset(layout, p);
+    tensors.push_back({p.name, p.shape, params + at, rounded ? rounded + at : nullptr});
+  }
+  write_safetensors(out, tensors, dtype, {{"format", "pt"}});
+}
+
 void save_hf_llama(const std::string& folder, const ModelConfig& c, const float* params,
                    TensorDtype dtype, const json& base_config) {
   std::error_code ec;
   fs::create_directories(folder, ec);
   if (ec) throw FileError(folder, "cannot create the folder: " + ec.message());
-  const ParameterLayout layout(c);
-  std::vector<TensorToWrite> tensors;
-  for (const Piece& p : llama_pieces(c)) {
-    tensors.push_back({p.name, p.shape, params + flat_offset(layout, p)});
-  }
   AtomicFileWriter weights((fs::path(folder) / "model.safetensors").string());
-  write_safetensors(weights, tensors, dtype, {{"format", "pt"}});
+  write_llama_safetensors(weights, c, params, nullptr, dtype);
   AtomicFileWriter config((fs::path(folder) / "config.json").string());
   const std::string text = llama_config_json(c, dtype, base_config).dump(2) + "\n";
   config.write(text.data(), text.size());

@@ -35,6 +35,9 @@ class HfLlamaFile {
  public:
   // paths.weights: model.safetensors or model.safetensors.index.json; paths.config is required.
   explicit HfLlamaFile(const HfModelPaths& paths);
+  // A safetensors file of a model whose architecture is known already (a checkpoint's, from its
+  // training state), checked against it as above.
+  HfLlamaFile(const std::string& weights, const ModelConfig& config);
   ~HfLlamaFile();
 
   const ModelConfig& config() const { return config_; }
@@ -44,11 +47,22 @@ class HfLlamaFile {
   void load(float* params) const;
 
  private:
+  // Opens the weights (a file, or the shards an index names) and checks them against config_;
+  // `source` says where the architecture came from, for messages.
+  void open(const std::string& weights, const std::string& source);
+
   std::vector<std::unique_ptr<SafetensorsFile>> files_;
   std::map<std::string, const SafeTensor*> tensors_;  // every tensor of every shard, by name
   ModelConfig config_;
   std::string description_;
 };
+
+// The flat parameters of `config` as a safetensors file of `dtype` (F32, F16, BF16) into an open
+// writer, which the caller finishes and publishes, laid out as save_pretrained writes it. `rounded`
+// (may be null): the same parameters rounded to bf16 already (a bf16 model's working copy), which
+// a BF16 file takes as they are.
+void write_llama_safetensors(AtomicFileWriter& out, const ModelConfig& config, const float* params,
+                             const uint16_t* rounded, TensorDtype dtype);
 
 // Writes the flat parameters of `config` as `folder`/model.safetensors in `dtype` and
 // `folder`/config.json (llama_config_json over `base_config`), which transformers'

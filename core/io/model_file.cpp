@@ -1,6 +1,7 @@
 #include "core/io/model_file.h"
 
 #include <filesystem>
+#include <regex>
 
 #include "core/io/checkpoint.h"
 #include "core/io/hf_gpt2.h"
@@ -73,7 +74,33 @@ ModelSource open_model_file(const std::string& path, ModelFormat format,
   return s;
 }
 
+namespace {
+
+// Why a folder that holds no Hugging Face model is not a model file, naming the newest model file
+// of a checkpoint folder where it is one.
+std::string not_a_model_folder(const std::string& dir) {
+  std::error_code ec;
+  std::string newest;
+  const std::regex model_name("model_[0-9]{8,}\\.(bin|safetensors)");
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (std::regex_match(name, model_name) && entry.path().string() > newest) {
+      newest = entry.path().string();
+    }
+  }
+  std::string why = "is a folder without model.safetensors or model.safetensors.index.json (a "
+                    "Hugging Face model folder holds them and config.json)";
+  if (!newest.empty()) why += "; a checkpoint folder: name one of its model files, e.g. " + newest;
+  return why;
+}
+
+}  // namespace
+
 ModelSource open_model_file(const std::string& path) {
+  std::error_code ec;
+  if (fs::is_directory(path, ec) && !is_hf_model(path)) {
+    throw FileError(path, not_a_model_folder(path));
+  }
   return open_model_file(path, model_file_format(path));
 }
 
@@ -88,9 +115,13 @@ ModelSource resolve_model(const std::string& spec) {
   ModelSource s;
   s.spec = spec;
   s.path = is_file ? spec : find_conf_file("models", spec);
+  if (s.path.empty() && fs::is_directory(spec, ec)) {  // neither a model nor a preset
+    throw UsageError("--model " + spec + ": " + not_a_model_folder(spec) + ", and no preset is "
+                     "named so");
+  }
   if (s.path.empty()) {
     throw UsageError("--model " + spec + ": no such checkpoint file, and no preset conf/models/" +
-                     spec + ".toml (try gpt2-d2, gpt2-d4, gpt2-d6, gpt2-124m)");
+                     spec + ".toml (try gpt2-d2, gpt2-d4, gpt2-d6, gpt2-124m, llama-d2)");
   }
   s.config = load_model_preset(s.path);
   s.description = "preset " + s.path;
@@ -119,6 +150,13 @@ void load_parameters(const ModelSource& source, const ModelConfig& expected, flo
 }
 
 }  // namespace
+
+LlamaOrigin llama_origin_of(const ModelSource& source) {
+  if (source.format != ModelFormat::kSafetensors || !source.config.llama()) return {};
+  const HfModelPaths paths = hf_model_paths(source.path, source.hf_config);
+  const fs::path folder = fs::path(paths.weights).parent_path();
+  return llama_origin(paths.config, folder.empty() ? "." : folder.string());
+}
 
 void load_model_parameters(const ModelSource& source, float* params) {
   load_parameters(source, source.config, params);

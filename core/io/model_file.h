@@ -9,6 +9,7 @@
 
 #include <string>
 
+#include "core/io/hf_llama_folder.h"
 #include "core/model/config.h"
 #include "core/model/gpt2.h"
 
@@ -52,6 +53,10 @@ ModelSource open_model_file(const std::string& path);
 // when it is not beside it (convert's --config).
 ModelSource open_model_file(const std::string& path, ModelFormat format,
                             const std::string& hf_config = "");
+
+// Where a Llama-family model file came from, for the folders written from it: its config.json and
+// the tokenizer files of its folder; empty for anything else (a preset, GPT-2's files).
+LlamaOrigin llama_origin_of(const ModelSource& source);
 
 // Loads a model file's parameters into `model`, whose config must equal the file's.
 void load_model_file(const ModelSource& source, Gpt2& model);

@@ -305,6 +305,10 @@ void write_safetensors(AtomicFileWriter& out, const std::vector<TensorToWrite>& 
       out.write(t.data, count * sizeof(float));
       continue;
     }
+    if (dtype == TensorDtype::kBf16 && t.bf16) {
+      out.write(t.bf16, count * sizeof(uint16_t));
+      continue;
+    }
     for (size_t i = 0; i < count; i += kChunk) {
       const size_t m = std::min(kChunk, count - i);
       for (size_t j = 0; j < m; ++j) {

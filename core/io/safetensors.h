@@ -62,10 +62,13 @@ uint16_t float_to_f16(float f);
 float f16_to_float(uint16_t h);
 
 // A tensor to be written: fp32 elements (row-major, `shape`) stored as `dtype` (F32, F16, BF16).
+// `bf16`, where given, holds the same elements rounded to bf16 already (a bf16 model's working
+// copy): a BF16 file takes those bytes as they are.
 struct TensorToWrite {
   std::string name;
   std::vector<size_t> shape;
   const float* data;
+  const uint16_t* bf16 = nullptr;
 };
 
 // Writes a safetensors file of `tensors` in `dtype`, with `metadata` as "__metadata__", into an

@@ -39,16 +39,19 @@ std::string OffloadLayers::describe(int num_layers) const {
          " of " + std::to_string(num_layers);
 }
 
+void check_offloadable(const ModelConfig& c) {
+  if (!c.llama()) return;
+  // The plugin ABI describes GPT-2's block: a plugin would run it on these weights.
+  throw DeviceError("offloading runs GPT-2 blocks only; this " +
+                    std::string(architecture_name(c.architecture)) +
+                    " model needs RMSNorm, rotary positions, grouped-query attention and SwiGLU, "
+                    "which the plugin ABI does not describe: run it without --plugin");
+}
+
 llmcpu_model_desc make_model_desc(const ModelConfig& c, const ParameterLayout& layout, int B, int T,
                                   Precision precision, const OffloadLayers& layers,
                                   size_t memory_limit) {
-  if (c.llama()) {
-    // The plugin ABI describes GPT-2's block: a plugin would run it on these weights.
-    throw DeviceError("offloading runs GPT-2 blocks only; this " +
-                      std::string(architecture_name(c.architecture)) +
-                      " model needs RMSNorm, rotary positions, grouped-query attention and SwiGLU, "
-                      "which the plugin ABI does not describe: run it without --plugin");
-  }
+  check_offloadable(c);
   llmcpu_model_desc d{};
   d.struct_size = sizeof d;
   d.precision = precision == Precision::kBf16 ? LLMCPU_PRECISION_BF16 : LLMCPU_PRECISION_FP32;

@@ -35,7 +35,12 @@ int host_activation_layers(const OffloadLayers& layers, int num_layers);
 // "1 block", "3 blocks".
 std::string count_blocks(int n);
 
-// The ABI's description of a model, its micro-batch and the device's part.
+// Throws DeviceError saying why when the plugin ABI cannot describe the model's blocks (the Llama
+// family's: the ABI describes GPT-2's block only).
+void check_offloadable(const ModelConfig& c);
+
+// The ABI's description of a model, its micro-batch and the device's part (check_offloadable's
+// DeviceError for a model it cannot describe).
 llmcpu_model_desc make_model_desc(const ModelConfig& c, const ParameterLayout& layout, int B, int T,
                                   Precision precision, const OffloadLayers& layers,
                                   size_t memory_limit);

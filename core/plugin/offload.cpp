@@ -28,6 +28,13 @@ llmcpu_memory_plan OffloadDevice::plan(const llmcpu_model_desc& desc) {
 }
 
 OffloadOutcome enable_offload(Gpt2& model, const std::string& path, const OffloadOptions& options) {
+  // A model no plugin can run is refused whatever the plugin: asked for, the device is not quietly
+  // left out.
+  try {
+    check_offloadable(model.config());
+  } catch (const DeviceError& e) {
+    throw UsageError("--plugin " + path + ": " + e.what());
+  }
   const int L = model.config().num_layers;
   const OffloadLayers layers = OffloadLayers::parse(options.layers, L, "--offload-layers");
   model.disable_offload();

@@ -66,7 +66,8 @@ class OffloadDevice final : public BlockDevice {
 // Loads the plugin at `path` and gives `model` a device for the layers options.layers names (a
 // UsageError for a bad value). A plugin that cannot be loaded, or cannot run this model's precision
 // or shape, leaves the model on the CPU, and the outcome says why; a plan that does not fit the
-// device throws (the user asked for those layers).
+// device throws (the user asked for those layers), and so does (UsageError naming --plugin) a model
+// whose blocks no plugin can run (check_offloadable: the Llama family).
 OffloadOutcome enable_offload(Gpt2& model, const std::string& path,
                               const OffloadOptions& options = {});
 

@@ -13,8 +13,9 @@ namespace llmcpu {
 ResumePoint open_resume_point(const std::string& dir, std::vector<std::string>* notes) {
   const std::vector<int64_t> steps = list_checkpoints(dir);
   if (steps.empty()) {
-    throw UsageError("--resume " + dir + ": no checkpoint there (expected model_NNNNNNNN.bin and " +
-                     "state_NNNNNNNN.bin)");
+    throw UsageError(
+        "--resume " + dir + ": no checkpoint there (expected model_NNNNNNNN.bin, or " +
+        "model_NNNNNNNN.safetensors for a Llama-family model, and state_NNNNNNNN.bin)");
   }
   // The newest checkpoint whose files are sound: a truncated file or a checksum that does not match
   // (a disk that failed, a copy cut short) is skipped, said so and left where it is.
@@ -65,7 +66,7 @@ void check_resume_matches(const ResumePoint& point, const TrainOptions& o, int r
     throw UsageError("--resume " + dir + ": the run was saved with --precision " +
                      precision_name(s.precision) + ", now " + precision_name(o.precision) +
                      "; exact resume needs the same precision (or start a new run with --model " +
-                     checkpoint_model_path(dir, point.step) + ")");
+                     find_checkpoint_model(dir, point.step) + ")");
   }
   if (s.step > std::numeric_limits<int>::max()) {
     // The file counts steps in 64 bits, this trainer (and --steps) in int: refused, not wrapped.

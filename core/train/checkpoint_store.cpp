@@ -5,12 +5,14 @@
 #include <cinttypes>
 #include <cstdio>
 #include <filesystem>
-#include <optional>
 #include <regex>
 #include <utility>
 
 #include "core/comm/zero_shards.h"
 #include "core/io/checkpoint.h"
+#include "core/io/hf_llama.h"
+#include "core/io/json_file.h"
+#include "core/model/llama_config.h"
 #include "core/train/non_finite.h"
 #include "core/util/fault.h"
 #include "simd/error.h"
@@ -19,10 +21,16 @@ namespace llmcpu {
 
 namespace fs = std::filesystem;
 
-std::string checkpoint_model_path(const std::string& dir, int64_t step) {
+std::string checkpoint_model_path(const std::string& dir, int64_t step, bool llama) {
   char name[64];
-  std::snprintf(name, sizeof name, "model_%08" PRId64 ".bin", step);
+  std::snprintf(name, sizeof name, "model_%08" PRId64 "%s", step, llama ? ".safetensors" : ".bin");
   return (fs::path(dir) / name).string();
+}
+
+std::string find_checkpoint_model(const std::string& dir, int64_t step) {
+  std::error_code ec;
+  const std::string llama = checkpoint_model_path(dir, step, true);
+  return fs::is_regular_file(llama, ec) ? llama : checkpoint_model_path(dir, step);
 }
 
 std::string checkpoint_state_path(const std::string& dir, int64_t step) {
@@ -47,7 +55,7 @@ std::vector<int64_t> list_checkpoints(const std::string& dir) {
     const char* const end = digits.data() + digits.size();
     if (std::from_chars(digits.data(), end, step).ec != std::errc()) continue;
     if (fs::path(checkpoint_state_path(dir, step)).filename() != name) continue;
-    if (fs::is_regular_file(checkpoint_model_path(dir, step), ec)) steps.push_back(step);
+    if (fs::is_regular_file(find_checkpoint_model(dir, step), ec)) steps.push_back(step);
   }
   std::sort(steps.begin(), steps.end());
   return steps;
@@ -58,8 +66,27 @@ int64_t latest_checkpoint(const std::string& dir) {
   return steps.empty() ? -1 : steps.back();
 }
 
+namespace {
+
+// A checkpoint's model file against the model of its state: of its kind, and for a Llama-family
+// model every tensor of the architecture present in its shape (an llm.c file's header and length
+// are checked before the state is read).
+void check_model_file(const std::string& model, const ModelConfig& c) {
+  const bool safetensors = fs::path(model).extension() == ".safetensors";
+  if (c.llama() != safetensors) {
+    throw FileError(model, std::string("is ") + (safetensors ? "a Llama-family" : "an llm.c") +
+                               " model file, but the checkpoint's state holds a model of shape " +
+                               describe(c) + " (its model file is model_NNNNNNNN." +
+                               (c.llama() ? "safetensors)" : "bin)"));
+  }
+  if (safetensors) HfLlamaFile(model, c);
+}
+
+}  // namespace
+
 std::unique_ptr<CheckpointFiles> open_checkpoint(const std::string& dir, int64_t step) {
-  read_checkpoint_header(checkpoint_model_path(dir, step));  // also checks the file's length
+  const std::string model = find_checkpoint_model(dir, step);
+  if (fs::path(model).extension() == ".bin") read_checkpoint_header(model);  // and its length
   auto files = std::make_unique<CheckpointFiles>();
   const std::string path = checkpoint_state_path(dir, step);
   files->state = std::make_unique<TrainStateFile>(path);
@@ -68,6 +95,7 @@ std::unique_ptr<CheckpointFiles> open_checkpoint(const std::string& dir, int64_t
     throw FileError(path, "holds the state of step " + std::to_string(s.step) +
                               ", but its name says step " + std::to_string(step));
   }
+  check_model_file(model, s.config);
   const uint32_t K = s.shards();
   const std::vector<ParameterSpan> spans = ParameterLayout(s.config).spans();
   for (uint32_t k = 0; k < K; ++k) {
@@ -82,6 +110,20 @@ std::unique_ptr<CheckpointFiles> open_checkpoint(const std::string& dir, int64_t
   }
   return files;
 }
+
+namespace {
+
+// Whether NAME.tmp.<digits> is a temporary file a checkpoint write makes: a model or state file
+// (or shard), or a Llama-family checkpoint's config.json and tokenizer files.
+bool written_here(const std::string& temporary) {
+  if (temporary.starts_with("model_") || temporary.starts_with("state_")) return true;
+  const std::string name = temporary.substr(0, temporary.rfind(".tmp."));
+  const std::vector<std::string>& tokenizer = tokenizer_file_names();
+  return name == "config.json" ||
+         std::find(tokenizer.begin(), tokenizer.end(), name) != tokenizer.end();
+}
+
+}  // namespace
 
 CheckpointStore::CheckpointStore(std::string dir, const std::string& resume, bool writer,
                                  std::vector<std::string>* notes)
@@ -119,8 +161,7 @@ void CheckpointStore::take_folder(std::vector<std::string>* notes) {
   created_ = created;
   // Holding the lock, this is the only writer: a temporary file here was left by a killed run.
   for (const std::string& path : stale_temporary_files(dir_)) {
-    const std::string name = fs::path(path).filename().string();
-    if (name.rfind("model_", 0) != 0 && name.rfind("state_", 0) != 0) continue;
+    if (!written_here(fs::path(path).filename().string())) continue;
     if (fs::remove(path, ec)) notes->push_back("removed " + path + ", left by a killed run");
   }
   // Shards of a ZeRO-1 checkpoint whose state file never came: the run stopped while writing it.
@@ -151,12 +192,35 @@ void CheckpointStore::lock_resume_folder(const std::string& dir, std::vector<std
   }
 }
 
+void CheckpointStore::check_model(const ModelConfig& config) const {
+  if (!lock_ || !config.llama()) return;
+  std::error_code ec;
+  const fs::path json = fs::path(dir_) / "config.json";
+  if (!fs::is_regular_file(json, ec)) return;
+  bool llama_checkpoints = false;
+  for (const int64_t step : list_checkpoints(dir_)) {
+    llama_checkpoints |= fs::is_regular_file(checkpoint_model_path(dir_, step, true), ec);
+  }
+  if (!llama_checkpoints) return;
+  std::string theirs;
+  try {
+    const ModelConfig c = read_llama_config(read_json_file(json.string()), json.string());
+    if (c == config) return;
+    theirs = describe(c);
+  } catch (const Error& e) {
+    theirs = e.what();
+  }
+  throw UsageError("--checkpoint-dir " + dir_ + ": its checkpoints are of another model (" +
+                   json.string() + ": " + theirs + "; this run's is " + describe(config) +
+                   "), and their config.json serves them all: checkpoint into another folder");
+}
+
 std::string CheckpointStore::newest_good() const {
   const std::vector<int64_t> steps = dir_.empty() ? std::vector<int64_t>{} : list_checkpoints(dir_);
   for (auto it = steps.rbegin(); it != steps.rend(); ++it) {
     try {
       open_checkpoint(dir_, *it);
-      return "the newest good checkpoint is " + checkpoint_model_path(dir_, *it) + " and " +
+      return "the newest good checkpoint is " + find_checkpoint_model(dir_, *it) + " and " +
              fs::path(checkpoint_state_path(dir_, *it)).filename().string() + " (step " +
              std::to_string(*it) + ")";
     } catch (const FileError&) {
@@ -174,6 +238,7 @@ void remove_checkpoint(const std::string& dir, int64_t step) {
   const std::string state = checkpoint_state_path(dir, step);
   fs::remove(state, ec);
   fs::remove(checkpoint_model_path(dir, step), ec);
+  fs::remove(checkpoint_model_path(dir, step, true), ec);
   const std::string shard_prefix = fs::path(state).stem().string() + ".rank";
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
     if (entry.path().filename().string().starts_with(shard_prefix)) fs::remove(entry.path(), ec);
@@ -193,12 +258,30 @@ uint64_t write_own_shard(const CheckpointContents& c, const std::string& state_p
   return sum;
 }
 
+// Rank 0's model files of a checkpoint, written and finished: llm.c's file, or a Llama-family
+// model's safetensors with config.json and the tokenizer files (hf_llama_folder.h).
+void stage_model_files(StagedFiles& files, const std::string& dir, const CheckpointContents& c) {
+  const int64_t step = c.state.step;
+  if (!c.model.config().llama()) {
+    AtomicFileWriter& out = files.add(checkpoint_model_path(dir, step), "model-write");
+    write_checkpoint(out, c.model, checkpoint_version_for(c.state.precision));
+    out.finish();
+    return;
+  }
+  const TensorDtype dtype =
+      c.state.precision == Precision::kBf16 ? TensorDtype::kBf16 : TensorDtype::kF32;
+  const LlamaOrigin none;
+  const std::string name = fs::path(checkpoint_model_path(dir, step, true)).filename().string();
+  stage_llama_folder(files, dir, name, llama_weights_of(c.model, dtype), dtype,
+                     c.origin ? *c.origin : none, "model-write");
+}
+
 }  // namespace
 
 std::string CheckpointStore::save(CheckpointContents c, Communicator& world,
                                   int keep_newest) const {
   const int64_t step = c.state.step;
-  const std::string model_path = checkpoint_model_path(dir_, step);
+  const std::string model_path = checkpoint_model_path(dir_, step, c.model.config().llama());
   // Without ZeRO-1 every rank holds the same weights and moments: rank 0 writes them.
   if (!c.sharded && world.rank() != 0) return model_path;
   if (const std::string bad = refusal(c, world); !bad.empty()) {
@@ -254,17 +337,12 @@ std::string CheckpointStore::refusal(const CheckpointContents& c, Communicator& 
 // and its presence marks the checkpoint complete (list_checkpoints).
 void CheckpointStore::write_files(CheckpointContents& c, Communicator& world) const {
   const int64_t step = c.state.step;
-  const std::string model_path = checkpoint_model_path(dir_, step);
   const std::string state_path = checkpoint_state_path(dir_, step);
   const int rank = world.rank(), ranks = world.size();
-  std::optional<AtomicFileWriter> model_file;
+  StagedFiles model_files;
   std::string failed;  // this rank's failure, sharded
   try {
-    if (rank == 0) {
-      model_file.emplace(model_path, "model-write");
-      write_checkpoint(*model_file, c.model, checkpoint_version_for(c.state.precision));
-      model_file->finish();
-    }
+    if (rank == 0) stage_model_files(model_files, dir_, c);
     if (c.sharded) {
       c.state.shard_checksums.assign(ranks, 0);
       c.state.shard_checksums[rank] = write_own_shard(c, state_path, rank, ranks);
@@ -295,7 +373,7 @@ void CheckpointStore::write_files(CheckpointContents& c, Communicator& world) co
                       {c.adamw.v(), P});
   }
   state_file.finish();
-  model_file->publish();
+  model_files.publish();
   if (fault_at("between-renames") == FaultAction::kKill) fault_kill_now();
   state_file.publish();
 }

@@ -4,6 +4,12 @@
 // reading one back to resume from, skipping a newest one that is corrupt. Deliberately not here:
 // when a run checkpoints, and what it restores from one into the model and the optimizer (the
 // Trainer's).
+// A Llama-family model's checkpoint (llm.c's file has no Llama layout) makes DIR a Hugging Face
+// folder: its model file is DIR/model_NNNNNNNN.safetensors (F32 in an fp32 run, BF16 in a bf16
+// one), beside it DIR/config.json (the model's, built over the config.json of the folder the run
+// started from) and the tokenizer files of that folder, so that `--model
+// DIR/model_NNNNNNNN.safetensors` opens it; config.json and the tokenizer files serve every
+// checkpoint of the folder, and are written again (atomically) with each, before its state file.
 #pragma once
 
 #include <cstdint>
@@ -13,6 +19,7 @@
 
 #include "core/comm/communicator.h"
 #include "core/io/data_position.h"
+#include "core/io/hf_llama_folder.h"
 #include "core/io/train_state.h"
 #include "core/model/gpt2.h"
 #include "core/optim/adamw.h"
@@ -22,12 +29,17 @@
 
 namespace llmcpu {
 
-std::string checkpoint_model_path(const std::string& dir, int64_t step);
+// The model file of a step's checkpoint: DIR/model_NNNNNNNN.bin (llm.c's), or for a Llama-family
+// model DIR/model_NNNNNNNN.safetensors.
+std::string checkpoint_model_path(const std::string& dir, int64_t step, bool llama = false);
+// The model file a checkpoint in `dir` has: the .safetensors where one exists, else the .bin.
+std::string find_checkpoint_model(const std::string& dir, int64_t step);
 // The state file of a step's checkpoint: the whole training state, or for a ZeRO-1 run the
 // marker of its per-rank shard files (core/io/train_state.h).
 std::string checkpoint_state_path(const std::string& dir, int64_t step);
 
-// The steps of the complete checkpoints (state and model file both present) in `dir`, ascending. A
+// The steps of the complete checkpoints (state and model file, of either kind, both present) in
+// `dir`, ascending. A
 // checkpoint's model file is renamed into place before its state file, so a state file marks a
 // complete checkpoint; whether its contents are sound is checked on resume.
 std::vector<int64_t> list_checkpoints(const std::string& dir);
@@ -36,8 +48,10 @@ int64_t latest_checkpoint(const std::string& dir);
 
 // A checkpoint's training state, opened and checked in full: its state file and, for a ZeRO-1
 // run's checkpoint, every shard the state file names (present, sound, of this step and world, and
-// the very files it was written with). Tensor i (0 params, 1 m, 2 v) of source k of sources() is
-// rank k of sources()'s packed part (core/comm/zero_shards.h); a whole state is rank 0 of 1.
+// the very files it was written with), and its model file (the kind the state's model has: a
+// Llama-family model's safetensors of every tensor of its architecture, in its shape). Tensor i (0
+// params, 1 m, 2 v) of source k of sources() is rank k of sources()'s packed part
+// (core/comm/zero_shards.h); a whole state is rank 0 of 1.
 struct CheckpointFiles {
   std::unique_ptr<TrainStateFile> state;
   std::vector<std::unique_ptr<StateShardFile>> shards;
@@ -79,6 +93,8 @@ struct CheckpointContents {
   const Gpt2& model;
   const AdamW& adamw;
   bool sharded;  // ZeRO-1: each rank writes its own parts to a shard
+  // A Llama-family model: where its config.json's other keys and its tokenizer files come from.
+  const LlamaOrigin* origin = nullptr;
 };
 
 class CheckpointStore {
@@ -94,10 +110,14 @@ class CheckpointStore {
   CheckpointStore& operator=(const CheckpointStore&) = delete;
   // The run started: the folder stays whatever happens next.
   void keep() { created_ = false; }
+  // Refuses (UsageError naming --checkpoint-dir) a Llama-family model for a folder whose
+  // checkpoints are of another model: their config.json, which this run would rewrite, is theirs.
+  void check_model(const ModelConfig& config) const;
   const std::string& dir() const { return dir_; }
 
-  // Writes DIR/model_N.bin and DIR/state_N.bin (and under ZeRO-1 each rank's shard: every rank
-  // calls this then) for c.state.step, then removes all but the newest `keep_newest` (0: none).
+  // Writes DIR/model_N.bin (a Llama-family model: model_N.safetensors, config.json and the
+  // tokenizer files) and DIR/state_N.bin (and under ZeRO-1 each rank's shard: every rank calls this
+  // then) for c.state.step, then removes all but the newest `keep_newest` (0: none).
   // Refuses (TrainingError) weights or moments that are not finite; any failure leaves the
   // previous checkpoints untouched and the TrainingError names the file, the errno and the newest
   // good checkpoint. Returns the model file's path.

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <filesystem>
 #include <utility>
 
 #include "core/io/checkpoint.h"
@@ -40,6 +41,32 @@ TrainOptions run_options(const TrainOptions& options) {
   return o;
 }
 
+// --save for a Llama-family model names a folder: llm.c's .bin has no Llama layout.
+void check_save_path(const TrainOptions& o, const ModelConfig& c) {
+  namespace fs = std::filesystem;
+  if (o.save_path.empty() || !c.llama()) return;
+  const std::string model =
+      std::string("a Llama-family model (model_type ") + architecture_name(c.architecture) + ")";
+  if (fs::path(o.save_path).extension() == ".bin") {
+    throw UsageError("--save " + o.save_path + ": " + model + " is saved as a Hugging Face " +
+                     "folder (model.safetensors, config.json and the tokenizer's files); llm.c's " +
+                     ".bin has no Llama layout: name a folder");
+  }
+  std::error_code ec;
+  if (fs::exists(o.save_path, ec) && !fs::is_directory(o.save_path, ec)) {
+    throw UsageError("--save " + o.save_path + ": is a file, but " + model + " is saved as a " +
+                     "folder (model.safetensors, config.json and the tokenizer's files)");
+  }
+}
+
+// A Llama-family model resumed from `dir`: its checkpoints' config.json and tokenizer files.
+LlamaOrigin resumed_llama_origin(const std::string& dir, const ModelConfig& c) {
+  if (!c.llama()) return {};
+  std::error_code ec;
+  const std::string config = (std::filesystem::path(dir) / "config.json").string();
+  return llama_origin(std::filesystem::is_regular_file(config, ec) ? config : "", dir);
+}
+
 // The model --model names must have the shape of the checkpoint --resume goes on from.
 void check_resumed_model(const TrainOptions& o, const ModelConfig& saved) {
   if (o.model.empty()) return;
@@ -66,6 +93,9 @@ Trainer::Trainer(const TrainOptions& options, Communicator* world)
   Start start = load_model(*store_);
   model_ = std::move(start.model), origin_ = std::move(start.origin), step_ = start.step;
   memory_ = std::move(start.memory);
+  llama_origin_ = std::move(start.llama_origin);
+  check_save_path(opt_, model_->config());
+  store_->check_model(model_->config());
   grad_accum_ = micro_batches_per_rank(opt_, world_->size());
   parallel_ = start_ranks(*model_);
   // Every shape the run computes is planned here (validation uses the training shape): the steps,
@@ -92,6 +122,7 @@ Trainer::Start Trainer::load_model(const CheckpointStore& /*locked*/) {
     const ModelSource source = resolve_model(opt_.model);  // --model, read once
     s.memory = plan_run_memory(opt_, source.config, *world_);
     s.model = make_model(source, opt_.seed, &s.origin, opt_.precision);
+    s.llama_origin = llama_origin_of(source);
     return s;
   }
   s.resume = open_resume_point(opt_.resume, &notes_);
@@ -103,6 +134,7 @@ Trainer::Start Trainer::load_model(const CheckpointStore& /*locked*/) {
   load_weights(*s.resume->files, *s.model);
   s.step = static_cast<int>(s.resume->state().step);
   s.origin = resume_origin(*s.resume);
+  s.llama_origin = resumed_llama_origin(opt_.resume, config);
   return s;
 }
 
@@ -191,9 +223,9 @@ std::string Trainer::save_checkpoint_now() {
   s.adamw_t = optimizer_->adamw().steps_taken();
   s.data = train_->position();
   // The const model: saving does not mark the bf16 copy stale.
-  return store_->save(
-      {std::move(s), std::as_const(*model_), optimizer_->adamw(), parallel_->zero()}, *world_,
-      opt_.keep_checkpoints);
+  return store_->save({std::move(s), std::as_const(*model_), optimizer_->adamw(), parallel_->zero(),
+                       &llama_origin_},
+                      *world_, opt_.keep_checkpoints);
 }
 
 float Trainer::validate() {
@@ -364,6 +396,12 @@ void Trainer::finish_run(bool interrupted, const TrainObserver& obs) {
   const Gpt2& model = *model_;  // the const params_flat(): saving does not mark the bf16 copy stale
   const std::string bad = non_finite_message(model.params_flat(), model.layout(), "weights");
   if (!bad.empty()) throw TrainingError("not writing " + opt_.save_path + ": " + bad);
+  if (model.config().llama()) {  // a Hugging Face folder
+    const TensorDtype dtype =
+        opt_.precision == Precision::kBf16 ? TensorDtype::kBf16 : TensorDtype::kF32;
+    save_llama_folder(opt_.save_path, llama_weights_of(model, dtype), dtype, llama_origin_);
+    return;
+  }
   save_checkpoint(opt_.save_path, model, checkpoint_version_for(opt_.precision));
 }
 

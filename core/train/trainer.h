@@ -1,8 +1,9 @@
 // The training loop, llm.c's shape: validation loss every N steps (and at the start and the end),
 // gradient accumulation up to a total batch in tokens, global-norm clipping, AdamW under a
-// learning-rate schedule, samples every N steps, and checkpoints (an llm.c model file plus a
-// training-state file, both written atomically) every N steps, at the end and on Ctrl-C, from which
-// --resume continues bit for bit. Command-line flags and config keys map one to one onto
+// learning-rate schedule, samples every N steps, and checkpoints (an llm.c model file, for a
+// Llama-family model a Hugging Face safetensors with config.json beside it, plus a training-state
+// file, all written atomically) every N steps, at the end and on Ctrl-C, from which --resume
+// continues bit for bit. Command-line flags and config keys map one to one onto
 // TrainOptions. In bf16 (--precision bf16) the model files are llm.c version 5 (bf16) and the
 // training state keeps the fp32 master weights and moments; a run resumes only in the precision it
 // was saved in. The parts: the options (train_options.h), the checkpoint store
@@ -112,9 +113,10 @@ class Trainer {
   const std::vector<double>& optimizer_bytes() const { return optimizer_bytes_; }
   const std::vector<double>& master_bytes() const { return master_bytes_; }
   float validate();
-  // Writes DIR/model_N.bin and DIR/state_N.bin for the current step: both files written and synced
-  // first, then renamed into place (model, then state) with the folder synced after each. Refuses
-  // (TrainingError) weights or moments that are not finite. If anything fails, the previous
+  // Writes DIR/model_N.bin (a Llama-family model: model_N.safetensors, config.json and the
+  // tokenizer files) and DIR/state_N.bin for the current step: every file written and synced
+  // first, then renamed into place (the model's, then the state) with the folder synced after each.
+  // Refuses (TrainingError) weights or moments that are not finite. If anything fails, the previous
   // checkpoints are untouched and the TrainingError names the file, the errno and the newest good
   // checkpoint. Returns the model file's path.
   std::string save_checkpoint_now();
@@ -133,6 +135,7 @@ class Trainer {
     int step = 0;
     RunMemory memory;
     std::optional<ResumePoint> resume;
+    LlamaOrigin llama_origin;  // a Llama-family model: its config.json and tokenizer files
   };
   Start load_model(const CheckpointStore& locked);
   std::unique_ptr<DataParallel> start_ranks(Gpt2& model);
@@ -173,6 +176,8 @@ class Trainer {
   RunMemory memory_;
   std::unique_ptr<Gpt2> model_;
   std::string origin_;
+  // A Llama-family model: what the folders written from it (checkpoints, --save) carry over.
+  LlamaOrigin llama_origin_;
   int grad_accum_ = 1;
   int step_ = 0;  // completed optimizer steps
   std::unique_ptr<DataLoader> train_;

@@ -19,6 +19,10 @@ byte-identical files, checkpoints included: nothing may depend on timing. Resumi
 ranks bit for bit; at other ranks, in one process, or from a --zero 0 run within the same bounds; a
 state shard missing or of another world size is refused by name. In fp32 also: a killed or hung
 rank, ranks started with different flags.
+With --llama the model is a Llama-family preset of the same vocabulary (grouped-query attention, an
+untied head) written here, whose --save files and checkpoints are Hugging Face folders (a
+model_NNNNNNNN.safetensors, config.json beside it); the same checks but the killed, hung and
+refused ranks (which do not depend on the model).
 """
 import argparse
 import array
@@ -29,6 +33,19 @@ import subprocess
 import sys
 
 STEPS = 10
+
+# A Llama-family model of the tiny fixture's vocabulary: 6 query heads sharing 2 key/value heads of
+# 8, SwiGLU of 80, an untied head.
+LLAMA_PRESET = """model_type = "llama"
+hidden_size = 48
+intermediate_size = 80
+num_hidden_layers = 2
+num_attention_heads = 6
+num_key_value_heads = 2
+max_position_embeddings = 32
+vocab_size = 311
+tie_word_embeddings = false
+"""
 
 
 def run(cmd, what):
@@ -45,16 +62,43 @@ def losses(output, what, count=STEPS):
     return found
 
 
+def bf16_to_floats(raw):
+    halves = array.array("H", raw)
+    return array.array("f", array.array("I", [h << 16 for h in halves]).tobytes())
+
+
+def safetensors_weights(path):
+    """The tensors of a safetensors file (F32 or BF16) as floats, in the order of their names."""
+    import json
+    with open(path, "rb") as f:
+        n = int.from_bytes(f.read(8), "little")
+        header = json.loads(f.read(n))
+        data = f.read()
+    out = array.array("f")
+    for name in sorted(k for k in header if k != "__metadata__"):
+        t = header[name]
+        begin, end = t["data_offsets"]
+        if t["dtype"] == "F32":
+            out.extend(array.array("f", data[begin:end]))
+        elif t["dtype"] == "BF16":
+            out.extend(bf16_to_floats(data[begin:end]))
+        else:
+            sys.exit(f"{path}: unexpected dtype {t['dtype']} of {name}")
+    return out
+
+
 def weights(path):
-    """The parameters of an llm.c model file as floats (version 3: fp32, version 5: bf16)."""
+    """The parameters of a model file as floats: an llm.c file (version 3: fp32, version 5: bf16),
+    or a Llama-family model's safetensors."""
+    if path.endswith(".safetensors"):
+        return safetensors_weights(path)
     with open(path, "rb") as f:
         header = array.array("i", f.read(256 * 4))
         body = f.read()
     if header[1] == 3:
         return array.array("f", body)
     if header[1] == 5:
-        halves = array.array("H", body)
-        return array.array("f", array.array("I", [h << 16 for h in halves]).tobytes())
+        return bf16_to_floats(body)
     sys.exit(f"{path}: unexpected model file version {header[1]}")
 
 
@@ -71,12 +115,21 @@ def main():
     ap.add_argument("--fixtures", required=True)
     ap.add_argument("--out", required=True)
     ap.add_argument("--precision", default="fp32")
+    ap.add_argument("--llama", action="store_true", help="a Llama-family preset instead of GPT-2")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     bound = 1e-5 if a.precision == "fp32" else 2.0**-8
+    model = os.path.join(a.fixtures, "tiny_model.bin")
+    if a.llama:
+        model = os.path.join(a.out, "llama.toml")
+        with open(model, "w") as f:
+            f.write(LLAMA_PRESET)
 
     def train(ranks, save, steps=STEPS, batch=2, shuffle=False, extra=(), dry=False, shared=True):
-        args = [a.llmcpu, "train", "--model", os.path.join(a.fixtures, "tiny_model.bin"),
+        # A Llama-family model is saved as a folder: NAME.bin becomes NAME.hf/.
+        if save and a.llama:
+            save = save[:-len(".bin")] + ".hf"
+        args = [a.llmcpu, "train", "--model", model,
                 "--train-data", os.path.join(a.fixtures, "tiny_train.bin"), "-b", str(batch),
                 "-t", "8", "--total-batch", "64", "--steps", str(steps), "--lr", "1e-3",
                 "--weight-decay", "0.1", "--precision", a.precision]
@@ -99,6 +152,13 @@ def main():
     def path(name):
         return os.path.join(a.out, name)
 
+    def saved(name):
+        """The file --save wrote for `name` (NAME.bin; a Llama-family model: its folder's
+        model.safetensors)."""
+        if a.llama:
+            return os.path.join(path(name[:-len(".bin")] + ".hf"), "model.safetensors")
+        return path(name)
+
     failures = []
 
     def check(ok, message):
@@ -106,10 +166,10 @@ def main():
             failures.append(message)
 
     base = losses(train(0, path("one.bin")), "one process")
-    base_w = weights(path("one.bin"))
+    base_w = weights(saved("one.bin"))
     train(0, path("one_step.bin"), steps=1)
     train(0, path("regrouped.bin"), batch=4)
-    floor = relative_norm(weights(path("regrouped.bin")), base_w)
+    floor = relative_norm(weights(saved("regrouped.bin")), base_w)
     print(f"one process, B=4 x 2 against B=2 x 4: final weights relative difference {floor:.2e}")
     for n, zero, shared in ((2, "1", True), (4, "1", True), (2, "1", False), (4, "1", False),
                             (2, "0", True)):
@@ -127,8 +187,8 @@ def main():
         for i, (x, y) in enumerate(zip(ours, base)):
             check(abs(x - y) <= bound * abs(y), f"{what}, step {i + 1}: loss {x} vs {y}")
         train(n, path(f"{name}_step.bin"), steps=1, extra=flags, shared=shared)
-        first = relative_norm(weights(path(f"{name}_step.bin")), weights(path("one_step.bin")))
-        final = relative_norm(weights(path(f"{name}.bin")), base_w)
+        first = relative_norm(weights(saved(f"{name}_step.bin")), weights(saved("one_step.bin")))
+        final = relative_norm(weights(saved(f"{name}.bin")), base_w)
         print(f"{what}: weights after 1 step {first:.2e}, after {STEPS} steps {final:.2e}")
         check(first <= bound, f"{what}: weights after one step differ by {first:.2e}")
         check(final <= max(2 * floor, bound), f"{what}: final weights differ by {final:.2e}, "
@@ -140,54 +200,65 @@ def main():
     check(shuffled != base, "shuffling did not change the batches")
     for suffix, shared in (("", True), ("_unshared", False)):
         train(2, path(f"ranks2_again{suffix}.bin"), shared=shared)
-        with open(path(f"ranks2_again{suffix}.bin"), "rb") as x, \
-                open(path(f"ranks2{suffix}.bin"), "rb") as y:
+        with open(saved(f"ranks2_again{suffix}.bin"), "rb") as x, \
+                open(saved(f"ranks2{suffix}.bin"), "rb") as y:
             check(x.read() == y.read(),
                   f"two identical 2-rank runs wrote different model files ({suffix or 'shared'})")
     # Two ranks' sum is g0 + g1 whichever rank adds or in whatever order MPI does (IEEE addition
     # commutes), so the shared-memory sums and the collectives' give the same bits.
-    with open(path("ranks2_unshared.bin"), "rb") as x, open(path("ranks2.bin"), "rb") as y:
+    with open(saved("ranks2_unshared.bin"), "rb") as x, open(saved("ranks2.bin"), "rb") as y:
         check(x.read() == y.read(), "2 ranks with LLMCPU_SHARED_MEMORY=0 wrote another model file")
-    resume_and_refusals(a, train, path, check, bound)
-    if a.precision == "fp32":
+    resume_and_refusals(a, train, path, saved, check, bound)
+    if a.precision == "fp32" and not a.llama:
         killed_rank_ends_the_job(a, train, path, check)
         different_flags_are_refused(a, train, check)
     if failures:
         sys.exit("\n".join(failures))
-    print(f"{a.precision}: 2 and 4 ranks match one process; reruns byte-identical")
+    print(f"{'Llama ' if a.llama else ''}{a.precision}: 2 and 4 ranks match one process; "
+          "reruns byte-identical")
 
 
-def resume_and_refusals(a, train, path, check, bound):
+def resume_and_refusals(a, train, path, saved, check, bound):
     """A 2-rank ZeRO-1 run resumed at 2 ranks is bit-exact, and a rerun writes the same checkpoint
-    files; resumed at 1 and 4 ranks, from a 4-rank run at 2, and from a --zero 0 run (one whole
+    files, as does a run without shared weights; resumed at 1 and 4 ranks, from a 4-rank run at 2, and from a --zero 0 run (one whole
     state) at 2 ranks, it goes on within `bound` (1e-5 in fp32). A missing shard, or one of another
     world size, is refused by name."""
     import shutil
 
-    def checkpointed(ranks, name, extra=()):
+    def checkpointed(ranks, name, extra=(), shared=True):
         ck = path(name)
         shutil.rmtree(ck, ignore_errors=True)
         out = train(ranks, path(name + ".bin"),
-                    extra=["--checkpoint-dir", ck, "--checkpoint-every", "5"] + list(extra))
+                    extra=["--checkpoint-dir", ck, "--checkpoint-every", "5"] + list(extra),
+                    shared=shared)
         return ck, losses(out, f"{ranks} ranks, checkpointing {' '.join(extra)}")
 
     def step5(ck, dest, skip=()):
         shutil.rmtree(dest, ignore_errors=True)
         os.makedirs(dest)
         for name in os.listdir(ck):
-            if "00000005" in name and name not in skip:
+            if ("00000005" in name or name == "config.json") and name not in skip:
                 shutil.copy(os.path.join(ck, name), dest)
         return dest
 
     ck, full = checkpointed(2, "ck")
+    model_file = "model_00000005." + ("safetensors" if a.llama else "bin")
     check(sorted(f for f in os.listdir(ck) if "00000005" in f) ==
-          ["model_00000005.bin", "state_00000005.bin", "state_00000005.rank0-of-2.bin",
+          [model_file, "state_00000005.bin", "state_00000005.rank0-of-2.bin",
            "state_00000005.rank1-of-2.bin"], f"unexpected checkpoint files: {os.listdir(ck)}")
+    check(a.llama == os.path.exists(os.path.join(ck, "config.json")),
+          f"config.json {'missing from' if a.llama else 'in'} the checkpoint folder")
     again, _ = checkpointed(2, "ck_again")
+    # Without shared memory (in bf16 the ranks then release the other ranks' parts of the fp32
+    # master, and the model file comes from the bf16 copy) the checkpoints are the same bytes.
+    unshared, _ = checkpointed(2, "ck_unshared", shared=False)
     for name in sorted(os.listdir(ck)):
-        if name.endswith(".bin"):
-            with open(os.path.join(ck, name), "rb") as x, open(os.path.join(again, name), "rb") as y:
-                check(x.read() == y.read(), f"two identical 2-rank runs wrote different {name}")
+        if name.endswith((".bin", ".safetensors", ".json")):
+            for other, what in ((again, "two identical 2-rank runs"),
+                                (unshared, "2-rank runs with and without shared weights")):
+                with open(os.path.join(ck, name), "rb") as x, \
+                        open(os.path.join(other, name), "rb") as y:
+                    check(x.read() == y.read(), f"{what} wrote different {name}")
     ck4, _ = checkpointed(4, "ck4")
     ck_whole, _ = checkpointed(2, "ck_zero0", ["--zero", "0"])
     check(not any(".rank" in f for f in os.listdir(ck_whole)), "--zero 0 wrote state shards")
@@ -199,7 +270,7 @@ def resume_and_refusals(a, train, path, check, bound):
         ours = losses(out, f"resumed at {what}", STEPS - 5)
         if what == "2 ranks from 2":
             check(ours == full[5:], f"resumed at {what}: losses {ours} vs {full[5:]}")
-            with open(path("resumed.bin"), "rb") as x, open(path("ck.bin"), "rb") as y:
+            with open(saved("resumed.bin"), "rb") as x, open(saved("ck.bin"), "rb") as y:
                 check(x.read() == y.read(), f"resumed at {what}: the final model file differs")
         else:
             for i, (x, y) in enumerate(zip(ours, full[5:])):

@@ -382,6 +382,39 @@ TEST_F(PluginCli, BadToleranceIsAUsageError) {
   }
 }
 
+// A Llama-family model's blocks are not what the plugin ABI describes: --plugin is refused, naming
+// the plugin and why, whatever the plugin (one that loads, one that is missing), in train and in
+// verify (before its reference is read), instead of quietly running on the CPU.
+void expect_llama_refused(const std::string& dir, const std::string& plugin) {
+  const std::string preset = dir + "/llama.toml";
+  std::ofstream(preset) << "model_type = \"llama\"\nhidden_size = 40\nintermediate_size = 64\n"
+                           "num_hidden_layers = 1\nnum_attention_heads = 5\n"
+                           "num_key_value_heads = 1\nmax_position_embeddings = 16\n"
+                           "vocab_size = 256\n";
+  const std::string train = "train --model " + preset + " --train-data " +
+                            fixture("edge", "train.bin") + " -b 1 -t 7 --steps 1";
+  const Outcome saved = run_llmcpu(train + " --save " + dir + "/llama_hf");
+  ASSERT_EQ(saved.status, 0) << saved.output;
+  for (const std::string& cmd :
+       {train, "verify --model " + dir + "/llama_hf --state " + dir + "/none.safetensors"}) {
+    for (const std::string layers : {"1", "all"}) {
+      const Outcome r = run_llmcpu(cmd + " --plugin " + plugin + " --offload-layers " + layers);
+      EXPECT_EQ(r.status, 2) << cmd << "\n" << r.output;
+      EXPECT_TRUE(contains(r.output, "--plugin " + plugin +
+                                         ": offloading runs GPT-2 blocks only; this llama model "
+                                         "needs RMSNorm, rotary positions"))
+          << cmd << "\n"
+          << r.output;
+      EXPECT_FALSE(contains(r.output, "running on the CPU")) << r.output;
+    }
+  }
+}
+
+TEST_F(PluginCli, LlamaModelIsRefusedNamingThePlugin) {
+  expect_llama_refused(dir_.string(), fake_plugin("tiny_device"));
+  expect_llama_refused(dir_.string(), path("missing.so"));
+}
+
 #ifdef LLMCPU_VULKAN_PLUGIN
 // The Vulkan plugin on the PyTorch fixtures. Skipped, with the plugin's message, only where it
 // finds no Vulkan device at all (no driver installed); any other fallback is a failure.
@@ -415,6 +448,10 @@ class VulkanCli : public PluginCli {
   }
   const std::string plugin_ = LLMCPU_VULKAN_PLUGIN;
 };
+
+TEST_F(VulkanCli, LlamaModelIsRefusedNamingThePlugin) {
+  expect_llama_refused(dir_.string(), plugin_);
+}
 
 TEST_F(VulkanCli, VerifyAtEveryOffloadDepthWithinTheFp32Limits) {
   for (const char* name : {"tiny", "small", "edge"}) {

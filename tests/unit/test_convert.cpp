@@ -172,7 +172,7 @@ TEST_F(Convert, WrongDtype) {
   f.header["h.0.ln_2.weight"]["dtype"] = "I64";
   f.header["h.0.ln_2.weight"]["shape"] = {4};  // 32 bytes, as the offsets say
   write_model(f.bytes());
-  expect_refused({"h.0.ln_2.weight", "I64", "F32, F16 or BF16"});
+  expect_refused({"h.0.ln_2.weight", "I64", "expected F32, F16, BF16"});
 }
 
 TEST_F(Convert, MissingTensor) {

@@ -566,7 +566,7 @@ struct JsonField {
 std::vector<JsonField> json_fields() {
   const EdgeOutcome negative = refused({"tensor '{tensor}'", "holds {}", "non-negative integer"});
   JsonField dtype{"dtype", "dtype", -1, &dtype_edges(),
-                  refused({"tensor '{tensor}'", "dtype {}", "expected F32, F16 or BF16"})};
+                  refused({"tensor '{tensor}'", "dtype {}", "expected F32, F16, BF16"})};
   dtype.except["F16"] = refused({"tensor '{tensor}'", "but F16 (", "bytes"});
   std::vector<JsonField> fields = {dtype};
   for (int i : {0, 1}) {

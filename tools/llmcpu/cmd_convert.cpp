@@ -1,7 +1,9 @@
 // `llmcpu convert`: a Hugging Face GPT-2 (model.safetensors + config.json) to an llm.c checkpoint,
 // or an llm.c checkpoint to a model.safetensors + config.json that transformers' GPT2LMHeadModel
-// loads. The direction follows from IN (llm.c's magic, or a safetensors file or folder). The
-// formats live in core/io (safetensors.h, hf_gpt2.h, checkpoint.h); this file only reads the words.
+// loads; a Llama-family folder to a folder of other weights' dtype (config.json's other keys and
+// the tokenizer files kept). The direction follows from IN (llm.c's magic, or a safetensors file
+// or folder, and its config.json's model_type). The formats live in core/io (safetensors.h,
+// hf_gpt2.h, hf_llama_folder.h, checkpoint.h); this file only reads the words.
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -11,6 +13,7 @@
 
 #include "core/io/checkpoint.h"
 #include "core/io/hf_gpt2.h"
+#include "core/io/hf_llama_folder.h"
 #include "core/io/model_file.h"
 #include "core/model/parameters.h"
 #include "simd/error.h"
@@ -31,10 +34,53 @@ std::unique_ptr<float[]> flat_parameters(const ModelConfig& c) {
   return std::make_unique_for_overwrite<float[]>(ParameterLayout(c).total());
 }
 
+TensorDtype safetensors_dtype(const std::string& dtype) {
+  if (dtype == "fp32") return TensorDtype::kF32;
+  if (dtype == "bf16") return TensorDtype::kBf16;
+  if (dtype == "fp16") return TensorDtype::kF16;
+  throw UsageError("--dtype " + dtype + ": expected fp32, bf16 or fp16");
+}
+
+// A Llama-family folder -> a folder: the weights in `dtype`, config.json over IN's, IN's tokenizer
+// files. llm.c's file has no Llama layout.
+void convert_llama(const ModelSource& source, const std::string& out, const std::string& dtype) {
+  const auto start = std::chrono::steady_clock::now();
+  const ModelConfig& c = source.config;
+  const std::string ext = fs::path(out).extension().string();
+  if (ext == ".bin") {
+    throw UsageError("IN " + source.path + " is a Llama-family model (model_type " +
+                     architecture_name(c.architecture) +
+                     "), which an llm.c checkpoint (.bin) cannot hold: llm.c's file has "
+                     "GPT-2's layout, and llm.c's Llama 3 checkpoint layout is not adopted (the "
+                     "Hugging Face folder is the Llama family's file); OUT is a folder, not " +
+                     out);
+  }
+  if (ext == ".safetensors") {
+    throw UsageError("IN " + source.path + " is a Llama-family model (model_type " +
+                     architecture_name(c.architecture) +
+                     "), so OUT is a folder (it gets model.safetensors, config.json and the "
+                     "tokenizer's files), not " +
+                     out);
+  }
+  const TensorDtype d = safetensors_dtype(dtype);
+  const std::unique_ptr<float[]> params = flat_parameters(c);
+  load_model_parameters(source, params.get());
+  const LlamaOrigin origin = llama_origin_of(source);
+  save_llama_folder(out, {c, params.get()}, d, origin);
+  std::printf("convert: %s (%s, %s) -> %s (%s, config.json, %zu tokenizer files) in %.2f s\n",
+              source.path.c_str(), describe(c).c_str(), source.description.c_str(), out.c_str(),
+              dtype_name(d), origin.tokenizer_files.size(), seconds_since(start));
+}
+
 // Hugging Face -> llm.c.
 void import_hf(const std::string& in, const std::string& out, const std::string& dtype,
                const std::string& config_path) {
   const auto start = std::chrono::steady_clock::now();
+  const ModelSource source = open_model_file(in, ModelFormat::kSafetensors, config_path);
+  if (source.config.llama()) {
+    convert_llama(source, out, dtype);
+    return;
+  }
   if (is_hf_model(out)) {
     throw UsageError("IN " + in +
                      " is a Hugging Face model, so OUT is an llm.c "
@@ -49,7 +95,6 @@ void import_hf(const std::string& in, const std::string& out, const std::string&
                      ": an llm.c checkpoint is fp32 (version 3) or bf16 "
                      "(version 5)");
   }
-  const ModelSource source = open_model_file(in, ModelFormat::kSafetensors, config_path);
   const ModelConfig& c = source.config;
   const std::unique_ptr<float[]> params = flat_parameters(c);
   load_model_parameters(source, params.get());
@@ -63,16 +108,7 @@ void import_hf(const std::string& in, const std::string& out, const std::string&
 // (created if need be) that gets model.safetensors and config.json.
 void export_hf(const std::string& in, const std::string& out, const std::string& dtype) {
   const auto start = std::chrono::steady_clock::now();
-  TensorDtype d;
-  if (dtype == "fp32") {
-    d = TensorDtype::kF32;
-  } else if (dtype == "bf16") {
-    d = TensorDtype::kBf16;
-  } else if (dtype == "fp16") {
-    d = TensorDtype::kF16;
-  } else {
-    throw UsageError("--dtype " + dtype + ": expected fp32, bf16 or fp16");
-  }
+  const TensorDtype d = safetensors_dtype(dtype);
   if (fs::path(out).extension() == ".bin") {
     throw UsageError("IN " + in +
                      " is an llm.c checkpoint, so OUT is a .safetensors "
@@ -117,9 +153,10 @@ class ConvertCommand : public Command {
  public:
   void add_flags(ArgParser& p) override {
     p.option("dtype", 0, &dtype_, "D",
-             "what OUT holds: fp32 (default) or bf16 (llm.c version 5); for safetensors also fp16");
+             "what OUT holds: fp32 (default) or bf16 (llm.c version 5); for safetensors (a "
+             "Llama-family folder too) also fp16");
     p.option("config", 0, &config_path_, "PATH",
-             "IN's config.json, if not beside it (HF -> llm.c)");
+             "IN's config.json, if not beside it (a Hugging Face IN)");
     p.positionals(&files_);
   }
   void check(const ArgParser&) override {
@@ -144,7 +181,8 @@ int ConvertCommand::run(const ArgParser&) {
   const std::string& out = files_[1];
   std::error_code ec;
   if (!fs::exists(in, ec)) throw FileError(in, "no such file or folder");
-  if (model_file_format(in) == ModelFormat::kSafetensors) {
+  // A folder is a Hugging Face model's (hf_model_paths says what it lacks otherwise).
+  if (model_file_format(in) == ModelFormat::kSafetensors || fs::is_directory(in, ec)) {
     import_hf(in, out, dtype_, config_path_);
   } else {
     if (!config_path_.empty()) {

@@ -130,7 +130,7 @@ int train_in(Communicator& world, const TrainOptions& o, TrainCliExtras extra) {
   // Applied now (threads are pinned before anything is allocated), printed once the model and the
   // data have loaded: a mistyped command shows its error first.
   const Placement placed = apply_placement_flags(extra.placement);
-  std::shared_ptr<const Tokenizer> sample_tok = load_sample_tokenizer(extra, o.sample_every > 0);
+  std::shared_ptr<const Tokenizer> sample_tok = load_sample_tokenizer(extra, o, o.sample_every > 0);
   TrainOptions run = o;
   if (sample_tok) run.sample_start = sample_tok->document_token();
   Trainer trainer(run, &world);

@@ -9,8 +9,11 @@ namespace llmcpu {
 // committed seeds in tests/fuzz/corpus/cli/ rely on it): add new commands at the end.
 const std::vector<CommandInfo>& command_table() {
   static const std::vector<CommandInfo> table = {
-      {"train", "train or fine-tune a GPT-2 model on a token shard",
-       "Trains a GPT-2 model (from a checkpoint or a preset) on llm.c token shards.\n"
+      {"train", "train or fine-tune a GPT-2 or Llama-family model on a token shard",
+       "Trains a GPT-2 model (from a checkpoint or a preset) or a Llama-family model (from a\n"
+       "Hugging Face folder or a preset) on llm.c token shards. A Llama-family model's\n"
+       "checkpoints and --save are Hugging Face folders (model safetensors, config.json and the\n"
+       "tokenizer's files).\n"
        "Every flag can also be a key of a --config TOML file; flags override the file.",
        make_train_command},
       {"verify", "compare forward and backward with an llm.c debug state (test_gpt2's check)",
@@ -18,7 +21,8 @@ const std::vector<CommandInfo>& command_table() {
        "16 gradient tensors with it. Exit status 0: OK, 1: FAIL, 2: error.",
        make_verify_command},
       {"sample", "generate text from a checkpoint (KV cache, temperature, top-k)",
-       "Generates text from a checkpoint, starting after <|endoftext|> and the prompt.",
+       "Generates text from a checkpoint, starting after the tokenizer's document token\n"
+       "(<|endoftext|>, or BOS where the tokenizer adds one) and the prompt; stops at EOS.",
        make_sample_command},
       {"prepare", "encode text files into llm.c token shards (val and train)",
        "Encodes text files with GPT-2's tokenizer into llm.c token shards. Each input file is\n"
@@ -41,7 +45,7 @@ const std::vector<CommandInfo>& command_table() {
        "Prints this machine's topology (or a synthetic or XML one) and the thread plan train and\n"
        "verify would apply. Binds nothing.",
        make_topo_command},
-      {"convert", "Hugging Face GPT-2 (model.safetensors) to an llm.c checkpoint and back",
+      {"convert", "GPT-2 between Hugging Face and llm.c files; Llama folders to another dtype",
        "Converts between a Hugging Face GPT-2 and an llm.c checkpoint; the direction follows\n"
        "from IN. A Hugging Face model is a folder with model.safetensors and config.json, or\n"
        "a .safetensors file (config.json beside it is read if there; else the shape comes\n"
@@ -51,6 +55,12 @@ const std::vector<CommandInfo>& command_table() {
        "  llm.c -> HF: OUT is a .safetensors file (config.json is written beside it) or a\n"
        "  folder (made if missing) that gets model.safetensors and config.json; lm_head is\n"
        "  tied to wte and not stored, as in OpenAI's files.\n"
+       "  Llama family (config.json's model_type llama, qwen2 or mistral; sharded too) -> a\n"
+       "  folder (made if missing) that gets model.safetensors in --dtype, config.json (IN's,\n"
+       "  its other keys kept) and IN's tokenizer files (tokenizer.json, tokenizer_config.json,\n"
+       "  special_tokens_map.json, tokenizer.model). Not to an llm.c .bin: its layout is\n"
+       "  GPT-2's, and llm.c's Llama 3 checkpoint layout is not adopted (the Hugging Face folder\n"
+       "  is the Llama family's file).\n"
        "usage: llmcpu convert IN OUT [--dtype D] [--config config.json]",
        make_convert_command},
       {"bench", "time every layer's kernels and a training step per SIMD target, against the roofs",

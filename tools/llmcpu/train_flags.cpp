@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <memory>
 
+#include "core/io/model_file.h"
 #include "core/model/activations.h"
 #include "core/model/config.h"
 #include "core/model/precision.h"
@@ -40,8 +41,8 @@ void add_train_flags(ArgParser& p, TrainOptions* o, TrainCliExtras* x) {
   p.config_flag("config", 0, resolve_run_config,
                 "TOML file (or conf/runs/ name) of these flags' keys");
   p.option("model", 'e', &o->model, "M",
-           "checkpoint file (llm.c .bin, or model.safetensors or its folder), preset file (.toml) "
-           "or preset name (gpt2-d2 ...)");
+           "checkpoint file (llm.c .bin, or model.safetensors or its folder, GPT-2 or Llama "
+           "family), preset file (.toml) or preset name (gpt2-d2, llama-d2 ...)");
   p.option("train-data", 'i', &o->train_data, "GLOB", "llm.c token shard(s) to train on");
   p.option("val-data", 'j', &o->val_data, "GLOB", "llm.c token shard(s) for the validation loss");
   p.option("batch", 'b', &o->batch, "B", "sequences per micro-batch (default 4)", {1, kMaxBatch});
@@ -101,7 +102,9 @@ void add_train_flags(ArgParser& p, TrainOptions* o, TrainCliExtras* x) {
            "flushed per line");
   p.option("plot", 0, &o->plot_path, "FILE.png|svg",
            "draw the loss plot (gnuplot) at every validation and at the end");
-  p.option("save", 0, &o->save_path, "M.bin", "also write the final model here (atomically)");
+  p.option("save", 0, &o->save_path, "PATH",
+           "also write the final model here (atomically): an llm.c .bin for GPT-2, a Hugging Face "
+           "folder (model.safetensors, config.json, the tokenizer's files) for the Llama family");
   p.option("precision", 0, &x->choices.precision, "P",
            "fp32 (default) or bf16: bf16 weights' copy and activations, fp32 master weights");
   p.option(
@@ -129,9 +132,26 @@ void apply_train_flags(const TrainCliExtras& x, TrainOptions* o) {
   o->device_memory_limit = device_memory_limit(x.plugin);
 }
 
-std::shared_ptr<const Tokenizer> load_sample_tokenizer(const TrainCliExtras& extra, bool needed) {
+namespace {
+
+// The folder of the tokenizer beside the run's model ("": none).
+std::string model_tokenizer(const TrainOptions& o) {
+  std::error_code ec;
+  if (!o.resume.empty()) {
+    const bool found =
+        std::filesystem::is_regular_file(std::filesystem::path(o.resume) / "tokenizer.json", ec);
+    return found ? o.resume : "";
+  }
+  return o.model.empty() ? "" : resolve_model(o.model).tokenizer;
+}
+
+}  // namespace
+
+std::shared_ptr<const Tokenizer> load_sample_tokenizer(const TrainCliExtras& extra,
+                                                       const TrainOptions& options, bool needed) {
   if (!needed) return nullptr;
-  const std::string path = extra.tokenizer.empty() ? default_tokenizer_dir() : extra.tokenizer;
+  std::string path = extra.tokenizer.empty() ? model_tokenizer(options) : extra.tokenizer;
+  if (path.empty()) path = default_tokenizer_dir();
   try {
     auto tok = std::make_shared<const Tokenizer>(Tokenizer::load(path));
     print_tokenizer_notes(*tok, "train");

@@ -43,10 +43,13 @@ void apply_train_flags(const TrainCliExtras& extra, TrainOptions* o);
 // A run config named on the command line: an existing file, or conf/runs/NAME.toml.
 std::string resolve_run_config(const std::string& name);
 
-// The tokenizer of --sample-every's samples when `needed`: --tokenizer, else GPT-2's default
+// The tokenizer of --sample-every's samples when `needed`: --tokenizer, else the one beside the
+// model (a tokenizer.json, or encoder.json and vocab.bpe, in --model's folder, or a tokenizer.json
+// in the --resume folder, where a Llama-family run's checkpoints copy it), else GPT-2's default
 // folder. Null when not needed, or (with a warning) when the default cannot be loaded; a
 // --tokenizer given explicitly that cannot be loaded is an error.
-std::shared_ptr<const Tokenizer> load_sample_tokenizer(const TrainCliExtras& extra, bool needed);
+std::shared_ptr<const Tokenizer> load_sample_tokenizer(const TrainCliExtras& extra,
+                                                       const TrainOptions& options, bool needed);
 
 using SampleDecoder = std::function<std::string(const std::vector<int>&)>;
 // Decodes with `tok` (up to its end-of-text token), or prints ids without one. Throws UsageError

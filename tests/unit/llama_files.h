@@ -1,0 +1,160 @@
+// Llama-family models for the tests of train's files, sample and convert, made here without
+// PyTorch: a preset (grouped-query attention 6:2, an untied head, llama3 rope scaling), a Hugging
+// Face folder of it (random weights, a config.json with keys llmcpu knows nothing of) and a small
+// byte-level BPE tokenizer.json (256 byte tokens and <s>, </s>) with tokenizer_config.json and
+// special_tokens_map.json beside, and token shards of random ids below V.
+#pragma once
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "core/io/hf_llama.h"
+#include "core/io/json_file.h"
+#include "core/io/model_file.h"
+#include "core/io/token_shard.h"
+#include "core/model/gpt2.h"
+#include "core/model/preset.h"
+#include "core/tokenizer/tokenizer.h"
+#include "core/util/rng.h"
+
+namespace llmcpu::testing {
+
+// The preset's text: L=2 C=48 NH=6 NKV=2 (D=8) H=80, V tokens, maxT=64, untied, llama3 scaling of
+// an original context of 16.
+inline std::string llama_preset_text(int V, int kv_heads = 2) {
+  return "model_type = \"llama\"\nhidden_size = 48\nintermediate_size = 80\n"
+         "num_hidden_layers = 2\nnum_attention_heads = 6\nnum_key_value_heads = " +
+         std::to_string(kv_heads) +
+         "\nmax_position_embeddings = 64\nvocab_size = " + std::to_string(V) +
+         "\nrope_theta = 10000.0\nrms_norm_eps = 1e-5\ntie_word_embeddings = false\n"
+         "[rope_scaling]\nrope_type = \"llama3\"\nfactor = 4.0\nlow_freq_factor = 1.0\n"
+         "high_freq_factor = 4.0\noriginal_max_position_embeddings = 16\n";
+}
+
+// Writes the preset to `path` and returns its architecture.
+inline ModelConfig write_llama_preset(const std::string& path, int V, int kv_heads = 2) {
+  std::ofstream(path) << llama_preset_text(V, kv_heads);
+  return load_model_preset(path);
+}
+
+// A flat array of weights that make every op matter: matrices N(0, 0.2), norms 1 + N(0, 0.1), the
+// padding rows of the embedding and the head zero.
+inline std::vector<float> random_llama_weights(const ModelConfig& c, uint64_t seed) {
+  const ParameterLayout layout(c);
+  std::vector<float> w(layout.total(), 0.0f);
+  Rng rng(seed);
+  for (int i = 0; i < kNumParameterTensors; ++i) {
+    const bool norm = i == 2 || i == 8 || i == 14;
+    for (size_t j = 0; j < layout.size(i); ++j) {
+      w[layout.offset(i) + j] = float(norm ? 1 + 0.1 * rng.normal() : 0.2 * rng.normal());
+    }
+  }
+  for (int i : {0, 1}) {
+    if (layout.size(i) == 0) continue;
+    std::fill(w.begin() + long(layout.offset(i) + size_t(c.vocab_size) * c.channels),
+              w.begin() + long(layout.offset(i) + layout.size(i)), 0.0f);
+  }
+  return w;
+}
+
+inline std::string utf8(int cp) {
+  std::string s;
+  if (cp < 0x80) {
+    s += char(cp);
+  } else if (cp < 0x800) {
+    s += char(0xC0 | (cp >> 6));
+    s += char(0x80 | (cp & 0x3F));
+  } else {
+    s += char(0xE0 | (cp >> 12));
+    s += char(0x80 | ((cp >> 6) & 0x3F));
+    s += char(0x80 | (cp & 0x3F));
+  }
+  return s;
+}
+
+// A byte-level BPE tokenizer.json without merges: ids 0..255 are the bytes, 256 is <s> (BOS,
+// added before every text), 257 is </s> (EOS); tokenizer_config.json and special_tokens_map.json
+// name them. Into `dir`.
+inline void write_byte_tokenizer(const std::string& dir) {
+  using nlohmann::json;
+  json vocab = json::object();
+  for (int b = 0; b < 256; ++b) vocab[utf8(byte_to_unicode((unsigned char)b))] = b;
+  const auto added = [](int id, const char* content) {
+    return json{{"id", id},        {"content", content},  {"single_word", false}, {"lstrip", false},
+                {"rstrip", false}, {"normalized", false}, {"special", true}};
+  };
+  const json byte_level = {{"type", "ByteLevel"},
+                           {"add_prefix_space", false},
+                           {"trim_offsets", true},
+                           {"use_regex", true}};
+  const json tok = {
+      {"version", "1.0"},
+      {"truncation", nullptr},
+      {"padding", nullptr},
+      {"added_tokens", {added(256, "<s>"), added(257, "</s>")}},
+      {"normalizer", nullptr},
+      {"pre_tokenizer", byte_level},
+      {"post_processor",
+       {{"type", "TemplateProcessing"},
+        {"single",
+         {{{"SpecialToken", {{"id", "<s>"}, {"type_id", 0}}}},
+          {{"Sequence", {{"id", "A"}, {"type_id", 0}}}}}},
+        {"pair",
+         {{{"Sequence", {{"id", "A"}, {"type_id", 0}}}},
+          {{"Sequence", {{"id", "B"}, {"type_id", 1}}}}}},
+        {"special_tokens", {{"<s>", {{"id", "<s>"}, {"ids", {256}}, {"tokens", {"<s>"}}}}}}}},
+      {"decoder", byte_level},
+      {"model",
+       {{"type", "BPE"},
+        {"dropout", nullptr},
+        {"unk_token", nullptr},
+        {"continuing_subword_prefix", nullptr},
+        {"end_of_word_suffix", nullptr},
+        {"fuse_unk", false},
+        {"byte_fallback", false},
+        {"ignore_merges", false},
+        {"vocab", vocab},
+        {"merges", json::array()}}}};
+  std::ofstream(dir + "/tokenizer.json") << tok.dump(1);
+  std::ofstream(dir + "/tokenizer_config.json") << json{
+      {"bos_token", "<s>"},
+      {"eos_token", "</s>"},
+      {"add_bos_token", true},
+      {"tokenizer_class", "PreTrainedTokenizerFast"}}.dump(2);
+  std::ofstream(dir + "/special_tokens_map.json")
+      << json{{"bos_token", "<s>"}, {"eos_token", "</s>"}}.dump(2);
+}
+
+// A Hugging Face folder of the preset's model (random weights, F32) whose config.json also holds
+// bos/eos ids and a key of its own, with the byte tokenizer beside it. Returns the architecture.
+inline ModelConfig write_llama_folder(const std::string& dir, const std::string& preset, int V,
+                                      uint64_t seed = 7) {
+  const ModelConfig c = write_llama_preset(preset, V);
+  const std::vector<float> w = random_llama_weights(c, seed);
+  const nlohmann::json base = {
+      {"bos_token_id", 256}, {"eos_token_id", 257}, {"a_key_of_its_own", "kept"}};
+  save_hf_llama(dir, c, w.data(), TensorDtype::kF32, base);
+  write_byte_tokenizer(dir);
+  return c;
+}
+
+// A token shard of `n` random ids below V.
+inline void write_random_shard(const std::string& path, int n, int V, uint64_t seed) {
+  Rng rng(seed);
+  std::vector<uint16_t> tokens(n);
+  for (auto& t : tokens) t = static_cast<uint16_t>(rng.below(V));
+  write_token_shard(path, tokens);
+}
+
+// The weights of a Llama-family model file (a folder or a .safetensors with config.json beside).
+inline std::vector<float> load_llama_weights(const std::string& path) {
+  const ModelSource source = open_model_file(path);
+  std::vector<float> w(ParameterLayout(source.config).total());
+  load_model_parameters(source, w.data());
+  return w;
+}
+
+}  // namespace llmcpu::testing
