@@ -59,3 +59,8 @@ endforeach()
 # central differences, rope_reference.py, an independent safetensors reader): about 45 s.
 add_test(NAME llama_reference_self_check
          COMMAND ${LLMCPU_DEBIAN_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/fixtures/check_llama_reference.py)
+# The README's Llama-family commands as written (the fetch replaced by a folder in SmolLM2's layout
+# made here), with a few steps each: tests/cli/check_readme_llama.py.
+add_test(NAME llama_readme_commands
+         COMMAND ${LLMCPU_DEBIAN_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/cli/check_readme_llama.py
+                 $<TARGET_FILE:llmcpu> ${PROJECT_SOURCE_DIR} ${fresh}/readme_llama)

