@@ -11,7 +11,8 @@ Every other command of the README's section runs unchanged from the README's tex
 folder, with `--steps N` appended to each `train` (the README's runs take minutes); the quick
 start's Brown corpus and shards come from the cache that tools/fetch-data.sh and the quick start
 fill (the shards are made here with the quick start's own command when they are missing).
-The check: every command exits 0, each saved folder holds model.safetensors, config.json (and,
+Output is read with invalid UTF-8 replaced: a sample of a barely trained byte-level model may
+print bytes that are no whole character. The check: every command exits 0, each saved folder holds model.safetensors, config.json (and,
 fine-tuned from a folder, its tokenizer files), and sampling printed text.
 
   check_readme_llama.py LLMCPU SOURCE_DIR WORK_DIR
@@ -48,7 +49,7 @@ def readme_commands(source):
 def run(cmd, cwd, env):
     print("$ " + cmd, flush=True)
     r = subprocess.run(["bash", "-c", cmd], cwd=cwd, env=env, stdout=subprocess.PIPE,
-                       stderr=subprocess.STDOUT, text=True)
+                       stderr=subprocess.STDOUT, text=True, errors="replace")
     print(r.stdout[-3000:], flush=True)
     if r.returncode != 0:
         sys.exit(f"exit status {r.returncode}: {cmd}")
