@@ -138,17 +138,6 @@ void transpose_tensor(const SafeTensor& t, float* dst) {
   }
 }
 
-const char* torch_dtype(TensorDtype dtype) {
-  switch (dtype) {
-    case TensorDtype::kF16:
-      return "float16";
-    case TensorDtype::kBf16:
-      return "bfloat16";
-    default:
-      return "float32";
-  }
-}
-
 // The config.json transformers writes for a GPT-2 (the 124M one's keys), of this shape.
 json gpt2_config_json(const ModelConfig& c, TensorDtype dtype) {
   json j = {{"activation_function", "gelu_new"},
@@ -172,7 +161,7 @@ json gpt2_config_json(const ModelConfig& c, TensorDtype dtype) {
             {"summary_type", "cls_index"},
             {"summary_use_proj", true},
             {"tie_word_embeddings", true},
-            {"torch_dtype", torch_dtype(dtype)},
+            {"torch_dtype", torch_dtype_name(dtype)},
             {"vocab_size", c.vocab_size}};
   // GPT-2's <|endoftext|>, where the vocabulary has it.
   constexpr int kEndOfText = 50256;

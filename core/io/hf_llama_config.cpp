@@ -49,8 +49,7 @@ json llama_config_json(const ModelConfig& c, TensorDtype dtype, const json& base
     optional("attention_bias", c.qkv_bias, c.qkv_bias);
     optional("mlp_bias", c.mlp_bias, c.mlp_bias);
   }
-  const char* torch = dtype == TensorDtype::kBf16 ? "bfloat16" : dtype == TensorDtype::kF16 ? "float16" : "float32";
-  j["torch_dtype"] = torch;
+  j["torch_dtype"] = torch_dtype_name(dtype);
   return j;
 }
 

@@ -113,6 +113,17 @@ const char* dtype_name(TensorDtype dtype) {
   return "?";
 }
 
+const char* torch_dtype_name(TensorDtype dtype) {
+  switch (dtype) {
+    case TensorDtype::kF16:
+      return "float16";
+    case TensorDtype::kBf16:
+      return "bfloat16";
+    default:
+      return "float32";
+  }
+}
+
 size_t dtype_bytes(TensorDtype dtype) {
   return dtype == TensorDtype::kF32 || dtype == TensorDtype::kI32 ? 4 : 2;
 }

@@ -23,6 +23,8 @@ enum class TensorDtype { kF32, kF16, kBf16, kI32 };
 // "F32", "F16", "BF16": the names safetensors uses.
 const char* dtype_name(TensorDtype dtype);
 size_t dtype_bytes(TensorDtype dtype);
+// "float32", "float16", "bfloat16": config.json's torch_dtype for weights stored as `dtype`.
+const char* torch_dtype_name(TensorDtype dtype);
 
 // One tensor of a mapped file.
 struct SafeTensor {

@@ -85,6 +85,18 @@ std::vector<Row> expected_rows(const ModelConfig& c, int B, int T) {
   };
 }
 
+// The recorded rows are `want`, in order, each with its call to time.
+void expect_rows(const std::vector<LayerOp>& ops, const std::vector<Row>& want) {
+  ASSERT_EQ(ops.size(), want.size());
+  for (size_t i = 0; i < ops.size(); ++i) {
+    EXPECT_EQ(ops[i].op, want[i].op) << "row " << i;
+    EXPECT_EQ(ops[i].pass, want[i].pass) << ops[i].op;
+    EXPECT_EQ(ops[i].shape, want[i].shape) << ops[i].op << " " << ops[i].pass;
+    EXPECT_EQ(ops[i].per_step, want[i].calls) << ops[i].op << " " << ops[i].pass;
+    EXPECT_TRUE(ops[i].prepare) << ops[i].op << " " << ops[i].pass;
+  }
+}
+
 bool is_matmul(const LayerOp& op) { return op.op.rfind("matmul ", 0) == 0; }
 
 // Sum over a step's matmuls of FLOPs per call times calls.
@@ -106,15 +118,7 @@ TEST(BenchStepTable, RowsFollowGpt2sStructure) {
   for (Precision precision : {Precision::kFp32, Precision::kBf16}) {
     SCOPED_TRACE(precision_name(precision));
     const std::vector<LayerOp> ops = recorded(c, B, T, precision);
-    const std::vector<Row> want = expected_rows(c, B, T);
-    ASSERT_EQ(ops.size(), want.size());
-    for (size_t i = 0; i < ops.size(); ++i) {
-      EXPECT_EQ(ops[i].op, want[i].op) << "row " << i;
-      EXPECT_EQ(ops[i].pass, want[i].pass) << ops[i].op;
-      EXPECT_EQ(ops[i].shape, want[i].shape) << ops[i].op << " " << ops[i].pass;
-      EXPECT_EQ(ops[i].per_step, want[i].calls) << ops[i].op << " " << ops[i].pass;
-      EXPECT_TRUE(ops[i].prepare) << ops[i].op << " " << ops[i].pass;
-    }
+    expect_rows(ops, expected_rows(c, B, T));
     EXPECT_EQ(matmul_flops(ops), six_nd(c, B, T));
   }
 }
@@ -225,14 +229,7 @@ TEST(BenchStepTable, RowsFollowLlamasStructure) {
   for (Precision precision : {Precision::kFp32, Precision::kBf16}) {
     SCOPED_TRACE(precision_name(precision));
     const std::vector<LayerOp> ops = recorded(c, B, T, precision);
-    ASSERT_EQ(ops.size(), want.size());
-    for (size_t i = 0; i < ops.size(); ++i) {
-      EXPECT_EQ(ops[i].op, want[i].op) << "row " << i;
-      EXPECT_EQ(ops[i].pass, want[i].pass) << ops[i].op;
-      EXPECT_EQ(ops[i].shape, want[i].shape) << ops[i].op << " " << ops[i].pass;
-      EXPECT_EQ(ops[i].per_step, want[i].calls) << ops[i].op << " " << ops[i].pass;
-      EXPECT_TRUE(ops[i].prepare) << ops[i].op << " " << ops[i].pass;
-    }
+    expect_rows(ops, want);
     const double weights = L * double(QKV * C + C * A + 2 * H * C + H * C) + double(Vp * C);
     EXPECT_EQ(matmul_flops(ops), 6.0 * B * T * weights);
   }
