@@ -9,6 +9,12 @@
 //   dinp (N,C):            rows = channels, A = weight packed,   B_j = bf16(dout) row j (K = OC),
 //                          K cut in slices so a slice of the packed weight stays in L2.
 //   dweight (OC,C) +=      rows = channels, A = inp packed,      B_j = bf16(dout)^T row j (K = N).
+// Cache blocking (fixed sizes, never the thread count's): the forward runs the panels in chunks
+// that stay in a core's L2 (kL2Bytes) while each thread runs its blocks of output channels over
+// them, so the weight is read once per chunk and each panel once from memory; dinp cuts K (the
+// output channels) in slices of kKcPairs pairs; dweight cuts K (the tokens) in slices of kDwKcPairs
+// pairs and runs the channel panels in L2-sized chunks the same way, with bf16(dout) packed in
+// blocks of kNR columns so that a tile's operand is contiguous.
 // Every output sums its K in order (slice by slice) whatever the thread count; threads own disjoint
 // outputs, so no atomics and no dependence on the thread count. Operands are packed per call into
 // the calling thread's scratch (grow-only: after the first step nothing is allocated).
@@ -38,13 +44,17 @@ namespace {
 constexpr size_t kMR = 64;     // rows per tile: 4 vectors of 16 lanes
 constexpr size_t kNR = 6;      // columns per tile
 constexpr size_t kPair = 2 * kMR;  // bf16 values per packed pair step of a panel
-constexpr size_t kKcPairs = 256;   // dinp: pairs per K slice (64 KiB of packed weight per panel)
+constexpr size_t kKcPairs = 512;         // dinp: pairs per K slice (128 KiB of weight per panel)
+constexpr size_t kDwKcPairs = 512;       // dweight: token pairs per slice (128 KiB per panel)
+constexpr size_t kL2Bytes = 576 * 1024;  // packed panels kept in a core's L2 (1-2 MiB) at a time
 
 // The scratch of the three products, in bf16 values, for the kernels below and their sizing
 // entries alike: `rows` rows in panels of kMR packed in pairs along K (the last panel zero-padded),
 // and dout's N x OC, rounded or (for dW) with its token rows interleaved in pairs.
 size_t PanelValues(size_t rows, size_t K) { return (rows + kMR - 1) / kMR * ((K + 1) / 2 * kPair); }
-size_t InterleavedValues(size_t N, size_t OC) { return (N + 1) / 2 * 2 * OC; }
+size_t InterleavedValues(size_t N, size_t OC) {
+  return (N + 1) / 2 * 2 * ((OC + kNR - 1) / kNR * kNR);
+}
 
 size_t Bf16Floats(size_t count) { return (count + 1) / 2; }  // thread_scratch counts floats
 
@@ -53,7 +63,7 @@ bf16* bf16_scratch(ScratchSlot slot, size_t count) {
 }
 
 // B_j's pair p is at B + j*ldb + p*ldp: ldp = 2 for a bf16 row with K contiguous values, or
-// ldb = 2 and ldp = 2*width for rows interleaved in pairs (InterleaveRowPairs).
+// ldb = 2 and ldp = 2*kNR for a block of rows interleaved in pairs (InterleaveRowPairs).
 template <size_t NR>
 LLMCPU_AVX512BF16 __attribute__((noinline)) void Tile(size_t K, const bf16* A, const bf16* B,
                                                       size_t ldb, size_t ldp, float* C, size_t ldc,
@@ -148,22 +158,36 @@ LLMCPU_AVX512BF16 __attribute__((noinline)) void RoundRange(bf16* out, const flo
   for (; i < end; ++i) out[i] = float_to_bf16(in[i]);
 }
 
-// Rows 2p and 2p+1 of X (rows x width fp32, row-major) rounded and interleaved, pairs p in
-// [p_begin, p_end): P[(p*width + c)*2 + h] = bf16(X[(2p+h)*width + c]), zero past the last row.
+// Rows 2p and 2p+1 of X (rows x width fp32, row-major) rounded and interleaved in pairs, in blocks
+// of kNR columns so that a tile's operand is contiguous, pairs p in [p_begin, p_end):
+//   P[(b*pairs + p)*2*kNR + 2j + h] = bf16(X[(2p+h)*width + b*kNR + j])
+// with pairs = (rows+1)/2, zero past the last row or column.
 LLMCPU_AVX512BF16 __attribute__((noinline)) void InterleaveRowPairs(
     bf16* P, const float* X, size_t rows, size_t width, size_t p_begin, size_t p_end) {
+  constexpr size_t kSpan = 16 * kNR / 2;  // 48 columns: 3 vectors, 8 whole blocks
+  const size_t pairs = (rows + 1) / 2, blocks = (width + kNR - 1) / kNR;
+  uint32_t* base = reinterpret_cast<uint32_t*>(P);
+  auto at = [&](size_t b, size_t p) { return base + (b * pairs + p) * kNR; };
   for (size_t p = p_begin; p < p_end; ++p) {
     const float* x0 = X + 2 * p * width;
     const float* x1 = 2 * p + 1 < rows ? x0 + width : nullptr;
-    uint32_t* out = reinterpret_cast<uint32_t*>(P) + p * width;
     size_t c = 0;
-    for (; c + 16 <= width; c += 16) {
-      const __m512i a = RoundBf16(_mm512_loadu_ps(x0 + c));
-      const __m512i b = x1 ? RoundBf16(_mm512_loadu_ps(x1 + c)) : _mm512_setzero_si512();
-      _mm512_storeu_si512(out + c, _mm512_or_si512(a, _mm512_slli_epi32(b, 16)));
+    alignas(64) uint32_t span[kSpan];
+    for (; c + kSpan <= width; c += kSpan) {
+      for (size_t v = 0; v < kSpan; v += 16) {
+        const __m512i a = RoundBf16(_mm512_loadu_ps(x0 + c + v));
+        const __m512i b = x1 ? RoundBf16(_mm512_loadu_ps(x1 + c + v)) : _mm512_setzero_si512();
+        _mm512_store_si512(span + v, _mm512_or_si512(a, _mm512_slli_epi32(b, 16)));
+      }
+      for (size_t q = 0; q < kSpan / kNR; ++q) {
+        std::memcpy(at(c / kNR + q, p), span + q * kNR, kNR * sizeof(uint32_t));
+      }
     }
-    for (; c < width; ++c) {
-      out[c] = uint32_t(float_to_bf16(x0[c])) | (x1 ? uint32_t(float_to_bf16(x1[c])) << 16 : 0u);
+    for (; c < blocks * kNR; ++c) {
+      at(c / kNR, p)[c % kNR] =
+          c >= width ? 0u
+                     : uint32_t(float_to_bf16(x0[c])) |
+                           (x1 ? uint32_t(float_to_bf16(x1[c])) << 16 : 0u);
     }
   }
 }
@@ -235,15 +259,21 @@ void bf16_matmul_forward(float* out, const bf16* inp, const bf16* weight, const 
     for (size_t p = pr.begin; p < pr.end; ++p) PackRowPanel(A + p * panel, inp, p * kMR, N, C, C);
 #pragma omp barrier
     alignas(64) float tile[kMR * kNR];
+    // Panels in chunks that stay in L2 while each thread runs its share of the blocks over them:
+    // the weight is read once per chunk, the chunk's panels once from memory.
+    const size_t chunk = std::max<size_t>(1, kL2Bytes / (panel * sizeof(bf16)));
     const Range br = split_range(blocks, tid, nt);
-    for (size_t b = br.begin; b < br.end; ++b) {
-      const size_t o0 = b * kNR, nb = std::min(kNR, OC - o0);
-      for (size_t p = 0; p < panels; ++p) {
-        const size_t n0 = p * kMR, mr = std::min(kMR, N - n0);
-        TileAny(nb, C, A + p * panel, weight + o0 * C, C, 2, tile, kMR, kMR, false);
-        for (size_t r = 0; r < mr; ++r) {
-          float* y = out + (n0 + r) * OC + o0;
-          for (size_t j = 0; j < nb; ++j) y[j] = tile[r + j * kMR] + (bias ? bias[o0 + j] : 0.0f);
+    for (size_t p0 = 0; p0 < panels; p0 += chunk) {
+      const size_t p1 = std::min(panels, p0 + chunk);
+      for (size_t b = br.begin; b < br.end; ++b) {
+        const size_t o0 = b * kNR, nb = std::min(kNR, OC - o0);
+        for (size_t p = p0; p < p1; ++p) {
+          const size_t n0 = p * kMR, mr = std::min(kMR, N - n0);
+          TileAny(nb, C, A + p * panel, weight + o0 * C, C, 2, tile, kMR, kMR, false);
+          for (size_t r = 0; r < mr; ++r) {
+            float* y = out + (n0 + r) * OC + o0;
+            for (size_t j = 0; j < nb; ++j) y[j] = tile[r + j * kMR] + (bias ? bias[o0 + j] : 0.0f);
+          }
         }
       }
     }
@@ -286,7 +316,8 @@ void bf16_matmul_backward(float* dinp, float* dweight, float* dbias, const float
   // dweight += bf16(dout)^T inp: inp packed by channel panels, pairs along the tokens.
   const size_t pairs = (N + 1) / 2, panel = pairs * kPair;
   bf16* A = bf16_scratch(ScratchSlot::kBf16C, PanelValues(C, N));
-  // bf16(dout) with token rows interleaved in pairs: B_j's pair p is (d[2p][o0+j], d[2p+1][o0+j]).
+  // bf16(dout) with token rows interleaved in pairs, in blocks of kNR columns: B_j's pair p is
+  // (d[2p][o0+j], d[2p+1][o0+j]), the block's pairs contiguous.
   bf16* DP = bf16_scratch(ScratchSlot::kBf16A, InterleavedValues(N, OC));
   const size_t blocks = (OC + kNR - 1) / kNR;
 #pragma omp parallel
@@ -299,13 +330,23 @@ void bf16_matmul_backward(float* dinp, float* dweight, float* dbias, const float
     const Range pr = split_range(pairs, tid, nt);
     InterleaveRowPairs(DP, dout, N, OC, pr.begin, pr.end);
 #pragma omp barrier
+    // Tokens in slices, channel panels in chunks whose slices stay in L2 while each thread runs
+    // its blocks over them; every output still sums its tokens in order, slice by slice.
     const Range br = split_range(blocks, tid, nt);
-    for (size_t b = br.begin; b < br.end; ++b) {
-      const size_t o0 = b * kNR, nb = std::min(kNR, OC - o0);
-      for (size_t cp = 0; cp < cpanels; ++cp) {
-        const size_t c0 = cp * kMR;
-        TileAny(nb, N, A + cp * panel, DP + 2 * o0, 2, 2 * OC, dweight + o0 * C + c0, C,
-                std::min(kMR, C - c0), true);
+    const size_t slice_bytes = std::min(kDwKcPairs, pairs) * kPair * sizeof(bf16);
+    const size_t chunk = std::max<size_t>(1, kL2Bytes / slice_bytes);
+    for (size_t kc = 0; kc < pairs; kc += kDwKcPairs) {
+      const size_t kvals = std::min(2 * kDwKcPairs, N - 2 * kc);
+      for (size_t cp0 = 0; cp0 < cpanels; cp0 += chunk) {
+        const size_t cp1 = std::min(cpanels, cp0 + chunk);
+        for (size_t b = br.begin; b < br.end; ++b) {
+          const size_t o0 = b * kNR, nb = std::min(kNR, OC - o0);
+          for (size_t cp = cp0; cp < cp1; ++cp) {
+            const size_t c0 = cp * kMR;
+            TileAny(nb, kvals, A + cp * panel + kc * kPair, DP + (b * pairs + kc) * 2 * kNR, 2,
+                    2 * kNR, dweight + o0 * C + c0, C, std::min(kMR, C - c0), true);
+          }
+        }
       }
     }
   }
