@@ -53,6 +53,11 @@ struct Bf16Kernels {
   // bias (OC) fp32 or null.
   void (*matmul_forward)(float* out, const bf16* inp, const bf16* weight, const float* bias,
                          size_t N, int C, int OC);
+  // The same product with its output rounded once to bf16 in the GEMM's epilogue (the bits of
+  // matmul_forward's output rounded by to_bf16, without an fp32 pass over memory); null in a table
+  // without such an epilogue, where the caller rounds matmul_forward's output.
+  void (*matmul_forward_bf16)(bf16* out, const bf16* inp, const bf16* weight, const float* bias,
+                              size_t N, int C, int OC);
   // With d = dout rounded to bf16:  dinp (N,C) = d weight (overwritten; null: skipped),
   // dweight (OC,C) += d^T inp, dbias (OC) += column sums of dout in fp32 (null: skipped).
   void (*matmul_backward)(float* dinp, float* dweight /*+=*/, float* dbias /*+=*/,

@@ -56,6 +56,7 @@ const TableRegistry<Entry>& registry() {
         static Bf16Kernels dot = t->bf16;
         dot.target = "avx512bf16";
         dot.matmul_forward = &x86::bf16_matmul_forward;
+        dot.matmul_forward_bf16 = &x86::bf16_matmul_forward_bf16;
         dot.matmul_backward = &x86::bf16_matmul_backward;
         dot.matmul_forward_scratch = &x86::bf16_matmul_forward_scratch;
         dot.matmul_backward_scratch = &x86::bf16_matmul_backward_scratch;

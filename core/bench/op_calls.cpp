@@ -27,6 +27,7 @@ Prepare matmul_forward_call(const OpKernels& x, size_t N, int IC, int OC, bool b
     const bf16 *inp = in->b16(N * IC), *w = in->b16(size_t(OC) * IC);
     bf16* stored = round ? in->b16(N * OC) : nullptr;
     return owning(in, [&h = x.h, out, inp, w, b, stored, N, IC, OC] {
+      if (stored && h.matmul_forward_bf16) return h.matmul_forward_bf16(stored, inp, w, b, N, IC, OC);
       h.matmul_forward(out, inp, w, b, N, IC, OC);
       if (stored) h.to_bf16(stored, out, N * size_t(OC));
     });

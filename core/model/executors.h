@@ -158,9 +158,13 @@ class Bf16Executor : public Fp32Executor {
                       int C, int OC) {
     h_.matmul_forward(out, inp, copy_of(weight), bias, N, C, OC);
   }
-  // A GEMM output stored in bf16 (qkv, fch): fp32 into the scratch, then rounded.
+  // A GEMM output stored in bf16 (qkv, fch): rounded in the GEMM's epilogue, or (a table without
+  // one) fp32 into the scratch, then rounded.
   void matmul_forward(bf16* out, const bf16* inp, const float* weight, const float* bias, size_t N,
                       int C, int OC) {
+    if (h_.matmul_forward_bf16) {
+      return h_.matmul_forward_bf16(out, inp, copy_of(weight), bias, N, C, OC);
+    }
     h_.matmul_forward(wide_, inp, copy_of(weight), bias, N, C, OC);
     h_.to_bf16(out, wide_, N * size_t(OC));
   }

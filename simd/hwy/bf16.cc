@@ -116,6 +116,7 @@ void FillBf16(Bf16Kernels& t, const KernelTable& fp32) {
   t.to_bf16 = &ToBf16;
   t.to_f32 = &ToF32;
   t.matmul_forward = &MatmulForward;
+  t.matmul_forward_bf16 = nullptr;  // the caller rounds matmul_forward's output
   t.matmul_backward = &MatmulBackward;
   t.matmul_forward_scratch = &MatmulForwardScratch;
   t.matmul_backward_scratch = &MatmulBackwardScratch;

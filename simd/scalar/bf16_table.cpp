@@ -151,6 +151,7 @@ const Bf16Kernels& scalar_bf16_kernels() {
       .to_bf16 = to_bf16,
       .to_f32 = to_f32,
       .matmul_forward = matmul_forward,
+      .matmul_forward_bf16 = nullptr,  // the caller rounds
       .matmul_backward = matmul_backward,
       .layernorm_forward = layernorm_forward,
       .gelu_forward = gelu_forward,

@@ -28,6 +28,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "simd/column_sums.h"
 #include "simd/workspace.h"
@@ -47,6 +48,7 @@ constexpr size_t kPair = 2 * kMR;  // bf16 values per packed pair step of a pane
 constexpr size_t kKcPairs = 512;         // dinp: pairs per K slice (128 KiB of weight per panel)
 constexpr size_t kDwKcPairs = 512;       // dweight: token pairs per slice (128 KiB per panel)
 constexpr size_t kL2Bytes = 576 * 1024;  // packed panels kept in a core's L2 (1-2 MiB) at a time
+constexpr size_t kL3Bytes = size_t(8) << 20;  // a weight the L3 keeps between panels
 
 // The scratch of the three products, in bf16 values, for the kernels below and their sizing
 // entries alike: `rows` rows in panels of kMR packed in pairs along K (the last panel zero-padded),
@@ -62,12 +64,120 @@ bf16* bf16_scratch(ScratchSlot slot, size_t count) {
   return reinterpret_cast<bf16*>(thread_scratch(slot, Bf16Floats(count)));
 }
 
+// fp32 -> bf16 bits of 16 lanes (in the low halves of 32-bit lanes), as float_to_bf16.
+LLMCPU_AVX512BF16 inline __m512i RoundBf16(__m512 v) {
+  const __m512i u = _mm512_castps_si512(v);
+  const __m512i hi = _mm512_srli_epi32(u, 16);
+  const __m512i abs = _mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff));
+  const __m512i lsb = _mm512_and_si512(hi, _mm512_set1_epi32(1));
+  const __m512i rounded =
+      _mm512_srli_epi32(_mm512_add_epi32(abs, _mm512_add_epi32(_mm512_set1_epi32(0x7fff), lsb)), 16);
+  const __m512i finite = _mm512_or_si512(rounded, _mm512_and_si512(hi, _mm512_set1_epi32(0x8000)));
+  const __mmask16 nan = _mm512_cmpgt_epi32_mask(abs, _mm512_set1_epi32(0x7f800000));
+  return _mm512_mask_mov_epi32(finite, nan, _mm512_or_si512(hi, _mm512_set1_epi32(0x40)));
+}
+
+// Where a tile's 64 x NR sums go. ColumnStore: column j to C + j*ldc (64 lanes contiguous, the
+// first m_valid), added to what is there when accumulating. RowStore: row r to out + r*ld (NR
+// values contiguous, the first `rows` rows) with the bias, in fp32 or rounded once to bf16 (the
+// forward's output, tokens by output channels): eight rows at a time are transposed in registers.
+struct ColumnStore {
+  float* C;
+  size_t ldc, m_valid;
+  bool accumulate;
+
+  template <size_t NR>
+  LLMCPU_AVX512BF16 inline void write(const __m512 (&c)[4][NR]) const {
+#pragma GCC unroll 4
+    for (size_t v = 0; v < 4; ++v) {
+      const size_t first = v * 16;
+      const size_t n = m_valid <= first ? 0 : std::min<size_t>(16, m_valid - first);
+      const __mmask16 mask = __mmask16((1u << n) - 1u);
+#pragma GCC unroll 6
+      for (size_t j = 0; j < NR; ++j) {
+        float* p = C + j * ldc + first;
+        __m512 r = c[v][j];
+        if (accumulate) r = _mm512_add_ps(r, _mm512_maskz_loadu_ps(mask, p));
+        _mm512_mask_storeu_ps(p, mask, r);
+      }
+    }
+  }
+};
+
+template <class O>
+struct RowStore {
+  O* out;
+  size_t ld;
+  const float* bias;  // at the tile's first column, or null
+  size_t rows;
+
+  // out[r][j] = col[j][r] + bias[j] (+ 0 without a bias, as the scalar kernels) for 8 rows.
+  template <size_t NR>
+  LLMCPU_AVX512BF16 inline void rows8(O* y, const __m256 (&col)[8], __m256 b, size_t n) const {
+    __m256 t[8], u[8], row[8];
+#pragma GCC unroll 4
+    for (size_t j = 0; j < 8; j += 2) {
+      t[j] = _mm256_unpacklo_ps(col[j], col[j + 1]);
+      t[j + 1] = _mm256_unpackhi_ps(col[j], col[j + 1]);
+    }
+#pragma GCC unroll 2
+    for (size_t j = 0; j < 8; j += 4) {
+      u[j] = _mm256_shuffle_ps(t[j], t[j + 2], 0x44);
+      u[j + 1] = _mm256_shuffle_ps(t[j], t[j + 2], 0xee);
+      u[j + 2] = _mm256_shuffle_ps(t[j + 1], t[j + 3], 0x44);
+      u[j + 3] = _mm256_shuffle_ps(t[j + 1], t[j + 3], 0xee);
+    }
+#pragma GCC unroll 4
+    for (size_t j = 0; j < 4; ++j) {
+      row[j] = _mm256_permute2f128_ps(u[j], u[j + 4], 0x20);
+      row[j + 4] = _mm256_permute2f128_ps(u[j], u[j + 4], 0x31);
+    }
+    constexpr __mmask8 mask = __mmask8((1u << NR) - 1u);
+#pragma GCC unroll 8
+    for (size_t r = 0; r < 8; ++r) {
+      if (r >= n) break;
+      const __m256 v = _mm256_add_ps(row[r], b);
+      if constexpr (std::is_same_v<O, float>) {
+        if constexpr (NR == 6) {  // three 8-byte stores: never across a cache line
+          const __m128 lo = _mm256_castps256_ps128(v);
+          _mm_storel_pi(reinterpret_cast<__m64*>(y + r * ld), lo);
+          _mm_storeh_pi(reinterpret_cast<__m64*>(y + r * ld + 2), lo);
+          _mm_storel_pi(reinterpret_cast<__m64*>(y + r * ld + 4), _mm256_extractf128_ps(v, 1));
+        } else {
+          _mm256_mask_storeu_ps(y + r * ld, mask, v);
+        }
+      } else {
+        const __m128i h = _mm256_castsi256_si128(
+            _mm512_cvtepi32_epi16(RoundBf16(_mm512_castps256_ps512(v))));
+        _mm_mask_storeu_epi16(y + r * ld, mask, h);
+      }
+    }
+  }
+
+  template <size_t NR>
+  LLMCPU_AVX512BF16 inline void write(const __m512 (&c)[4][NR]) const {
+    constexpr __mmask8 mask = __mmask8((1u << NR) - 1u);
+    const __m256 b = bias ? _mm256_maskz_loadu_ps(mask, bias) : _mm256_setzero_ps();
+#pragma GCC unroll 4
+    for (size_t v = 0; v < 4; ++v) {
+      if (16 * v >= rows) break;
+      __m256 lo[8], hi[8];
+#pragma GCC unroll 8
+      for (size_t j = 0; j < 8; ++j) {
+        lo[j] = j < NR ? _mm512_castps512_ps256(c[v][j]) : _mm256_setzero_ps();
+        hi[j] = j < NR ? _mm512_extractf32x8_ps(c[v][j], 1) : _mm256_setzero_ps();
+      }
+      rows8<NR>(out + 16 * v * ld, lo, b, std::min<size_t>(8, rows - 16 * v));
+      if (16 * v + 8 < rows) rows8<NR>(out + (16 * v + 8) * ld, hi, b, std::min<size_t>(8, rows - 16 * v - 8));
+    }
+  }
+};
+
 // B_j's pair p is at B + j*ldb + p*ldp: ldp = 2 for a bf16 row with K contiguous values, or
 // ldb = 2 and ldp = 2*kNR for a block of rows interleaved in pairs (InterleaveRowPairs).
-template <size_t NR>
+template <size_t NR, class Store>
 LLMCPU_AVX512BF16 __attribute__((noinline)) void Tile(size_t K, const bf16* A, const bf16* B,
-                                                      size_t ldb, size_t ldp, float* C, size_t ldc,
-                                                      size_t m_valid, bool accumulate) {
+                                                      size_t ldb, size_t ldp, const Store& store) {
   __m512 c[4][NR];
 #pragma GCC unroll 4
   for (size_t v = 0; v < 4; ++v) {
@@ -107,44 +217,25 @@ LLMCPU_AVX512BF16 __attribute__((noinline)) void Tile(size_t K, const bf16* A, c
       c[3][j] = _mm512_dpbf16_ps(c[3][j], a3, b);
     }
   }
-#pragma GCC unroll 4
-  for (size_t v = 0; v < 4; ++v) {
-    const size_t first = v * 16;
-    const size_t n = m_valid <= first ? 0 : std::min<size_t>(16, m_valid - first);
-    const __mmask16 mask = __mmask16((1u << n) - 1u);
-#pragma GCC unroll 6
-    for (size_t j = 0; j < NR; ++j) {
-      float* p = C + j * ldc + first;
-      __m512 r = c[v][j];
-      if (accumulate) r = _mm512_add_ps(r, _mm512_maskz_loadu_ps(mask, p));
-      _mm512_mask_storeu_ps(p, mask, r);
-    }
+  store.template write<NR>(c);
+}
+
+template <class Store>
+void TileAny(size_t nr, size_t K, const bf16* A, const bf16* B, size_t ldb, size_t ldp,
+             const Store& store) {
+  switch (nr) {
+    case 6: return Tile<6>(K, A, B, ldb, ldp, store);
+    case 5: return Tile<5>(K, A, B, ldb, ldp, store);
+    case 4: return Tile<4>(K, A, B, ldb, ldp, store);
+    case 3: return Tile<3>(K, A, B, ldb, ldp, store);
+    case 2: return Tile<2>(K, A, B, ldb, ldp, store);
+    default: return Tile<1>(K, A, B, ldb, ldp, store);
   }
 }
 
 void TileAny(size_t nr, size_t K, const bf16* A, const bf16* B, size_t ldb, size_t ldp, float* C,
              size_t ldc, size_t m_valid, bool accumulate) {
-  switch (nr) {
-    case 6: return Tile<6>(K, A, B, ldb, ldp, C, ldc, m_valid, accumulate);
-    case 5: return Tile<5>(K, A, B, ldb, ldp, C, ldc, m_valid, accumulate);
-    case 4: return Tile<4>(K, A, B, ldb, ldp, C, ldc, m_valid, accumulate);
-    case 3: return Tile<3>(K, A, B, ldb, ldp, C, ldc, m_valid, accumulate);
-    case 2: return Tile<2>(K, A, B, ldb, ldp, C, ldc, m_valid, accumulate);
-    default: return Tile<1>(K, A, B, ldb, ldp, C, ldc, m_valid, accumulate);
-  }
-}
-
-// fp32 -> bf16 bits of 16 lanes (in the low halves of 32-bit lanes), as float_to_bf16.
-LLMCPU_AVX512BF16 inline __m512i RoundBf16(__m512 v) {
-  const __m512i u = _mm512_castps_si512(v);
-  const __m512i hi = _mm512_srli_epi32(u, 16);
-  const __m512i abs = _mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff));
-  const __m512i lsb = _mm512_and_si512(hi, _mm512_set1_epi32(1));
-  const __m512i rounded =
-      _mm512_srli_epi32(_mm512_add_epi32(abs, _mm512_add_epi32(_mm512_set1_epi32(0x7fff), lsb)), 16);
-  const __m512i finite = _mm512_or_si512(rounded, _mm512_and_si512(hi, _mm512_set1_epi32(0x8000)));
-  const __mmask16 nan = _mm512_cmpgt_epi32_mask(abs, _mm512_set1_epi32(0x7f800000));
-  return _mm512_mask_mov_epi32(finite, nan, _mm512_or_si512(hi, _mm512_set1_epi32(0x40)));
+  TileAny(nr, K, A, B, ldb, ldp, ColumnStore{C, ldc, m_valid, accumulate});
 }
 
 // out[i] = bf16(in[i]) for i in [begin, end).
@@ -245,8 +336,11 @@ bool has_avx512_bf16() {
   return yes;
 }
 
-void bf16_matmul_forward(float* out, const bf16* inp, const bf16* weight, const float* bias,
-                         size_t N, int C_, int OC_) {
+namespace {
+
+template <class O>
+void MatmulForward(O* out, const bf16* inp, const bf16* weight, const float* bias, size_t N,
+                   int C_, int OC_) {
   const size_t C = size_t(C_), OC = size_t(OC_);
   const size_t pairs = (C + 1) / 2, panel = pairs * kPair;
   const size_t panels = (N + kMR - 1) / kMR;
@@ -258,26 +352,44 @@ void bf16_matmul_forward(float* out, const bf16* inp, const bf16* weight, const 
     const Range pr = split_range(panels, tid, nt);
     for (size_t p = pr.begin; p < pr.end; ++p) PackRowPanel(A + p * panel, inp, p * kMR, N, C, C);
 #pragma omp barrier
-    alignas(64) float tile[kMR * kNR];
-    // Panels in chunks that stay in L2 while each thread runs its share of the blocks over them:
-    // the weight is read once per chunk, the chunk's panels once from memory.
+    // Panels in chunks that stay in L2 while each thread runs its share of the blocks over them.
+    // A weight that the L3 holds is read once per panel, each block after the other along the
+    // panel's rows (the output written row by row); a larger one (the lm_head's) once per chunk,
+    // each block over the chunk's panels.
     const size_t chunk = std::max<size_t>(1, kL2Bytes / (panel * sizeof(bf16)));
+    const bool weight_in_l3 = OC * C * sizeof(bf16) <= kL3Bytes;
     const Range br = split_range(blocks, tid, nt);
+    auto tile = [&](size_t p, size_t b) {
+      const size_t n0 = p * kMR, o0 = b * kNR;
+      TileAny(std::min(kNR, OC - o0), C, A + p * panel, weight + o0 * C, C, 2,
+              RowStore<O>{out + n0 * OC + o0, OC, bias ? bias + o0 : nullptr,
+                          std::min(kMR, N - n0)});
+    };
     for (size_t p0 = 0; p0 < panels; p0 += chunk) {
       const size_t p1 = std::min(panels, p0 + chunk);
-      for (size_t b = br.begin; b < br.end; ++b) {
-        const size_t o0 = b * kNR, nb = std::min(kNR, OC - o0);
+      if (weight_in_l3) {
         for (size_t p = p0; p < p1; ++p) {
-          const size_t n0 = p * kMR, mr = std::min(kMR, N - n0);
-          TileAny(nb, C, A + p * panel, weight + o0 * C, C, 2, tile, kMR, kMR, false);
-          for (size_t r = 0; r < mr; ++r) {
-            float* y = out + (n0 + r) * OC + o0;
-            for (size_t j = 0; j < nb; ++j) y[j] = tile[r + j * kMR] + (bias ? bias[o0 + j] : 0.0f);
-          }
+          for (size_t b = br.begin; b < br.end; ++b) tile(p, b);
+        }
+      } else {
+        for (size_t b = br.begin; b < br.end; ++b) {
+          for (size_t p = p0; p < p1; ++p) tile(p, b);
         }
       }
     }
   }
+}
+
+}  // namespace
+
+void bf16_matmul_forward(float* out, const bf16* inp, const bf16* weight, const float* bias,
+                         size_t N, int C, int OC) {
+  MatmulForward(out, inp, weight, bias, N, C, OC);
+}
+
+void bf16_matmul_forward_bf16(bf16* out, const bf16* inp, const bf16* weight, const float* bias,
+                              size_t N, int C, int OC) {
+  MatmulForward(out, inp, weight, bias, N, C, OC);
 }
 
 void bf16_matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,

@@ -17,6 +17,9 @@ bool has_avx512_bf16();
 // Bf16Kernels::matmul_forward and matmul_backward (simd/bf16.h), same contracts.
 void bf16_matmul_forward(float* out, const bf16* inp, const bf16* weight, const float* bias,
                          size_t N, int C, int OC);
+// Bf16Kernels::matmul_forward_bf16: the forward's fp32 sums rounded once in the tile's epilogue.
+void bf16_matmul_forward_bf16(bf16* out, const bf16* inp, const bf16* weight, const float* bias,
+                              size_t N, int C, int OC);
 void bf16_matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
                           const bf16* inp, const bf16* weight, size_t N, int C, int OC);
 // Their sizing entries (Bf16Kernels::matmul_*_scratch): the operands are packed per call into the

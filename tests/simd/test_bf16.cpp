@@ -208,6 +208,34 @@ TEST_P(SimdBf16, MatmulMatchesTheReferenceOnRaggedShapes) {
   }
 }
 
+// A table's forward with a bf16 epilogue gives matmul_forward's output rounded by to_bf16, bit for
+// bit, on the ragged shapes, with and without a bias, on 1 and 2 threads.
+TEST_P(SimdBf16, MatmulForwardBf16IsTheRoundedForward) {
+  if (!k().matmul_forward_bf16) GTEST_SKIP() << GetParam() << " rounds in the caller";
+  const int saved = omp_get_max_threads();
+  for (const Shape& s : kShapes) {
+    Random rnd(unsigned(s.N * 3 + s.C * 5 + s.OC));
+    const std::vector<bf16> inp = round_all(rnd.normal(s.N * s.C));
+    const std::vector<bf16> w = round_all(rnd.normal(size_t(s.OC) * s.C));
+    const std::vector<float> bias = rnd.normal(s.OC);
+    for (const bool with_bias : {true, false}) {
+      const float* b = with_bias ? bias.data() : nullptr;
+      std::vector<float> wide(s.N * s.OC);
+      k().matmul_forward(wide.data(), inp.data(), w.data(), b, s.N, s.C, s.OC);
+      std::vector<bf16> want(wide.size());
+      k().to_bf16(want.data(), wide.data(), wide.size());
+      for (const int threads : {1, 2}) {
+        omp_set_num_threads(threads);
+        std::vector<bf16> got(wide.size(), 0x7fc1);
+        k().matmul_forward_bf16(got.data(), inp.data(), w.data(), b, s.N, s.C, s.OC);
+        ASSERT_EQ(got, want) << GetParam() << " N=" << s.N << " C=" << s.C << " OC=" << s.OC
+                             << " bias=" << with_bias << " threads=" << threads;
+      }
+    }
+  }
+  omp_set_num_threads(saved);
+}
+
 // The GEMMs' outputs with 1, 2 and 3 threads, bit for bit.
 void check_thread_counts(const Bf16Kernels& k, const std::string& name, const Shape& s) {
   Random rnd(unsigned(11 + s.N));
