@@ -40,8 +40,9 @@ struct ActivationOptions {
   bool keep_logits = false;
 };
 
-// Rows of one chunk of the head over BT rows: its logits take at most 64 MiB (all BT rows when
-// keep_logits, or when fewer).
+// Rows of one chunk of the head over BT rows: its logits take at most 192 MiB, the BT rows cut in
+// as few chunks as that allows, of equal rows but the last (all BT rows when keep_logits, or
+// when they fit).
 size_t head_chunk_rows(const ModelConfig& c, size_t BT, bool keep_logits = false);
 
 // One layer's activations, llm.c's l_* pointers. Rows are the B*T tokens. G-typed tensors are read

@@ -125,8 +125,9 @@ struct Fp32Executor {
 
 // Owns the bf16 working copy of the whole flat parameter array (ParameterLayout order). The
 // activations a GEMM reads or the backward pass recomputes are bf16 (the layernorm outputs, qkv,
-// attention's output, fch and its GELU); a GEMM whose output is stored in bf16 writes fp32 into a
-// scratch first (the backward arena's dfch, free during the forward pass) and rounds it.
+// attention's output, fch and its GELU); a GEMM whose output is stored in bf16 rounds it in its
+// epilogue where the table has one (AVX512-BF16), else writes fp32 into a scratch first (the
+// backward arena's dfch, free during the forward pass) and rounds it.
 class Bf16Executor : public Fp32Executor {
  public:
   using Act = bf16;

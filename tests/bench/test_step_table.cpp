@@ -153,20 +153,25 @@ TEST(BenchStepTable, CostsOfTheMatmulsAndAttention) {
 }
 
 // Where B*T rows are more than one chunk of the head, each chunk is a call: the full chunks one
-// row, the last, shorter one a row of its own, and their rows add up to B*T.
+// row, the last, shorter one a row of its own, and their rows add up to B*T. The rows are cut in
+// as few chunks as keep each chunk's logits within 192 MiB, evenly.
 TEST(BenchStepTable, HeadChunksAddUpToTheTokens) {
-  const ModelConfig c = config_of(1, 2, 32, 1 << 20, 64);  // a chunk's logits: 16 rows of 2^20
-  const int B = 2, T = 20;
+  const ModelConfig c = config_of(1, 2, 32, 1 << 20, 64);  // 4 MiB of logits a row: 48 a chunk
+  EXPECT_EQ(head_chunk_rows(c, 48), 48u);
+  EXPECT_EQ(head_chunk_rows(c, 49), 25u);   // 25 + 24
+  EXPECT_EQ(head_chunk_rows(c, 200), 40u);  // 5 x 40
+  EXPECT_EQ(head_chunk_rows(config_of(12, 12, 768, 50257, 1024), 4096), 820u);  // 4 x 820 + 816
+  const int B = 1, T = 51;
   const size_t rows = head_chunk_rows(c, size_t(B) * T);
-  ASSERT_EQ(rows, 16u);
+  ASSERT_EQ(rows, 26u);
   const std::vector<LayerOp> ops = recorded(c, B, T, Precision::kFp32);
   for (const char* pass : {"forward", "backward"}) {
     std::vector<std::pair<std::string, int>> head;
     for (const LayerOp& op : ops) {
       if (op.op == "matmul lm head" && op.pass == pass) head.emplace_back(op.shape, op.per_step);
     }
-    const std::vector<std::pair<std::string, int>> want = {{mkn(16, 32, 1 << 20), 2},
-                                                           {mkn(8, 32, 1 << 20), 1}};
+    const std::vector<std::pair<std::string, int>> want = {{mkn(26, 32, 1 << 20), 1},
+                                                           {mkn(25, 32, 1 << 20), 1}};
     EXPECT_EQ(head, want) << pass;
   }
   EXPECT_EQ(matmul_flops(ops), six_nd(c, B, T));

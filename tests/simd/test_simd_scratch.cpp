@@ -270,7 +270,7 @@ TEST(SimdBf16ScratchRule, TheDotProductGemmCountsTheLmHeadsPackedWeight) {
   for (std::string_view name : available_bf16_targets()) found = found || name == "avx512bf16";
   if (!found) GTEST_SKIP() << "no AVX512-BF16 on this CPU";
   const Bf16Kernels& h = bf16_kernels_named("avx512bf16");
-  const size_t C = 768, Vp = 50304, rows = 333;  // rows: the head's chunk (64 MiB of logits)
+  const size_t C = 768, Vp = 50304, rows = 333;  // rows: a chunk of the head
   const ScratchUse use = h.matmul_backward_scratch(rows, int(C), int(Vp), true, false, 2);
   EXPECT_GE(use.caller[size_t(ScratchSlot::kBf16A)], C * Vp * sizeof(bf16));
   EXPECT_EQ(use.caller[size_t(ScratchSlot::kBf16B)], scratch_bytes((rows * Vp + 1) / 2));
