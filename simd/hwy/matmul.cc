@@ -90,6 +90,7 @@ struct XsmmGemm {
 #endif
 
 constexpr size_t kKc = 256;                                        // dinp: reduction slice
+constexpr size_t kDwTokens = 512;                                  // dW (libxsmm): token slice
 constexpr size_t kFwdMaxRows = kGemmMaxMR > 64 ? kGemmMaxMR : 64;  // largest FwdRows()
 
 // Floats of `rows` rows packed in panels of MR (the last one padded with zeros) by K: the
@@ -216,7 +217,10 @@ void BackwardInputT(float* dinp, const float* dout, const float* weight, size_t 
   errors.rethrow();
 }
 
-// dW (OC x C) += dout^T inp, as dW^T += inp^T dout with the N tokens as one reduction (libxsmm).
+// dW (OC x C) += dout^T inp, as dW^T += inp^T dout (libxsmm), the N tokens cut in slices of
+// kDwTokens: a slice of inp (kDwTokens x C) stays in cache while a thread runs its output blocks
+// over it, instead of all of inp streaming from memory once per block. Each output sums its
+// tokens slice after slice, in the same order for any thread count.
 template <class G>
 void BackwardWeightT(float* dweight, const float* dout, const float* inp, size_t N, size_t C,
                      size_t OC) {
@@ -226,16 +230,21 @@ void BackwardWeightT(float* dweight, const float* dout, const float* inp, size_t
   errors.run([&] {
     const int tid = omp_get_thread_num(), nt = omp_get_num_threads();
     const Range br = split_range(blocks, tid, nt);
-    for (size_t b = br.begin; b < br.end; ++b) {
-      const size_t o0 = b * G::kDwCols, nb = std::min(G::kDwCols, OC - o0);
-      const size_t next_o0 = o0 + G::kDwCols;
-      const size_t next_nb = b + 1 < br.end ? std::min(G::kDwCols, OC - next_o0) : 0;
-      const size_t chunks = (C + G::kDwRows - 1) / G::kDwRows;
-      for (size_t i0 = 0; i0 < C; i0 += G::kDwRows) {
-        const size_t mi = std::min(G::kDwRows, C - i0);
-        if (next_nb) PrefetchRows(dout + next_o0, N, OC, next_nb, i0 / G::kDwRows, chunks);
-        G::Block(BLayout::kRows, mi, nb, N, inp + i0, C, dout + o0, OC, dweight + o0 * C + i0, C,
-                 true);
+    const size_t chunks = (C + G::kDwRows - 1) / G::kDwRows;
+    for (size_t t0 = 0; t0 < N; t0 += kDwTokens) {
+      const size_t tn = std::min(kDwTokens, N - t0);
+      const float* in = inp + t0 * C;
+      const float* d = dout + t0 * OC;
+      for (size_t b = br.begin; b < br.end; ++b) {
+        const size_t o0 = b * G::kDwCols, nb = std::min(G::kDwCols, OC - o0);
+        const size_t next_o0 = o0 + G::kDwCols;
+        const size_t next_nb = b + 1 < br.end ? std::min(G::kDwCols, OC - next_o0) : 0;
+        for (size_t i0 = 0; i0 < C; i0 += G::kDwRows) {
+          const size_t mi = std::min(G::kDwRows, C - i0);
+          if (next_nb) PrefetchRows(d + next_o0, tn, OC, next_nb, i0 / G::kDwRows, chunks);
+          G::Block(BLayout::kRows, mi, nb, tn, in + i0, C, d + o0, OC, dweight + o0 * C + i0, C,
+                   true);
+        }
       }
     }
   });

@@ -22,11 +22,12 @@ struct Shape {
   int C, OC;
 };
 
-// Tiny, ragged in every dimension, a long reduction over C (forward) and over OC (dinp), N above
-// one token panel, and one GPT-2-like channel count.
+// Tiny, ragged in every dimension, a long reduction over C (forward), over OC (dinp) and over N
+// (dW: more tokens than one slice), N above one token panel, and one GPT-2-like channel count.
 constexpr Shape kShapes[] = {{1, 1, 1},     {3, 5, 7},      {17, 33, 29},
                              {31, 64, 50},  {70, 96, 131},  {33, 769, 13},
-                             {5, 17, 2003}, {65, 130, 389}, {40, 768, 24}};
+                             {5, 17, 2003}, {65, 130, 389}, {40, 768, 24},
+                             {1100, 40, 70}};
 
 void check_matmul(const KernelTable& k, const Shape& s, bool with_bias, bool with_dinp,
                   unsigned seed) {
@@ -110,12 +111,9 @@ TEST_P(SimdMatmul, RaggedShapesWithoutBiasOrDinp) {
   }
 }
 
-// Every output element has one owner and a fixed order of its sum: the same bits for any thread
-// count, and for a repeated call (no state carried between calls).
-TEST_P(SimdMatmul, IdenticalBitsForAnyThreadCount) {
-  const size_t N = 67;
+void identical_bits_for_any_thread_count(const KernelTable& k, size_t N) {
   const int C = 200, OC = 301;
-  Random rnd(9);
+  Random rnd(unsigned(9 + N));
   const std::vector<float> inp = rnd.normal(N * C), weight = rnd.normal(size_t(OC) * C);
   const std::vector<float> bias = rnd.normal(OC), dout = rnd.normal(N * OC);
   auto run = [&](int threads) {
@@ -126,15 +124,22 @@ TEST_P(SimdMatmul, IdenticalBitsForAnyThreadCount) {
     float* dinp = out + N * OC;
     float* dweight = dinp + N * C;
     float* dbias = dweight + size_t(OC) * C;
-    k().matmul_forward(out, inp.data(), weight.data(), bias.data(), N, C, OC);
-    k().matmul_backward(dinp, dweight, dbias, dout.data(), inp.data(), weight.data(), N, C, OC);
+    k.matmul_forward(out, inp.data(), weight.data(), bias.data(), N, C, OC);
+    k.matmul_backward(dinp, dweight, dbias, dout.data(), inp.data(), weight.data(), N, C, OC);
     omp_set_num_threads(saved);
     return r;
   };
   const std::vector<float> one = run(1);
-  expect_identical("1 thread, repeated", run(1), one);
-  expect_identical("2 threads vs 1", run(2), one);
-  expect_identical("3 threads vs 1", run(3), one);
+  expect_identical(std::to_string(N) + " tokens: 1 thread, repeated", run(1), one);
+  expect_identical(std::to_string(N) + " tokens: 2 threads vs 1", run(2), one);
+  expect_identical(std::to_string(N) + " tokens: 3 threads vs 1", run(3), one);
+}
+
+// Every output element has one owner and a fixed order of its sum: the same bits for any thread
+// count, and for a repeated call (no state carried between calls); N = 1100 spans several token
+// slices of dW.
+TEST_P(SimdMatmul, IdenticalBitsForAnyThreadCount) {
+  for (const size_t N : {size_t(67), size_t(1100)}) identical_bits_for_any_thread_count(k(), N);
 }
 
 INSTANTIATE_TEST_SUITE_P(Targets, SimdMatmul, ::testing::ValuesIn(vectorized_targets()),
