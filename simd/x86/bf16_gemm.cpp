@@ -298,9 +298,33 @@ LLMCPU_AVX512BF16 __attribute__((noinline)) void InterleaveRowPairs(
 }
 
 // Panel of rows [r0, r0+64) of X (rows x K, row-major, ld) packed in pairs along K:
-// P[p*128 + 2r + h] = X[(r0+r)*ld + 2p + h], zero past the last row or K.
-void PackRowPanel(bf16* P, const bf16* X, size_t r0, size_t rows, size_t K, size_t ld) {
+// P[p*128 + 2r + h] = X[(r0+r)*ld + 2p + h], zero past the last row or K. A pair is one 32-bit
+// value, so each step gathers one pair from each of 16 rows (masked past the last row).
+LLMCPU_AVX512BF16 __attribute__((noinline)) void PackRowPanel(bf16* P, const bf16* X, size_t r0,
+                                                              size_t rows, size_t K, size_t ld) {
   const size_t pairs = (K + 1) / 2;
+  if (ld * sizeof(bf16) * 16 < (size_t(1) << 31)) {  // byte offsets of 16 rows fit an int32
+    const __m512i offsets = _mm512_mullo_epi32(
+        _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+        _mm512_set1_epi32(int(ld * sizeof(bf16))));
+    for (size_t v = 0; v < kMR; v += 16) {
+      const size_t valid = r0 + v >= rows ? 0 : std::min<size_t>(16, rows - r0 - v);
+      const __mmask16 mask = __mmask16((1u << valid) - 1u);
+      const bf16* x = X + (r0 + v) * ld;
+      for (size_t p = 0; p < K / 2; ++p) {
+        const __m512i pair = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), mask, offsets,
+                                                         x + 2 * p, 1);
+        _mm512_storeu_si512(P + p * kPair + 2 * v, pair);
+      }
+      if (K & 1) {  // the half pair: the last value of each row, zero beside it
+        for (size_t r = 0; r < 16; ++r) {
+          P[(pairs - 1) * kPair + 2 * (v + r)] = r < valid ? x[r * ld + K - 1] : bf16(0);
+          P[(pairs - 1) * kPair + 2 * (v + r) + 1] = 0;
+        }
+      }
+    }
+    return;
+  }
   for (size_t r = 0; r < kMR; ++r) {
     bf16* out = P + 2 * r;
     if (r0 + r >= rows) {
