@@ -7,11 +7,12 @@
 //   dQ_t += sum_u bf16(dS_tu) k_u          (per group: A = K_j^T packed along the keys)
 //   dV_j += sum_t bf16(P_tu) dO_t,  dK_j += sum_t bf16(dS_tu) q_t
 // The last two run once per key block and head over every query t >= the block's first key: P and
-// dS are kept for them rounded to bf16, interleaved by query pairs (the A panel of a tile whose
-// lanes are keys), and B is dO or Q packed along the rows. dQ, dK^T and dV^T accumulate in fp32
-// scratch; dK, dV sum the group's heads in order. A (batch, key/value head) pair is one thread's,
-// and owns the dq, dk, dv columns of its heads: every sum has a fixed order whatever the thread
-// count, and the bits do not depend on it.
+// dS are kept for them rounded to bf16, interleaved by query pairs (key u's pairs 128 values apart:
+// a tile's B columns), with dO or Q packed along the queries as A (lanes: the D dimensions), so
+// the tiles write rows of dV, dK. dQ, dK and dV accumulate in fp32 scratch; dK, dV sum the group's
+// heads in order. A (batch, key/value head) pair is one thread's, and owns the dq, dk, dv columns
+// of its heads: every sum has a fixed order whatever the thread count, and the bits do not depend
+// on it.
 // Not here: the forward pass and the exp (bf16_attention.cpp).
 #include <cmath>
 
@@ -47,8 +48,8 @@ struct BackwardScratch {
   float* dpt;  // dP^T, then dS^T
   float* Dt;   // D_t (T)
   float* dq;   // dQ rows: T x Dc
-  float* dkt;  // dK^T: D rows of Tk keys
-  float* dvt;  // dV^T
+  float* dk;   // dK rows: T x Dc
+  float* dv;   // dV rows
   size_t floats;
 
   BackwardScratch(float* base, size_t T, size_t D) {
@@ -58,7 +59,7 @@ struct BackwardScratch {
     q = c.halves(T * Dp), rows = c.halves(T * Dp), qr = c.halves(Dc * Tk), dy = c.halves(T * Dp), dyr = c.halves(Dc * Tk);
     pi = c.halves(Tk * kKeys), dsi = c.halves(Tk * kKeys), dsr = c.halves(kCols * kKeys);
     st = c.floats(kCols * kKeys), dpt = c.floats(kCols * kKeys), Dt = c.floats(T);
-    dq = c.floats(T * Dc), dkt = c.floats(D * Tk), dvt = c.floats(D * Tk);
+    dq = c.floats(T * Dc), dk = c.floats(T * Dc), dv = c.floats(T * Dc);
     floats = c.used_floats();
   }
 };
@@ -140,30 +141,31 @@ LLMCPU_AVX512BF16 void BackwardGroup(const BackwardScratch& w, size_t T, size_t 
 }
 
 // Query head h's share of the key block [u0, u1): every group of query rows from u0 on, then
-// dV^T(i, u) += sum_t dO(t, i) P(t, u) and dK^T(i, u) += sum_t Q(t, i) dS(t, u).
+// dV^T(i, u) += sum_t dO(t, i) P(t, u) and dK^T(i, u) += sum_t Q(t, i) dS(t, u): A = dO (Q) packed
+// along the queries, B_u = key u's lanes of the interleaved P (dS), so the tiles write dV, dK rows.
 void BackwardKeyBlock(const BackwardScratch& w, size_t T, size_t D, size_t u0, const float* lse) {
-  const size_t Tk = RoundUp(T, kLanes), u1 = std::min(u0 + kKeys, T);
+  const size_t Tk = RoundUp(T, kLanes), Dc = RoundUp(D, kLanes), u1 = std::min(u0 + kKeys, T);
   for (size_t ta = u0; ta < T; ta += kCols) {
     BackwardGroup(w, T, D, u0, u1, ta, std::min(kCols, T - ta), lse);
   }
   const size_t pairs = (T - u0 + 1) / 2;
   for (size_t d0 = 0; d0 < D; d0 += kLanes) {
-    for (size_t i0 = d0; i0 < std::min(d0 + kLanes, D); i0 += kCols) {
-      const size_t ni = std::min({kCols, D - i0, d0 + kLanes - i0});
-      const size_t b_off = d0 * Tk + u0 * kLanes + 2 * (i0 - d0);
-      TileAny(u1 - u0, ni, pairs, w.pi, w.dyr + b_off, 2, kPair, w.dvt + i0 * Tk + u0, Tk, true);
-      TileAny(u1 - u0, ni, pairs, w.dsi, w.qr + b_off, 2, kPair, w.dkt + i0 * Tk + u0, Tk, true);
+    const size_t a_off = d0 * Tk + u0 * kLanes, rows = std::min(kLanes, D - d0);
+    for (size_t ua = u0; ua < u1; ua += kCols) {
+      const size_t nu = std::min(kCols, u1 - ua), b_off = 2 * (ua - u0);
+      TileAny(rows, nu, pairs, w.dyr + a_off, w.pi + b_off, 2, kPair, w.dv + ua * Dc + d0, Dc, true);
+      TileAny(rows, nu, pairs, w.qr + a_off, w.dsi + b_off, 2, kPair, w.dk + ua * Dc + d0, Dc, true);
     }
   }
 }
 
-// Rows dx[t*R, +D) for t < T from their transpose xt (D rows of ldt), 16 rows at a time: each row
-// of xt gives one cache line while the 16 destination rows' lines stay in L1.
-void StoreTransposed(float* dx, size_t R, const float* xt, size_t ldt, size_t T, size_t D) {
-  for (size_t t0 = 0; t0 < T; t0 += 16) {
-    const size_t t1 = std::min(t0 + 16, T);
-    for (size_t i = 0; i < D; ++i) {
-      for (size_t t = t0; t < t1; ++t) dx[t * R + i] = xt[i * ldt + t];
+// Rows dx[t*R, +D) = x[t*ldx, +D) for t < T.
+LLMCPU_AVX512BF16 void StoreRows(float* dx, size_t R, const float* x, size_t ldx, size_t T,
+                                 size_t D) {
+  for (size_t t = 0; t < T; ++t) {
+    for (size_t i = 0; i < D; i += 16) {
+      const __mmask16 k = __mmask16((1u << std::min<size_t>(16, D - i)) - 1u);
+      _mm512_mask_storeu_ps(dx + t * R + i, k, _mm512_maskz_loadu_ps(k, x + t * ldx + i));
     }
   }
 }
@@ -180,16 +182,16 @@ void BackwardPair(const BackwardScratch& w, float* dx, const float* dout, const 
   PackAlongRows(w.kr, w.rows, Dp, T, D, Tk / 2);
   CopyRows(w.rows, Dp, x + (NH + NKV + g) * D, R, T, D);
   PackAlongValues(w.vp, w.rows, Dp, T, D);
-  std::fill(w.dkt, w.dkt + D * Tk, 0.0f);
-  std::fill(w.dvt, w.dvt + D * Tk, 0.0f);
+  std::fill(w.dk, w.dk + T * Dc, 0.0f);
+  std::fill(w.dv, w.dv + T * Dc, 0.0f);
   for (size_t h = g * G; h < (g + 1) * G; ++h) {
     GatherHead(w, T, D, x + h * D, R, dout + h * D, out + h * D, OR);
     std::fill(w.dq, w.dq + T * Dc, 0.0f);
     for (size_t u0 = 0; u0 < T; u0 += kKeys) BackwardKeyBlock(w, T, D, u0, lse + h * T);
-    for (size_t t = 0; t < T; ++t) std::copy(w.dq + t * Dc, w.dq + t * Dc + D, dx + t * R + h * D);
+    StoreRows(dx + h * D, R, w.dq, Dc, T, D);
   }
-  StoreTransposed(dx + (NH + g) * D, R, w.dkt, Tk, T, D);
-  StoreTransposed(dx + (NH + NKV + g) * D, R, w.dvt, Tk, T, D);
+  StoreRows(dx + (NH + g) * D, R, w.dk, Dc, T, D);
+  StoreRows(dx + (NH + NKV + g) * D, R, w.dv, Dc, T, D);
 }
 
 }  // namespace

@@ -185,15 +185,20 @@ LLMCPU_AVX512BF16 inline void PackAlongRows(bf16* P, const bf16* X, size_t ld, s
 // Rows copied with zero padding: Y[t*ldy + i] = X[t*ldx + i] for i < n, 0 for n <= i < ldy. The
 // rows of a head lie a whole qkv row apart (a page or more: no hardware prefetch follows them), so
 // the rows a few ahead are prefetched; the packing then reads the contiguous copy.
-inline void CopyRows(bf16* Y, size_t ldy, const bf16* X, size_t ldx, size_t rows, size_t n) {
+LLMCPU_AVX512BF16 inline void CopyRows(bf16* Y, size_t ldy, const bf16* X, size_t ldx,
+                                       size_t rows, size_t n) {
   constexpr size_t kAhead = 8;
   for (size_t t = 0; t < rows; ++t) {
     if (t + kAhead < rows) {
       __builtin_prefetch(X + (t + kAhead) * ldx);
       __builtin_prefetch(X + (t + kAhead) * ldx + n - 1);
     }
-    std::memcpy(Y + t * ldy, X + t * ldx, n * sizeof(bf16));
-    std::fill(Y + t * ldy + n, Y + (t + 1) * ldy, bf16(0));
+    for (size_t i = 0; i < ldy; i += 32) {
+      const size_t valid = i < n ? std::min<size_t>(32, n - i) : 0;
+      const __mmask32 load = valid == 32 ? ~__mmask32(0) : (__mmask32(1) << valid) - 1;
+      const __mmask32 store = ldy - i >= 32 ? ~__mmask32(0) : (__mmask32(1) << (ldy - i)) - 1;
+      _mm512_mask_storeu_epi16(Y + t * ldy + i, store, _mm512_maskz_loadu_epi16(load, X + t * ldx + i));
+    }
   }
 }
 
