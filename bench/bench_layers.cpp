@@ -200,7 +200,8 @@ std::vector<Layer> layers() {
                                      w.h(c, 1), w.h(c, 2), BT, g.C, g.OC);
                  }});
   }
-  // Flash attention on bf16 q, k, v (fp32 arithmetic: against the FMA peak), GPT-2's heads
+  // Flash attention on bf16 q, k, v, against the FMA peak (the portable tables widen to fp32; the
+  // AVX512-BF16 ones run bf16 dot products, whose peak is about twice that), GPT-2's heads
   // (NH = 12, hs = 64) at the bench's T = 64 (B = 4) and at T = 256, 1024, 2048 with B*T = 4096
   // (B = 16, 4, 2). FLOPs: causal products of hs*T(T+1) per head, 2 forward and 5 backward (as
   // bench_kernels, where the fp32 and the materialized kernels are). Bytes: qkv and out in bf16,

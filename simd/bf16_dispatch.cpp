@@ -1,5 +1,6 @@
 // Picks the bf16 kernel table: per Highway target, its portable table (simd/hwy/bf16.cc), and on
-// CPUs with AVX512-BF16 a table whose GEMMs use the dot-product instructions (simd/x86/).
+// CPUs with AVX512-BF16 a table whose GEMMs and flash attention use the dot-product instructions
+// (simd/x86/).
 // Not here: the kernels.
 #include <cstdlib>
 #include <string>
@@ -12,6 +13,7 @@
 #include "simd/kernels.h"
 #include "simd/table_registry.h"
 #if LLMCPU_HAVE_X86_BF16
+#include "simd/x86/bf16_attention.h"
 #include "simd/x86/bf16_gemm.h"
 #endif
 #if LLMCPU_HAVE_ONEDNN
@@ -20,6 +22,20 @@
 
 namespace llmcpu {
 namespace {
+
+// Flash attention on AVX512-BF16 dot products where the CPU has them (the oneDNN table too: a CPU
+// with AMX has AVX512-BF16); the portable tables keep the widening path.
+void use_dot_product_attention(Bf16Kernels& t) {
+#if LLMCPU_HAVE_X86_BF16
+  if (!x86::has_avx512_bf16()) return;
+  t.flash_attention_forward = &x86::bf16_flash_attention_forward;
+  t.flash_attention_backward = &x86::bf16_flash_attention_backward;
+  t.flash_attention_forward_scratch = &x86::bf16_flash_attention_forward_scratch;
+  t.flash_attention_backward_scratch = &x86::bf16_flash_attention_backward_scratch;
+#else
+  (void)t;
+#endif
+}
 
 struct Entry {
   std::string_view name;      // the bf16 table's own name
@@ -48,6 +64,7 @@ const TableRegistry<Entry>& registry() {
         dnnl.matmul_backward = &onednn::bf16_matmul_backward;
         dnnl.matmul_forward_scratch = &onednn::bf16_matmul_forward_scratch;
         dnnl.matmul_backward_scratch = &onednn::bf16_matmul_backward_scratch;
+        use_dot_product_attention(dnnl);
       }
       if (best && amx) r.push_back({dnnl.target, fp32, &dnnl});
 #endif
@@ -60,6 +77,7 @@ const TableRegistry<Entry>& registry() {
         dot.matmul_backward = &x86::bf16_matmul_backward;
         dot.matmul_forward_scratch = &x86::bf16_matmul_forward_scratch;
         dot.matmul_backward_scratch = &x86::bf16_matmul_backward_scratch;
+        use_dot_product_attention(dot);
         r.push_back({dot.target, fp32, &dot});
       }
 #endif

@@ -677,7 +677,7 @@ TEST_F(VulkanCli, TheCpuKeepsActivationsOfItsOwnBlocksOnly) {
 }
 
 // bf16 on the device: the CPU's mixed precision (bf16 weights' copy and GEMM inputs, fp32
-// accumulation), held to the CPU bf16 run's limits: verify's bf16 defaults (logits 1.25e-2,
+// accumulation), held to the CPU bf16 run's limits: verify's bf16 defaults (logits 1.4e-2,
 // gradients 1e-1, core/verify/verify.h) and, for the losses of a few steps, 1e-2 from the CPU's
 // bf16 run (the limit the bf16 trajectories against PyTorch use, tests/CMakeLists.txt).
 TEST_F(VulkanCli, Bf16RunsOnTheDeviceWithinTheBf16Limits) {
@@ -687,7 +687,7 @@ TEST_F(VulkanCli, Bf16RunsOnTheDeviceWithinTheBf16Limits) {
                                  " --offload-layers " + layers);
     EXPECT_EQ(v.status, 0) << v.output;
     EXPECT_TRUE(contains(v.output, "offload: vulkan (")) << v.output;
-    EXPECT_TRUE(std::regex_search(v.output, std::regex("\nlogits .* 1.25e-02 ok"))) << v.output;
+    EXPECT_TRUE(std::regex_search(v.output, std::regex("\nlogits .* 1.40e-02 ok"))) << v.output;
     EXPECT_TRUE(std::regex_search(v.output, std::regex("\nqkvw .* 1.00e-01 ok"))) << v.output;
     EXPECT_TRUE(contains(v.output, "\nverify: OK")) << v.output;
     const Outcome cpu = run_llmcpu(train_args(3) + " --precision bf16");

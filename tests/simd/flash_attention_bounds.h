@@ -32,6 +32,21 @@
 //   |d ds| |k| (|q|; rel_p p |dy|) plus gamma(terms) on the magnitudes. A key/value head's dk_u
 //   and dv_u also sum over the G query heads of its group: G (T - u) terms, in whatever order.
 // Not covered: exp results below fp32's normal range (inputs here keep scores within a few units).
+//
+// Operands rounded to bf16 (rho = 2^-8, the dot-product kernels of simd/x86/bf16_attention.h; rho = 0
+// is the fp32 evaluation above): each rounded value is x (1 + d), |d| <= rho. Forward: P enters P.V
+// as bf16(p), while l sums the fp32 p, so y gains |sum_u p_u d_u v_u| / l <= rho sum_u (p_u/l)|v_u|
+//   <= rho (1 + 2 max rel + common) A   (p_u / l = a_u (1 + e_u), |e_u| <= rel_u + max rel + common)
+// and the sum of the rounded terms is up to (1 + rho) larger: 2 rho gamma(t + 1) A more.
+// Backward, with dO = bf16(dout) feeding both dP and D = dO.y:
+//   F' = (rho + (1 + rho) gamma(hs)) sum|dy v_u|,  dD' = (rho + (1 + rho) gamma(hs)) sum|dy y|
+//   ds as above with F', dD';  bf16(ds): |d ds'| <= |d ds| + rho (|ds| + |d ds|)
+//   bf16(p): rel_p' = rel_p + rho (1 + rel_p);  p dy -> bf16(p) bf16(dy):
+//   |error| <= p |dy| ((1 + rel_p')(1 + rho) - 1)
+// and every gamma(n) applies to the magnitudes of the rounded terms (|ds| + |d ds'|, p (1 + rel_p')
+// (1 + rho) |dy|). VDPBF16PS and VCVTNEPS2BF16 also treat subnormal inputs as zero and flush
+// subnormal results: each term or partial sum of a dot product may lose 2^-126 (1 + M), M the
+// largest operand (flushed(n, M) below), a rounded p or ds 2^-126 (in y divided by l >= 1/2).
 #pragma once
 
 #include <algorithm>
@@ -56,15 +71,28 @@ struct FlashShape {
   size_t v(size_t h) const { return k(h) + size_t(NKV) * size_t(D); }
 };
 
+// The absolute loss of a dot product of n terms on VDPBF16PS to flushed subnormals, M the largest
+// magnitude of its operands.
+inline double flushed(double n, double M) { return n * 0x1p-126 * (1 + M); }
+
+inline double max_abs(const std::vector<double>& v) {
+  double m = 0;
+  for (double x : v) m = std::max(m, std::fabs(x));
+  return m;
+}
+
 struct FlashForwardBounds {
   std::vector<double> out;  // (B, T, NH*D)
   std::vector<double> lse;  // (B, NH, T)
 };
 
-// qkv (B, T, (NH + 2 NKV) D): the inputs as the kernel saw them; lse (B, NH, T): the reference's.
+// qkv (B, T, (NH + 2 NKV) D): the inputs as the kernel saw them; lse (B, NH, T): the reference's;
+// rho: the rounding of P (0, or 2^-8 on the dot-product kernels, which also flush subnormals).
 inline FlashForwardBounds flash_forward_bounds(const std::vector<double>& qkv,
                                                const std::vector<double>& lse,
-                                               const FlashShape& sh) {
+                                               const FlashShape& sh, double rho = 0) {
+  const double flush = rho > 0 ? 1.0 : 0.0;  // flushed() applies on the dot-product kernels only
+  const double M = std::max(1.0, max_abs(qkv));
   const size_t B = size_t(sh.B), T = size_t(sh.T), NH = size_t(sh.NH), hs = size_t(sh.D);
   const size_t ld = sh.row(), ldo = sh.out_row();
   const double scale = 1 / std::sqrt(double(hs));
@@ -79,7 +107,8 @@ inline FlashForwardBounds flash_forward_bounds(const std::vector<double>& qkv,
           double dot = 0, mag = 0;
           for (size_t i = 0; i < hs; ++i) dot += q[i] * k[i], mag += std::fabs(q[i] * k[i]);
           s[u] = scale * dot;
-          E[u] = scale * gamma(double(hs)) * mag + gamma(3) * std::fabs(s[u]);
+          E[u] = scale * gamma(double(hs)) * mag + gamma(3) * std::fabs(s[u]) +
+                 flush * scale * flushed(double(hs), M);
         }
         const double m = *std::max_element(s.begin(), s.begin() + t + 1);
         const double Emax = *std::max_element(E.begin(), E.begin() + t + 1);
@@ -98,7 +127,9 @@ inline FlashForwardBounds flash_forward_bounds(const std::vector<double>& qkv,
         const double lse_tail = kLogUlps * kUlp * logn + kU * std::fabs(l);
         const double dl = rel_max + gamma(double(t) + 1) + R * kU + lse_tail;
         r.lse[(b * NH + h) * T + t] = dl;
-        const double common = 2 * gamma(double(t) + 1) + 2 * R * kU + gamma(2) + dl;
+        double common = 2 * gamma(double(t) + 1) + 2 * R * kU + gamma(2) + dl;
+        common += rho * (1 + 2 * rel_max + common) + 2 * rho * gamma(double(t) + 1);
+        const double absolute = flush * 2 * (double(t) + 1) * 0x1p-126 * (3 + M);
         std::vector<double> bound(hs, 0.0), A(hs, 0.0);
         for (size_t u = 0; u <= t; ++u) {
           const double a = std::exp(s[u] - l);
@@ -108,7 +139,7 @@ inline FlashForwardBounds flash_forward_bounds(const std::vector<double>& qkv,
           }
         }
         for (size_t i = 0; i < hs; ++i)
-          r.out[(b * T + t) * ldo + sh.q(h) + i] = bound[i] + common * A[i];
+          r.out[(b * T + t) * ldo + sh.q(h) + i] = bound[i] + common * A[i] + absolute;
       }
     }
   }
@@ -117,22 +148,27 @@ inline FlashForwardBounds flash_forward_bounds(const std::vector<double>& qkv,
 
 // The bound of dqkv (B, T, (NH + 2 NKV) D) for the inputs qkv, dout, out (B, T, NH D) and lse
 // (B, NH, T), all as the kernel saw them. The dk and dv of a key/value head sum G (T - u) terms:
-// the G query heads of its group, in any order.
+// the G query heads of its group, in any order. rho: the rounding of dO, P and dS (0, or 2^-8 on
+// the dot-product kernels, which also flush subnormals).
 inline std::vector<double> flash_backward_bounds(const std::vector<double>& qkv,
                                                  const std::vector<double>& dout,
                                                  const std::vector<double>& out,
                                                  const std::vector<double>& lse,
-                                                 const FlashShape& sh) {
+                                                 const FlashShape& sh, double rho = 0) {
   const size_t B = size_t(sh.B), T = size_t(sh.T), NH = size_t(sh.NH), hs = size_t(sh.D);
   const size_t R = sh.row(), OR = sh.out_row(), G = sh.group();
   const double scale = 1 / std::sqrt(double(hs));
+  const double flush = rho > 0 ? 1.0 : 0.0;  // flushed() applies on the dot-product kernels only
+  const double Min = std::max({1.0, max_abs(qkv), (1 + rho) * max_abs(dout), max_abs(out)});
+  const double gd = rho + (1 + rho) * gamma(double(hs));  // a dot product with dO rounded
   std::vector<double> bound(B * T * R, 0.0);
-  // Per (t, u <= t) of one query head: p, ds, their error bounds, and p's relative error.
+  // Per (t, u <= t) of one query head: p, ds, their error bounds (those of the rounded operands).
   std::vector<double> P(T * T), dS(T * T), ddS(T * T), relP(T * T);
   for (size_t b = 0; b < B; ++b) {
     for (size_t g = 0; g < size_t(sh.NKV); ++g) {
       // Propagated errors and magnitudes of each sum, (T, hs) per gradient; dk, dv over the group.
       std::vector<double> bk(T * hs, 0.0), mk(T * hs, 0.0), bv(T * hs, 0.0), mv(T * hs, 0.0);
+      double M = Min;  // the largest operand, the rounded ds among them
       for (size_t h = g * G; h < (g + 1) * G; ++h) {
         auto at = [&](size_t t, size_t off) { return qkv.data() + (b * T + t) * R + off; };
         for (size_t t = 0; t < T; ++t) {
@@ -142,7 +178,7 @@ inline std::vector<double> flash_backward_bounds(const std::vector<double>& qkv,
           const double l = lse[(b * NH + h) * T + t];
           double D = 0, dD = 0;
           for (size_t i = 0; i < hs; ++i) D += dy[i] * y[i], dD += std::fabs(dy[i] * y[i]);
-          dD *= gamma(double(hs));
+          dD = dD * gd;
           for (size_t u = 0; u <= t; ++u) {
             const double *k = at(u, sh.k(h)), *v = at(u, sh.v(h));
             double qk = 0, qk_mag = 0, dp = 0, dp_mag = 0;
@@ -151,14 +187,19 @@ inline std::vector<double> flash_backward_bounds(const std::vector<double>& qkv,
               dp += dy[i] * v[i], dp_mag += std::fabs(dy[i] * v[i]);
             }
             const double s = scale * qk;
-            const double E = scale * gamma(double(hs)) * qk_mag + gamma(3) * std::fabs(s);
+            const double E = scale * gamma(double(hs)) * qk_mag + gamma(3) * std::fabs(s) +
+                             flush * scale * flushed(double(hs), Min);
             const double p = std::exp(s - l);
             const double rp = E + kU * (std::fabs(s - l) + E) + kExpUlps * kUlp;
-            const double F = gamma(double(hs)) * dp_mag;
-            P[t * T + u] = p, relP[t * T + u] = rp;
-            dS[t * T + u] = scale * p * (dp - D);
-            ddS[t * T + u] = scale * (p * (F + dD) * (1 + rp + gamma(5)) +
-                                      p * std::fabs(dp - D) * (rp + gamma(5)));
+            const double F = gd * dp_mag +
+                             flush * flushed(double(hs), Min);
+            const double ds = scale * p * (dp - D);
+            const double dds = scale * (p * (F + dD) * (1 + rp + gamma(5)) +
+                                        p * std::fabs(dp - D) * (rp + gamma(5)));
+            P[t * T + u] = p, dS[t * T + u] = ds;
+            relP[t * T + u] = rp + rho * (1 + rp);
+            ddS[t * T + u] = dds + rho * (std::fabs(ds) + dds) + flush * 0x1p-126;
+            M = std::max(M, std::fabs(ds) + ddS[t * T + u]);
           }
         }
         std::vector<double> bq(T * hs, 0.0), mq(T * hs, 0.0);
@@ -166,19 +207,22 @@ inline std::vector<double> flash_backward_bounds(const std::vector<double>& qkv,
           const double *q = at(t, sh.q(h)), *dy = dout.data() + (b * T + t) * OR + sh.q(h);
           for (size_t u = 0; u <= t; ++u) {
             const double* k = at(u, sh.k(h));
-            const double ds = std::fabs(dS[t * T + u]), dds = ddS[t * T + u], p = P[t * T + u];
-            const double dp = relP[t * T + u] * p;
+            const double dds = ddS[t * T + u], ds = std::fabs(dS[t * T + u]) + dds;
+            const double p = P[t * T + u], pr = p * (1 + relP[t * T + u]) + flush * 0x1p-126;
+            const double dp = pr * (1 + rho) - p;  // |bf16(p) bf16(dy) - p dy| / |dy|
             for (size_t i = 0; i < hs; ++i) {
               bq[t * hs + i] += dds * std::fabs(k[i]), mq[t * hs + i] += ds * std::fabs(k[i]);
               bk[u * hs + i] += dds * std::fabs(q[i]), mk[u * hs + i] += ds * std::fabs(q[i]);
-              bv[u * hs + i] += dp * std::fabs(dy[i]), mv[u * hs + i] += p * std::fabs(dy[i]);
+              bv[u * hs + i] += dp * std::fabs(dy[i]);
+              mv[u * hs + i] += pr * (1 + rho) * std::fabs(dy[i]);
             }
           }
         }
         for (size_t t = 0; t < T; ++t) {
           for (size_t i = 0; i < hs; ++i) {
-            bound[(b * T + t) * R + sh.q(h) + i] =
-                bq[t * hs + i] + gamma(double(t) + 1) * mq[t * hs + i];
+            bound[(b * T + t) * R + sh.q(h) + i] = bq[t * hs + i] +
+                                                   gamma(double(t) + 1) * mq[t * hs + i] +
+                                                   flush * flushed(double(t) + 1, M);
           }
         }
       }
@@ -186,8 +230,8 @@ inline std::vector<double> flash_backward_bounds(const std::vector<double>& qkv,
         const double terms = double(G * (T - t));
         for (size_t i = 0; i < hs; ++i) {
           double* row = bound.data() + (b * T + t) * R + i;
-          row[sh.k(g * G)] = bk[t * hs + i] + gamma(terms) * mk[t * hs + i];
-          row[sh.v(g * G)] = bv[t * hs + i] + gamma(terms) * mv[t * hs + i];
+          row[sh.k(g * G)] = bk[t * hs + i] + gamma(terms) * mk[t * hs + i] + flush * flushed(terms, M);
+          row[sh.v(g * G)] = bv[t * hs + i] + gamma(terms) * mv[t * hs + i] + flush * flushed(terms, M);
         }
       }
     }

@@ -3,7 +3,8 @@
 // flash_attention_bounds.h; on ragged shapes: T from 1 to 1024 (across the forward's key blocks of
 // 256 and the backward's blocks of 64, and not a multiple of any tile), head sizes 1 to 128 (not a
 // multiple of any vector), 1 to 12 heads; multi-head, grouped-query (2, 3 and 4 query heads per
-// key/value head) and multi-query. Also: the flash reference agrees with the materialized one
+// key/value head) and multi-query. The bf16 tables here are those that widen q, k, v to fp32 (the
+// dot-product ones: test_bf16_attention.cpp). Also: the flash reference agrees with the materialized one
 // (scalar::attention_*), its grouped-query form with multi-head attention on key/value heads copied
 // out to every query head, and the KV-cache decode with its last row; every output is overwritten,
 // and results are the same bits on a second call and with another thread count.
@@ -22,6 +23,9 @@
 #include "simd/scalar/attention.h"
 #include "tests/simd/error_bounds.h"
 #include "tests/simd/flash_attention_bounds.h"
+#if defined(__x86_64__)
+#include "simd/x86/bf16_attention.h"
+#endif
 
 namespace llmcpu::simd_test {
 namespace {
@@ -124,9 +128,18 @@ std::vector<std::string> fp32_tables() {
   return r;
 }
 
+// The bf16 tables whose attention widens q, k, v to fp32; those on AVX512-BF16 dot products round
+// P, dS and dO to bf16 too, and have their own bounds (test_bf16_attention.cpp).
 std::vector<std::string> bf16_tables() {
   std::vector<std::string> r;
-  for (std::string_view name : available_bf16_targets()) r.emplace_back(name);
+  for (std::string_view name : available_bf16_targets()) {
+#if defined(__x86_64__)
+    if (bf16_kernels_named(name).flash_attention_forward == &x86::bf16_flash_attention_forward) {
+      continue;
+    }
+#endif
+    r.emplace_back(name);
+  }
   return r;
 }
 

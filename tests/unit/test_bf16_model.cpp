@@ -26,6 +26,9 @@
 #include "core/util/rng.h"
 #include "core/verify/verify.h"
 #include "simd/error.h"
+#if defined(__x86_64__)
+#include "simd/x86/bf16_attention.h"
+#endif
 #include "tests/common/process.h"
 #include "tests/common/temp_files.h"
 #include "tests/unit/fixture_paths.h"
@@ -170,12 +173,24 @@ TEST_F(Bf16Model, ReleasedMasterComputesWithTheCopy) {
 
 // The vectorized bf16 tables against the scalar reference tables through the whole model: the same
 // operands (bf16 roundings only differ where an fp32 sum order tips one), so far closer than to
-// PyTorch.
+// PyTorch. Flash attention on AVX512-BF16 dot products rounds three operands more (P, dS, dO: its
+// own contract, held to its derived bounds by tests/simd/test_bf16_attention.cpp); where the active
+// table has it, the reference runs it too, so that every other kernel still sees the same operands.
 TEST_F(Bf16Model, ActiveTablesAgreeWithScalarReference) {
   const CheckpointInfo info = read_checkpoint_header(fixture("tiny", "model.bin"));
   const DebugState ref = load_debug_state(fixture("tiny", "state.bin"), info.config);
   Gpt2 fast(info.config, active_kernels(), Precision::kBf16);
-  Gpt2 slow(info.config, scalar_kernels(), Precision::kBf16, &scalar_bf16_kernels());
+  Bf16Kernels reference = scalar_bf16_kernels();
+#if defined(__x86_64__)
+  const Bf16Kernels& active = *fast.bf16_kernels();
+  if (active.flash_attention_forward == &x86::bf16_flash_attention_forward) {
+    reference.flash_attention_forward = active.flash_attention_forward;
+    reference.flash_attention_backward = active.flash_attention_backward;
+    reference.flash_attention_forward_scratch = active.flash_attention_forward_scratch;
+    reference.flash_attention_backward_scratch = active.flash_attention_backward_scratch;
+  }
+#endif
+  Gpt2 slow(info.config, scalar_kernels(), Precision::kBf16, &reference);
   DebugState a, b;
   for (auto [model, out] : {std::pair{&fast, &a}, std::pair{&slow, &b}}) {
     load_checkpoint(fixture("tiny", "model.bin"), *model);
@@ -406,7 +421,7 @@ TEST_F(Bf16Cli, VerifyAndTrainInBf16) {
   EXPECT_EQ(v.status, 0) << v.output;
   EXPECT_NE(v.output.find("bf16 ("), std::string::npos) << v.output;  // precision and its GEMMs
   EXPECT_NE(v.output.find("verify: OK"), std::string::npos) << v.output;
-  EXPECT_NE(v.output.find(" 1.25e-02 ok"), std::string::npos) << v.output;  // the bf16 limits
+  EXPECT_NE(v.output.find(" 1.40e-02 ok"), std::string::npos) << v.output;  // the bf16 limits
 
   {  // the TOML key of the same name
     std::ofstream conf(path("run.toml"));

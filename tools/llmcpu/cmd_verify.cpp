@@ -27,7 +27,7 @@ class VerifyCommand : public Command {
     p.option("write-state", 0, &write_state_, "OUT.bin",
              "also write this program's batch, logits, loss, gradients");
     p.option("precision", 0, &precision_, "P",
-             "fp32 (default) or bf16 (mixed precision; limits default to 1.25e-2 and 1e-1 then)");
+             "fp32 (default) or bf16 (mixed precision; limits default to 1.4e-2 and 1e-1 then)");
     p.option(
         "recompute", 0, &recompute_, "R",
         "none (default), gelu or all-pointwise: recompute in the backward pass, as train does");
