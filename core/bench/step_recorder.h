@@ -17,7 +17,9 @@
 //                               per logit, AdamW 13 per parameter, the embedding 1 / 2 per element;
 //                               Llama: RMSNorm 4 / 11 (2 to apply), rope 3 per rotated element,
 //                               SwiGLU 12 / 20 per output
-// The matmuls against the GEMM peak; everything else against the fp32 peak, and the memory roof.
+// The matmuls and attention (products of GEMM-input operands: bf16 ones in a bf16 step, on the
+// bf16 table's dot products where it has them) against the GEMM peak; everything else against the
+// fp32 peak, and the memory roof.
 #pragma once
 
 #include <cstddef>
@@ -81,7 +83,7 @@ class StepRecorder {
   void attention_forward(int, G*, float*, const G*, int B, int T, int NH, int NKV, int D) {
     const double BT = double(B) * T, q = double(NH) * D, kv = double(NKV) * D;
     add({"attention", "forward", attention_dims(B, T, NH, NKV, D), 1, 4.0 * pairs(B, T, NH) * D,
-         kAct * BT * (2 * q + 2 * kv) + 4.0 * B * NH * T, Roof::kFp32,
+         kAct * BT * (2 * q + 2 * kv) + 4.0 * B * NH * T, kGemmRoof,
          attention_forward_call(x_, B, T, NH, NKV, D)});
   }
   template <class O>
@@ -145,7 +147,7 @@ class StepRecorder {
     add({"attention", "backward", attention_dims(B, T, NH, NKV, D), 1,
          10.0 * pairs(B, T, NH) * D,
          4.0 * BT * q + kAct * BT * (2 * q + 2 * kv) + 4.0 * B * NH * T + 4.0 * BT * (q + 2 * kv),
-         Roof::kFp32, attention_backward_call(x_, B, T, NH, NKV, D)});
+         kGemmRoof, attention_backward_call(x_, B, T, NH, NKV, D)});
   }
   void rmsnorm_backward(float*, float*, const float*, const float*, const float*, const float*,
                         size_t N, int C) {

@@ -440,7 +440,10 @@ void bf16_matmul_backward(float* dinp, float* dweight, float* dbias, const float
     bf16* A = bf16_scratch(ScratchSlot::kBf16A, PanelValues(C, OC));
     bf16* D = bf16_scratch(ScratchSlot::kBf16B, N * OC);
     const size_t groups = (N + kNR - 1) / kNR;  // tokens, kNR at a time
-    const size_t items = cpanels * groups;
+    // Groups in chunks whose rows of the K slice stay in L2 while the thread's channel panels run
+    // over them: bf16(dout) is read once per K slice, not once per panel.
+    const size_t chunk =
+        std::max<size_t>(1, kL2Bytes / (std::min(kKcPairs, pairs) * 2 * kNR * sizeof(bf16)));
 #pragma omp parallel
     {
       const int tid = omp_get_thread_num(), nt = omp_get_num_threads();
@@ -451,14 +454,22 @@ void bf16_matmul_backward(float* dinp, float* dweight, float* dbias, const float
         PackColumnPanel(A + cp * panel, weight, cp * kMR, C, OC, C, pr.begin, pr.end);
       }
 #pragma omp barrier
-      const Range ir = split_range(items, tid, nt);
+      // Threads split the channel panels, or the token groups where panels are too few.
+      const bool by_panel = cpanels >= size_t(nt);
+      const Range cr = by_panel ? split_range(cpanels, tid, nt) : Range{0, cpanels};
+      const Range gr = by_panel ? Range{0, groups} : split_range(groups, tid, nt);
       for (size_t kc = 0; kc < pairs; kc += kKcPairs) {
         const size_t kvals = std::min(2 * kKcPairs, OC - 2 * kc);
-        for (size_t it = ir.begin; it < ir.end; ++it) {
-          const size_t cp = it / groups, g = it % groups;
-          const size_t n0 = g * kNR, nb = std::min(kNR, N - n0), c0 = cp * kMR;
-          TileAny(nb, kvals, A + cp * panel + kc * kPair, D + n0 * OC + 2 * kc, OC, 2,
-                  dinp + n0 * C + c0, C, std::min(kMR, C - c0), kc > 0);
+        for (size_t g0 = gr.begin; g0 < gr.end; g0 += chunk) {
+          const size_t g1 = std::min(gr.end, g0 + chunk);
+          for (size_t cp = cr.begin; cp < cr.end; ++cp) {
+            const size_t c0 = cp * kMR;
+            for (size_t g = g0; g < g1; ++g) {
+              const size_t n0 = g * kNR, nb = std::min(kNR, N - n0);
+              TileAny(nb, kvals, A + cp * panel + kc * kPair, D + n0 * OC + 2 * kc, OC, 2,
+                      dinp + n0 * C + c0, C, std::min(kMR, C - c0), kc > 0);
+            }
+          }
         }
       }
     }

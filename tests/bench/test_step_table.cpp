@@ -125,7 +125,8 @@ TEST(BenchStepTable, RowsFollowGpt2sStructure) {
 
 // A matmul's FLOPs are 2 M K N forward and 4 M K N backward; attention's two products (q k^T
 // and p v, hs each) over the causal (query, key) pairs are 4 hs per pair forward. In bf16 the
-// matmuls read half the bytes of their inputs and weights and are rated against the bf16 GEMM.
+// matmuls read half the bytes of their inputs and weights; they and attention (products of bf16
+// q, k, v) are rated against the bf16 GEMM.
 TEST(BenchStepTable, CostsOfTheMatmulsAndAttention) {
   const ModelConfig c = config_of(2, 4, 64, 300, 32);
   const int B = 3, T = 7;
@@ -145,7 +146,8 @@ TEST(BenchStepTable, CostsOfTheMatmulsAndAttention) {
     }
     EXPECT_EQ(f.flops, h.flops) << f.op << " " << f.pass;
     EXPECT_EQ(f.roof, Roof::kFp32) << f.op;
-    EXPECT_EQ(h.roof, is_matmul(h) ? Roof::kBf16 : Roof::kFp32) << h.op;
+    const bool products = is_matmul(h) || h.op == "attention";  // of bf16 operands in bf16
+    EXPECT_EQ(h.roof, products ? Roof::kBf16 : Roof::kFp32) << h.op;
     if (is_matmul(f)) {
       EXPECT_LT(h.bytes, f.bytes) << f.op << " " << f.pass;
     }
