@@ -430,50 +430,58 @@ void bf16_matmul_forward_bf16(bf16* out, const bf16* inp, const bf16* weight, co
   MatmulForward(out, inp, weight, bias, N, C, OC);
 }
 
-void bf16_matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
-                          const bf16* inp, const bf16* weight, size_t N, int C_, int OC_) {
-  const size_t C = size_t(C_), OC = size_t(OC_);
+namespace {
+
+// dinp (N x C) = bf16(dout) W: the weight packed by channel panels, pairs along OC.
+void BackwardInput(float* dinp, const float* dout, const bf16* weight, size_t N, size_t C,
+                   size_t OC) {
   const size_t cpanels = (C + kMR - 1) / kMR;
-  if (dinp) {
-    // dinp = bf16(dout) W: the weight packed by channel panels, pairs along OC.
-    const size_t pairs = (OC + 1) / 2, panel = pairs * kPair;
-    bf16* A = bf16_scratch(ScratchSlot::kBf16A, PanelValues(C, OC));
-    bf16* D = bf16_scratch(ScratchSlot::kBf16B, N * OC);
-    const size_t groups = (N + kNR - 1) / kNR;  // tokens, kNR at a time
-    // Groups in chunks whose rows of the K slice stay in L2 while the thread's channel panels run
-    // over them: bf16(dout) is read once per K slice, not once per panel.
-    const size_t chunk =
-        std::max<size_t>(1, kL2Bytes / (std::min(kKcPairs, pairs) * 2 * kNR * sizeof(bf16)));
+  const size_t pairs = (OC + 1) / 2, panel = pairs * kPair;
+  bf16* A = bf16_scratch(ScratchSlot::kBf16A, PanelValues(C, OC));
+  bf16* D = bf16_scratch(ScratchSlot::kBf16B, N * OC);
+  const size_t groups = (N + kNR - 1) / kNR;  // tokens, kNR at a time
+  // Groups in chunks whose rows of the K slice stay in L2 while the thread's channel panels run
+  // over them: bf16(dout) is read once per K slice, not once per panel.
+  const size_t chunk =
+      std::max<size_t>(1, kL2Bytes / (std::min(kKcPairs, pairs) * 2 * kNR * sizeof(bf16)));
 #pragma omp parallel
-    {
-      const int tid = omp_get_thread_num(), nt = omp_get_num_threads();
-      const Range dr = split_range(N * OC, tid, nt);
-      RoundRange(D, dout, dr.begin, dr.end);
-      for (size_t cp = 0; cp < cpanels; ++cp) {
-        const Range pr = split_range(pairs, tid, nt);
-        PackColumnPanel(A + cp * panel, weight, cp * kMR, C, OC, C, pr.begin, pr.end);
-      }
+  {
+    const int tid = omp_get_thread_num(), nt = omp_get_num_threads();
+    const Range dr = split_range(N * OC, tid, nt);
+    RoundRange(D, dout, dr.begin, dr.end);
+    for (size_t cp = 0; cp < cpanels; ++cp) {
+      const Range pr = split_range(pairs, tid, nt);
+      PackColumnPanel(A + cp * panel, weight, cp * kMR, C, OC, C, pr.begin, pr.end);
+    }
 #pragma omp barrier
-      // Threads split the channel panels, or the token groups where panels are too few.
-      const bool by_panel = cpanels >= size_t(nt);
-      const Range cr = by_panel ? split_range(cpanels, tid, nt) : Range{0, cpanels};
-      const Range gr = by_panel ? Range{0, groups} : split_range(groups, tid, nt);
-      for (size_t kc = 0; kc < pairs; kc += kKcPairs) {
-        const size_t kvals = std::min(2 * kKcPairs, OC - 2 * kc);
-        for (size_t g0 = gr.begin; g0 < gr.end; g0 += chunk) {
-          const size_t g1 = std::min(gr.end, g0 + chunk);
-          for (size_t cp = cr.begin; cp < cr.end; ++cp) {
-            const size_t c0 = cp * kMR;
-            for (size_t g = g0; g < g1; ++g) {
-              const size_t n0 = g * kNR, nb = std::min(kNR, N - n0);
-              TileAny(nb, kvals, A + cp * panel + kc * kPair, D + n0 * OC + 2 * kc, OC, 2,
-                      dinp + n0 * C + c0, C, std::min(kMR, C - c0), kc > 0);
-            }
+    // Threads split the channel panels, or the token groups where panels are too few.
+    const bool by_panel = cpanels >= size_t(nt);
+    const Range cr = by_panel ? split_range(cpanels, tid, nt) : Range{0, cpanels};
+    const Range gr = by_panel ? Range{0, groups} : split_range(groups, tid, nt);
+    for (size_t kc = 0; kc < pairs; kc += kKcPairs) {
+      const size_t kvals = std::min(2 * kKcPairs, OC - 2 * kc);
+      for (size_t g0 = gr.begin; g0 < gr.end; g0 += chunk) {
+        const size_t g1 = std::min(gr.end, g0 + chunk);
+        for (size_t cp = cr.begin; cp < cr.end; ++cp) {
+          const size_t c0 = cp * kMR;
+          for (size_t g = g0; g < g1; ++g) {
+            const size_t n0 = g * kNR, nb = std::min(kNR, N - n0);
+            TileAny(nb, kvals, A + cp * panel + kc * kPair, D + n0 * OC + 2 * kc, OC, 2,
+                    dinp + n0 * C + c0, C, std::min(kMR, C - c0), kc > 0);
           }
         }
       }
     }
   }
+}
+
+}  // namespace
+
+void bf16_matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
+                          const bf16* inp, const bf16* weight, size_t N, int C_, int OC_) {
+  const size_t C = size_t(C_), OC = size_t(OC_);
+  const size_t cpanels = (C + kMR - 1) / kMR;
+  if (dinp) BackwardInput(dinp, dout, weight, N, C, OC);
   // dweight += bf16(dout)^T inp: inp packed by channel panels, pairs along the tokens.
   const size_t pairs = (N + 1) / 2, panel = pairs * kPair;
   bf16* A = bf16_scratch(ScratchSlot::kBf16C, PanelValues(C, N));
