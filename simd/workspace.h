@@ -76,4 +76,23 @@ inline int grid_rows(int threads, size_t max_rows) {
   return 1;
 }
 
+// Threads split the pairs (b, i) of B x n (attention's sequences by heads): pair(b, i, ws) runs
+// for each with the calling thread's scratch ws of `floats` floats (ScratchSlot::kAttention).
+// Each pair owns disjoint outputs. A thread whose scratch cannot be had keeps the error, thrown
+// after the region.
+template <class Pair>
+void for_each_pair(int B, int n, size_t floats, const Pair& pair) {
+  TeamErrors errors;
+#pragma omp parallel
+  {
+    float* ws = nullptr;
+    errors.run([&] { ws = thread_scratch(ScratchSlot::kAttention, floats); });
+#pragma omp for schedule(static)
+    for (int bi = 0; bi < B * n; ++bi) {
+      if (ws) pair(size_t(bi / n), size_t(bi % n), ws);
+    }
+  }
+  errors.rethrow();
+}
+
 }  // namespace llmcpu

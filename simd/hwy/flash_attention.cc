@@ -353,24 +353,6 @@ void BackwardHead(const HeadQKV& x, size_t T, size_t hs, const float* dy, size_t
   for (size_t t = 0; t < T; ++t) CopyToF32(dq + t * ldd, dqt + t * hs, hs);
 }
 
-// Threads split the pairs (b, i) of B x n: pair(b, i, ws) runs for each with the thread's scratch
-// ws of `floats` floats. The per-thread scratch may not be had: the error is kept and thrown after
-// the region.
-template <class Pair>
-void ForEachPair(int B, int n, size_t floats, const Pair& pair) {
-  TeamErrors errors;
-#pragma omp parallel
-  {
-    float* ws = nullptr;
-    errors.run([&] { ws = thread_scratch(ScratchSlot::kAttention, floats); });
-#pragma omp for schedule(static)
-    for (int bi = 0; bi < B * n; ++bi) {
-      if (ws) pair(size_t(bi / n), size_t(bi % n), ws);
-    }
-  }
-  errors.rethrow();
-}
-
 // Each thread's scratch in the table entries: the gathered q, k, v (and dy in the backward pass),
 // then the head's own blocks. The entries and their sizing entries take it from here.
 size_t ForwardThreadFloats(size_t T, size_t hs) {
@@ -387,7 +369,7 @@ template <typename InT>
 void Forward(InT* out, float* lse, const InT* qkv, int B, int T_, int NH_, int NKV_, int D) {
   const size_t T = size_t(T_), NH = size_t(NH_), NKV = size_t(NKV_), hs = size_t(D);
   const size_t R = (NH + 2 * NKV) * hs, G = NH / NKV;
-  ForEachPair(B, NH_, ForwardThreadFloats(T, hs), [&](size_t b, size_t h, float* ws) {
+  for_each_pair(B, NH_, ForwardThreadFloats(T, hs), [&](size_t b, size_t h, float* ws) {
     const InT* xb = qkv + b * T * R;
     const size_t g = h / G;
     GatherRows(ws, 3 * hs, xb + h * hs, R, T, hs);
@@ -406,7 +388,7 @@ void Backward(float* dqkv, const float* dout, const InT* out, const InT* qkv, co
   const size_t T = size_t(T_), NH = size_t(NH_), NKV = size_t(NKV_), hs = size_t(D);
   const size_t R = (NH + 2 * NKV) * hs, G = NH / NKV, OR = NH * hs;
   const size_t gathered = Lines(3 * T * hs) + Lines(T * hs);  // q, k, v and dy
-  ForEachPair(B, NKV_, BackwardThreadFloats(T, hs), [&](size_t b, size_t g, float* ws) {
+  for_each_pair(B, NKV_, BackwardThreadFloats(T, hs), [&](size_t b, size_t g, float* ws) {
     const InT* xb = qkv + b * T * R;
     float* dxb = dqkv + b * T * R;
     float* dy = ws + Lines(3 * T * hs);

@@ -160,7 +160,7 @@ void bf16_flash_attention_forward(bf16* out, float* lse, const bf16* qkv, int B,
                                   int NKV_, int D_) {
   const size_t T = size_t(T_), NH = size_t(NH_), NKV = size_t(NKV_), D = size_t(D_);
   const size_t R = (NH + 2 * NKV) * D, G = NH / NKV, Tk = RoundUp(T, kLanes), Dp = RoundUp(D, 2);
-  ForEachPair(B, NH_, ForwardScratch(nullptr, T, D).floats, [&](size_t b, size_t h, float* ws) {
+  for_each_pair(B, NH_, ForwardScratch(nullptr, T, D).floats, [&](size_t b, size_t h, float* ws) {
     const ForwardScratch w(ws, T, D);
     const bf16* xb = qkv + b * T * R;
     const size_t g = h / G;

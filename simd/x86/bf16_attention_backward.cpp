@@ -201,7 +201,7 @@ void bf16_flash_attention_backward(float* dqkv, const float* dout, const bf16* o
                                    int NKV_, int D_) {
   const size_t T = size_t(T_), NH = size_t(NH_), NKV = size_t(NKV_), D = size_t(D_);
   const size_t R = (NH + 2 * NKV) * D, OR = NH * D;
-  ForEachPair(B, NKV_, BackwardScratch(nullptr, T, D).floats, [&](size_t b, size_t g, float* ws) {
+  for_each_pair(B, NKV_, BackwardScratch(nullptr, T, D).floats, [&](size_t b, size_t g, float* ws) {
     const BackwardScratch w(ws, T, D);
     BackwardPair(w, dqkv + b * T * R, dout + b * T * OR, out + b * T * OR, qkv + b * T * R,
                  lse + b * NH * T, T, NH, NKV, D, g);

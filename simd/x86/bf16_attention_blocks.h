@@ -221,22 +221,4 @@ class Carve {
   size_t bytes_ = 0;
 };
 
-// Threads split the pairs (b, i) of B x n: pair(b, i, ws) runs for each with the thread's scratch
-// ws of `floats` floats (ScratchSlot::kAttention). Each pair owns disjoint outputs. A thread whose
-// scratch cannot be had keeps the error, thrown after the region.
-template <class Pair>
-void ForEachPair(int B, int n, size_t floats, const Pair& pair) {
-  TeamErrors errors;
-#pragma omp parallel
-  {
-    float* ws = nullptr;
-    errors.run([&] { ws = thread_scratch(ScratchSlot::kAttention, floats); });
-#pragma omp for schedule(static)
-    for (int bi = 0; bi < B * n; ++bi) {
-      if (ws) pair(size_t(bi / n), size_t(bi % n), ws);
-    }
-  }
-  errors.rethrow();
-}
-
 }  // namespace llmcpu::x86::attention
