@@ -90,21 +90,27 @@ TEST_P(SimdElementwise, ResidualAndScaleAreBitIdentical) {
   }
 }
 
-// GELU, with s = sqrt(2/pi), k = 0.044715, th = tanh(s (x + k x^3)):
-//   the argument takes <= 5 roundings: |d arg| <= gamma(5) s (|x| + k|x|^3);
-//   tanh adds <= 4 ulp and passes on the argument's error times its slope 1 - th^2:
-//     |d th| <= 8u |th| + (1 - th^2) |d arg|;
-//   forward y = 0.5 x (1 + th): |d y| <= 0.5 |x| |d th| + gamma(3) 0.5 |x| (1 + |th|);
-//   backward local = 0.5 (1 + th) + 0.5 x (1 - th^2) s (1 + 3k x^2), times dout:
-//     |d local| <= |d th| (0.5 + |x| |th| s (1 + 3k x^2)) + gamma(8) (terms' magnitudes),
+// GELU as the kernels compute it (simd/hwy/gelu.cc), with s = sqrt(2/pi), k = 0.044715:
+//   a = -2s (x + k x^3) takes <= 5 roundings: |d a| <= gamma(5) 2s (|x| + k|x|^3);
+//   E = exp(a) adds <= kExpUlps ulp and passes on d a: rel_E <= kExpUlps ulp + expm1(|d a|);
+//   sigma = 1 / (1 + E) (two roundings) moves by the share E / (1 + E) = 1 - sigma of rel_E:
+//     rel_sigma <= (1 - sigma) rel_E + gamma(2);
+//   forward y = x / (1 + E), the same two roundings: |d y| <= |y| rel_sigma;
+//   backward dinp = (sigma + t) dout with t = x (E sigma^2) 2s (1 + 3k x^2):
+//     E sigma^2 (two roundings): rel_q <= rel_E + 2 rel_sigma + gamma(2); 2s (1 + 3k x^2) (both
+//     constants, x^2, the FMA and the product rounded): gamma(5); x times q and the FMA with
+//     sigma: |d local| <= sigma rel_sigma + |t| (rel_q + gamma(6)) + u |local|, and
 //     |d dinp| <= |dout| |d local| + u |local dout|.
+//   exp's argument is clamped to [-87, 88]: above 88, y, sigma and t are below e^-88 (1 + 3u)
+//   (E sigma^2 as well), and the exact ones below e^-a; for a >= 87 both terms of the
+//   difference are bounded by e^-87 (the error terms above stay as they are).
 TEST_P(SimdElementwise, GeluWithinDerivedBound) {
   const double s = scalar::kGeluScale, kc = scalar::kGeluCube;
   for (const size_t n : kLengths) {
     Random rnd(unsigned(n) + 7);
     std::vector<float> x = rnd.uniform(n, -6, 6);
     x[0] = 0.0f;
-    if (n > 2) x[n - 1] = 15.0f, x[n / 2] = -15.0f;  // saturated tanh
+    if (n > 2) x[n - 1] = 15.0f, x[n / 2] = -15.0f;  // exp's argument clamped at both ends
     const std::vector<float> dout = rnd.normal(n);
     std::vector<float> y(n), dx(n);
     k().gelu_forward(y.data(), x.data(), n);
@@ -115,14 +121,21 @@ TEST_P(SimdElementwise, GeluWithinDerivedBound) {
     scalar::gelu_backward<double>(dx_ref.data(), xd.data(), dd.data(), n);
     for (size_t i = 0; i < n; ++i) {
       const double xi = xd[i], ax = std::fabs(xi);
-      const double th = std::tanh(s * (xi + kc * xi * xi * xi)), ath = std::fabs(th);
-      const double d_arg = gamma(5) * s * (ax + kc * ax * ax * ax);
-      const double d_th = kTanhUlps * kUlp * ath + (1 - th * th) * d_arg;
-      y_b[i] = 0.5 * ax * d_th + gamma(3) * 0.5 * ax * (1 + ath);
-      const double slope = s * (1 + 3 * kc * xi * xi);
-      const double d_local = d_th * (0.5 + ax * ath * slope) +
-                             gamma(8) * (0.5 * (1 + ath) + 0.5 * ax * (1 + th * th) * slope);
-      dx_b[i] = std::fabs(dd[i]) * d_local + kU * std::fabs(dx_ref[i]);
+      const double a = -2 * s * (xi + kc * xi * xi * xi), e = std::exp(a);
+      const double sigma = 1 / (1 + e), du = 2 * s * (1 + 3 * kc * xi * xi);
+      const double t = xi * e * sigma * sigma * du, local = sigma + t;
+      const double d_a = gamma(5) * 2 * s * (ax + kc * ax * ax * ax);
+      const double rel_e = kExpUlps * kUlp + std::expm1(d_a);
+      const double rel_sigma = (1 - sigma) * rel_e + gamma(2);
+      const double rel_q = rel_e + 2 * rel_sigma + gamma(2);
+      y_b[i] = ax * sigma * rel_sigma;
+      const double d_local =
+          sigma * rel_sigma + std::fabs(t) * (rel_q + gamma(6)) + kU * std::fabs(local);
+      dx_b[i] = std::fabs(dd[i]) * d_local + kU * std::fabs(local * dd[i]);
+      if (a >= 87) {
+        y_b[i] += 2 * ax * std::exp(-87.0);
+        dx_b[i] += 2 * std::fabs(dd[i]) * (1 + ax * du) * std::exp(-87.0);
+      }
     }
     expect_within("gelu forward n=" + std::to_string(n), y, y_ref, y_b);
     expect_within("gelu backward n=" + std::to_string(n), dx, dx_ref, dx_b);
