@@ -1,7 +1,8 @@
 // GELU in GPT-2's tanh form (simd/scalar/gelu.h), vectorized through the identity
 // 0.5 (1 + tanh(u)) = sigma(2u) = 1 / (1 + exp(-2u)):
 //   gelu(x)  = x sigma,   sigma = 1 / (1 + E),   E = exp(-2u),   u = sqrt(2/pi) (x + 0.044715 x^3)
-//   gelu'(x) = sigma + x sigma (1 - sigma) 2 u'(x) = sigma + x E sigma^2 2 sqrt(2/pi) (1 + 3 * 0.044715 x^2)
+//   gelu'(x) = sigma + x sigma (1 - sigma) 2 u'(x)
+//            = sigma + x E sigma^2 2 sqrt(2/pi) (1 + 3 * 0.044715 x^2)
 // No step cancels (1 - sigma = E sigma), so one exp and one division per element give GELU to a
 // few ulp; the tanh form needed expm1, a division and sign handling, twice the work. The exp is
 // Cephes' expf polynomial on a two-part ln 2 reduction (relative error <= 2^-23, measured over
@@ -66,7 +67,7 @@ HWY_INLINE VF GeluOne(DF d, const GeluConsts& g, VF x) {
 HWY_INLINE VF GeluGradOne(DF d, const GeluConsts& g, VF x, VF dy) {
   const VF e = GeluE(d, g, x);
   const VF sigma = hn::Div(g.one(), hn::Add(g.one(), e));
-  const VF ds = hn::Mul(hn::Mul(e, sigma), sigma);                  // sigma (1 - sigma)
+  const VF ds = hn::Mul(hn::Mul(e, sigma), sigma);                             // sigma (1 - sigma)
   const VF du = hn::Mul(g.s2(), hn::MulAdd(g.s3k(), hn::Mul(x, x), g.one()));  // 2 u'(x)
   return hn::Mul(hn::MulAdd(hn::Mul(x, ds), du, sigma), dy);
 }

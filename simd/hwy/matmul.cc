@@ -7,7 +7,8 @@
 //   dW^T     (C x OC)      += inp^T (C x N, lda=C)   * dout (N x OC: row k = token k, ldb=OC)
 // This file copies no weight: only activations are packed (inp into token panels for the forward
 // pass, inp and dout into panels for dW on the Highway path), in per-thread scratch that grows to
-// the largest shape once (oneDNN's sgemm, below, packs its operands itself). The forward pass writes each output tile through a small transpose.
+// the largest shape once (oneDNN's sgemm, below, packs its operands itself). The forward pass
+// writes each output tile through a small transpose.
 // Threads own disjoint output blocks and every sum runs over its reduction dimension in a fixed
 // order, so results do not depend on the thread count (and no atomics are needed).
 // Each block product runs on the Highway micro-kernel or, on x86 builds with libxsmm, on libxsmm's
@@ -318,10 +319,11 @@ void Forward(float* out, const float* inp, const float* weight, const float* bia
 #if LLMCPU_HAVE_ONEDNN && defined(LLMCPU_MATMUL_XSMM) && HWY_TARGET <= HWY_AVX3
 #define LLMCPU_DINP_DNNL 1
 // dinp (N x C) = dout (N x OC) W (OC x C) on oneDNN's sgemm: a fixed grid of blocks of at most
-// kDnnlRows tokens by kDnnlCols channels, K = OC in slices of kDnnlK; each block is one thread's, computed by
-// sgemm on that thread alone (inside the team's region oneDNN runs serially), so its sums never
-// depend on the thread count. sgemm packs its operands in buffers of its own, at most a block's
-// dout slice and W slice per thread (BackwardScratch counts them as the library's workspace).
+// kDnnlRows tokens by kDnnlCols channels, K = OC in slices of kDnnlK; each block is one thread's,
+// computed by sgemm on that thread alone (inside the team's region oneDNN runs serially: nested
+// regions are off, core/runtime/pinning.cpp), so its sums never depend on the thread count. sgemm
+// packs its operands in buffers of its own, at most a block's dout slice and W slice per thread
+// (BackwardScratch counts them as the library's workspace).
 constexpr size_t kDnnlRows = 256, kDnnlCols = 384, kDnnlK = 4096;
 size_t DnnlDinpBytes() { return (kDnnlRows + kDnnlCols) * kDnnlK * sizeof(float); }
 
@@ -341,11 +343,10 @@ void BackwardInputDnnl(float* dinp, const float* dout, const float* weight, size
         // Token blocks of balanced heights (820 rows: 4 x 205, not 3 x 256 + 52).
         const size_t tb = b / cb, n0 = N * tb / rb, rows = N * (tb + 1) / rb - n0;
         const size_t c0 = b % cb * kDnnlCols, cols = std::min(kDnnlCols, C - c0);
-        const dnnl_status_t st = dnnl_sgemm('N', 'N', dnnl_dim_t(rows), dnnl_dim_t(cols),
-                                            dnnl_dim_t(kl), 1.0f, dout + n0 * OC + k0,
-                                            dnnl_dim_t(OC), weight + k0 * C + c0, dnnl_dim_t(C),
-                                            k0 > 0 ? 1.0f : 0.0f, dinp + n0 * C + c0,
-                                            dnnl_dim_t(C));
+        const dnnl_status_t st =
+            dnnl_sgemm('N', 'N', dnnl_dim_t(rows), dnnl_dim_t(cols), dnnl_dim_t(kl), 1.0f,
+                       dout + n0 * OC + k0, dnnl_dim_t(OC), weight + k0 * C + c0, dnnl_dim_t(C),
+                       k0 > 0 ? 1.0f : 0.0f, dinp + n0 * C + c0, dnnl_dim_t(C));
         if (st != dnnl_success) {
           throw Error("oneDNN sgemm failed (status " + std::to_string(int(st)) + ")");
         }
@@ -356,18 +357,20 @@ void BackwardInputDnnl(float* dinp, const float* dout, const float* weight, size
 }
 #endif
 
+// dinp of table G: on oneDNN's sgemm where that table has it, else on G's blocks.
+template <class G>
+void BackwardInput(float* dinp, const float* dout, const float* weight, size_t N, size_t C,
+                   size_t OC) {
+#ifdef LLMCPU_DINP_DNNL
+  if constexpr (std::is_same_v<G, XsmmGemm>) return BackwardInputDnnl(dinp, dout, weight, N, C, OC);
+#endif
+  BackwardInputT<G>(dinp, dout, weight, N, C, OC);
+}
+
 template <class G>
 void Backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
               const float* weight, size_t N, int C, int OC) {
-#ifdef LLMCPU_DINP_DNNL
-  if (dinp && std::is_same_v<G, XsmmGemm>) {
-    BackwardInputDnnl(dinp, dout, weight, N, size_t(C), size_t(OC));
-  } else if (dinp) {
-    BackwardInputT<G>(dinp, dout, weight, N, size_t(C), size_t(OC));
-  }
-#else
-  if (dinp) BackwardInputT<G>(dinp, dout, weight, N, size_t(C), size_t(OC));
-#endif
+  if (dinp) BackwardInput<G>(dinp, dout, weight, N, size_t(C), size_t(OC));
   if constexpr (std::is_same_v<G, HwyGemm>) {
     BackwardWeightPacked(dweight, dout, inp, N, size_t(C), size_t(OC));
   } else {
