@@ -20,10 +20,11 @@ const TableRegistry<Entry>& registry() {
   static const TableRegistry<Entry> tables([] {
     std::vector<Entry> r{{"scalar", &scalar_kernels()}};
     for (const hwy_tables::TargetTables* t : hwy_tables::supported()) {
-      // The Highway GEMM ranks before libxsmm's: on the GPT-2 124M shapes the two are within a
-      // few percent (./bench_kernels, bench/RESULTS.md), and it needs no JIT.
-      r.push_back({t->hwy_gemm.target, &t->hwy_gemm});
+      // libxsmm's GEMM ranks before the Highway one: GPT-2 124M's fp32 step at B=4 is 1.3x
+      // (AVX-512, T=1024) and 1.7x (AVX2, T=64) as fast on it (`llmcpu bench`, bench/RESULTS.md).
+      // A block libxsmm cannot make a kernel for runs on the Highway micro-kernel instead.
       if (t->has_xsmm) r.push_back({t->xsmm_gemm.target, &t->xsmm_gemm});
+      r.push_back({t->hwy_gemm.target, &t->hwy_gemm});
     }
     return r;
   }());

@@ -5,9 +5,6 @@
 
 #include <libxsmm.h>
 
-#include <stdexcept>
-#include <string>
-
 namespace llmcpu::xsmm {
 namespace {
 
@@ -36,37 +33,34 @@ bool available() {
   return ok;
 }
 
-void block(bool b_rows, int m, int n, int k, const float* A, int lda, const float* B, int ldb,
+bool block(bool b_rows, int m, int n, int k, const float* A, int lda, const float* B, int ldb,
            float* C, int ldc, bool accumulate) {
   constexpr int kEntries = 16;
   struct Entry {
     Key key;
-    libxsmm_smmfunction fn;
+    libxsmm_smmfunction fn;  // null: libxsmm could not make this kernel (not asked again)
   };
   thread_local Entry cache[kEntries];
   thread_local int used = 0, next = 0;
   // The low 16 bits hold libxsmm's flags; bit 16 (not a libxsmm flag) selects beta = 1.
   const int flags = (b_rows ? LIBXSMM_GEMM_FLAG_TRANS_B : 0) | (accumulate ? 0x10000 : 0);
   const Key key{m, n, k, lda, ldb, ldc, flags};
-  libxsmm_smmfunction fn = nullptr;
+  const Entry* found = nullptr;
   for (int i = 0; i < used; ++i) {
     if (cache[i].key == key) {
-      fn = cache[i].fn;
+      found = &cache[i];
       break;
     }
   }
-  if (!fn) {
-    fn = dispatch(key);
-    if (!fn) {
-      throw std::runtime_error("libxsmm could not generate an fp32 kernel m=" + std::to_string(m) +
-                               " n=" + std::to_string(n) + " k=" + std::to_string(k) +
-                               (b_rows ? " (B transposed)" : ""));
-    }
-    cache[next] = {key, fn};
+  if (!found) {
+    cache[next] = {key, dispatch(key)};
+    found = &cache[next];
     next = (next + 1) % kEntries;
     if (used < kEntries) ++used;
   }
-  fn(A, B, C);
+  if (!found->fn) return false;
+  found->fn(A, B, C);
+  return true;
 }
 
 }  // namespace llmcpu::xsmm

@@ -12,8 +12,10 @@ bool available();
 // Column-major block product, as in simd/hwy/gemm-inl.h:
 //   C(m, j) (+)= sum_k A[m + k*lda] * B(k, j),  B(k, j) = B[k + j*ldb], or B[k*ldb + j] when
 //   b_rows (libxsmm's TRANS_B), C(m, j) at C[m + j*ldc]; accumulate selects beta = 1 over 0.
-// Throws std::runtime_error if libxsmm cannot make the kernel (not expected once available()).
-void block(bool b_rows, int m, int n, int k, const float* A, int lda, const float* B, int ldb,
+// Returns false, and leaves C alone, where libxsmm cannot make the kernel (it makes every shape the
+// driver's blocks use, but not every shape: n = 2000 with TRANS_B is refused); the caller then
+// runs the block on other code. A refused shape is remembered, not asked for again, per thread.
+bool block(bool b_rows, int m, int n, int k, const float* A, int lda, const float* B, int ldb,
            float* C, int ldc, bool accumulate);
 
 }  // namespace llmcpu::xsmm

@@ -24,6 +24,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <string>
 #include <type_traits>
 
@@ -90,10 +91,18 @@ struct XsmmGemm {
   static constexpr size_t kDinpCols = 32;
   static constexpr size_t kDwRows = 64;
   static constexpr size_t kDwCols = 64;
+  // A block libxsmm cannot make a kernel for (or whose sizes do not fit its int arguments) runs on
+  // the Highway micro-kernel: same layouts, and a fixed choice per shape, so results still do not
+  // depend on the thread count.
   static void Block(BLayout layout, size_t m, size_t n, size_t k, const float* A, size_t lda,
                     const float* B, size_t ldb, float* C, size_t ldc, bool accumulate) {
-    xsmm::block(layout == BLayout::kRows, int(m), int(n), int(k), A, int(lda), B, int(ldb), C,
-                int(ldc), accumulate);
+    constexpr size_t kMax = size_t(std::numeric_limits<int>::max());
+    const bool fits = std::max({m, n, k, lda, ldb, ldc}) <= kMax;
+    if (fits && xsmm::block(layout == BLayout::kRows, int(m), int(n), int(k), A, int(lda), B,
+                            int(ldb), C, int(ldc), accumulate)) {
+      return;
+    }
+    HwyGemm::Block(layout, m, n, k, A, lda, B, ldb, C, ldc, accumulate);
   }
 };
 #endif
@@ -148,7 +157,6 @@ void ForwardT(float* out, const float* inp, const float* weight, const float* bi
   const size_t panels = (N + MR - 1) / MR;
   float* packed = thread_scratch(ScratchSlot::kGemmPack, PanelFloats(MR, N, C));
   const size_t blocks = (OC + G::kFwdCols - 1) / G::kFwdCols;
-  TeamErrors errors;  // libxsmm may fail to generate a kernel: thrown after the region
 #pragma omp parallel
   {
     const int tid = omp_get_thread_num(), nt = omp_get_num_threads();
@@ -156,31 +164,28 @@ void ForwardT(float* out, const float* inp, const float* weight, const float* bi
     for (size_t p = pr.begin; p < pr.end; ++p)
       PackTokenPanel(packed + p * MR * C, inp, p, MR, N, C);
 #pragma omp barrier
-    errors.run([&] {
-      HWY_ALIGN float tile[kFwdMaxRows * G::kFwdCols];
-      const Range br = split_range(blocks, tid, nt);
-      for (size_t b = br.begin; b < br.end; ++b) {
-        const size_t o0 = b * G::kFwdCols, nb = std::min(G::kFwdCols, OC - o0);
-        const size_t next_o0 = o0 + G::kFwdCols;
-        const size_t next_nb = b + 1 < br.end ? std::min(G::kFwdCols, OC - next_o0) : 0;
-        for (size_t p = 0; p < panels; ++p) {
-          if (next_nb) PrefetchRows(weight + next_o0 * C, next_nb, C, C, p, panels);
-          G::Block(BLayout::kCols, MR, nb, C, packed + p * MR * C, MR, weight + o0 * C, C, tile, MR,
-                   false);
-          const size_t n0 = p * MR, mr = std::min(MR, N - n0);
-          for (size_t r = 0; r < mr; ++r) {
-            float* HWY_RESTRICT y = out + (n0 + r) * OC + o0;
-            if (bias) {
-              for (size_t j = 0; j < nb; ++j) y[j] = tile[r + j * MR] + bias[o0 + j];
-            } else {
-              for (size_t j = 0; j < nb; ++j) y[j] = tile[r + j * MR];
-            }
+    HWY_ALIGN float tile[kFwdMaxRows * G::kFwdCols];
+    const Range br = split_range(blocks, tid, nt);
+    for (size_t b = br.begin; b < br.end; ++b) {
+      const size_t o0 = b * G::kFwdCols, nb = std::min(G::kFwdCols, OC - o0);
+      const size_t next_o0 = o0 + G::kFwdCols;
+      const size_t next_nb = b + 1 < br.end ? std::min(G::kFwdCols, OC - next_o0) : 0;
+      for (size_t p = 0; p < panels; ++p) {
+        if (next_nb) PrefetchRows(weight + next_o0 * C, next_nb, C, C, p, panels);
+        G::Block(BLayout::kCols, MR, nb, C, packed + p * MR * C, MR, weight + o0 * C, C, tile, MR,
+                 false);
+        const size_t n0 = p * MR, mr = std::min(MR, N - n0);
+        for (size_t r = 0; r < mr; ++r) {
+          float* HWY_RESTRICT y = out + (n0 + r) * OC + o0;
+          if (bias) {
+            for (size_t j = 0; j < nb; ++j) y[j] = tile[r + j * MR] + bias[o0 + j];
+          } else {
+            for (size_t j = 0; j < nb; ++j) y[j] = tile[r + j * MR];
           }
         }
       }
-    });
+    }
   }
-  errors.rethrow();
 }
 
 // dinp (N x C) = dout (N x OC) W (OC x C), as dinp^T = W^T dout^T with K = OC cut in kKc slices.
@@ -193,9 +198,8 @@ void BackwardInputT(float* dinp, const float* dout, const float* weight, size_t 
                     size_t OC) {
   const size_t row_blocks = (C + G::kDinpRows - 1) / G::kDinpRows;
   const size_t col_blocks = (N + G::kDinpCols - 1) / G::kDinpCols;
-  TeamErrors errors;  // libxsmm may fail to generate a kernel: thrown after the region
 #pragma omp parallel
-  errors.run([&] {
+  {
     const int tid = omp_get_thread_num(), nt = omp_get_num_threads();
     const int rows = grid_rows(nt, row_blocks), cols = nt / rows;
     const Range rb = split_range(row_blocks, tid % rows, rows);
@@ -222,8 +226,7 @@ void BackwardInputT(float* dinp, const float* dout, const float* weight, size_t 
         }
       }
     }
-  });
-  errors.rethrow();
+  }
 }
 
 // dW (OC x C) += dout^T inp, as dW^T += inp^T dout (libxsmm), the N tokens cut in slices of
@@ -234,9 +237,8 @@ template <class G>
 void BackwardWeightT(float* dweight, const float* dout, const float* inp, size_t N, size_t C,
                      size_t OC) {
   const size_t blocks = (OC + G::kDwCols - 1) / G::kDwCols;
-  TeamErrors errors;  // libxsmm may fail to generate a kernel: thrown after the region
 #pragma omp parallel
-  errors.run([&] {
+  {
     const int tid = omp_get_thread_num(), nt = omp_get_num_threads();
     const Range br = split_range(blocks, tid, nt);
     const size_t chunks = (C + G::kDwRows - 1) / G::kDwRows;
@@ -256,8 +258,7 @@ void BackwardWeightT(float* dweight, const float* dout, const float* inp, size_t
         }
       }
     }
-  });
-  errors.rethrow();
+  }
 }
 
 // One output block's dout columns in BackwardWeightPacked: N tokens by NR.

@@ -9,10 +9,14 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "simd/error.h"
 #include "simd/kernels.h"
 #include "tests/common/process.h"
+#if LLMCPU_TEST_LIBXSMM
+#include "simd/gemm/xsmm.h"
+#endif
 
 #if defined(__aarch64__)
 #include <asm/hwcap.h>
@@ -69,11 +73,46 @@ TEST(SimdDispatch, OffersEveryX86TargetThisCpuRuns) {
   if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
       __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl")) {
     EXPECT_TRUE(offers("avx512"));
-    // The default is the best target this CPU runs.
+    // The default is the best target this CPU runs, on libxsmm's GEMM where the build has it.
     if (std::getenv("LLMCPU_TARGET") == nullptr) {
-      EXPECT_EQ(active_kernels().target.substr(0, 6), "avx512");
+      EXPECT_EQ(active_kernels().target, offers("avx512+xsmm") ? "avx512+xsmm" : "avx512");
     }
   }
+}
+#endif
+
+#if LLMCPU_TEST_LIBXSMM
+// The libxsmm tables rank first, so a block libxsmm refuses must not fail a run: xsmm::block
+// reports it and leaves C alone (the table then runs the block on the Highway micro-kernel), and
+// the refusal is remembered; a block it makes is computed. libxsmm 1.17 makes every valid shape
+// the driver asks for, so the refused one here has B's leading dimension shorter than its rows.
+TEST(SimdDispatch, LibxsmmBlockReportsABlockItCannotMake) {
+  if (!xsmm::available()) GTEST_SKIP() << "libxsmm cannot JIT kernels on this CPU";
+  // C (m x n, ldc = m) = [C +] A (m x k, lda = m) B, B(p, j) at p*ldb + j (b_rows) or j*ldb + p.
+  auto check = [](bool b_rows, int m, int n, int k, int ldb, bool accumulate) {
+    // Small integers: every sum is exact in fp32, whatever the order.
+    std::vector<float> A(size_t(m) * k), B(size_t(k) * n), C(size_t(m) * n, 7.0f);
+    for (size_t i = 0; i < A.size(); ++i) A[i] = float(int(i % 7) - 3);
+    for (size_t i = 0; i < B.size(); ++i) B[i] = float(int(i % 5) - 2);
+    const bool made =
+        xsmm::block(b_rows, m, n, k, A.data(), m, B.data(), ldb, C.data(), m, accumulate);
+    size_t wrong = 0;
+    for (int j = 0; j < n; ++j) {
+      for (int r = 0; r < m; ++r) {
+        float want = made && !accumulate ? 0.0f : 7.0f;
+        for (int p = 0; made && p < k; ++p) {
+          want += A[size_t(p) * m + r] * B[b_rows ? size_t(p) * ldb + j : size_t(j) * ldb + p];
+        }
+        wrong += C[size_t(j) * m + r] != want;
+      }
+    }
+    EXPECT_EQ(wrong, 0u) << "m=" << m << " n=" << n << " k=" << k << " made=" << made;
+    return made;
+  };
+  EXPECT_TRUE(check(false, 64, 16, 33, 33, false));
+  EXPECT_TRUE(check(true, 64, 64, 512, 64, true));
+  EXPECT_FALSE(check(true, 64, 64, 8, 32, false));  // ldb = 32 < n = 64: refused
+  EXPECT_FALSE(check(true, 64, 64, 8, 32, false));  // and remembered as refused
 }
 #endif
 
