@@ -2,10 +2,6 @@
 
 #include <omp.h>
 
-#if defined(__GLIBC__)
-#include <malloc.h>
-#endif
-
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -48,17 +44,7 @@ std::string openmp_placement_environment() {
   return out;
 }
 
-void keep_freed_memory() {
-#if defined(__GLIBC__)
-  // Setting either value turns off glibc's own adjustment of both, so both are set. 32 MiB is the
-  // largest mmap threshold glibc accepts on 64-bit systems.
-  mallopt(M_MMAP_THRESHOLD, 32 << 20);
-  mallopt(M_TRIM_THRESHOLD, 1 << 30);
-#endif
-}
-
 PinReport apply_plan(const Plan& plan, const Topology& topology) {
-  keep_freed_memory();
   const int n = plan.num_threads();
   omp_set_dynamic(0);
   omp_set_max_active_levels(1);

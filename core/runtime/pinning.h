@@ -31,17 +31,8 @@ std::string openmp_placement_environment();
 
 // Sets OpenMP's thread count to the plan's, then binds each thread to its PU when the plan has a
 // policy, was made from this machine, the OpenMP environment does not place threads itself and no
-// earlier plan bound them. Never throws for a refused binding: that is reported. Also makes the
-// C library keep the memory a step frees for the next step (keep_freed_memory).
+// earlier plan bound them. Never throws for a refused binding: that is reported.
 PinReport apply_plan(const Plan& plan, const Topology& topology);
-
-// Makes glibc's malloc keep freed memory in the process instead of returning it to the system:
-// blocks up to 32 MiB come from the heap (not a fresh mmap each time) and the heap is not trimmed.
-// oneDNN's sgemm allocates and frees its packing buffers (up to 10 MiB) on every call; with
-// glibc's defaults those pages were unmapped and faulted in again, call after call, at times
-// doubling a GEMM's time. Larger blocks (the model's arenas) are still mapped on their own. Does
-// nothing on other C libraries. Idempotent.
-void keep_freed_memory();
 
 // Binds the calling thread, a helper beside the compute threads (data parallelism's communication
 // thread), to all the PUs apply_plan bound this process's threads to: it runs on this process's

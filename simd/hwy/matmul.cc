@@ -7,14 +7,12 @@
 //   dW^T     (C x OC)      += inp^T (C x N, lda=C)   * dout (N x OC: row k = token k, ldb=OC)
 // This file copies no weight: only activations are packed (inp into token panels for the forward
 // pass, inp and dout into panels for dW on the Highway path), in per-thread scratch that grows to
-// the largest shape once (oneDNN's sgemm, below, packs its operands itself). The forward pass
-// writes each output tile through a small transpose.
+// the largest shape once. The forward pass writes each output tile through a small transpose.
 // Threads own disjoint output blocks and every sum runs over its reduction dimension in a fixed
 // order, so results do not depend on the thread count (and no atomics are needed).
 // Each block product runs on the Highway micro-kernel or, on x86 builds with libxsmm, on libxsmm's
-// JIT kernels: two tables, same driver, same layouts. In the AVX-512 libxsmm table of a build with
-// oneDNN, dinp runs on oneDNN's sgemm instead (BackwardInputDnnl: 82-87% of the FMA peak at GPT-2's
-// shapes where libxsmm's blocks gave 66-80%), on a fixed grid of blocks as well.
+// JIT kernels: two tables, same driver, same layouts. (oneDNN's sgemm was faster for dinp, but it
+// allocates its packing buffers on every call, and a step must allocate nothing after planning.)
 // Not here: the kernel table (simd/hwy/table.cc), the libxsmm kernel cache (simd/gemm/xsmm.cpp).
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "simd/hwy/matmul.cc"
@@ -25,7 +23,6 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
-#include <string>
 #include <type_traits>
 
 #include "hwy/cache_control.h"
@@ -36,10 +33,6 @@
 #include "simd/workspace.h"
 #if LLMCPU_HAVE_LIBXSMM
 #include "simd/gemm/xsmm.h"
-#endif
-
-#if LLMCPU_HAVE_ONEDNN && HWY_ARCH_X86
-#include "oneapi/dnnl/dnnl.h"
 #endif
 
 HWY_BEFORE_NAMESPACE();
@@ -317,61 +310,10 @@ void Forward(float* out, const float* inp, const float* weight, const float* bia
   ForwardT<G>(out, inp, weight, bias, N, C, OC);
 }
 
-#if LLMCPU_HAVE_ONEDNN && defined(LLMCPU_MATMUL_XSMM) && HWY_TARGET <= HWY_AVX3
-#define LLMCPU_DINP_DNNL 1
-// dinp (N x C) = dout (N x OC) W (OC x C) on oneDNN's sgemm: a fixed grid of blocks of at most
-// kDnnlRows tokens by kDnnlCols channels, K = OC in slices of kDnnlK; each block is one thread's,
-// computed by sgemm on that thread alone (inside the team's region oneDNN runs serially: nested
-// regions are off, core/runtime/pinning.cpp), so its sums never depend on the thread count. sgemm
-// packs its operands in buffers of its own, at most a block's dout slice and W slice per thread
-// (BackwardScratch counts them as the library's workspace).
-constexpr size_t kDnnlRows = 256, kDnnlCols = 384, kDnnlK = 4096;
-size_t DnnlDinpBytes() { return (kDnnlRows + kDnnlCols) * kDnnlK * sizeof(float); }
-
-void BackwardInputDnnl(float* dinp, const float* dout, const float* weight, size_t N, size_t C,
-                       size_t OC) {
-  const size_t rb = (N + kDnnlRows - 1) / kDnnlRows, cb = (C + kDnnlCols - 1) / kDnnlCols;
-  TeamErrors errors;
-#pragma omp parallel
-  errors.run([&] {
-    const int tid = omp_get_thread_num(), nt = omp_get_num_threads();
-    const Range br = split_range(rb * cb, tid, nt);
-    // K slices outermost: a slice of W (kDnnlK x kDnnlCols, 6 MiB) stays in L3 while the thread's
-    // token blocks pass over it (the lm_head's W is 154 MB; per block it would stream again).
-    for (size_t k0 = 0; k0 < OC; k0 += kDnnlK) {
-      const size_t kl = std::min(kDnnlK, OC - k0);
-      for (size_t b = br.begin; b < br.end; ++b) {
-        // Token blocks of balanced heights (820 rows: 4 x 205, not 3 x 256 + 52).
-        const size_t tb = b / cb, n0 = N * tb / rb, rows = N * (tb + 1) / rb - n0;
-        const size_t c0 = b % cb * kDnnlCols, cols = std::min(kDnnlCols, C - c0);
-        const dnnl_status_t st =
-            dnnl_sgemm('N', 'N', dnnl_dim_t(rows), dnnl_dim_t(cols), dnnl_dim_t(kl), 1.0f,
-                       dout + n0 * OC + k0, dnnl_dim_t(OC), weight + k0 * C + c0, dnnl_dim_t(C),
-                       k0 > 0 ? 1.0f : 0.0f, dinp + n0 * C + c0, dnnl_dim_t(C));
-        if (st != dnnl_success) {
-          throw Error("oneDNN sgemm failed (status " + std::to_string(int(st)) + ")");
-        }
-      }
-    }
-  });
-  errors.rethrow();
-}
-#endif
-
-// dinp of table G: on oneDNN's sgemm where that table has it, else on G's blocks.
-template <class G>
-void BackwardInput(float* dinp, const float* dout, const float* weight, size_t N, size_t C,
-                   size_t OC) {
-#ifdef LLMCPU_DINP_DNNL
-  if constexpr (std::is_same_v<G, XsmmGemm>) return BackwardInputDnnl(dinp, dout, weight, N, C, OC);
-#endif
-  BackwardInputT<G>(dinp, dout, weight, N, C, OC);
-}
-
 template <class G>
 void Backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
               const float* weight, size_t N, int C, int OC) {
-  if (dinp) BackwardInput<G>(dinp, dout, weight, N, size_t(C), size_t(OC));
+  if (dinp) BackwardInputT<G>(dinp, dout, weight, N, size_t(C), size_t(OC));
   if constexpr (std::is_same_v<G, HwyGemm>) {
     BackwardWeightPacked(dweight, dout, inp, N, size_t(C), size_t(OC));
   } else {
@@ -390,13 +332,9 @@ ScratchUse ForwardScratch(size_t N, int C, int /*OC*/, bool /*bias*/, int /*thre
 }
 
 template <class G>
-ScratchUse BackwardScratch(size_t N, int C, int /*OC*/, bool dinp, bool /*dbias*/, int threads) {
+ScratchUse BackwardScratch(size_t N, int C, int /*OC*/, bool /*dinp*/, bool /*dbias*/,
+                           int /*threads*/) {
   ScratchUse use;
-#ifdef LLMCPU_DINP_DNNL
-  if (dinp && std::is_same_v<G, XsmmGemm>) use.library = size_t(threads) * DnnlDinpBytes();
-#else
-  (void)dinp, (void)threads;
-#endif
   if constexpr (std::is_same_v<G, HwyGemm>) {
     use.ask(ScratchSlot::kGemmPack, PanelFloats(GemmMR(), size_t(C), N))
         .ask_each(ScratchSlot::kGemmPanel, DoutPanelFloats(N));
@@ -426,7 +364,6 @@ bool FillMatmul(KernelTable& t, bool use_xsmm) {
   return false;
 }
 #undef LLMCPU_MATMUL_XSMM
-#undef LLMCPU_DINP_DNNL
 
 }  // namespace HWY_NAMESPACE
 }  // namespace llmcpu

@@ -5,16 +5,12 @@
 #include <gtest/gtest.h>
 #include <hwloc.h>
 #include <omp.h>
-#if defined(__GLIBC__)
-#include <malloc.h>
-#endif
 #include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
-#include <cstring>
 #include <string>
 #include <thread>
 #include <vector>
@@ -203,22 +199,6 @@ std::vector<int> page_nodes(const void* p, size_t bytes) {
   hwloc_topology_destroy(t);
   return out;
 }
-
-#if defined(__GLIBC__)
-// keep_freed_memory (apply_plan calls it): a block the program frees stays in the process for the
-// next one. With glibc's defaults a block this size is an mmap of its own, unmapped when freed
-// (and faulted in again, page by page, when the next call asks for it).
-TEST(RuntimeMemory, FreedBlocksStayInTheProcess) {
-  keep_freed_memory();
-  constexpr size_t kBytes = size_t(16) << 20;
-  void* p = std::malloc(kBytes);
-  ASSERT_NE(p, nullptr);
-  std::memset(p, 1, kBytes);
-  const size_t free_before = mallinfo2().fordblks;
-  std::free(p);
-  EXPECT_GE(mallinfo2().fordblks, free_before + kBytes);
-}
-#endif
 
 TEST(RuntimeNuma, FirstTouchPutsEachThreadsRangeOnItsNode) {
   if (!openmp_placement_environment().empty()) GTEST_SKIP() << openmp_placement_environment();
