@@ -12,7 +12,7 @@
 #include "simd/hwy/registry.h"
 #include "simd/kernels.h"
 #include "simd/table_registry.h"
-#if LLMCPU_HAVE_X86_BF16
+#if LLMCPU_HAVE_X86_KERNELS
 #include "simd/x86/bf16_attention.h"
 #include "simd/x86/bf16_gemm.h"
 #endif
@@ -26,7 +26,7 @@ namespace {
 // Flash attention on AVX512-BF16 dot products where the CPU has them (the oneDNN table too: a CPU
 // with AMX has AVX512-BF16); the portable tables keep the widening path.
 void use_dot_product_attention(Bf16Kernels& t) {
-#if LLMCPU_HAVE_X86_BF16
+#if LLMCPU_HAVE_X86_KERNELS
   if (!x86::has_avx512_bf16()) return;
   t.flash_attention_forward = &x86::bf16_flash_attention_forward;
   t.flash_attention_backward = &x86::bf16_flash_attention_backward;
@@ -68,7 +68,7 @@ const TableRegistry<Entry>& registry() {
       }
       if (best && amx) r.push_back({dnnl.target, fp32, &dnnl});
 #endif
-#if LLMCPU_HAVE_X86_BF16
+#if LLMCPU_HAVE_X86_KERNELS
       if (fp32 == "avx512" && x86::has_avx512_bf16()) {
         static Bf16Kernels dot = t->bf16;
         dot.target = "avx512bf16";

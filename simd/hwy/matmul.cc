@@ -11,8 +11,10 @@
 // Threads own disjoint output blocks and every sum runs over its reduction dimension in a fixed
 // order, so results do not depend on the thread count (and no atomics are needed).
 // Each block product runs on the Highway micro-kernel or, on x86 builds with libxsmm, on libxsmm's
-// JIT kernels: two tables, same driver, same layouts. (oneDNN's sgemm was faster for dinp, but it
-// allocates its packing buffers on every call, and a step must allocate nothing after planning.)
+// JIT kernels: two tables, same driver, same layouts. The AVX-512 libxsmm table runs its backward
+// pass on the AVX-512 register tile of simd/x86/f32_gemm.h instead (below). (oneDNN's sgemm was as
+// fast for dinp, but it allocates its packing buffers on every call, and a step must allocate
+// nothing after planning.)
 // Not here: the kernel table (simd/hwy/table.cc), the libxsmm kernel cache (simd/gemm/xsmm.cpp).
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "simd/hwy/matmul.cc"
@@ -33,6 +35,9 @@
 #include "simd/workspace.h"
 #if LLMCPU_HAVE_LIBXSMM
 #include "simd/gemm/xsmm.h"
+#endif
+#if LLMCPU_HAVE_X86_KERNELS
+#include "simd/x86/f32_gemm.h"
 #endif
 
 HWY_BEFORE_NAMESPACE();
@@ -310,31 +315,67 @@ void Forward(float* out, const float* inp, const float* weight, const float* bia
   ForwardT<G>(out, inp, weight, bias, N, C, OC);
 }
 
+// The AVX-512 libxsmm table runs dinp and dW on the AVX-512 register tile of simd/x86/f32_gemm.h
+// (packed operands, the bf16 GEMMs' blocking): 1.0-1.2x libxsmm's blocks at 256 tokens and
+// 1.2-1.5x at 4096 for dinp, 0.9-1.1x for dW (bench/RESULTS.md). Its forward stays on libxsmm's.
+#if LLMCPU_HAVE_X86_KERNELS && defined(LLMCPU_MATMUL_XSMM) && HWY_TARGET <= HWY_AVX3
+#define LLMCPU_F32_TILE 1
+#endif
+
+template <class G>
+void BackwardInput(float* dinp, const float* dout, const float* weight, size_t N, size_t C,
+                   size_t OC) {
+#ifdef LLMCPU_F32_TILE
+  if constexpr (std::is_same_v<G, XsmmGemm>) {
+    return x86::f32_matmul_backward_input(dinp, dout, weight, N, int(C), int(OC));
+  }
+#endif
+  BackwardInputT<G>(dinp, dout, weight, N, C, OC);
+}
+
+template <class G>
+void BackwardWeight(float* dweight, const float* dout, const float* inp, size_t N, size_t C,
+                    size_t OC) {
+#ifdef LLMCPU_F32_TILE
+  if constexpr (std::is_same_v<G, XsmmGemm>) {
+    return x86::f32_matmul_backward_weight(dweight, dout, inp, N, int(C), int(OC));
+  }
+#endif
+  if constexpr (std::is_same_v<G, HwyGemm>) {
+    BackwardWeightPacked(dweight, dout, inp, N, C, OC);
+  } else {
+    BackwardWeightT<G>(dweight, dout, inp, N, C, OC);
+  }
+}
+
 template <class G>
 void Backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
               const float* weight, size_t N, int C, int OC) {
-  if (dinp) BackwardInputT<G>(dinp, dout, weight, N, size_t(C), size_t(OC));
-  if constexpr (std::is_same_v<G, HwyGemm>) {
-    BackwardWeightPacked(dweight, dout, inp, N, size_t(C), size_t(OC));
-  } else {
-    BackwardWeightT<G>(dweight, dout, inp, N, size_t(C), size_t(OC));
-  }
+  if (dinp) BackwardInput<G>(dinp, dout, weight, N, size_t(C), size_t(OC));
+  BackwardWeight<G>(dweight, dout, inp, N, size_t(C), size_t(OC));
   if (dbias) BackwardBias(dbias, dout, N, size_t(OC));
 }
 
 // The sizing entries (KernelTable::matmul_*_scratch): the forward pass packs the tokens in the
 // calling thread's scratch; the backward pass of the Highway GEMM packs inp's channel panels there
 // and each thread one block of dout columns; libxsmm's blocks read dinp's and dW's operands in
-// place, and BackwardBias takes no scratch.
+// place, the AVX-512 tile packs them (its own entries), and BackwardBias takes no scratch.
 template <class G>
 ScratchUse ForwardScratch(size_t N, int C, int /*OC*/, bool /*bias*/, int /*threads*/) {
   return ScratchUse().ask(ScratchSlot::kGemmPack, PanelFloats(G::FwdRows(), N, size_t(C)));
 }
 
 template <class G>
-ScratchUse BackwardScratch(size_t N, int C, int /*OC*/, bool /*dinp*/, bool /*dbias*/,
-                           int /*threads*/) {
+ScratchUse BackwardScratch(size_t N, int C, int OC, bool dinp, bool /*dbias*/, int threads) {
   ScratchUse use;
+#ifdef LLMCPU_F32_TILE
+  if constexpr (std::is_same_v<G, XsmmGemm>) {
+    use = x86::f32_matmul_backward_weight_scratch(N, C, OC);
+    if (dinp) use.merge(x86::f32_matmul_backward_input_scratch(N, C, OC, threads));
+    return use;
+  }
+#endif
+  (void)OC, (void)dinp, (void)threads;
   if constexpr (std::is_same_v<G, HwyGemm>) {
     use.ask(ScratchSlot::kGemmPack, PanelFloats(GemmMR(), size_t(C), N))
         .ask_each(ScratchSlot::kGemmPanel, DoutPanelFloats(N));
@@ -364,6 +405,7 @@ bool FillMatmul(KernelTable& t, bool use_xsmm) {
   return false;
 }
 #undef LLMCPU_MATMUL_XSMM
+#undef LLMCPU_F32_TILE
 
 }  // namespace HWY_NAMESPACE
 }  // namespace llmcpu
