@@ -29,7 +29,6 @@
 
 #include "hwy/cache_control.h"
 #include "hwy/highway.h"
-#include "simd/error.h"
 #include "simd/hwy/gemm-inl.h"
 #include "simd/kernels.h"
 #include "simd/workspace.h"

@@ -68,11 +68,7 @@ LLMCPU_AVX512BF16 __attribute__((noinline)) void Tile(size_t K, const bf16* A, c
                                                       size_t ldb, size_t ldp, const Store& store) {
   store.template prefetch<NR>();
   __m512 c[4][NR];
-#pragma GCC unroll 4
-  for (size_t v = 0; v < 4; ++v) {
-#pragma GCC unroll 6
-    for (size_t j = 0; j < NR; ++j) c[v][j] = _mm512_setzero_ps();
-  }
+  ZeroTile(c);
   const size_t pairs = K / 2;
   for (size_t p = 0; p < pairs; ++p) {
     const bf16* a = A + p * kPair;
@@ -112,14 +108,7 @@ LLMCPU_AVX512BF16 __attribute__((noinline)) void Tile(size_t K, const bf16* A, c
 template <class Store>
 void TileAny(size_t nr, size_t K, const bf16* A, const bf16* B, size_t ldb, size_t ldp,
              const Store& store) {
-  switch (nr) {
-    case 6: return Tile<6>(K, A, B, ldb, ldp, store);
-    case 5: return Tile<5>(K, A, B, ldb, ldp, store);
-    case 4: return Tile<4>(K, A, B, ldb, ldp, store);
-    case 3: return Tile<3>(K, A, B, ldb, ldp, store);
-    case 2: return Tile<2>(K, A, B, ldb, ldp, store);
-    default: return Tile<1>(K, A, B, ldb, ldp, store);
-  }
+  WithTileCols(nr, [&](auto NR) { Tile<decltype(NR)::value>(K, A, B, ldb, ldp, store); });
 }
 
 void TileAny(size_t nr, size_t K, const bf16* A, const bf16* B, size_t ldb, size_t ldp, float* C,

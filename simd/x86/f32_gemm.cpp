@@ -45,11 +45,7 @@ LLMCPU_AVX512 __attribute__((noinline)) void Tile(size_t K, const float* A, cons
                                                   size_t ldb, size_t ldp, const Store& store) {
   store.template prefetch<NR>();
   __m512 c[4][NR];
-#pragma GCC unroll 4
-  for (size_t v = 0; v < 4; ++v) {
-#pragma GCC unroll 6
-    for (size_t j = 0; j < NR; ++j) c[v][j] = _mm512_setzero_ps();
-  }
+  ZeroTile(c);
   for (size_t k = 0; k < K; ++k) {
     const float* a = A + k * kMR;
     const __m512 a0 = _mm512_loadu_ps(a);
@@ -71,20 +67,7 @@ LLMCPU_AVX512 __attribute__((noinline)) void Tile(size_t K, const float* A, cons
 template <class Store>
 void TileAny(size_t nr, size_t K, const float* A, const float* B, size_t ldb, size_t ldp,
              const Store& store) {
-  switch (nr) {
-    case 6:
-      return Tile<6>(K, A, B, ldb, ldp, store);
-    case 5:
-      return Tile<5>(K, A, B, ldb, ldp, store);
-    case 4:
-      return Tile<4>(K, A, B, ldb, ldp, store);
-    case 3:
-      return Tile<3>(K, A, B, ldb, ldp, store);
-    case 2:
-      return Tile<2>(K, A, B, ldb, ldp, store);
-    default:
-      return Tile<1>(K, A, B, ldb, ldp, store);
-  }
+  WithTileCols(nr, [&](auto NR) { Tile<decltype(NR)::value>(K, A, B, ldb, ldp, store); });
 }
 
 // Panel of columns [c0, c0+64) of X (K x cols, row-major, ld), rows [k0, k1): P[k*64 + r] =

@@ -1,8 +1,9 @@
-// The stores of the AVX-512 register tiles of bf16_gemm.cpp and f32_gemm.cpp: a tile is 64 rows
-// (4 vectors of 16 fp32 lanes) by up to 6 columns of fp32 sums, written column by column
-// (ColumnStore) or row by row through a transpose (RowStore), and the fp32 -> bf16 rounding of
-// RowStore<bf16>. Included by those two files only; the functions carry AVX-512 target attributes
-// and run only where the caller checked the CPU.
+// What the AVX-512 register tiles of bf16_gemm.cpp and f32_gemm.cpp share: a tile is 64 rows (4
+// vectors of 16 fp32 lanes) by up to 6 columns of fp32 sums, zeroed (ZeroTile), its column count
+// made a template argument (WithTileCols), and written column by column (ColumnStore) or row by
+// row through a transpose (RowStore, with the fp32 -> bf16 rounding of RowStore<bf16>). Included by
+// those two files only; the functions carry AVX-512 target attributes and run only where the
+// caller checked the CPU.
 #pragma once
 
 #include <immintrin.h>
@@ -25,14 +26,44 @@ namespace {
 constexpr size_t kTileRows = 64;  // 4 vectors of 16 lanes
 constexpr size_t kTileCols = 6;
 
+// The tile's sums, all zero.
+template <size_t NR>
+LLMCPU_AVX512 inline void ZeroTile(__m512 (&c)[4][NR]) {
+#pragma GCC unroll 4
+  for (size_t v = 0; v < 4; ++v) {
+#pragma GCC unroll 6
+    for (size_t j = 0; j < NR; ++j) c[v][j] = _mm512_setzero_ps();
+  }
+}
+
+// f(std::integral_constant<size_t, nr>{}) for a tile of nr columns (1 to kTileCols; a tile is
+// compiled per column count).
+template <class F>
+void WithTileCols(size_t nr, F&& f) {
+  switch (nr) {
+    case 6:
+      return f(std::integral_constant<size_t, 6>{});
+    case 5:
+      return f(std::integral_constant<size_t, 5>{});
+    case 4:
+      return f(std::integral_constant<size_t, 4>{});
+    case 3:
+      return f(std::integral_constant<size_t, 3>{});
+    case 2:
+      return f(std::integral_constant<size_t, 2>{});
+    default:
+      return f(std::integral_constant<size_t, 1>{});
+  }
+}
+
 // fp32 -> bf16 bits of 16 lanes (in the low halves of 32-bit lanes), as float_to_bf16.
 LLMCPU_AVX512 inline __m512i RoundBf16(__m512 v) {
   const __m512i u = _mm512_castps_si512(v);
   const __m512i hi = _mm512_srli_epi32(u, 16);
   const __m512i abs = _mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff));
   const __m512i lsb = _mm512_and_si512(hi, _mm512_set1_epi32(1));
-  const __m512i rounded =
-      _mm512_srli_epi32(_mm512_add_epi32(abs, _mm512_add_epi32(_mm512_set1_epi32(0x7fff), lsb)), 16);
+  const __m512i rounded = _mm512_srli_epi32(
+      _mm512_add_epi32(abs, _mm512_add_epi32(_mm512_set1_epi32(0x7fff), lsb)), 16);
   const __m512i finite = _mm512_or_si512(rounded, _mm512_and_si512(hi, _mm512_set1_epi32(0x8000)));
   const __mmask16 nan = _mm512_cmpgt_epi32_mask(abs, _mm512_set1_epi32(0x7f800000));
   return _mm512_mask_mov_epi32(finite, nan, _mm512_or_si512(hi, _mm512_set1_epi32(0x40)));
@@ -118,8 +149,8 @@ struct RowStore {
           _mm256_mask_storeu_ps(y + r * ld, mask, v);
         }
       } else {
-        const __m128i h = _mm256_castsi256_si128(
-            _mm512_cvtepi32_epi16(RoundBf16(_mm512_castps256_ps512(v))));
+        const __m128i h =
+            _mm256_castsi256_si128(_mm512_cvtepi32_epi16(RoundBf16(_mm512_castps256_ps512(v))));
         _mm_mask_storeu_epi16(y + r * ld, mask, h);
       }
     }
@@ -142,7 +173,8 @@ struct RowStore {
         hi[j] = j < NR ? _mm512_extractf32x8_ps(c[v][j], 1) : _mm256_setzero_ps();
       }
       rows8<NR>(out + 16 * v * ld, lo, b, std::min<size_t>(8, rows - 16 * v));
-      if (16 * v + 8 < rows) rows8<NR>(out + (16 * v + 8) * ld, hi, b, std::min<size_t>(8, rows - 16 * v - 8));
+      if (16 * v + 8 < rows)
+        rows8<NR>(out + (16 * v + 8) * ld, hi, b, std::min<size_t>(8, rows - 16 * v - 8));
     }
   }
 };
