@@ -93,7 +93,7 @@ ActivationViews<G> views_at(char* base, const ModelConfig& c, int B, int T) {
           .recompute = Recompute::kNone};
 }
 
-// The step as Gpt2::forward_backward runs it, then the trainer's AdamW.
+// The step as run_bench times it: zero_grad, Gpt2::forward_backward, the gradient norm, AdamW.
 template <class G>
 std::vector<LayerOp> record_step(const ModelConfig& c, int B, int T, const OpKernels& kernels) {
   const ParameterLayout layout(c);
@@ -110,10 +110,12 @@ std::vector<LayerOp> record_step(const ModelConfig& c, int B, int T, const OpKer
   const ParameterViews<float> p = ParameterViews<float>::carve(params, layout);
 
   StepRecorder<G> x(kernels, c, params);
+  x.zero_gradients(layout.total());
   model_forward(x, c, p, a, nullptr, B, T);
   // The recorder reads no tokens: any address stands for the targets.
   model_head(x, c, p, p, a, d, reinterpret_cast<const int*>(f), 1.0f);
   model_backward(x, c, p, p, a, d, nullptr, B, T, [](int) {});
+  x.gradient_norm(layout.total());
   x.adamw_update(layout.total());
   return x.take();
 }

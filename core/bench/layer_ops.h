@@ -1,7 +1,8 @@
 // The kernels one GPT-2 training step runs, as `llmcpu bench` measures them: one entry per op, pass
-// and shape (encoder, layernorm, the five matmuls, attention, GELU, residual, softmax +
-// cross-entropy, AdamW) at a model's shapes, with the FLOPs and the compulsory bytes of one call,
-// how many calls a step makes, and how to set up inputs and run one call on a given kernel table.
+// and shape (zeroing the gradients, encoder, layernorm, the five matmuls, attention, GELU, residual,
+// softmax + cross-entropy, the gradient norm, AdamW) at a model's shapes, with the FLOPs and the
+// compulsory bytes of one call, how many calls a step makes, and how to set up inputs and run one
+// call on a given kernel table.
 // The entries are not listed here: they are recorded from the step itself,
 // core/model/transformer.h's passes run over a recording executor (core/bench/step_recorder.h), so
 // an op added to the transformer appears in the table. The calls are the ones the executors make

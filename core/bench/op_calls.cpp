@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/bench/op_inputs.h"
+#include "core/model/parameters.h"
 #include "core/util/aligned_buffer.h"
 
 namespace llmcpu::bench {
@@ -286,6 +287,25 @@ Prepare softmax_xent_backward_call(const OpKernels& x, size_t rows, int V, int V
     const float dloss = 1.0f / float(rows);
     return owning(in, [&k = x.k, s, dloss, rows, V, Vp] {
       k.softmax_xent_backward(s.logits, s.lse, s.targets, dloss, rows, V, Vp);
+    });
+  };
+}
+
+Prepare zero_gradients_call(size_t P) {
+  return [P] {
+    auto in = std::make_shared<Inputs>();
+    float* grad = in->f32(P);
+    return owning(in, [grad, P] { zero_gradients(grad, P); });
+  };
+}
+
+Prepare gradient_norm_call(const OpKernels& x, size_t P) {
+  return [x, P] {
+    auto in = std::make_shared<Inputs>();
+    const float* grad = in->f32(P, -1e-2f, 1e-2f);
+    return owning(in, [&k = x.k, grad, P] {
+      volatile double norm = k.sum_squares(grad, P);  // kept: the result is the op's output
+      (void)norm;
     });
   };
 }

@@ -314,10 +314,7 @@ float Gpt2::forward(const int* inputs, const int* targets, int B, int T) {
 
 void Gpt2::zero_grad() {
   if (offload_active() && copies_.device_present()) device_->zero_grad();
-  float* g = grads_data_;
-  const size_t n = num_parameters();
-#pragma omp parallel for schedule(static)
-  for (size_t i = 0; i < n; ++i) g[i] = 0.0f;
+  zero_gradients(grads_data_, num_parameters());
 }
 
 float Gpt2::forward_backward(const int* inputs, const int* targets, int B, int T, float loss_scale,

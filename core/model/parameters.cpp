@@ -99,6 +99,11 @@ std::string NonFinite::describe() const {
   return s;
 }
 
+void zero_gradients(float* grads, size_t n) {
+#pragma omp parallel for schedule(static)
+  for (size_t i = 0; i < n; ++i) grads[i] = 0.0f;
+}
+
 NonFinite find_non_finite(const float* flat, const ParameterLayout& layout) {
   NonFinite at;
   for (int t = 0; t < kNumParameterTensors; ++t) {

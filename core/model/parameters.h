@@ -86,6 +86,10 @@ struct NonFinite {
 };
 NonFinite find_non_finite(const float* flat, const ParameterLayout& layout);
 
+// Sets a flat gradient arena of n values to zero (zero_grad, before a step's first backward pass),
+// each thread its static share of [0, n): the pages stay with the threads that touched them first.
+void zero_gradients(float* grads, size_t n);
+
 // One layer's slice of the per-layer tensors, llm.c's l_* pointers; null where the model has no
 // such tensor (the biases and ln*b of the Llama family). Shapes as GPT-2's; Llama's in the file
 // comment.
