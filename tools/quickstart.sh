@@ -17,13 +17,14 @@ echo "== data"
 tools/fetch-data.sh
 cache=${LLMCPU_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/llmcpu}
 shards=$cache/brown/shards
-if [ ! -f "$shards/brown_val_000000.bin" ]; then
-  # Documents interleaved by number (ca01 cb01 ... cr01 ca02 ...), so that the validation split (the
-  # first tokens) holds every genre of the corpus, not only its first one (news).
-  files=$(ls "$cache"/brown/text/c*.txt | awk -F/ '{ print substr($NF, 3, 2) " " $0 }' | sort | cut -d' ' -f2)
-  # shellcheck disable=SC2086
-  build/llmcpu prepare --input $files --out-dir "$shards" --name brown --val-tokens 65536
-fi
+# Encoded on every run (under a second), so the shards are always this build's encoding of the
+# texts: shards cached by an earlier build could differ and would change every loss below.
+rm -f "$shards"/brown_*.bin
+# Documents interleaved by number (ca01 cb01 ... cr01 ca02 ...), so that the validation split (the
+# first tokens) holds every genre of the corpus, not only its first one (news).
+files=$(ls "$cache"/brown/text/c*.txt | awk -F/ '{ print substr($NF, 3, 2) " " $0 }' | sort | cut -d' ' -f2)
+# shellcheck disable=SC2086
+build/llmcpu prepare --input $files --out-dir "$shards" --name brown --val-tokens 65536
 echo "== train"
 rm -rf runs/quickstart
 build/llmcpu train --config quickstart \
