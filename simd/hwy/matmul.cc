@@ -175,8 +175,8 @@ void ForwardT(float* out, const float* inp, const float* weight, const float* bi
       const size_t next_nb = b + 1 < br.end ? std::min(G::kFwdCols, OC - next_o0) : 0;
       for (size_t p = 0; p < panels; ++p) {
         if (next_nb) PrefetchRows(weight + next_o0 * C, next_nb, C, C, p, panels);
-        for (size_t kc = 0; kc < C; kc += std::min(G::kFwdKc, C - kc)) {
-          const size_t kl = std::min(G::kFwdKc, C - kc);
+        for (size_t kc = 0, kl = 0; kc < C; kc += kl) {
+          kl = std::min(G::kFwdKc, C - kc);
           G::Block(BLayout::kCols, MR, nb, kl, packed + p * MR * C + kc * MR, MR,
                    weight + o0 * C + kc, C, tile, MR, kc > 0);
         }

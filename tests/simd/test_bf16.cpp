@@ -68,6 +68,10 @@ std::vector<float> special_values() {
   return v;
 }
 
+// The bf16 tables with a GEMM of their own (AVX512-BF16 dot products); their other kernels are the
+// best vectorized target's. The other tables widen bf16 to their fp32 table's GEMM.
+bool has_own_gemm(const std::string& table) { return table == "avx512bf16" || table == "onednn"; }
+
 class SimdBf16 : public ::testing::TestWithParam<std::string> {
  protected:
   const Bf16Kernels& k() const { return bf16_kernels_named(GetParam()); }
@@ -263,7 +267,7 @@ void check_thread_counts(const Bf16Kernels& k, const std::string& name, const Sh
 // slices in the bf16 GEMMs of their own (avx512bf16, onednn); the other tables widen to the fp32 GEMM
 // (dinp in 256-channel K slices, libxsmm's dW in 512-token slices), which a smaller shape crosses.
 TEST_P(SimdBf16, MatmulDoesNotDependOnTheThreadCount) {
-  const bool gemm_table = GetParam() == "avx512bf16" || GetParam() == "onednn";
+  const bool gemm_table = has_own_gemm(GetParam());
   const Shape large = gemm_table ? Shape{1100, 1030, 1100} : Shape{530, 600, 300};
   for (const Shape s : {Shape{70, 130, 389}, large}) check_thread_counts(k(), GetParam(), s);
 }
@@ -309,7 +313,7 @@ TEST_P(SimdBf16, LayerNormAndGeluRoundTheirOutputsOnce) {
 // from its saved statistics, GELU from the saved bf16 input; and GELU's kernels on a bf16 input are
 // the fp32 ones on that input widened (exact), bit for bit.
 TEST_P(SimdBf16, RecomputationKernelsGiveTheForwardsBits) {
-  const bool gemm_table = GetParam() == "avx512bf16" || GetParam() == "onednn";
+  const bool gemm_table = has_own_gemm(GetParam());
   const KernelTable& f32 = kernels_for_target(gemm_table ? vectorized_targets().front() : GetParam());
   for (const auto& [N, C] : {std::pair<size_t, int>{1, 1}, {7, 3}, {33, 47}, {9, 768}}) {
     Random rnd(unsigned(3 * N + C));
@@ -365,7 +369,7 @@ TEST_P(SimdBf16, AdamWWritesTheMasterAndItsBf16Copy) {
   k().adamw_update(p.data(), copy.data(), m.data(), v.data(), g.data(), N, step);
   // The fp32 master follows the fp32 table of the same target bit for bit.
   // The GEMM tables ("avx512bf16", "onednn") share the rest with the best vectorized target.
-  const bool gemm_table = GetParam() == "avx512bf16" || GetParam() == "onednn";
+  const bool gemm_table = has_own_gemm(GetParam());
   const std::string fp32_name = gemm_table ? vectorized_targets().front() : GetParam();
   std::vector<float> rp = p0, rm = m0, rv = v0;
   kernels_for_target(fp32_name).adamw_update(rp.data(), rm.data(), rv.data(), g.data(), N, step);
