@@ -77,7 +77,9 @@ void BM_TrainStep(benchmark::State& state, const char* preset) {
     benchmark::DoNotOptimize(global_norm(model.grads_flat(), model.num_parameters()));
     if (device) benchmark::DoNotOptimize(device->grad_sum_squares());
     const Gpt2::UpdateSpans w = model.weights_for_update();  // bf16: the copy in the same pass
-    opt.step(w.master, model.grads_flat(), 1e-4, w.copy);
+    // As the trainer's update: without a device the same pass zeroes the gradients.
+    opt.step(w.master, model.grads_flat(), 1e-4, w.copy, {}, {1.0f, device == nullptr});
+    if (!device) model.mark_gradients_zero();
     if (device) {
       device->adamw_step(adamw_step_of(cfg, 1e-4, opt.steps_taken()), 1.0f);
       model.device_parameters_changed();

@@ -88,7 +88,7 @@ KernelTable timed_table() {
     Timed x{"softmax + cross-entropy"};
     g_base->softmax_xent_backward(a, b, c, d, e, f, g);
   };
-  t.adamw_update = [](F* a, F* b, F* c, CF* d, size_t e, const AdamWStep& f) {
+  t.adamw_update = [](F* a, F* b, F* c, F* d, size_t e, const AdamWStep& f) {
     Timed x{"adamw"};
     g_base->adamw_update(a, b, c, d, e, f);
   };
@@ -133,7 +133,8 @@ int profile_step(std::string_view target, int steps, int T) {
     zero_grad += std::chrono::duration<double>(Clock::now() - tz).count();
     model.forward_backward(inputs.data(), targets.data(), B, T);
     global_norm(model.grads_flat(), model.num_parameters(), table);
-    opt.step(model.params_flat(), model.grads_flat(), 1e-4);
+    opt.step(model.params_flat(), model.grads_flat(), 1e-4, nullptr, {}, {1.0f, true});
+    model.mark_gradients_zero();  // as the trainer: cleared in the AdamW pass
     total += std::chrono::duration<double>(Clock::now() - t0).count();
   }
   std::printf("GPT-2 124M step, B=%d T=%d, %s kernels, mean of %d steps\n\n", B, T,

@@ -104,8 +104,8 @@ struct Bf16Kernels {
 
   // AdamW on the fp32 master weights (as kernels.h), then param_bf16[i] = bf16(param[i]) when
   // param_bf16 is not null.
-  void (*adamw_update)(float* param, bf16* param_bf16, float* m, float* v, const float* grad,
-                       size_t N, const scalar::AdamWStep& step);
+  void (*adamw_update)(float* param, bf16* param_bf16, float* m, float* v, float* grad, size_t N,
+                       const scalar::AdamWStep& step);
 
   // Sizing entries, as KernelTable's (simd/kernels.h): the scratch one call of the entry of that
   // name asks for.

@@ -103,7 +103,8 @@ struct KernelTable {
   void (*softmax_xent_backward)(float* logits, const float* lse, const int* targets, float dloss,
                                 size_t N, int V, int Vp);
 
-  void (*adamw_update)(float* param, float* m, float* v, const float* grad, size_t N,
+  // grad is read, scaled by step.grad_scale, and set to zero when step.clear_grad.
+  void (*adamw_update)(float* param, float* m, float* v, float* grad, size_t N,
                        const AdamWStep& step);
   double (*sum_squares)(const float* x, size_t N);
   void (*scale)(float* x, float factor, size_t N);

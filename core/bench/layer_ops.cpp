@@ -110,7 +110,6 @@ std::vector<LayerOp> record_step(const ModelConfig& c, int B, int T, const OpKer
   const ParameterViews<float> p = ParameterViews<float>::carve(params, layout);
 
   StepRecorder<G> x(kernels, c, params);
-  x.zero_gradients(layout.total());
   model_forward(x, c, p, a, nullptr, B, T);
   // The recorder reads no tokens: any address stands for the targets.
   model_head(x, c, p, p, a, d, reinterpret_cast<const int*>(f), 1.0f);

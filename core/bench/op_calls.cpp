@@ -9,7 +9,6 @@
 #include <vector>
 
 #include "core/bench/op_inputs.h"
-#include "core/model/parameters.h"
 #include "core/util/aligned_buffer.h"
 
 namespace llmcpu::bench {
@@ -291,14 +290,6 @@ Prepare softmax_xent_backward_call(const OpKernels& x, size_t rows, int V, int V
   };
 }
 
-Prepare zero_gradients_call(size_t P) {
-  return [P] {
-    auto in = std::make_shared<Inputs>();
-    float* grad = in->f32(P);
-    return owning(in, [grad, P] { zero_gradients(grad, P); });
-  };
-}
-
 Prepare gradient_norm_call(const OpKernels& x, size_t P) {
   return [x, P] {
     auto in = std::make_shared<Inputs>();
@@ -314,8 +305,10 @@ Prepare adamw_call(const OpKernels& x, size_t P) {
   return [x, P] {
     auto in = std::make_shared<Inputs>();
     float *param = in->f32(P), *m = in->f32(P), *v = in->f32(P, 0.0f, 1e-4f);
-    const float* grad = in->f32(P, -1e-2f, 1e-2f);
-    const AdamWStep step{1e-4, 0.9, 0.999, 1e-8, 0.1, 10};
+    float* grad = in->f32(P, -1e-2f, 1e-2f);
+    // Clipped and cleared, as in the trainer's step (the gradients are zero after the first call:
+    // the pass reads and writes the same bytes whatever they hold).
+    const AdamWStep step{1e-4, 0.9, 0.999, 1e-8, 0.1, 10, 0.5f, true};
     if (x.bf16) {
       bf16* copy = in->b16(P);
       return owning(in, [&h = x.h, param, copy, m, v, grad, P, step] {

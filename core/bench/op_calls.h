@@ -60,10 +60,9 @@ Prepare rope_backward_call(const OpKernels& x, size_t N, int T, int heads, int D
                            size_t row_stride);
 Prepare swiglu_forward_call(const OpKernels& x, size_t N, int H);
 Prepare swiglu_backward_call(const OpKernels& x, size_t N, int H);
-// The optimizer's passes over P gradients: zeroing them before the step (zero_gradients), their
-// sum of squares for the norm the update clips by, then AdamW (bf16: also the bf16 copy of the
-// weights).
-Prepare zero_gradients_call(size_t P);
+// The optimizer's passes over P gradients: their sum of squares for the norm the update clips by,
+// then AdamW, which scales them by the clipping factor and zeroes them for the next step (bf16:
+// also writes the bf16 copy of the weights).
 Prepare gradient_norm_call(const OpKernels& x, size_t P);
 Prepare adamw_call(const OpKernels& x, size_t P);
 

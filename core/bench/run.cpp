@@ -87,7 +87,9 @@ std::vector<double> time_steps(const BenchOptions& o, const KernelTable& k, cons
     model.forward_backward(inputs.data(), targets.data(), B, T);
     const double norm = global_norm(model.grads_flat(), model.num_parameters(), k);
     const Gpt2::UpdateSpans w = model.weights_for_update();
-    opt.step(w.master, model.grads_flat(), 1e-4 * clip_factor(norm, 1.0), w.copy);
+    // As the trainer's step in one process: clipped to 1 and cleared in the AdamW pass.
+    opt.step(w.master, model.grads_flat(), 1e-4, w.copy, {}, {clip_factor(norm, 1.0), true});
+    model.mark_gradients_zero();
     if (rep > 0) s.push_back(seconds_since(t0));  // the first step warms up
   }
   return s;

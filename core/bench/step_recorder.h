@@ -182,19 +182,17 @@ class StepRecorder {
          softmax_xent_backward_call(x_, N, V, Vp)});
   }
 
-  // Not an executor's: the optimizer's passes over the gradients (run_bench's step: zero_grad
-  // first, the norm for clipping after the backward pass) and AdamW. Zeroing writes each fp32
-  // gradient once; the norm reads it and makes a multiply-add.
-  void zero_gradients(size_t P) {
-    add({"zero gradients", "update", dims({{"params", P}}), 1, 0.0, 4.0 * P, Roof::kFp32,
-         zero_gradients_call(P)});
-  }
+  // Not an executor's: the optimizer's passes over the gradients (run_bench's step, as the
+  // trainer's: the norm for clipping after the backward pass, then AdamW, which scales each
+  // gradient by the clipping factor and zeroes it for the next step; the step zeroes nothing else).
+  // The norm reads each fp32 gradient and makes a multiply-add; AdamW reads parameter, moments and
+  // gradient, writes all four back (and the bf16 copy), and makes 14 operations.
   void gradient_norm(size_t P) {
     add({"gradient norm", "update", dims({{"params", P}}), 1, 2.0 * P, 4.0 * P, Roof::kFp32,
          gradient_norm_call(x_, P)});
   }
   void adamw_update(size_t P) {
-    add({"adamw", "update", dims({{"params", P}}), 1, 13.0 * P, (28.0 + (kBf16 ? 2 : 0)) * P,
+    add({"adamw", "update", dims({{"params", P}}), 1, 14.0 * P, (32.0 + (kBf16 ? 2 : 0)) * P,
          Roof::kFp32, adamw_call(x_, P)});
   }
 

@@ -119,6 +119,7 @@ void Gpt2::use_shared_memory(float* params, float* grads, bf16* copy) {
         "a copy exactly in bf16");
   }
   params_data_ = params, grads_data_ = grads;
+  grads_zero_ = false;
   p_ = ParameterViews<float>::carve(params_data_, layout_);
   g_ = ParameterViews<float>::carve(grads_data_, layout_);
   if (bf16_) bf16_->use_shared_memory(params, copy);
@@ -210,7 +211,10 @@ void Gpt2::fetch_device_state(bool params, bool grads) {
     device_->read_state(params_data_, nullptr, nullptr, nullptr);
     copies_.device_fetched();
   }
-  if (grads) device_->read_state(nullptr, grads_data_, nullptr, nullptr);
+  if (grads) {
+    device_->read_state(nullptr, grads_data_, nullptr, nullptr);
+    grads_zero_ = false;
+  }
 }
 
 bool Gpt2::offload_report(llmcpu_offload_report* out) {
@@ -314,13 +318,15 @@ float Gpt2::forward(const int* inputs, const int* targets, int B, int T) {
 
 void Gpt2::zero_grad() {
   if (offload_active() && copies_.device_present()) device_->zero_grad();
-  zero_gradients(grads_data_, num_parameters());
+  if (!grads_zero_) zero_gradients(grads_data_, num_parameters());
+  grads_zero_ = true;
 }
 
 float Gpt2::forward_backward(const int* inputs, const int* targets, int B, int T, float loss_scale,
                              GradientHook* hook) {
   if (!targets) throw Error("forward_backward() needs targets: the loss is what it differentiates");
   take_batch(inputs, targets, B, T);
+  grads_zero_ = false;  // the backward pass adds into them
   // loss = (1/BT) sum of per-token losses, so each token's loss has gradient loss_scale / BT.
   if (offload_active()) return offloaded_pass(true, loss_scale / float((size_t)B * T), hook);
   float loss = 0;

@@ -79,7 +79,11 @@ class Gpt2 {
   // device) stale; they are refreshed before the next forward pass.
   float* params_flat();
   const float* params_flat() const { return params_data_; }
-  float* grads_flat() { return grads_data_; }
+  // The non-const pointer may be written through: the gradients are no longer known to be zero.
+  float* grads_flat() {
+    grads_zero_ = false;
+    return grads_data_;
+  }
   const float* grads_flat() const { return grads_data_; }
   const ParameterViews<float>& params() const { return p_; }
   const ParameterViews<float>& grads() const { return g_; }
@@ -174,7 +178,12 @@ class Gpt2 {
   const float* logits() const { return arena_.options().keep_logits ? arena_.logits() : nullptr; }
   const ActivationArena& arena() const { return arena_; }
 
+  // Zeroes the gradients (and a device's), the host's only where they are not known to be zero:
+  // mark_gradients_zero() says they are, after an update that cleared all of them on its way
+  // (GradientUse::clear), and anything that may write them since takes that back (forward_backward,
+  // the non-const grads_flat(), a device's state fetched into them).
   void zero_grad();
+  void mark_gradients_zero() { grads_zero_ = true; }
 
  private:
   // Calls f(executor, activation views) with the executor this model runs on.
@@ -206,6 +215,7 @@ class Gpt2 {
   AlignedBuffer<float> grads_;   // flat, same layout
   float* params_data_;           // params_, or the shared weights (use_shared_memory)
   float* grads_data_;            // grads_, or this rank's shared block
+  bool grads_zero_ = false;      // the host's gradients are all zero (mark_gradients_zero)
   ParameterViews<float> p_{};
   ParameterViews<float> g_{};
   std::unique_ptr<Bf16Executor> bf16_;   // bf16 only

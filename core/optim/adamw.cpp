@@ -25,13 +25,14 @@ AdamW::AdamW(std::vector<ParameterSpan> parts, const AdamWConfig& config,
   first_touch_zero(v_.data(), v_.size());
 }
 
-void AdamW::step(float* params, const float* grads, double lr, bf16* params_bf16,
-                 const std::function<void(size_t part)>& after_part) {
+void AdamW::step(float* params, float* grads, double lr, bf16* params_bf16,
+                 const std::function<void(size_t part)>& after_part, GradientUse use) {
   if (params_bf16 && !bf16_kernels_) {
     throw Error("AdamW::step: a bf16 weight copy needs an optimizer built with bf16 kernels");
   }
   ++t_;
-  const AdamWStep s{lr, config_.beta1, config_.beta2, config_.eps, config_.weight_decay, t_};
+  const AdamWStep s{lr, config_.beta1, config_.beta2, config_.eps, config_.weight_decay, t_,
+                    use.scale, use.clear};
   // Elements [begin, end) of the arena, whose moments start at `at` in the packed arrays.
   auto update = [&](size_t begin, size_t end, size_t at) {
     if (end <= begin) return;

@@ -31,6 +31,14 @@ inline scalar::AdamWStep adamw_step_of(const AdamWConfig& c, double lr, long lon
   return {lr, c.beta1, c.beta2, c.eps, c.weight_decay, t};
 }
 
+// What AdamW::step does with the gradients besides reading them: multiplies each by `scale` first
+// (the clipping factor; the same products clip_to_norm would have stored), and sets each to zero
+// once read when `clear` (the next step's zeroing, done while the gradient is in cache).
+struct GradientUse {
+  float scale = 1.0f;
+  bool clear = false;
+};
+
 class AdamW {
  public:
   // `bf16_kernels` (may be null) is needed only for steps that write a bf16 copy.
@@ -43,9 +51,10 @@ class AdamW {
   // One update of the parts with learning rate lr; advances the step count first (so the first
   // update is t = 1). params, grads and params_bf16 are whole arenas. With params_bf16 it also
   // sets params_bf16[i] = bf16(params[i]) for the elements it updates. after_part(i), if given,
-  // runs once parts()[i] is updated (a caller can send it to the other ranks meanwhile).
-  void step(float* params, const float* grads, double lr, bf16* params_bf16 = nullptr,
-            const std::function<void(size_t part)>& after_part = {});
+  // runs once parts()[i] is updated (a caller can send it to the other ranks meanwhile). `use`
+  // applies to the elements it updates only (not the skipped runs, not other ranks' parts).
+  void step(float* params, float* grads, double lr, bf16* params_bf16 = nullptr,
+            const std::function<void(size_t part)>& after_part = {}, GradientUse use = {});
 
   const std::vector<ParameterSpan>& parts() const { return parts_; }
   // Runs of the arena (disjoint, in flat order) that step() leaves alone: another optimizer (a

@@ -63,11 +63,7 @@ double TrainOptimizer::gradient_norm() {
 }
 
 void TrainOptimizer::clip(double norm, double max_norm) {
-  Gpt2& m = model_;
-  for (const ParameterSpan& p : adamw_->parts()) {
-    clip_to_norm(m.grads_flat() + p.offset, p.count, norm, max_norm, m.kernels());
-  }
-  device_grad_scale_ = clip_factor(norm, max_norm);  // the device's, in its AdamW
+  grad_scale_ = clip_factor(norm, max_norm);  // applied in the AdamW pass, the device's too
 }
 
 void TrainOptimizer::update(double lr) {
@@ -76,10 +72,13 @@ void TrainOptimizer::update(double lr) {
   if (parallel_.zero() && !parallel_.shared_weights()) return update_sharded(lr, weights);
   // Shared weights: each rank updates its parts (and their bf16 copy) in place; once every rank
   // is past the fence, every rank computes with all of them.
-  adamw_->step(weights.master, m.grads_flat(), lr, weights.copy);
+  // One process without a device updates every gradient: the same pass clears them for the next
+  // step (where ranks share their gradients' memory, those stay until the next zero_grad).
+  const bool clear_all = parallel_.ranks() == 1 && !parallel_.zero() && !device_;
+  adamw_->step(weights.master, m.grads_flat(), lr, weights.copy, {}, {grad_scale_, clear_all});
+  if (clear_all) m.mark_gradients_zero();
   if (device_) {  // the same update of the device's part, where its weights live
-    device_->adamw_step(adamw_step_of(adamw_->config(), lr, adamw_->steps_taken()),
-                        device_grad_scale_);
+    device_->adamw_step(adamw_step_of(adamw_->config(), lr, adamw_->steps_taken()), grad_scale_);
     m.device_parameters_changed();
   }
   if (parallel_.shared_weights()) {
@@ -94,13 +93,15 @@ void TrainOptimizer::update_sharded(double lr, const Gpt2::UpdateSpans& weights)
   Gpt2& m = model_;
   GradientSync& sync = *parallel_.sync();
   // Two pointers: the std::function holds them without allocating.
-  adamw_->step(weights.master, m.grads_flat(), lr, weights.copy, [&sync, &weights](size_t i) {
+  // Two pointers: the std::function holds them without allocating.
+  const auto send = [&sync, &weights](size_t i) {
     if (weights.copy && ParameterLayout::matmul_weight(sync.spans()[i].tensor)) {
       sync.gather(nullptr, weights.copy, i);
     } else {
       sync.gather(weights.master, nullptr, i);
     }
-  });
+  };
+  adamw_->step(weights.master, m.grads_flat(), lr, weights.copy, send, {grad_scale_, false});
   const auto [busy, waited] = sync.wait();
   parallel_.add_comm(busy, waited);
   if (!weights.copy) return;

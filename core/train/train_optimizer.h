@@ -35,10 +35,12 @@ class TrainOptimizer {
   void fetch_device_state();
   // The global gradient norm (over the ranks' parts under ZeRO-1).
   double gradient_norm();
-  // Clips the gradients to `max_norm` (0: off) given their `norm`.
+  // Clips the gradients to `max_norm` (0: off) given their `norm`: the next update() scales them
+  // by the factor clip_to_norm would (in the AdamW pass, not in a pass of its own).
   void clip(double norm, double max_norm);
   // The AdamW update at rate `lr`; under ZeRO-1 each part goes to the other ranks as soon as it is
-  // updated.
+  // updated. In one process without a device the same pass zeroes the gradients for the next step
+  // (Gpt2::mark_gradients_zero).
   void update(double lr);
 
  private:
@@ -47,8 +49,8 @@ class TrainOptimizer {
   Gpt2& model_;
   DataParallel& parallel_;
   std::unique_ptr<AdamW> adamw_;
-  BlockDevice* device_ = nullptr;   // adopted: owns part of the model and its AdamW
-  float device_grad_scale_ = 1.0f;  // this step's clipping factor, for the device's AdamW
+  BlockDevice* device_ = nullptr;  // adopted: owns part of the model and its AdamW
+  float grad_scale_ = 1.0f;        // this step's clipping factor (clip), for both AdamWs
 };
 
 }  // namespace llmcpu

@@ -137,7 +137,7 @@ void flash_attention_backward(float* dqkv, const float* dout, const bf16* out, c
   scalar::flash_attention_backward<float>(dqkv, dout, y.data(), x.data(), lse, B, T, NH, NKV, D);
 }
 
-void adamw_update(float* param, bf16* param_bf16, float* m, float* v, const float* grad, size_t N,
+void adamw_update(float* param, bf16* param_bf16, float* m, float* v, float* grad, size_t N,
                   const scalar::AdamWStep& step) {
   scalar::adamw_update<float>(param, m, v, grad, N, step);
   if (param_bf16) to_bf16(param_bf16, param, N);

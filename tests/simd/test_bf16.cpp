@@ -361,7 +361,8 @@ TEST(SimdBf16Dispatch, Fp32LayerNormApplyGivesTheForwardsBits) {
 TEST_P(SimdBf16, AdamWWritesTheMasterAndItsBf16Copy) {
   const size_t N = 10007;
   Random rnd(5);
-  const std::vector<float> p0 = rnd.normal(N), m0 = rnd.normal(N, 0, 0.1), g = rnd.normal(N);
+  const std::vector<float> p0 = rnd.normal(N), m0 = rnd.normal(N, 0, 0.1), g0 = rnd.normal(N);
+  std::vector<float> g = g0;  // read, not written (no clear_grad)
   std::vector<float> v0 = rnd.uniform(N, 0, 0.2);
   const AdamWStep step{1e-3, 0.9, 0.999, 1e-8, 0.1, 3};
   std::vector<float> p = p0, m = m0, v = v0;
@@ -382,6 +383,24 @@ TEST_P(SimdBf16, AdamWWritesTheMasterAndItsBf16Copy) {
   std::vector<float> q = p0, qm = m0, qv = v0;
   k().adamw_update(q.data(), nullptr, qm.data(), qv.data(), g.data(), N, step);
   expect_identical(GetParam() + " adamw without copy", q, rp);
+  expect_identical(GetParam() + " adamw gradient read only", g, g0);
+  // With the clipping factor and clear_grad, as the fp32 table's update of gradients scaled in
+  // place first; the gradients are zero afterwards and the copy follows the master.
+  const float factor = 0.3712f;
+  std::vector<float> gs = g0, sp = p0, sm = m0, sv = v0;
+  kernels_for_target(fp32_name).scale(gs.data(), factor, N);
+  kernels_for_target(fp32_name).adamw_update(sp.data(), sm.data(), sv.data(), gs.data(), N, step);
+  AdamWStep fused = step;
+  fused.grad_scale = factor, fused.clear_grad = true;
+  std::vector<float> fp = p0, fm = m0, fv = v0, fg = g0;
+  k().adamw_update(fp.data(), copy.data(), fm.data(), fv.data(), fg.data(), N, fused);
+  expect_identical(GetParam() + " adamw scaled master", fp, sp);
+  expect_identical(GetParam() + " adamw scaled m", fm, sm);
+  expect_identical(GetParam() + " adamw scaled v", fv, sv);
+  for (size_t i = 0; i < N; ++i) {
+    ASSERT_EQ(fg[i], 0.0f) << "gradient " << i;
+    ASSERT_EQ(copy[i], float_to_bf16(fp[i])) << "element " << i;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(AllTables, SimdBf16, ::testing::ValuesIn(bf16_tables()), param_name);

@@ -247,6 +247,48 @@ TEST_P(SimdElementwise, AdamWWithinDerivedBound) {
   }
 }
 
+// The clipping factor and the zeroing in the AdamW pass: the update equals, bit for bit, the one
+// that reads gradients scaled in place first by the table's scale entry (the product is the same
+// single rounding), on every element including the vector tails; the gradients read are zero
+// afterwards, and left as they were without clear_grad. The scalar reference, the same.
+TEST_P(SimdElementwise, AdamWScalesAndClearsTheGradientInItsPass) {
+  for (const size_t n : kLengths) {
+    Random rnd(unsigned(n) + 29);
+    const std::vector<float> p0 = rnd.normal(n), m0 = rnd.normal(n, 0, 0.1),
+                             v0 = rnd.uniform(n, 0, 0.01), g0 = rnd.normal(n);
+    const float factor = 0.3712f;  // not a power of two: the product rounds
+    const std::string where = " n=" + std::to_string(n);
+    for (const bool reference : {false, true}) {
+      const auto update = [&](float* p, float* m, float* v, float* g, const AdamWStep& s) {
+        if (reference) {
+          scalar::adamw_update<float>(p, m, v, g, n, s);
+        } else {
+          k().adamw_update(p, m, v, g, n, s);
+        }
+      };
+      const std::string who = (reference ? " scalar" : " table") + where;
+      // Scaled in place by the table's scale entry, then updated without a factor.
+      std::vector<float> pa = p0, ma = m0, va = v0, ga = g0;
+      k().scale(ga.data(), factor, n);
+      update(pa.data(), ma.data(), va.data(), ga.data(), {1e-3, 0.9, 0.999, 1e-8, 0.1, 7});
+      // The factor in the pass, which also clears the gradients.
+      std::vector<float> pb = p0, mb = m0, vb = v0, gb = g0;
+      update(pb.data(), mb.data(), vb.data(), gb.data(),
+             {1e-3, 0.9, 0.999, 1e-8, 0.1, 7, factor, true});
+      expect_identical("adamw param" + who, pb, pa);
+      expect_identical("adamw m" + who, mb, ma);
+      expect_identical("adamw v" + who, vb, va);
+      for (size_t i = 0; i < n; ++i) ASSERT_EQ(gb[i], 0.0f) << "gradient " << i << who;
+      // The factor without clearing: the gradients are only read.
+      std::vector<float> pc = p0, mc = m0, vc = v0, gc = g0;
+      update(pc.data(), mc.data(), vc.data(), gc.data(),
+             {1e-3, 0.9, 0.999, 1e-8, 0.1, 7, factor, false});
+      expect_identical("adamw param, not cleared" + who, pc, pa);
+      expect_identical("adamw gradient, not cleared" + who, gc, g0);
+    }
+  }
+}
+
 // sum_squares accumulates in double: each x^2 of a float is exact in double, so only the N - 1
 // additions round, each side within gamma_double(N) sum x^2 of the exact value.
 TEST_P(SimdElementwise, SumSquaresWithinDerivedBound) {

@@ -3,12 +3,15 @@
 #include <gtest/gtest.h>
 #include <omp.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <utility>
 #include <vector>
 
 #include "core/io/checkpoint.h"
 #include "core/io/debug_state.h"
+#include "core/optim/adamw.h"
 #include "core/train/trainer.h"
 #include "core/verify/verify.h"
 #include "simd/error.h"
@@ -102,6 +105,47 @@ TEST(Model, BackwardAccumulatesUntilZeroGrad) {
   }
   // A training pass without targets is refused: there is no loss to differentiate.
   EXPECT_THROW(model.forward_backward(ref.inputs.data(), nullptr, ref.B, ref.T), Error);
+}
+
+// An AdamW pass that clears the gradients (as the trainer's in one process) stands for the next
+// zero_grad: the step after it computes the same gradients, bit for bit, as the step after an
+// update that only read them and a zero_grad that zeroed them. A write through grads_flat() since
+// takes the promise back.
+TEST(Model, UpdateThatClearsTheGradientsStandsForTheNextZeroGrad) {
+  const CheckpointInfo info = read_checkpoint_header(fixture("tiny", "model.bin"));
+  const DebugState ref = load_debug_state(fixture("tiny", "state.bin"), info.config);
+  std::vector<std::vector<float>> grads;
+  for (const bool clear : {false, true}) {
+    Gpt2 model(info.config);
+    load_checkpoint(fixture("tiny", "model.bin"), model);
+    model.plan_batch(ref.B, ref.T);
+    AdamW opt(model.num_parameters(), AdamWConfig{}, model.kernels());
+    const size_t P = model.num_parameters();
+    for (int step = 0; step < 2; ++step) {
+      model.zero_grad();
+      model.forward_backward(ref.inputs.data(), ref.targets.data(), ref.B, ref.T);
+      const Gpt2::UpdateSpans w = model.weights_for_update();
+      opt.step(w.master, model.grads_flat(), 1e-3, w.copy, {}, {0.5f, clear});
+      if (!clear) continue;
+      const float* g = std::as_const(model).grads_flat();
+      ASSERT_EQ(std::count(g, g + P, 0.0f), std::ptrdiff_t(P)) << "step " << step;
+      model.mark_gradients_zero();
+    }
+    model.zero_grad();
+    model.forward_backward(ref.inputs.data(), ref.targets.data(), ref.B, ref.T);
+    grads.emplace_back(model.grads_flat(), model.grads_flat() + P);
+    if (clear) {  // a false promise, taken back by the write access
+      model.mark_gradients_zero();
+      model.grads_flat()[P / 2] = 3.0f;
+      model.zero_grad();
+      const float* g = std::as_const(model).grads_flat();
+      EXPECT_EQ(std::count(g, g + P, 0.0f), std::ptrdiff_t(P));
+    }
+  }
+  EXPECT_TRUE(grads[0] == grads[1]);
+  // And they are a real step's gradients, not zeros.
+  EXPECT_GT(std::count_if(grads[1].begin(), grads[1].end(), [](float x) { return x != 0.0f; }),
+            std::ptrdiff_t(grads[1].size() / 2));
 }
 
 TEST(Model, RejectsBatchesThatDoNotFit) {
