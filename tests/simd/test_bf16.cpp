@@ -22,6 +22,7 @@
 #include "simd/scalar/gelu.h"
 #include "simd/scalar/layernorm.h"
 #include "simd/scalar/matmul.h"
+#include "tests/simd/bf16_tables.h"
 #include "tests/simd/error_bounds.h"
 
 namespace llmcpu::simd_test {
@@ -67,10 +68,6 @@ std::vector<float> special_values() {
   }
   return v;
 }
-
-// The bf16 tables with a GEMM of their own (AVX512-BF16 dot products); their other kernels are the
-// best vectorized target's. The other tables widen bf16 to their fp32 table's GEMM.
-bool has_own_gemm(const std::string& table) { return table == "avx512bf16" || table == "onednn"; }
 
 class SimdBf16 : public ::testing::TestWithParam<std::string> {
  protected:

@@ -25,6 +25,7 @@
 
 #include "simd/bf16.h"
 #include "simd/scalar/attention.h"
+#include "tests/simd/bf16_tables.h"
 #include "tests/simd/error_bounds.h"
 #include "tests/simd/flash_attention_bounds.h"
 
@@ -224,7 +225,7 @@ TEST(Bf16DotAttention, TheDotProductTablesInstallIt) {
   SKIP_WITHOUT_AVX512_BF16();
   for (std::string_view name : available_bf16_targets()) {
     const Bf16Kernels& t = bf16_kernels_named(name);
-    const bool dot = name == "avx512bf16" || name == "onednn";
+    const bool dot = has_own_gemm(name);
     EXPECT_EQ(t.flash_attention_forward == &x86::bf16_flash_attention_forward, dot) << name;
     EXPECT_EQ(t.flash_attention_backward == &x86::bf16_flash_attention_backward, dot) << name;
     EXPECT_EQ(t.flash_attention_forward_scratch == &x86::bf16_flash_attention_forward_scratch, dot)

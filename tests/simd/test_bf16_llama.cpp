@@ -29,6 +29,7 @@
 #include "simd/scalar/rmsnorm.h"
 #include "simd/scalar/rope.h"
 #include "simd/scalar/swiglu.h"
+#include "tests/simd/bf16_tables.h"
 #include "tests/simd/error_bounds.h"
 #include "tests/simd/llama_bounds.h"
 
@@ -47,8 +48,7 @@ std::vector<std::string> bf16_tables() {
 // The fp32 table whose kernels a bf16 table's Llama entries share: the GEMM tables ("avx512bf16",
 // "onednn") are the best vectorized target's table with other GEMMs.
 const KernelTable& fp32_of(const std::string& bf16_table) {
-  const bool gemm_table = bf16_table == "avx512bf16" || bf16_table == "onednn";
-  return kernels_for_target(gemm_table ? vectorized_targets().front() : bf16_table);
+  return kernels_for_target(has_own_gemm(bf16_table) ? vectorized_targets().front() : bf16_table);
 }
 
 std::vector<float> widen16(const std::vector<bf16>& v) {
