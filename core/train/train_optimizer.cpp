@@ -93,7 +93,6 @@ void TrainOptimizer::update_sharded(double lr, const Gpt2::UpdateSpans& weights)
   Gpt2& m = model_;
   GradientSync& sync = *parallel_.sync();
   // Two pointers: the std::function holds them without allocating.
-  // Two pointers: the std::function holds them without allocating.
   const auto send = [&sync, &weights](size_t i) {
     if (weights.copy && ParameterLayout::matmul_weight(sync.spans()[i].tensor)) {
       sync.gather(nullptr, weights.copy, i);
