@@ -70,11 +70,4 @@ float clip_factor(double norm, double max_norm) {
   return factor >= 1.0 ? 1.0f : static_cast<float>(factor);
 }
 
-float clip_to_norm(float* grads, size_t n, double norm, double max_norm,
-                   const KernelTable& kernels) {
-  const float factor = clip_factor(norm, max_norm);
-  if (factor != 1.0f) kernels.scale(grads, factor, n);
-  return factor;
-}
-
 }  // namespace llmcpu

@@ -32,8 +32,8 @@ inline scalar::AdamWStep adamw_step_of(const AdamWConfig& c, double lr, long lon
 }
 
 // What AdamW::step does with the gradients besides reading them: multiplies each by `scale` first
-// (the clipping factor; the same products clip_to_norm would have stored), and sets each to zero
-// once read when `clear` (the next step's zeroing, done while the gradient is in cache).
+// (the clipping factor; the same products the table's scale entry would store), and sets each to
+// zero once read when `clear` (the next step's zeroing, done while the gradient is in cache).
 struct GradientUse {
   float scale = 1.0f;
   bool clear = false;
@@ -86,14 +86,9 @@ class AdamW {
 // sqrt(sum of squares) over a flat gradient buffer, the same for any thread count.
 double global_norm(const float* grads, size_t n, const KernelTable& kernels = active_kernels());
 
-// The factor clip_to_norm scales by: max_norm / (norm + 1e-6) when max_norm > 0 and that is below
-// 1, else 1.
+// The factor that clips gradients of global norm `norm` to `max_norm`, as
+// torch.nn.utils.clip_grad_norm_'s: max_norm / (norm + 1e-6) when max_norm > 0 and that is below 1,
+// else 1. AdamW::step applies it (GradientUse::scale).
 float clip_factor(double norm, double max_norm);
-
-// If max_norm > 0 and norm > max_norm, scales the gradients by max_norm / norm (as
-// torch.nn.utils.clip_grad_norm_, whose factor is max_norm / (norm + 1e-6)). Returns the factor
-// used.
-float clip_to_norm(float* grads, size_t n, double norm, double max_norm,
-                   const KernelTable& kernels = active_kernels());
 
 }  // namespace llmcpu

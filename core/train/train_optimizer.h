@@ -36,7 +36,7 @@ class TrainOptimizer {
   // The global gradient norm (over the ranks' parts under ZeRO-1).
   double gradient_norm();
   // Clips the gradients to `max_norm` (0: off) given their `norm`: the next update() scales them
-  // by the factor clip_to_norm would (in the AdamW pass, not in a pass of its own).
+  // by clip_factor's factor (in the AdamW pass, not in a pass of its own).
   void clip(double norm, double max_norm);
   // The AdamW update at rate `lr`; under ZeRO-1 each part goes to the other ranks as soon as it is
   // updated. In one process without a device the same pass zeroes the gradients for the next step

@@ -242,7 +242,7 @@ TEST_F(VulkanLayers, AdamWIsTheCpusOnTheDevicesGradients) {
   device_->adamw_step(adamw_step_of(config, lr, t), grad_scale);
   std::vector<float> p_dev(P), m_dev(P), v_dev(P);
   device_->read_state(p_dev.data(), nullptr, m_dev.data(), v_dev.data());
-  // The CPU's update of the same state: gradients scaled in place first, as clip_to_norm does.
+  // The CPU's update of the same state: gradients scaled first, one rounding, as AdamW's pass does.
   std::vector<float> p_cpu = params_, m_cpu = m, v_cpu = v, g = grads;
   for (float& x : g) x *= grad_scale;
   scalar::adamw_update(

@@ -130,9 +130,10 @@ void expect_no_allocations_after_planning(Gpt2& model) {
     model.zero_grad();
     model.forward_backward(in.data(), tg.data(), B, T);
     const double norm = global_norm(model.grads_flat(), model.num_parameters(), model.kernels());
-    clip_to_norm(model.grads_flat(), model.num_parameters(), norm, 1.0, model.kernels());
+    // As the trainer's update in one process: clipped to 1 and cleared in the AdamW pass.
     const Gpt2::UpdateSpans w = model.weights_for_update();
-    opt.step(w.master, model.grads_flat(), 1e-3, w.copy);
+    opt.step(w.master, model.grads_flat(), 1e-3, w.copy, {}, {clip_factor(norm, 1.0), true});
+    model.mark_gradients_zero();
   };
   auto validate = [&] { model.forward(val.data(), val.data(), B, T); };
   auto sample = [&] {
