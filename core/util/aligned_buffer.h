@@ -1,6 +1,8 @@
 // An owning, 64-byte aligned, uninitialised array: the storage behind every arena (parameters,
 // gradients, optimizer moments, activations). Pages are not touched here, so the threads that
-// compute on a region can be the first to touch it.
+// compute on a region can be the first to touch it. An array of 2 MiB or more is aligned to 2 MiB
+// and asks Linux for transparent huge pages (a no-op where they are off): a GEMM that walks a
+// weight's rows 12 KB apart, or AdamW's seven streams, otherwise misses the TLB on every 4 KiB page.
 #pragma once
 
 #include <cstddef>
@@ -8,7 +10,28 @@
 #include <new>
 #include <utility>
 
+#include <sys/mman.h>
+
 namespace llmcpu {
+
+namespace detail {
+// `bytes` (whole 64-byte lines) from aligned_alloc, 2 MiB aligned and advised as huge pages when
+// they span one; nullptr when they cannot be had. Released with std::free. (Inline: the kernel
+// benchmarks and tests that link only llmcpu_simd use the buffer too.)
+inline void* allocate_buffer(size_t bytes) {
+  constexpr size_t kLine = 64, kHugePage = size_t{2} << 20;
+  if (bytes < kHugePage) return std::aligned_alloc(kLine, bytes);
+  // Whole huge pages, so that the advice covers the array and nothing another buffer holds.
+  const size_t whole = (bytes + kHugePage - 1) / kHugePage * kHugePage;
+  if (whole < bytes) return nullptr;
+  void* p = std::aligned_alloc(kHugePage, whole);
+#ifdef MADV_HUGEPAGE
+  // Advice only: where the kernel refuses it the pages stay 4 KiB and nothing else changes.
+  if (p) madvise(p, whole, MADV_HUGEPAGE);
+#endif
+  return p;
+}
+}  // namespace detail
 
 template <typename T>
 class AlignedBuffer {
@@ -19,7 +42,7 @@ class AlignedBuffer {
   explicit AlignedBuffer(size_t count) : size_(count) {
     if (count == 0) return;
     const size_t bytes = (count * sizeof(T) + kAlignment - 1) / kAlignment * kAlignment;
-    data_ = static_cast<T*>(std::aligned_alloc(kAlignment, bytes));
+    data_ = static_cast<T*>(detail::allocate_buffer(bytes));
     if (!data_) throw std::bad_alloc();
   }
   AlignedBuffer(AlignedBuffer&& other) noexcept
