@@ -10,7 +10,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -244,6 +247,41 @@ TEST(RuntimeNuma, EveryModeZeroesTheArenas) {
     }
     EXPECT_EQ(params_nonzero, 0u) << numa_mode_name(mode);
   }
+}
+
+// The VmFlags line of the mapping in /proc/self/smaps that holds `p` ("" if none does).
+std::string mapping_flags(const void* p) {
+  std::ifstream smaps("/proc/self/smaps");
+  const uintptr_t at = uintptr_t(p);
+  bool inside = false;
+  for (std::string line; std::getline(smaps, line);) {
+    uintptr_t lo = 0, hi = 0;
+    if (std::sscanf(line.c_str(), "%lx-%lx ", &lo, &hi) == 2 && line.find('-') < line.find(' ')) {
+      inside = lo <= at && at < hi;
+    } else if (inside && line.rfind("VmFlags:", 0) == 0) {
+      return line + " ";
+    }
+  }
+  return "";
+}
+
+// An arena of 2 MiB or more starts on a 2 MiB boundary and is advised as transparent huge pages
+// (VmFlags "hg"), so that Linux can back it with 2 MiB pages in its default madvise mode.
+TEST(RuntimeNuma, LargeArenasAskForHugePages) {
+  AlignedBuffer<float> small(1000);
+  EXPECT_EQ(uintptr_t(small.data()) % 64, 0u);
+  const size_t huge = size_t(2) << 20;
+  AlignedBuffer<float> big((5 * huge + 12) / sizeof(float));  // 5 MiB and a few floats
+  ASSERT_EQ(uintptr_t(big.data()) % huge, 0u);
+  if (!std::filesystem::exists("/sys/kernel/mm/transparent_hugepage")) {
+    GTEST_SKIP() << "this kernel has no transparent huge pages";
+  }
+  const std::string flags = mapping_flags(big.data());
+  ASSERT_FALSE(flags.empty()) << "no mapping in /proc/self/smaps holds the array";
+  EXPECT_NE(flags.find(" hg "), std::string::npos) << flags;
+  // The advice covers the array's last byte too (6 MiB: whole huge pages).
+  EXPECT_NE(mapping_flags(reinterpret_cast<const char*>(big.data()) + 5 * huge + 11).find(" hg "),
+            std::string::npos);
 }
 
 TEST(RuntimeNuma, InterleaveRefusalWarnsAtMostOnce) {
