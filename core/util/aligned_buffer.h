@@ -15,11 +15,13 @@
 namespace llmcpu {
 
 namespace detail {
+inline constexpr size_t kLine = 64;  // every buffer's least alignment (AlignedBuffer::kAlignment)
+
 // `bytes` (whole 64-byte lines) from aligned_alloc, 2 MiB aligned and advised as huge pages when
 // they span one; nullptr when they cannot be had. Released with std::free. (Inline: the kernel
 // benchmarks and tests that link only llmcpu_simd use the buffer too.)
 inline void* allocate_buffer(size_t bytes) {
-  constexpr size_t kLine = 64, kHugePage = size_t{2} << 20;
+  constexpr size_t kHugePage = size_t{2} << 20;
   if (bytes < kHugePage) return std::aligned_alloc(kLine, bytes);
   // Whole huge pages, so that the advice covers the array and nothing another buffer holds.
   const size_t whole = (bytes + kHugePage - 1) / kHugePage * kHugePage;
@@ -36,7 +38,7 @@ inline void* allocate_buffer(size_t bytes) {
 template <typename T>
 class AlignedBuffer {
  public:
-  static constexpr size_t kAlignment = 64;
+  static constexpr size_t kAlignment = detail::kLine;
 
   AlignedBuffer() = default;
   explicit AlignedBuffer(size_t count) : size_(count) {

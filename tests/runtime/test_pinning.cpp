@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cinttypes>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -256,7 +257,7 @@ std::string mapping_flags(const void* p) {
   bool inside = false;
   for (std::string line; std::getline(smaps, line);) {
     uintptr_t lo = 0, hi = 0;
-    if (std::sscanf(line.c_str(), "%lx-%lx ", &lo, &hi) == 2 && line.find('-') < line.find(' ')) {
+    if (std::sscanf(line.c_str(), "%" SCNxPTR "-%" SCNxPTR " ", &lo, &hi) == 2) {
       inside = lo <= at && at < hi;
     } else if (inside && line.rfind("VmFlags:", 0) == 0) {
       return line + " ";
