@@ -8,7 +8,8 @@
 //                          the tile is written to out through a transpose, with the bias.
 //   dinp (N,C):            rows = channels, A = weight packed,   B_j = bf16(dout) row j (K = OC),
 //                          K cut in slices so a slice of the packed weight stays in L2.
-//   dweight (OC,C) +=      rows = channels, A = inp packed,      B_j = bf16(dout)^T row j (K = N).
+//   dweight (OC,C) +=      rows = channels, A = inp packed,      B_j = bf16(dout)^T row j (K = N),
+//                          interleaved from dinp's bf16(dout) when dinp is asked for too.
 // Cache blocking (fixed sizes, never the thread count's): the forward runs the panels in chunks
 // that stay in a core's L2 (kL2Bytes) while each thread runs its blocks of output channels over
 // them, so the weight is read once per chunk and each panel once from memory; dinp cuts K (the
@@ -127,36 +128,59 @@ LLMCPU_AVX512BF16 __attribute__((noinline)) void RoundRange(bf16* out, const flo
   for (; i < end; ++i) out[i] = float_to_bf16(in[i]);
 }
 
-// Rows 2p and 2p+1 of X (rows x width fp32, row-major) rounded and interleaved in pairs, in blocks
-// of kNR columns so that a tile's operand is contiguous, pairs p in [p_begin, p_end):
+// 16 values of a row as the low halves of 16 32-bit lanes: fp32 rounded to bf16, or bf16 as is.
+LLMCPU_AVX512BF16 inline __m512i LowHalves(const float* x) { return RoundBf16(_mm512_loadu_ps(x)); }
+LLMCPU_AVX512BF16 inline __m512i LowHalves(const bf16* x) {
+  return _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x)));
+}
+inline uint32_t LowHalf(float x) { return float_to_bf16(x); }
+inline uint32_t LowHalf(bf16 x) { return x; }
+
+// Rows 2p and 2p+1 of X (rows x width, row-major; fp32 rounded to bf16, or bf16 already rounded)
+// interleaved in pairs, in blocks of kNR columns so that a tile's operand is contiguous, pairs p in
+// [p_begin, p_end):
 //   P[(b*pairs + p)*2*kNR + 2j + h] = bf16(X[(2p+h)*width + b*kNR + j])
-// with pairs = (rows+1)/2, zero past the last row or column.
+// with pairs = (rows+1)/2, zero past the last row or column. A block's pairs lie together in P and
+// blocks lie pairs x 24 bytes apart, so pairs go in runs of kRun: each block then gets 192 bytes
+// written contiguously, not a 24-byte piece on another page for every pair (3-5% of the lm_head's
+// backward at T=1024).
+template <class T>
 LLMCPU_AVX512BF16 __attribute__((noinline)) void InterleaveRowPairs(
-    bf16* P, const float* X, size_t rows, size_t width, size_t p_begin, size_t p_end) {
+    bf16* P, const T* X, size_t rows, size_t width, size_t p_begin, size_t p_end) {
   constexpr size_t kSpan = 16 * kNR / 2;  // 48 columns: 3 vectors, 8 whole blocks
+  constexpr size_t kRun = 8;
   const size_t pairs = (rows + 1) / 2, blocks = (width + kNR - 1) / kNR;
   uint32_t* base = reinterpret_cast<uint32_t*>(P);
   auto at = [&](size_t b, size_t p) { return base + (b * pairs + p) * kNR; };
-  for (size_t p = p_begin; p < p_end; ++p) {
-    const float* x0 = X + 2 * p * width;
-    const float* x1 = 2 * p + 1 < rows ? x0 + width : nullptr;
+  auto second = [&](size_t p) { return 2 * p + 1 < rows ? X + (2 * p + 1) * width : nullptr; };
+  alignas(64) uint32_t span[kRun][kSpan];
+  for (size_t p0 = p_begin; p0 < p_end; p0 += kRun) {
+    const size_t run = std::min(kRun, p_end - p0);
     size_t c = 0;
-    alignas(64) uint32_t span[kSpan];
     for (; c + kSpan <= width; c += kSpan) {
-      for (size_t v = 0; v < kSpan; v += 16) {
-        const __m512i a = RoundBf16(_mm512_loadu_ps(x0 + c + v));
-        const __m512i b = x1 ? RoundBf16(_mm512_loadu_ps(x1 + c + v)) : _mm512_setzero_si512();
-        _mm512_store_si512(span + v, _mm512_or_si512(a, _mm512_slli_epi32(b, 16)));
+      for (size_t i = 0; i < run; ++i) {
+        const T* x0 = X + 2 * (p0 + i) * width;
+        const T* x1 = second(p0 + i);
+        for (size_t v = 0; v < kSpan; v += 16) {
+          const __m512i a = LowHalves(x0 + c + v);
+          const __m512i b = x1 ? LowHalves(x1 + c + v) : _mm512_setzero_si512();
+          _mm512_store_si512(span[i] + v, _mm512_or_si512(a, _mm512_slli_epi32(b, 16)));
+        }
       }
       for (size_t q = 0; q < kSpan / kNR; ++q) {
-        std::memcpy(at(c / kNR + q, p), span + q * kNR, kNR * sizeof(uint32_t));
+        uint32_t* out = at(c / kNR + q, p0);
+        for (size_t i = 0; i < run; ++i) {
+          std::memcpy(out + i * kNR, span[i] + q * kNR, kNR * sizeof(uint32_t));
+        }
       }
     }
-    for (; c < blocks * kNR; ++c) {
-      at(c / kNR, p)[c % kNR] =
-          c >= width ? 0u
-                     : uint32_t(float_to_bf16(x0[c])) |
-                           (x1 ? uint32_t(float_to_bf16(x1[c])) << 16 : 0u);
+    for (size_t p = p0; p < p0 + run; ++p) {
+      const T* x0 = X + 2 * p * width;
+      const T* x1 = second(p);
+      for (size_t cc = c; cc < blocks * kNR; ++cc) {
+        at(cc / kNR, p)[cc % kNR] =
+            cc >= width ? 0u : LowHalf(x0[cc]) | (x1 ? LowHalf(x1[cc]) << 16 : 0u);
+      }
     }
   }
 }
@@ -296,9 +320,10 @@ void bf16_matmul_forward_bf16(bf16* out, const bf16* inp, const bf16* weight, co
 
 namespace {
 
-// dinp (N x C) = bf16(dout) W: the weight packed by channel panels, pairs along OC.
-void BackwardInput(float* dinp, const float* dout, const bf16* weight, size_t N, size_t C,
-                   size_t OC) {
+// dinp (N x C) = bf16(dout) W: the weight packed by channel panels, pairs along OC. Returns
+// bf16(dout) (N x OC, in the calling thread's scratch), which dweight then reads instead of dout.
+const bf16* BackwardInput(float* dinp, const float* dout, const bf16* weight, size_t N, size_t C,
+                          size_t OC) {
   const size_t cpanels = (C + kMR - 1) / kMR;
   const size_t pairs = (OC + 1) / 2, panel = pairs * kPair;
   bf16* A = bf16_scratch(ScratchSlot::kBf16A, PanelValues(C, OC));
@@ -337,6 +362,7 @@ void BackwardInput(float* dinp, const float* dout, const bf16* weight, size_t N,
       }
     }
   }
+  return D;
 }
 
 }  // namespace
@@ -345,7 +371,8 @@ void bf16_matmul_backward(float* dinp, float* dweight, float* dbias, const float
                           const bf16* inp, const bf16* weight, size_t N, int C_, int OC_) {
   const size_t C = size_t(C_), OC = size_t(OC_);
   const size_t cpanels = (C + kMR - 1) / kMR;
-  if (dinp) BackwardInput(dinp, dout, weight, N, C, OC);
+  // bf16(dout) once: dinp rounds it, and dweight interleaves those bits (half the bytes to read).
+  const bf16* rounded = dinp ? BackwardInput(dinp, dout, weight, N, C, OC) : nullptr;
   // dweight += bf16(dout)^T inp: inp packed by channel panels, pairs along the tokens.
   const size_t pairs = (N + 1) / 2, panel = pairs * kPair;
   bf16* A = bf16_scratch(ScratchSlot::kBf16C, PanelValues(C, N));
@@ -361,7 +388,11 @@ void bf16_matmul_backward(float* dinp, float* dweight, float* dbias, const float
       PackColumnPanel(A + cp * panel, inp, cp * kMR, C, N, C, pr.begin, pr.end);
     }
     const Range pr = split_range(pairs, tid, nt);
-    InterleaveRowPairs(DP, dout, N, OC, pr.begin, pr.end);
+    if (rounded) {
+      InterleaveRowPairs(DP, rounded, N, OC, pr.begin, pr.end);
+    } else {
+      InterleaveRowPairs(DP, dout, N, OC, pr.begin, pr.end);
+    }
 #pragma omp barrier
     // Tokens in slices, channel panels in chunks whose slices stay in L2 while each thread runs
     // its blocks over them; every output still sums its tokens in order, slice by slice.
