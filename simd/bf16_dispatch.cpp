@@ -58,7 +58,10 @@ const TableRegistry<Entry>& registry() {
       // AMX needs the kernel's permission for the tile state; without it oneDNN falls back to its
       // AVX-512 kernels and the own GEMM ranks first again.
       const bool amx = request_amx_permission();  // false without AMX-BF16
-      if (best) {
+      // Offered only where oneDNN makes its bf16 matmuls on this CPU (it has none without
+      // AVX-512): asked, never assumed.
+      const bool dnnl_here = best && onednn::bf16_available();
+      if (dnnl_here) {
         dnnl.target = "onednn";
         dnnl.matmul_forward = &onednn::bf16_matmul_forward;
         dnnl.matmul_backward = &onednn::bf16_matmul_backward;
@@ -66,7 +69,7 @@ const TableRegistry<Entry>& registry() {
         dnnl.matmul_backward_scratch = &onednn::bf16_matmul_backward_scratch;
         use_dot_product_attention(dnnl);
       }
-      if (best && amx) r.push_back({dnnl.target, fp32, &dnnl});
+      if (dnnl_here && amx) r.push_back({dnnl.target, fp32, &dnnl});
 #endif
 #if LLMCPU_HAVE_X86_KERNELS
       if (fp32 == "avx512" && x86::has_avx512_bf16()) {
@@ -82,7 +85,7 @@ const TableRegistry<Entry>& registry() {
       }
 #endif
 #if LLMCPU_HAVE_ONEDNN
-      if (best && !amx) r.push_back({dnnl.target, fp32, &dnnl});
+      if (dnnl_here && !amx) r.push_back({dnnl.target, fp32, &dnnl});
 #endif
       (void)best;
       r.push_back({t->bf16.target, fp32, &t->bf16});
@@ -92,14 +95,41 @@ const TableRegistry<Entry>& registry() {
   return tables;
 }
 
+// Why a table this build knows is not in the registry on this CPU ("" for a name it does not
+// know). The portable tables follow their fp32 targets (kernels_for_target's message).
+std::string not_here(std::string_view name) {
+  if (name == "avx512bf16") {
+#if LLMCPU_HAVE_X86_KERNELS
+    return "it needs AVX512-BF16 dot products (VDPBF16PS), which this CPU lacks";
+#else
+    return "this build has no x86 kernels";
+#endif
+  }
+  if (name == "onednn") {
+#if LLMCPU_HAVE_ONEDNN
+    return "oneDNN has no bf16 matmul for this CPU: it needs AVX-512";
+#else
+    return "this build has no oneDNN";
+#endif
+  }
+  for (const auto& [bit, target] : hwy_tables::compiled()) {
+    if (target == name) return "this CPU does not run the " + std::string(target) + " target";
+  }
+  return "";
+}
+
 }  // namespace
 
 std::vector<std::string_view> available_bf16_targets() { return registry().names(); }
 
 const Bf16Kernels& bf16_kernels_named(std::string_view name, std::string_view what) {
   if (const Entry* e = registry().find(name)) return *e->table;
-  throw UsageError(std::string(what) + "=" + std::string(name) +
-                   ": unknown bf16 kernel table; valid here: " + registry().name_list());
+  const std::string head = std::string(what) + "=" + std::string(name) + ": ";
+  const std::string valid = "; valid here: " + registry().name_list();
+  if (const std::string why = not_here(name); !why.empty()) {
+    throw UsageError(head + "this CPU does not run that bf16 kernel table (" + why + ")" + valid);
+  }
+  throw UsageError(head + "unknown bf16 kernel table" + valid);
 }
 
 const Bf16Kernels& bf16_kernels_for_target(std::string_view name, std::string_view what) {

@@ -10,10 +10,12 @@
 
 #include <algorithm>
 #include <map>
+#include <string>
 #include <tuple>
 
 #include "dnnl.hpp"
 #include "simd/column_sums.h"
+#include "simd/error.h"
 #include "simd/workspace.h"
 
 namespace llmcpu::onednn {
@@ -39,14 +41,11 @@ dnnl::memory::desc md(dims shape, dt type, dims strides) {
   return dnnl::memory::desc(shape, type, strides);
 }
 
-const std::pair<dnnl::matmul, dnnl::matmul::primitive_desc>& primitive(Product p, size_t N_, int C_,
-                                                                       int OC_) {
-  Context& ctx = context();
-  const auto key = std::make_tuple(p, N_, C_, OC_);
-  auto it = ctx.cache.find(key);
-  if (it != ctx.cache.end()) return it->second;
-  const dnnl::memory::dim N = dnnl::memory::dim(N_), C = C_, OC = OC_;
-  dnnl::primitive_attr attr;
+// The descriptor of one product (the layouts of the file's comment); throws dnnl::error where
+// this CPU has no implementation.
+dnnl::matmul::primitive_desc make_descriptor(Product p, dnnl::memory::dim N, dnnl::memory::dim C,
+                                             dnnl::memory::dim OC, dnnl::primitive_attr& attr) {
+  const dnnl::engine& engine = context().engine;
   dnnl::matmul::primitive_desc pd;
   switch (p) {
     case Product::kForward:
@@ -55,9 +54,9 @@ const std::pair<dnnl::matmul, dnnl::matmul::primitive_desc>& primitive(Product p
       const auto dst = md({N, OC}, dt::f32, {OC, 1});
       if (p == Product::kForwardBias) {
         pd = dnnl::matmul::primitive_desc(
-            dnnl::matmul::desc(src, wei, md({1, OC}, dt::f32, {OC, 1}), dst), ctx.engine);
+            dnnl::matmul::desc(src, wei, md({1, OC}, dt::f32, {OC, 1}), dst), engine);
       } else {
-        pd = dnnl::matmul::primitive_desc(dnnl::matmul::desc(src, wei, dst), ctx.engine);
+        pd = dnnl::matmul::primitive_desc(dnnl::matmul::desc(src, wei, dst), engine);
       }
       break;
     }
@@ -65,7 +64,7 @@ const std::pair<dnnl::matmul, dnnl::matmul::primitive_desc>& primitive(Product p
       pd = dnnl::matmul::primitive_desc(
           dnnl::matmul::desc(md({N, OC}, dt::bf16, {OC, 1}), md({OC, C}, dt::bf16, {C, 1}),
                              md({N, C}, dt::f32, {C, 1})),
-          ctx.engine);
+          engine);
       break;
     case Product::kWeight: {
       dnnl::post_ops ops;
@@ -74,11 +73,29 @@ const std::pair<dnnl::matmul, dnnl::matmul::primitive_desc>& primitive(Product p
       pd = dnnl::matmul::primitive_desc(
           dnnl::matmul::desc(md({OC, N}, dt::bf16, {1, OC}), md({N, C}, dt::bf16, {C, 1}),
                              md({OC, C}, dt::f32, {C, 1})),
-          attr, ctx.engine);
+          attr, engine);
       break;
     }
   }
-  return ctx.cache.emplace(key, std::make_pair(dnnl::matmul(pd), pd)).first->second;
+  return pd;
+}
+
+const std::pair<dnnl::matmul, dnnl::matmul::primitive_desc>& primitive(Product p, size_t N_, int C_,
+                                                                       int OC_) {
+  Context& ctx = context();
+  const auto key = std::make_tuple(p, N_, C_, OC_);
+  auto it = ctx.cache.find(key);
+  if (it != ctx.cache.end()) return it->second;
+  const dnnl::memory::dim N = dnnl::memory::dim(N_), C = C_, OC = OC_;
+  try {
+    dnnl::primitive_attr attr;
+    const dnnl::matmul::primitive_desc pd = make_descriptor(p, N, C, OC, attr);
+    return ctx.cache.emplace(key, std::make_pair(dnnl::matmul(pd), pd)).first->second;
+  } catch (const dnnl::error& e) {
+    throw Error("oneDNN cannot make a bf16 matmul of N=" + std::to_string(N) + " C=" +
+                std::to_string(C) + " OC=" + std::to_string(OC) + " on this CPU (" + e.what() +
+                "); pick another bf16 kernel table with LLMCPU_BF16_TARGET");
+  }
 }
 
 // The scratchpad oneDNN allocates for a primitive itself (the library's, one per process, kept at
@@ -95,6 +112,21 @@ dnnl::memory wrap(const dnnl::memory::desc& d, const void* p) {
 }
 
 }  // namespace
+
+bool bf16_available() {
+  static const bool available = [] {
+    try {
+      for (const Product p :
+           {Product::kForward, Product::kForwardBias, Product::kInput, Product::kWeight}) {
+        primitive(p, 16, 32, 48);
+      }
+      return true;
+    } catch (const Error&) {
+      return false;  // no implementation of a bf16 matmul for this CPU
+    }
+  }();
+  return available;
+}
 
 void bf16_matmul_forward(float* out, const bf16* inp, const bf16* weight, const float* bias,
                          size_t N, int C, int OC) {
