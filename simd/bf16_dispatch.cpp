@@ -1,6 +1,9 @@
-// Picks the bf16 kernel table: per Highway target, its portable table (simd/hwy/bf16.cc), and on
-// CPUs with AVX512-BF16 a table whose GEMMs and flash attention use the dot-product instructions
-// (simd/x86/).
+// Picks the bf16 kernel table: per Highway target, its portable tables (simd/hwy/bf16.cc: bf16
+// widened to fp32 inside the GEMM's packing, on libxsmm's blocks where the build has them, and on
+// the Highway micro-kernel), on CPUs with AVX512-BF16 a table whose GEMMs and flash attention use
+// the dot-product instructions (simd/x86/), and oneDNN's where it makes its bf16 matmuls here.
+// Only tables this CPU runs are offered; a name this build knows but this CPU cannot run is
+// refused with the reason.
 // Not here: the kernels.
 #include <cstdlib>
 #include <string>
@@ -43,7 +46,7 @@ struct Entry {
   const Bf16Kernels* table;
 };
 
-// Best first within each fp32 target: the AVX512-BF16 table ranks before the portable one.
+// Best first within each fp32 target: the AVX512-BF16 table ranks before the portable ones.
 const TableRegistry<Entry>& registry() {
   static const TableRegistry<Entry> tables([] {
     std::vector<Entry> r{{"scalar", "scalar", &scalar_bf16_kernels()}};
@@ -64,6 +67,7 @@ const TableRegistry<Entry>& registry() {
       if (dnnl_here) {
         dnnl.target = "onednn";
         dnnl.matmul_forward = &onednn::bf16_matmul_forward;
+        dnnl.matmul_forward_bf16 = nullptr;  // the caller rounds oneDNN's fp32 output
         dnnl.matmul_backward = &onednn::bf16_matmul_backward;
         dnnl.matmul_forward_scratch = &onednn::bf16_matmul_forward_scratch;
         dnnl.matmul_backward_scratch = &onednn::bf16_matmul_backward_scratch;
@@ -88,6 +92,8 @@ const TableRegistry<Entry>& registry() {
       if (dnnl_here && !amx) r.push_back({dnnl.target, fp32, &dnnl});
 #endif
       (void)best;
+      // The portable tables, libxsmm's blocks first (as for fp32).
+      if (t->has_xsmm) r.push_back({t->bf16_xsmm.target, fp32, &t->bf16_xsmm});
       r.push_back({t->bf16.target, fp32, &t->bf16});
     }
     return r;
@@ -135,9 +141,14 @@ const Bf16Kernels& bf16_kernels_named(std::string_view name, std::string_view wh
 const Bf16Kernels& bf16_kernels_for_target(std::string_view name, std::string_view what) {
   const KernelTable& fp32 = kernels_for_target(name, what);  // validates the name
   std::string_view base = fp32.target;
-  if (const size_t plus = base.find('+'); plus != std::string_view::npos) base = base.substr(0, plus);
+  const size_t plus = base.find('+');
+  const bool xsmm = plus != std::string_view::npos;
+  if (xsmm) base = base.substr(0, plus);
+  // The best table of that target; an fp32 target without libxsmm gets no libxsmm blocks in bf16.
   for (const Entry& e : registry().entries()) {
-    if (e.fp32_for == base) return *e.table;
+    if (e.fp32_for == base && (xsmm || e.name.find("+xsmm") == std::string_view::npos)) {
+      return *e.table;
+    }
   }
   return scalar_bf16_kernels();
 }

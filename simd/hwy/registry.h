@@ -17,7 +17,8 @@ struct TargetTables {
   KernelTable hwy_gemm{};   // every kernel in Highway, GEMM on the Highway micro-kernel
   KernelTable xsmm_gemm{};  // same, with libxsmm block kernels for the matmuls
   bool has_xsmm = false;    // xsmm_gemm is filled (x86 build with libxsmm, JIT works)
-  Bf16Kernels bf16{};       // the bf16 path: Highway conversions, portable GEMM over hwy_gemm
+  Bf16Kernels bf16{};       // the bf16 path: Highway kernels, portable GEMM on Highway blocks
+  Bf16Kernels bf16_xsmm{};  // same, GEMM on libxsmm's blocks (filled where has_xsmm)
 };
 
 // Targets this build compiled, best first, whether or not this CPU runs them: (bit, name).

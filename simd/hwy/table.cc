@@ -27,7 +27,7 @@ void FillResidual(KernelTable& t);
 void FillSoftmaxXent(KernelTable& t);
 void FillAdamW(KernelTable& t);
 void FillReduce(KernelTable& t);
-void FillBf16(Bf16Kernels& t, const KernelTable& fp32);
+void FillBf16(Bf16Kernels& t, std::string_view target, bool use_xsmm);
 
 // Built on first use, so a target's code runs only once the dispatcher knows the CPU has it.
 const hwy_tables::TargetTables* Tables() {
@@ -53,11 +53,10 @@ const hwy_tables::TargetTables* Tables() {
     r.has_xsmm = FillMatmul(r.xsmm_gemm, true);
     r.hwy_gemm.target = hwy_tables::target_name(HWY_TARGET, false);
     r.xsmm_gemm.target = hwy_tables::target_name(HWY_TARGET, true);
+    FillBf16(r.bf16, r.hwy_gemm.target, false);
+    if (r.has_xsmm) FillBf16(r.bf16_xsmm, r.xsmm_gemm.target, true);
     return r;
   }();
-  // The bf16 table points at the fp32 one, so it is filled once that has its final address.
-  static const bool bf16_filled = (FillBf16(tables.bf16, tables.hwy_gemm), true);
-  (void)bf16_filled;
   return &tables;
 }
 

@@ -2,7 +2,8 @@
 // place (plain strided layouts, no reorders):
 //   forward  out (N,OC)  = inp (N,C) x W^T (C,OC: W's rows read as columns) + bias
 //   dinp     (N,C)       = bf16(dout) (N,OC) x W (OC,C)
-//   dW       (OC,C)     += bf16(dout)^T (OC,N: dout's rows read as columns) x inp (N,C)   (sum post-op)
+//   dW       (OC,C)     += bf16(dout)^T (OC,N: dout's rows read as columns) x inp (N,C)   (sum
+//   post-op)
 // dout is rounded to bf16 once per call into per-thread scratch; dbias is summed in fp32 here.
 #include "simd/onednn/bf16_matmul.h"
 
@@ -29,7 +30,9 @@ enum class Product { kForward, kForwardBias, kInput, kWeight };
 struct Context {
   dnnl::engine engine{dnnl::engine::kind::cpu, 0};
   dnnl::stream stream{engine};
-  std::map<std::tuple<Product, size_t, int, int>, std::pair<dnnl::matmul, dnnl::matmul::primitive_desc>> cache;
+  std::map<std::tuple<Product, size_t, int, int>,
+           std::pair<dnnl::matmul, dnnl::matmul::primitive_desc>>
+      cache;
 };
 
 Context& context() {
@@ -92,9 +95,9 @@ const std::pair<dnnl::matmul, dnnl::matmul::primitive_desc>& primitive(Product p
     const dnnl::matmul::primitive_desc pd = make_descriptor(p, N, C, OC, attr);
     return ctx.cache.emplace(key, std::make_pair(dnnl::matmul(pd), pd)).first->second;
   } catch (const dnnl::error& e) {
-    throw Error("oneDNN cannot make a bf16 matmul of N=" + std::to_string(N) + " C=" +
-                std::to_string(C) + " OC=" + std::to_string(OC) + " on this CPU (" + e.what() +
-                "); pick another bf16 kernel table with LLMCPU_BF16_TARGET");
+    throw Error("oneDNN cannot make a bf16 matmul of N=" + std::to_string(N) +
+                " C=" + std::to_string(C) + " OC=" + std::to_string(OC) + " on this CPU (" +
+                e.what() + "); pick another bf16 kernel table with LLMCPU_BF16_TARGET");
   }
 }
 

@@ -13,8 +13,8 @@ namespace llmcpu::onednn {
 
 // Whether this oneDNN makes the three bf16 matmuls on this CPU: asked once, by making a small
 // primitive of each kind. oneDNN 2.x has bf16 matmuls only on AVX-512 (native AVX512-BF16 or AMX,
-// or emulated on AVX512-BW); on an AVX2-only CPU it cannot make them, and the "onednn" table is then
-// not offered. Never throws.
+// or emulated on AVX512-BW); on an AVX2-only CPU it cannot make them, and the "onednn" table is
+// then not offered. Never throws.
 bool bf16_available();
 
 // Bf16Kernels::matmul_forward and matmul_backward (simd/bf16.h), same contracts. Primitives are

@@ -1,0 +1,130 @@
+// The portable bf16 GEMMs (Bf16Kernels::matmul_*, simd/bf16.h) for CPUs without bf16 dot-product
+// instructions (AVX2, AVX-512 without AVX512-BF16, NEON without BF16): bf16 weights and
+// activations, fp32 FMAs. Each operand is widened exactly to fp32 where the blocked drivers of
+// matmul_drivers-inl.h pack it or first read a block of it (a weight a block of output channels or
+// a K slice at a time), so the product is the fp32 GEMM of the same values: products of bf16
+// values are exact in fp32, as in a bf16 dot-product unit that accumulates in fp32. dout is
+// rounded once to bf16 (round to nearest even, as autocast does) into the calling thread's scratch
+// (N x OC bf16) and widened block by block; dbias sums the fp32 dout. The forward's output can be
+// rounded to bf16 in the tile's epilogue (matmul_forward_bf16: the bits of matmul_forward's output
+// rounded once). Two tables per target, as for fp32: blocks on the Highway micro-kernel, and on
+// libxsmm's where the build has it.
+// Not here: the AVX512-BF16 GEMMs (simd/x86/bf16_gemm.cpp), the rest of the bf16 table (bf16.cc).
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "simd/hwy/bf16_matmul.cc"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+// Must come after foreach_target.h.
+#include <type_traits>
+
+#include "hwy/highway.h"
+#include "simd/bf16.h"
+#include "simd/hwy/bf16-inl.h"
+#include "simd/hwy/common-inl.h"
+#include "simd/hwy/matmul_drivers-inl.h"
+#include "simd/workspace.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace llmcpu {
+namespace HWY_NAMESPACE {
+
+void BackwardBias(float* dbias, const float* dout, size_t N, size_t OC);  // matmul.cc
+
+namespace {
+
+using namespace matmul_detail;  // NOLINT: the drivers of this family
+
+// dout (N x OC) rounded to bf16 in the calling thread's kBf16C scratch (two values a float).
+size_t RoundedDoutFloats(size_t N, int OC) { return (N * size_t(OC) + 1) / 2; }
+
+bf16* RoundDout(const float* dout, size_t N, int OC) {
+  const size_t n = N * size_t(OC);
+  bf16* d = reinterpret_cast<bf16*>(thread_scratch(ScratchSlot::kBf16C, RoundedDoutFloats(N, OC)));
+  ParallelChunks(n, [&](size_t begin, size_t end) {
+    const DF df;
+    const size_t L = hn::Lanes(df);
+    size_t i = begin;
+    for (; i + L <= end; i += L) StoreBf16(hn::LoadU(df, dout + i), df, d + i);
+    for (; i < end; ++i) d[i] = float_to_bf16(dout[i]);
+  });
+  return d;
+}
+
+template <class G, class OutT>
+void Forward(OutT* out, const bf16* inp, const bf16* weight, const float* bias, size_t N, int C,
+             int OC) {
+  ForwardT<G, bf16, OutT>(out, inp, weight, bias, N, C, OC);
+}
+
+template <class G>
+void Backward(float* dinp, float* dweight, float* dbias, const float* dout, const bf16* inp,
+              const bf16* weight, size_t N, int C, int OC) {
+  const bf16* d = RoundDout(dout, N, OC);
+  if (dinp) BackwardInputT<G, bf16, bf16>(dinp, d, weight, N, size_t(C), size_t(OC));
+  if constexpr (std::is_same_v<G, HwyGemm>) {
+    BackwardWeightPacked(dweight, d, inp, N, size_t(C), size_t(OC));
+  } else {
+#ifdef LLMCPU_MATMUL_XSMM
+    BackwardWeightT<G, bf16>(dweight, d, inp, N, size_t(C), size_t(OC));
+#endif
+  }
+  if (dbias) BackwardBias(dbias, dout, N, size_t(OC));
+}
+
+// The sizing entries: what the drivers ask for with bf16 operands (matmul_drivers-inl.h), and the
+// rounded dout; BackwardBias takes no scratch.
+template <class G>
+ScratchUse ForwardScratch(size_t N, int C, int /*OC*/, bool /*bias*/, int /*threads*/) {
+  return ScratchUse()
+      .ask(ScratchSlot::kGemmPack, PanelFloats(G::FwdRows(), N, size_t(C)))
+      .ask_each(ScratchSlot::kBf16A, G::kFwdCols * size_t(C));
+}
+
+template <class G>
+ScratchUse BackwardScratch(size_t N, int C, int OC, bool dinp, bool /*dbias*/, int /*threads*/) {
+  ScratchUse use;
+  use.ask(ScratchSlot::kBf16C, RoundedDoutFloats(N, OC));
+  if (dinp) {
+    use.ask_each(ScratchSlot::kBf16A, kKc * G::kDinpRows)
+        .ask_each(ScratchSlot::kBf16B, G::kDinpCols * kKc);
+  }
+  if constexpr (std::is_same_v<G, HwyGemm>) {
+    use.ask(ScratchSlot::kGemmPack, PanelFloats(GemmMR(), size_t(C), N))
+        .ask_each(ScratchSlot::kGemmPanel, DoutPanelFloats(N));
+  } else {
+#ifdef LLMCPU_MATMUL_XSMM
+    use.ask(ScratchSlot::kGemmPack, N * size_t(C))
+        .ask_each(ScratchSlot::kBf16B, std::min(kDwTokens, N) * G::kDwCols);
+#endif
+  }
+  return use;
+}
+
+template <class G>
+void Fill(Bf16Kernels& t) {
+  t.matmul_forward = &Forward<G, float>;
+  t.matmul_forward_bf16 = &Forward<G, bf16>;
+  t.matmul_backward = &Backward<G>;
+  t.matmul_forward_scratch = &ForwardScratch<G>;
+  t.matmul_backward_scratch = &BackwardScratch<G>;
+}
+
+}  // namespace
+
+// Fills the bf16 GEMM entries; use_xsmm picks libxsmm's block kernels where this build has them
+// and the target is an x86 SIMD one (AVX2 or better). Returns whether libxsmm is used.
+bool FillMatmulBf16(Bf16Kernels& t, bool use_xsmm) {
+#ifdef LLMCPU_MATMUL_XSMM
+  if (use_xsmm && xsmm::available()) {
+    Fill<XsmmGemm>(t);
+    return true;
+  }
+#endif
+  (void)use_xsmm;
+  Fill<HwyGemm>(t);
+  return false;
+}
+#undef LLMCPU_MATMUL_XSMM
+
+}  // namespace HWY_NAMESPACE
+}  // namespace llmcpu
+HWY_AFTER_NAMESPACE();
