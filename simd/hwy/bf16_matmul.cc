@@ -3,9 +3,9 @@
 // activations, fp32 FMAs. Each operand is widened exactly to fp32 where the blocked drivers of
 // matmul_drivers-inl.h pack it or first read a block of it (a weight a block of output channels or
 // a K slice at a time), so the product is the fp32 GEMM of the same values: products of bf16
-// values are exact in fp32, as in a bf16 dot-product unit that accumulates in fp32. dout is
-// rounded once to bf16 (round to nearest even, as autocast does) into the calling thread's scratch
-// (N x OC bf16) and widened block by block; dbias sums the fp32 dout. The forward's output can be
+// values are exact in fp32, as in a bf16 dot-product unit that accumulates in fp32. dout enters
+// the products rounded to bf16 (round to nearest even, as autocast does) where a block reads it,
+// with no rounded copy of the whole of it; dbias sums the fp32 dout. The forward's output can be
 // rounded to bf16 in the tile's epilogue (matmul_forward_bf16: the bits of matmul_forward's output
 // rounded once). Two tables per target, as for fp32: blocks on the Highway micro-kernel, and on
 // libxsmm's where the build has it.
@@ -33,22 +33,6 @@ namespace {
 
 using namespace matmul_detail;  // NOLINT: the drivers of this family
 
-// dout (N x OC) rounded to bf16 in the calling thread's kBf16C scratch (two values a float).
-size_t RoundedDoutFloats(size_t N, int OC) { return (N * size_t(OC) + 1) / 2; }
-
-bf16* RoundDout(const float* dout, size_t N, int OC) {
-  const size_t n = N * size_t(OC);
-  bf16* d = reinterpret_cast<bf16*>(thread_scratch(ScratchSlot::kBf16C, RoundedDoutFloats(N, OC)));
-  ParallelChunks(n, [&](size_t begin, size_t end) {
-    const DF df;
-    const size_t L = hn::Lanes(df);
-    size_t i = begin;
-    for (; i + L <= end; i += L) StoreBf16(hn::LoadU(df, dout + i), df, d + i);
-    for (; i < end; ++i) d[i] = float_to_bf16(dout[i]);
-  });
-  return d;
-}
-
 template <class G, class OutT>
 void Forward(OutT* out, const bf16* inp, const bf16* weight, const float* bias, size_t N, int C,
              int OC) {
@@ -58,20 +42,20 @@ void Forward(OutT* out, const bf16* inp, const bf16* weight, const float* bias, 
 template <class G>
 void Backward(float* dinp, float* dweight, float* dbias, const float* dout, const bf16* inp,
               const bf16* weight, size_t N, int C, int OC) {
-  const bf16* d = RoundDout(dout, N, OC);
-  if (dinp) BackwardInputT<G, bf16, bf16>(dinp, d, weight, N, size_t(C), size_t(OC));
+  const RoundedF32* d = reinterpret_cast<const RoundedF32*>(dout);  // rounded where it is read
+  if (dinp) BackwardInputT<G, RoundedF32, bf16>(dinp, d, weight, N, size_t(C), size_t(OC));
   if constexpr (std::is_same_v<G, HwyGemm>) {
     BackwardWeightPacked(dweight, d, inp, N, size_t(C), size_t(OC));
   } else {
 #ifdef LLMCPU_MATMUL_XSMM
-    BackwardWeightT<G, bf16>(dweight, d, inp, N, size_t(C), size_t(OC));
+    BackwardWeightT<G, RoundedF32, bf16>(dweight, d, inp, N, size_t(C), size_t(OC));
 #endif
   }
   if (dbias) BackwardBias(dbias, dout, N, size_t(OC));
 }
 
-// The sizing entries: what the drivers ask for with bf16 operands (matmul_drivers-inl.h), and the
-// rounded dout; BackwardBias takes no scratch.
+// The sizing entries: what the drivers ask for with converted operands (matmul_drivers-inl.h);
+// BackwardBias takes no scratch.
 template <class G>
 ScratchUse ForwardScratch(size_t N, int C, int /*OC*/, bool /*bias*/, int /*threads*/) {
   return ScratchUse()
@@ -80,9 +64,9 @@ ScratchUse ForwardScratch(size_t N, int C, int /*OC*/, bool /*bias*/, int /*thre
 }
 
 template <class G>
-ScratchUse BackwardScratch(size_t N, int C, int OC, bool dinp, bool /*dbias*/, int /*threads*/) {
+ScratchUse BackwardScratch(size_t N, int C, int /*OC*/, bool dinp, bool /*dbias*/,
+                           int /*threads*/) {
   ScratchUse use;
-  use.ask(ScratchSlot::kBf16C, RoundedDoutFloats(N, OC));
   if (dinp) {
     use.ask_each(ScratchSlot::kBf16A, kKc * G::kDinpRows)
         .ask_each(ScratchSlot::kBf16B, G::kDinpCols * kKc);

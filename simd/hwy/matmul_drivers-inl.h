@@ -102,8 +102,17 @@ constexpr size_t kKc = 256;                                        // dinp: redu
 constexpr size_t kDwTokens = 512;                                  // dW (libxsmm): token slice
 constexpr size_t kFwdMaxRows = kGemmMaxMR > 64 ? kGemmMaxMR : 64;  // largest FwdRows()
 
+// An fp32 operand that enters the product rounded to bf16 (dout in the bf16 backward pass, as
+// autocast rounds it): the fp32 values, read through this type so that the drivers round them
+// where they would widen a bf16 operand, without a rounded copy of the whole operand.
+struct RoundedF32 {
+  float value;
+};
+static_assert(sizeof(RoundedF32) == sizeof(float), "a RoundedF32 array is the float array");
+
+// An operand converted where a block reads it (bf16 widened, or fp32 rounded through bf16).
 template <class T>
-inline constexpr bool kWide = std::is_same_v<T, bf16>;  // a bf16 operand, widened on load
+inline constexpr bool kWide = std::is_same_v<T, bf16> || std::is_same_v<T, RoundedF32>;
 
 // Floats of `rows` rows packed in panels of MR (the last one padded with zeros) by K: the
 // forward pass's token panels (rows = N, K = C) and dW's channel panels (rows = C, K = N). The
@@ -122,6 +131,16 @@ HWY_INLINE void RowToF32(float* HWY_RESTRICT y, const bf16* HWY_RESTRICT x, size
   size_t i = 0;
   for (; i + L <= n; i += L) hn::StoreU(LoadBf16(d, x + i), d, y + i);
   for (; i < n; ++i) y[i] = bf16_to_float(x[i]);
+}
+HWY_INLINE void RowToF32(float* HWY_RESTRICT y, const RoundedF32* HWY_RESTRICT xr, size_t n) {
+  const float* HWY_RESTRICT x = &xr->value;
+  const hn::ScalableTag<float> d;
+  const size_t L = hn::Lanes(d);
+  size_t i = 0;
+  for (; i + L <= n; i += L) {
+    hn::StoreU(hn::BitCast(d, hn::ShiftLeft<16>(Bf16Bits(d, hn::LoadU(d, x + i)))), d, y + i);
+  }
+  for (; i < n; ++i) y[i] = bf16_to_float(float_to_bf16(x[i]));
 }
 
 // A block of a row-major matrix as fp32, for a block product to read: the matrix itself when it
@@ -263,9 +282,9 @@ void ForwardT(OutT* out, const T* inp, const T* weight, const float* bias, size_
 // dinp (N x C) = dout (N x OC) W (OC x C), as dinp^T = W^T dout^T with K = OC cut in kKc slices.
 // The blocks lie on a fixed grid (channels by kDinpRows, tokens in balanced blocks of at most
 // kDinpCols) and threads take whole blocks, so a block's shape, and with it libxsmm's kernel and
-// order of sums, never depends on the thread count. bf16 operands: a block's W slice (kKc x
-// kDinpRows) is widened once into the thread's kBf16A scratch and read by all its token blocks,
-// each token block's dout slice (kDinpCols x kKc) into its kBf16B scratch.
+// order of sums, never depends on the thread count. Converted operands: a block's bf16 W slice
+// (kKc x kDinpRows) is widened once into the thread's kBf16A scratch and read by all its token
+// blocks, each token block's rounded dout slice (kDinpCols x kKc) into its kBf16B scratch.
 template <class G, class Td, class Tw>
 void BackwardInputT(float* dinp, const Td* dout, const Tw* weight, size_t N, size_t C, size_t OC) {
   const size_t row_blocks = (C + G::kDinpRows - 1) / G::kDinpRows;
@@ -315,9 +334,10 @@ void BackwardInputT(float* dinp, const Td* dout, const Tw* weight, size_t N, siz
 // over it, instead of all of inp streaming from memory once per block. Each output sums its
 // tokens slice after slice, in the same order for any thread count. A bf16 inp is widened once
 // into the calling thread's kGemmPack scratch (the forward's token panels hold as much), shared
-// by the team; a bf16 dout's block (a slice's tokens by kDwCols) into the thread's kBf16B scratch.
-template <class G, class T>
-void BackwardWeightT(float* dweight, const T* dout, const T* inp_in, size_t N, size_t C,
+// by the team; a rounded dout's block (a slice's tokens by kDwCols) into the thread's kBf16B
+// scratch.
+template <class G, class Td, class T>
+void BackwardWeightT(float* dweight, const Td* dout, const T* inp_in, size_t N, size_t C,
                      size_t OC) {
   const size_t blocks = (OC + G::kDwCols - 1) / G::kDwCols;
   const float* inp = nullptr;
@@ -337,9 +357,11 @@ void BackwardWeightT(float* dweight, const T* dout, const T* inp_in, size_t N, s
     if constexpr (kWide<T>) {
       const Range rr = split_range(N, tid, nt);
       for (size_t n = rr.begin; n < rr.end; ++n) RowToF32(wide + n * C, inp_in + n * C, C);
+#pragma omp barrier
+    }
+    if constexpr (kWide<Td>) {
       ready = errors.run(
           [&] { dbuf = thread_scratch(ScratchSlot::kBf16B, std::min(kDwTokens, N) * G::kDwCols); });
-#pragma omp barrier
     }
     const Range br = split_range(blocks, tid, nt);
     const size_t chunks = (C + G::kDwRows - 1) / G::kDwRows;
@@ -375,8 +397,8 @@ inline size_t DoutPanelFloats(size_t N) { return N * kGemmNR; }
 // past C), in the calling thread's scratch and shared by the team; each thread packs the dout
 // columns of its current output block, B[k*NR + j] = dout[k*OC + o0 + j]. Both are activations,
 // no weight is copied. Each tile sums all N tokens in order, then adds into dW.
-template <class T>
-void BackwardWeightPacked(float* dweight, const T* dout, const T* inp, size_t N, size_t C,
+template <class Td, class T>
+void BackwardWeightPacked(float* dweight, const Td* dout, const T* inp, size_t N, size_t C,
                           size_t OC) {
   const size_t MR = GemmMR(), NR = kGemmNR;
   const size_t panels = (C + MR - 1) / MR;
