@@ -213,21 +213,41 @@ inline void PackTokenPanel(float* HWY_RESTRICT P, const bf16* HWY_RESTRICT inp, 
   }
 }
 
-// One tile's rows to out (tokens by output channels), with the bias, in fp32 or rounded once.
-HWY_INLINE void StoreForwardRow(float* HWY_RESTRICT y, const float* HWY_RESTRICT tile, size_t MR,
-                                const float* bias, size_t nb) {
-  if (bias) {
-    for (size_t j = 0; j < nb; ++j) y[j] = tile[j * MR] + bias[j];
-  } else {
-    for (size_t j = 0; j < nb; ++j) y[j] = tile[j * MR];
+// A block's tile (MR tokens by nb output channels, column-major: tile[r + j*MR]) to its mr rows
+// of out (ld apart), with the bias: fp32 as is, or rounded once to bf16 (the bits of the fp32
+// output's rounding), the tile's columns rounded with vectors into a bf16 tile first and then
+// copied row by row. MR is a whole number of vectors, and every row of the tile was computed.
+template <size_t kCols>
+HWY_INLINE void StoreForwardTile(float* HWY_RESTRICT out, size_t ld, const float* HWY_RESTRICT tile,
+                                 size_t MR, size_t mr, const float* bias, size_t nb) {
+  for (size_t r = 0; r < mr; ++r) {
+    float* HWY_RESTRICT y = out + r * ld;
+    if (bias) {
+      for (size_t j = 0; j < nb; ++j) y[j] = tile[r + j * MR] + bias[j];
+    } else {
+      for (size_t j = 0; j < nb; ++j) y[j] = tile[r + j * MR];
+    }
   }
 }
-HWY_INLINE void StoreForwardRow(bf16* HWY_RESTRICT y, const float* HWY_RESTRICT tile, size_t MR,
-                                const float* bias, size_t nb) {
-  if (bias) {
-    for (size_t j = 0; j < nb; ++j) y[j] = float_to_bf16(tile[j * MR] + bias[j]);
-  } else {
-    for (size_t j = 0; j < nb; ++j) y[j] = float_to_bf16(tile[j * MR]);
+template <size_t kCols>
+HWY_INLINE void StoreForwardTile(bf16* HWY_RESTRICT out, size_t ld, const float* HWY_RESTRICT tile,
+                                 size_t MR, size_t mr, const float* bias, size_t nb) {
+  const hn::ScalableTag<float> d;
+  const size_t L = hn::Lanes(d);
+  HWY_ALIGN bf16 rounded[kFwdMaxRows * kCols];
+  for (size_t j = 0; j < nb; ++j) {
+    const float* HWY_RESTRICT col = tile + j * MR;
+    bf16* HWY_RESTRICT rc = rounded + j * MR;
+    if (bias) {
+      const auto b = hn::Set(d, bias[j]);
+      for (size_t r = 0; r < MR; r += L) StoreBf16(hn::Add(hn::LoadU(d, col + r), b), d, rc + r);
+    } else {
+      for (size_t r = 0; r < MR; r += L) StoreBf16(hn::LoadU(d, col + r), d, rc + r);
+    }
+  }
+  for (size_t r = 0; r < mr; ++r) {
+    bf16* HWY_RESTRICT y = out + r * ld;
+    for (size_t j = 0; j < nb; ++j) y[j] = rounded[r + j * MR];
   }
 }
 
@@ -270,9 +290,8 @@ void ForwardT(OutT* out, const T* inp, const T* weight, const float* bias, size_
                    tile, MR, kc > 0);
         }
         const size_t n0 = p * MR, mr = std::min(MR, N - n0);
-        for (size_t r = 0; r < mr; ++r) {
-          StoreForwardRow(out + (n0 + r) * OC + o0, tile + r, MR, bias ? bias + o0 : nullptr, nb);
-        }
+        StoreForwardTile<G::kFwdCols>(out + n0 * OC + o0, OC, tile, MR, mr,
+                                      bias ? bias + o0 : nullptr, nb);
       }
     }
   }
