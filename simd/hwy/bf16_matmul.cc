@@ -98,7 +98,7 @@ void Fill(Bf16Kernels& t) {
 // and the target is an x86 SIMD one (AVX2 or better). Returns whether libxsmm is used.
 bool FillMatmulBf16(Bf16Kernels& t, bool use_xsmm) {
 #ifdef LLMCPU_MATMUL_XSMM
-  if (use_xsmm && xsmm::available()) {
+  if (use_xsmm && XsmmGemm::Available()) {
     Fill<XsmmGemm>(t);
     return true;
   }

@@ -137,7 +137,7 @@ ScratchUse BackwardScratch(size_t N, int C, int OC, bool dinp, bool /*dbias*/, i
 // target is an x86 SIMD one (AVX2 or better). Returns whether libxsmm is used.
 bool FillMatmul(KernelTable& t, bool use_xsmm) {
 #ifdef LLMCPU_MATMUL_XSMM
-  if (use_xsmm && xsmm::available()) {
+  if (use_xsmm && XsmmGemm::Available()) {
     t.matmul_forward = &Forward<XsmmGemm>;
     t.matmul_backward = &Backward<XsmmGemm>;
     t.matmul_forward_scratch = &ForwardScratch<XsmmGemm>;

@@ -72,6 +72,9 @@ struct HwyGemm {
 #if LLMCPU_HAVE_LIBXSMM && HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
 #define LLMCPU_MATMUL_XSMM 1
 struct XsmmGemm {
+  // The kernels are generated for this target's instruction set, whatever the CPU's best.
+  static constexpr xsmm::Isa kIsa = HWY_TARGET <= HWY_AVX3 ? xsmm::Isa::kAvx512 : xsmm::Isa::kAvx2;
+  static bool Available() { return xsmm::available(kIsa); }
   static size_t FwdRows() { return 64; }
   static constexpr size_t kFwdCols = 64;
   // A token panel's K slice (64 x 768 floats, 192 KiB) stays in L2 beside the block's weight rows;
@@ -89,7 +92,7 @@ struct XsmmGemm {
                     const float* B, size_t ldb, float* C, size_t ldc, bool accumulate) {
     constexpr size_t kMax = size_t(std::numeric_limits<int>::max());
     const bool fits = std::max({m, n, k, lda, ldb, ldc}) <= kMax;
-    if (fits && xsmm::block(layout == BLayout::kRows, int(m), int(n), int(k), A, int(lda), B,
+    if (fits && xsmm::block(kIsa, layout == BLayout::kRows, int(m), int(n), int(k), A, int(lda), B,
                             int(ldb), C, int(ldc), accumulate)) {
       return;
     }

@@ -84,35 +84,50 @@ TEST(SimdDispatch, OffersEveryX86TargetThisCpuRuns) {
 #if LLMCPU_TEST_LIBXSMM
 // The libxsmm tables rank first, so a block libxsmm refuses must not fail a run: xsmm::block
 // reports it and leaves C alone (the table then runs the block on the Highway micro-kernel), and
-// the refusal is remembered; a block it makes is computed. libxsmm 1.17 makes every valid shape
-// the driver asks for, so the refused one here has B's leading dimension shorter than its rows.
+// the refusal is remembered; a block it makes is computed, by the kernels of either instruction
+// set. libxsmm 1.17 makes every valid shape the driver asks for, so the refused one here has B's
+// leading dimension shorter than its rows.
 TEST(SimdDispatch, LibxsmmBlockReportsABlockItCannotMake) {
-  if (!xsmm::available()) GTEST_SKIP() << "libxsmm cannot JIT kernels on this CPU";
-  // C (m x n, ldc = m) = [C +] A (m x k, lda = m) B, B(p, j) at p*ldb + j (b_rows) or j*ldb + p.
-  auto check = [](bool b_rows, int m, int n, int k, int ldb, bool accumulate) {
-    // Small integers: every sum is exact in fp32, whatever the order.
-    std::vector<float> A(size_t(m) * k), B(size_t(k) * n), C(size_t(m) * n, 7.0f);
-    for (size_t i = 0; i < A.size(); ++i) A[i] = float(int(i % 7) - 3);
-    for (size_t i = 0; i < B.size(); ++i) B[i] = float(int(i % 5) - 2);
-    const bool made =
-        xsmm::block(b_rows, m, n, k, A.data(), m, B.data(), ldb, C.data(), m, accumulate);
-    size_t wrong = 0;
-    for (int j = 0; j < n; ++j) {
-      for (int r = 0; r < m; ++r) {
-        float want = made && !accumulate ? 0.0f : 7.0f;
-        for (int p = 0; made && p < k; ++p) {
-          want += A[size_t(p) * m + r] * B[b_rows ? size_t(p) * ldb + j : size_t(j) * ldb + p];
-        }
-        wrong += C[size_t(j) * m + r] != want;
-      }
+  // Kernels of each instruction set this CPU runs (AVX2 ones on an AVX-512 CPU too).
+  std::vector<xsmm::Isa> isas;
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    isas.push_back(xsmm::Isa::kAvx2);
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq")) {
+    isas.push_back(xsmm::Isa::kAvx512);
+  }
+  for (const xsmm::Isa isa : isas) {
+    if (!xsmm::available(isa)) {
+      ADD_FAILURE() << "libxsmm makes no kernel for an instruction set this CPU runs";
+      continue;
     }
-    EXPECT_EQ(wrong, 0u) << "m=" << m << " n=" << n << " k=" << k << " made=" << made;
-    return made;
-  };
-  EXPECT_TRUE(check(false, 64, 16, 33, 33, false));
-  EXPECT_TRUE(check(true, 64, 64, 512, 64, true));
-  EXPECT_FALSE(check(true, 64, 64, 8, 32, false));  // ldb = 32 < n = 64: refused
-  EXPECT_FALSE(check(true, 64, 64, 8, 32, false));  // and remembered as refused
+    const char* name = isa == xsmm::Isa::kAvx2 ? "avx2" : "avx512";
+    // C (m x n, ldc = m) = [C +] A (m x k, lda = m) B, B(p, j) at p*ldb + j (b_rows) or j*ldb + p.
+    auto check = [&](bool b_rows, int m, int n, int k, int ldb, bool accumulate) {
+      // Small integers: every sum is exact in fp32, whatever the order.
+      std::vector<float> A(size_t(m) * k), B(size_t(k) * n), C(size_t(m) * n, 7.0f);
+      for (size_t i = 0; i < A.size(); ++i) A[i] = float(int(i % 7) - 3);
+      for (size_t i = 0; i < B.size(); ++i) B[i] = float(int(i % 5) - 2);
+      const bool made =
+          xsmm::block(isa, b_rows, m, n, k, A.data(), m, B.data(), ldb, C.data(), m, accumulate);
+      size_t wrong = 0;
+      for (int j = 0; j < n; ++j) {
+        for (int r = 0; r < m; ++r) {
+          float want = made && !accumulate ? 0.0f : 7.0f;
+          for (int p = 0; made && p < k; ++p) {
+            want += A[size_t(p) * m + r] * B[b_rows ? size_t(p) * ldb + j : size_t(j) * ldb + p];
+          }
+          wrong += C[size_t(j) * m + r] != want;
+        }
+      }
+      EXPECT_EQ(wrong, 0u) << name << " m=" << m << " n=" << n << " k=" << k << " made=" << made;
+      return made;
+    };
+    EXPECT_TRUE(check(false, 64, 16, 33, 33, false)) << name;
+    EXPECT_TRUE(check(true, 64, 64, 512, 64, true)) << name;
+    EXPECT_FALSE(check(true, 64, 64, 8, 32, false)) << name;  // ldb = 32 < n = 64: refused
+    EXPECT_FALSE(check(true, 64, 64, 8, 32, false)) << name;  // and remembered as refused
+  }
 }
 #endif
 
