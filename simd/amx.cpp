@@ -1,5 +1,7 @@
 #include "simd/amx.h"
 
+#include "simd/isa_cap.h"
+
 #if defined(__x86_64__)
 #include <cpuid.h>
 #endif
@@ -12,6 +14,7 @@ namespace llmcpu {
 
 bool cpu_has_amx_bf16() {
 #if defined(__x86_64__)
+  if (!isa_allows(IsaCap::kNone)) return false;  // LLMCPU_MAX_ISA takes AMX away
   unsigned a, b, c, d;
   if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
   return (d & (1u << 24)) && (d & (1u << 22));  // AMX-TILE, AMX-BF16

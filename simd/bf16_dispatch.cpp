@@ -13,6 +13,7 @@
 #include "simd/bf16.h"
 #include "simd/error.h"
 #include "simd/hwy/registry.h"
+#include "simd/isa_cap.h"
 #include "simd/kernels.h"
 #include "simd/table_registry.h"
 #if LLMCPU_HAVE_X86_KERNELS
@@ -104,22 +105,24 @@ const TableRegistry<Entry>& registry() {
 // Why a table this build knows is not in the registry on this CPU ("" for a name it does not
 // know). The portable tables follow their fp32 targets (kernels_for_target's message).
 std::string not_here(std::string_view name) {
+  const std::string cap =
+      *isa_cap_setting() ? std::string("; this run is capped by ") + isa_cap_setting() : "";
   if (name == "avx512bf16") {
 #if LLMCPU_HAVE_X86_KERNELS
-    return "it needs AVX512-BF16 dot products (VDPBF16PS), which this CPU lacks";
+    return "it needs AVX512-BF16 dot products (VDPBF16PS), which this CPU lacks" + cap;
 #else
     return "this build has no x86 kernels";
 #endif
   }
   if (name == "onednn") {
 #if LLMCPU_HAVE_ONEDNN
-    return "oneDNN has no bf16 matmul for this CPU: it needs AVX-512";
+    return "oneDNN has no bf16 matmul for this CPU: it needs AVX-512" + cap;
 #else
     return "this build has no oneDNN";
 #endif
   }
   for (const auto& [bit, target] : hwy_tables::compiled()) {
-    if (target == name) return "this CPU does not run the " + std::string(target) + " target";
+    if (target == name) return "this CPU does not run the " + std::string(target) + " target" + cap;
   }
   return "";
 }

@@ -5,6 +5,7 @@
 
 #include "simd/error.h"
 #include "simd/hwy/registry.h"
+#include "simd/isa_cap.h"
 #include "simd/kernels.h"
 #include "simd/table_registry.h"
 
@@ -50,9 +51,12 @@ const KernelTable& kernels_for_target(std::string_view name, std::string_view wh
   for (const auto& [bit, target] : hwy_tables::compiled()) {
     compiled += (compiled.empty() ? "" : ", ") + std::string(target);
     if (target == name || name == std::string(target) + "+xsmm") {
-      throw UsageError(
-          std::string(what) + "=" + std::string(name) +
-          ": this CPU does not run that target; valid here: " + registry().name_list());
+      const std::string cap =
+          *isa_cap_setting() ? std::string(" (this run is capped by ") + isa_cap_setting() + ")"
+                             : "";
+      throw UsageError(std::string(what) + "=" + std::string(name) +
+                       ": this CPU does not run that target" + cap +
+                       "; valid here: " + registry().name_list());
     }
   }
   throw UsageError(std::string(what) + "=" + std::string(name) +

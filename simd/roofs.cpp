@@ -18,6 +18,7 @@
 
 #include "simd/amx.h"
 #include "simd/hwy/registry.h"
+#include "simd/isa_cap.h"
 #include "simd/kernels.h"
 
 #if defined(__x86_64__)
@@ -28,7 +29,9 @@ namespace llmcpu::roofs {
 
 #if defined(__x86_64__)
 
-bool cpu_has_avx512bf16() { return __builtin_cpu_supports("avx512bf16"); }
+bool cpu_has_avx512bf16() {
+  return __builtin_cpu_supports("avx512bf16") && isa_allows(IsaCap::kAvx512Bf16);
+}
 
 // Twelve independent accumulators cover the latency of VDPBF16PS times its issue width.
 __attribute__((target("avx512bf16,avx512f,avx512bw"))) double dpbf16_loop(size_t iterations,
@@ -191,7 +194,8 @@ Roofs measure(bool with_stream) {
 double fp32_peak_of(std::string_view kernel_target) {
   const KernelTable& table = kernels_for_target(kernel_target);  // validates the name
   std::string_view base = table.target;
-  if (const size_t plus = base.find('+'); plus != std::string_view::npos) base = base.substr(0, plus);
+  if (const size_t plus = base.find('+'); plus != std::string_view::npos)
+    base = base.substr(0, plus);
   int64_t bit = 0;
   if (base == "scalar") {
     // The reference table is plain C++; Highway's portable fallback is the nearest loop to it.
@@ -214,12 +218,15 @@ double fp32_peak_of(std::string_view kernel_target) {
 std::string describe(const Roofs& r) {
   char line[512];
   int n = std::snprintf(
-      line, sizeof line, "roofs, %d threads: fp32 FMA %s; bf16 AVX512-BF16 dot products %s; AMX bf16 tiles %s",
-      omp_get_max_threads(), gflops(r.fp32).c_str(), gflops(r.dpbf16).c_str(), gflops(r.amx).c_str());
+      line, sizeof line,
+      "roofs, %d threads: fp32 FMA %s; bf16 AVX512-BF16 dot products %s; AMX bf16 tiles %s",
+      omp_get_max_threads(), gflops(r.fp32).c_str(), gflops(r.dpbf16).c_str(),
+      gflops(r.amx).c_str());
   if (r.bandwidth > 0 && n > 0 && size_t(n) < sizeof line) {
-    std::snprintf(line + n, sizeof line - size_t(n),
-                  "; stream triad %.1f GB/s by STREAM's count, bandwidth roof %.1f GB/s (bytes moved)",
-                  r.stream_triad / 1e9, r.bandwidth / 1e9);
+    std::snprintf(
+        line + n, sizeof line - size_t(n),
+        "; stream triad %.1f GB/s by STREAM's count, bandwidth roof %.1f GB/s (bytes moved)",
+        r.stream_triad / 1e9, r.bandwidth / 1e9);
   }
   return line;
 }

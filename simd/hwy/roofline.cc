@@ -68,6 +68,7 @@ void Update(float* HWY_RESTRICT a, const float* HWY_RESTRICT b, float s, size_t 
 HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
+#include "simd/isa_cap.h"
 #include "simd/roofs.h"
 
 namespace llmcpu::roofs {
@@ -75,6 +76,7 @@ HWY_EXPORT(FmaLoop);
 HWY_EXPORT(Triad);
 HWY_EXPORT(Update);
 double fma_loop(size_t iterations, float seed) {
+  isa_cap();  // Highway's chosen target within LLMCPU_MAX_ISA
   return HWY_DYNAMIC_DISPATCH(FmaLoop)(iterations, seed);
 }
 double fma_loop_on(int64_t hwy_target, size_t iterations, float seed) {
@@ -87,9 +89,11 @@ double fma_loop_on(int64_t hwy_target, size_t iterations, float seed) {
   return HWY_DISPATCH_TABLE(FmaLoop)[index](iterations, seed);
 }
 void triad(float* a, const float* b, const float* c, float s, size_t n) {
+  isa_cap();
   HWY_DYNAMIC_DISPATCH(Triad)(a, b, c, s, n);
 }
 void update(float* a, const float* b, float s, size_t n) {
+  isa_cap();
   HWY_DYNAMIC_DISPATCH(Update)(a, b, s, n);
 }
 }  // namespace llmcpu::roofs

@@ -7,6 +7,7 @@
 // Must come after foreach_target.h.
 #include "hwy/highway.h"
 #include "simd/hwy/registry.h"
+#include "simd/isa_cap.h"
 #include "simd/kernels.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -92,6 +93,7 @@ bool xsmm_compiled(int64_t hwy_target) {
 const std::vector<const TargetTables*>& supported() {
   static const std::vector<const TargetTables*> tables = [] {
     std::vector<const TargetTables*> r;
+    isa_cap();  // keeps Highway to the targets LLMCPU_MAX_ISA allows
     for (const int64_t t : hwy::SupportedAndGeneratedTargets()) {
       // HWY_EXPORT's table holds an initialising entry, one entry per dynamic target in bit order,
       // then the portable fallback; this mirrors hwy::ChosenTarget::GetIndex().

@@ -17,6 +17,7 @@
 #include "dnnl.hpp"
 #include "simd/column_sums.h"
 #include "simd/error.h"
+#include "simd/isa_cap.h"
 #include "simd/workspace.h"
 
 namespace llmcpu::onednn {
@@ -118,6 +119,17 @@ dnnl::memory wrap(const dnnl::memory::desc& d, const void* p) {
 
 bool bf16_available() {
   static const bool available = [] {
+    // oneDNN's own code within LLMCPU_MAX_ISA; set before it makes its first primitive.
+    const IsaCap cap = isa_cap();
+    if (cap != IsaCap::kNone) {
+      try {
+        dnnl::set_max_cpu_isa(cap == IsaCap::kAvx2     ? dnnl::cpu_isa::avx2
+                              : cap == IsaCap::kAvx512 ? dnnl::cpu_isa::avx512_core
+                                                       : dnnl::cpu_isa::avx512_core_bf16);
+      } catch (const dnnl::error&) {
+        return false;  // too late to cap it: do not offer what may run above the cap
+      }
+    }
     try {
       for (const Product p :
            {Product::kForward, Product::kForwardBias, Product::kInput, Product::kWeight}) {

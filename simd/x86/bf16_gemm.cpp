@@ -32,6 +32,7 @@
 #include <type_traits>
 
 #include "simd/column_sums.h"
+#include "simd/isa_cap.h"
 #include "simd/workspace.h"
 #include "simd/x86/tile_store-inl.h"
 
@@ -40,9 +41,9 @@
 namespace llmcpu::x86 {
 namespace {
 
-constexpr size_t kMR = kTileRows;  // rows per tile: 4 vectors of 16 lanes
-constexpr size_t kNR = kTileCols;  // columns per tile
-constexpr size_t kPair = 2 * kMR;  // bf16 values per packed pair step of a panel
+constexpr size_t kMR = kTileRows;        // rows per tile: 4 vectors of 16 lanes
+constexpr size_t kNR = kTileCols;        // columns per tile
+constexpr size_t kPair = 2 * kMR;        // bf16 values per packed pair step of a panel
 constexpr size_t kKcPairs = 512;         // dinp: pairs per K slice (128 KiB of weight per panel)
 constexpr size_t kDwKcPairs = 512;       // dweight: token pairs per slice (128 KiB per panel)
 constexpr size_t kL2Bytes = 576 * 1024;  // packed panels kept in a core's L2 (1-2 MiB) at a time
@@ -145,8 +146,9 @@ inline uint32_t LowHalf(bf16 x) { return x; }
 // written contiguously, not a 24-byte piece on another page for every pair (3-5% of the lm_head's
 // backward at T=1024).
 template <class T>
-LLMCPU_AVX512BF16 __attribute__((noinline)) void InterleaveRowPairs(
-    bf16* P, const T* X, size_t rows, size_t width, size_t p_begin, size_t p_end) {
+LLMCPU_AVX512BF16 __attribute__((noinline)) void InterleaveRowPairs(bf16* P, const T* X,
+                                                                    size_t rows, size_t width,
+                                                                    size_t p_begin, size_t p_end) {
   constexpr size_t kSpan = 16 * kNR / 2;  // 48 columns: 3 vectors, 8 whole blocks
   constexpr size_t kRun = 8;
   const size_t pairs = (rows + 1) / 2, blocks = (width + kNR - 1) / kNR;
@@ -192,16 +194,16 @@ LLMCPU_AVX512BF16 __attribute__((noinline)) void PackRowPanel(bf16* P, const bf1
                                                               size_t rows, size_t K, size_t ld) {
   const size_t pairs = (K + 1) / 2;
   if (ld * sizeof(bf16) * 16 < (size_t(1) << 31)) {  // byte offsets of 16 rows fit an int32
-    const __m512i offsets = _mm512_mullo_epi32(
-        _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-        _mm512_set1_epi32(int(ld * sizeof(bf16))));
+    const __m512i offsets =
+        _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                           _mm512_set1_epi32(int(ld * sizeof(bf16))));
     for (size_t v = 0; v < kMR; v += 16) {
       const size_t valid = r0 + v >= rows ? 0 : std::min<size_t>(16, rows - r0 - v);
       const __mmask16 mask = __mmask16((1u << valid) - 1u);
       const bf16* x = X + (r0 + v) * ld;
       for (size_t p = 0; p < K / 2; ++p) {
-        const __m512i pair = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), mask, offsets,
-                                                         x + 2 * p, 1);
+        const __m512i pair =
+            _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), mask, offsets, x + 2 * p, 1);
         _mm512_storeu_si512(P + p * kPair + 2 * v, pair);
       }
       if (K & 1) {  // the half pair: the last value of each row, zero beside it
@@ -258,15 +260,15 @@ bool has_avx512_bf16() {
   static const bool yes = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                           __builtin_cpu_supports("avx512vl") &&
                           __builtin_cpu_supports("avx512dq") &&
-                          __builtin_cpu_supports("avx512bf16");
+                          __builtin_cpu_supports("avx512bf16") && isa_allows(IsaCap::kAvx512Bf16);
   return yes;
 }
 
 namespace {
 
 template <class O>
-void MatmulForward(O* out, const bf16* inp, const bf16* weight, const float* bias, size_t N,
-                   int C_, int OC_) {
+void MatmulForward(O* out, const bf16* inp, const bf16* weight, const float* bias, size_t N, int C_,
+                   int OC_) {
   const size_t C = size_t(C_), OC = size_t(OC_);
   const size_t pairs = (C + 1) / 2, panel = pairs * kPair;
   const size_t panels = (N + kMR - 1) / kMR;
@@ -287,9 +289,9 @@ void MatmulForward(O* out, const bf16* inp, const bf16* weight, const float* bia
     const Range br = split_range(blocks, tid, nt);
     auto tile = [&](size_t p, size_t b) {
       const size_t n0 = p * kMR, o0 = b * kNR;
-      TileAny(std::min(kNR, OC - o0), C, A + p * panel, weight + o0 * C, C, 2,
-              RowStore<O>{out + n0 * OC + o0, OC, bias ? bias + o0 : nullptr,
-                          std::min(kMR, N - n0)});
+      TileAny(
+          std::min(kNR, OC - o0), C, A + p * panel, weight + o0 * C, C, 2,
+          RowStore<O>{out + n0 * OC + o0, OC, bias ? bias + o0 : nullptr, std::min(kMR, N - n0)});
     };
     for (size_t p0 = 0; p0 < panels; p0 += chunk) {
       const size_t p1 = std::min(panels, p0 + chunk);

@@ -1,11 +1,13 @@
-// The bf16 kernels (simd/bf16.h) of every bf16 table this CPU runs ("scalar", "avx512bf16" where the
-// CPU has AVX512-BF16, and the portable table of each Highway target):
+// The bf16 kernels (simd/bf16.h) of every bf16 table this CPU runs ("scalar", "avx512bf16" where
+// the CPU has AVX512-BF16, and the portable table of each Highway target):
 // - fp32 -> bf16 against an independent rounding written with doubles (nearest, ties to even; NaN
 //   quiet; overflow to infinity), bf16 -> fp32 exact;
-// - the GEMMs against the scalar fp32 math in double on the same bf16 operands. Products of two bf16
-//   values are exact in fp32 (8 + 8 significant bits), so a bf16 GEMM with fp32 accumulation has the
-//   error of an fp32 sum of K exact terms: |error| <= gamma(K) sum |terms| (error_bounds.h), whatever
-//   the order of the sum (VDPBF16PS adds its two products one after the other, each rounded);
+// - the GEMMs against the scalar fp32 math in double on the same bf16 operands. Products of two
+// bf16
+//   values are exact in fp32 (8 + 8 significant bits), so a bf16 GEMM with fp32 accumulation has
+//   the error of an fp32 sum of K exact terms: |error| <= gamma(K) sum |terms| (error_bounds.h),
+//   whatever the order of the sum (VDPBF16PS adds its two products one after the other, each
+//   rounded);
 // - layernorm and GELU with bf16 outputs: the fp32 kernel's error plus one rounding to bf16
 //   (half a bf16 ulp, 2^-8 relative); AdamW: the fp32 master bit for bit as the fp32 table of the
 //   same target, and the bf16 copy equal to bf16(master).
@@ -19,6 +21,7 @@
 
 #include "simd/bf16.h"
 #include "simd/error.h"
+#include "simd/isa_cap.h"
 #include "simd/scalar/gelu.h"
 #include "simd/scalar/layernorm.h"
 #include "simd/scalar/matmul.h"
@@ -56,12 +59,22 @@ bf16 reference_round(float f) {
 
 std::vector<float> special_values() {
   const float inf = std::numeric_limits<float>::infinity();
-  std::vector<float> v = {0.0f, -0.0f, 1.0f, -1.0f, inf, -inf,
-                          std::numeric_limits<float>::max(), -std::numeric_limits<float>::max(),
+  std::vector<float> v = {0.0f,
+                          -0.0f,
+                          1.0f,
+                          -1.0f,
+                          inf,
+                          -inf,
+                          std::numeric_limits<float>::max(),
+                          -std::numeric_limits<float>::max(),
                           std::numeric_limits<float>::denorm_min(),
-                          std::numeric_limits<float>::min(), 3.0e38f, 3.3895e38f, 3.3896e38f};
-  for (uint32_t u : {0x7f800001u, 0xff800001u, 0x7fc00000u, 0x7fffffffu, 0x3f808000u, 0x3f818000u,
-                     0x3f80ffffu, 0x3f807fffu, 0x00008000u, 0x00018000u, 0x7f7f8000u, 0x7f7f7fffu}) {
+                          std::numeric_limits<float>::min(),
+                          3.0e38f,
+                          3.3895e38f,
+                          3.3896e38f};
+  for (uint32_t u :
+       {0x7f800001u, 0xff800001u, 0x7fc00000u, 0x7fffffffu, 0x3f808000u, 0x3f818000u, 0x3f80ffffu,
+        0x3f807fffu, 0x00008000u, 0x00018000u, 0x7f7f8000u, 0x7f7f7fffu}) {
     float f;
     std::memcpy(&f, &u, 4);
     v.push_back(f);
@@ -121,11 +134,13 @@ struct Shape {
   size_t N;
   int C, OC;
 };
-constexpr Shape kShapes[] = {{1, 1, 1},   {3, 5, 7},     {17, 33, 29},   {64, 64, 12},
-                             {65, 96, 131}, {33, 769, 13}, {5, 17, 1031}, {130, 130, 389},
-                             {40, 768, 24},  {1100, 1030, 70}, {70, 2100, 13}, {65, 40, 2100}};
+constexpr Shape kShapes[] = {{1, 1, 1},     {3, 5, 7},        {17, 33, 29},   {64, 64, 12},
+                             {65, 96, 131}, {33, 769, 13},    {5, 17, 1031},  {130, 130, 389},
+                             {40, 768, 24}, {1100, 1030, 70}, {70, 2100, 13}, {65, 40, 2100}};
 
-std::vector<bf16> round_all(const std::vector<float>& v) { return to_bf16_vector(v.data(), v.size()); }
+std::vector<bf16> round_all(const std::vector<float>& v) {
+  return to_bf16_vector(v.data(), v.size());
+}
 std::vector<double> widen_bf16(const std::vector<bf16>& v) {
   std::vector<double> r(v.size());
   for (size_t i = 0; i < v.size(); ++i) r[i] = bf16_to_float(v[i]);
@@ -137,7 +152,8 @@ void check_gemm(const Bf16Kernels& k, const Shape& s, bool with_bias, bool with_
   const std::string where = std::string(k.target) + " N=" + std::to_string(N) +
                             " C=" + std::to_string(C) + " OC=" + std::to_string(OC);
   Random rnd(unsigned(N * 131 + C * 7 + OC));
-  const std::vector<bf16> inp = round_all(rnd.normal(N * C)), weight = round_all(rnd.normal(OC * C, 0, 0.5));
+  const std::vector<bf16> inp = round_all(rnd.normal(N * C)),
+                          weight = round_all(rnd.normal(OC * C, 0, 0.5));
   const std::vector<float> bias = rnd.normal(OC), dout = rnd.normal(N * OC);
   const std::vector<float> dweight0 = rnd.normal(OC * C), dbias0 = rnd.normal(OC);
   const std::vector<double> x = widen_bf16(inp), w = widen_bf16(weight);
@@ -148,8 +164,8 @@ void check_gemm(const Bf16Kernels& k, const Shape& s, bool with_bias, bool with_
                    s.OC);
   std::vector<double> ref(N * OC), bound(N * OC);
   const std::vector<double> bias_d = widen(bias);
-  scalar::matmul_forward<double>(ref.data(), x.data(), w.data(), with_bias ? bias_d.data() : nullptr,
-                                 N, s.C, s.OC);
+  scalar::matmul_forward<double>(ref.data(), x.data(), w.data(),
+                                 with_bias ? bias_d.data() : nullptr, N, s.C, s.OC);
   for (size_t n = 0; n < N; ++n) {
     for (size_t o = 0; o < OC; ++o) {
       double mag = with_bias ? std::fabs(bias_d[o]) : 0.0;
@@ -163,11 +179,12 @@ void check_gemm(const Bf16Kernels& k, const Shape& s, bool with_bias, bool with_
   std::vector<double> d(N * OC);
   for (size_t i = 0; i < d.size(); ++i) d[i] = bf16_to_float(float_to_bf16(dout[i]));
   std::vector<float> dinp(N * C, NAN), dweight = dweight0, dbias = dbias0;
-  k.matmul_backward(with_dinp ? dinp.data() : nullptr, dweight.data(), with_bias ? dbias.data() : nullptr,
-                    dout.data(), inp.data(), weight.data(), N, s.C, s.OC);
+  k.matmul_backward(with_dinp ? dinp.data() : nullptr, dweight.data(),
+                    with_bias ? dbias.data() : nullptr, dout.data(), inp.data(), weight.data(), N,
+                    s.C, s.OC);
   std::vector<double> rdinp(N * C), rdw = widen(dweight0), rdb = widen(dbias0);
-  scalar::matmul_backward<double>(rdinp.data(), rdw.data(), nullptr, d.data(), x.data(), w.data(), N,
-                                  s.C, s.OC);
+  scalar::matmul_backward<double>(rdinp.data(), rdw.data(), nullptr, d.data(), x.data(), w.data(),
+                                  N, s.C, s.OC);
   if (with_dinp) {
     std::vector<double> b(N * C);
     for (size_t n = 0; n < N; ++n) {
@@ -240,14 +257,16 @@ TEST_P(SimdBf16, MatmulForwardBf16IsTheRoundedForward) {
 // The GEMMs' outputs with 1, 2 and 3 threads, bit for bit.
 void check_thread_counts(const Bf16Kernels& k, const std::string& name, const Shape& s) {
   Random rnd(unsigned(11 + s.N));
-  const std::vector<bf16> inp = round_all(rnd.normal(s.N * s.C)), w = round_all(rnd.normal(size_t(s.OC) * s.C));
+  const std::vector<bf16> inp = round_all(rnd.normal(s.N * s.C)),
+                          w = round_all(rnd.normal(size_t(s.OC) * s.C));
   const std::vector<float> dout = rnd.normal(s.N * s.OC), bias = rnd.normal(s.OC);
   auto run = [&](int threads) {
     omp_set_num_threads(threads);
-    std::vector<float> out(s.N * s.OC), dinp(s.N * s.C), dw(size_t(s.OC) * s.C, 0.5f), db(s.OC, 0.25f);
+    std::vector<float> out(s.N * s.OC), dinp(s.N * s.C), dw(size_t(s.OC) * s.C, 0.5f),
+        db(s.OC, 0.25f);
     k.matmul_forward(out.data(), inp.data(), w.data(), bias.data(), s.N, s.C, s.OC);
-    k.matmul_backward(dinp.data(), dw.data(), db.data(), dout.data(), inp.data(), w.data(), s.N, s.C,
-                      s.OC);
+    k.matmul_backward(dinp.data(), dw.data(), db.data(), dout.data(), inp.data(), w.data(), s.N,
+                      s.C, s.OC);
     out.insert(out.end(), dinp.begin(), dinp.end());
     out.insert(out.end(), dw.begin(), dw.end());
     out.insert(out.end(), db.begin(), db.end());
@@ -261,8 +280,9 @@ void check_thread_counts(const Bf16Kernels& k, const std::string& name, const Sh
 }
 
 // The second shape is cut into several K slices in each product and several panel chunks: 1024-wide
-// slices in the bf16 GEMMs of their own (avx512bf16, onednn); the other tables widen to the fp32 GEMM
-// (dinp in 256-channel K slices, libxsmm's dW in 512-token slices), which a smaller shape crosses.
+// slices in the bf16 GEMMs of their own (avx512bf16, onednn); the other tables widen to the fp32
+// GEMM (dinp in 256-channel K slices, libxsmm's dW in 512-token slices), which a smaller shape
+// crosses.
 TEST_P(SimdBf16, MatmulDoesNotDependOnTheThreadCount) {
   const bool gemm_table = has_own_gemm(GetParam());
   const Shape large = gemm_table ? Shape{1100, 1030, 1100} : Shape{530, 600, 300};
@@ -272,10 +292,12 @@ TEST_P(SimdBf16, MatmulDoesNotDependOnTheThreadCount) {
 TEST_P(SimdBf16, LayerNormAndGeluRoundTheirOutputsOnce) {
   for (const auto& [N, C] : {std::pair<size_t, int>{1, 1}, {7, 3}, {33, 47}, {9, 768}}) {
     Random rnd(unsigned(N + C));
-    const std::vector<float> inp = rnd.normal(N * C, 0.3, 2.0), wt = rnd.normal(C), b = rnd.normal(C);
+    const std::vector<float> inp = rnd.normal(N * C, 0.3, 2.0), wt = rnd.normal(C),
+                             b = rnd.normal(C);
     std::vector<bf16> out(N * C);
     std::vector<float> mean(N), rstd(N);
-    k().layernorm_forward(out.data(), mean.data(), rstd.data(), inp.data(), wt.data(), b.data(), N, C);
+    k().layernorm_forward(out.data(), mean.data(), rstd.data(), inp.data(), wt.data(), b.data(), N,
+                          C);
     std::vector<double> ref(N * C), rm(N), rr(N);
     const std::vector<double> inp_d = widen(inp), wt_d = widen(wt), b_d = widen(b);
     scalar::layernorm_forward<double>(ref.data(), rm.data(), rr.data(), inp_d.data(), wt_d.data(),
@@ -286,8 +308,10 @@ TEST_P(SimdBf16, LayerNormAndGeluRoundTheirOutputsOnce) {
       got[i] = bf16_to_float(out[i]);
       // fp32 layernorm: loose 64 u relative to the row's scale, then one bf16 rounding.
       const size_t r = i / C, c = i % C;
-      const double scale = std::fabs(wt_d[c]) * (std::fabs(inp_d[i] - rm[r]) * rr[r] + 1) + std::fabs(b_d[c]);
-      bound[i] = kBf16HalfUlp * std::fabs(ref[i]) * (1 + 1e-6) + 64 * kU * double(C) * scale + 1e-30;
+      const double scale =
+          std::fabs(wt_d[c]) * (std::fabs(inp_d[i] - rm[r]) * rr[r] + 1) + std::fabs(b_d[c]);
+      bound[i] =
+          kBf16HalfUlp * std::fabs(ref[i]) * (1 + 1e-6) + 64 * kU * double(C) * scale + 1e-30;
     }
     expect_within(GetParam() + " layernorm C=" + std::to_string(C), got, ref, bound);
     for (size_t r = 0; r < N; ++r) {
@@ -300,7 +324,8 @@ TEST_P(SimdBf16, LayerNormAndGeluRoundTheirOutputsOnce) {
     scalar::gelu_forward<double>(gref.data(), inp_d.data(), N * C);
     for (size_t i = 0; i < N * C; ++i) {
       got[i] = bf16_to_float(g[i]);
-      gb[i] = kBf16HalfUlp * std::fabs(gref[i]) * (1 + 1e-6) + 64 * kU * std::fabs(inp_d[i]) + 1e-30;
+      gb[i] =
+          kBf16HalfUlp * std::fabs(gref[i]) * (1 + 1e-6) + 64 * kU * std::fabs(inp_d[i]) + 1e-30;
     }
     expect_within(GetParam() + " gelu", got, gref, gb);
   }
@@ -311,14 +336,18 @@ TEST_P(SimdBf16, LayerNormAndGeluRoundTheirOutputsOnce) {
 // the fp32 ones on that input widened (exact), bit for bit.
 TEST_P(SimdBf16, RecomputationKernelsGiveTheForwardsBits) {
   const bool gemm_table = has_own_gemm(GetParam());
-  const KernelTable& f32 = kernels_for_target(gemm_table ? vectorized_targets().front() : GetParam());
+  const KernelTable& f32 =
+      kernels_for_target(gemm_table ? vectorized_targets().front() : GetParam());
   for (const auto& [N, C] : {std::pair<size_t, int>{1, 1}, {7, 3}, {33, 47}, {9, 768}}) {
     Random rnd(unsigned(3 * N + C));
-    const std::vector<float> inp = rnd.normal(N * C, 0.3, 2.0), wt = rnd.normal(C), b = rnd.normal(C);
+    const std::vector<float> inp = rnd.normal(N * C, 0.3, 2.0), wt = rnd.normal(C),
+                             b = rnd.normal(C);
     std::vector<bf16> out(N * C), again(N * C, 0x7fc1);
     std::vector<float> mean(N), rstd(N);
-    k().layernorm_forward(out.data(), mean.data(), rstd.data(), inp.data(), wt.data(), b.data(), N, C);
-    k().layernorm_apply(again.data(), inp.data(), mean.data(), rstd.data(), wt.data(), b.data(), N, C);
+    k().layernorm_forward(out.data(), mean.data(), rstd.data(), inp.data(), wt.data(), b.data(), N,
+                          C);
+    k().layernorm_apply(again.data(), inp.data(), mean.data(), rstd.data(), wt.data(), b.data(), N,
+                        C);
     EXPECT_TRUE(again == out) << GetParam() << " layernorm_apply N=" << N << " C=" << C;
 
     const std::vector<bf16> x16 = round_all(inp);
@@ -409,7 +438,7 @@ TEST(SimdBf16Dispatch, EveryFp32TargetHasABf16Table) {
   }
   EXPECT_THROW(bf16_kernels_named("avx1024"), UsageError);
 #if defined(__x86_64__)
-  if (__builtin_cpu_supports("avx512bf16")) {
+  if (__builtin_cpu_supports("avx512bf16") && isa_allows(IsaCap::kAvx512Bf16)) {
     EXPECT_EQ(bf16_kernels_for_target("avx512").target, "avx512bf16");
   }
 #endif

@@ -1,7 +1,7 @@
 // The kernel tables and how one is chosen: every table this CPU runs is complete and named after
-// its target, both AVX2 and AVX-512 are offered where the CPU has them, an unknown or unsupported
-// LLMCPU_TARGET is a clear error naming the variable and the valid values, and a valid one is what
-// the program then uses.
+// its target, both AVX2 and AVX-512 are offered where the CPU has them (and LLMCPU_MAX_ISA does
+// not cap them), an unknown or unsupported LLMCPU_TARGET is a clear error naming the variable and
+// the valid values, and a valid one is what the program then uses.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "simd/error.h"
+#include "simd/isa_cap.h"
 #include "simd/kernels.h"
 #include "tests/common/process.h"
 #if LLMCPU_TEST_LIBXSMM
@@ -72,12 +73,46 @@ TEST(SimdDispatch, OffersEveryX86TargetThisCpuRuns) {
   }
   if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
       __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl")) {
-    EXPECT_TRUE(offers("avx512"));
-    // The default is the best target this CPU runs, on libxsmm's GEMM where the build has it.
-    if (std::getenv("LLMCPU_TARGET") == nullptr) {
+    // Offered unless LLMCPU_MAX_ISA caps this run below AVX-512.
+    EXPECT_EQ(offers("avx512"), isa_allows(IsaCap::kAvx512));
+    // The default is the best target this run may use, on libxsmm's GEMM where the build has it.
+    if (std::getenv("LLMCPU_TARGET") == nullptr && isa_allows(IsaCap::kAvx512)) {
       EXPECT_EQ(active_kernels().target, offers("avx512+xsmm") ? "avx512+xsmm" : "avx512");
     }
   }
+}
+
+// LLMCPU_MAX_ISA=avx2 makes any x86 CPU offer what an AVX2-only one does: no AVX-512 table, fp32
+// or bf16, and a forced one refused with the cap named; a bad value is refused by name.
+TEST(SimdDispatch, TheIsaCapOffersOnlyAvx2Tables) {
+  __builtin_cpu_init();
+  if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) {
+    GTEST_SKIP() << "not run here: this CPU has no AVX2";
+  }
+  const Outcome v = run_llmcpu("version", "LLMCPU_MAX_ISA=avx2 LLMCPU_TARGET= LLMCPU_BF16_TARGET=");
+  ASSERT_EQ(v.status, 0) << v.output;
+  EXPECT_NE(v.output.find("capped by LLMCPU_MAX_ISA=avx2"), std::string::npos) << v.output;
+  EXPECT_NE(v.output.find("runs:          scalar, avx2"), std::string::npos) << v.output;
+  EXPECT_NE(v.output.find("fp32 kernels:  avx2"), std::string::npos) << v.output;
+  EXPECT_NE(v.output.find("bf16 kernels:  avx2"), std::string::npos) << v.output;
+  // What it offers (the lines after "kernels built:", which lists what was compiled).
+  const std::string offered = v.output.substr(v.output.find("this CPU:"));
+  EXPECT_EQ(offered.find("avx512"), std::string::npos) << v.output;
+  EXPECT_EQ(offered.find("onednn"), std::string::npos) << v.output;
+  for (const char* forced :
+       {"LLMCPU_TARGET=avx512", "LLMCPU_BF16_TARGET=avx512bf16", "LLMCPU_BF16_TARGET=onednn"}) {
+    const Outcome r = run_llmcpu("version", std::string("LLMCPU_MAX_ISA=avx2 ") + forced);
+    EXPECT_EQ(r.status, 2) << forced << ": " << r.output;
+    EXPECT_NE(r.output.find(forced), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("capped by LLMCPU_MAX_ISA=avx2"), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("valid here: scalar, avx2+xsmm, avx2"), std::string::npos) << r.output;
+    EXPECT_EQ(r.output.find("internal error"), std::string::npos) << r.output;
+  }
+  const Outcome bad = run_llmcpu("version", "LLMCPU_MAX_ISA=avx3");
+  EXPECT_EQ(bad.status, 2) << bad.output;
+  EXPECT_NE(bad.output.find("LLMCPU_MAX_ISA=avx3: unknown instruction-set cap; valid: avx2"),
+            std::string::npos)
+      << bad.output;
 }
 #endif
 

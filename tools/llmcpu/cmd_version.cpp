@@ -13,6 +13,7 @@
 #include "core/comm/communicator.h"
 #include "llmcpu/git_commit.h"  // generated at build time by cmake/git_commit.cmake
 #include "simd/bf16.h"
+#include "simd/isa_cap.h"
 #include "simd/kernels.h"
 #include "tools/llmcpu/commands.h"
 
@@ -68,7 +69,8 @@ int VersionCommand::run(const ArgParser&) {
   std::vector<std::string> bf16;
   for (std::string_view t : available_bf16_targets()) bf16.emplace_back(t);
   std::printf("kernels built:   %s\n", join(compiled_targets()).c_str());
-  std::printf("this CPU:        %s\n", cpu_model().c_str());
+  std::printf("this CPU:        %s%s%s\n", cpu_model().c_str(),
+              *isa_cap_setting() ? ", capped by " : "", isa_cap_setting());
   std::printf("  runs:          %s\n", join(available).c_str());
   std::printf("  fp32 kernels:  %s (LLMCPU_TARGET overrides)\n",
               std::string(active_kernels().target).c_str());
