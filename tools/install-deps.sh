@@ -51,6 +51,7 @@ if [ "$mode" = all ]; then
   # The aarch64 kernels under emulation on x86-64 (tools/test-neon.sh, the ctest NeonUnderQemu): the
   # cross compiler, user-mode QEMU, and the arm64 builds of Highway, GoogleTest and the runtime
   # libraries from Debian's multiarch archive (the arm64 architecture is added to dpkg once).
+  # User-mode QEMU also runs the program as an AVX2-only CPU (the ctest Avx2UnderQemu).
   if [ "$(dpkg --print-architecture)" = amd64 ]; then
     if ! dpkg --print-foreign-architectures | grep -qx arm64; then
       $SUDO dpkg --add-architecture arm64
