@@ -33,8 +33,8 @@ const Cap& cap() {
                        ": unknown instruction-set cap; valid: avx2, avx512, avx512bf16");
     }
 #if !(defined(__x86_64__) || defined(_M_X64))
-    throw UsageError("LLMCPU_MAX_ISA=" + std::string(value) +
-                     ": the cap is for x86-64 CPUs; leave it unset on this one");
+    r.level = IsaCap::kNone;  // x86 instruction sets: nothing to take away on this CPU
+    return r;
 #endif
     r.setting = "LLMCPU_MAX_ISA=" + std::string(value);
     // Highway's targets above AVX2 have the bits below its bit (lower is better).

@@ -6,8 +6,8 @@
 //   avx512bf16  everything but AMX
 // An AVX-512 machine then offers, runs and tests exactly what the capped CPU would, at native
 // speed (emulation, `qemu-x86_64 -cpu Haswell-v4`, checks the instructions themselves, slowly). A
-// cap only takes away: above what this CPU has it changes nothing. Read once, at the first kernel
-// choice; a bad value is refused with the valid ones.
+// cap only takes away: above what this CPU has, or on a CPU that is not x86-64, it changes
+// nothing. Read once, at the first kernel choice; a bad value is refused with the valid ones.
 // Not here: the choice of tables (dispatch.cpp, bf16_dispatch.cpp), which consults this.
 #pragma once
 

@@ -36,14 +36,15 @@ inline std::string without_tcg_warnings(const std::string& out) {
 
 // Runs `llmcpu ARGS` on the emulated Haswell, standard error merged into the output; `env` is an
 // optional list of VAR=value assignments (QEMU passes the environment on to the program). A table
-// forced in the caller's environment (LLMCPU_TARGET, LLMCPU_BF16_TARGET) is not passed on: the
-// choice under test is the program's own. OpenMP's idle threads wait passively: emulated threads
+// forced or an instruction-set cap set in the caller's environment (LLMCPU_TARGET,
+// LLMCPU_BF16_TARGET, LLMCPU_MAX_ISA) is not passed on: the choice under test is the program's own
+// on the emulated CPU. OpenMP's idle threads wait passively: emulated threads
 // spinning at barriers took several times as long as the work when ctest ran two suites side by
 // side on two cores. How threads wait changes no result.
 inline Outcome run_avx2(const std::string& args, const std::string& env = "") {
-  Outcome r =
-      run_shell("env -u LLMCPU_TARGET -u LLMCPU_BF16_TARGET OMP_WAIT_POLICY=passive " + env + " " +
-                LLMCPU_QEMU_X86_64 " -cpu Haswell-v4 " + LLMCPU_BINARY + " " + args + " 2>&1");
+  Outcome r = run_shell(
+      "env -u LLMCPU_TARGET -u LLMCPU_BF16_TARGET -u LLMCPU_MAX_ISA OMP_WAIT_POLICY=passive " +
+      env + " " + LLMCPU_QEMU_X86_64 " -cpu Haswell-v4 " + LLMCPU_BINARY + " " + args + " 2>&1");
   r.output = without_tcg_warnings(r.output);
   return r;
 }
