@@ -3,7 +3,8 @@
 // (products of bf16 values are exact in fp32, so this is the same math as a bf16 dot-product unit
 // that accumulates in fp32, at fp32 speed). The layernorm, GELU, RMSNorm, RoPE, SwiGLU, AdamW and
 // flash attention entries come from their family files (written once for float and bf16 operands).
-// x86 CPUs with AVX512-BF16 get a faster GEMM from simd/x86/ (chosen in simd/bf16_dispatch.cpp).
+// x86 CPUs with AVX512-BF16 get a faster GEMM from simd/x86/, Arm CPUs with BF16 one from simd/arm/
+// (chosen in simd/bf16_dispatch.cpp).
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "simd/hwy/bf16.cc"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
