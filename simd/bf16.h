@@ -44,7 +44,7 @@ inline float bf16_to_float(bf16 h) {
 
 // The bf16 kernels. Shapes as in kernels.h: N rows, C channels, OC output channels.
 struct Bf16Kernels {
-  std::string_view target;  // "scalar", "avx512bf16", "avx512", "avx2", "neon", ...
+  std::string_view target;  // "scalar", "avx512bf16", "avx512", "avx2", "neon_bf16", "neon", ...
 
   void (*to_bf16)(bf16* out, const float* in, size_t N);
   void (*to_f32)(float* out, const bf16* in, size_t N);
@@ -121,9 +121,9 @@ struct Bf16Kernels {
 const Bf16Kernels& scalar_bf16_kernels();
 
 // The bf16 table that goes with an fp32 target name (kernels_for_target's names): the best bf16 GEMM
-// this CPU runs for that target ("avx512" -> AVX512-BF16 dot products where the CPU has them, else the
-// portable Highway GEMM), or the scalar reference for "scalar". Throws UsageError as
-// kernels_for_target does.
+// this CPU runs for that target ("avx512" -> AVX512-BF16 dot products where the CPU has them; the
+// best Arm target -> BFMMLA where the CPU has Arm BF16; else the portable Highway GEMM), or the
+// scalar reference for "scalar". Throws UsageError as kernels_for_target does.
 const Bf16Kernels& bf16_kernels_for_target(std::string_view name,
                                            std::string_view what = "kernel target");
 
@@ -132,7 +132,8 @@ const Bf16Kernels& bf16_kernels_for_target(std::string_view name,
 const Bf16Kernels& active_bf16_kernels();
 
 // Every bf16 table this CPU runs, by its own name: "scalar", then per vectorized target the
-// AVX512-BF16 table ("avx512bf16") where the CPU has it, and the portable one ("avx512", "avx2", ...).
+// AVX512-BF16 table ("avx512bf16") or the Arm BF16 one ("neon_bf16", with the best Arm target)
+// where the CPU has it, and the portable one ("avx512", "avx2", "sve2", "neon", ...).
 std::vector<std::string_view> available_bf16_targets();
 const Bf16Kernels& bf16_kernels_named(std::string_view name,
                                       std::string_view what = "bf16 kernel table");

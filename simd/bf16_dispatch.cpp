@@ -24,12 +24,42 @@
 #include "simd/onednn/bf16_matmul.h"
 #endif
 
+// Arm BF16: a table of its own, "neon_bf16", whose GEMMs use BFMMLA (simd/arm/); ranked first for
+// the best vectorized target where the CPU has BF16, its other entries that target's portable ones
+// (flash attention included: the widening one).
+#if LLMCPU_HAVE_ARM_KERNELS
+#include "simd/arm/bf16_gemm.h"
+namespace llmcpu {
+namespace {
+const Bf16Kernels* arm_bf16_table(const Bf16Kernels& portable, bool best) {
+  if (!best || !arm::has_bf16()) return nullptr;
+  static Bf16Kernels t = portable;
+  t.target = "neon_bf16";
+  t.matmul_forward = &arm::bf16_matmul_forward;
+  t.matmul_forward_bf16 = &arm::bf16_matmul_forward_bf16;
+  t.matmul_backward = &arm::bf16_matmul_backward;
+  t.matmul_forward_scratch = &arm::bf16_matmul_forward_scratch;
+  t.matmul_backward_scratch = &arm::bf16_matmul_backward_scratch;
+  return &t;
+}
+std::string arm_bf16_not_here() { return "it needs Arm BF16 (BFDOT/BFMMLA), which this CPU lacks"; }
+}  // namespace
+}  // namespace llmcpu
+#else
+namespace llmcpu {
+namespace {
+const Bf16Kernels* arm_bf16_table(const Bf16Kernels&, bool) { return nullptr; }
+std::string arm_bf16_not_here() { return "this build has no Arm kernels"; }
+}  // namespace
+}  // namespace llmcpu
+#endif
+
 namespace llmcpu {
 namespace {
 
 // Flash attention on AVX512-BF16 dot products where the CPU has them (the oneDNN table too: a CPU
 // with AMX has AVX512-BF16); the portable tables keep the widening path.
-void use_dot_product_attention(Bf16Kernels& t) {
+[[maybe_unused]] void use_dot_product_attention(Bf16Kernels& t) {
 #if LLMCPU_HAVE_X86_KERNELS
   if (!x86::has_avx512_bf16()) return;
   t.flash_attention_forward = &x86::bf16_flash_attention_forward;
@@ -93,6 +123,9 @@ const TableRegistry<Entry>& registry() {
       if (dnnl_here && !amx) r.push_back({dnnl.target, fp32, &dnnl});
 #endif
       (void)best;
+      // Arm BF16's table ranks before the portable one (the block at the top).
+      const Bf16Kernels* arm = arm_bf16_table(t->bf16, best);
+      if (arm) r.push_back({arm->target, fp32, arm});
       // The portable tables, libxsmm's blocks first (as for fp32).
       if (t->has_xsmm) r.push_back({t->bf16_xsmm.target, fp32, &t->bf16_xsmm});
       r.push_back({t->bf16.target, fp32, &t->bf16});
@@ -114,6 +147,7 @@ std::string not_here(std::string_view name) {
     return "this build has no x86 kernels";
 #endif
   }
+  if (name == "neon_bf16") return arm_bf16_not_here();
   if (name == "onednn") {
 #if LLMCPU_HAVE_ONEDNN
     return "oneDNN has no bf16 matmul for this CPU: it needs AVX-512" + cap;

@@ -17,7 +17,7 @@ enum class ScratchSlot {
   kGemmPanel,
   kAttention,
   kReduce,
-  kBf16A,  // the bf16 path's converted or packed operands (simd/bf16*, simd/x86/)
+  kBf16A,  // the bf16 path's converted or packed operands (simd/bf16*, simd/x86/, simd/arm/)
   kBf16B,
   kBf16C,
   kCount

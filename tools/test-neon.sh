@@ -3,13 +3,15 @@
 # g++-aarch64-linux-gnu (cmake/aarch64-linux-gnu.cmake, a kernels-only build: LLMCPU_SIMD_ONLY) and
 # runs them under qemu-aarch64 (user mode, Debian's arm64 runtime libraries), every kernel on every
 # target each emulated CPU offers:
-#   1. QEMU's "max" CPU (NEON, 512-bit SVE and SVE2): every test on scalar, neon, sve and sve2; the
-#      default is an SVE one;
+#   1. QEMU's "max" CPU (NEON, 512-bit SVE and SVE2, BF16): every test on sve and sve2, and the
+#      bf16 tests on the Arm BF16 table (neon_bf16, BFMMLA GEMMs); the default is an SVE one (what
+#      only emulation checks: the scalar reference is portable C++ that every native run tests, and
+#      neon runs in 4);
 #   2./3. 256-bit and 128-bit vectors: the targets Highway adds there (sve_256, sve2_128) and the
 #      dispatch tests; the targets of 1 run the same code again there, so they are not repeated;
 #   4. a NEON-only CPU (Cortex-A72): every test but the scalar ones (the same code as in 1): neon is
 #      the only vectorized target and the default, and an SVE instruction where NEON code runs would
-#      stop it;
+#      stop it; without BF16 the neon_bf16 table is not offered (nor a BF16 instruction run);
 #   5. "max" with LLMCPU_TARGET=neon: the dispatch tests check that neon is then the one used.
 # Installs nothing (tools/install-deps.sh does); exits non-zero if a tool or library is missing or a
 # test fails.
@@ -79,14 +81,32 @@ run() {
   $name (qemu -cpu $cpu${*:+, $*}; targets $targets): $line"
 }
 
-# 1. QEMU's "max" CPU (512-bit SVE): every kernel on neon, sve and sve2; the default is an SVE one.
-run max max '*'
+# expect_arm_bf16 CPU yes|no: whether the run just made (its $targets) offered the Arm BF16 table,
+# which QEMU's "max" CPU must (it has BF16) and the Cortex-A72 must not.
+expect_arm_bf16() {
+  case " $targets " in
+    *" neon_bf16 "*) offered=yes ;;
+    *) offered=no ;;
+  esac
+  if [ "$offered" != "$2" ]; then
+    echo "test-neon.sh: the neon_bf16 table offered on qemu -cpu $1: $offered, expected $2" >&2
+    status=1
+  fi
+}
+
+# 1. QEMU's "max" CPU (512-bit SVE, BF16): every kernel on sve and sve2, the bf16 ones on neon_bf16,
+#    and the tests of no target (dispatch: the default is an SVE one). Not the scalar reference
+#    (portable C++, run natively by every x86-64 test run) nor neon (run 4 runs it, on a CPU where
+#    an SVE instruction would stop it).
+run max max '-*/scalar:*/neon'
+expect_arm_bf16 max yes
 # 2. 256-bit SVE (as on Neoverse V1): Highway's sve_256 target, which only this vector length offers.
 run sve-256 max,sve-default-vector-length=32 '*/sve_256:SimdDispatch.*'
 # 3. 128-bit SVE2 (as on Neoverse N2/V2): the sve2_128 target.
 run sve-128 max,sve-default-vector-length=16 '*/sve2_128:SimdDispatch.*'
 # 4. A NEON-only CPU (Cortex-A72): neon is the only vectorized target and the default.
 run neon-only cortex-a72 '-*/scalar'
+expect_arm_bf16 cortex-a72 no
 # 5. LLMCPU_TARGET=neon on the SVE CPU: the dispatch tests check that neon is then the one used.
 run forced-neon max 'SimdDispatch.*:SimdExact.*' LLMCPU_TARGET=neon
 

@@ -2,7 +2,8 @@
 // portable bf16 GEMMs, which widen their operands exactly to fp32 inside the fp32 GEMM's packing
 // (bf16_matmul.cc); the layernorm, GELU, RMSNorm, RoPE, SwiGLU, AdamW and flash attention entries
 // from their family files (written once for float and bf16 operands).
-// x86 CPUs with AVX512-BF16 get a faster GEMM from simd/x86/ (chosen in simd/bf16_dispatch.cpp).
+// x86 CPUs with AVX512-BF16 get a faster GEMM from simd/x86/, Arm CPUs with BF16 one from simd/arm/
+// (chosen in simd/bf16_dispatch.cpp).
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "simd/hwy/bf16.cc"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep

@@ -1,5 +1,6 @@
 // The bf16 kernels (simd/bf16.h) of every bf16 table this CPU runs ("scalar", "avx512bf16" where
-// the CPU has AVX512-BF16, and the portable table of each Highway target):
+// the CPU has AVX512-BF16, "neon_bf16" where it has Arm BF16, and the portable table of each
+// Highway target):
 // - fp32 -> bf16 against an independent rounding written with doubles (nearest, ties to even; NaN
 //   quiet; overflow to infinity), bf16 -> fp32 exact;
 // - the GEMMs against the scalar fp32 math in double on the same bf16 operands. Products of two
@@ -7,7 +8,7 @@
 //   values are exact in fp32 (8 + 8 significant bits), so a bf16 GEMM with fp32 accumulation has
 //   the error of an fp32 sum of K exact terms: |error| <= gamma(K) sum |terms| (error_bounds.h),
 //   whatever the order of the sum (VDPBF16PS adds its two products one after the other, each
-//   rounded);
+//   rounded); gamma(2K) for Arm's BFMMLA, whose additions round to odd (bf16_tables.h);
 // - layernorm and GELU with bf16 outputs: the fp32 kernel's error plus one rounding to bf16
 //   (half a bf16 ulp, 2^-8 relative); AdamW: the fp32 master bit for bit as the fp32 table of the
 //   same target, and the bf16 copy equal to bf16(master).
@@ -18,6 +19,13 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+
+#if defined(__aarch64__)
+#include <sys/auxv.h>
+#ifndef HWCAP2_BF16
+#define HWCAP2_BF16 (1UL << 14)
+#endif
+#endif
 
 #include "simd/bf16.h"
 #include "simd/error.h"
@@ -138,6 +146,20 @@ constexpr Shape kShapes[] = {{1, 1, 1},     {3, 5, 7},        {17, 33, 29},   {6
                              {65, 96, 131}, {33, 769, 13},    {5, 17, 1031},  {130, 130, 389},
                              {40, 768, 24}, {1100, 1030, 70}, {70, 2100, 13}, {65, 40, 2100}};
 
+// The shapes a table's GEMM is checked on: kShapes; neon_bf16 takes two smaller shapes for the
+// largest, {600, 12, 600} (dinp's and dW's 512-wide K slices, their chunks of 64 panels) and
+// {300, 1030, 13} (the forward's chunks of 31 token panels at C = 1030): its blocking is crossed
+// with a tenth of the products (QEMU emulates BFMMLA in soft float).
+std::vector<Shape> gemm_shapes(std::string_view table) {
+  std::vector<Shape> r;
+  for (const Shape& s : kShapes) {
+    const bool largest = s.N == 1100 && s.C == 1030 && s.OC == 70;
+    if (table != "neon_bf16" || !largest) r.push_back(s);
+  }
+  if (table == "neon_bf16") r.insert(r.end(), {Shape{600, 12, 600}, Shape{300, 1030, 13}});
+  return r;
+}
+
 std::vector<bf16> round_all(const std::vector<float>& v) {
   return to_bf16_vector(v.data(), v.size());
 }
@@ -157,6 +179,7 @@ void check_gemm(const Bf16Kernels& k, const Shape& s, bool with_bias, bool with_
   const std::vector<float> bias = rnd.normal(OC), dout = rnd.normal(N * OC);
   const std::vector<float> dweight0 = rnd.normal(OC * C), dbias0 = rnd.normal(OC);
   const std::vector<double> x = widen_bf16(inp), w = widen_bf16(weight);
+  const double units = gemm_rounding_units(k.target);  // gamma(units * n): sums of n terms
 
   // Forward: a sum of C exact products plus the bias.
   std::vector<float> out(N * OC, NAN);
@@ -170,7 +193,7 @@ void check_gemm(const Bf16Kernels& k, const Shape& s, bool with_bias, bool with_
     for (size_t o = 0; o < OC; ++o) {
       double mag = with_bias ? std::fabs(bias_d[o]) : 0.0;
       for (size_t i = 0; i < C; ++i) mag += std::fabs(x[n * C + i] * w[o * C + i]);
-      bound[n * OC + o] = gamma(double(C + 1)) * mag + 1e-30;
+      bound[n * OC + o] = gamma(units * double(C + 1)) * mag + 1e-30;
     }
   }
   expect_within(where + " forward", out, ref, bound);
@@ -191,7 +214,7 @@ void check_gemm(const Bf16Kernels& k, const Shape& s, bool with_bias, bool with_
       for (size_t i = 0; i < C; ++i) {
         double mag = 0;
         for (size_t o = 0; o < OC; ++o) mag += std::fabs(d[n * OC + o] * w[o * C + i]);
-        b[n * C + i] = gamma(double(OC)) * mag + 1e-30;
+        b[n * C + i] = gamma(units * double(OC)) * mag + 1e-30;
       }
     }
     expect_within(where + " dinp", dinp, rdinp, b);
@@ -201,7 +224,7 @@ void check_gemm(const Bf16Kernels& k, const Shape& s, bool with_bias, bool with_
     for (size_t i = 0; i < C; ++i) {
       double mag = std::fabs(double(dweight0[o * C + i]));
       for (size_t n = 0; n < N; ++n) mag += std::fabs(d[n * OC + o] * x[n * C + i]);
-      bw[o * C + i] = gamma(double(N + 1)) * mag + 1e-30;
+      bw[o * C + i] = gamma(units * double(N + 1)) * mag + 1e-30;
     }
   }
   expect_within(where + " dweight", dweight, rdw, bw);
@@ -220,7 +243,7 @@ void check_gemm(const Bf16Kernels& k, const Shape& s, bool with_bias, bool with_
 }
 
 TEST_P(SimdBf16, MatmulMatchesTheReferenceOnRaggedShapes) {
-  for (const Shape& s : kShapes) {
+  for (const Shape& s : gemm_shapes(GetParam())) {
     check_gemm(k(), s, true, true);
     check_gemm(k(), s, false, false);
   }
@@ -231,7 +254,7 @@ TEST_P(SimdBf16, MatmulMatchesTheReferenceOnRaggedShapes) {
 TEST_P(SimdBf16, MatmulForwardBf16IsTheRoundedForward) {
   if (!k().matmul_forward_bf16) GTEST_SKIP() << GetParam() << " rounds in the caller";
   const int saved = omp_get_max_threads();
-  for (const Shape& s : kShapes) {
+  for (const Shape& s : gemm_shapes(GetParam())) {
     Random rnd(unsigned(s.N * 3 + s.C * 5 + s.OC));
     const std::vector<bf16> inp = round_all(rnd.normal(s.N * s.C));
     const std::vector<bf16> w = round_all(rnd.normal(size_t(s.OC) * s.C));
@@ -282,10 +305,14 @@ void check_thread_counts(const Bf16Kernels& k, const std::string& name, const Sh
 // The second shape is cut into several K slices in each product and several panel chunks: 1024-wide
 // slices in the bf16 GEMMs of their own (avx512bf16, onednn); the other tables widen to the fp32
 // GEMM (dinp in 256-channel K slices, libxsmm's dW in 512-token slices), which a smaller shape
-// crosses.
+// crosses. neon_bf16 cuts dinp's and dW's K (OC, N) in 512-wide slices, runs chunks of 64 panels
+// and sums the forward's K whole: with C = 20 its backward has 2 channel panels, so 3 threads split
+// the other operand's panels instead.
 TEST_P(SimdBf16, MatmulDoesNotDependOnTheThreadCount) {
   const bool gemm_table = has_own_gemm(GetParam());
-  const Shape large = gemm_table ? Shape{1100, 1030, 1100} : Shape{530, 600, 300};
+  const Shape large = GetParam() == "neon_bf16" ? Shape{600, 20, 600}
+                      : gemm_table              ? Shape{1100, 1030, 1100}
+                                                : Shape{530, 600, 300};
   for (const Shape s : {Shape{70, 130, 389}, large}) check_thread_counts(k(), GetParam(), s);
 }
 
@@ -443,6 +470,36 @@ TEST(SimdBf16Dispatch, EveryFp32TargetHasABf16Table) {
   }
 #endif
 }
+
+#if defined(__aarch64__)
+// The Arm BF16 table is offered exactly where the CPU reports BF16 (HWCAP2_BF16), first for the
+// best vectorized target, with that target's portable attention (whose tests then cover its own);
+// elsewhere asking for it by name says why not.
+TEST(SimdBf16Dispatch, TheArmBf16TableIsOfferedWhereTheCpuHasBf16) {
+  const bool bf16 = (getauxval(AT_HWCAP2) & HWCAP2_BF16) != 0;
+  bool offered = false;
+  for (std::string_view name : available_bf16_targets()) offered = offered || name == "neon_bf16";
+  EXPECT_EQ(offered, bf16);
+  if (bf16) {
+    const std::string best = vectorized_targets().front();
+    EXPECT_EQ(bf16_kernels_for_target(best).target, "neon_bf16");
+    const Bf16Kernels& t = bf16_kernels_named("neon_bf16");
+    const Bf16Kernels& portable = bf16_kernels_named(best);
+    EXPECT_NE(t.matmul_forward, portable.matmul_forward);
+    EXPECT_EQ(t.flash_attention_forward, portable.flash_attention_forward);
+    EXPECT_EQ(t.flash_attention_backward, portable.flash_attention_backward);
+    EXPECT_EQ(t.flash_attention_forward_scratch, portable.flash_attention_forward_scratch);
+    EXPECT_EQ(t.flash_attention_backward_scratch, portable.flash_attention_backward_scratch);
+    return;
+  }
+  try {
+    bf16_kernels_named("neon_bf16");
+    ADD_FAILURE() << "neon_bf16 offered on a CPU without BF16";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("Arm BF16"), std::string::npos) << e.what();
+  }
+}
+#endif
 
 }  // namespace
 }  // namespace llmcpu::simd_test

@@ -46,7 +46,7 @@ std::vector<std::string> bf16_tables() {
 }
 
 // The fp32 table whose kernels a bf16 table's Llama entries share: the GEMM tables ("avx512bf16",
-// "onednn") are the best vectorized target's table with other GEMMs.
+// "onednn", "neon_bf16") are the best vectorized target's table with other GEMMs.
 const KernelTable& fp32_of(const std::string& bf16_table) {
   return kernels_for_target(has_own_gemm(bf16_table) ? vectorized_targets().front() : bf16_table);
 }
@@ -295,11 +295,11 @@ TEST_P(SimdBf16Llama, RecomputationGivesTheForwardsBitsOnAnyThreadCount) {
 
 INSTANTIATE_TEST_SUITE_P(AllTables, SimdBf16Llama, ::testing::ValuesIn(bf16_tables()), param_name);
 
-// The GEMM tables ("avx512bf16", "onednn") take their Llama entries from the portable table of the
-// same Highway target: the same functions, so the same bits.
+// The GEMM tables ("avx512bf16", "onednn", "neon_bf16") take their Llama entries from the portable
+// table of the same Highway target: the same functions, so the same bits.
 TEST(SimdBf16LlamaTables, TablesOfOneTargetShareTheirLlamaEntries) {
   for (std::string_view name : available_bf16_targets()) {
-    if (name != "avx512bf16" && name != "onednn") continue;
+    if (!has_own_gemm(name)) continue;
     const Bf16Kernels& t = bf16_kernels_named(name);
     // The portable bf16 table of the best target: its name without the fp32 GEMM's "+xsmm".
     const std::string best = vectorized_targets().front();

@@ -21,6 +21,7 @@
 
 #include "simd/bf16.h"
 #include "simd/scalar/attention.h"
+#include "tests/simd/bf16_tables.h"
 #include "tests/simd/error_bounds.h"
 #include "tests/simd/flash_attention_bounds.h"
 #if defined(__x86_64__)
@@ -129,8 +130,20 @@ std::vector<std::string> fp32_tables() {
 }
 
 // The bf16 tables whose attention widens q, k, v to fp32; those on AVX512-BF16 dot products round
-// P, dS and dO to bf16 too, and have their own bounds (test_bf16_attention.cpp).
+// P, dS and dO to bf16 too, and have their own bounds (test_bf16_attention.cpp). A table with a
+// GEMM of its own that keeps a portable table's attention (neon_bf16) runs the same functions as
+// that table, tested under that table's name.
 std::vector<std::string> bf16_tables() {
+  auto portable_attention = [](const Bf16Kernels& t) {
+    for (std::string_view name : available_bf16_targets()) {
+      const Bf16Kernels& p = bf16_kernels_named(name);
+      if (!has_own_gemm(name) && p.flash_attention_forward == t.flash_attention_forward &&
+          p.flash_attention_backward == t.flash_attention_backward) {
+        return true;
+      }
+    }
+    return false;
+  };
   std::vector<std::string> r;
   for (std::string_view name : available_bf16_targets()) {
 #if defined(__x86_64__)
@@ -138,6 +151,7 @@ std::vector<std::string> bf16_tables() {
       continue;
     }
 #endif
+    if (has_own_gemm(name) && portable_attention(bf16_kernels_named(name))) continue;
     r.emplace_back(name);
   }
   return r;

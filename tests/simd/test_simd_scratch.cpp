@@ -276,6 +276,23 @@ TEST(SimdBf16ScratchRule, TheDotProductGemmCountsTheLmHeadsPackedWeight) {
   EXPECT_EQ(use.caller[size_t(ScratchSlot::kBf16B)], scratch_bytes((rows * Vp + 1) / 2));
 }
 
+// The Arm BF16 GEMM packs the whole weight too, for the forward and for dinp (C x Vp bf16 values
+// at the lm_head): its sizing entries say so from the shape alone.
+TEST(SimdBf16ScratchRule, TheArmBf16GemmCountsTheLmHeadsPackedWeight) {
+  bool found = false;
+  for (std::string_view name : available_bf16_targets()) found = found || name == "neon_bf16";
+  if (!found) GTEST_SKIP() << "no Arm BF16 on this CPU";
+  const Bf16Kernels& h = bf16_kernels_named("neon_bf16");
+  const size_t C = 768, Vp = 50304, rows = 333;  // rows: a chunk of the head
+  const size_t weight = C * Vp * sizeof(bf16);
+  EXPECT_GE(
+      h.matmul_forward_scratch(rows, int(C), int(Vp), false, 2).caller[size_t(ScratchSlot::kBf16A)],
+      weight);
+  EXPECT_GE(h.matmul_backward_scratch(rows, int(C), int(Vp), true, false, 2)
+                .caller[size_t(ScratchSlot::kBf16A)],
+            weight);
+}
+
 std::vector<std::string> bf16_tables() {
   std::vector<std::string> r;
   for (std::string_view name : available_bf16_targets()) r.emplace_back(name);

@@ -170,12 +170,13 @@ TEST_F(Bf16Model, ReleasedMasterComputesWithTheCopy) {
 
 // The vectorized bf16 tables against the scalar reference tables through the whole model: the same
 // operands (bf16 roundings only differ where an fp32 sum order tips one), so far closer than to
-// PyTorch. The reference runs the active table's flash attention: its output is rounded to bf16
-// after an online softmax whose exp and block order are the kernel's own (and on AVX512-BF16 dot
-// products it rounds three operands more: P, dS, dO), so a rounding it tips reaches every logit;
-// each attention kernel is held to its derived bounds against the scalar one by
-// tests/simd/test_simd_flash_attention.cpp and test_bf16_attention.cpp. Every other kernel then
-// sees the same operands.
+// PyTorch. The reference runs the active table's flash attention and GELU, whose outputs are
+// rounded to bf16 after an exp of their own (a few ulps from the scalar one's, and flash attention
+// on AVX512-BF16 dot products rounds three operands more: P, dS, dO): one rounding they tip moves
+// the tiny model's logits by more than kU/4 (1.4e-3 measured with the portable tables). Each
+// is held to its derived bounds against the scalar kernel by tests/simd (test_bf16.cpp,
+// test_simd_flash_attention.cpp, test_bf16_attention.cpp). Every other kernel, the GEMMs among
+// them, then sees the same operands.
 TEST_F(Bf16Model, ActiveTablesAgreeWithScalarReference) {
   const CheckpointInfo info = read_checkpoint_header(fixture("tiny", "model.bin"));
   const DebugState ref = load_debug_state(fixture("tiny", "state.bin"), info.config);
@@ -186,6 +187,9 @@ TEST_F(Bf16Model, ActiveTablesAgreeWithScalarReference) {
   reference.flash_attention_backward = active.flash_attention_backward;
   reference.flash_attention_forward_scratch = active.flash_attention_forward_scratch;
   reference.flash_attention_backward_scratch = active.flash_attention_backward_scratch;
+  reference.gelu_forward = active.gelu_forward;
+  reference.gelu_forward_bf16 = active.gelu_forward_bf16;
+  reference.gelu_backward = active.gelu_backward;
   Gpt2 slow(info.config, scalar_kernels(), Precision::kBf16, &reference);
   DebugState a, b;
   for (auto [model, out] : {std::pair{&fast, &a}, std::pair{&slow, &b}}) {
