@@ -21,6 +21,7 @@
 #include "simd/hwy/bf16-inl.h"
 #include "simd/hwy/common-inl.h"
 #include "simd/hwy/matmul_drivers-inl.h"
+#include "simd/hwy/matmul_packed-inl.h"
 #include "simd/workspace.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -43,14 +44,8 @@ template <class G>
 void Backward(float* dinp, float* dweight, float* dbias, const float* dout, const bf16* inp,
               const bf16* weight, size_t N, int C, int OC) {
   const RoundedF32* d = reinterpret_cast<const RoundedF32*>(dout);  // rounded where it is read
-  if (dinp) BackwardInputT<G, RoundedF32, bf16>(dinp, d, weight, N, size_t(C), size_t(OC));
-  if constexpr (std::is_same_v<G, HwyGemm>) {
-    BackwardWeightPacked(dweight, d, inp, N, size_t(C), size_t(OC));
-  } else {
-#ifdef LLMCPU_MATMUL_XSMM
-    BackwardWeightT<G, RoundedF32, bf16>(dweight, d, inp, N, size_t(C), size_t(OC));
-#endif
-  }
+  if (dinp) PackedBackwardInput(dinp, d, weight, N, size_t(C), size_t(OC));
+  PackedBackwardWeight(dweight, d, inp, N, size_t(C), size_t(OC));
   if (dbias) BackwardBias(dbias, dout, N, size_t(OC));
 }
 
@@ -64,22 +59,9 @@ ScratchUse ForwardScratch(size_t N, int C, int /*OC*/, bool /*bias*/, int /*thre
 }
 
 template <class G>
-ScratchUse BackwardScratch(size_t N, int C, int /*OC*/, bool dinp, bool /*dbias*/,
-                           int /*threads*/) {
-  ScratchUse use;
-  if (dinp) {
-    use.ask_each(ScratchSlot::kBf16A, kKc * G::kDinpRows)
-        .ask_each(ScratchSlot::kBf16B, G::kDinpCols * kKc);
-  }
-  if constexpr (std::is_same_v<G, HwyGemm>) {
-    use.ask(ScratchSlot::kGemmPack, PanelFloats(GemmMR(), size_t(C), N))
-        .ask_each(ScratchSlot::kGemmPanel, DoutPanelFloats(N));
-  } else {
-#ifdef LLMCPU_MATMUL_XSMM
-    use.ask(ScratchSlot::kGemmPack, N * size_t(C))
-        .ask_each(ScratchSlot::kBf16B, std::min(kDwTokens, N) * G::kDwCols);
-#endif
-  }
+ScratchUse BackwardScratch(size_t N, int C, int OC, bool dinp, bool /*dbias*/, int threads) {
+  ScratchUse use = PackedBackwardWeightScratch(N, size_t(C));
+  if (dinp) use.merge(PackedBackwardInputScratch(N, size_t(C), size_t(OC), true, threads));
   return use;
 }
 

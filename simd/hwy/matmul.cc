@@ -1,13 +1,13 @@
 // Fully connected layer (nn.Linear layout), vectorized: the math of simd/scalar/matmul.h,
 //   out[n,o] = bias[o] + sum_i inp[n,i] W[o,i];  dinp = dout W;  dW += dout^T inp;
 //   dbias += sum_n dout
-// the fp32 table's entries over the blocked drivers of matmul_drivers-inl.h (three column-major
-// GEMMs over the tensors in place; no weight is copied, only activations are packed, in per-thread
-// scratch that grows to the largest shape once). Each block product runs on the Highway
-// micro-kernel or, on x86 builds with libxsmm, on libxsmm's JIT kernels: two tables, same driver,
-// same layouts. The AVX-512 libxsmm table runs its backward pass on the AVX-512 register tile of
-// simd/x86/f32_gemm.h instead (below). (oneDNN's sgemm was as fast for dinp, but it allocates its
-// packing buffers on every call, and a step must allocate nothing after planning.)
+// the fp32 table's entries: the forward pass on the blocked driver of matmul_drivers-inl.h (the
+// weight read in place, the tokens packed; its blocks on the Highway micro-kernel or, on x86
+// builds with libxsmm, on libxsmm's kernels: two tables, same driver, same layouts), the backward
+// pass on packed panels and the Highway register tile (matmul_packed-inl.h), except in the
+// AVX-512 libxsmm table, which runs it on the AVX-512 register tile of simd/x86/f32_gemm.h
+// (below). Scratch grows to the largest shape once. (oneDNN's sgemm was as fast for dinp, but it
+// allocates its packing buffers on every call, and a step must allocate nothing after planning.)
 // Not here: the kernel table (simd/hwy/table.cc), the bf16 entries (bf16_matmul.cc), the libxsmm
 // kernel cache (simd/gemm/xsmm.cpp).
 #undef HWY_TARGET_INCLUDE
@@ -25,6 +25,7 @@
 #include "hwy/highway.h"
 #include "simd/hwy/gemm-inl.h"
 #include "simd/hwy/matmul_drivers-inl.h"
+#include "simd/hwy/matmul_packed-inl.h"
 #include "simd/kernels.h"
 #include "simd/workspace.h"
 #if LLMCPU_HAVE_LIBXSMM
@@ -78,7 +79,7 @@ void BackwardInput(float* dinp, const float* dout, const float* weight, size_t N
     return x86::f32_matmul_backward_input(dinp, dout, weight, N, int(C), int(OC));
   }
 #endif
-  BackwardInputT<G, float, float>(dinp, dout, weight, N, C, OC);
+  PackedBackwardInput(dinp, dout, weight, N, C, OC);
 }
 
 template <class G>
@@ -89,11 +90,7 @@ void BackwardWeight(float* dweight, const float* dout, const float* inp, size_t 
     return x86::f32_matmul_backward_weight(dweight, dout, inp, N, int(C), int(OC));
   }
 #endif
-  if constexpr (std::is_same_v<G, HwyGemm>) {
-    BackwardWeightPacked(dweight, dout, inp, N, C, OC);
-  } else {
-    BackwardWeightT<G, float>(dweight, dout, inp, N, C, OC);
-  }
+  PackedBackwardWeight(dweight, dout, inp, N, C, OC);
 }
 
 template <class G>
@@ -105,9 +102,8 @@ void Backward(float* dinp, float* dweight, float* dbias, const float* dout, cons
 }
 
 // The sizing entries (KernelTable::matmul_*_scratch): the forward pass packs the tokens in the
-// calling thread's scratch; the backward pass of the Highway GEMM packs inp's channel panels there
-// and each thread one block of dout columns; libxsmm's blocks read dinp's and dW's operands in
-// place, the AVX-512 tile packs them (its own entries), and BackwardBias takes no scratch.
+// calling thread's scratch; the backward pass packs its panels (matmul_packed-inl.h's entries, or
+// the AVX-512 tile's own), and BackwardBias takes no scratch.
 template <class G>
 ScratchUse ForwardScratch(size_t N, int C, int /*OC*/, bool /*bias*/, int /*threads*/) {
   return ScratchUse().ask(ScratchSlot::kGemmPack, PanelFloats(G::FwdRows(), N, size_t(C)));
@@ -123,11 +119,8 @@ ScratchUse BackwardScratch(size_t N, int C, int OC, bool dinp, bool /*dbias*/, i
     return use;
   }
 #endif
-  (void)OC, (void)dinp, (void)threads;
-  if constexpr (std::is_same_v<G, HwyGemm>) {
-    use.ask(ScratchSlot::kGemmPack, PanelFloats(GemmMR(), size_t(C), N))
-        .ask_each(ScratchSlot::kGemmPanel, DoutPanelFloats(N));
-  }
+  use = PackedBackwardWeightScratch(N, size_t(C));
+  if (dinp) use.merge(PackedBackwardInputScratch(N, size_t(C), size_t(OC), false, threads));
   return use;
 }
 

@@ -1,21 +1,20 @@
-// The blocked drivers of a linear layer's three GEMMs, written once for fp32 operands and for bf16
-// ones widened exactly to fp32 inside the packing (the fp32 table, simd/hwy/matmul.cc, and the
-// portable bf16 table, simd/hwy/bf16_matmul.cc). Column-major blocks (gemm-inl.h's form):
-//   forward  out^T (N x OC) = inp^T (N x C, packed)  * W^T (C x OC: W's rows as columns, ldb=C)
-//   dinp^T   (C x N)        = W^T (C x OC, lda=C)    * dout^T (OC x N: dout's rows as columns)
-//   dW^T     (C x OC)      += inp^T (C x N, lda=C)   * dout (N x OC: row k = token k, ldb=OC)
-// fp32 operands are read in place, except the activations the drivers pack (the forward's token
-// panels, and on the Highway path dW's channel panels and dout columns). A bf16 operand is
-// widened where a block first reads it, into per-thread scratch that holds one block (a weight's
-// block of output channels or K slice, a block of dout), or into the panels the fp32 operand is
-// packed into anyway: no widened copy of a whole weight exists, and a widened product is the fp32
-// product of the same values (products of bf16 values are exact in fp32), at the fp32 GEMM's speed.
-// Each block product runs on the Highway micro-kernel (HwyGemm) or on libxsmm's JIT kernels
-// (XsmmGemm): same driver, same layouts. Threads own disjoint output blocks and every sum runs
-// over its reduction dimension in a fixed order, so results do not depend on the thread count.
-// Re-included per target by foreach_target.h (no #pragma once).
-// Not here: the table entries and their sizing (matmul.cc, bf16_matmul.cc), the register tile
-// (gemm-inl.h), the libxsmm kernel cache (simd/gemm/xsmm.cpp).
+// The forward GEMM of a linear layer, out (N x OC) = inp (N x C) W^T + bias, written once for fp32
+// operands and for bf16 ones widened exactly to fp32 where they are packed or first read (the fp32
+// table, simd/hwy/matmul.cc, and the portable bf16 tables, simd/hwy/bf16_matmul.cc), and what the
+// backward pass (matmul_packed-inl.h) shares with it: the operand conversions (bf16 widened, an
+// fp32 dout rounded through bf16 as RoundedF32) and their block views. Column-major blocks
+// (gemm-inl.h's form): out^T (N x OC) = inp^T (N x C, packed in token panels) * W^T (C x OC: W's
+// rows as columns, ldb = C), each tile written to out through a small transpose, with the bias,
+// in fp32 or rounded once to bf16. An fp32 weight is read in place; a bf16 one is widened a block
+// of output channels at a time into per-thread scratch: no widened copy of a whole weight exists,
+// and a widened product is the fp32 product of the same values (products of bf16 values are exact
+// in fp32), at the fp32 GEMM's speed. Each block product runs on the Highway micro-kernel
+// (HwyGemm) or on libxsmm's kernels (XsmmGemm): same driver, same layouts. Threads own disjoint
+// output blocks and every sum runs over its reduction dimension in a fixed order, so results do not
+// depend on the thread count. Re-included per target by foreach_target.h (no #pragma once).
+// Not here: the backward pass (matmul_packed-inl.h), the table entries and their sizing
+// (matmul.cc, bf16_matmul.cc), the register tile (gemm-inl.h), libxsmm's kernels
+// (simd/gemm/xsmm.cpp).
 
 #if defined(LLMCPU_SIMD_HWY_MATMUL_DRIVERS_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef LLMCPU_SIMD_HWY_MATMUL_DRIVERS_INL_H_
@@ -48,17 +47,12 @@ namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 namespace matmul_detail {
 
-// Block sizes. Forward: a block is one token panel (MR tokens, all C) times kFwdCols outputs, its
-// K run in slices of at most kFwdKc channels, summed in order into the block's tile.
-// Backward dinp: K (= OC) is cut in kKc slices so that the W slice of a block of channels stays in
-// L2 while all tokens pass over it. dW: the whole token dimension is one reduction (the Highway
-// path packs its operands, see BackwardWeightPacked).
+// Block sizes of the forward pass: a block is one token panel (MR tokens, all C) times kFwdCols
+// outputs, its K run in slices of at most kFwdKc channels, summed in order into the block's tile.
 struct HwyGemm {
   static size_t FwdRows() { return GemmMR(); }  // tokens per forward panel: one tile's rows
   static constexpr size_t kFwdCols = kGemmNR;   // outputs per forward block
   static constexpr size_t kFwdKc = std::numeric_limits<size_t>::max();  // K in one piece
-  static constexpr size_t kDinpRows = 128;                              // channels per dinp block
-  static constexpr size_t kDinpCols = kGemmNR;                          // tokens per dinp block
   static void Block(BLayout layout, size_t m, size_t n, size_t k, const float* A, size_t lda,
                     const float* B, size_t ldb, float* C, size_t ldc, bool accumulate) {
     if (layout == BLayout::kCols) {
@@ -81,10 +75,6 @@ struct XsmmGemm {
   // a whole panel at C = 3072 (768 KiB) did not (fc proj's forward 1-6% faster at N = 256, 9% at
   // N = 4096).
   static constexpr size_t kFwdKc = 768;
-  static constexpr size_t kDinpRows = 64;
-  static constexpr size_t kDinpCols = 32;
-  static constexpr size_t kDwRows = 64;
-  static constexpr size_t kDwCols = 64;
   // A block libxsmm cannot make a kernel for (or whose sizes do not fit its int arguments) runs on
   // the Highway micro-kernel: same layouts, and a fixed choice per shape, so results still do not
   // depend on the thread count.
@@ -101,8 +91,6 @@ struct XsmmGemm {
 };
 #endif
 
-constexpr size_t kKc = 256;                                        // dinp: reduction slice
-constexpr size_t kDwTokens = 512;                                  // dW (libxsmm): token slice
 constexpr size_t kFwdMaxRows = kGemmMaxMR > 64 ? kGemmMaxMR : 64;  // largest FwdRows()
 
 // An fp32 operand that enters the product rounded to bf16 (dout in the bf16 backward pass, as
@@ -295,163 +283,6 @@ void ForwardT(OutT* out, const T* inp, const T* weight, const float* bias, size_
         const size_t n0 = p * MR, mr = std::min(MR, N - n0);
         StoreForwardTile<G::kFwdCols>(out + n0 * OC + o0, OC, tile, MR, mr,
                                       bias ? bias + o0 : nullptr, nb);
-      }
-    }
-  }
-  errors.rethrow();
-}
-
-// dinp (N x C) = dout (N x OC) W (OC x C), as dinp^T = W^T dout^T with K = OC cut in kKc slices.
-// The blocks lie on a fixed grid (channels by kDinpRows, tokens in balanced blocks of at most
-// kDinpCols) and threads take whole blocks, so a block's shape, and with it libxsmm's kernel and
-// order of sums, never depends on the thread count. Converted operands: a block's bf16 W slice
-// (kKc x kDinpRows) is widened once into the thread's kBf16A scratch and read by all its token
-// blocks, each token block's rounded dout slice (kDinpCols x kKc) into its kBf16B scratch.
-template <class G, class Td, class Tw>
-void BackwardInputT(float* dinp, const Td* dout, const Tw* weight, size_t N, size_t C, size_t OC) {
-  const size_t row_blocks = (C + G::kDinpRows - 1) / G::kDinpRows;
-  const size_t col_blocks = (N + G::kDinpCols - 1) / G::kDinpCols;
-  TeamErrors errors;
-#pragma omp parallel
-  {
-    const int tid = omp_get_thread_num(), nt = omp_get_num_threads();
-    const int rows = grid_rows(nt, row_blocks), cols = nt / rows;
-    const Range rb = split_range(row_blocks, tid % rows, rows);
-    const Range cb = split_range(col_blocks, tid / rows, cols);
-    const size_t steps = cb.end - cb.begin;
-    float *wbuf = nullptr, *dbuf = nullptr;
-    const bool ready = errors.run([&] {
-      if constexpr (kWide<Tw>) wbuf = thread_scratch(ScratchSlot::kBf16A, kKc * G::kDinpRows);
-      if constexpr (kWide<Td>) dbuf = thread_scratch(ScratchSlot::kBf16B, G::kDinpCols * kKc);
-    });
-    for (size_t kc = 0; ready && kc < OC; kc += kKc) {
-      const size_t kl = std::min(kKc, OC - kc);
-      for (size_t ib = rb.begin; ib < rb.end; ++ib) {
-        const size_t i0 = ib * G::kDinpRows, mi = std::min(G::kDinpRows, C - i0);
-        const F32Block w = AsF32(weight, C, kc, kl, i0, mi, wbuf);
-        // The next W slice: this K slice's next channel block, else the next K slice's first.
-        const bool more_i = ib + 1 < rb.end;
-        const size_t next_k = more_i ? kc : kc + kKc;
-        const size_t next_i = (more_i ? ib + 1 : rb.begin) * G::kDinpRows;
-        const size_t next_kl = next_k < OC ? std::min(kKc, OC - next_k) : 0;
-        const size_t next_mi = next_i < C ? std::min(G::kDinpRows, C - next_i) : 0;
-        for (size_t jb = cb.begin; jb < cb.end; ++jb) {
-          // Balanced widths (256 tokens: 11 or 12 each, not 21 x 12 + 4): no narrow tail tile.
-          const size_t n0 = N * jb / col_blocks, nn = N * (jb + 1) / col_blocks - n0;
-          if (next_kl && next_mi) {
-            PrefetchRows(weight + next_k * C + next_i, next_kl, C, next_mi, jb - cb.begin, steps);
-          }
-          const F32Block d = AsF32(dout, OC, n0, nn, kc, kl, dbuf);
-          G::Block(BLayout::kCols, mi, nn, kl, w.p, w.ld, d.p, d.ld, dinp + n0 * C + i0, C, kc > 0);
-        }
-      }
-    }
-  }
-  errors.rethrow();
-}
-
-#ifdef LLMCPU_MATMUL_XSMM
-// dW (OC x C) += dout^T inp, as dW^T += inp^T dout (libxsmm), the N tokens cut in slices of
-// kDwTokens: a slice of inp (kDwTokens x C) stays in cache while a thread runs its output blocks
-// over it, instead of all of inp streaming from memory once per block. Each output sums its
-// tokens slice after slice, in the same order for any thread count. A bf16 inp is widened once
-// into the calling thread's kGemmPack scratch (the forward's token panels hold as much), shared
-// by the team; a rounded dout's block (a slice's tokens by kDwCols) into the thread's kBf16B
-// scratch.
-template <class G, class Td, class T>
-void BackwardWeightT(float* dweight, const Td* dout, const T* inp_in, size_t N, size_t C,
-                     size_t OC) {
-  const size_t blocks = (OC + G::kDwCols - 1) / G::kDwCols;
-  const float* inp = nullptr;
-  float* wide = nullptr;
-  if constexpr (kWide<T>) {
-    wide = thread_scratch(ScratchSlot::kGemmPack, N * C);
-    inp = wide;
-  } else {
-    inp = inp_in;
-  }
-  TeamErrors errors;
-#pragma omp parallel
-  {
-    const int tid = omp_get_thread_num(), nt = omp_get_num_threads();
-    float* dbuf = nullptr;
-    bool ready = true;
-    if constexpr (kWide<T>) {
-      const Range rr = split_range(N, tid, nt);
-      for (size_t n = rr.begin; n < rr.end; ++n) RowToF32(wide + n * C, inp_in + n * C, C);
-#pragma omp barrier
-    }
-    if constexpr (kWide<Td>) {
-      ready = errors.run(
-          [&] { dbuf = thread_scratch(ScratchSlot::kBf16B, std::min(kDwTokens, N) * G::kDwCols); });
-    }
-    const Range br = split_range(blocks, tid, nt);
-    const size_t chunks = (C + G::kDwRows - 1) / G::kDwRows;
-    for (size_t t0 = 0; ready && t0 < N; t0 += kDwTokens) {
-      const size_t tn = std::min(kDwTokens, N - t0);
-      const float* in = inp + t0 * C;
-      for (size_t b = br.begin; b < br.end; ++b) {
-        const size_t o0 = b * G::kDwCols, nb = std::min(G::kDwCols, OC - o0);
-        const size_t next_o0 = o0 + G::kDwCols;
-        const size_t next_nb = b + 1 < br.end ? std::min(G::kDwCols, OC - next_o0) : 0;
-        const F32Block d = AsF32(dout, OC, t0, tn, o0, nb, dbuf);
-        for (size_t i0 = 0; i0 < C; i0 += G::kDwRows) {
-          const size_t mi = std::min(G::kDwRows, C - i0);
-          if (next_nb) {
-            PrefetchRows(dout + t0 * OC + next_o0, tn, OC, next_nb, i0 / G::kDwRows, chunks);
-          }
-          G::Block(BLayout::kRows, mi, nb, tn, in + i0, C, d.p, d.ld, dweight + o0 * C + i0, C,
-                   true);
-        }
-      }
-    }
-  }
-  errors.rethrow();
-}
-#endif
-
-// One output block's dout columns in BackwardWeightPacked: N tokens by NR.
-inline size_t DoutPanelFloats(size_t N) { return N * kGemmNR; }
-
-// dW with the Highway micro-kernel: both operands packed (and widened) so that every step of a
-// tile reads contiguous memory (the strided rows of inp and dout cost the AVX2 tile up to half its
-// speed). inp is packed once per call into channel panels P[p][k][r] = inp[k*C + p*MR + r] (zero
-// past C), in the calling thread's scratch and shared by the team; each thread packs the dout
-// columns of its current output block, B[k*NR + j] = dout[k*OC + o0 + j]. Both are activations,
-// no weight is copied. Each tile sums all N tokens in order, then adds into dW.
-template <class Td, class T>
-void BackwardWeightPacked(float* dweight, const Td* dout, const T* inp, size_t N, size_t C,
-                          size_t OC) {
-  const size_t MR = GemmMR(), NR = kGemmNR;
-  const size_t panels = (C + MR - 1) / MR;
-  float* packed = thread_scratch(ScratchSlot::kGemmPack, PanelFloats(MR, C, N));
-  const size_t blocks = (OC + NR - 1) / NR;
-  TeamErrors errors;  // the per-thread scratch may not be had: thrown after the region
-#pragma omp parallel
-  {
-    const int tid = omp_get_thread_num(), nt = omp_get_num_threads();
-    const Range pr = split_range(panels, tid, nt);
-    for (size_t p = pr.begin; p < pr.end; ++p) {
-      const size_t i0 = p * MR, mr = std::min(MR, C - i0);
-      float* HWY_RESTRICT P = packed + p * MR * N;
-      for (size_t k = 0; k < N; ++k) {
-        RowToF32(P + k * MR, inp + k * C + i0, mr);
-        std::fill(P + k * MR + mr, P + (k + 1) * MR, 0.0f);
-      }
-    }
-    float* Bp = nullptr;
-    errors.run([&] { Bp = thread_scratch(ScratchSlot::kGemmPanel, DoutPanelFloats(N)); });
-#pragma omp barrier
-    const Range br = split_range(blocks, tid, nt);
-    for (size_t b = br.begin; Bp && b < br.end; ++b) {  // no scratch: the error is kept
-      const size_t o0 = b * NR, nb = std::min(NR, OC - o0);
-      for (size_t k = 0; k < N; ++k) RowToF32(Bp + k * NR, dout + k * OC + o0, nb);
-      if (b + 1 < br.end) {  // the next block's dout columns: a strided walk the hardware misses
-        PrefetchRows(dout + o0 + NR, N, OC, std::min(NR, OC - o0 - NR), 0, 1);
-      }
-      for (size_t p = 0; p < panels; ++p) {
-        GemmTileAny<BLayout::kRows>(std::min(MR, C - p * MR), nb, N, packed + p * MR * N, MR, Bp,
-                                    NR, dweight + o0 * C + p * MR, C, true);
       }
     }
   }
