@@ -131,7 +131,11 @@ HWY_INLINE void RowToF32(float* HWY_RESTRICT y, const RoundedF32* HWY_RESTRICT x
   for (; i + L <= n; i += L) {
     hn::StoreU(hn::BitCast(d, hn::ShiftLeft<16>(Bf16Bits(d, hn::LoadU(d, x + i)))), d, y + i);
   }
-  for (; i < n; ++i) y[i] = bf16_to_float(float_to_bf16(x[i]));
+  // The tail with one vector too: the backward pass packs dout in rows of NR < L values.
+  if (i < n) {
+    const auto v = hn::BitCast(d, hn::ShiftLeft<16>(Bf16Bits(d, LoadN(d, x + i, n - i))));
+    StoreN(v, d, y + i, n - i);
+  }
 }
 
 // A block of a row-major matrix as fp32, for a block product to read: the matrix itself when it

@@ -6,9 +6,10 @@
 //                     rounded into a chunk's copy); K cut in kDinpKc slices, the tokens run in
 //                     chunks whose dout rows stay in L2 while every panel passes over them.
 //   dweight (OC,C) += rows = channels, A = inp packed in channel panels, P[p][t][r] =
-//                     inp[t*C + p*MR + r]; B = dout's columns of one block of NR output channels,
-//                     packed per token slice (B[t*NR + j]); the tokens in kDwKc slices, the panels
-//                     in chunks that stay in L2 while each thread runs its blocks over them.
+//                     inp[t*C + p*MR + r]; B = dout's columns of a block of NR output channels,
+//                     packed per token slice (B[t*NR + j]) for a group of blocks at once; the
+//                     tokens in kPackedDwKc slices, the panels in chunks that stay in L2 while
+//                     each thread runs a group of its blocks over them.
 // Written once for fp32 operands and converted ones (matmul_drivers-inl.h's RowToF32: a bf16 W or
 // inp widened where it is packed, a RoundedF32 dout rounded to bf16 where it is packed), so the
 // portable bf16 GEMMs run on it too. Every output sums its K in order, slice by slice, whatever the
@@ -49,6 +50,15 @@ constexpr size_t kPackedDinpKc = 512;
 constexpr size_t kPackedDinpChunkBytes = 192 * 1024;
 constexpr size_t kPackedDwKc = 512;
 constexpr size_t kPackedDwL2Bytes = 256 * 1024;
+// dW packs the dout columns of kPackedDwBlocks blocks at once, reading each dout row along 96
+// contiguous values: one block's 6 columns at a time cost a cache line per row (a row is OC values
+// apart), fetched again for every chunk of panels.
+constexpr size_t kPackedDwBlocks = 16;
+
+// Floats of dW's packed dout columns: a slice's tokens by kPackedDwBlocks blocks.
+inline size_t PackedDwBlockFloats(size_t N) {
+  return std::min(kPackedDwKc, N) * kPackedDwBlocks * kGemmNR;
+}
 
 // dinp's channel panels: a thread's share, or all of them where they are fewer than the threads
 // (the threads then split the tokens); and the most panels a thread packs (its scratch's size).
@@ -137,24 +147,36 @@ void PackedBackwardWeight(float* dweight, const Td* dout, const Ti* inp, size_t 
     for (size_t cp = 0; cp < cpanels; ++cp) {
       PackPanel(A + cp * panel + tr.begin * MR, inp, C, tr.begin, tr.end - tr.begin, cp * MR, C);
     }
-    float* Bp = nullptr;
-    errors.run(
-        [&] { Bp = thread_scratch(ScratchSlot::kGemmPanel, std::min(kPackedDwKc, N) * NR); });
+    float* Bp = nullptr;  // a group of blocks' dout columns: Bp[(b - b0)*tn*NR + t*NR + j]
+    errors.run([&] { Bp = thread_scratch(ScratchSlot::kGemmPanel, PackedDwBlockFloats(N)); });
 #pragma omp barrier
     const Range br = split_range(blocks, tid, nt);
     const size_t slice_bytes = std::min(kPackedDwKc, N) * MR * sizeof(float);
     const size_t chunk = std::max<size_t>(1, kPackedDwL2Bytes / slice_bytes);
     for (size_t t0 = 0; Bp && t0 < N; t0 += kPackedDwKc) {
       const size_t tn = std::min(kPackedDwKc, N - t0);
-      for (size_t cp0 = 0; cp0 < cpanels; cp0 += chunk) {
-        const size_t cp1 = std::min(cpanels, cp0 + chunk);
-        for (size_t b = br.begin; b < br.end; ++b) {
-          const size_t o0 = b * NR, nb = std::min(NR, OC - o0);
-          for (size_t t = 0; t < tn; ++t) RowToF32(Bp + t * NR, dout + (t0 + t) * OC + o0, nb);
-          for (size_t cp = cp0; cp < cp1; ++cp) {
-            const size_t c0 = cp * MR;
-            GemmTileAny<BLayout::kRows>(std::min(MR, C - c0), nb, tn, A + cp * panel + t0 * MR, MR,
-                                        Bp, NR, dweight + o0 * C + c0, C, true);
+      for (size_t b0 = br.begin; b0 < br.end; b0 += kPackedDwBlocks) {
+        const size_t b1 = std::min(br.end, b0 + kPackedDwBlocks);
+        // The group's columns [b0*NR, min(OC, b1*NR)) of each dout row, read along the row.
+        const size_t o_first = b0 * NR, width = std::min(OC, b1 * NR) - o_first;
+        for (size_t t = 0; t < tn; ++t) {
+          HWY_ALIGN float row[kPackedDwBlocks * kGemmNR];
+          RowToF32(row, dout + (t0 + t) * OC + o_first, width);
+          for (size_t b = b0; b < b1; ++b) {
+            const size_t j0 = (b - b0) * NR, nb = std::min(NR, width - j0);
+            std::copy(row + j0, row + j0 + nb, Bp + (b - b0) * tn * NR + t * NR);
+          }
+        }
+        for (size_t cp0 = 0; cp0 < cpanels; cp0 += chunk) {
+          const size_t cp1 = std::min(cpanels, cp0 + chunk);
+          for (size_t b = b0; b < b1; ++b) {
+            const size_t o0 = b * NR, nb = std::min(NR, OC - o0);
+            for (size_t cp = cp0; cp < cp1; ++cp) {
+              const size_t c0 = cp * MR;
+              GemmTileAny<BLayout::kRows>(std::min(MR, C - c0), nb, tn, A + cp * panel + t0 * MR,
+                                          MR, Bp + (b - b0) * tn * NR, NR, dweight + o0 * C + c0, C,
+                                          true);
+            }
           }
         }
       }
@@ -177,7 +199,7 @@ inline ScratchUse PackedBackwardInputScratch(size_t N, size_t C, size_t OC, bool
 inline ScratchUse PackedBackwardWeightScratch(size_t N, size_t C) {
   return ScratchUse()
       .ask(ScratchSlot::kGemmPack, PanelFloats(GemmMR(), C, N))
-      .ask_each(ScratchSlot::kGemmPanel, std::min(kPackedDwKc, N) * kGemmNR);
+      .ask_each(ScratchSlot::kGemmPanel, PackedDwBlockFloats(N));
 }
 
 }  // namespace matmul_detail
