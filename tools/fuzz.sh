@@ -2,7 +2,8 @@
 # Builds the libFuzzer targets (tests/fuzz: every reader of outside input) with clang, libFuzzer,
 # AddressSanitizer and UndefinedBehaviorSanitizer in a build folder of their own (LLMCPU_FUZZ=ON),
 # then runs each target over its committed seeds (tests/fuzz/corpus/NAME) and the inputs of fixed
-# findings (tests/fuzz/regressions/NAME) for a bounded time or number of runs. A crash, a sanitizer
+# findings (tests/fuzz/regressions/NAME) for a bounded time or number of runs, as many targets at
+# once as the machine has CPUs (libFuzzer runs one thread). A crash, a sanitizer
 # report, an exception other than llmcpu::Error, a single allocation over 512 MB, more than 2 GB of
 # memory or an input that takes over 10 s fails the target; libFuzzer saves the input in
 # BUILD_DIR/fuzz-artifacts/NAME/ and the output says how to run it again. New inputs that reach
@@ -71,16 +72,22 @@ if ! grep -q '^"--model"$' "$build/cli.dict"; then
 fi
 
 targets=${*:-$(cat "$build/fuzz_targets.txt")}
-cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
-echo "== fuzz: $limit per target on ${cpu:-an unknown CPU}"
-status=0
-summary=""
 for name in $targets; do
-  binary="$build/fuzz_$name"
-  if [ ! -x "$binary" ]; then
+  if [ ! -x "$build/fuzz_$name" ]; then
     echo "fuzz.sh: no target fuzz_$name (targets: $(tr '\n' ' ' <"$build/fuzz_targets.txt"))" >&2
     exit 2
   fi
+done
+cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
+# libFuzzer runs one thread a target: as many targets at once as this process has CPUs.
+jobs=$(nproc 2>/dev/null || echo 1)
+echo "== fuzz: $limit per target, $jobs at a time, on ${cpu:-an unknown CPU}"
+
+# fuzz_one NAME: one target over its seeds and regressions; its summary line goes to
+# $build/fuzz-NAME.result (prefixed "FAILED " where it failed), its output to $build/fuzz-NAME.log.
+fuzz_one() {
+  name=$1
+  binary="$build/fuzz_$name"
   work="$build/fuzz-corpus/$name"
   artifacts="$build/fuzz-artifacts/$name"
   log="$build/fuzz-$name.log"
@@ -105,13 +112,38 @@ for name in $targets; do
   corp=$(echo "$done_line" | sed -n 's/.* corp: \([^ ]*\).*/\1/p')
   line="fuzz_$name: ${runs:-?} runs in ${seconds}s (${speed:-?}/s), cov ${cov:-?}, corpus ${corp:-?}"
   if [ "$rc" -ne 0 ] || [ -z "$done_line" ]; then
-    status=1
-    line="$line: FAILED (exit status $rc)"
-    tail -n 60 "$log"
-    input=$(sed -n 's/.*Test unit written to \(.*\)$/\1/p' "$log" | tail -n 1)
-    echo "(full output: $log)"
-    [ -n "$input" ] && echo "run it again: OMP_NUM_THREADS=1 $binary $input"
+    line="FAILED $line: FAILED (exit status $rc)"
   fi
+  echo "$line" >"$build/fuzz-$name.result"
+}
+
+running=0
+for name in $targets; do
+  rm -f "$build/fuzz-$name.result"
+  fuzz_one "$name" &
+  running=$((running + 1))
+  if [ "$running" -ge "$jobs" ]; then
+    wait
+    running=0
+  fi
+done
+wait
+
+status=0
+summary=""
+for name in $targets; do
+  line=$(cat "$build/fuzz-$name.result" 2>/dev/null || echo "FAILED fuzz_$name: no result")
+  case "$line" in
+    FAILED\ *)
+      status=1
+      line=${line#FAILED }
+      log="$build/fuzz-$name.log"
+      tail -n 60 "$log"
+      input=$(sed -n 's/.*Test unit written to \(.*\)$/\1/p' "$log" | tail -n 1)
+      echo "(full output: $log)"
+      [ -n "$input" ] && echo "run it again: OMP_NUM_THREADS=1 $build/fuzz_$name $input"
+      ;;
+  esac
   echo "$line"
   summary="$summary
   $line"
