@@ -13,6 +13,9 @@
 #      the only vectorized target and the default, and an SVE instruction where NEON code runs would
 #      stop it; without BF16 the neon_bf16 table is not offered (nor a BF16 instruction run);
 #   5. "max" with LLMCPU_TARGET=neon: the dispatch tests check that neon is then the one used.
+# Every run sets LLMCPU_TEST_EMULATED=1, which leaves out the largest ragged shapes of the slowest
+# tests (tests/simd/emulated.h): emulation checks each Arm target's instructions, the native runs
+# the blocking at those shapes.
 # Installs nothing (tools/install-deps.sh does); exits non-zero if a tool or library is missing or a
 # test fails.
 #   tools/test-neon.sh [BUILD_DIR]   (relative to the repository root; default: build-neon)
@@ -64,7 +67,8 @@ run() {
   esac
   log="$build/test-neon-$name.log"
   rc=0
-  env QEMU_CPU="$cpu" "$@" qemu-aarch64 "$binary" --gtest_brief=1 --gtest_filter="$filter" \
+  env QEMU_CPU="$cpu" LLMCPU_TEST_EMULATED=1 "$@" qemu-aarch64 "$binary" --gtest_brief=1 \
+    --gtest_filter="$filter" \
     >"$log" 2>&1 || rc=$?
   passed=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) tests\{0,1\}\./\1/p' "$log")
   failed=$(grep -c '^\[  FAILED  \] .* ([0-9]* ms)$' "$log" || true)

@@ -34,6 +34,7 @@
 #include "simd/scalar/layernorm.h"
 #include "simd/scalar/matmul.h"
 #include "tests/simd/bf16_tables.h"
+#include "tests/simd/emulated.h"
 #include "tests/simd/error_bounds.h"
 
 namespace llmcpu::simd_test {
@@ -146,17 +147,19 @@ constexpr Shape kShapes[] = {{1, 1, 1},     {3, 5, 7},        {17, 33, 29},   {6
                              {65, 96, 131}, {33, 769, 13},    {5, 17, 1031},  {130, 130, 389},
                              {40, 768, 24}, {1100, 1030, 70}, {70, 2100, 13}, {65, 40, 2100}};
 
-// The shapes a table's GEMM is checked on: kShapes; neon_bf16 takes two smaller shapes for the
-// largest, {600, 12, 600} (dinp's and dW's 512-wide K slices, their chunks of 64 panels) and
-// {300, 1030, 13} (the forward's chunks of 31 token panels at C = 1030): its blocking is crossed
-// with a tenth of the products (QEMU emulates BFMMLA in soft float).
+// The shapes a table's GEMM is checked on: kShapes; neon_bf16, and every table under emulation
+// (tests/simd/emulated.h), take two smaller shapes for the largest, {600, 12, 600} (dinp's and
+// dW's 512-wide K slices, their chunks of 64 panels) and {300, 1030, 13} (the forward's chunks of
+// 31 token panels at C = 1030): the blocking is crossed with a tenth of the products (QEMU
+// emulates BFMMLA in soft float).
 std::vector<Shape> gemm_shapes(std::string_view table) {
+  const bool smaller = table == "neon_bf16" || testing::emulated_run();
   std::vector<Shape> r;
   for (const Shape& s : kShapes) {
     const bool largest = s.N == 1100 && s.C == 1030 && s.OC == 70;
-    if (table != "neon_bf16" || !largest) r.push_back(s);
+    if (!smaller || !largest) r.push_back(s);
   }
-  if (table == "neon_bf16") r.insert(r.end(), {Shape{600, 12, 600}, Shape{300, 1030, 13}});
+  if (smaller) r.insert(r.end(), {Shape{600, 12, 600}, Shape{300, 1030, 13}});
   return r;
 }
 
