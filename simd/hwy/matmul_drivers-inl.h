@@ -246,48 +246,66 @@ HWY_INLINE void StoreForwardTile(bf16* HWY_RESTRICT out, size_t ld, const float*
   }
 }
 
-// out (N x OC) = inp (N x C) W^T + bias. Token panels packed (and widened) once into the calling
-// thread's kGemmPack scratch, shared by the team; threads take blocks of kFwdCols output channels.
-// A bf16 weight's block is widened once into the thread's kBf16A scratch (kFwdCols x C floats) and
-// read by every panel; an fp32 weight is read in place, the next block prefetched.
+// Token panels the forward pass packs at a time: all of them for fp32 operands (each weight block
+// is then read once per call); for bf16 ones a chunk of at least kFwdWideTokens tokens, so that
+// the widened panels take a slice's scratch (6 MiB at C = 3072), not the whole of inp's width in
+// fp32 (50 MiB at GPT-2 124M's T=1024), at the cost of widening each weight block once per chunk.
+constexpr size_t kFwdWideTokens = 512;
+template <class G, class T>
+size_t FwdChunkPanels(size_t N) {
+  const size_t MR = G::FwdRows(), panels = (N + MR - 1) / MR;
+  if constexpr (!kWide<T>) return panels;
+  return std::min(panels, (kFwdWideTokens + MR - 1) / MR);
+}
+
+// out (N x OC) = inp (N x C) W^T + bias. Token panels packed (and widened) a chunk at a time into
+// the calling thread's kGemmPack scratch, shared by the team; threads take blocks of kFwdCols
+// output channels. A bf16 weight's block is widened into the thread's kBf16A scratch (kFwdCols x
+// C floats) and read by every panel of the chunk; an fp32 weight is read in place, the next block
+// prefetched.
 template <class G, class T, class OutT>
 void ForwardT(OutT* out, const T* inp, const T* weight, const float* bias, size_t N, int C_,
               int OC_) {
   const size_t C = size_t(C_), OC = size_t(OC_);
   const size_t MR = G::FwdRows();
-  const size_t panels = (N + MR - 1) / MR;
-  float* packed = thread_scratch(ScratchSlot::kGemmPack, PanelFloats(MR, N, C));
+  const size_t panels = (N + MR - 1) / MR, chunk = FwdChunkPanels<G, T>(N);
+  float* packed = thread_scratch(ScratchSlot::kGemmPack, PanelFloats(MR, chunk * MR, C));
   const size_t blocks = (OC + G::kFwdCols - 1) / G::kFwdCols;
   TeamErrors errors;  // a thread's scratch may not be had: thrown after the region
 #pragma omp parallel
   {
     const int tid = omp_get_thread_num(), nt = omp_get_num_threads();
-    const Range pr = split_range(panels, tid, nt);
-    for (size_t p = pr.begin; p < pr.end; ++p)
-      PackTokenPanel(packed + p * MR * C, inp, p, MR, N, C);
     float* wbuf = nullptr;
     if constexpr (kWide<T>) {
       errors.run([&] { wbuf = thread_scratch(ScratchSlot::kBf16A, G::kFwdCols * C); });
     }
-#pragma omp barrier
     HWY_ALIGN float tile[kFwdMaxRows * G::kFwdCols];
     const Range br = split_range(blocks, tid, nt);
-    for (size_t b = br.begin; b < br.end && !(kWide<T> && !wbuf); ++b) {
-      const size_t o0 = b * G::kFwdCols, nb = std::min(G::kFwdCols, OC - o0);
-      const F32Block w = AsF32(weight, C, o0, nb, 0, C, wbuf);
-      const size_t next_o0 = o0 + G::kFwdCols;
-      const size_t next_nb = b + 1 < br.end ? std::min(G::kFwdCols, OC - next_o0) : 0;
-      for (size_t p = 0; p < panels; ++p) {
-        if (next_nb) PrefetchRows(weight + next_o0 * C, next_nb, C, C, p, panels);
-        for (size_t kc = 0, kl = 0; kc < C; kc += kl) {
-          kl = std::min(G::kFwdKc, C - kc);
-          G::Block(BLayout::kCols, MR, nb, kl, packed + p * MR * C + kc * MR, MR, w.p + kc, w.ld,
-                   tile, MR, kc > 0);
+    // Every thread meets the barriers, its work or not (a thread without scratch computes nothing).
+    for (size_t p0 = 0; p0 < panels; p0 += chunk) {
+      const size_t p1 = std::min(panels, p0 + chunk);
+      const Range pr = split_range(p1 - p0, tid, nt);
+      for (size_t p = p0 + pr.begin; p < p0 + pr.end; ++p)
+        PackTokenPanel(packed + (p - p0) * MR * C, inp, p, MR, N, C);
+#pragma omp barrier
+      for (size_t b = br.begin; b < br.end && !(kWide<T> && !wbuf); ++b) {
+        const size_t o0 = b * G::kFwdCols, nb = std::min(G::kFwdCols, OC - o0);
+        const F32Block w = AsF32(weight, C, o0, nb, 0, C, wbuf);
+        const size_t next_o0 = o0 + G::kFwdCols;
+        const size_t next_nb = b + 1 < br.end ? std::min(G::kFwdCols, OC - next_o0) : 0;
+        for (size_t p = p0; p < p1; ++p) {
+          if (next_nb) PrefetchRows(weight + next_o0 * C, next_nb, C, C, p - p0, p1 - p0);
+          for (size_t kc = 0, kl = 0; kc < C; kc += kl) {
+            kl = std::min(G::kFwdKc, C - kc);
+            G::Block(BLayout::kCols, MR, nb, kl, packed + (p - p0) * MR * C + kc * MR, MR, w.p + kc,
+                     w.ld, tile, MR, kc > 0);
+          }
+          const size_t n0 = p * MR, mr = std::min(MR, N - n0);
+          StoreForwardTile<G::kFwdCols>(out + n0 * OC + o0, OC, tile, MR, mr,
+                                        bias ? bias + o0 : nullptr, nb);
         }
-        const size_t n0 = p * MR, mr = std::min(MR, N - n0);
-        StoreForwardTile<G::kFwdCols>(out + n0 * OC + o0, OC, tile, MR, mr,
-                                      bias ? bias + o0 : nullptr, nb);
       }
+#pragma omp barrier
     }
   }
   errors.rethrow();

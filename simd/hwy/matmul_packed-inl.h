@@ -5,8 +5,9 @@
 //                     W[(kc+k)*C + c0 + r]; B_j = dout row j (K = OC contiguous, read in place or
 //                     rounded into a chunk's copy); K cut in kDinpKc slices, the tokens run in
 //                     chunks whose dout rows stay in L2 while every panel passes over them.
-//   dweight (OC,C) += rows = channels, A = inp packed in channel panels, P[p][t][r] =
-//                     inp[t*C + p*MR + r]; B = dout's columns of a block of NR output channels,
+//   dweight (OC,C) += rows = channels, A = a token slice of inp packed in channel panels,
+//                     P[p][t][r] = inp[(t0+t)*C + p*MR + r] (the team packs each slice: the
+//                     scratch holds one); B = dout's columns of a block of NR output channels,
 //                     packed per token slice (B[t*NR + j]) for a group of blocks at once; the
 //                     tokens in kPackedDwKc slices, the panels in chunks that stay in L2 while
 //                     each thread runs a group of its blocks over them.
@@ -136,26 +137,29 @@ template <class Td, class Ti>
 void PackedBackwardWeight(float* dweight, const Td* dout, const Ti* inp, size_t N, size_t C,
                           size_t OC) {
   const size_t MR = GemmMR(), NR = kGemmNR;
-  const size_t cpanels = (C + MR - 1) / MR, panel = MR * N;
-  float* A = thread_scratch(ScratchSlot::kGemmPack, PanelFloats(MR, C, N));
+  const size_t slice = std::min(kPackedDwKc, N);  // tokens per slice
+  const size_t cpanels = (C + MR - 1) / MR, panel = MR * slice;
+  float* A = thread_scratch(ScratchSlot::kGemmPack, PanelFloats(MR, C, slice));
   const size_t blocks = (OC + NR - 1) / NR;
   TeamErrors errors;  // a thread's scratch may not be had: thrown after the region
 #pragma omp parallel
   {
     const int tid = omp_get_thread_num(), nt = omp_get_num_threads();
-    const Range tr = split_range(N, tid, nt);
-    for (size_t cp = 0; cp < cpanels; ++cp) {
-      PackPanel(A + cp * panel + tr.begin * MR, inp, C, tr.begin, tr.end - tr.begin, cp * MR, C);
-    }
     float* Bp = nullptr;  // a group of blocks' dout columns: Bp[(b - b0)*tn*NR + t*NR + j]
     errors.run([&] { Bp = thread_scratch(ScratchSlot::kGemmPanel, PackedDwBlockFloats(N)); });
-#pragma omp barrier
     const Range br = split_range(blocks, tid, nt);
-    const size_t slice_bytes = std::min(kPackedDwKc, N) * MR * sizeof(float);
-    const size_t chunk = std::max<size_t>(1, kPackedDwL2Bytes / slice_bytes);
-    for (size_t t0 = 0; Bp && t0 < N; t0 += kPackedDwKc) {
-      const size_t tn = std::min(kPackedDwKc, N - t0);
-      for (size_t b0 = br.begin; b0 < br.end; b0 += kPackedDwBlocks) {
+    const size_t chunk = std::max<size_t>(1, kPackedDwL2Bytes / (slice * MR * sizeof(float)));
+    // Every thread meets the barriers, its work or not (a thread without scratch computes nothing).
+    for (size_t t0 = 0; t0 < N; t0 += slice) {
+      const size_t tn = std::min(slice, N - t0);
+      // The slice's channel panels, P[cp][t][r], packed by the team: the tokens split.
+      const Range tr = split_range(tn, tid, nt);
+      for (size_t cp = 0; cp < cpanels; ++cp) {
+        PackPanel(A + cp * panel + tr.begin * MR, inp, C, t0 + tr.begin, tr.end - tr.begin, cp * MR,
+                  C);
+      }
+#pragma omp barrier
+      for (size_t b0 = br.begin; Bp && b0 < br.end; b0 += kPackedDwBlocks) {
         const size_t b1 = std::min(br.end, b0 + kPackedDwBlocks);
         // The group's columns [b0*NR, min(OC, b1*NR)) of each dout row, read along the row.
         const size_t o_first = b0 * NR, width = std::min(OC, b1 * NR) - o_first;
@@ -173,13 +177,14 @@ void PackedBackwardWeight(float* dweight, const Td* dout, const Ti* inp, size_t 
             const size_t o0 = b * NR, nb = std::min(NR, OC - o0);
             for (size_t cp = cp0; cp < cp1; ++cp) {
               const size_t c0 = cp * MR;
-              GemmTileAny<BLayout::kRows>(std::min(MR, C - c0), nb, tn, A + cp * panel + t0 * MR,
-                                          MR, Bp + (b - b0) * tn * NR, NR, dweight + o0 * C + c0, C,
+              GemmTileAny<BLayout::kRows>(std::min(MR, C - c0), nb, tn, A + cp * panel, MR,
+                                          Bp + (b - b0) * tn * NR, NR, dweight + o0 * C + c0, C,
                                           true);
             }
           }
         }
       }
+#pragma omp barrier
     }
   }
   errors.rethrow();
@@ -198,7 +203,7 @@ inline ScratchUse PackedBackwardInputScratch(size_t N, size_t C, size_t OC, bool
 }
 inline ScratchUse PackedBackwardWeightScratch(size_t N, size_t C) {
   return ScratchUse()
-      .ask(ScratchSlot::kGemmPack, PanelFloats(GemmMR(), C, N))
+      .ask(ScratchSlot::kGemmPack, PanelFloats(GemmMR(), C, std::min(kPackedDwKc, N)))
       .ask_each(ScratchSlot::kGemmPanel, PackedDwBlockFloats(N));
 }
 
