@@ -1,10 +1,12 @@
-// The GEMMs of GPT-2 124M at B=4, T=64 (N = 256 rows), forward and backward, in every engine this
-// build has: llmcpu's fp32 GEMM (active_kernels()), each of llmcpu's bf16 tables
-// (available_bf16_targets()), and, when oneDNN was found at build time, oneDNN's matmul in bf16 and
-// in fp32, so that the bf16 path can keep the faster engine with the figures to show for it.
+// The GEMMs of GPT-2 124M at B=4, T=64 (N = 256 rows; --tokens=N for others, 4096 for T=1024),
+// forward and backward, in every engine this build has: llmcpu's fp32 GEMM (active_kernels()),
+// each of llmcpu's bf16 tables (available_bf16_targets()), and, when oneDNN was found at build
+// time, oneDNN's matmul in bf16 and in fp32, so that the bf16 path can keep the faster engine with
+// the figures to show for it.
 //   ./build/bench_bf16_gemm                                  everything (scalar tables: minutes)
 //   ./build/bench_bf16_gemm --benchmark_filter='lm_head'     one shape, every engine
 //   ./build/bench_bf16_gemm --benchmark_filter='/(onednn|llmcpu)_bf16'
+//   ./build/bench_bf16_gemm --tokens=4096 --benchmark_filter='fcproj'   B=4, T=1024
 // Names are SHAPE_DIR/ENGINE. forward: out (N,OC) = inp (N,C) W (OC,C)^T + bias; backward: dinp
 // (N,C) = dout W and dW (OC,C) += dout^T inp (4 N C OC FLOPs; llmcpu also sums dbias, oneDNN does
 // not, a few N OC additions). Operands are in the model's layouts (nn.Linear weights, row-major
@@ -22,6 +24,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <map>
 #include <memory>
@@ -41,7 +44,7 @@ namespace llmcpu::bench {
 
 namespace {
 
-constexpr size_t N = 256;  // B * T = 4 * 64
+size_t N = 256;  // B * T: 4 * 64 unless --tokens says otherwise
 constexpr int C = 768, Vp = 50304;
 
 struct Shape {
@@ -323,6 +326,26 @@ int main(int argc, char** argv) {
   using namespace llmcpu;
   using namespace llmcpu::bench;
   benchmark::Initialize(&argc, argv);
+  // --tokens=N (B * T rows), taken out before Google Benchmark sees what it does not know.
+  int kept = 1;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a.rfind("--tokens=", 0) == 0) {
+      char* end = nullptr;
+      const unsigned long long n = std::strtoull(a.c_str() + 9, &end, 10);
+      if (end == a.c_str() + 9 || *end != '\0' || n == 0 || n > (1ull << 24)) {
+        std::fprintf(stderr,
+                     "bench_bf16_gemm: --tokens wants a row count in [1, 16777216], got "
+                     "'%s'\n",
+                     a.c_str() + 9);
+        return 2;
+      }
+      N = size_t(n);
+    } else {
+      argv[kept++] = argv[i];
+    }
+  }
+  argc = kept;
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   g_roofs = measure_roofs(false);
   auto gf = [](double f) { return f > 0 ? std::to_string(f / 1e9) : std::string("absent"); };

@@ -55,7 +55,7 @@ template <class G>
 ScratchUse ForwardScratch(size_t N, int C, int /*OC*/, bool /*bias*/, int /*threads*/) {
   return ScratchUse()
       .ask(ScratchSlot::kGemmPack,
-           PanelFloats(G::FwdRows(), FwdChunkPanels<G, bf16>(N) * G::FwdRows(), size_t(C)))
+           PanelFloats(G::FwdRows(), FwdChunkPanels<G>(N) * G::FwdRows(), size_t(C)))
       .ask_each(ScratchSlot::kBf16A, G::kFwdCols * size_t(C));
 }
 

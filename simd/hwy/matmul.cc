@@ -102,11 +102,12 @@ void Backward(float* dinp, float* dweight, float* dbias, const float* dout, cons
 }
 
 // The sizing entries (KernelTable::matmul_*_scratch): the forward pass packs the tokens in the
-// calling thread's scratch; the backward pass packs its panels (matmul_packed-inl.h's entries, or
-// the AVX-512 tile's own), and BackwardBias takes no scratch.
+// calling thread's scratch, a chunk at a time; the backward pass packs its panels
+// (matmul_packed-inl.h's entries, or the AVX-512 tile's own), and BackwardBias takes no scratch.
 template <class G>
 ScratchUse ForwardScratch(size_t N, int C, int /*OC*/, bool /*bias*/, int /*threads*/) {
-  return ScratchUse().ask(ScratchSlot::kGemmPack, PanelFloats(G::FwdRows(), N, size_t(C)));
+  const size_t rows = FwdChunkPanels<G>(N) * G::FwdRows();
+  return ScratchUse().ask(ScratchSlot::kGemmPack, PanelFloats(G::FwdRows(), rows, size_t(C)));
 }
 
 template <class G>
