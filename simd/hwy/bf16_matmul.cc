@@ -52,11 +52,12 @@ void Backward(float* dinp, float* dweight, float* dbias, const float* dout, cons
 // The sizing entries: what the drivers ask for with converted operands (matmul_drivers-inl.h);
 // BackwardBias takes no scratch.
 template <class G>
-ScratchUse ForwardScratch(size_t N, int C, int /*OC*/, bool /*bias*/, int /*threads*/) {
+ScratchUse ForwardScratch(size_t N, int C, int OC, bool /*bias*/, int threads) {
   return ScratchUse()
       .ask(ScratchSlot::kGemmPack,
            PanelFloats(G::FwdRows(), FwdChunkPanels<G>(N) * G::FwdRows(), size_t(C)))
-      .ask_each(ScratchSlot::kBf16A, G::kFwdCols * size_t(C));
+      .ask_each(ScratchSlot::kBf16A, FwdWeightFloats<G, bf16>(N, size_t(C), size_t(OC),
+                                                              size_t(std::max(threads, 1))));
 }
 
 template <class G>

@@ -258,11 +258,29 @@ size_t FwdChunkPanels(size_t N) {
   return std::min(panels, (kFwdWideTokens + MR - 1) / MR);
 }
 
+// A bf16 weight that more than one chunk meets, of at most kFwdOnceFloats floats widened (16 MiB:
+// every GPT-2 124M weight but the lm_head), is widened once per call, each thread its own blocks'
+// rows, instead of once per chunk.
+constexpr size_t kFwdOnceFloats = size_t(4) << 20;
+template <class G, class T>
+bool FwdWidenOnce(size_t N, size_t C, size_t OC) {
+  if constexpr (!kWide<T>) return false;
+  const size_t panels = (N + G::FwdRows() - 1) / G::FwdRows();
+  return FwdChunkPanels<G>(N) < panels && OC * C <= kFwdOnceFloats;
+}
+// The widened weight rows one thread of `threads` holds (kBf16A): one block's, or all of its own.
+template <class G, class T>
+size_t FwdWeightFloats(size_t N, size_t C, size_t OC, size_t threads) {
+  if (!FwdWidenOnce<G, T>(N, C, OC)) return G::kFwdCols * C;
+  const size_t blocks = (OC + G::kFwdCols - 1) / G::kFwdCols;
+  return (blocks + threads - 1) / threads * G::kFwdCols * C;
+}
+
 // out (N x OC) = inp (N x C) W^T + bias. Token panels packed (and widened) a chunk at a time into
 // the calling thread's kGemmPack scratch, shared by the team; threads take blocks of kFwdCols
 // output channels. A bf16 weight's block is widened into the thread's kBf16A scratch (kFwdCols x
-// C floats) and read by every panel of the chunk; an fp32 weight is read in place, the next block
-// prefetched.
+// C floats) and read by every panel of the chunk, or all of the thread's blocks once per call
+// (FwdWidenOnce); an fp32 weight is read in place, the next block prefetched.
 template <class G, class T, class OutT>
 void ForwardT(OutT* out, const T* inp, const T* weight, const float* bias, size_t N, int C_,
               int OC_) {
@@ -271,16 +289,18 @@ void ForwardT(OutT* out, const T* inp, const T* weight, const float* bias, size_
   const size_t panels = (N + MR - 1) / MR, chunk = FwdChunkPanels<G>(N);
   float* packed = thread_scratch(ScratchSlot::kGemmPack, PanelFloats(MR, chunk * MR, C));
   const size_t blocks = (OC + G::kFwdCols - 1) / G::kFwdCols;
+  const bool once = FwdWidenOnce<G, T>(N, C, OC);
   TeamErrors errors;  // a thread's scratch may not be had: thrown after the region
 #pragma omp parallel
   {
     const int tid = omp_get_thread_num(), nt = omp_get_num_threads();
+    const Range br = split_range(blocks, tid, nt);
     float* wbuf = nullptr;
     if constexpr (kWide<T>) {
-      errors.run([&] { wbuf = thread_scratch(ScratchSlot::kBf16A, G::kFwdCols * C); });
+      const size_t floats = (once ? std::max<size_t>(1, br.end - br.begin) : 1) * G::kFwdCols * C;
+      errors.run([&] { wbuf = thread_scratch(ScratchSlot::kBf16A, floats); });
     }
     HWY_ALIGN float tile[kFwdMaxRows * G::kFwdCols];
-    const Range br = split_range(blocks, tid, nt);
     // Every thread meets the barriers, its work or not (a thread without scratch computes nothing).
     for (size_t p0 = 0; p0 < panels; p0 += chunk) {
       const size_t p1 = std::min(panels, p0 + chunk);
@@ -290,9 +310,11 @@ void ForwardT(OutT* out, const T* inp, const T* weight, const float* bias, size_
 #pragma omp barrier
       for (size_t b = br.begin; b < br.end && !(kWide<T> && !wbuf); ++b) {
         const size_t o0 = b * G::kFwdCols, nb = std::min(G::kFwdCols, OC - o0);
-        const F32Block w = AsF32(weight, C, o0, nb, 0, C, wbuf);
+        float* own = once ? wbuf + (b - br.begin) * G::kFwdCols * C : wbuf;
+        const F32Block w = once && p0 > 0 ? F32Block{own, C} : AsF32(weight, C, o0, nb, 0, C, own);
         const size_t next_o0 = o0 + G::kFwdCols;
-        const size_t next_nb = b + 1 < br.end ? std::min(G::kFwdCols, OC - next_o0) : 0;
+        const size_t next_nb =
+            b + 1 < br.end && !(once && p0 > 0) ? std::min(G::kFwdCols, OC - next_o0) : 0;
         for (size_t p = p0; p < p1; ++p) {
           if (next_nb) PrefetchRows(weight + next_o0 * C, next_nb, C, C, p - p0, p1 - p0);
           for (size_t kc = 0, kl = 0; kc < C; kc += kl) {
