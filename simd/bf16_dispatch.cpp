@@ -120,14 +120,15 @@ const TableRegistry<Entry>& registry() {
       }
 #endif
 #if LLMCPU_HAVE_ONEDNN
-      // Without AMX or AVX512-BF16 oneDNN emulates its bf16 products: 2.6-2.9x slower than the
-      // portable tables on every GPT-2 124M GEMM (bench_bf16_gemm with LLMCPU_MAX_ISA=avx512 on a
-      // Zen 4, bench/RESULTS.md), so there it ranks after them.
-      bool dnnl_emulated = dnnl_here && !amx;
+      // Without AMX, oneDNN ranks after the AVX512-BF16 table; without AVX512-BF16 either, it
+      // emulates its bf16 products: 2.6-2.9x slower than the portable tables on every GPT-2 124M
+      // GEMM (bench_bf16_gemm with LLMCPU_MAX_ISA=avx512 on a Zen 4, bench/RESULTS.md), so there
+      // it ranks after them (below).
+      bool dnnl_dots = false;
 #if LLMCPU_HAVE_X86_KERNELS
-      dnnl_emulated = dnnl_emulated && !x86::has_avx512_bf16();
+      dnnl_dots = x86::has_avx512_bf16();
 #endif
-      if (dnnl_here && !amx && !dnnl_emulated) r.push_back({dnnl.target, fp32, &dnnl});
+      if (dnnl_here && !amx && dnnl_dots) r.push_back({dnnl.target, fp32, &dnnl});
 #endif
       (void)best;
       // Arm BF16's table ranks before the portable one (the block at the top).
@@ -137,7 +138,7 @@ const TableRegistry<Entry>& registry() {
       if (t->has_xsmm) r.push_back({t->bf16_xsmm.target, fp32, &t->bf16_xsmm});
       r.push_back({t->bf16.target, fp32, &t->bf16});
 #if LLMCPU_HAVE_ONEDNN
-      if (dnnl_emulated) r.push_back({dnnl.target, fp32, &dnnl});
+      if (dnnl_here && !amx && !dnnl_dots) r.push_back({dnnl.target, fp32, &dnnl});
 #endif
     }
     return r;

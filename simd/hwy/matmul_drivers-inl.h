@@ -310,11 +310,12 @@ void ForwardT(OutT* out, const T* inp, const T* weight, const float* bias, size_
 #pragma omp barrier
       for (size_t b = br.begin; b < br.end && !(kWide<T> && !wbuf); ++b) {
         const size_t o0 = b * G::kFwdCols, nb = std::min(G::kFwdCols, OC - o0);
+        // Widened by an earlier chunk of this call: neither widened nor its next block prefetched.
+        const bool widened = once && p0 > 0;
         float* own = once ? wbuf + (b - br.begin) * G::kFwdCols * C : wbuf;
-        const F32Block w = once && p0 > 0 ? F32Block{own, C} : AsF32(weight, C, o0, nb, 0, C, own);
+        const F32Block w = widened ? F32Block{own, C} : AsF32(weight, C, o0, nb, 0, C, own);
         const size_t next_o0 = o0 + G::kFwdCols;
-        const size_t next_nb =
-            b + 1 < br.end && !(once && p0 > 0) ? std::min(G::kFwdCols, OC - next_o0) : 0;
+        const size_t next_nb = b + 1 < br.end && !widened ? std::min(G::kFwdCols, OC - next_o0) : 0;
         for (size_t p = p0; p < p1; ++p) {
           if (next_nb) PrefetchRows(weight + next_o0 * C, next_nb, C, C, p - p0, p1 - p0);
           for (size_t kc = 0, kl = 0; kc < C; kc += kl) {
