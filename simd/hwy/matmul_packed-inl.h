@@ -81,6 +81,10 @@ template <class T>
 void PackPanel(float* HWY_RESTRICT P, const T* HWY_RESTRICT X, size_t ld, size_t k0, size_t kl,
                size_t c0, size_t cols) {
   const size_t MR = GemmMR(), m = std::min(MR, cols - c0);
+  if (m == MR) {
+    for (size_t k = 0; k < kl; ++k) RowVectorsToF32(P + k * MR, X + (k0 + k) * ld + c0, MR);
+    return;
+  }
   for (size_t k = 0; k < kl; ++k) {
     RowToF32(P + k * MR, X + (k0 + k) * ld + c0, m);
     std::fill(P + k * MR + m, P + (k + 1) * MR, 0.0f);
@@ -107,23 +111,38 @@ void PackedBackwardInput(float* dinp, const Td* dout, const Tw* weight, size_t N
       const size_t kl = std::min(kPackedDinpKc, OC);
       D = thread_scratch(ScratchSlot::kBf16B, PackedDinpChunk(kl) * NR * kl);
     }
+    // The thread's panels are packed as the first chunk of tokens reaches them, each one's W rows
+    // (a cache line from each of kl rows, C floats apart) prefetched while the panel before it
+    // computes: packed all at once at the start of a slice, they came from DRAM with nothing to
+    // overlap (6-10% of dinp's time on AVX2, prefetched a slice ahead or not).
     for (size_t kc = 0; kc < OC; kc += kPackedDinpKc) {
       const size_t kl = std::min(kPackedDinpKc, OC - kc);
-      for (size_t cp = cr.begin; cp < cr.end; ++cp) {
-        PackPanel(A + (cp - cr.begin) * slice, weight, C, kc, kl, cp * MR, C);
-      }
       const size_t chunk = PackedDinpChunk(kl);
+      const size_t next_kl = kc + kl < OC ? std::min(kPackedDinpKc, OC - kc - kl) : 0;
       for (size_t g0 = gr.begin; g0 < gr.end; g0 += chunk) {
         const size_t g1 = std::min(gr.end, g0 + chunk);
+        const bool first = g0 == gr.begin, last = g1 == gr.end;
         const size_t n_first = g0 * NR, n_end = std::min(N, g1 * NR);
         const F32Block d = AsF32(dout, OC, n_first, n_end - n_first, kc, kl, D);
         for (size_t cp = cr.begin; cp < cr.end; ++cp) {
           const size_t c0 = cp * MR;
+          float* panel = A + (cp - cr.begin) * slice;
+          if (first) PackPanel(panel, weight, C, kc, kl, c0, C);
+          // The next panel to pack: this slice's next one, or the next slice's first.
+          const Tw* ahead = nullptr;
+          size_t ahead_rows = 0;
+          if (first && cp + 1 < cr.end) {
+            ahead = weight + kc * C + c0 + MR, ahead_rows = kl;
+          } else if (last && cp + 1 == cr.end && next_kl) {
+            ahead = weight + (kc + kl) * C + cr.begin * MR;
+            ahead_rows = next_kl;
+          }
           for (size_t g = g0; g < g1; ++g) {
+            if (ahead) PrefetchRows(ahead, ahead_rows, C, MR, g - g0, g1 - g0);
             const size_t n0 = g * NR;
-            GemmTileAny<BLayout::kCols>(
-                std::min(MR, C - c0), std::min(NR, N - n0), kl, A + (cp - cr.begin) * slice, MR,
-                d.p + (n0 - n_first) * d.ld, d.ld, dinp + n0 * C + c0, C, kc > 0);
+            GemmTileAny<BLayout::kCols>(std::min(MR, C - c0), std::min(NR, N - n0), kl, panel, MR,
+                                        d.p + (n0 - n_first) * d.ld, d.ld, dinp + n0 * C + c0, C,
+                                        kc > 0);
           }
         }
       }
