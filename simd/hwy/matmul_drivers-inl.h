@@ -74,9 +74,9 @@ struct XsmmGemm {
   // 25-38% slower; 64 on AVX-512, where 32 was no faster.
   static size_t FwdRows() { return kIsa == xsmm::Isa::kAvx2 ? 32 : 64; }
   static constexpr size_t kFwdCols = 64;
-  // A token panel's K slice (64 x 768 floats, 192 KiB) stays in L2 beside the block's weight rows;
-  // a whole panel at C = 3072 (768 KiB) did not (fc proj's forward 1-6% faster at N = 256, 9% at
-  // N = 4096).
+  // A token panel's K slice (64 x 768 floats, 192 KiB; half that on AVX2) stays in L2 beside the
+  // block's weight rows; a whole 64-token panel at C = 3072 (768 KiB) did not (fc proj's forward
+  // 1-6% faster at N = 256, 9% at N = 4096).
   static constexpr size_t kFwdKc = 768;
   // A block libxsmm cannot make a kernel for (or whose sizes do not fit its int arguments) runs on
   // the Highway micro-kernel: same layouts, and a fixed choice per shape, so results still do not
