@@ -29,9 +29,19 @@ std::string tokenizer_beside(const std::string& path) {
   return found ? folder.string() : std::string();
 }
 
-// Whether a Hugging Face model's config.json names a Llama-family model_type (else: GPT-2).
+// Whether a Hugging Face model's config.json names a Llama-family model_type (else: GPT-2, which
+// a config.json may name or leave out). A model_type of another family is refused by name here,
+// before its tensors are read as a GPT-2's.
 bool is_llama_model(const HfModelPaths& paths) {
-  return !paths.config.empty() && is_llama_model_type(config_model_type(read_json_file(paths.config)));
+  if (paths.config.empty()) return false;
+  const std::string type = config_model_type(read_json_file(paths.config));
+  if (is_llama_model_type(type)) return true;
+  if (!type.empty() && type != "gpt2") {
+    throw FileError(paths.config, "model_type is \"" + type +
+                                      "\", a family llmcpu does not read; it reads \"gpt2\", "
+                                      "\"llama\", \"qwen2\" and \"mistral\"");
+  }
+  return false;
 }
 
 // The safetensors model at `paths` opened as its config says: a Llama-family model or a GPT-2.

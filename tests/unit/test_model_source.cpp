@@ -80,6 +80,29 @@ TEST_F(ModelSourceTest, AHuggingFaceFolderAndItsFileAreSafetensors) {
   }
 }
 
+// A folder whose config.json names a family llmcpu does not read (its tensors named as that
+// family names them) is refused by that model_type, not read as a GPT-2 and refused for a missing
+// GPT-2 tensor.
+TEST_F(ModelSourceTest, AnUnknownModelTypeIsRefusedByName) {
+  fs::create_directories(path("hf"));
+  const std::string header =
+      R"({"model.embed_tokens.weight":{"dtype":"F32","shape":[2,4],"data_offsets":[0,32]}})";
+  testing::Bytes file;
+  const uint64_t n = header.size();
+  testing::append(file, &n, 1);
+  file.insert(file.end(), header.begin(), header.end());
+  file.resize(file.size() + 32, 0);
+  testing::write_bytes(path("hf/model.safetensors"), file);
+  const std::string gemma = R"({"model_type": "gemma", "hidden_size": 4, "vocab_size": 2})";
+  testing::write_bytes(path("hf/config.json"), testing::Bytes(gemma.begin(), gemma.end()));
+  for (const std::string& spec : {path("hf"), path("hf/model.safetensors")}) {
+    SCOPED_TRACE(spec);
+    testing::expect_file_error(
+        [&] { resolve_model(spec); }, path("hf/config.json"),
+        {"model_type is \"gemma\"", "\"gpt2\"", "\"llama\"", "\"qwen2\"", "\"mistral\""});
+  }
+}
+
 TEST_F(ModelSourceTest, TheTokenizerHintIsTheModelsFolderWhenItHoldsGpt2sFiles) {
   fs::create_directories(path("hf"));
   save_hf_gpt2(path("hf/model.safetensors"), path("hf/config.json"), kShape, params_.data(),
