@@ -233,18 +233,11 @@ void PackTokenPanel(float* HWY_RESTRICT P, const T* HWY_RESTRICT inp, size_t p, 
   size_t k0 = 0;
 #ifdef LLMCPU_MATMUL_TRANSPOSE8
   const hn::FixedTag<float, 8> d8;
-  const auto load = [&](const T* HWY_RESTRICT x) {
-    if constexpr (std::is_same_v<T, bf16>) {
-      return LoadBf16(d8, x);
-    } else {
-      return hn::LoadU(d8, x);
-    }
-  };
   for (; k0 + 8 <= C; k0 += 8) {
     for (size_t r0 = 0; r0 < MR; r0 += 8) {
       hn::Vec<decltype(d8)> tokens[8], channels[8];
       for (size_t j = 0; j < 8; ++j) {
-        tokens[j] = r0 + j < rows ? load(inp + (n0 + r0 + j) * C + k0) : hn::Zero(d8);
+        tokens[j] = r0 + j < rows ? LoadIn(d8, inp + (n0 + r0 + j) * C + k0) : hn::Zero(d8);
       }
       Transpose8(d8, tokens, channels);
       for (size_t i = 0; i < 8; ++i) hn::StoreU(channels[i], d8, P + (k0 + i) * MR + r0);
@@ -263,16 +256,6 @@ void PackTokenPanel(float* HWY_RESTRICT P, const T* HWY_RESTRICT inp, size_t p, 
       }
     }
   }
-}
-
-// One row vector of out: fp32 as is, or rounded once to bf16.
-template <class D>
-HWY_INLINE void StoreOutRow(hn::Vec<D> v, D d, float* HWY_RESTRICT y) {
-  hn::StoreU(v, d, y);
-}
-template <class D>
-HWY_INLINE void StoreOutRow(hn::Vec<D> v, D d, bf16* HWY_RESTRICT y) {
-  StoreBf16(v, d, y);
 }
 
 // A block's tile (MR tokens by nb output channels, column-major: tile[r + j*MR]) to its mr rows
@@ -299,9 +282,9 @@ HWY_INLINE void StoreForwardTile(OutT* HWY_RESTRICT out, size_t ld, const float*
         if (bias) {
           const auto b = hn::LoadU(d8, bias + j0);
           for (size_t i = 0; i < n; ++i)
-            StoreOutRow(hn::Add(rows[i], b), d8, out + (r0 + i) * ld + j0);
+            StoreOut(hn::Add(rows[i], b), d8, out + (r0 + i) * ld + j0);
         } else {
-          for (size_t i = 0; i < n; ++i) StoreOutRow(rows[i], d8, out + (r0 + i) * ld + j0);
+          for (size_t i = 0; i < n; ++i) StoreOut(rows[i], d8, out + (r0 + i) * ld + j0);
         }
       }
     }
