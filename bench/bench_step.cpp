@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "bench/plugin_arg.h"
-#include "core/model/gpt2.h"
+#include "core/model/model.h"
 #include "core/model/preset.h"
 #include "core/optim/adamw.h"
 #include "core/plugin/offload.h"
@@ -40,8 +40,8 @@ double seconds_since(Clock::time_point t) {
 
 void BM_TrainStep(benchmark::State& state, const char* preset) {
   const int B = static_cast<int>(state.range(0)), T = static_cast<int>(state.range(1));
-  Gpt2 model(load_model_preset(find_conf_file("models", preset)), active_kernels(), g_precision);
-  init_gpt2(model, 1);
+  Model model(load_model_preset(find_conf_file("models", preset)), active_kernels(), g_precision);
+  init_model(model, 1);
   // The plugin belongs to this model (and keeps its weights): a fresh one per benchmark.
   model.plan_batch(B, T);
   if (const char* plugin = std::getenv("LLMCPU_PLUGIN")) {
@@ -76,7 +76,7 @@ void BM_TrainStep(benchmark::State& state, const char* preset) {
     t0 = Clock::now();
     benchmark::DoNotOptimize(global_norm(model.grads_flat(), model.num_parameters()));
     if (device) benchmark::DoNotOptimize(device->grad_sum_squares());
-    const Gpt2::UpdateSpans w = model.weights_for_update();  // bf16: the copy in the same pass
+    const Model::UpdateSpans w = model.weights_for_update();  // bf16: the copy in the same pass
     // As the trainer's update: without a device the same pass zeroes the gradients.
     opt.step(w.master, model.grads_flat(), 1e-4, w.copy, {}, {1.0f, device == nullptr});
     if (!device) model.mark_gradients_zero();

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "core/model/gpt2.h"
+#include "core/model/model.h"
 #include "core/model/preset.h"
 #include "core/optim/adamw.h"
 #include "core/util/rng.h"
@@ -112,8 +112,8 @@ int profile_step(std::string_view target, int steps, int T) {
   g_seconds = &seconds;
   const KernelTable table = timed_table();
   const int B = 4;
-  Gpt2 model(load_model_preset(find_conf_file("models", "gpt2-124m")), table);
-  init_gpt2(model, 1);
+  Model model(load_model_preset(find_conf_file("models", "gpt2-124m")), table);
+  init_model(model, 1);
   model.plan_batch(B, T);
   AdamWConfig cfg;
   cfg.weight_decay = 0.1;

@@ -6,12 +6,13 @@
 // signed zeros are kept; values above bf16's largest finite round to infinity as IEEE says.
 // bf16 -> fp32 is exact.
 //
-// The bf16 path (core/model, `--precision bf16`) keeps fp32 master weights and AdamW moments, a bf16
-// working copy of the weights, and bf16 activations where they feed a GEMM (the layernorm outputs,
-// the attention output, the GELU output). GEMMs take bf16 operands and accumulate in fp32; layernorm
-// statistics, softmax, the loss and all gradients that are not GEMM operands stay fp32. A GEMM's fp32
-// gradient input (dout) is rounded to bf16 where it enters the product, as autocast does.
-// Not here: which ops run in which precision (core/model/gpt2.cpp), the fp32 kernels (kernels.h).
+// The bf16 path (core/model, `--precision bf16`) keeps fp32 master weights and AdamW moments, a
+// bf16 working copy of the weights, and bf16 activations where they feed a GEMM (the layernorm
+// outputs, the attention output, the GELU output). GEMMs take bf16 operands and accumulate in fp32;
+// layernorm statistics, softmax, the loss and all gradients that are not GEMM operands stay fp32. A
+// GEMM's fp32 gradient input (dout) is rounded to bf16 where it enters the product, as autocast
+// does. Not here: which ops run in which precision (core/model/model.cpp), the fp32 kernels
+// (kernels.h).
 #pragma once
 
 #include <cstddef>
@@ -31,7 +32,7 @@ inline bf16 float_to_bf16(float f) {
   std::uint32_t u;
   std::memcpy(&u, &f, sizeof u);
   if ((u & 0x7fffffffu) > 0x7f800000u) return bf16((u >> 16) | 0x0040u);  // NaN: quiet, keep sign
-  u += 0x7fffu + ((u >> 16) & 1u);                                       // nearest, ties to even
+  u += 0x7fffu + ((u >> 16) & 1u);                                        // nearest, ties to even
   return bf16(u >> 16);
 }
 
@@ -49,8 +50,8 @@ struct Bf16Kernels {
   void (*to_bf16)(bf16* out, const float* in, size_t N);
   void (*to_f32)(float* out, const bf16* in, size_t N);
 
-  // out (N,OC) = inp (N,C) weight^T + bias, fp32 accumulation; weight (OC,C) row-major as nn.Linear;
-  // bias (OC) fp32 or null.
+  // out (N,OC) = inp (N,C) weight^T + bias, fp32 accumulation; weight (OC,C) row-major as
+  // nn.Linear; bias (OC) fp32 or null.
   void (*matmul_forward)(float* out, const bf16* inp, const bf16* weight, const float* bias,
                          size_t N, int C, int OC);
   // The same product with its output rounded once to bf16 in the GEMM's epilogue (the bits of
@@ -120,9 +121,9 @@ struct Bf16Kernels {
 // GEMM sum in order, one fp32 accumulator).
 const Bf16Kernels& scalar_bf16_kernels();
 
-// The bf16 table that goes with an fp32 target name (kernels_for_target's names): the best bf16 GEMM
-// this CPU runs for that target ("avx512" -> AVX512-BF16 dot products where the CPU has them; the
-// best Arm target -> BFMMLA where the CPU has Arm BF16; else the portable Highway GEMM), or the
+// The bf16 table that goes with an fp32 target name (kernels_for_target's names): the best bf16
+// GEMM this CPU runs for that target ("avx512" -> AVX512-BF16 dot products where the CPU has them;
+// the best Arm target -> BFMMLA where the CPU has Arm BF16; else the portable Highway GEMM), or the
 // scalar reference for "scalar". Throws UsageError as kernels_for_target does.
 const Bf16Kernels& bf16_kernels_for_target(std::string_view name,
                                            std::string_view what = "kernel target");

@@ -93,7 +93,7 @@ ActivationViews<G> views_at(char* base, const ModelConfig& c, int B, int T) {
           .recompute = Recompute::kNone};
 }
 
-// The step as run_bench times it: zero_grad, Gpt2::forward_backward, the gradient norm, AdamW.
+// The step as run_bench times it: zero_grad, Model::forward_backward, the gradient norm, AdamW.
 template <class G>
 std::vector<LayerOp> record_step(const ModelConfig& c, int B, int T, const OpKernels& kernels) {
   const ParameterLayout layout(c);

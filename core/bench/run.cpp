@@ -13,7 +13,7 @@
 
 #include "core/bench/layer_ops.h"
 #include "core/io/model_file.h"
-#include "core/model/gpt2.h"
+#include "core/model/model.h"
 #include "core/optim/adamw.h"
 #include "core/util/aligned_buffer.h"
 #include "simd/bf16.h"
@@ -64,11 +64,11 @@ void rate(BenchRow& r, double flop_roof, double byte_roof) {
 
 // The trainer's step on random tokens; returns the seconds of each timed step.
 std::vector<double> time_steps(const BenchOptions& o, const KernelTable& k, const Bf16Kernels& h) {
-  Gpt2 model(o.config, k, o.precision, &h);
+  Model model(o.config, k, o.precision, &h);
   if (o.source.is_file()) {
     load_model_file(o.source, model);
   } else {
-    init_gpt2(model, 1);
+    init_model(model, 1);
   }
   const int B = o.batch, T = o.seq_len;
   model.plan_batch(B, T);
@@ -86,7 +86,7 @@ std::vector<double> time_steps(const BenchOptions& o, const KernelTable& k, cons
     model.zero_grad();
     model.forward_backward(inputs.data(), targets.data(), B, T);
     const double norm = global_norm(model.grads_flat(), model.num_parameters(), k);
-    const Gpt2::UpdateSpans w = model.weights_for_update();
+    const Model::UpdateSpans w = model.weights_for_update();
     // As the trainer's step in one process: clipped to 1 and cleared in the AdamW pass.
     opt.step(w.master, model.grads_flat(), 1e-4, w.copy, {}, {clip_factor(norm, 1.0), true});
     model.mark_gradients_zero();
@@ -120,7 +120,8 @@ std::vector<std::string> resolve_targets(const std::string& list) {
   return r;
 }
 
-BenchReport run_bench(const BenchOptions& o, const std::function<void(const std::string&)>& progress) {
+BenchReport run_bench(const BenchOptions& o,
+                      const std::function<void(const std::string&)>& progress) {
   auto tell = [&](const std::string& s) {
     if (progress) progress(s);
   };
@@ -165,8 +166,8 @@ BenchReport run_bench(const BenchOptions& o, const std::function<void(const std:
         call();
         s.push_back(seconds_since(t0));
       }
-      BenchRow r{o.model, op.op, op.pass, target, op.shape, op.per_step, op.flops, op.bytes,
-                 summarize(s)};
+      BenchRow r{o.model,     op.op,    op.pass,  target,      op.shape,
+                 op.per_step, op.flops, op.bytes, summarize(s)};
       const double flop_roof = op.roof == Roof::kBf16 ? roof.gemm : roof.fp32;
       rate(r, flop_roof, bw);
       step_flops += op.flops * op.per_step;
@@ -176,9 +177,15 @@ BenchReport run_bench(const BenchOptions& o, const std::function<void(const std:
     }
 
     tell(target + ": training step");
-    BenchRow step{o.model, "training step", "step", target,
-                  "B=" + std::to_string(o.batch) + " T=" + std::to_string(o.seq_len), 1,
-                  step_flops, step_bytes, summarize(time_steps(o, k, h))};
+    BenchRow step{o.model,
+                  "training step",
+                  "step",
+                  target,
+                  "B=" + std::to_string(o.batch) + " T=" + std::to_string(o.seq_len),
+                  1,
+                  step_flops,
+                  step_bytes,
+                  summarize(time_steps(o, k, h))};
     rate(step, roof.gemm, bw);
     // The step's roofline time is the sum of its ops' (each against its own roof).
     step.roof_pct = 100.0 * step_roof_seconds / step.time.median;

@@ -16,7 +16,7 @@ double ms_since(Clock::time_point t) {
 }
 }  // namespace
 
-GradientSync::GradientSync(Communicator& world, Gpt2& model, bool zero)
+GradientSync::GradientSync(Communicator& world, Model& model, bool zero)
     : world_(world),
       zero_(zero),
       grads_(model.grads_flat()),
@@ -78,7 +78,7 @@ void GradientSync::serve() {
   }
 }
 
-bool GradientSync::share_memory(Gpt2& model, std::string* why_not) {
+bool GradientSync::share_memory(Model& model, std::string* why_not) {
   if (!zero_ || model.master_released() || model.offload_active()) return false;
   const size_t P = model.num_parameters();
   const auto round_up = [](size_t bytes) { return (bytes + 63) / 64 * 64; };
@@ -97,7 +97,7 @@ bool GradientSync::share_memory(Gpt2& model, std::string* why_not) {
   }
   float* const own_grads = static_cast<float*>(shared_->block(world_.rank()));
   if (with_copy && !model.bf16_copy_current()) model.refresh_bf16_weights();
-  const Gpt2& m = model;
+  const Model& m = model;
   for (const ParameterSpan& p : parts_) {  // the ranks' weights are the same: each copies its parts
     std::copy_n(m.params_flat() + p.offset, p.count, shared_params + p.offset);
     if (with_copy) std::copy_n(m.params_bf16_flat() + p.offset, p.count, shared_copy + p.offset);

@@ -1,5 +1,5 @@
 // A data-parallel step's communication, on a thread of its own while the compute threads go on.
-// Backward: the model tells this hook as each layer's gradients become final (Gpt2::backward) and
+// Backward: the model tells this hook as each layer's gradients become final (Model::backward) and
 // the communication thread sums that layer's spans (ParameterLayout::spans) over the ranks while
 // the layers below compute: all of each span (all-reduce), or under ZeRO-1 only each rank's own
 // part (reduce-scatter, core/comm/zero_shards.h). The trainer scales each rank's loss by 1 / (the
@@ -26,7 +26,7 @@
 #include <vector>
 
 #include "core/comm/communicator.h"
-#include "core/model/gpt2.h"
+#include "core/model/model.h"
 
 namespace llmcpu {
 
@@ -34,7 +34,7 @@ class GradientSync final : public GradientHook {
  public:
   // zero: ZeRO-1 (reduce-scatter, then gather the updated parts); otherwise every rank gets the
   // whole average (all-reduce) and updates every weight itself.
-  GradientSync(Communicator& world, Gpt2& model, bool zero);
+  GradientSync(Communicator& world, Model& model, bool zero);
   ~GradientSync() override;
   GradientSync(const GradientSync&) = delete;
   GradientSync& operator=(const GradientSync&) = delete;
@@ -53,7 +53,7 @@ class GradientSync final : public GradientHook {
   // after the update makes them every rank's. Collective; false, changing nothing, where the world
   // cannot share memory (`why_not` says why where it is not plain: Communicator::share_memory) or
   // without ZeRO-1.
-  bool share_memory(Gpt2& model, std::string* why_not);
+  bool share_memory(Model& model, std::string* why_not);
   bool shared() const { return shared_ != nullptr; }
   // Shared memory: waits for every rank, after which each sees what the others wrote (their parts
   // of the weights). The caller's thread, while nothing is queued. Returns the milliseconds waited.

@@ -40,7 +40,8 @@ CheckpointInfo parse_header(const MappedFile& file) {
   }
   const size_t bytes_per = info.version == kCheckpointFp32 ? 4 : 2;
   const size_t expected = kLlmcHeaderBytes + ParameterLayout(c).total() * bytes_per;
-  file.expect_size(expected, "a version " + std::to_string(info.version) + " checkpoint of " + describe(c));
+  file.expect_size(expected,
+                   "a version " + std::to_string(info.version) + " checkpoint of " + describe(c));
   return info;
 }
 
@@ -50,7 +51,7 @@ CheckpointInfo read_checkpoint_header(const std::string& path) {
   return parse_header(MappedFile(path));
 }
 
-void load_checkpoint(const std::string& path, Gpt2& model) {
+void load_checkpoint(const std::string& path, Model& model) {
   load_checkpoint(path, model.config(), model.params_flat());
 }
 
@@ -81,7 +82,7 @@ int checkpoint_version_for(Precision precision) {
   return precision == Precision::kBf16 ? kCheckpointBf16 : kCheckpointFp32;
 }
 
-void save_checkpoint(const std::string& path, const Gpt2& model, int version) {
+void save_checkpoint(const std::string& path, const Model& model, int version) {
   AtomicFileWriter out(path);
   write_checkpoint(out, model, version);
   out.commit();
@@ -130,7 +131,7 @@ void save_checkpoint(const std::string& path, const ModelConfig& config, const f
   out.commit();
 }
 
-void write_checkpoint(AtomicFileWriter& out, const Gpt2& model, int version) {
+void write_checkpoint(AtomicFileWriter& out, const Model& model, int version) {
   check_version(out, version);
   if (model.master_released() && version == kCheckpointFp32) {
     throw Error("write_checkpoint(" + out.path() + "): this model keeps the fp32 master of its " +

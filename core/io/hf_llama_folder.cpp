@@ -43,7 +43,7 @@ void StagedFiles::publish() {
   for (const auto& file : files_) file->publish();
 }
 
-LlamaWeights llama_weights_of(const Gpt2& model, TensorDtype dtype) {
+LlamaWeights llama_weights_of(const Model& model, TensorDtype dtype) {
   if (dtype == TensorDtype::kBf16 && model.bf16_copy_current()) {
     // The working copy is bf16(master) already: the bytes rounding would give.
     return {model.config(), model.params_flat(), model.params_bf16_flat()};

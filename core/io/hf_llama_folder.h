@@ -17,7 +17,7 @@
 
 #include "core/io/safetensors.h"
 #include "core/model/config.h"
-#include "core/model/gpt2.h"
+#include "core/model/model.h"
 #include "core/util/file.h"
 
 namespace llmcpu {
@@ -59,7 +59,7 @@ struct LlamaWeights {
 // `model`'s weights for a file of `dtype`: its bf16 copy for BF16 where the copy is current (the
 // only whole copy once ZeRO-1 released the master's other parts); Error for F32 or F16 once the
 // master is released (a bf16 run's files are BF16).
-LlamaWeights llama_weights_of(const Gpt2& model, TensorDtype dtype);
+LlamaWeights llama_weights_of(const Model& model, TensorDtype dtype);
 
 // Stages into `folder` (which must exist): config.json (llama_config_json over origin.config,
 // with torch_dtype `dtype`), copies of origin's tokenizer files that are not in `folder` already,

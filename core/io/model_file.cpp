@@ -53,8 +53,9 @@ void with_hf_model(const HfModelPaths& paths, F&& f) {
     return;
   }
   if (fs::path(paths.weights).filename() == "model.safetensors.index.json") {
-    throw FileError(paths.weights, "is a sharded model, which llmcpu reads for the Llama family "
-                                   "only (its config.json names model_type gpt2 or none)");
+    throw FileError(paths.weights,
+                    "is a sharded model, which llmcpu reads for the Llama family "
+                    "only (its config.json names model_type gpt2 or none)");
   }
   f(HfGpt2File(paths));
 }
@@ -98,8 +99,9 @@ std::string not_a_model_folder(const std::string& dir) {
       newest = entry.path().string();
     }
   }
-  std::string why = "is a folder without model.safetensors or model.safetensors.index.json (a "
-                    "Hugging Face model folder holds them and config.json)";
+  std::string why =
+      "is a folder without model.safetensors or model.safetensors.index.json (a "
+      "Hugging Face model folder holds them and config.json)";
   if (!newest.empty()) why += "; a checkpoint folder: name one of its model files, e.g. " + newest;
   return why;
 }
@@ -126,7 +128,8 @@ ModelSource resolve_model(const std::string& spec) {
   s.spec = spec;
   s.path = is_file ? spec : find_conf_file("models", spec);
   if (s.path.empty() && fs::is_directory(spec, ec)) {  // neither a model nor a preset
-    throw UsageError("--model " + spec + ": " + not_a_model_folder(spec) + ", and no preset is "
+    throw UsageError("--model " + spec + ": " + not_a_model_folder(spec) +
+                     ", and no preset is "
                      "named so");
   }
   if (s.path.empty()) {
@@ -172,7 +175,7 @@ void load_model_parameters(const ModelSource& source, float* params) {
   load_parameters(source, source.config, params);
 }
 
-void load_model_file(const ModelSource& source, Gpt2& model) {
+void load_model_file(const ModelSource& source, Model& model) {
   load_parameters(source, model.config(), model.params_flat());
 }
 

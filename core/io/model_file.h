@@ -11,7 +11,7 @@
 
 #include "core/io/hf_llama_folder.h"
 #include "core/model/config.h"
-#include "core/model/gpt2.h"
+#include "core/model/model.h"
 
 namespace llmcpu {
 
@@ -59,7 +59,7 @@ ModelSource open_model_file(const std::string& path, ModelFormat format,
 LlamaOrigin llama_origin_of(const ModelSource& source);
 
 // Loads a model file's parameters into `model`, whose config must equal the file's.
-void load_model_file(const ModelSource& source, Gpt2& model);
+void load_model_file(const ModelSource& source, Model& model);
 // The same into a flat array laid out by ParameterLayout(source.config).
 void load_model_parameters(const ModelSource& source, float* params);
 

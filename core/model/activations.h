@@ -1,7 +1,7 @@
 // Activation and activation-gradient arenas for one (B, T), each one allocation carved into views.
 // The forward arena keeps what the backward pass reads, for every layer; the backward arena holds
 // one layer's worth of gradients, reused from the last layer down to the first. Sized once by
-// Gpt2::plan_batch: a training step allocates nothing. Nothing grows with T^2: attention keeps its
+// Model::plan_batch: a training step allocates nothing. Nothing grows with T^2: attention keeps its
 // rows' log-sum-exp (B, NH, T), not the (B, NH, T, T) probabilities, and the head's (B, T, Vp)
 // logits exist one chunk of rows at a time unless a caller asks to keep them.
 //
@@ -31,7 +31,7 @@ enum class Recompute { kNone, kGelu, kAllPointwise };
 Recompute parse_recompute(std::string_view word, std::string_view flag = "--recompute");
 const char* recompute_name(Recompute recompute);
 
-// How a batch's activations are laid out (Gpt2::plan_batch).
+// How a batch's activations are laid out (Model::plan_batch).
 struct ActivationOptions {
   Precision precision = Precision::kFp32;
   Recompute recompute = Recompute::kNone;
@@ -63,7 +63,7 @@ struct LayerActivations {
   G* fch;                 // (B, T, F) the MLP's first GEMM (4C; Llama gate|up, 2H)
   G* fch_gelu;            // (B, T, H) its activation (GELU; Llama SwiGLU), shared when recomputed
   float* residual3;       // (B, T, C) the layer's output
-  const float* rope_cos;     // Llama: (T, D/2) the rotary tables of positions 0..T-1 (else null)
+  const float* rope_cos;  // Llama: (T, D/2) the rotary tables of positions 0..T-1 (else null)
   const float* rope_sin;
   bool recompute_gelu;       // backward recomputes fch_gelu (GELU or SwiGLU) from fch first
   bool recompute_layernorm;  // backward recomputes ln2 and ln1 from their inputs and statistics
@@ -102,7 +102,7 @@ struct ActivationViews {
   int L;
   size_t BT, C, NH;
   size_t QKV, A, F, H;  // row widths of qkv, atty, fch, fch_gelu (ModelConfig's *_width())
-  size_t head_rows;  // rows of one chunk of the head (all BT when the logits are kept)
+  size_t head_rows;     // rows of one chunk of the head (all BT when the logits are kept)
   bool keep_logits;
   Recompute recompute;
 

@@ -3,7 +3,7 @@
 // the calls the model and the trainer make on it. The plugin host (core/plugin/offload.h)
 // implements BlockDevice over a loaded plugin; the model knows only this interface, so that model/
 // includes nothing from plugin/. Not here: loading a plugin, command-line flags, when the model
-// calls what (gpt2.cpp).
+// calls what (model.cpp).
 #pragma once
 
 #include <cstddef>

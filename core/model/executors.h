@@ -56,8 +56,8 @@ struct Fp32Executor {
                        int C, float eps) {
     k.rmsnorm_forward(out, rstd, inp, weight, N, C, eps);
   }
-  void rmsnorm_apply(float* out, const float* inp, const float* rstd, const float* weight,
-                     size_t N, int C) {
+  void rmsnorm_apply(float* out, const float* inp, const float* rstd, const float* weight, size_t N,
+                     int C) {
     k.rmsnorm_apply(out, inp, rstd, weight, N, C);
   }
   // Rotary positions on `heads` heads of D at the start of each of N rows (row_stride apart), the
@@ -140,7 +140,7 @@ class Bf16Executor : public Fp32Executor {
   bf16* copy() { return copy_data_; }
   const bf16* copy() const { return copy_data_; }
   // From now on the master is at `master` and the copy at `copy`, memory the caller owns (shared
-  // by the ranks of a machine: Gpt2::use_shared_memory); the executor's own copy is freed.
+  // by the ranks of a machine: Model::use_shared_memory); the executor's own copy is freed.
   void use_shared_memory(const float* master, bf16* copy) {
     master_ = master, copy_data_ = copy;
     copy_ = AlignedBuffer<bf16>();
@@ -175,8 +175,7 @@ class Bf16Executor : public Fp32Executor {
     h_.flash_attention_forward(out, lse, qkv, B, T, NH, NKV, D);
   }
   void attention_backward(int /*l*/, float* dqkv, const float* dout, const bf16* out,
-                          const bf16* qkv, const float* lse, int B, int T, int NH, int NKV,
-                          int D) {
+                          const bf16* qkv, const float* lse, int B, int T, int NH, int NKV, int D) {
     h_.flash_attention_backward(dqkv, dout, out, qkv, lse, B, T, NH, NKV, D);
   }
   // The Llama family's storage ops: RMSNorm written in bf16, rotation of the bf16 q and k in

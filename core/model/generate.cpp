@@ -22,7 +22,7 @@ struct DecodeExecutor : Fp32Executor {
   float* scores;  // (max_len)
   int max_len;
   int pos;
-  // A bf16 model without the whole fp32 master (Gpt2::release_master): its matmuls take the bf16
+  // A bf16 model without the whole fp32 master (Model::release_master): its matmuls take the bf16
   // copy of the weights and the input rounded to bf16 (into inp16, the widest GEMM input), as its
   // forward pass does.
   const float* master = nullptr;
@@ -47,8 +47,8 @@ struct DecodeExecutor : Fp32Executor {
   }
   // qkv is the token's row of NH query heads, then NKV key heads and NKV value heads, D each
   // (GPT-2: NKV = NH, D = C/NH).
-  void attention_forward(int l, float* out, float* /*lse*/, const float* qkv, int /*B*/,
-                         int /*T*/, int NH, int NKV, int D) {
+  void attention_forward(int l, float* out, float* /*lse*/, const float* qkv, int /*B*/, int /*T*/,
+                         int NH, int NKV, int D) {
     const size_t row = size_t(NKV) * D;  // one position's keys (or values)
     float* kc = kcache + (size_t)l * max_len * row;
     float* vc = vcache + (size_t)l * max_len * row;
@@ -84,7 +84,7 @@ int sample_into(const float* logits, int V, float temperature, int top_k, Rng& r
 
 }  // namespace
 
-Generator::Generator(const Gpt2& model, int max_len) : model_(model), max_len_(max_len) {
+Generator::Generator(const Model& model, int max_len) : model_(model), max_len_(max_len) {
   const ModelConfig& c = model.config();
   if (max_len <= 0 || max_len > c.max_seq_len) {
     throw ShapeError("generation length " + std::to_string(max_len) +

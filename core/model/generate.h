@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "core/model/activations.h"
-#include "core/model/gpt2.h"
+#include "core/model/model.h"
 #include "core/util/aligned_buffer.h"
 #include "core/util/rng.h"
 
@@ -20,7 +20,7 @@ namespace llmcpu {
 class Generator {
  public:
   // Holds keys and values for up to max_len positions (<= the model's maxT).
-  Generator(const Gpt2& model, int max_len);
+  Generator(const Model& model, int max_len);
 
   // Forgets the sequence so far.
   void reset() { pos_ = 0; }
@@ -33,7 +33,7 @@ class Generator {
   int capacity() const { return max_len_; }
 
  private:
-  const Gpt2& model_;
+  const Model& model_;
   int max_len_;
   int pos_ = 0;
   ActivationArena acts_;         // one token, fp32

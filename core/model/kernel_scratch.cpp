@@ -80,18 +80,8 @@ struct ScratchSizer {
 LayerParams<float> params_at(float* f, const ModelConfig& c) {
   const bool gpt2 = !c.llama();
   const auto bias = [f](bool present) { return present ? f : nullptr; };
-  return {f,
-          bias(gpt2),
-          f,
-          bias(c.qkv_bias),
-          f,
-          bias(c.attn_proj_bias),
-          f,
-          bias(gpt2),
-          f,
-          bias(c.mlp_bias),
-          f,
-          bias(c.mlp_bias)};
+  return {f, bias(gpt2), f, bias(c.qkv_bias), f, bias(c.attn_proj_bias),
+          f, bias(gpt2), f, bias(c.mlp_bias), f, bias(c.mlp_bias)};
 }
 
 template <typename G>
@@ -127,7 +117,7 @@ void size_step(ScratchSizer<G>& x, const ModelConfig& c, int B, int T, const Act
   const BlockShape s = BlockShape::of(c, B, T);
   // Every block has the same shapes: one stands for all.
   block_forward(x, 0, p, a, s);
-  // The head (Gpt2::head): per chunk of rows, logits = lnf wte^T (no bias), then its backward
+  // The head (Model::head): per chunk of rows, logits = lnf wte^T (no bias), then its backward
   // into d(lnf) and dwte.
   const size_t BT = size_t(B) * size_t(T), rows = head_chunk_rows(c, BT, o.keep_logits);
   for (size_t r = 0; r < BT; r += rows) {

@@ -3,7 +3,7 @@
 // tables' own sizing entries (KernelTable::matmul_forward_scratch, ...): the memory plan's count of
 // the kernels' workspace (core/train/memory_plan.h). The block's calls are the ones
 // core/model/transformer.h makes (run here over an executor that only sizes, so its shapes are
-// never written twice); the head's are Gpt2::head's chunks of rows. Not here: the activation
+// never written twice); the head's are Model::head's chunks of rows. Not here: the activation
 // arenas (activations.h), which the plan counts apart, and the optimizer's reductions (the
 // trainer's).
 #pragma once

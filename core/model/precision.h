@@ -1,6 +1,6 @@
 // The arithmetic a model trains in: `fp32` everywhere, or `bf16` mixed precision (bf16 weights'
 // working copy and GEMM activations, fp32 master weights, moments, statistics, softmax and loss).
-// What each op runs in is documented in core/model/gpt2.h; the kernels are simd/kernels.h and
+// What each op runs in is documented in core/model/model.h; the kernels are simd/kernels.h and
 // simd/bf16.h.
 #pragma once
 

@@ -1,7 +1,7 @@
 // The computation of a decoder-only transformer, written once: the embedding, one transformer
 // block, the head, and the passes over all layers, forward and backward, over an executor X
 // (core/model/executors.h) that runs each op: fp32, bf16 mixed precision, or decoding through a KV
-// cache (a plugin that owns blocks runs them itself; Gpt2 calls the passes below for the CPU's
+// cache (a plugin that owns blocks runs them itself; Model calls the passes below for the CPU's
 // part). The architecture (core/model/config.h) picks each op's variant, never a second loop. Per
 // block, with residual the layer's input:
 //   ln1 = norm(residual)      qkv = ln1 qkvw^T + qkvb        (Llama: q, k rotated in place)
@@ -15,8 +15,8 @@
 // The backward pass runs the same ops in reverse; the residual stream's gradient (dresidual) flows
 // unchanged into both branches of each sum. The head's matmul, the loss and its gradient run fused
 // over chunks of rows (model_head). Deliberately not here: the mean of the losses and the loss
-// scale (Gpt2), what each executor stores in which precision, the positions of a decoding step (the
-// executor's).
+// scale (Model), what each executor stores in which precision, the positions of a decoding step
+// (the executor's).
 #pragma once
 
 #include <algorithm>

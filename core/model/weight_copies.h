@@ -2,7 +2,7 @@
 // master (always), the bf16 working copy (a bf16 model) and a device's copy of the part it owns
 // (once the device is configured). This value type records, for each, whether it holds the newest
 // weights, through named transitions (what just happened to one copy) and queries (what a pass must
-// bring up to date first). Gpt2 keeps one and does the copying itself; the checks are per pass,
+// bring up to date first). Model keeps one and does the copying itself; the checks are per pass,
 // never per op. Deliberately not here: the copying, the memory, the device.
 //
 // What "current" means for each copy:

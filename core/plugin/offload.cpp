@@ -27,7 +27,8 @@ llmcpu_memory_plan OffloadDevice::plan(const llmcpu_model_desc& desc) {
   return p;
 }
 
-OffloadOutcome enable_offload(Gpt2& model, const std::string& path, const OffloadOptions& options) {
+OffloadOutcome enable_offload(Model& model, const std::string& path,
+                              const OffloadOptions& options) {
   // A model no plugin can run is refused whatever the plugin: asked for, the device is not quietly
   // left out.
   try {

@@ -6,7 +6,7 @@
 // A plugin that cannot be loaded never stops the program (open() says why and the model stays on
 // the CPU); a plan that does not fit the device does (the user asked for those layers).
 // Deliberately not here: dlopen and the ABI checks (plugin_library.h), when the model calls what
-// (core/model/gpt2.cpp), the optimizer's split (core/train), command-line flags.
+// (core/model/model.cpp), the optimizer's split (core/train), command-line flags.
 #pragma once
 
 #include <cstddef>
@@ -14,7 +14,7 @@
 #include <string>
 
 #include "core/model/block_device.h"
-#include "core/model/gpt2.h"
+#include "core/model/model.h"
 #include "core/plugin/plugin_library.h"
 
 namespace llmcpu {
@@ -68,7 +68,7 @@ class OffloadDevice final : public BlockDevice {
 // or shape, leaves the model on the CPU, and the outcome says why; a plan that does not fit the
 // device throws (the user asked for those layers), and so does (UsageError naming --plugin) a model
 // whose blocks no plugin can run (check_offloadable: the Llama family).
-OffloadOutcome enable_offload(Gpt2& model, const std::string& path,
+OffloadOutcome enable_offload(Model& model, const std::string& path,
                               const OffloadOptions& options = {});
 
 // "offload: copy X ms, compute Y ms, hidden Z% of copying, up A kB|MB, down B kB|MB (N calls)".

@@ -84,7 +84,7 @@ std::string resume_origin(const ResumePoint& point) {
   return origin;
 }
 
-void load_weights(const CheckpointFiles& files, Gpt2& model) {
+void load_weights(const CheckpointFiles& files, Model& model) {
   const std::vector<ParameterSpan> spans = model.layout().spans();
   float* params = model.params_flat();
   for (int k = 0; k < files.sources(); ++k) {

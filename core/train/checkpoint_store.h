@@ -21,7 +21,7 @@
 #include "core/io/data_position.h"
 #include "core/io/hf_llama_folder.h"
 #include "core/io/train_state.h"
-#include "core/model/gpt2.h"
+#include "core/model/model.h"
 #include "core/optim/adamw.h"
 #include "core/train/train_options.h"
 #include "core/train/training_error.h"
@@ -81,7 +81,7 @@ void check_resume_matches(const ResumePoint& point, const TrainOptions& o, int r
 std::string resume_origin(const ResumePoint& point);
 // The checkpoint's weights into `model` (of its shape), from however many shards they were saved
 // in.
-void load_weights(const CheckpointFiles& files, Gpt2& model);
+void load_weights(const CheckpointFiles& files, Model& model);
 // Rank `rank` of `ranks`' parts of the AdamW moments and its step count into `adamw`, from
 // whichever saved parts hold them: the same ranks, other ranks, or one whole state.
 void load_moments(const CheckpointFiles& files, const ParameterLayout& layout, int rank, int ranks,
@@ -90,7 +90,7 @@ void load_moments(const CheckpointFiles& files, const ParameterLayout& layout, i
 // What one checkpoint holds: the run's state and, by reference, the weights and moments.
 struct CheckpointContents {
   TrainState state;  // every field but the shard checksums, which writing fills in
-  const Gpt2& model;
+  const Model& model;
   const AdamW& adamw;
   bool sharded;  // ZeRO-1: each rank writes its own parts to a shard
   // A Llama-family model: where its config.json's other keys and its tokenizer files come from.

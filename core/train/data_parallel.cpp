@@ -13,7 +13,7 @@
 
 namespace llmcpu {
 
-DataParallel::DataParallel(Communicator& world, Gpt2& model, ZeroMode zero,
+DataParallel::DataParallel(Communicator& world, Model& model, ZeroMode zero,
                            std::vector<std::string>* notes)
     : world_(world) {
   const int ranks = world_.size();
@@ -30,7 +30,7 @@ DataParallel::~DataParallel() = default;
 namespace {
 
 // What every rank must share, one "name: value" line each; rank 0's lines are the reference.
-std::string rank_fields(const TrainOptions& o, const Gpt2& m, const DataLoader* train,
+std::string rank_fields(const TrainOptions& o, const Model& m, const DataLoader* train,
                         const DataLoader* val) {
   auto num = [](double v) {
     char buf[40];
@@ -92,7 +92,7 @@ UsageError first_difference(const std::string& mine, const std::string& root) {
 
 }  // namespace
 
-void DataParallel::check_ranks_agree(const TrainOptions& o, const Gpt2& model,
+void DataParallel::check_ranks_agree(const TrainOptions& o, const Model& model,
                                      const DataLoader* train, const DataLoader* val) const {
   if (world_.size() == 1) return;
   const std::string mine = rank_fields(o, model, train, val);
@@ -112,7 +112,7 @@ void DataParallel::check_ranks_agree(const TrainOptions& o, const Gpt2& model,
   throw first_difference(mine, root);
 }
 
-bool DataParallel::share_weights(Gpt2& model, std::vector<std::string>* notes) {
+bool DataParallel::share_weights(Model& model, std::vector<std::string>* notes) {
   std::string why_not_shared;
   if (zero()) shared_weights_ = sync_->share_memory(model, &why_not_shared);
   if (!why_not_shared.empty()) {
@@ -158,7 +158,7 @@ std::vector<double> DataParallel::per_rank(double mine) const {
   return all;
 }
 
-void DataParallel::check_replicas(const Gpt2& m, int step) const {
+void DataParallel::check_replicas(const Model& m, int step) const {
   if (!check_replicas_) return;
   // The weights the model computes with: fp32, and in bf16 the copy of the matmul weights (whose
   // fp32 master each rank keeps only in part).

@@ -14,7 +14,7 @@
 
 #include "core/comm/communicator.h"
 #include "core/comm/gradient_sync.h"
-#include "core/model/gpt2.h"
+#include "core/model/model.h"
 #include "core/train/data_loader.h"
 #include "core/train/train_options.h"
 
@@ -24,7 +24,7 @@ class DataParallel {
  public:
   // With more than one rank, a GradientSync over `model`, sharding the optimizer state unless
   // --zero 0. What a user should know (ZeRO in a single process) goes to `notes`.
-  DataParallel(Communicator& world, Gpt2& model, ZeroMode zero, std::vector<std::string>* notes);
+  DataParallel(Communicator& world, Model& model, ZeroMode zero, std::vector<std::string>* notes);
   ~DataParallel();
 
   Communicator& world() const { return world_; }
@@ -35,12 +35,12 @@ class DataParallel {
   bool shared_weights() const { return shared_weights_; }
 
   // Refuses (UsageError naming the flag) a rank whose flags, model or data differ from rank 0's.
-  void check_ranks_agree(const TrainOptions& o, const Gpt2& model, const DataLoader* train,
+  void check_ranks_agree(const TrainOptions& o, const Model& model, const DataLoader* train,
                          const DataLoader* val) const;
   // ZeRO-1 on one machine: one copy of the weights in memory that the ranks share (no gather);
   // where they cannot, a note says why, and in bf16 each rank gives up the fp32 master of the
   // others' parts of the matmul weights. Returns shared_weights().
-  bool share_weights(Gpt2& model, std::vector<std::string>* notes);
+  bool share_weights(Model& model, std::vector<std::string>* notes);
 
   // An interrupt on any rank (mpirun forwards Ctrl-C to all of them, not at the same moment).
   bool stop_requested();
@@ -58,7 +58,7 @@ class DataParallel {
   std::vector<double> per_rank(double mine) const;
   // Every rank's weights hash the same (LLMCPU_CHECK_REPLICAS=1; otherwise nothing): a
   // TrainingError naming a rank whose weights differ, after step `step` (0-based).
-  void check_replicas(const Gpt2& model, int step) const;
+  void check_replicas(const Model& model, int step) const;
 
  private:
   Communicator& world_;

@@ -84,7 +84,7 @@ MemoryPlan plan_memory(const MemoryRequest& r) {
   plan.parameters = r.shared_weights ? weights / std::max(r.local_ranks, 1) : weights;
   if (r.zero && mixed && !r.shared_weights && ranks > 1) {
     // Each rank keeps the fp32 master of the layers' matmul weights for its own parts only (the
-    // model computes with their bf16 copy: Gpt2::release_master); rank 0's parts are the largest.
+    // model computes with their bf16 copy: Model::release_master); rank 0's parts are the largest.
     const ParameterLayout layout(r.config);
     for (const ParameterSpan& span : layout.spans()) {
       if (span.tensor < 0 || !ParameterLayout::matmul_weight(span.tensor)) continue;

@@ -3,7 +3,7 @@
 #include <omp.h>
 
 #include "core/model/block_device.h"
-#include "core/model/gpt2.h"
+#include "core/model/model.h"
 #include "simd/error.h"
 
 namespace llmcpu {

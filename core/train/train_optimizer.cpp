@@ -9,7 +9,7 @@
 
 namespace llmcpu {
 
-TrainOptimizer::TrainOptimizer(Gpt2& model, DataParallel& parallel, double weight_decay,
+TrainOptimizer::TrainOptimizer(Model& model, DataParallel& parallel, double weight_decay,
                                const CheckpointFiles* resume)
     : model_(model), parallel_(parallel) {
   AdamWConfig config;
@@ -47,7 +47,7 @@ void TrainOptimizer::fetch_device_state() {
 }
 
 double TrainOptimizer::gradient_norm() {
-  Gpt2& m = model_;
+  Model& m = model_;
   if (device_) {  // the device's gradients are zero here: its part of the sum comes from it
     return std::sqrt(m.kernels().sum_squares(m.grads_flat(), m.num_parameters()) +
                      device_->grad_sum_squares());
@@ -67,8 +67,8 @@ void TrainOptimizer::clip(double norm, double max_norm) {
 }
 
 void TrainOptimizer::update(double lr) {
-  Gpt2& m = model_;
-  const Gpt2::UpdateSpans weights = m.weights_for_update();  // bf16: the copy too, same pass
+  Model& m = model_;
+  const Model::UpdateSpans weights = m.weights_for_update();  // bf16: the copy too, same pass
   if (parallel_.zero() && !parallel_.shared_weights()) return update_sharded(lr, weights);
   // Shared weights: each rank updates its parts (and their bf16 copy) in place; once every rank
   // is past the fence, every rank computes with all of them.
@@ -89,8 +89,8 @@ void TrainOptimizer::update(double lr) {
 
 // ZeRO-1: each part goes out while the optimizer works on the next; in bf16 the layers' matmul
 // weights go out as their bf16 copy (this rank keeps no fp32 master of the others' parts).
-void TrainOptimizer::update_sharded(double lr, const Gpt2::UpdateSpans& weights) {
-  Gpt2& m = model_;
+void TrainOptimizer::update_sharded(double lr, const Model::UpdateSpans& weights) {
+  Model& m = model_;
   GradientSync& sync = *parallel_.sync();
   // Two pointers: the std::function holds them without allocating.
   const auto send = [&sync, &weights](size_t i) {

@@ -9,7 +9,7 @@
 #include <memory>
 
 #include "core/model/block_device.h"
-#include "core/model/gpt2.h"
+#include "core/model/model.h"
 #include "core/optim/adamw.h"
 #include "core/train/checkpoint_store.h"
 #include "core/train/data_parallel.h"
@@ -21,7 +21,7 @@ class TrainOptimizer {
   // The moments are made (and touched) here: after the model's own arrays went to shared memory
   // (DataParallel::share_weights), so that the two are never held at once. With `resume`, its
   // moments and step count.
-  TrainOptimizer(Gpt2& model, DataParallel& parallel, double weight_decay,
+  TrainOptimizer(Model& model, DataParallel& parallel, double weight_decay,
                  const CheckpointFiles* resume);
 
   const AdamW& adamw() const { return *adamw_; }
@@ -40,13 +40,13 @@ class TrainOptimizer {
   void clip(double norm, double max_norm);
   // The AdamW update at rate `lr`; under ZeRO-1 each part goes to the other ranks as soon as it is
   // updated. In one process without a device the same pass zeroes the gradients for the next step
-  // (Gpt2::mark_gradients_zero).
+  // (Model::mark_gradients_zero).
   void update(double lr);
 
  private:
-  void update_sharded(double lr, const Gpt2::UpdateSpans& weights);
+  void update_sharded(double lr, const Model::UpdateSpans& weights);
 
-  Gpt2& model_;
+  Model& model_;
   DataParallel& parallel_;
   std::unique_ptr<AdamW> adamw_;
   BlockDevice* device_ = nullptr;  // adopted: owns part of the model and its AdamW

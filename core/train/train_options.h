@@ -54,7 +54,7 @@ struct TrainOptions {
   int keep_checkpoints = 0;  // 0: keep all
   std::string resume;        // a checkpoint folder to continue from
   std::string save_path;     // an extra llm.c model file written at the end
-  Precision precision = Precision::kFp32;  // mixed precision with bf16 (core/model/gpt2.h)
+  Precision precision = Precision::kFp32;  // mixed precision with bf16 (core/model/model.h)
   Recompute recompute = Recompute::kNone;  // core/model/activations.h
   double memory_limit = 0;  // bytes: plan against this (--memory-limit); 0: the machine's limit
   std::string plugin;       // an offload plugin (core/plugin/offload.h); empty: none

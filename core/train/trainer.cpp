@@ -16,14 +16,14 @@
 
 namespace llmcpu {
 
-std::unique_ptr<Gpt2> make_model(const ModelSource& source, uint64_t seed, std::string* origin,
-                                 Precision precision) {
-  auto model = std::make_unique<Gpt2>(source.config, active_kernels(), precision);
+std::unique_ptr<Model> make_model(const ModelSource& source, uint64_t seed, std::string* origin,
+                                  Precision precision) {
+  auto model = std::make_unique<Model>(source.config, active_kernels(), precision);
   if (source.is_file()) {
     load_model_file(source, *model);
     if (origin) *origin = "checkpoint " + source.path + " (" + source.description + ")";
   } else {
-    init_gpt2(*model, seed);
+    init_model(*model, seed);
     if (origin)
       *origin = source.description + (source.config.llama() ? ", Llama" : ", GPT-2") +
                 " initialisation, seed " + std::to_string(seed);
@@ -130,7 +130,7 @@ Trainer::Start Trainer::load_model(const CheckpointStore& /*locked*/) {
   check_resumed_model(opt_, config);
   check_resume_matches(*s.resume, opt_, world_->size());
   s.memory = plan_run_memory(opt_, config, *world_);
-  s.model = std::make_unique<Gpt2>(config, active_kernels(), opt_.precision);
+  s.model = std::make_unique<Model>(config, active_kernels(), opt_.precision);
   load_weights(*s.resume->files, *s.model);
   s.step = static_cast<int>(s.resume->state().step);
   s.origin = resume_origin(*s.resume);
@@ -138,11 +138,11 @@ Trainer::Start Trainer::load_model(const CheckpointStore& /*locked*/) {
   return s;
 }
 
-std::unique_ptr<DataParallel> Trainer::start_ranks(Gpt2& model) {
+std::unique_ptr<DataParallel> Trainer::start_ranks(Model& model) {
   return std::make_unique<DataParallel>(*world_, model, opt_.zero, &notes_);
 }
 
-OffloadOutcome Trainer::attach_device(Gpt2& model, RunMemory& memory) {
+OffloadOutcome Trainer::attach_device(Model& model, RunMemory& memory) {
   if (opt_.plugin.empty()) return {};
   OffloadOptions options;
   options.layers = opt_.offload_layers;
@@ -157,7 +157,7 @@ OffloadOutcome Trainer::attach_device(Gpt2& model, RunMemory& memory) {
 }
 
 // After the device took its part (`attached`): the CPU's arena then leaves out the device's blocks.
-void Trainer::plan_steps(Gpt2& model, const OffloadOutcome& /*attached*/) {
+void Trainer::plan_steps(Model& model, const OffloadOutcome& /*attached*/) {
   model.plan_batch(opt_.batch, opt_.seq_len, {.recompute = opt_.recompute});
   inputs_.resize((size_t)opt_.batch * opt_.seq_len);
   targets_.resize(inputs_.size());
@@ -342,7 +342,7 @@ void Trainer::validate_and_sample(int step, bool resumed_here, const TrainObserv
 }
 
 double Trainer::compute_gradients() {
-  Gpt2& m = *model_;
+  Model& m = *model_;
   const int ranks = world_->size();
   m.zero_grad();
   double loss = 0;
@@ -393,7 +393,8 @@ void Trainer::finish_run(bool interrupted, const TrainObserver& obs) {
   checkpoint(obs);
   if (opt_.save_path.empty() || interrupted || world_->rank() != 0) return;
   optimizer_->fetch_device_state();
-  const Gpt2& model = *model_;  // the const params_flat(): saving does not mark the bf16 copy stale
+  const Model& model =
+      *model_;  // the const params_flat(): saving does not mark the bf16 copy stale
   const std::string bad = non_finite_message(model.params_flat(), model.layout(), "weights");
   if (!bad.empty()) throw TrainingError("not writing " + opt_.save_path + ": " + bad);
   if (model.config().llama()) {  // a Hugging Face folder
@@ -406,7 +407,7 @@ void Trainer::finish_run(bool interrupted, const TrainObserver& obs) {
 }
 
 std::string Trainer::describe_bad_step(double loss, double norm) const {
-  const Gpt2& m = *model_;
+  const Model& m = *model_;
   std::string what = "loss " + number_text(loss) + ", gradient norm " + number_text(norm);
   if (const NonFinite g = find_non_finite(m.grads_flat(), m.layout())) {
     return what + "; the first non-finite gradient is " + g.describe() + " (element " +
@@ -423,7 +424,7 @@ std::string Trainer::describe_bad_step(double loss, double norm) const {
 void Trainer::inject_gradient_faults() {
   // LLMCPU_FAULT=nan@grad-NAME#K (core/util/fault.h): a NaN in the middle of the last layer's slice
   // of that gradient (or of the whole tensor, for those without layers) at this process's Kth step.
-  Gpt2& m = *model_;
+  Model& m = *model_;
   const ParameterLayout& layout = m.layout();
   for (int t = 0; t < kNumParameterTensors; ++t) {
     if (fault_at(std::string("grad-") + layout.name(t)) != FaultAction::kNan) continue;

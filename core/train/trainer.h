@@ -23,7 +23,7 @@
 #include "core/comm/communicator.h"
 #include "core/io/model_file.h"
 #include "core/model/generate.h"
-#include "core/model/gpt2.h"
+#include "core/model/model.h"
 #include "core/plugin/offload.h"
 #include "core/train/checkpoint_store.h"
 #include "core/train/data_loader.h"
@@ -62,10 +62,10 @@ struct TrainObserver {
 };
 
 // Builds a model from what --model resolved to (resolve_model): a model file's weights, or a
-// preset's shape initialised with init_gpt2(seed). `origin` receives a line saying which.
+// preset's shape initialised with init_model(seed). `origin` receives a line saying which.
 // A checkpoint of either version loads into either precision (bf16 widens exactly).
-std::unique_ptr<Gpt2> make_model(const ModelSource& source, uint64_t seed, std::string* origin,
-                                 Precision precision = Precision::kFp32);
+std::unique_ptr<Model> make_model(const ModelSource& source, uint64_t seed, std::string* origin,
+                                  Precision precision = Precision::kFp32);
 
 class Trainer {
  public:
@@ -89,8 +89,8 @@ class Trainer {
   // Runs from the current step up to options.steps. Returns false if stopped by an interrupt.
   bool run(const TrainObserver& observer);
 
-  Gpt2& model() { return *model_; }
-  const Gpt2& model() const { return *model_; }
+  Model& model() { return *model_; }
+  const Model& model() const { return *model_; }
   const std::string& model_origin() const { return origin_; }
   int grad_accum() const { return grad_accum_; }  // micro-batches per step on this rank
   const Communicator& world() const { return *world_; }
@@ -130,7 +130,7 @@ class Trainer {
   // arena then leaves out the device's blocks); the data; the ranks' agreement; the shared
   // weights, before the optimizer's moments (never both copies at once); the reports.
   struct Start {
-    std::unique_ptr<Gpt2> model;
+    std::unique_ptr<Model> model;
     std::string origin;
     int step = 0;
     RunMemory memory;
@@ -138,9 +138,9 @@ class Trainer {
     LlamaOrigin llama_origin;  // a Llama-family model: its config.json and tokenizer files
   };
   Start load_model(const CheckpointStore& locked);
-  std::unique_ptr<DataParallel> start_ranks(Gpt2& model);
-  OffloadOutcome attach_device(Gpt2& model, RunMemory& memory);
-  void plan_steps(Gpt2& model, const OffloadOutcome& attached);
+  std::unique_ptr<DataParallel> start_ranks(Model& model);
+  OffloadOutcome attach_device(Model& model, RunMemory& memory);
+  void plan_steps(Model& model, const OffloadOutcome& attached);
   void open_data(const ModelConfig& config, const std::optional<ResumePoint>& resume);
   void share_weights(DataParallel& parallel, const DataLoader& agreed, RunMemory& memory);
   std::unique_ptr<TrainOptimizer> make_optimizer(DataParallel& parallel,
@@ -174,7 +174,7 @@ class Trainer {
   LrSchedule schedule_;
   std::unique_ptr<DataParallel> parallel_;
   RunMemory memory_;
-  std::unique_ptr<Gpt2> model_;
+  std::unique_ptr<Model> model_;
   std::string origin_;
   // A Llama-family model: what the folders written from it (checkpoints, --save) carry over.
   LlamaOrigin llama_origin_;

@@ -31,7 +31,7 @@ TensorComparison compare_tensors(const std::string& name, const float* ours, con
   return c;
 }
 
-VerifyReport verify_against_state(Gpt2& model, const DebugState& ref, const VerifyTolerances& tol,
+VerifyReport verify_against_state(Model& model, const DebugState& ref, const VerifyTolerances& tol,
                                   DebugState* ours, Recompute recompute) {
   const ModelConfig& cfg = model.config();
   const size_t BT = (size_t)ref.B * ref.T;
@@ -41,14 +41,14 @@ VerifyReport verify_against_state(Gpt2& model, const DebugState& ref, const Veri
   // The logits are kept for the comparison only: training never holds them all.
   model.plan_batch(ref.B, ref.T, {.recompute = recompute, .keep_logits = true});
   model.zero_grad();
-  const float loss =
-      model.forward_backward(ref.inputs.data(), ref.targets.data(), ref.B, ref.T);
+  const float loss = model.forward_backward(ref.inputs.data(), ref.targets.data(), ref.B, ref.T);
   model.fetch_device_state(false, true);  // a device's gradients, for the comparison
   std::vector<float> logits(BT * V);
   for (size_t r = 0; r < BT; ++r) {
     std::copy_n(model.logits() + r * Vp, V, logits.begin() + r * V);
   }
-  report.rows.push_back(compare_tensors("logits", logits.data(), ref.logits.data(), BT * V, tol.logits));
+  report.rows.push_back(
+      compare_tensors("logits", logits.data(), ref.logits.data(), BT * V, tol.logits));
   report.rows.push_back(compare_tensors("loss", &loss, &ref.loss, 1, tol.logits));
 
   double all2 = 0;
@@ -57,8 +57,7 @@ VerifyReport verify_against_state(Gpt2& model, const DebugState& ref, const Veri
   const ParameterLayout& layout = model.layout();
   for (int i = 0; i < kNumParameterTensors; ++i) {
     if (layout.size(i) == 0) continue;  // a tensor the architecture does not have
-    report.rows.push_back(compare_tensors(layout.name(i),
-                                          model.grads_flat() + layout.offset(i),
+    report.rows.push_back(compare_tensors(layout.name(i), model.grads_flat() + layout.offset(i),
                                           ref.grads.data() + layout.offset(i), layout.size(i),
                                           tol.grads, floor));
   }

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "core/io/debug_state.h"
-#include "core/model/gpt2.h"
+#include "core/model/model.h"
 
 namespace llmcpu {
 
@@ -109,7 +109,7 @@ struct VerifyReport {
 
 // Runs forward and backward on `ref`'s batch (with `recompute`, as training would). If `ours` is
 // non-null it receives this program's batch, logits, loss and gradients in debug-state form.
-VerifyReport verify_against_state(Gpt2& model, const DebugState& ref, const VerifyTolerances& tol,
+VerifyReport verify_against_state(Model& model, const DebugState& ref, const VerifyTolerances& tol,
                                   DebugState* ours = nullptr,
                                   Recompute recompute = Recompute::kNone);
 

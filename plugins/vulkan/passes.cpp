@@ -156,7 +156,7 @@ void DeviceModel::record_block_backward(VkCommandBuffer cb, int l, int nb, int c
   Stream::compute_barrier(cb);
 }
 
-// The head over `rows` rows from r0 (Gpt2::head on the CPU): lnf, then per sub-chunk of
+// The head over `rows` rows from r0 (Model::head on the CPU): lnf, then per sub-chunk of
 // head_rows_ rows the logits against every wte piece, the losses, the requested logits (copied
 // into `out` at row chunk_row0's place), and with a gradient dlogits, dlnf and dwte at once.
 void DeviceModel::record_head(VkCommandBuffer cb, size_t r0, size_t rows,

@@ -8,7 +8,7 @@
 #include <memory>
 
 #include "core/io/checkpoint.h"
-#include "core/model/gpt2.h"
+#include "core/model/model.h"
 #include "core/model/parameters.h"
 #include "tests/fuzz/fuzz_util.h"
 
@@ -19,8 +19,8 @@ constexpr size_t kMaxParameters = size_t(1) << 16;
 constexpr const char* kTarget = "checkpoint";
 
 // A model of a fixed small shape, in bf16 precision: an input of any other shape must not load.
-Gpt2& other_model() {
-  static Gpt2* model = [] {
+Model& other_model() {
+  static Model* model = [] {
     ModelConfig c;
     c.max_seq_len = 4;
     c.vocab_size = 7;
@@ -28,12 +28,12 @@ Gpt2& other_model() {
     c.num_layers = 1;
     c.num_heads = 2;
     c.channels = 4;
-    return new Gpt2(c, active_kernels(), Precision::kBf16);
+    return new Model(c, active_kernels(), Precision::kBf16);
   }();
   return *model;
 }
 
-void check_weights(const CheckpointInfo& info, const uint8_t* body, const Gpt2& model) {
+void check_weights(const CheckpointInfo& info, const uint8_t* body, const Model& model) {
   const size_t n = model.num_parameters();
   const float* w = model.params_flat();
   if (info.version == kCheckpointFp32) {
@@ -69,7 +69,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                     same_shape ? "a checkpoint of the model's own shape was refused"
                                : "a checkpoint was loaded into a model of another shape");
   if (n > kMaxParameters) return 0;
-  auto model = std::make_unique<Gpt2>(info.config);
+  auto model = std::make_unique<Model>(info.config);
   const bool ok = fuzz::accepts([&] { load_checkpoint(path, *model); });
   LLMCPU_FUZZ_CHECK(kTarget, ok, "read_checkpoint_header accepted a file load_checkpoint refuses");
   check_weights(info, data + kLlmcHeaderBytes, *model);

@@ -8,17 +8,16 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "core/io/checkpoint.h"
 #include "core/io/debug_state.h"
 #include "core/io/hf_gpt2.h"
 #include "core/io/token_shard.h"
 #include "core/io/train_state.h"
-#include "core/model/gpt2.h"
+#include "core/model/model.h"
 #include "core/model/parameters.h"
 #include "core/tokenizer/tokenizer.h"
 #include "tests/fuzz/fuzz_util.h"
@@ -73,9 +72,10 @@ const ModelConfig kSmall = shape(1, 2, 4, 7, 8, 4);
 const ModelConfig kSmallest = shape(1, 1, 1, 1, 1, 1);
 
 void checkpoints() {
-  for (const auto& [name, config] : {std::pair{"small", kSmall}, std::pair{"smallest", kSmallest}}) {
-    Gpt2 model(config);
-    init_gpt2(model, 7);
+  for (const auto& [name, config] :
+       {std::pair{"small", kSmall}, std::pair{"smallest", kSmallest}}) {
+    Model model(config);
+    init_model(model, 7);
     for (int version : {kCheckpointFp32, kCheckpointBf16}) {
       const std::string bytes =
           written([&](const std::string& p) { save_checkpoint(p, model, version); });
@@ -87,7 +87,7 @@ void checkpoints() {
       }
     }
   }
-  Gpt2 model(kSmallest);
+  Model model(kSmallest);
   const std::string bytes = written([&](const std::string& p) { save_checkpoint(p, model); });
   put("checkpoint", "bad_magic.bin", with_int32(bytes, 0, 20240327));
   put("checkpoint", "version_4.bin", with_int32(bytes, 1, 4));
@@ -159,8 +159,7 @@ void debug_states() {
     s.logits.assign(BT * c.vocab_size, 0.5f);
     s.loss = 1.25f;
     s.grads.assign(ParameterLayout(c).total(), -0.25f);
-    const std::string file =
-        written([&](const std::string& p) { save_debug_state(p, c, s); });
+    const std::string file = written([&](const std::string& p) { save_debug_state(p, c, s); });
     const std::string pre(reinterpret_cast<const char*>(prefix), fuzz::kShapeBytes);
     const std::string name = "state" + std::to_string(n++);
     put("debug_state", name + ".bin", pre + file);
@@ -258,7 +257,8 @@ std::string json_key(const std::string& utf8) {
 void tokenizer_files() {
   const std::string G = alphabet_char(' ');
   std::string json = "{";
-  for (int b = 0; b < 256; ++b) json += "\"" + json_key(alphabet_char(b)) + "\": " + std::to_string(b) + ", ";
+  for (int b = 0; b < 256; ++b)
+    json += "\"" + json_key(alphabet_char(b)) + "\": " + std::to_string(b) + ", ";
   json += "\"th\": 256, \"the\": 257, \"" + json_key(G + "the") + "\": 258, \"" + json_key(G + G) +
           "\": 259,\n \"<|endoftext|>\": 260}";
   const std::string bpe = "#version: 0.2\nt h\nth e\n" + G + " the\n" + G + " " + G + "\n";
@@ -282,7 +282,8 @@ void tokenizer_files() {
   put("vocab_bpe", "two_spaces.bpe", "#version: 0.2\nt  h\n");
   put("vocab_bpe", "cut_short.bpe", "#version: 0.2\nt h\n");
 
-  // llm.c's gpt2_tokenizer.bin: int32[256] {20240328, version, V, eot}, then length-prefixed tokens.
+  // llm.c's gpt2_tokenizer.bin: int32[256] {20240328, version, V, eot}, then length-prefixed
+  // tokens.
   auto llmc = [](int version, int eot, const std::vector<std::string>& tokens) {
     int32_t header[256] = {};
     header[0] = 20240328;
@@ -308,7 +309,8 @@ void tokenizer_files() {
 void tomls() {
   const fs::path conf = fs::path(out_root).parent_path().parent_path() / "conf";
   for (const char* name : {"quickstart", "finetune"}) {
-    put("run_config", std::string(name) + ".toml", read_all((conf / "runs" / name).string() + ".toml"));
+    put("run_config", std::string(name) + ".toml",
+        read_all((conf / "runs" / name).string() + ".toml"));
   }
   put("run_config", "types.toml",
       "model = \"gpt2-d2\"\ntrain-data = \"x_*.bin\"\nbatch = 2\nlr = 1\nseed = 18446744073709551\n"
@@ -329,7 +331,9 @@ void tomls() {
 
 void texts() {
   put("encode", "english.txt", "The quick brown fox's friend didn't jump; it'll be fine. 12345\n");
-  put("encode", "unicode.txt", "na\xc3\xafve caf\xc3\xa9 \xe4\xb8\xad\xe6\x96\x87 \xf0\x9f\x98\x80 \xe2\x80\x83x\xef\xbb\xbfy");
+  put("encode", "unicode.txt",
+      "na\xc3\xafve caf\xc3\xa9 \xe4\xb8\xad\xe6\x96\x87 \xf0\x9f\x98\x80 "
+      "\xe2\x80\x83x\xef\xbb\xbfy");
   put("encode", "invalid_utf8.txt", "ok \xff\xfe bad \xc3 end \xed\xa0\x80 surrogate");
   put("encode", "whitespace.txt", "a  \t\n\n   b\r\n \x0b\x0c c   ");
   put("encode", "eot.txt", "<|endoftext|>The end<|endoftext|>");
@@ -488,12 +492,14 @@ void hf_texts() {
 void command_lines() {
   auto cli = [](char command, const std::string& words) { return std::string(1, command) + words; };
   put("cli", "train.txt",
-      cli(0, "--model\ngpt2-d2\n-i\nx_*.bin\n--batch=4\n-t\n64\n--lr\n3e-4\n--no-shuffle\n--seed\n7\n"
-             "--precision\nbf16\n--threads\n2\n--cpus\n0-1,3\n--bind\nspread\n--numa\noff"));
+      cli(0,
+          "--model\ngpt2-d2\n-i\nx_*.bin\n--batch=4\n-t\n64\n--lr\n3e-4\n--no-shuffle\n--seed\n7\n"
+          "--precision\nbf16\n--threads\n2\n--cpus\n0-1,3\n--bind\nspread\n--numa\noff"));
   put("cli", "train_bad.txt", cli(0, "--batch\nfour\n--steps=-1\n--no-shuffle=1\n--unknown\n-x"));
   put("cli", "verify.txt",
       cli(1, "--model\nm.bin\n--state\ns.bin\n--tolerance-logits\n1e-3\n--tolerance-grads=nan"));
-  put("cli", "sample.txt", cli(2, "-e\nm.bin\n--prompt\nHello\n--tokens\n-3\n--top-k\n40\n--seed\n99"));
+  put("cli", "sample.txt",
+      cli(2, "-e\nm.bin\n--prompt\nHello\n--tokens\n-3\n--top-k\n40\n--seed\n99"));
   put("cli", "prepare.txt",
       cli(3, "--input\na.txt\nb.txt\n-o\nout\n--name\nx\n--val-tokens\n100\n--shard-tokens=1000"));
   put("cli", "tokenize.txt", cli(4, "--decode\n--tokenizer\ntok\nfile.txt\nextra"));
@@ -502,7 +508,8 @@ void command_lines() {
   put("cli", "convert.txt", cli(6, "in.bin\nout\n--dtype\nbf16\n--config=c.json"));
   put("cli", "bench.txt",
       cli(7, "--model\ngpt2-d2\n-b\n2\n-t\n64\n--targets\nscalar,avx2\n--reps\n3\n--format\ncsv"));
-  put("cli", "plot.txt", cli(8, "a.log\nb.log\n-o\nloss.svg\n--width\n640\n--height=480\n--log-scale"));
+  put("cli", "plot.txt",
+      cli(8, "a.log\nb.log\n-o\nloss.svg\n--width\n640\n--height=480\n--log-scale"));
   put("cli", "version.txt", cli(9, ""));
 }
 

@@ -19,7 +19,7 @@
 #include <thread>
 #include <vector>
 
-#include "core/model/gpt2.h"
+#include "core/model/model.h"
 #include "core/runtime/numa_memory.h"
 #include "core/runtime/pinning.h"
 #include "core/runtime/plan.h"
@@ -241,7 +241,7 @@ TEST(RuntimeNuma, EveryModeZeroesTheArenas) {
     for (size_t i = 0; i < buf.size(); ++i) nonzero += buf[i] != 0.0f;
     EXPECT_EQ(nonzero, 0u) << numa_mode_name(mode);
     place_arena(buf.data(), buf.size() * sizeof(float));  // interleave binding or nothing: no harm
-    Gpt2 model(c);
+    Model model(c);
     size_t params_nonzero = 0;
     for (size_t i = 0; i < model.num_parameters(); ++i) {
       params_nonzero += model.params_flat()[i] != 0.0f || model.grads_flat()[i] != 0.0f;

@@ -15,7 +15,7 @@
 #include "core/io/json_file.h"
 #include "core/io/model_file.h"
 #include "core/io/token_shard.h"
-#include "core/model/gpt2.h"
+#include "core/model/model.h"
 #include "core/model/preset.h"
 #include "core/tokenizer/tokenizer.h"
 #include "core/util/rng.h"

@@ -19,7 +19,7 @@
 #include "core/io/checkpoint.h"
 #include "core/io/token_shard.h"
 #include "core/model/generate.h"
-#include "core/model/gpt2.h"
+#include "core/model/model.h"
 #include "core/optim/adamw.h"
 #include "core/train/trainer.h"
 #include "core/util/rng.h"
@@ -28,8 +28,9 @@
 #if defined(__SANITIZE_ADDRESS__)
 #define LLMCPU_COUNT_WITH_SANITIZER_HOOK 1
 // The sanitizer runtime's hook (sanitizer/allocator_interface.h, which GCC does not install).
-extern "C" int __sanitizer_install_malloc_and_free_hooks(
-    void (*malloc_hook)(const volatile void*, size_t), void (*free_hook)(const volatile void*));
+extern "C" int __sanitizer_install_malloc_and_free_hooks(void (*malloc_hook)(const volatile void*,
+                                                                             size_t),
+                                                         void (*free_hook)(const volatile void*));
 #endif
 
 namespace {
@@ -113,7 +114,7 @@ TEST(Allocations, TheCounterSeesEveryKindOfAllocation) {
 class ModelAllocations : public ::testing::TestWithParam<Precision> {};
 
 // A step, a validation pass and sampling of `model` allocate nothing once planned and warmed up.
-void expect_no_allocations_after_planning(Gpt2& model) {
+void expect_no_allocations_after_planning(Model& model) {
   const ModelConfig& c = model.config();
   const int B = 2, T = 16, n = 12;
   EXPECT_GE(allocations_during([&] { model.plan_batch(B, T); }), 1) << "planning allocates";
@@ -131,7 +132,7 @@ void expect_no_allocations_after_planning(Gpt2& model) {
     model.forward_backward(in.data(), tg.data(), B, T);
     const double norm = global_norm(model.grads_flat(), model.num_parameters(), model.kernels());
     // As the trainer's update in one process: clipped to 1 and cleared in the AdamW pass.
-    const Gpt2::UpdateSpans w = model.weights_for_update();
+    const Model::UpdateSpans w = model.weights_for_update();
     opt.step(w.master, model.grads_flat(), 1e-3, w.copy, {}, {clip_factor(norm, 1.0), true});
     model.mark_gradients_zero();
   };
@@ -154,7 +155,7 @@ void expect_no_allocations_after_planning(Gpt2& model) {
 
 TEST_P(ModelAllocations, StepValidationAndSamplingAllocateNothingAfterPlanning) {
   const CheckpointInfo info = read_checkpoint_header(fixture("small", "model.bin"));
-  Gpt2 model(info.config, active_kernels(), GetParam());
+  Model model(info.config, active_kernels(), GetParam());
   load_checkpoint(fixture("small", "model.bin"), model);
   expect_no_allocations_after_planning(model);
 }
@@ -162,14 +163,18 @@ TEST_P(ModelAllocations, StepValidationAndSamplingAllocateNothingAfterPlanning) 
 // The same for a Llama-family model: grouped-query attention, rotary positions (the decode's own
 // tables), SwiGLU and an untied head.
 TEST_P(ModelAllocations, LlamaAllocatesNothingAfterPlanning) {
-  ModelConfig c{.max_seq_len = 32, .vocab_size = 300, .padded_vocab_size = 384, .num_layers = 2,
-                .num_heads = 6, .channels = 48};
+  ModelConfig c{.max_seq_len = 32,
+                .vocab_size = 300,
+                .padded_vocab_size = 384,
+                .num_layers = 2,
+                .num_heads = 6,
+                .channels = 48};
   c.architecture = Architecture::kLlama;
   c.num_kv_heads = 2, c.head_dim = 8, c.hidden = 80, c.tied_head = false;
   c.qkv_bias = c.attn_proj_bias = c.mlp_bias = false;
   c.rope.head_dim = 8;
-  Gpt2 model(c, active_kernels(), GetParam());
-  init_gpt2(model, 5);
+  Model model(c, active_kernels(), GetParam());
+  init_model(model, 5);
   expect_no_allocations_after_planning(model);
 }
 

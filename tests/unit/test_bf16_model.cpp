@@ -48,9 +48,9 @@ std::vector<uint8_t> read_bytes(const std::string& path) {
   return {std::istreambuf_iterator<char>(f), {}};
 }
 
-std::unique_ptr<Gpt2> load_bf16(const std::string& name) {
+std::unique_ptr<Model> load_bf16(const std::string& name) {
   const CheckpointInfo info = read_checkpoint_header(fixture(name, "model.bin"));
-  auto model = std::make_unique<Gpt2>(info.config, active_kernels(), Precision::kBf16);
+  auto model = std::make_unique<Model>(info.config, active_kernels(), Precision::kBf16);
   load_checkpoint(fixture(name, "model.bin"), *model);
   const DebugState ref = load_debug_state(fixture(name, "state.bin"), info.config);
   model->plan_batch(ref.B, ref.T, {.keep_logits = true});  // the fixture's batch
@@ -135,7 +135,7 @@ TEST_F(Bf16Model, ReleasedMasterComputesWithTheCopy) {
   EXPECT_LT(model->master_bytes(), whole);
   // Some of the released master now reads as zeros: nothing below may depend on it.
   size_t zeros = 0;
-  const float* master = static_cast<const Gpt2&>(*model).params_flat();
+  const float* master = static_cast<const Model&>(*model).params_flat();
   for (const ParameterSpan& r : runs) {
     for (size_t i = 0; i < r.count; ++i) zeros += master[r.offset + i] == 0.0f;
   }
@@ -150,7 +150,7 @@ TEST_F(Bf16Model, ReleasedMasterComputesWithTheCopy) {
   EXPECT_THROW(model->refresh_bf16_weights(), Error);
 
   // Generation against an fp32 model of the same (bf16-exact) weights, position by position.
-  Gpt2 f32(c);
+  Model f32(c);
   load_checkpoint(dir + "/before.bin", f32);
   const int T = ref.T;
   f32.plan_batch(1, T, {.keep_logits = true});
@@ -180,7 +180,7 @@ TEST_F(Bf16Model, ReleasedMasterComputesWithTheCopy) {
 TEST_F(Bf16Model, ActiveTablesAgreeWithScalarReference) {
   const CheckpointInfo info = read_checkpoint_header(fixture("tiny", "model.bin"));
   const DebugState ref = load_debug_state(fixture("tiny", "state.bin"), info.config);
-  Gpt2 fast(info.config, active_kernels(), Precision::kBf16);
+  Model fast(info.config, active_kernels(), Precision::kBf16);
   Bf16Kernels reference = scalar_bf16_kernels();
   const Bf16Kernels& active = *fast.bf16_kernels();
   reference.flash_attention_forward = active.flash_attention_forward;
@@ -190,7 +190,7 @@ TEST_F(Bf16Model, ActiveTablesAgreeWithScalarReference) {
   reference.gelu_forward = active.gelu_forward;
   reference.gelu_forward_bf16 = active.gelu_forward_bf16;
   reference.gelu_backward = active.gelu_backward;
-  Gpt2 slow(info.config, scalar_kernels(), Precision::kBf16, &reference);
+  Model slow(info.config, scalar_kernels(), Precision::kBf16, &reference);
   DebugState a, b;
   for (auto [model, out] : {std::pair{&fast, &a}, std::pair{&slow, &b}}) {
     load_checkpoint(fixture("tiny", "model.bin"), *model);
@@ -238,7 +238,7 @@ TEST_F(Bf16Model, CopyFollowsMasterWeights) {
   const DebugState ref = load_debug_state(fixture("tiny", "state.bin"), c);
   auto copy_is_rounded_master = [&] {
     const size_t n = model->num_parameters();
-    const float* master = static_cast<const Gpt2&>(*model).params_flat();
+    const float* master = static_cast<const Model&>(*model).params_flat();
     for (size_t i = 0; i < n; ++i) {
       if (model->params_bf16_flat()[i] != float_to_bf16(master[i])) return false;
     }
@@ -250,7 +250,7 @@ TEST_F(Bf16Model, CopyFollowsMasterWeights) {
   AdamW opt(model->num_parameters(), AdamWConfig{}, model->kernels(), model->bf16_kernels());
   const std::vector<bf16> before(model->params_bf16_flat(),
                                  model->params_bf16_flat() + model->num_parameters());
-  const Gpt2::UpdateSpans w = model->weights_for_update();
+  const Model::UpdateSpans w = model->weights_for_update();
   ASSERT_NE(w.copy, nullptr);
   opt.step(w.master, model->grads_flat(), 1e-2, w.copy);
   EXPECT_TRUE(copy_is_rounded_master());
@@ -304,9 +304,9 @@ TEST_F(Bf16Training, SameThreadCountSameBytes) {
   const size_t P = state.num_parameters();
   std::vector<float> params(P), m(P), v(P);
   state.read_tensors(params, m, v);
-  Gpt2 start(state.state().config);
+  Model start(state.state().config);
   load_checkpoint(fixture("tiny", "model.bin"), start);
-  const float* w0 = static_cast<const Gpt2&>(start).params_flat();
+  const float* w0 = static_cast<const Model&>(start).params_flat();
   EXPECT_FALSE(std::equal(params.begin(), params.end(), w0));
 }
 
@@ -381,29 +381,29 @@ TEST_F(Bf16Training, WritesAndReadsVersion5) {
   EXPECT_EQ(mismatches, 0u);
   EXPECT_GT(inexact, n / 2);  // the master keeps bits the file does not: it is fp32
 
-  Gpt2 wide(info.config);  // fp32
+  Model wide(info.config);  // fp32
   load_checkpoint(model_path, wide);
-  const float* w = static_cast<const Gpt2&>(wide).params_flat();
+  const float* w = static_cast<const Model&>(wide).params_flat();
   for (size_t i = 0; i < n; ++i) {
     if (w[i] != bf16_to_float(body[i])) {
       FAIL() << "parameter " << i << " widened to " << w[i];
       break;
     }
   }
-  Gpt2 half(info.config, active_kernels(), Precision::kBf16);
+  Model half(info.config, active_kernels(), Precision::kBf16);
   load_checkpoint(model_path, half);
   half.refresh_bf16_weights();
   EXPECT_EQ(std::memcmp(half.params_bf16_flat(), body.data(), 2 * n), 0);
 
   // Any model can be written as version 5 and read back as bf16(its weights).
-  Gpt2 f32(info.config);
+  Model f32(info.config);
   load_checkpoint(fixture("tiny", "model.bin"), f32);
   save_checkpoint(path("v5.bin"), f32, kCheckpointBf16);
   EXPECT_EQ(read_checkpoint_header(path("v5.bin")).version, kCheckpointBf16);
-  Gpt2 back(info.config);
+  Model back(info.config);
   load_checkpoint(path("v5.bin"), back);
-  const float* orig = static_cast<const Gpt2&>(f32).params_flat();
-  const float* got = static_cast<const Gpt2&>(back).params_flat();
+  const float* orig = static_cast<const Model&>(f32).params_flat();
+  const float* got = static_cast<const Model&>(back).params_flat();
   for (size_t i = 0; i < n; ++i) {
     if (got[i] != bf16_to_float(float_to_bf16(orig[i]))) {
       FAIL() << "parameter " << i << ": " << got[i] << " from " << orig[i];

@@ -51,7 +51,7 @@ void expect_sound_checkpoint(const std::string& dir, int64_t step) {
   const std::string model = checkpoint_model_path(dir, step);
   ASSERT_NO_THROW(read_checkpoint_header(model));
   const CheckpointInfo info = read_checkpoint_header(model);
-  Gpt2 m(info.config);
+  Model m(info.config);
   ASSERT_NO_THROW(load_checkpoint(model, m));
   EXPECT_FALSE(find_non_finite(m.params_flat(), m.layout())) << "model file";
   std::unique_ptr<TrainStateFile> state;

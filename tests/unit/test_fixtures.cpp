@@ -28,7 +28,7 @@ class PyTorchFixture : public ::testing::TestWithParam<FixtureShape> {};
 TEST_P(PyTorchFixture, ForwardAndBackwardMatch) {
   const std::string name = GetParam().name;
   const CheckpointInfo info = read_checkpoint_header(fixture(name, "model.bin"));
-  Gpt2 model(info.config);
+  Model model(info.config);
   load_checkpoint(fixture(name, "model.bin"), model);
   const DebugState ref = load_debug_state(fixture(name, "state.bin"), info.config);
   EXPECT_EQ(ref.B, GetParam().B);
@@ -72,7 +72,7 @@ TEST(Determinism, GradientsIdenticalAcrossThreadCounts) {
   const int saved = omp_get_max_threads();
   for (int threads : {1, 2, 2}) {
     omp_set_num_threads(threads);
-    Gpt2 model(info.config);
+    Model model(info.config);
     load_checkpoint(fixture(name, "model.bin"), model);
     model.plan_batch(ref.B, ref.T);
     model.zero_grad();
@@ -88,7 +88,7 @@ TEST(Determinism, GradientsIdenticalAcrossThreadCounts) {
 TEST(Model, BackwardAccumulatesUntilZeroGrad) {
   const CheckpointInfo info = read_checkpoint_header(fixture("tiny", "model.bin"));
   const DebugState ref = load_debug_state(fixture("tiny", "state.bin"), info.config);
-  Gpt2 model(info.config);
+  Model model(info.config);
   load_checkpoint(fixture("tiny", "model.bin"), model);
   model.plan_batch(ref.B, ref.T);
   model.zero_grad();
@@ -116,7 +116,7 @@ TEST(Model, UpdateThatClearsTheGradientsStandsForTheNextZeroGrad) {
   const DebugState ref = load_debug_state(fixture("tiny", "state.bin"), info.config);
   std::vector<std::vector<float>> grads;
   for (const bool clear : {false, true}) {
-    Gpt2 model(info.config);
+    Model model(info.config);
     load_checkpoint(fixture("tiny", "model.bin"), model);
     model.plan_batch(ref.B, ref.T);
     AdamW opt(model.num_parameters(), AdamWConfig{}, model.kernels());
@@ -124,7 +124,7 @@ TEST(Model, UpdateThatClearsTheGradientsStandsForTheNextZeroGrad) {
     for (int step = 0; step < 2; ++step) {
       model.zero_grad();
       model.forward_backward(ref.inputs.data(), ref.targets.data(), ref.B, ref.T);
-      const Gpt2::UpdateSpans w = model.weights_for_update();
+      const Model::UpdateSpans w = model.weights_for_update();
       opt.step(w.master, model.grads_flat(), 1e-3, w.copy, {}, {0.5f, clear});
       if (!clear) continue;
       const float* g = std::as_const(model).grads_flat();
@@ -150,7 +150,7 @@ TEST(Model, UpdateThatClearsTheGradientsStandsForTheNextZeroGrad) {
 
 TEST(Model, RejectsBatchesThatDoNotFit) {
   const CheckpointInfo info = read_checkpoint_header(fixture("edge", "model.bin"));
-  Gpt2 model(info.config);
+  Model model(info.config);
   std::vector<int> tokens(64, 1);
   EXPECT_THROW(model.plan_batch(1, info.config.max_seq_len + 1), ShapeError);
   EXPECT_THROW(model.plan_batch(0, 4), ShapeError);

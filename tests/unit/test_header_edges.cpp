@@ -24,7 +24,7 @@
 #include "core/io/safetensors.h"
 #include "core/io/token_shard.h"
 #include "core/io/train_state.h"
-#include "core/model/gpt2.h"
+#include "core/model/model.h"
 #include "core/model/parameters.h"
 #include "core/train/trainer.h"
 #include "simd/error.h"
@@ -396,8 +396,8 @@ std::string& hf_config_text() {
 }
 
 Bytes make_safetensors(const std::string& dir) {
-  Gpt2 model(tiny_config());
-  init_gpt2(model, 3);
+  Model model(tiny_config());
+  init_model(model, 3);
   save_hf_gpt2(dir + "/model.safetensors", dir + "/config.json", tiny_config(), model.params_flat(),
                TensorDtype::kF32);
   const Bytes config = read_bytes(dir + "/config.json");

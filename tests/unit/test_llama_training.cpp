@@ -214,7 +214,7 @@ TEST_F(LlamaTraining, SaveWritesAFolderThatLoadsBack) {
   o.save_path = path("out");
   Trainer t(o);
   ASSERT_TRUE(t.run({}));
-  const Gpt2& m = t.model();
+  const Model& m = t.model();
   const std::vector<float> trained(m.params_flat(), m.params_flat() + m.num_parameters());
   EXPECT_EQ(files("out"),
             (std::set<std::string>{"config.json", "model.safetensors", "special_tokens_map.json",
@@ -262,7 +262,7 @@ TEST(LlamaGenerator, KvCacheMatchesFullForward) {
   fs::remove(preset);
   ASSERT_TRUE(c.llama() && !c.tied_head && c.kv_heads() < c.num_heads);
   ASSERT_EQ(c.rope.type, RopeType::kLlama3);
-  Gpt2 model(c);
+  Model model(c);
   const std::vector<float> w = testing::random_llama_weights(c, 3);
   std::memcpy(model.params_flat(), w.data(), w.size() * sizeof(float));
   const int n = 40, Vp = c.padded_vocab_size;  // past the original context of 16

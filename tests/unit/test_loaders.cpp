@@ -27,7 +27,7 @@
 #include "core/io/token_shard.h"
 #include "core/io/train_state.h"
 #include "core/model/config.h"
-#include "core/model/gpt2.h"
+#include "core/model/model.h"
 #include "core/model/parameters.h"
 #include "core/util/file.h"
 #include "simd/error.h"
@@ -79,8 +79,8 @@ class LoaderCheckpoint : public TempDirTest {
  protected:
   // A version-3 checkpoint of a GPT-2-initialised tiny model, as bytes.
   Bytes good_checkpoint() {
-    Gpt2 model(tiny_config());
-    init_gpt2(model, 42);
+    Model model(tiny_config());
+    init_model(model, 42);
     save_checkpoint(path("good.bin"), model);
     return read_bytes(path("good.bin"));
   }
@@ -90,8 +90,8 @@ class LoaderCheckpoint : public TempDirTest {
 };
 
 TEST_F(LoaderCheckpoint, Fp32RoundTrip) {
-  Gpt2 model(tiny_config());
-  init_gpt2(model, 7);
+  Model model(tiny_config());
+  init_model(model, 7);
   save_checkpoint(path("model.bin"), model);
   EXPECT_EQ(fs::file_size(path("model.bin")), fp32_bytes());
 
@@ -99,7 +99,7 @@ TEST_F(LoaderCheckpoint, Fp32RoundTrip) {
   EXPECT_EQ(info.version, kCheckpointFp32);
   EXPECT_EQ(info.config, tiny_config());
 
-  Gpt2 loaded(tiny_config());
+  Model loaded(tiny_config());
   load_checkpoint(path("model.bin"), loaded);
   ASSERT_EQ(loaded.num_parameters(), model.num_parameters());
   EXPECT_EQ(std::memcmp(loaded.params_flat(), model.params_flat(), model.num_parameters() * 4), 0);
@@ -120,7 +120,7 @@ TEST_F(LoaderCheckpoint, Bf16Version5WidensExactly) {
   write_bytes(path("bf16.bin"), file);
 
   EXPECT_EQ(read_checkpoint_header(path("bf16.bin")).version, kCheckpointBf16);
-  Gpt2 model(c);
+  Model model(c);
   load_checkpoint(path("bf16.bin"), model);
   for (size_t i = 0; i < P; ++i) {
     uint32_t bits;
@@ -141,7 +141,7 @@ TEST_F(LoaderCheckpoint, Bf16HeaderWithFp32BodyIsRejected) {
 
 TEST_F(LoaderCheckpoint, EmptyFile) {
   write_bytes(path("empty.bin"), {});
-  Gpt2 model(tiny_config());
+  Model model(tiny_config());
   expect_file_error([&] { load_checkpoint(path("empty.bin"), model); }, path("empty.bin"),
                     {"too short", "0 bytes", "1024"});
 }
@@ -158,7 +158,7 @@ TEST_F(LoaderCheckpoint, TruncatedBody) {
   Bytes file = good_checkpoint();
   file.resize(file.size() - 6);
   write_bytes(path("cut.bin"), file);
-  Gpt2 model(tiny_config());
+  Model model(tiny_config());
   expect_file_error([&] { load_checkpoint(path("cut.bin"), model); }, path("cut.bin"),
                     {"truncated", std::to_string(file.size()) + " bytes",
                      std::to_string(fp32_bytes()) + " bytes", describe(tiny_config())});
@@ -168,7 +168,7 @@ TEST_F(LoaderCheckpoint, ExtraBytes) {
   Bytes file = good_checkpoint();
   file.push_back(0);
   write_bytes(path("long.bin"), file);
-  Gpt2 model(tiny_config());
+  Model model(tiny_config());
   expect_file_error([&] { load_checkpoint(path("long.bin"), model); }, path("long.bin"),
                     {std::to_string(fp32_bytes() + 1) + " bytes", std::to_string(fp32_bytes())});
   try {
@@ -190,7 +190,7 @@ TEST_F(LoaderCheckpoint, Version4IsRejected) {
   Bytes file = good_checkpoint();
   set_int(file, 1, 4);
   write_bytes(path("v4.bin"), file);
-  Gpt2 model(tiny_config());
+  Model model(tiny_config());
   expect_file_error([&] { load_checkpoint(path("v4.bin"), model); }, path("v4.bin"),
                     {"version 4", "3", "5"});
 }
@@ -224,7 +224,7 @@ TEST_F(LoaderCheckpoint, InvalidHeaderFields) {
     write_bytes(path("bad.bin"), file);
     expect_file_error([&] { read_checkpoint_header(path("bad.bin")); }, path("bad.bin"),
                       {"invalid header", k.expected_in_message});
-    Gpt2 model(tiny_config());
+    Model model(tiny_config());
     expect_file_error([&] { load_checkpoint(path("bad.bin"), model); }, path("bad.bin"),
                       {"invalid header", k.expected_in_message});
   }
@@ -242,19 +242,19 @@ TEST_F(LoaderCheckpoint, ModelOfAnotherShape) {
   good_checkpoint();
   ModelConfig other = tiny_config();
   other.num_layers = 3;
-  Gpt2 model(other);
+  Model model(other);
   expect_file_error([&] { load_checkpoint(path("good.bin"), model); }, path("good.bin"),
                     {"shape", describe(tiny_config()), describe(other)});
 }
 
 TEST_F(LoaderCheckpoint, DirectoryIsRejected) {
   const std::string dir = dir_.string();
-  Gpt2 model(tiny_config());
+  Model model(tiny_config());
   expect_file_error([&] { load_checkpoint(dir, model); }, dir, {"not a regular file"});
 }
 
 TEST_F(LoaderCheckpoint, MissingFile) {
-  Gpt2 model(tiny_config());
+  Model model(tiny_config());
   expect_file_error([&] { load_checkpoint(path("nope.bin"), model); }, path("nope.bin"),
                     {"cannot open", "No such file"});
 }
@@ -263,7 +263,7 @@ TEST_F(LoaderCheckpoint, MissingFile) {
 // FileError (or, for values that happen to describe the same file, a clean load).
 TEST_F(LoaderCheckpoint, EveryTruncationAndHostileHeaderFails) {
   const Bytes good = good_checkpoint();
-  Gpt2 model(tiny_config());
+  Model model(tiny_config());
   for (size_t n : cut_lengths(good.size())) {
     write_bytes(path("cut.bin"), Bytes(good.begin(), good.begin() + (long)n));
     EXPECT_THROW(load_checkpoint(path("cut.bin"), model), FileError) << n << " bytes";
@@ -819,8 +819,8 @@ TEST_F(LoaderTrainState, TensorSizesAreChecked) {
 class AtomicWrite : public TempDirTest {};
 
 TEST_F(AtomicWrite, UncommittedWriterLeavesFileUntouched) {
-  Gpt2 model(tiny_config());
-  init_gpt2(model, 1);
+  Model model(tiny_config());
+  init_model(model, 1);
   save_checkpoint(path("model.bin"), model);
   const Bytes before = read_bytes(path("model.bin"));
   {
@@ -832,7 +832,7 @@ TEST_F(AtomicWrite, UncommittedWriterLeavesFileUntouched) {
   }  // destroyed without commit(): an interrupted save
   EXPECT_EQ(read_bytes(path("model.bin")), before);
   EXPECT_EQ(listing(), std::vector<std::string>{"model.bin"}) << "a temporary file was left behind";
-  Gpt2 loaded(tiny_config());
+  Model loaded(tiny_config());
   load_checkpoint(path("model.bin"), loaded);
 }
 
@@ -851,16 +851,16 @@ TEST_F(AtomicWrite, CommitReplacesFile) {
 TEST_F(AtomicWrite, SaveCheckpointReplacesExistingFileCompletely) {
   // A longer file of another kind first: nothing of it may survive.
   write_bytes(path("model.bin"), Bytes(200000, 0xCD));
-  Gpt2 model(tiny_config());
-  init_gpt2(model, 2);
+  Model model(tiny_config());
+  init_model(model, 2);
   save_checkpoint(path("model.bin"), model);
   save_checkpoint(path("reference.bin"), model);
   EXPECT_EQ(read_bytes(path("model.bin")), read_bytes(path("reference.bin")));
   // And over a checkpoint of another, bigger model.
   ModelConfig bigger = tiny_config();
   bigger.num_layers = 4;
-  Gpt2 big(bigger);
-  init_gpt2(big, 3);
+  Model big(bigger);
+  init_model(big, 3);
   save_checkpoint(path("model.bin"), big);
   save_checkpoint(path("model.bin"), model);
   EXPECT_EQ(read_bytes(path("model.bin")), read_bytes(path("reference.bin")));
@@ -868,7 +868,7 @@ TEST_F(AtomicWrite, SaveCheckpointReplacesExistingFileCompletely) {
 }
 
 TEST_F(AtomicWrite, FailedSaveNamesPathAndLeavesNothing) {
-  Gpt2 model(tiny_config());
+  Model model(tiny_config());
   // Into a folder that does not exist.
   expect_file_error([&] { save_checkpoint(path("missing/model.bin"), model); },
                     path("missing/model.bin"), {"cannot create", "No such file"});

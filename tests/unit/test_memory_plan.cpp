@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "core/model/gpt2.h"
 #include "core/model/kernel_scratch.h"
+#include "core/model/model.h"
 #include "core/model/parameters.h"
 #include "core/train/memory_plan.h"
 #include "core/train/trainer.h"
@@ -59,8 +59,8 @@ TEST(StepScratch, ATrainingStepHoldsWhatItsPlanSays) {
     for (Recompute r : {Recompute::kNone, Recompute::kAllPointwise}) {
       for (int threads : {1, 2, 3}) {
         omp_set_num_threads(threads);
-        Gpt2 m(c, active_kernels(), p);
-        init_gpt2(m, 1);
+        Model m(c, active_kernels(), p);
+        init_model(m, 1);
         m.plan_batch(B, T, {.recompute = r});
         release_team_scratch();
         m.forward_backward(inputs.data(), targets.data(), B, T);

@@ -11,7 +11,7 @@
 #include "core/io/checkpoint.h"
 #include "core/io/hf_gpt2.h"
 #include "core/io/model_file.h"
-#include "core/model/gpt2.h"
+#include "core/model/model.h"
 #include "core/model/parameters.h"
 #include "core/model/preset.h"
 #include "simd/error.h"
@@ -41,9 +41,9 @@ class ModelSourceTest : public testing::TempDirTest {
   }
   // The parameters load_model_file gives a model built from `source`.
   std::vector<float> loaded(const ModelSource& source) {
-    Gpt2 model(source.config);
+    Model model(source.config);
     load_model_file(source, model);
-    const float* p = static_cast<const Gpt2&>(model).params_flat();
+    const float* p = static_cast<const Model&>(model).params_flat();
     return std::vector<float>(p, p + model.num_parameters());
   }
   std::vector<float> params_;

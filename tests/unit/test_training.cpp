@@ -220,7 +220,7 @@ TEST_F(Training, RecomputationChangesNoBitOfTheRun) {
       obs.on_val = [&](int, float v) { l.push_back(v); };
       ASSERT_TRUE(t.run(obs));
       losses.push_back(l);
-      const Gpt2& m = t.model();
+      const Model& m = t.model();
       weights.emplace_back(m.params_flat(), m.params_flat() + m.num_parameters());
       arena.push_back(m.arena().forward_floats() * 4 + m.arena().forward_bf16_elements() * 2);
       rows = size_t(o.batch) * o.seq_len, C = m.config().channels, L = m.config().num_layers;
@@ -257,7 +257,8 @@ TEST_F(Training, MemoryPlanThatDoesNotFitIsRefusedWithAWayOut) {
   // A limit between the plan at --batch 32 and the plan at --batch 64 (megabytes apart).
   const double fits_half = plan_memory(half).total(), needs = plan_memory(base).total();
   ASSERT_LT(fits_half, needs);
-  o.memory_limit = parse_memory_size(std::to_string((long long)((fits_half + needs) / 2)), "--memory-limit");
+  o.memory_limit =
+      parse_memory_size(std::to_string((long long)((fits_half + needs) / 2)), "--memory-limit");
   try {
     Trainer t(o);
     FAIL() << "a plan over the limit was accepted";
@@ -303,7 +304,7 @@ TEST_F(Training, KilledWriteLeavesThePreviousCheckpointLoadable) {
   ASSERT_TRUE(WIFSIGNALED(status));
   EXPECT_EQ(read_bytes(target), before);
   const CheckpointInfo info = read_checkpoint_header(target);
-  Gpt2 model(info.config);
+  Model model(info.config);
   EXPECT_NO_THROW(load_checkpoint(target, model));
 }
 
@@ -511,7 +512,7 @@ TEST(Conf, ShippedFilesAreValid) {
 
 TEST(Generator, KvCacheMatchesFullForward) {
   const CheckpointInfo info = read_checkpoint_header(fixture("small", "model.bin"));
-  Gpt2 model(info.config);
+  Model model(info.config);
   load_checkpoint(fixture("small", "model.bin"), model);
   const int n = 23, V = info.config.vocab_size, Vp = info.config.padded_vocab_size;
   Rng rng(3);

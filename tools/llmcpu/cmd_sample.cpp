@@ -66,7 +66,7 @@ int SampleCommand::run(const ArgParser&) {
   if (tokenizer.empty()) tokenizer = default_tokenizer_dir();
   const Tokenizer tok = Tokenizer::load(tokenizer);
   print_tokenizer_notes(tok, "sample");
-  Gpt2 model(source.config);
+  Model model(source.config);
   load_model_file(source, model);
   const ModelConfig& c = model.config();
   if (tok.vocab_size() < c.vocab_size) {

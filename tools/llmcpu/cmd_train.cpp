@@ -58,7 +58,7 @@ std::string per_rank_mib(const std::vector<double>& bytes) {
 // What each rank holds of the optimizer's state: the AdamW moments and, in bf16, the fp32 master
 // weights. "optimizer: AdamW moments per rank: rank 0 474.9 MiB, rank 1 474.9 MiB (ZeRO-1 over 2
 // ranks; whole 949.7 MiB)".
-void print_optimizer_memory(const Trainer& trainer, const Gpt2& m) {
+void print_optimizer_memory(const Trainer& trainer, const Model& m) {
   const double MiB = 1024.0 * 1024.0;
   const double whole = double(m.num_parameters()) * sizeof(float) / MiB;
   const std::vector<double>& moments = trainer.optimizer_bytes();
@@ -99,7 +99,7 @@ void print_run(const Trainer& trainer, const Placement& placed, const Communicat
   std::printf("%s\n", placed.summary.c_str());
   for (const std::string& note : trainer.notes()) std::printf("train: %s\n", note.c_str());
   print_offload_outcome(trainer.offload());
-  const Gpt2& m = trainer.model();
+  const Model& m = trainer.model();
   std::printf("train: %s\n", trainer.model_origin().c_str());
   const int ranks = world.size();
   const long long micro = (long long)trainer.grad_accum() * ranks;
@@ -135,7 +135,7 @@ int train_in(Communicator& world, const TrainOptions& o, TrainCliExtras extra) {
   if (sample_tok) run.sample_start = sample_tok->document_token();
   Trainer trainer(run, &world);
   print_run(trainer, placed, world);
-  const Gpt2& m = trainer.model();
+  const Model& m = trainer.model();
   SampleDecoder decode = make_sample_decoder(sample_tok, extra, m.config().vocab_size);
 
   TrainObserver obs;

@@ -61,7 +61,7 @@ int VerifyCommand::run(const ArgParser& p) {
   const int nthreads = placed.plan.num_threads();
 
   const ModelSource source = open_model_file(model_path_);
-  Gpt2 model(source.config, active_kernels(), prec);
+  Model model(source.config, active_kernels(), prec);
   load_model_file(source, model);
   apply_plugin_flags(plugin_, model);
   apply_offload_tolerances(p, model.offload_active(), &tol_);

@@ -39,7 +39,7 @@ size_t device_memory_limit(const PluginFlags& o) {
   return size_t(parse_memory_size(o.memory_limit, "--device-memory-limit"));
 }
 
-void apply_plugin_flags(const PluginFlags& o, Gpt2& model) {
+void apply_plugin_flags(const PluginFlags& o, Model& model) {
   if (o.path.empty()) return;
   OffloadOptions options;
   options.layers = o.layers;
@@ -54,7 +54,7 @@ void print_offload_outcome(const OffloadOutcome& r) {
   std::fflush(r.active ? stdout : stderr);
 }
 
-void print_offload_report(const PluginFlags& o, Gpt2& model) {
+void print_offload_report(const PluginFlags& o, Model& model) {
   if (!o.report) return;
   llmcpu_offload_report r;
   if (model.offload_report(&r)) {
@@ -67,7 +67,7 @@ void print_offload_report(const PluginFlags& o, Gpt2& model) {
   std::fflush(stdout);
 }
 
-void report_after_each_step(const PluginFlags& o, Gpt2& model, TrainObserver* observer) {
+void report_after_each_step(const PluginFlags& o, Model& model, TrainObserver* observer) {
   if (!o.report) return;
   observer->on_step = [inner = std::move(observer->on_step), o, &model](const StepReport& r) {
     if (inner) inner(r);

@@ -7,7 +7,7 @@
 
 #include <string>
 
-#include "core/model/gpt2.h"
+#include "core/model/model.h"
 #include "core/train/trainer.h"
 #include "core/verify/verify.h"
 #include "tools/llmcpu/args.h"
@@ -33,19 +33,19 @@ size_t device_memory_limit(const PluginFlags& o);
 
 // When --plugin was given, hands the layers --offload-layers names to it and prints what the
 // device owns (stdout), or why the model stays on the CPU (stderr; a plugin that cannot run the
-// model's precision, for one). A bad --offload-layers or --device-memory-limit, or a plan that does not fit
-// the device, throws UsageError.
-void apply_plugin_flags(const PluginFlags& o, Gpt2& model);
+// model's precision, for one). A bad --offload-layers or --device-memory-limit, or a plan that does
+// not fit the device, throws UsageError.
+void apply_plugin_flags(const PluginFlags& o, Model& model);
 // The outcome's line: stdout when the device is active, stderr when the model stays on the CPU;
 // nothing without a plugin.
 void print_offload_outcome(const OffloadOutcome& r);
 
 // Prints the model's device report line (stdout) when --offload-report was given; without an
 // active plugin it says once that there is nothing to report.
-void print_offload_report(const PluginFlags& o, Gpt2& model);
+void print_offload_report(const PluginFlags& o, Model& model);
 
 // Makes observer->on_step also print the device report after each step (with --offload-report).
-void report_after_each_step(const PluginFlags& o, Gpt2& model, TrainObserver* observer);
+void report_after_each_step(const PluginFlags& o, Model& model, TrainObserver* observer);
 
 // Registers --tolerance-logits and --tolerance-grads on p, bound to *tol.
 void add_tolerance_flags(ArgParser& p, VerifyTolerances* tol);

@@ -1,4 +1,4 @@
-#include "core/model/gpt2.h"
+#include "core/model/model.h"
 
 #include <sys/mman.h>
 #include <unistd.h>
@@ -27,8 +27,8 @@ float mean_loss(const float* losses, size_t BT) {
 
 }  // namespace
 
-Gpt2::Gpt2(const ModelConfig& config, const KernelTable& kernels, Precision precision,
-           const Bf16Kernels* bf16_kernels)
+Model::Model(const ModelConfig& config, const KernelTable& kernels, Precision precision,
+             const Bf16Kernels* bf16_kernels)
     : config_(config),
       layout_(config),
       kernels_(kernels),
@@ -49,11 +49,11 @@ Gpt2::Gpt2(const ModelConfig& config, const KernelTable& kernels, Precision prec
   }
 }
 
-Gpt2::~Gpt2() = default;
+Model::~Model() = default;
 
-const Bf16Kernels* Gpt2::bf16_kernels() const { return bf16_ ? &bf16_->bf16_kernels() : nullptr; }
+const Bf16Kernels* Model::bf16_kernels() const { return bf16_ ? &bf16_->bf16_kernels() : nullptr; }
 
-std::string Gpt2::kernels_summary() const {
+std::string Model::kernels_summary() const {
   std::string s = precision_name(precision_);
   if (bf16_) s += " (" + std::string(bf16_->bf16_kernels().target) + " GEMMs)";
   s += ", " + std::string(kernels_.target);
@@ -62,15 +62,15 @@ std::string Gpt2::kernels_summary() const {
   return s;
 }
 
-float* Gpt2::params_flat() {
+float* Model::params_flat() {
   if (copies_.master_behind()) fetch_device_state(true, false);  // a caller may read first
   copies_.master_written();
   return params_data_;
 }
 
-const bf16* Gpt2::params_bf16_flat() const { return bf16_ ? bf16_->copy() : nullptr; }
+const bf16* Model::params_bf16_flat() const { return bf16_ ? bf16_->copy() : nullptr; }
 
-void Gpt2::refresh_bf16_weights() {
+void Model::refresh_bf16_weights() {
   if (!bf16_) return;
   if (copies_.master_released()) {
     throw Error(
@@ -86,9 +86,9 @@ void Gpt2::refresh_bf16_weights() {
   copies_.bf16_refreshed();
 }
 
-void Gpt2::release_master(const std::vector<ParameterSpan>& runs) {
+void Model::release_master(const std::vector<ParameterSpan>& runs) {
   if (!bf16_) {
-    throw Error("Gpt2::release_master: only a bf16 model computes without the fp32 master");
+    throw Error("Model::release_master: only a bf16 model computes without the fp32 master");
   }
   if (copies_.bf16_stale()) refresh_bf16_weights();
   const uintptr_t page = uintptr_t(sysconf(_SC_PAGESIZE));
@@ -96,7 +96,7 @@ void Gpt2::release_master(const std::vector<ParameterSpan>& runs) {
     if (r.tensor < 0 || !ParameterLayout::matmul_weight(r.tensor) ||
         r.offset < layout_.offset(r.tensor) ||
         r.offset + r.count > layout_.offset(r.tensor) + layout_.size(r.tensor)) {
-      throw Error("Gpt2::release_master: a run outside the layers' matmul weights");
+      throw Error("Model::release_master: a run outside the layers' matmul weights");
     }
     // The whole pages inside the run; what they held reads as zeros from now on.
     const uintptr_t begin = uintptr_t(params_data_ + r.offset);
@@ -110,12 +110,12 @@ void Gpt2::release_master(const std::vector<ParameterSpan>& runs) {
   copies_.master_memory_released();
 }
 
-size_t Gpt2::master_bytes() const { return num_parameters() * sizeof(float) - released_bytes_; }
+size_t Model::master_bytes() const { return num_parameters() * sizeof(float) - released_bytes_; }
 
-void Gpt2::use_shared_memory(float* params, float* grads, bf16* copy) {
+void Model::use_shared_memory(float* params, float* grads, bf16* copy) {
   if (copies_.master_released() || device_ || (bf16_ != nullptr) != (copy != nullptr)) {
     throw Error(
-        "Gpt2::use_shared_memory: only for a model with its whole master, no plugin, and "
+        "Model::use_shared_memory: only for a model with its whole master, no plugin, and "
         "a copy exactly in bf16");
   }
   params_data_ = params, grads_data_ = grads;
@@ -127,28 +127,28 @@ void Gpt2::use_shared_memory(float* params, float* grads, bf16* copy) {
   copies_.memory_shared();
 }
 
-Gpt2::UpdateSpans Gpt2::weights_for_update() {
+Model::UpdateSpans Model::weights_for_update() {
   if (copies_.bf16_stale()) refresh_bf16_weights();  // current where the update skips
   copies_.update_written();
   return {params_data_, bf16_ ? bf16_->copy() : nullptr};
 }
 
-void Gpt2::refresh_weight_copies() {
+void Model::refresh_weight_copies() {
   if (copies_.bf16_stale()) refresh_bf16_weights();
   if (offload_active() && !copies_.device_present()) configure_device();
   if (copies_.device_stale()) device_->set_parameters(params_data_);
   copies_.device_refreshed();
 }
 
-void Gpt2::check_device(BlockDevice& device, const OffloadLayers& layers) const {
+void Model::check_device(BlockDevice& device, const OffloadLayers& layers) const {
   const int B = std::max(arena_.batch(), 1), T = std::max(arena_.seq_len(), 1);
   if (layers.any()) {
     device.plan(make_model_desc(config_, layout_, B, T, precision_, layers, 0));
   }
 }
 
-void Gpt2::attach_device(std::unique_ptr<BlockDevice> device, const OffloadLayers& layers,
-                         size_t memory_limit) {
+void Model::attach_device(std::unique_ptr<BlockDevice> device, const OffloadLayers& layers,
+                          size_t memory_limit) {
   disable_offload();
   device_ = std::move(device);
   layers_ = layers;
@@ -163,7 +163,7 @@ void Gpt2::attach_device(std::unique_ptr<BlockDevice> device, const OffloadLayer
   }
 }
 
-void Gpt2::disable_offload() {
+void Model::disable_offload() {
   if (copies_.master_behind()) fetch_device_state(true, false);
   device_.reset();
   layers_ = OffloadLayers{};
@@ -171,18 +171,18 @@ void Gpt2::disable_offload() {
   if (arena_.batch() > 0 && arena_.acts.L != config_.num_layers) replan();  // every block again
 }
 
-void Gpt2::replan() {
+void Model::replan() {
   const ActivationOptions o = arena_.options();
   const int B = arena_.batch(), T = arena_.seq_len();
   arena_ = ActivationArena();
   plan_batch(B, T, {.recompute = o.recompute, .keep_logits = o.keep_logits});
 }
 
-bool Gpt2::device_owns(int tensor, int layer) const {
+bool Model::device_owns(int tensor, int layer) const {
   return offload_active() && llmcpu::device_owns(layers_, config_.num_layers, tensor, layer);
 }
 
-std::vector<ParameterSpan> Gpt2::device_spans() const {
+std::vector<ParameterSpan> Model::device_spans() const {
   std::vector<ParameterSpan> out;
   for (const ParameterSpan& r : layout_.spans()) {
     if (device_owns(r.tensor, r.layer)) out.push_back(r);
@@ -190,11 +190,11 @@ std::vector<ParameterSpan> Gpt2::device_spans() const {
   return out;
 }
 
-void Gpt2::configure_device() {
+void Model::configure_device() {
   if (copies_.device_holds_moments()) {
     // configure() starts the device's moments at zero: an optimizer's state would be lost.
     throw Error(
-        "Gpt2: the device's part already holds AdamW moments of this run; a new batch "
+        "Model: the device's part already holds AdamW moments of this run; a new batch "
         "shape would drop them (plan the batch before the first optimizer step)");
   }
   if (copies_.master_behind()) fetch_device_state(true, false);  // a new shape: from the master
@@ -205,7 +205,7 @@ void Gpt2::configure_device() {
   copies_.device_configured();
 }
 
-void Gpt2::fetch_device_state(bool params, bool grads) {
+void Model::fetch_device_state(bool params, bool grads) {
   if (!offload_active() || !copies_.device_present()) return;
   if (params && copies_.master_behind()) {
     device_->read_state(params_data_, nullptr, nullptr, nullptr);
@@ -217,13 +217,13 @@ void Gpt2::fetch_device_state(bool params, bool grads) {
   }
 }
 
-bool Gpt2::offload_report(llmcpu_offload_report* out) {
+bool Model::offload_report(llmcpu_offload_report* out) {
   if (!device_) return false;
   *out = device_->report();
   return true;
 }
 
-void Gpt2::plan_batch(int B, int T, const BatchOptions& options) {
+void Model::plan_batch(int B, int T, const BatchOptions& options) {
   if (B <= 0 || T <= 0) {
     throw ShapeError("batch " + std::to_string(B) + " x " + std::to_string(T) +
                      ": batch size and sequence length must be positive");
@@ -246,30 +246,30 @@ void Gpt2::plan_batch(int B, int T, const BatchOptions& options) {
   targets_ = AlignedBuffer<int>((size_t)B * T);
 }
 
-int Gpt2::host_layers() const {
+int Model::host_layers() const {
   if (!offload_active()) return config_.num_layers;
   return host_activation_layers(layers_, config_.num_layers);
 }
 
-ModelConfig Gpt2::host_arena_config() const {
+ModelConfig Model::host_arena_config() const {
   ModelConfig c = config_;
   c.num_layers = host_layers();
   return c;
 }
 
-ActivationBytes Gpt2::activation_bytes(int B, int T, const BatchOptions& options) const {
+ActivationBytes Model::activation_bytes(int B, int T, const BatchOptions& options) const {
   return ActivationArena::bytes(host_arena_config(), B, T,
                                 {precision_, options.recompute, options.keep_logits});
 }
 
 template <class F>
-void Gpt2::run(F&& f) {
+void Model::run(F&& f) {
   if (bf16_) return f(*bf16_, arena_.acts_bf16);
   Fp32Executor x{kernels_};
   f(x, arena_.acts);
 }
 
-void Gpt2::take_batch(const int* inputs, const int* targets, int B, int T) {
+void Model::take_batch(const int* inputs, const int* targets, int B, int T) {
   if (B != arena_.batch() || T != arena_.seq_len()) {
     const std::string shape = std::to_string(B) + " x " + std::to_string(T);
     throw ShapeError(arena_.batch() == 0
@@ -297,13 +297,13 @@ void Gpt2::take_batch(const int* inputs, const int* targets, int B, int T) {
 // The head over the batch's targets (transformer.h's model_head); the mean loss, or NaN without
 // targets. dloss NaN: no backward.
 template <class X, class A>
-float Gpt2::head(X& x, const A& a, bool targets, float dloss) {
+float Model::head(X& x, const A& a, bool targets, float dloss) {
   model_head(x, config_, p_, g_, a, arena_.grads, targets ? targets_.data() : nullptr, dloss);
   if (!targets) return std::numeric_limits<float>::quiet_NaN();
   return mean_loss(a.losses, a.BT);
 }
 
-float Gpt2::forward(const int* inputs, const int* targets, int B, int T) {
+float Model::forward(const int* inputs, const int* targets, int B, int T) {
   take_batch(inputs, targets, B, T);
   if (offload_active()) {
     return offloaded_pass(targets != nullptr, std::numeric_limits<float>::quiet_NaN(), nullptr);
@@ -316,14 +316,14 @@ float Gpt2::forward(const int* inputs, const int* targets, int B, int T) {
   return loss;
 }
 
-void Gpt2::zero_grad() {
+void Model::zero_grad() {
   if (offload_active() && copies_.device_present()) device_->zero_grad();
   if (!grads_zero_) zero_gradients(grads_data_, num_parameters());
   grads_zero_ = true;
 }
 
-float Gpt2::forward_backward(const int* inputs, const int* targets, int B, int T, float loss_scale,
-                             GradientHook* hook) {
+float Model::forward_backward(const int* inputs, const int* targets, int B, int T, float loss_scale,
+                              GradientHook* hook) {
   if (!targets) throw Error("forward_backward() needs targets: the loss is what it differentiates");
   take_batch(inputs, targets, B, T);
   grads_zero_ = false;  // the backward pass adds into them
@@ -346,7 +346,7 @@ float Gpt2::forward_backward(const int* inputs, const int* targets, int B, int T
 //   residual down  ->  CPU: lnf, head and loss, their backward  ->  d(residual) up  ->
 //   device: backward of its blocks (its gradients stay there)  ->  d(residual) down  ->
 //   CPU: backward of blocks [0, first) and the embedding.
-float Gpt2::offloaded_pass(bool targets, float dloss, GradientHook* hook) {
+float Model::offloaded_pass(bool targets, float dloss, GradientHook* hook) {
   const int B = arena_.batch(), T = arena_.seq_len(), L = config_.num_layers;
   const size_t BT = (size_t)B * T;
   const bool grad = !std::isnan(dloss);
@@ -392,7 +392,7 @@ float Gpt2::offloaded_pass(bool targets, float dloss, GradientHook* hook) {
   return loss;
 }
 
-void init_gpt2(Gpt2& model, unsigned long long seed) {
+void init_model(Model& model, unsigned long long seed) {
   const ModelConfig& c = model.config();
   const ParameterLayout& layout = model.layout();
   float* base = model.params_flat();

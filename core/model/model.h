@@ -1,13 +1,13 @@
-// GPT-2: parameters, gradients and activations of one model, the executor that runs its ops, and
-// the forward and backward passes with the loss. The computation itself is written once in
-// core/model/transformer.h; the executors (core/model/executors.h) decide where and in what
-// precision each op runs: fp32 on the CPU or bf16 mixed precision (Precision::kBf16). With a
-// device attached (attach_device; core/plugin/offload.h attaches a plugin's) the device owns the
-// last blocks, or all of the model, and runs them itself (core/model/block_device.h is all the
-// model knows of it); the CPU keeps every op the device does not own, and only the
-// residual stream at the boundary crosses. Deliberately not here: the optimizer (core/optim, and
-// the device's AdamW is driven by core/train), files (core/io), data and the training loop,
-// generation (core/model/generate.h).
+// A model of any family (core/model/config.h): parameters, gradients and activations, the
+// executor that runs its ops, and the forward and backward passes with the loss. The computation
+// itself is written once in core/model/transformer.h; the executors (core/model/executors.h) decide
+// where and in what precision each op runs: fp32 on the CPU or bf16 mixed precision
+// (Precision::kBf16). With a device attached (attach_device; core/plugin/offload.h attaches a
+// plugin's) the device owns the last blocks, or all of the model, and runs them itself
+// (core/model/block_device.h is all the model knows of it); the CPU keeps every op the device does
+// not own, and only the residual stream at the boundary crosses. Deliberately not here: the
+// optimizer (core/optim, and the device's AdamW is driven by core/train), files (core/io), data and
+// the training loop, generation (core/model/generate.h).
 //
 // In bf16 the model keeps the fp32 master weights and gradients of the fp32 path; its executor
 // keeps a bf16 working copy of the whole flat parameter array (only the matmul weights are read
@@ -56,14 +56,14 @@ struct BatchOptions {
   bool keep_logits = false;                // logits() holds every row's after a forward pass
 };
 
-class Gpt2 {
+class Model {
  public:
-  // Parameters start zeroed; load a checkpoint into params_flat() or call init_gpt2(). A bf16 model
-  // uses `bf16_kernels` for its bf16 ops (null: active_bf16_kernels()). `kernels` run everything
-  // else (and everything in fp32).
-  explicit Gpt2(const ModelConfig& config, const KernelTable& kernels = active_kernels(),
-                Precision precision = Precision::kFp32, const Bf16Kernels* bf16_kernels = nullptr);
-  ~Gpt2();
+  // Parameters start zeroed; load a checkpoint into params_flat() or call init_model(). A bf16
+  // model uses `bf16_kernels` for its bf16 ops (null: active_bf16_kernels()). `kernels` run
+  // everything else (and everything in fp32).
+  explicit Model(const ModelConfig& config, const KernelTable& kernels = active_kernels(),
+                 Precision precision = Precision::kFp32, const Bf16Kernels* bf16_kernels = nullptr);
+  ~Model();
 
   const ModelConfig& config() const { return config_; }
   const ParameterLayout& layout() const { return layout_; }
@@ -233,6 +233,6 @@ class Gpt2 {
 // 0.02/sqrt(2L)), biases 0, layernorm weights 1, padded wte rows 0. Same seed, same weights. A
 // Llama-family model gets transformers' initialisation instead: every matrix N(0, 0.02) (no
 // residual scaling), biases 0, RMSNorm weights 1, padded rows of wte and an untied head 0.
-void init_gpt2(Gpt2& model, unsigned long long seed);
+void init_model(Model& model, unsigned long long seed);
 
 }  // namespace llmcpu
