@@ -3,7 +3,9 @@
 //   ./build/bench_kernels                                   all tables (scalar is slow: minutes)
 //   ./build/bench_kernels --benchmark_filter='^avx512/'     one table
 //   ./build/bench_kernels --benchmark_filter='/matmul_'     the GEMMs of every table
-//   ./build/bench_kernels --benchmark_filter=attention      materialized and flash, T = 64..2048
+//   ./build/bench_kernels --benchmark_filter=attention      materialized and flash, T = 64..2048,
+//                                                           and flash with a window at T = 4096,
+//                                                           8192
 //   ./build/bench_kernels --profile_step=avx512             time per kernel in a training step
 // Each row reports GFLOP/s, GB/s of compulsory traffic (every tensor read or written once), and
 // roof%: the time the kernel would take on this machine's roofline, max(FLOPs / FMA peak, bytes /
@@ -256,7 +258,8 @@ std::vector<std::pair<std::string, Bench>> kernels() {
       bool fresh;
       Work& w = work(key, {nc, nl, n3c, n3c, nc}, &fresh);
       measure(s, w, {2 * prod, double(n3c + nc + nl) * F}, [&](size_t c) {
-        k.flash_attention_forward(w.get(c, 0), w.get(c, 1), w.get(c, 2), b, t, NH, NH, hs);
+        k.flash_attention_forward(w.get(c, 0), w.get(c, 1), w.get(c, 2), b, t, NH, NH, hs,
+                                  AttentionOptions{});
       });
     });
     r.emplace_back(key + "_bwd", [=](benchmark::State& s, const KernelTable& k) {
@@ -264,12 +267,45 @@ std::vector<std::pair<std::string, Bench>> kernels() {
       Work& w = work(key, {nc, nl, n3c, n3c, nc}, &fresh);
       if (fresh) {  // out and lse must be the forward's
         for (size_t c = 0; c < w.copies; ++c) {
-          k.flash_attention_forward(w.get(c, 0), w.get(c, 1), w.get(c, 2), b, t, NH, NH, hs);
+          k.flash_attention_forward(w.get(c, 0), w.get(c, 1), w.get(c, 2), b, t, NH, NH, hs,
+                                    AttentionOptions{});
         }
       }
       measure(s, w, {5 * prod, double(2 * n3c + 2 * nc + nl) * F}, [&](size_t c) {
         k.flash_attention_backward(w.get(c, 3), w.get(c, 4), w.get(c, 0), w.get(c, 2), w.get(c, 1),
-                                   b, t, NH, NH, hs);
+                                   b, t, NH, NH, hs, AttentionOptions{});
+      });
+    });
+  }
+  // Flash attention with a sliding window of W = 512 keys (Mistral's, Gemma's local layers) at
+  // T = 4096 and 8192 (B = 1): blocks outside the window are skipped, so the time grows as T W,
+  // linearly in T (without the window it would grow as T^2). FLOPs as above over the pairs a
+  // window keeps, sum_t min(t + 1, W) per head.
+  for (const int t : {4096, 8192}) {
+    constexpr int kWindow = 512;
+    const size_t nc = size_t(t) * C, n3c = 3 * nc, nl = size_t(NH) * t;
+    const double pairs = kWindow * (kWindow + 1) / 2.0 + double(t - kWindow) * kWindow;
+    const double prod = 2 * pairs * hs * NH;  // one windowed product
+    const AttentionOptions opt{.window = kWindow};
+    const std::string key = "flash_attention_W512_T" + std::to_string(t);
+    r.emplace_back(key + "_fwd", [=](benchmark::State& s, const KernelTable& k) {
+      bool fresh;
+      Work& w = work(key, {nc, nl, n3c, n3c, nc}, &fresh);
+      measure(s, w, {2 * prod, double(n3c + nc + nl) * F}, [&](size_t c) {
+        k.flash_attention_forward(w.get(c, 0), w.get(c, 1), w.get(c, 2), 1, t, NH, NH, hs, opt);
+      });
+    });
+    r.emplace_back(key + "_bwd", [=](benchmark::State& s, const KernelTable& k) {
+      bool fresh;
+      Work& w = work(key, {nc, nl, n3c, n3c, nc}, &fresh);
+      if (fresh) {  // out and lse must be the forward's
+        for (size_t c = 0; c < w.copies; ++c) {
+          k.flash_attention_forward(w.get(c, 0), w.get(c, 1), w.get(c, 2), 1, t, NH, NH, hs, opt);
+        }
+      }
+      measure(s, w, {5 * prod, double(2 * n3c + 2 * nc + nl) * F}, [&](size_t c) {
+        k.flash_attention_backward(w.get(c, 3), w.get(c, 4), w.get(c, 0), w.get(c, 2), w.get(c, 1),
+                                   1, t, NH, NH, hs, opt);
       });
     });
   }
@@ -279,7 +315,7 @@ std::vector<std::pair<std::string, Bench>> kernels() {
         work("decode", {size_t(C), size_t(T), size_t(C), size_t(T) * C, size_t(T) * C}, &fresh);
     measure(s, w, {4.0 * T * C, (2.0 * T * C + 2 * C) * F}, [&](size_t c) {
       k.attention_decode(w.get(c, 0), w.get(c, 1), w.get(c, 2), w.get(c, 3), w.get(c, 4), T - 1, NH,
-                         NH, hs);
+                         NH, hs, AttentionOptions{});
     });
   });
   r.emplace_back("gelu_fwd", [=](benchmark::State& s, const KernelTable& k) {
@@ -294,6 +330,58 @@ std::vector<std::pair<std::string, Bench>> kernels() {
     measure(s, w, {30.0 * N4C, 3.0 * N4C * F},
             [&](size_t c) { k.gelu_backward(w.get(c, 0), w.get(c, 1), w.get(c, 2), N4C); });
   });
+  // GeGLU (the Gemma MLP) on the fc output read as [gate | up] of H = 2C each: GELU's work per
+  // gate and one product; bytes: the fc output read, out (fwd) or dout read and dinp written (bwd).
+  const size_t NxH = BT * 2 * C;  // N * H
+  r.emplace_back("geglu_fwd", [=](benchmark::State& s, const KernelTable& k) {
+    bool fresh;
+    Work& w = work("geglu", {2 * NxH, NxH, NxH, 2 * NxH}, &fresh);
+    measure(s, w, {21.0 * NxH, 3.0 * NxH * F},
+            [&](size_t c) { k.geglu_forward(w.get(c, 1), w.get(c, 0), BT, 2 * C); });
+  });
+  r.emplace_back("geglu_bwd", [=](benchmark::State& s, const KernelTable& k) {
+    bool fresh;
+    Work& w = work("geglu", {2 * NxH, NxH, NxH, 2 * NxH}, &fresh);
+    measure(s, w, {33.0 * NxH, 5.0 * NxH * F},
+            [&](size_t c) { k.geglu_backward(w.get(c, 3), w.get(c, 2), w.get(c, 0), BT, 2 * C); });
+  });
+  // Per-head RMSNorm of the q and k heads (Qwen3, Gemma 3) in the qkv rows (BT, 3C), NH = NKV = 12
+  // heads of 64 each. The weights are 0 with offset 1 and saved is +-1 (rstd 1 / sqrt(1 + eps)), so
+  // that repeated calls in place neither grow nor shrink their data (the backward is then a
+  // projection). Bytes: the heads read and written and saved written (fwd); dy read, dx written,
+  // saved read (bwd).
+  {
+    const size_t heads = BT * 2 * NH, NQK = BT * 2 * C;
+    const std::vector<size_t> sizes{N3C, NQK, heads, size_t(hs), size_t(hs)};
+    auto settle = [=](Work& w) {
+      const float rstd = 1.0f / std::sqrt(1.0f + 1e-6f);
+      for (size_t c = 0; c < w.copies; ++c) {
+        for (size_t i = 0; i < NQK; ++i) w.get(c, 1)[i] = (i % 3) ? 1.0f : -1.0f;
+        std::fill(w.get(c, 2), w.get(c, 2) + heads, rstd);
+        std::fill(w.get(c, 3), w.get(c, 3) + hs, 0.0f);  // wq
+        std::fill(w.get(c, 4), w.get(c, 4) + hs, 0.0f);  // wk
+      }
+    };
+    r.emplace_back("head_rmsnorm_fwd", [=](benchmark::State& s, const KernelTable& k) {
+      bool fresh;
+      Work& w = work("head_rmsnorm", sizes, &fresh);
+      if (fresh) settle(w);
+      measure(s, w, {4.0 * NQK, 3.0 * NQK * F}, [&](size_t c) {
+        k.head_rmsnorm_forward(w.get(c, 0), w.get(c, 1), w.get(c, 2), w.get(c, 3), w.get(c, 4), BT,
+                               NH, NH, hs, 3 * C, 1e-6f, 1.0f);
+      });
+    });
+    r.emplace_back("head_rmsnorm_bwd", [=](benchmark::State& s, const KernelTable& k) {
+      bool fresh;
+      Work& w = work("head_rmsnorm", sizes, &fresh);
+      if (fresh) settle(w);
+      std::vector<float> dwq(hs), dwk(hs);
+      measure(s, w, {8.0 * NQK, 3.0 * NQK * F}, [&](size_t c) {
+        k.head_rmsnorm_backward(w.get(c, 0), dwq.data(), dwk.data(), w.get(c, 1), w.get(c, 2),
+                                w.get(c, 3), w.get(c, 4), BT, NH, NH, hs, 3 * C, 1.0f);
+      });
+    });
+  }
   r.emplace_back("residual_fwd", [=](benchmark::State& s, const KernelTable& k) {
     bool fresh;
     Work& w = work("residual", {NC, NC}, &fresh);
@@ -301,6 +389,19 @@ std::vector<std::pair<std::string, Bench>> kernels() {
             [&](size_t c) { k.residual_forward(w.get(c, 0), w.get(c, 0), w.get(c, 1), NC); });
   });
   const size_t logits = BT * Vp;
+  // Soft-capping of the logits (Gemma 2 and 3), cap 30, in place: tanh's work per logit (fwd).
+  r.emplace_back("softcap_fwd", [=](benchmark::State& s, const KernelTable& k) {
+    bool fresh;
+    Work& w = work("softcap", {logits, logits}, &fresh);
+    measure(s, w, {20.0 * logits, 2.0 * logits * F},
+            [&](size_t c) { k.softcap_forward(w.get(c, 0), logits, 30.0f); });
+  });
+  r.emplace_back("softcap_bwd", [=](benchmark::State& s, const KernelTable& k) {
+    bool fresh;
+    Work& w = work("softcap", {logits, logits}, &fresh);
+    measure(s, w, {4.0 * logits, 3.0 * logits * F},
+            [&](size_t c) { k.softcap_backward(w.get(c, 1), w.get(c, 0), logits, 30.0f); });
+  });
   r.emplace_back("softmax_xent_fwd", [=](benchmark::State& s, const KernelTable& k) {
     bool fresh;
     Work& w = work("softmax", {logits, BT, BT}, &fresh);

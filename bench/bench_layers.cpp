@@ -216,7 +216,7 @@ std::vector<Layer> layers() {
     const auto forward = [=](Work& w) {
       for (size_t c = 0; c < w.copies; ++c) {
         active_bf16_kernels().flash_attention_forward(w.h(c, 0), w.f(c, 1), w.h(c, 2), b, t, nh, nh,
-                                                      hs);
+                                                      hs, AttentionOptions{});
       }
     };
     r.push_back({key + "_fwd",
@@ -224,7 +224,8 @@ std::vector<Layer> layers() {
                  spec,
                  {2 * prod, 2.0 * (n3c + nc) + 4.0 * nl},
                  [=](const Bf16Kernels& k, Work& w, size_t c) {
-                   k.flash_attention_forward(w.h(c, 0), w.f(c, 1), w.h(c, 2), b, t, nh, nh, hs);
+                   k.flash_attention_forward(w.h(c, 0), w.f(c, 1), w.h(c, 2), b, t, nh, nh, hs,
+                                             AttentionOptions{});
                  },
                  forward});
     r.push_back({key + "_bwd",
@@ -233,7 +234,7 @@ std::vector<Layer> layers() {
                  {5 * prod, 2.0 * (n3c + nc) + 4.0 * (n3c + nc + nl)},
                  [=](const Bf16Kernels& k, Work& w, size_t c) {
                    k.flash_attention_backward(w.f(c, 3), w.f(c, 4), w.h(c, 0), w.h(c, 2), w.f(c, 1),
-                                              b, t, nh, nh, hs);
+                                              b, t, nh, nh, hs, AttentionOptions{});
                  },
                  forward});
   }

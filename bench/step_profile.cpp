@@ -59,14 +59,15 @@ KernelTable timed_table() {
     Timed x{i > 4096 ? "matmul lm_head backward" : "matmul backward (4 per layer)"};
     g_base->matmul_backward(a, b, c, d, e, f, g, h, i);
   };
-  t.flash_attention_forward = [](F* a, F* b, CF* c, int d, int e, int f, int g, int h) {
+  t.flash_attention_forward = [](F* a, F* b, CF* c, int d, int e, int f, int g, int h,
+                                 const AttentionOptions& o) {
     Timed x{"attention forward"};
-    g_base->flash_attention_forward(a, b, c, d, e, f, g, h);
+    g_base->flash_attention_forward(a, b, c, d, e, f, g, h, o);
   };
   t.flash_attention_backward = [](F* a, CF* b, CF* c, CF* d, CF* e, int f, int g, int h, int i,
-                                  int j) {
+                                  int j, const AttentionOptions& o) {
     Timed x{"attention backward"};
-    g_base->flash_attention_backward(a, b, c, d, e, f, g, h, i, j);
+    g_base->flash_attention_backward(a, b, c, d, e, f, g, h, i, j, o);
   };
   t.gelu_forward = [](F* a, CF* b, size_t c) {
     Timed x{"gelu"};

@@ -21,6 +21,7 @@
 #include <string_view>
 #include <vector>
 
+#include "simd/attention_options.h"
 #include "simd/scalar/adamw.h"
 #include "simd/scratch.h"
 
@@ -93,15 +94,25 @@ struct Bf16Kernels {
                        int heads, int D, size_t row_stride);
   void (*swiglu_forward)(bf16* out, const bf16* inp, size_t N, int H);
   void (*swiglu_backward)(float* dinp, const float* dout, const bf16* inp, size_t N, int H);
+  // The Qwen3 / Gemma family's: per-head RMSNorm of the bf16 q and k heads in place (layout,
+  // saved and rstd as kernels.h's head_rmsnorm_forward): saved holds the bf16 input widened
+  // exactly, each output rounded once to bf16; its backward (on the fp32 dqkv, from saved) is the
+  // fp32 table's head_rmsnorm_backward. GeGLU as SwiGLU above, with kernels.h's gelu for silu.
+  void (*head_rmsnorm_forward)(bf16* x, float* saved, float* rstd, const float* wq, const float* wk,
+                               size_t N, int NH, int NKV, int D, size_t row_stride, float eps,
+                               float weight_offset);
+  void (*geglu_forward)(bf16* out, const bf16* inp, size_t N, int H);
+  void (*geglu_backward)(float* dinp, const float* dout, const bf16* inp, size_t N, int H);
 
   // Flash attention (kernels.h's flash_attention_*, the same shapes: qkv rows of (NH + 2*NKV)*D,
   // out rows of NH*D) on bf16 q, k, v: products of bf16 operands, fp32 accumulation, softmax and
   // lse in fp32; the output rounded to bf16. Backward reads the saved bf16 output for
-  // D_t = dout_t . out_t and gives fp32 dqkv (overwritten).
+  // D_t = dout_t . out_t and gives fp32 dqkv (overwritten). opt: scale, window, soft-cap, as there.
   void (*flash_attention_forward)(bf16* out, float* lse, const bf16* qkv, int B, int T, int NH,
-                                  int NKV, int D);
+                                  int NKV, int D, const AttentionOptions& opt);
   void (*flash_attention_backward)(float* dqkv, const float* dout, const bf16* out, const bf16* qkv,
-                                   const float* lse, int B, int T, int NH, int NKV, int D);
+                                   const float* lse, int B, int T, int NH, int NKV, int D,
+                                   const AttentionOptions& opt);
 
   // AdamW on the fp32 master weights (as kernels.h), then param_bf16[i] = bf16(param[i]) when
   // param_bf16 is not null.

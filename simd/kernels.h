@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "simd/attention_options.h"
 #include "simd/scalar/adamw.h"
 #include "simd/scratch.h"
 
@@ -48,6 +49,24 @@ struct KernelTable {
   void (*rmsnorm_backward)(float* dinp /*+=*/, float* dweight /*+=*/, const float* dout,
                            const float* inp, const float* weight, const float* rstd, size_t N,
                            int C);
+  // Per-head RMSNorm of q and k in place in the qkv rows (Qwen3's q_norm/k_norm; Gemma 3's with
+  // weight_offset 1: the scale is w + 1). Row r < N holds heads h < NH + NKV of D values at
+  // x + r * row_stride + h * D (the NH query heads, then the NKV key heads; the rest of the row,
+  // the values, is untouched). Per head, with w = wq (D) for h < NH, else wk (D), and the pair's
+  // index j = r (NH+NKV) + h:
+  //   saved[j*D + i] = x_i                     (the input; saved (N, NH+NKV, D), contiguous)
+  //   rstd[j] = 1 / sqrt(mean_i(x_i^2) + eps)  (rstd (N, NH+NKV))
+  //   x_i = (x_i rstd) (w_i + weight_offset)
+  // saved and rstd must not overlap x.
+  void (*head_rmsnorm_forward)(float* x, float* saved, float* rstd, const float* wq,
+                               const float* wk, size_t N, int NH, int NKV, int D, size_t row_stride,
+                               float eps, float weight_offset);
+  // dx holds dy at the forward's places and is overwritten with d(input) there (the rest of the row
+  // untouched); dwq, dwk (D) accumulate over rows and the heads that use them, each element in one
+  // fixed order (the same bits for any thread count). dx must not overlap saved, rstd or weights.
+  void (*head_rmsnorm_backward)(float* dx, float* dwq /*+=*/, float* dwk /*+=*/, const float* saved,
+                                const float* rstd, const float* wq, const float* wk, size_t N,
+                                int NH, int NKV, int D, size_t row_stride, float weight_offset);
 
   void (*matmul_forward)(float* out, const float* inp, const float* weight, const float* bias,
                          size_t N, int C, int OC);
@@ -61,24 +80,29 @@ struct KernelTable {
   void (*attention_backward)(float* dqkv, float* scratch, const float* dout, const float* qkv,
                              const float* att, int B, int T, int C, int NH);
   // Causal self-attention without the (B, NH, T, T) matrix (FlashAttention-2): queries and keys in
-  // blocks, blocks above the diagonal skipped, an online softmax. Grouped-query: NH query heads and
-  // NKV key/value heads (NKV divides NH; NKV == NH is multi-head, NKV == 1 multi-query attention),
-  // each of size D (any D > 0), scale = 1/sqrt(D). A qkv row (B, T, (NH + 2*NKV)*D) holds the NH
-  // query heads, then the NKV key heads, then the NKV value heads; query head h reads key/value
-  // head h / (NH/NKV). out (B, T, NH*D). Keeps per row the log-sum-exp of its scaled scores, lse
-  // (B, NH, T): lse[b,h,t] = log sum_{u<=t} exp(scale q_t . k_u).
+  // blocks, blocks above the diagonal (and outside a sliding window) skipped, an online softmax.
+  // Grouped-query: NH query heads and NKV key/value heads (NKV divides NH; NKV == NH is multi-head,
+  // NKV == 1 multi-query attention), each of size D (any D > 0). A qkv row (B, T, (NH + 2*NKV)*D)
+  // holds the NH query heads, then the NKV key heads, then the NKV value heads; query head h reads
+  // key/value head h / (NH/NKV). out (B, T, NH*D). opt (attention_options.h): the scale (default
+  // 1/sqrt(D)), a sliding window and a logit soft-cap of the scores s_u. Keeps per row the
+  // log-sum-exp of its scores, lse (B, NH, T): lse[b,h,t] = log sum_u exp(s_u) over the keys it
+  // sees.
   void (*flash_attention_forward)(float* out, float* lse, const float* qkv, int B, int T, int NH,
-                                  int NKV, int D);
-  // dqkv (B, T, (NH + 2*NKV)*D) overwritten; dout, out (B, T, NH*D). The probabilities are
-  // recomputed block by block from lse, p = exp(scale q_t . k_u - lse_t), and D_t = dout_t . out_t
-  // stands for sum_u p dp. The dk, dv of a key/value head sum over its group of query heads.
+                                  int NKV, int D, const AttentionOptions& opt);
+  // dqkv (B, T, (NH + 2*NKV)*D) overwritten; dout, out (B, T, NH*D); opt as the forward's. The
+  // probabilities are recomputed block by block from lse, p = exp(s_u - lse_t), and
+  // D_t = dout_t . out_t stands for sum_u p dp. The dk, dv of a key/value head sum over its group
+  // of query heads.
   void (*flash_attention_backward)(float* dqkv, const float* dout, const float* out,
                                    const float* qkv, const float* lse, int B, int T, int NH,
-                                   int NKV, int D);
+                                   int NKV, int D, const AttentionOptions& opt);
   // One new query position against a KV cache (generation): q and out (NH*D), kcache and vcache
-  // (positions, NKV*D) with rows 0..pos filled, scores (pos+1) scratch; heads as above.
+  // (positions, NKV*D) with rows 0..pos filled, scores (pos+1) scratch; heads and opt as above
+  // (with a window the query sees rows max(0, pos - window + 1) .. pos).
   void (*attention_decode)(float* out, float* scores, const float* q, const float* kcache,
-                           const float* vcache, int pos, int NH, int NKV, int D);
+                           const float* vcache, int pos, int NH, int NKV, int D,
+                           const AttentionOptions& opt);
 
   // Rotary position embedding (Llama), in place, Hugging Face's rotate_half layout: row r of the N
   // = B*T rows is at position pos0 + r % T; its `heads` heads of size D (even) start at
@@ -95,8 +119,17 @@ struct KernelTable {
   // The backward overwrites dinp (N, 2H) with [dgate | dup].
   void (*swiglu_forward)(float* out, const float* inp, size_t N, int H);
   void (*swiglu_backward)(float* dinp, const float* dout, const float* inp, size_t N, int H);
+  // GeGLU (the Gemma MLP): as SwiGLU with gelu (the tanh form, gelu_forward's) for silu:
+  // out (N, H) = gelu(gate) * up; the backward overwrites dinp (N, 2H) with [dgate | dup].
+  void (*geglu_forward)(float* out, const float* inp, size_t N, int H);
+  void (*geglu_backward)(float* dinp, const float* dout, const float* inp, size_t N, int H);
 
   void (*residual_forward)(float* out, const float* a, const float* b, size_t N);
+
+  // Logit soft-capping (Gemma 2/3's final logits), in place: x = cap tanh(x / cap). The backward
+  // from the capped values: dx *= 1 - (capped / cap)^2.
+  void (*softcap_forward)(float* x, size_t N, float cap);
+  void (*softcap_backward)(float* dx, const float* capped, size_t N, float cap);
 
   void (*softmax_xent_forward)(float* losses, float* lse, const float* logits, const int* targets,
                                size_t N, int V, int Vp);

@@ -5,7 +5,8 @@
 # PyTorch's losses; the same in bf16 within its derived limits. Included by tests/CMakeLists.txt where PyTorch is installed; ${fresh} is its
 # scratch folder.
 set(llama_script ${CMAKE_CURRENT_SOURCE_DIR}/fixtures/make_llama_fixture.py)
-set(llama_cases mha gqa3 mqa qwen2 head24 bf16 shards long)
+set(llama_cases mha gqa3 mqa qwen2 head24 bf16 shards long phi3 phi3tie swa qwen3 gemma gemma2
+    gemma2bf16 gemma3 gemma3shards)
 # NAME: the fixture script's arguments, B, T, and how much of it runs (all: verify, verify in bf16
 # and train; verify: only the fp32 verify).
 set(llama_mha    "--layers 2 --hidden 48 --heads 4 --intermediate 80 --vocab 333 --max-seq-len 64 --no-tie")
@@ -15,6 +16,24 @@ set(llama_qwen2  "--model-type qwen2 --layers 2 --hidden 48 --heads 6 --kv-heads
 set(llama_head24 "--layers 2 --hidden 48 --heads 4 --kv-heads 2 --head-dim 24 --intermediate 80 --vocab 333 --max-seq-len 64 --no-tie --attention-bias --mlp-bias")
 set(llama_bf16   "--model-type mistral --layers 2 --hidden 48 --heads 6 --kv-heads 3 --intermediate 80 --vocab 333 --max-seq-len 64 --tie --dtype bf16")
 set(llama_shards "--layers 3 --hidden 48 --heads 6 --kv-heads 2 --intermediate 80 --vocab 333 --max-seq-len 64 --no-tie --shards 2 --dtype f16")
+# Phi-3 (fused qkv_proj and gate_up_proj tensors) with a sliding window shorter than T, tied and
+# untied; Mistral with a real sliding window (T = 17 > 5).
+set(llama_phi3    "--model-type phi3 --layers 2 --hidden 48 --heads 4 --kv-heads 2 --intermediate 80 --vocab 333 --max-seq-len 64 --no-tie --sliding-window 5")
+set(llama_phi3tie "--model-type phi3 --layers 2 --hidden 48 --heads 6 --intermediate 80 --vocab 333 --max-seq-len 64 --tie")
+set(llama_swa     "--model-type mistral --layers 2 --hidden 48 --heads 6 --kv-heads 2 --intermediate 80 --vocab 333 --max-seq-len 64 --no-tie --sliding-window 5")
+# Qwen3 (per-head q/k norms, head_dim 16 != C/NH); Gemma ((1 + w) norms, the embedding times
+# sqrt(C), GeGLU, MQA, tied, and a pad token in the batch whose row takes no lookup gradient).
+set(llama_qwen3   "--model-type qwen3 --layers 2 --hidden 48 --heads 4 --kv-heads 2 --head-dim 16 --intermediate 80 --vocab 333 --max-seq-len 64 --no-tie --rope-theta 1000000")
+set(llama_gemma   "--model-type gemma --layers 2 --hidden 48 --heads 4 --kv-heads 1 --head-dim 16 --intermediate 80 --vocab 333 --max-seq-len 64 --pad-token-id 68")
+# Gemma 2: four norms per layer, soft-caps that bite (a fifth to a quarter of the attention scores
+# beyond 1, 14% of the logits beyond 1.5: tests/fixtures/families.py), sliding layers (W = 5 < T)
+# alternating with full ones, query_pre_attn_scalar; in bf16 storage, untied, with GQA and W = 4.
+# Gemma 3: per-head (1 + w) q/k norms, sliding and full layers with two rope bases (the full
+# layers' scaled linearly), a final soft-cap; sharded, untied, MQA, pattern 2.
+set(llama_gemma2  "--model-type gemma2 --layers 2 --hidden 48 --heads 4 --kv-heads 2 --head-dim 16 --intermediate 80 --vocab 333 --max-seq-len 64 --sliding-window 5 --attn-softcap 1 --final-softcap 1.5 --query-pre-attn-scalar 24")
+set(llama_gemma2bf16 "--model-type gemma2 --layers 3 --hidden 48 --heads 6 --kv-heads 2 --intermediate 80 --vocab 333 --max-seq-len 64 --no-tie --sliding-window 4 --attn-softcap 0.8 --final-softcap 2 --dtype bf16")
+set(llama_gemma3  "--model-type gemma3_text --layers 3 --hidden 48 --heads 4 --kv-heads 2 --head-dim 16 --intermediate 80 --vocab 333 --max-seq-len 64 --sliding-window 5 --layer-types sliding,full,sliding --rope-scaling linear:4 --final-softcap 1.5 --query-pre-attn-scalar 32")
+set(llama_gemma3shards "--model-type gemma3_text --layers 4 --hidden 48 --heads 4 --kv-heads 1 --intermediate 80 --vocab 333 --max-seq-len 64 --no-tie --sliding-window 3 --sliding-window-pattern 2 --shards 3")
 set(llama_long   "--layers 2 --hidden 48 --heads 6 --kv-heads 2 --intermediate 80 --vocab 400 --max-seq-len 1024 --tie --rope-theta 500000 --rope-scaling llama3:8,1,4,256")
 foreach(case ${llama_cases})
   set(B 2)
@@ -59,6 +78,10 @@ endforeach()
 # central differences, rope_reference.py, an independent safetensors reader): about 45 s.
 add_test(NAME llama_reference_self_check
          COMMAND ${LLMCPU_DEBIAN_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/fixtures/check_llama_reference.py)
+# The families' reference (tests/fixtures/families.py) against a numpy model written differently,
+# central differences and published config files: about a minute.
+add_test(NAME llama_family_reference_self_check
+         COMMAND ${LLMCPU_DEBIAN_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/fixtures/check_family_reference.py)
 # The README's Llama-family commands as written (the fetch replaced by a folder in SmolLM2's layout
 # made here), with a few steps each: tests/cli/check_readme_llama.py.
 add_test(NAME llama_readme_commands

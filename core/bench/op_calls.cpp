@@ -153,7 +153,7 @@ struct AttentionInputs {
 };
 template <class G, class Table>
 AttentionInputs<G> attention_inputs(Inputs& in, const Table& t, int B, int T, int NH, int NKV,
-                                    int D) {
+                                    int D, const AttentionOptions& opt) {
   const size_t BT = size_t(B) * T, QKV = BT * (NH + 2 * NKV) * D, A = BT * NH * D;
   AttentionInputs<G> r{in.f32(size_t(B) * NH * T), in.f32(QKV), in.f32(A), nullptr, nullptr};
   if constexpr (std::is_same_v<G, bf16>) {
@@ -161,40 +161,43 @@ AttentionInputs<G> attention_inputs(Inputs& in, const Table& t, int B, int T, in
   } else {
     r.qkv = in.f32(QKV), r.out = in.f32(A);
   }
-  t.flash_attention_forward(r.out, r.lse, r.qkv, B, T, NH, NKV, D);  // the backward's out, lse
+  // The backward's out, lse.
+  t.flash_attention_forward(r.out, r.lse, r.qkv, B, T, NH, NKV, D, opt);
   return r;
 }
 
 }  // namespace
 
-Prepare attention_forward_call(const OpKernels& x, int B, int T, int NH, int NKV, int D) {
-  return [x, B, T, NH, NKV, D] {
+Prepare attention_forward_call(const OpKernels& x, int B, int T, int NH, int NKV, int D,
+                               const AttentionOptions& opt) {
+  return [x, B, T, NH, NKV, D, opt] {
     auto in = std::make_shared<Inputs>();
     if (x.bf16) {
-      const auto s = attention_inputs<bf16>(*in, x.h, B, T, NH, NKV, D);
-      return owning(in, [&h = x.h, s, B, T, NH, NKV, D] {
-        h.flash_attention_forward(s.out, s.lse, s.qkv, B, T, NH, NKV, D);
+      const auto s = attention_inputs<bf16>(*in, x.h, B, T, NH, NKV, D, opt);
+      return owning(in, [&h = x.h, s, B, T, NH, NKV, D, opt] {
+        h.flash_attention_forward(s.out, s.lse, s.qkv, B, T, NH, NKV, D, opt);
       });
     }
-    const auto s = attention_inputs<float>(*in, x.k, B, T, NH, NKV, D);
-    return owning(in, [&k = x.k, s, B, T, NH, NKV, D] {
-      k.flash_attention_forward(s.out, s.lse, s.qkv, B, T, NH, NKV, D);
+    const auto s = attention_inputs<float>(*in, x.k, B, T, NH, NKV, D, opt);
+    return owning(in, [&k = x.k, s, B, T, NH, NKV, D, opt] {
+      k.flash_attention_forward(s.out, s.lse, s.qkv, B, T, NH, NKV, D, opt);
     });
   };
 }
 
-Prepare attention_backward_call(const OpKernels& x, int B, int T, int NH, int NKV, int D) {
-  return [x, B, T, NH, NKV, D] {
+Prepare attention_backward_call(const OpKernels& x, int B, int T, int NH, int NKV, int D,
+                                const AttentionOptions& opt) {
+  return [x, B, T, NH, NKV, D, opt] {
     auto in = std::make_shared<Inputs>();
     if (x.bf16) {
-      const auto s = attention_inputs<bf16>(*in, x.h, B, T, NH, NKV, D);
-      return owning(in, [&h = x.h, s, B, T, NH, NKV, D] {
-        h.flash_attention_backward(s.dqkv, s.dout, s.out, s.qkv, s.lse, B, T, NH, NKV, D);
+      const auto s = attention_inputs<bf16>(*in, x.h, B, T, NH, NKV, D, opt);
+      return owning(in, [&h = x.h, s, B, T, NH, NKV, D, opt] {
+        h.flash_attention_backward(s.dqkv, s.dout, s.out, s.qkv, s.lse, B, T, NH, NKV, D, opt);
       });
     }
-    const auto s = attention_inputs<float>(*in, x.k, B, T, NH, NKV, D);
-    return owning(in, [&k = x.k, s, B, T, NH, NKV, D] {
-      k.flash_attention_backward(s.dqkv, s.dout, s.out, s.qkv, s.lse, B, T, NH, NKV, D);
+    const auto s = attention_inputs<float>(*in, x.k, B, T, NH, NKV, D, opt);
+    return owning(in, [&k = x.k, s, B, T, NH, NKV, D, opt] {
+      k.flash_attention_backward(s.dqkv, s.dout, s.out, s.qkv, s.lse, B, T, NH, NKV, D, opt);
     });
   };
 }

@@ -41,8 +41,10 @@ Prepare layernorm_forward_call(const OpKernels& x, size_t N, int C);
 Prepare layernorm_apply_call(const OpKernels& x, size_t N, int C);
 Prepare layernorm_backward_call(const OpKernels& x, size_t N, int C);
 // NH query heads over NKV key/value heads of D.
-Prepare attention_forward_call(const OpKernels& x, int B, int T, int NH, int NKV, int D);
-Prepare attention_backward_call(const OpKernels& x, int B, int T, int NH, int NKV, int D);
+Prepare attention_forward_call(const OpKernels& x, int B, int T, int NH, int NKV, int D,
+                               const AttentionOptions& opt);
+Prepare attention_backward_call(const OpKernels& x, int B, int T, int NH, int NKV, int D,
+                                const AttentionOptions& opt);
 Prepare residual_call(const OpKernels& x, size_t N);
 Prepare gelu_forward_call(const OpKernels& x, size_t N);
 Prepare gelu_backward_call(const OpKernels& x, size_t N);
@@ -60,6 +62,17 @@ Prepare rope_backward_call(const OpKernels& x, size_t N, int T, int heads, int D
                            size_t row_stride);
 Prepare swiglu_forward_call(const OpKernels& x, size_t N, int H);
 Prepare swiglu_backward_call(const OpKernels& x, size_t N, int H);
+// Later families' (op_calls_families.cpp): GeGLU as SwiGLU; the per-head RMSNorm of the NH + NKV
+// q and k heads of D at the start of N rows of row_stride; x *= factor over N values.
+Prepare geglu_forward_call(const OpKernels& x, size_t N, int H);
+Prepare geglu_backward_call(const OpKernels& x, size_t N, int H);
+Prepare head_rmsnorm_forward_call(const OpKernels& x, size_t N, int NH, int NKV, int D,
+                                  size_t row_stride);
+Prepare head_rmsnorm_backward_call(const OpKernels& x, size_t N, int NH, int NKV, int D,
+                                   size_t row_stride);
+Prepare scale_call(const OpKernels& x, size_t N);
+// Gemma 2's logit soft-cap over N values, forward or (backward) its gradient through it.
+Prepare softcap_call(const OpKernels& x, size_t N, bool backward);
 // The optimizer's passes over P gradients: their sum of squares for the norm the update clips by,
 // then AdamW, which scales them by the clipping factor and zeroes them for the next step (bf16:
 // also writes the bf16 copy of the weights).

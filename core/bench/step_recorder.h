@@ -80,11 +80,12 @@ class StepRecorder {
          (4.0 + sizeof(O)) * N * C + 8.0 * N + 8.0 * C, Roof::kFp32,
          layernorm_apply_call(x_, N, C)});
   }
-  void attention_forward(int, G*, float*, const G*, int B, int T, int NH, int NKV, int D) {
+  void attention_forward(int, G*, float*, const G*, int B, int T, int NH, int NKV, int D,
+                         const AttentionOptions& opt) {
     const double BT = double(B) * T, q = double(NH) * D, kv = double(NKV) * D;
-    add({"attention", "forward", attention_dims(B, T, NH, NKV, D), 1, 4.0 * pairs(B, T, NH) * D,
-         kAct * BT * (2 * q + 2 * kv) + 4.0 * B * NH * T, kGemmRoof,
-         attention_forward_call(x_, B, T, NH, NKV, D)});
+    add({"attention", "forward", attention_dims(B, T, NH, NKV, D, opt), 1,
+         4.0 * pairs(B, T, NH, opt) * D, kAct * BT * (2 * q + 2 * kv) + 4.0 * B * NH * T,
+         kGemmRoof, attention_forward_call(x_, B, T, NH, NKV, D, opt)});
   }
   template <class O>
   void rmsnorm_forward(O*, float*, const float*, const float*, size_t N, int C, float) {
@@ -111,6 +112,45 @@ class StepRecorder {
     const double n = double(N) * H;
     add({"swiglu", "forward", dims({{"N", N}, {"H", H}}), 1, 12.0 * n, 3 * kAct * n, Roof::kFp32,
          swiglu_forward_call(x_, N, H)});
+  }
+  // GELU's FLOPs on the gate and one product.
+  void geglu_forward(G*, const G*, size_t N, int H) {
+    const double n = double(N) * H;
+    add({"geglu", "forward", dims({{"N", N}, {"H", H}}), 1, 11.0 * n, 3 * kAct * n, Roof::kFp32,
+         geglu_forward_call(x_, N, H)});
+  }
+  // Each q and k head read, normalised in place and saved in fp32.
+  template <class O>
+  void head_rmsnorm_forward(O*, float*, float*, const float*, const float*, size_t N, int NH,
+                            int NKV, int D, size_t row_stride, float, float) {
+    const double n = double(N) * (NH + NKV) * D;
+    add({"q/k norm", "forward", dims({{"N", N}, {"heads", NH + NKV}, {"D", D}}), 1, 4.0 * n,
+         (2.0 * sizeof(O) + 4.0) * n, Roof::kFp32,
+         head_rmsnorm_forward_call(x_, N, NH, NKV, D, row_stride)});
+  }
+  // Clearing a gradient buffer before a post-norm's backward: memory traffic the step's other rows
+  // dwarf, not a kernel.
+  void zero(float*, size_t) {}
+  // A sublayer's output normalised before its residual add (Gemma 2, 3): RMSNorm in fp32.
+  void post_norm_forward(float*, float*, const float*, const float*, size_t N, int C, float) {
+    add({"post-norm", "forward", dims({{"N", N}, {"C", C}}), 1, 4.0 * N * C,
+         8.0 * N * C + 4.0 * N + 4.0 * C, Roof::kFp32,
+         rmsnorm_forward_call({x_.k, x_.h, false}, N, C)});
+  }
+  // The head's logits soft-capped (Gemma 2, 3), and their gradient through the cap.
+  void softcap_forward(float*, size_t N, float) {
+    add({"logit soft-cap", "forward", dims({{"N", N}}), 1, 3.0 * N, 8.0 * N, Roof::kFp32,
+         softcap_call(x_, N, false)});
+  }
+  void softcap_backward(float*, const float*, size_t N, float) {
+    add({"logit soft-cap", "backward", dims({{"N", N}}), 1, 3.0 * N, 12.0 * N, Roof::kFp32,
+         softcap_call(x_, N, true)});
+  }
+  // The embedding's scale (Gemma) and its gradient's, one row for the two calls of a step: one
+  // read and write of each value.
+  void scale(float*, float, size_t N) {
+    add({"embedding scale", "forward, backward", dims({{"N", N}}), 1, double(N), 8.0 * N,
+         Roof::kFp32, scale_call(x_, N)});
   }
   void gelu_forward(G*, const G*, size_t N) {
     add({"gelu", "forward", dims({{"N", N}}), 1, 10.0 * N, 2 * kAct * N, Roof::kFp32,
@@ -142,12 +182,12 @@ class StepRecorder {
          kGemmRoof, matmul_backward_call(x_, N, C, OC, dbias != nullptr)});
   }
   void attention_backward(int, float*, const float*, const G*, const G*, const float*, int B, int T,
-                          int NH, int NKV, int D) {
+                          int NH, int NKV, int D, const AttentionOptions& opt) {
     const double BT = double(B) * T, q = double(NH) * D, kv = double(NKV) * D;
-    add({"attention", "backward", attention_dims(B, T, NH, NKV, D), 1,
-         10.0 * pairs(B, T, NH) * D,
+    add({"attention", "backward", attention_dims(B, T, NH, NKV, D, opt), 1,
+         10.0 * pairs(B, T, NH, opt) * D,
          4.0 * BT * q + kAct * BT * (2 * q + 2 * kv) + 4.0 * B * NH * T + 4.0 * BT * (q + 2 * kv),
-         kGemmRoof, attention_backward_call(x_, B, T, NH, NKV, D)});
+         kGemmRoof, attention_backward_call(x_, B, T, NH, NKV, D, opt)});
   }
   void rmsnorm_backward(float*, float*, const float*, const float*, const float*, const float*,
                         size_t N, int C) {
@@ -165,6 +205,18 @@ class StepRecorder {
     const double n = double(N) * H;
     add({"swiglu", "backward", dims({{"N", N}, {"H", H}}), 1, 20.0 * n, (2 * kAct + 12.0) * n,
          Roof::kFp32, swiglu_backward_call(x_, N, H)});
+  }
+  void geglu_backward(float*, const float*, const G*, size_t N, int H) {
+    const double n = double(N) * H;
+    add({"geglu", "backward", dims({{"N", N}, {"H", H}}), 1, 22.0 * n, (2 * kAct + 12.0) * n,
+         Roof::kFp32, geglu_backward_call(x_, N, H)});
+  }
+  void head_rmsnorm_backward(float*, float*, float*, const float*, const float*, const float*,
+                             const float*, size_t N, int NH, int NKV, int D, size_t row_stride,
+                             float) {
+    const double n = double(N) * (NH + NKV) * D;
+    add({"q/k norm", "backward", dims({{"N", N}, {"heads", NH + NKV}, {"D", D}}), 1, 8.0 * n,
+         12.0 * n, Roof::kFp32, head_rmsnorm_backward_call(x_, N, NH, NKV, D, row_stride)});
   }
   void gelu_backward(float*, const G*, const float*, size_t N) {
     add({"gelu", "backward", dims({{"N", N}}), 1, 20.0 * N, (kAct + 8.0) * N, Roof::kFp32,
@@ -216,20 +268,19 @@ class StepRecorder {
   // The weight's tensor by its offset in the parameter array; the head's GEMMs read wte.
   std::string matmul_name(const float* weight) const {
     const size_t at = size_t(weight - params_);
-    int t = 0;
-    while (t + 1 < kNumParameterTensors && at >= layout_.offset(t + 1)) ++t;
+    int t = 0;  // the last role starting at or before `at` (roles of size 0 start where the next does)
+    while (t + 1 < kNumTensorRoles && at >= layout_.offset(t + 1)) ++t;
     switch (t) {
-      case 0:
+      case kWte:
+      case kLmHead:
         return "matmul lm head";
-      case 1:  // a Llama model's untied head
-        return "matmul lm head";
-      case 4:
+      case kQkvw:
         return "matmul qkv";
-      case 6:
+      case kAttprojw:
         return "matmul attention proj";
-      case 10:
+      case kFcw:
         return "matmul fc";
-      case 12:
+      case kFcprojw:
         return "matmul fc proj";
       default:
         return std::string("matmul ") + layout_.name(t);
@@ -244,12 +295,19 @@ class StepRecorder {
     }
     return s;
   }
-  static std::string attention_dims(int B, int T, int NH, int NKV, int D) {
-    if (NKV == NH) return dims({{"B", B}, {"T", T}, {"NH", NH}, {"hs", D}});
-    return dims({{"B", B}, {"T", T}, {"NH", NH}, {"NKV", NKV}, {"hs", D}});
+  static std::string attention_dims(int B, int T, int NH, int NKV, int D,
+                                    const AttentionOptions& opt) {
+    std::string s = NKV == NH ? dims({{"B", B}, {"T", T}, {"NH", NH}, {"hs", D}})
+                              : dims({{"B", B}, {"T", T}, {"NH", NH}, {"NKV", NKV}, {"hs", D}});
+    if (opt.window > 0) s += " " + dims({{"W", size_t(opt.window)}});
+    return s;
   }
   // (query, key) pairs of causal attention with key <= query, over every sequence and head.
-  static double pairs(int B, int T, int NH) { return double(B) * NH * double(T) * (T + 1) / 2; }
+  // The (query, key) pairs attention scores: T (T + 1) / 2 per head causally, fewer in a window.
+  static double pairs(int B, int T, int NH, const AttentionOptions& opt) {
+    const double t = T, w = opt.window > 0 && opt.window < T ? opt.window : t;
+    return double(B) * NH * (w * (w + 1) / 2 + (t - w) * w);
+  }
   OpKernels x_;
   ParameterLayout layout_;
   int V_, Vp_;  // the token ids' range and wte's rows

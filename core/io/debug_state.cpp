@@ -12,7 +12,7 @@
 namespace llmcpu {
 
 DebugState load_debug_state(const std::string& path, const ModelConfig& config) {
-  if (config.llama()) return load_llama_reference(path, config);
+  if (!config.family().llmc_files) return load_llama_reference(path, config);
   const MappedFile file(path);
   const int32_t* h = file.llmc_header("llm.c debug state");
   if (h[0] != kDebugStateMagic) {

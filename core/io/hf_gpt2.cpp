@@ -21,7 +21,7 @@ using nlohmann::json;
 namespace {
 
 constexpr const char* kPrefix = "transformer.";  // GPT2LMHeadModel's names of GPT2Model's tensors
-constexpr const char* kLmHead = "lm_head.weight";
+constexpr const char* kLmHeadName = "lm_head.weight";
 constexpr int kGpt2HeadSize = 64;  // every published GPT-2 (124M ... 1558M)
 
 // The name transformers gives llm.c's tensor i (of layer l, for the per-layer ones), unprefixed.
@@ -44,13 +44,14 @@ std::string hf_name(int i, int l) {
   }
 }
 
-// The shape transformers stores tensor i in (one layer's slice): wte with V rows, Conv1D weights as
-// (in, out).
-std::vector<size_t> hf_shape(const ParameterLayout& layout, int i, const ModelConfig& c) {
-  std::vector<size_t> d = layout.dims(i);
-  if (ParameterLayout::per_layer(i)) d.erase(d.begin());
-  if (i == 0) d[0] = size_t(c.vocab_size);
-  if (ParameterLayout::matmul_weight(i)) std::swap(d[0], d[1]);
+// The shape transformers stores llm.c's tensor `slot` in (one layer's slice): wte with V rows,
+// Conv1D weights as (in, out).
+std::vector<size_t> hf_shape(const ParameterLayout& layout, int slot, const ModelConfig& c) {
+  const int role = kLlmcTensors[slot];
+  std::vector<size_t> d = layout.dims(role);
+  if (ParameterLayout::per_layer(role)) d.erase(d.begin());
+  if (role == kWte) d[0] = size_t(c.vocab_size);
+  if (ParameterLayout::matmul_weight(role)) std::swap(d[0], d[1]);
   return d;
 }
 
@@ -313,17 +314,17 @@ ModelConfig gpt2_config(const std::string& path, const std::string& config_path,
   return c;
 }
 
-using ParameterTensors = std::array<std::vector<const SafeTensor*>, kNumParameterTensors>;
+using ParameterTensors = std::array<std::vector<const SafeTensor*>, kLlmcTensors.size()>;
 
-// Every parameter tensor there once, of the shape the config implies: tensor i of ParameterLayout,
-// one per layer for the per-layer ones. Their names go into `found`.
+// Every parameter tensor there once, of the shape the config implies: llm.c's tensor i, one per
+// layer for the per-layer ones. Their names go into `found`.
 ParameterTensors find_parameters(const NamedTensors& named, const ModelConfig& c,
                                  const std::string& path, const std::string& source,
                                  std::set<std::string>& found) {
   const ParameterLayout layout(c);
   ParameterTensors tensors;
-  for (int i = 0; i < kNumParameterTensors; ++i) {
-    const int layers = ParameterLayout::per_layer(i) ? c.num_layers : 1;
+  for (int i = 0; i < int(kLlmcTensors.size()); ++i) {
+    const int layers = ParameterLayout::per_layer(kLlmcTensors[i]) ? c.num_layers : 1;
     for (int l = 0; l < layers; ++l) {
       const std::string name = hf_name(i, l);
       const SafeTensor* t = named.find(name);
@@ -356,7 +357,7 @@ const SafeTensor* check_other_tensors(const NamedTensors& named,
   const SafeTensor* lm_head = nullptr;
   for (const auto& [name, t] : named.by_name) {
     if (parameters.count(name) || is_mask_buffer(name)) continue;
-    if (name == kLmHead) {
+    if (name == kLmHeadName) {
       const std::vector<size_t> shape = {size_t(c.vocab_size), size_t(c.channels)};
       if (t->shape != shape) {
         throw FileError(path, "tensor '" + t->name + "' has shape " + t->shape_string() +
@@ -393,12 +394,13 @@ HfGpt2File::HfGpt2File(const HfModelPaths& paths) : file_(paths.weights) {
 void HfGpt2File::load(float* params) const {
   const ParameterLayout layout(config_);
   const ModelConfig& c = config_;
-  for (int i = 0; i < kNumParameterTensors; ++i) {
-    const size_t slice = layout.size(i) / tensors_[i].size();
+  for (int i = 0; i < int(kLlmcTensors.size()); ++i) {
+    const int role = kLlmcTensors[i];
+    const size_t slice = layout.size(role) / tensors_[i].size();
     for (size_t l = 0; l < tensors_[i].size(); ++l) {
       const SafeTensor& t = *tensors_[i][l];
-      float* dst = params + layout.offset(i) + l * slice;
-      if (ParameterLayout::matmul_weight(i)) {
+      float* dst = params + layout.offset(role) + l * slice;
+      if (ParameterLayout::matmul_weight(role)) {
         transpose_tensor(t, dst);
       } else {
         tensor_to_f32(t, dst);
@@ -407,7 +409,7 @@ void HfGpt2File::load(float* params) const {
   }
   // llm.c's padding rows of wte: never looked up, no logits of theirs in the loss.
   const size_t C = size_t(c.channels);
-  float* wte = params + layout.offset(0);
+  float* wte = params + layout.offset(kWte);
   std::fill(wte + size_t(c.vocab_size) * C, wte + size_t(c.padded_vocab_size) * C, 0.0f);
   if (lm_head_) {
     // llm.c computes the logits with wte itself: an untied head would be a different model.
@@ -433,24 +435,25 @@ HfSaveReport save_hf_gpt2(const std::string& weights_path, const std::string& co
   // no weight decay moves a zero), but an llm.c model initialised at random in all Vp rows has
   // others. They never matter: no token id looks them up and the loss and sampling take only the
   // first V logits, so dropping them leaves the model's outputs as they were; the caller warns.
-  const float* wte = params + layout.offset(0);
+  const float* wte = params + layout.offset(kWte);
   for (size_t r = size_t(c.vocab_size); r < size_t(c.padded_vocab_size); ++r) {
     if (std::any_of(wte + r * C, wte + (r + 1) * C, [](float v) { return v != 0.0f; })) {
       ++report.nonzero_padding_rows;
     }
   }
   size_t transposed_size = 0;
-  for (int i = 0; i < kNumParameterTensors; ++i) {
-    if (ParameterLayout::matmul_weight(i)) transposed_size += layout.size(i);
+  for (int role = 0; role < kNumTensorRoles; ++role) {
+    if (ParameterLayout::matmul_weight(role)) transposed_size += layout.size(role);
   }
   std::vector<float> transposed(transposed_size);
   float* next = transposed.data();
   std::vector<TensorToWrite> tensors;
-  auto add = [&](int i, int l) {
+  auto add = [&](int i, int l) {  // llm.c's tensor i
+    const int role = kLlmcTensors[i];
     const std::vector<size_t> shape = hf_shape(layout, i, c);
-    const size_t slice = ParameterLayout::per_layer(i) ? layout.size(i) / c.num_layers : 0;
-    const float* src = params + layout.offset(i) + size_t(l < 0 ? 0 : l) * slice;
-    if (ParameterLayout::matmul_weight(i)) {
+    const size_t slice = ParameterLayout::per_layer(role) ? layout.size(role) / c.num_layers : 0;
+    const float* src = params + layout.offset(role) + size_t(l < 0 ? 0 : l) * slice;
+    if (ParameterLayout::matmul_weight(role)) {
       transpose([src](size_t k) { return src[k]; }, next, shape[1], shape[0]);  // to (in, out)
       src = next;
       next += slice;

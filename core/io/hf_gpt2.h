@@ -53,7 +53,7 @@ class HfGpt2File {
   SafetensorsFile file_;
   ModelConfig config_;
   // Tensor i of ParameterLayout, one per layer for the per-layer ones.
-  std::array<std::vector<const SafeTensor*>, kNumParameterTensors> tensors_;
+  std::array<std::vector<const SafeTensor*>, kLlmcTensors.size()> tensors_;  // llm.c's order
   const SafeTensor* lm_head_ = nullptr;  // a stored head, checked equal to wte by load()
   std::string description_;
 };

@@ -23,7 +23,7 @@ constexpr const char* kIndexName = "model.safetensors.index.json";
 // One Hugging Face tensor: where its rows go in the flat array.
 struct Piece {
   std::string name;
-  int slot;                   // ParameterLayout tensor
+  int role;                   // its TensorRole
   int layer;                  // -1 outside the layers
   size_t offset;              // elements into the layer's slice (the tensor's, outside layers)
   std::vector<size_t> shape;  // as stored
@@ -33,38 +33,60 @@ struct Piece {
 std::vector<Piece> llama_pieces(const ModelConfig& c) {
   const size_t C = c.channels, V = c.vocab_size, H = c.hidden, D = c.head_dim;
   const size_t Q = c.num_heads * D, KV = c.num_kv_heads * D;
+  const bool fused = c.family().fused_projections;
   std::vector<Piece> out;
-  out.push_back({"model.embed_tokens.weight", 0, -1, 0, {V, C}});
+  out.push_back({"model.embed_tokens.weight", kWte, -1, 0, {V, C}});
   for (int l = 0; l < c.num_layers; ++l) {
     const std::string p = "model.layers." + std::to_string(l) + ".";
-    const auto add = [&](const std::string& name, int slot, size_t offset,
+    const auto add = [&](const std::string& name, int role, size_t offset,
                          std::vector<size_t> shape) {
-      out.push_back({p + name, slot, l, offset, std::move(shape)});
+      out.push_back({p + name, role, l, offset, std::move(shape)});
     };
-    const char* qkv[] = {"q", "k", "v"};
-    const size_t rows[] = {Q, KV, KV}, starts[] = {0, Q, Q + KV};
-    for (int i = 0; i < 3; ++i) {
-      add(std::string("self_attn.") + qkv[i] + "_proj.weight", 4, starts[i] * C, {rows[i], C});
-      if (c.qkv_bias) add(std::string("self_attn.") + qkv[i] + "_proj.bias", 5, starts[i], {rows[i]});
+    if (fused) {  // Phi-3: the rows of q|k|v and of gate|up as llmcpu keeps them (no biases)
+      add("self_attn.qkv_proj.weight", kQkvw, 0, {Q + 2 * KV, C});
+    } else {
+      const char* qkv[] = {"q", "k", "v"};
+      const size_t rows[] = {Q, KV, KV}, starts[] = {0, Q, Q + KV};
+      for (int i = 0; i < 3; ++i) {
+        add(std::string("self_attn.") + qkv[i] + "_proj.weight", kQkvw, starts[i] * C,
+            {rows[i], C});
+        if (c.qkv_bias) {
+          add(std::string("self_attn.") + qkv[i] + "_proj.bias", kQkvb, starts[i], {rows[i]});
+        }
+      }
     }
-    add("self_attn.o_proj.weight", 6, 0, {C, Q});
-    if (c.attn_proj_bias) add("self_attn.o_proj.bias", 7, 0, {C});
-    add("mlp.gate_proj.weight", 10, 0, {H, C});
-    if (c.mlp_bias) add("mlp.gate_proj.bias", 11, 0, {H});
-    add("mlp.up_proj.weight", 10, H * C, {H, C});
-    if (c.mlp_bias) add("mlp.up_proj.bias", 11, H, {H});
-    add("mlp.down_proj.weight", 12, 0, {C, H});
-    if (c.mlp_bias) add("mlp.down_proj.bias", 13, 0, {C});
-    add("input_layernorm.weight", 2, 0, {C});
-    add("post_attention_layernorm.weight", 8, 0, {C});
+    if (c.family().qk_norm) {
+      add("self_attn.q_norm.weight", kQNorm, 0, {D});
+      add("self_attn.k_norm.weight", kKNorm, 0, {D});
+    }
+    add("self_attn.o_proj.weight", kAttprojw, 0, {C, Q});
+    if (c.attn_proj_bias) add("self_attn.o_proj.bias", kAttprojb, 0, {C});
+    if (fused) {
+      add("mlp.gate_up_proj.weight", kFcw, 0, {2 * H, C});
+    } else {
+      add("mlp.gate_proj.weight", kFcw, 0, {H, C});
+      if (c.mlp_bias) add("mlp.gate_proj.bias", kFcb, 0, {H});
+      add("mlp.up_proj.weight", kFcw, H * C, {H, C});
+      if (c.mlp_bias) add("mlp.up_proj.bias", kFcb, H, {H});
+    }
+    add("mlp.down_proj.weight", kFcprojw, 0, {C, H});
+    if (c.mlp_bias) add("mlp.down_proj.bias", kFcprojb, 0, {C});
+    add("input_layernorm.weight", kLn1w, 0, {C});
+    if (c.family().post_norms) {  // Gemma 2, 3: post_attention_layernorm is the attention's output's
+      add("post_attention_layernorm.weight", kAttnPostNorm, 0, {C});
+      add("pre_feedforward_layernorm.weight", kLn2w, 0, {C});
+      add("post_feedforward_layernorm.weight", kMlpPostNorm, 0, {C});
+    } else {
+      add("post_attention_layernorm.weight", kLn2w, 0, {C});
+    }
   }
-  out.push_back({"model.norm.weight", 14, -1, 0, {C}});
-  if (!c.tied_head) out.push_back({"lm_head.weight", 1, -1, 0, {V, C}});
+  out.push_back({"model.norm.weight", kLnfw, -1, 0, {C}});
+  if (!c.tied_head) out.push_back({"lm_head.weight", kLmHead, -1, 0, {V, C}});
   return out;
 }
 
 size_t flat_offset(const ParameterLayout& layout, const Piece& p) {
-  return layout.offset(p.slot) + size_t(std::max(p.layer, 0)) * layout.layer_size(p.slot) +
+  return layout.offset(p.role) + size_t(std::max(p.layer, 0)) * layout.layer_size(p.role) +
          p.offset;
 }
 
@@ -121,8 +143,10 @@ HfLlamaFile::HfLlamaFile(const HfModelPaths& paths) {
   open(paths.weights, paths.config);
 }
 
-HfLlamaFile::HfLlamaFile(const std::string& weights, const ModelConfig& config) : config_(config) {
-  open(weights, "its training state");
+HfLlamaFile::HfLlamaFile(const std::string& weights, const ModelConfig& config,
+                         const std::string& config_source)
+    : config_(config) {
+  open(weights, config_source);
 }
 
 void HfLlamaFile::open(const std::string& weights, const std::string& config_source) {
@@ -184,7 +208,7 @@ void HfLlamaFile::load(float* params) const {
   const size_t C = config_.channels;
   std::vector<float> stored(head->second->count);
   tensor_to_f32(*head->second, stored.data());
-  const float* wte = params + layout.offset(0);
+  const float* wte = params + layout.offset(kWte);
   for (size_t r = 0; r < size_t(config_.vocab_size); ++r) {
     if (std::memcmp(stored.data() + r * C, wte + r * C, C * sizeof(float)) != 0) {
       throw FileError(files_.front()->path(),

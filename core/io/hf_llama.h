@@ -1,16 +1,22 @@
-// Hugging Face Llama-family weights (LlamaForCausalLM, Qwen2ForCausalLM, MistralForCausalLM as
-// save_pretrained writes them: model.safetensors, or model-0000k-of-0000N.safetensors listed by
+// Hugging Face weights of the families other than GPT-2 (LlamaForCausalLM, Qwen2ForCausalLM,
+// MistralForCausalLM, Phi3ForCausalLM, Qwen3ForCausalLM, GemmaForCausalLM as save_pretrained writes
+// them: model.safetensors, or model-0000k-of-0000N.safetensors listed by
 // model.safetensors.index.json; config.json beside) to and from the flat parameter array, in the
-// Llama slots of core/model/parameters.h:
+// roles of core/model/parameters.h:
 //   model.embed_tokens.weight (V, C)                  -> wte (Vp, C), the padding rows zero
 //   model.layers.N.input_layernorm.weight (C)         -> ln1w
-//   model.layers.N.self_attn.{q,k,v}_proj.weight      -> qkvw's rows, q then k then v (biases: qkvb)
+//   model.layers.N.self_attn.{q,k,v}_proj.weight      -> qkvw's rows, q then k then v (biases:
+//   qkvb)
+//     (Phi-3: self_attn.qkv_proj.weight, those rows in one tensor)
+//   model.layers.N.self_attn.{q,k}_norm.weight (D)    -> q_norm, k_norm (Qwen3)
 //   model.layers.N.self_attn.o_proj.weight (C, NH D)  -> attprojw (bias: attprojb)
-//   model.layers.N.post_attention_layernorm.weight    -> ln2w
+//   model.layers.N.post_attention_layernorm.weight    -> ln2w (Gemma 2, 3: attn_post_norm, and
+//     pre_feedforward_layernorm -> ln2w, post_feedforward_layernorm -> mlp_post_norm)
 //   model.layers.N.mlp.{gate,up}_proj.weight (H, C)   -> fcw's rows, gate then up (biases: fcb)
+//     (Phi-3: mlp.gate_up_proj.weight, those rows in one tensor)
 //   model.layers.N.mlp.down_proj.weight (C, H)        -> fcprojw (bias: fcprojb)
 //   model.norm.weight (C)                             -> lnfw
-//   lm_head.weight (V, C)                             -> slot 1 (Vp, C) when untied
+//   lm_head.weight (V, C)                             -> lm_head (Vp, C) when untied
 // nn.Linear stores (out, in), as llmcpu does: nothing is transposed. A tied model's stored
 // lm_head.weight must equal the embedding; rotary_emb.inv_freq buffers are skipped; any other
 // tensor, a missing one or a wrong shape is refused naming the file and the tensor.
@@ -35,9 +41,11 @@ class HfLlamaFile {
  public:
   // paths.weights: model.safetensors or model.safetensors.index.json; paths.config is required.
   explicit HfLlamaFile(const HfModelPaths& paths);
-  // A safetensors file of a model whose architecture is known already (a checkpoint's, from its
-  // training state), checked against it as above.
-  HfLlamaFile(const std::string& weights, const ModelConfig& config);
+  // A safetensors file (or a shards' index) of a model whose architecture is known already (read
+  // from its config.json, or a checkpoint's from its training state), checked against it as above;
+  // `config_source` says where the architecture came from, for messages.
+  HfLlamaFile(const std::string& weights, const ModelConfig& config,
+              const std::string& config_source = "its training state");
   ~HfLlamaFile();
 
   const ModelConfig& config() const { return config_; }

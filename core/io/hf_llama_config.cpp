@@ -6,13 +6,12 @@ using nlohmann::json;
 
 json llama_config_json(const ModelConfig& c, TensorDtype dtype, const json& base) {
   json j = base.is_object() ? base : json::object();
-  const std::string type = architecture_name(c.architecture);
-  const char* arch = c.architecture == Architecture::kQwen2     ? "Qwen2ForCausalLM"
-                     : c.architecture == Architecture::kMistral ? "MistralForCausalLM"
-                                                                : "LlamaForCausalLM";
-  j["architectures"] = {arch};
-  j["model_type"] = type;
-  j["hidden_act"] = "silu";
+  const Family& f = c.family();
+  j["architectures"] = {f.hf_class};
+  j["model_type"] = f.model_type;
+  const char* act = f.mlp == MlpKind::kGeGlu ? "gelu_pytorch_tanh" : "silu";
+  j["hidden_act"] = act;
+  if (j.contains("hidden_activation")) j["hidden_activation"] = act;
   j["hidden_size"] = c.channels;
   j["intermediate_size"] = c.hidden;
   j["num_hidden_layers"] = c.num_layers;
@@ -23,11 +22,10 @@ json llama_config_json(const ModelConfig& c, TensorDtype dtype, const json& base
   const auto optional = [&](const char* key, bool needed, const json& value) {
     if (needed || j.contains(key)) j[key] = value;
   };
-  optional("head_dim", c.head_dim * c.num_heads != c.channels, c.head_dim);
+  optional("head_dim", f.default_head_dim > 0 || c.head_dim * c.num_heads != c.channels,
+           c.head_dim);
   j["vocab_size"] = c.vocab_size;
-  if (!j.contains("max_position_embeddings") || c.architecture != Architecture::kMistral) {
-    j["max_position_embeddings"] = c.max_seq_len;
-  }
+  j["max_position_embeddings"] = c.max_seq_len;
   j["rms_norm_eps"] = c.norm_eps;
   j["rope_theta"] = c.rope.theta;
   json scaling = nullptr;
@@ -45,9 +43,26 @@ json llama_config_json(const ModelConfig& c, TensorDtype dtype, const json& base
   }
   optional("rope_scaling", c.rope.type != RopeType::kDefault, scaling);
   j["tie_word_embeddings"] = c.tied_head;
-  if (c.architecture == Architecture::kLlama) {
+  optional("pad_token_id", c.pad_token_id != f.default_pad_token_id,
+           c.pad_token_id >= 0 ? json(c.pad_token_id) : json(nullptr));
+  if (f.biases == Biases::kConfigKeys) {
     optional("attention_bias", c.qkv_bias, c.qkv_bias);
     optional("mlp_bias", c.mlp_bias, c.mlp_bias);
+  }
+  if (f.default_sliding_pattern > 0) {  // Gemma 2 and 3
+    json types = json::array();
+    for (bool s : c.sliding_layers) types.push_back(s ? "sliding_attention" : "full_attention");
+    j["layer_types"] = types;
+    j["sliding_window"] = c.sliding_window;
+    j["query_pre_attn_scalar"] = c.query_pre_attn_scalar;
+    const auto cap = [](double v) { return v > 0 ? json(v) : json(nullptr); };
+    j["final_logit_softcapping"] = cap(c.final_softcap);
+    if (f.attn_softcap) j["attn_logit_softcapping"] = cap(c.attn_softcap);
+    if (f.local_rope) j["rope_local_base_freq"] = c.rope_local.theta;
+  }
+  if (f.window_every_layer) {
+    optional("sliding_window", c.sliding_window > 0,
+             c.sliding_window > 0 ? json(c.sliding_window) : json(nullptr));
   }
   j["torch_dtype"] = torch_dtype_name(dtype);
   return j;

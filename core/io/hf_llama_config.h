@@ -1,5 +1,6 @@
-// The config.json of a Hugging Face Llama-family model written from the architecture description
-// (core/model/config.h), as transformers' LlamaConfig, Qwen2Config and MistralConfig write it.
+// The config.json of a Hugging Face model of a family other than GPT-2 written from the
+// architecture description (core/model/config.h), as transformers' LlamaConfig, Qwen2Config,
+// MistralConfig and Phi3Config write it.
 // Reading it is core/model/llama_config.h's.
 #pragma once
 

@@ -1,6 +1,7 @@
 #include "core/io/model_file.h"
 
 #include <filesystem>
+#include <memory>
 #include <regex>
 
 #include "core/io/checkpoint.h"
@@ -29,35 +30,41 @@ std::string tokenizer_beside(const std::string& path) {
   return found ? folder.string() : std::string();
 }
 
-// Whether a Hugging Face model's config.json names a Llama-family model_type (else: GPT-2, which
-// a config.json may name or leave out). A model_type of another family is refused by name here,
-// before its tensors are read as a GPT-2's.
-bool is_llama_model(const HfModelPaths& paths) {
-  if (paths.config.empty()) return false;
-  const std::string type = config_model_type(read_json_file(paths.config));
-  if (is_llama_model_type(type)) return true;
-  if (!type.empty() && type != "gpt2") {
-    throw FileError(paths.config, "model_type is \"" + type +
-                                      "\", a family llmcpu does not read; it reads \"gpt2\", "
-                                      "\"llama\", \"qwen2\" and \"mistral\"");
+// The family a Hugging Face model's config.json names by its model_type; GPT-2 where there is no
+// config.json or it names none (GPT-2's files may leave it out). A model_type llmcpu does not read
+// is refused by name here, before its tensors are read as another family's.
+const Family& hf_family(const nlohmann::json& config, const std::string& path) {
+  const std::string type = config_model_type(config);
+  if (type.empty()) return family_of(Architecture::kGpt2);
+  const Family* family = find_family(type.c_str());
+  if (!family) {
+    throw FileError(path, "model_type is \"" + type +
+                              "\", a family llmcpu does not read; it reads " +
+                              known_model_types());
   }
-  return false;
+  return *family;
 }
 
-// The safetensors model at `paths` opened as its config says: a Llama-family model or a GPT-2.
-// Calls f(file) with the HfLlamaFile or HfGpt2File.
-template <class F>
-void with_hf_model(const HfModelPaths& paths, F&& f) {
-  if (is_llama_model(paths)) {
-    f(HfLlamaFile(paths));
-    return;
+// The safetensors model at `paths` opened as its config says (a Llama-family model or a GPT-2)
+// into `s`: its shape, description and the reader of its weights.
+template <class File>
+void opened(std::shared_ptr<const File> file, ModelSource& s) {
+  s.config = file->config(), s.description = file->description();
+  s.read_weights = [file](float* params) { file->load(params); };
+}
+void open_hf_model(const HfModelPaths& paths, ModelSource& s) {
+  const nlohmann::json config = paths.config.empty() ? nlohmann::json() : read_json_file(paths.config);
+  if (!hf_family(config, paths.config).llmc_files) {
+    return opened(std::make_shared<const HfLlamaFile>(
+                      paths.weights, read_llama_config(config, paths.config), paths.config),
+                  s);
   }
   if (fs::path(paths.weights).filename() == "model.safetensors.index.json") {
     throw FileError(paths.weights,
                     "is a sharded model, which llmcpu reads for the Llama family "
                     "only (its config.json names model_type gpt2 or none)");
   }
-  f(HfGpt2File(paths));
+  opened(std::make_shared<const HfGpt2File>(paths), s);
 }
 
 }  // namespace
@@ -72,13 +79,14 @@ ModelSource open_model_file(const std::string& path, ModelFormat format,
   s.spec = s.path = path;
   s.format = format;
   if (format == ModelFormat::kSafetensors) {
-    with_hf_model(hf_model_paths(path, hf_config), [&](const auto& file) {
-      s.config = file.config(), s.description = file.description();
-    });
+    open_hf_model(hf_model_paths(path, hf_config), s);
   } else {
     const CheckpointInfo info = read_checkpoint_header(path);
     s.config = info.config;
     s.description = "llm.c checkpoint version " + std::to_string(info.version);
+    s.read_weights = [path, config = info.config](float* params) {
+      load_checkpoint(path, config, params);
+    };
   }
   s.hf_config = hf_config;
   s.tokenizer = tokenizer_beside(path);
@@ -146,26 +154,20 @@ namespace {
 // The parameters of a model file into `params`, laid out by ParameterLayout(expected); the file
 // must hold a model of that shape.
 void load_parameters(const ModelSource& source, const ModelConfig& expected, float* params) {
-  if (source.format == ModelFormat::kLlmc) {
-    load_checkpoint(source.path, expected, params);
-    return;
-  }
-  if (source.format != ModelFormat::kSafetensors) {
+  if (!source.read_weights) {
     throw Error("load_model_file: " + source.spec + " is a preset, not a model file");
   }
-  with_hf_model(hf_model_paths(source.path, source.hf_config), [&](const auto& file) {
-    if (!(file.config() == expected)) {
-      throw FileError(source.path, "holds a model of shape " + describe(file.config()) +
-                                       ", expected " + describe(expected));
-    }
-    file.load(params);
-  });
+  if (!(source.config == expected)) {
+    throw FileError(source.path, "holds a model of shape " + describe(source.config) +
+                                     ", expected " + describe(expected));
+  }
+  source.read_weights(params);
 }
 
 }  // namespace
 
 LlamaOrigin llama_origin_of(const ModelSource& source) {
-  if (source.format != ModelFormat::kSafetensors || !source.config.llama()) return {};
+  if (source.format != ModelFormat::kSafetensors || source.config.family().llmc_files) return {};
   const HfModelPaths paths = hf_model_paths(source.path, source.hf_config);
   const fs::path folder = fs::path(paths.weights).parent_path();
   return llama_origin(paths.config, folder.empty() ? "." : folder.string());

@@ -1,12 +1,13 @@
 // What --model names, resolved once into a ModelSource: a preset (a file or a name from
-// conf/models/), or a model file, an llm.c checkpoint (version 3 or 5) or a Hugging Face GPT-2
-// (model.safetensors with config.json, or their folder), told apart by the file itself (llm.c's
-// magic, the .safetensors name, a safetensors header). The format is detected and the shape read
-// once, here; train, sample, verify, bench and convert pass the value on and load_model_file reads
-// the weights by it. Deliberately not here: presets themselves (core/model/preset.h), the formats
+// conf/models/), or a model file, an llm.c checkpoint (version 3 or 5) or a Hugging Face model
+// (model.safetensors or its shards' index, with config.json, or their folder), told apart by the
+// file itself (llm.c's magic, the .safetensors name, a safetensors header). The format is detected,
+// the family decided (config.json's model_type) and the shape read once, here; train, sample,
+// verify, bench and convert pass the value on and load_model_file reads the weights through it. Deliberately not here: presets themselves (core/model/preset.h), the formats
 // themselves (core/io/checkpoint.h, core/io/hf_gpt2.h), tokenizers (core/tokenizer).
 #pragma once
 
+#include <functional>
 #include <string>
 
 #include "core/io/hf_llama_folder.h"
@@ -33,6 +34,10 @@ struct ModelSource {
   // folder (core/tokenizer's default_tokenizer_dir()).
   std::string tokenizer;
   std::string hf_config;  // safetensors: the config.json named by --config (empty: the one beside)
+  // Reads the weights, laid out by ParameterLayout(config), from the file as it was opened when
+  // resolved (its tensors found and checked against the config, its files mapped): a file is
+  // opened and its family decided once. Empty for a preset.
+  std::function<void(float* params)> read_weights;
 
   bool is_file() const { return format != ModelFormat::kPreset; }
 };

@@ -271,13 +271,13 @@ void write_train_state(AtomicFileWriter& out, const TrainState& s, std::span<con
   Writer w(out);
   w.put(kTrainStateMagic);
   // GPT-2's states stay version 3, the files every earlier reader takes.
-  w.put(s.config.llama() ? kTrainStateVersion : uint32_t(3));
+  w.put(s.config.family().llmc_files ? uint32_t(3) : kTrainStateVersion);
   const ModelConfig& c = s.config;
   for (int v : {c.max_seq_len, c.vocab_size, c.num_layers, c.num_heads, c.channels,
                 c.padded_vocab_size}) {
     w.put(int32_t(v));
   }
-  if (c.llama()) {
+  if (!c.family().llmc_files) {  // the architecture as config.json states it
     const std::string arch = llama_config_json(c, TensorDtype::kF32, {}).dump();
     w.put(uint32_t(arch.size()));
     w.array(std::span<const char>(arch));

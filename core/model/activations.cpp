@@ -59,6 +59,9 @@ void lay_out(ActivationViews<G>& a, const ModelConfig& c, int B, int T,
   a.A = c.attn_width();
   a.F = c.fc_width();
   a.H = c.hidden_size();
+  const bool qk_norm = c.family().qk_norm;
+  a.QK_heads = qk_norm ? size_t(c.num_heads + c.kv_heads()) : 0;
+  a.QK = a.QK_heads * size_t(c.head_size());
   a.head_rows = head_chunk_rows(c, BT, o.keep_logits);
   a.keep_logits = o.keep_logits;
   a.recompute = o.recompute;
@@ -69,6 +72,16 @@ void lay_out(ActivationViews<G>& a, const ModelConfig& c, int B, int T,
   gemm.add(&a.qkv, L * BT * a.QKV);
   gemm.add(&a.atty, L * BT * a.A);
   f32.add(&a.lse, L * BT * NH);
+  if (qk_norm) {
+    f32.add(&a.qk_saved, L * BT * a.QK);
+    f32.add(&a.qk_rstd, L * BT * a.QK_heads);
+  }
+  if (c.family().post_norms) {
+    f32.add(&a.attn_out, L * BT * C);
+    f32.add(&a.attn_post_rstd, L * BT);
+    f32.add(&a.mlp_out, L * BT * C);
+    f32.add(&a.mlp_post_rstd, L * BT);
+  }
   f32.add(&a.residual2, L * BT * C);
   gemm.add(&a.ln2, Lln * BT * C);
   f32.add(&a.ln2_mean, L * BT);
@@ -81,13 +94,18 @@ void lay_out(ActivationViews<G>& a, const ModelConfig& c, int B, int T,
   f32.add(&a.lnf_rstd, BT);
   f32.add(&a.lse_head, BT);
   f32.add(&a.losses, BT);
-  if (c.llama()) {
+  if (c.family().positions == PositionKind::kRope) {
     const size_t half = size_t(T) * (c.head_size() / 2);
     f32.add(&a.rope_cos, half);
     f32.add(&a.rope_sin, half);
+    if (c.rope_local.head_dim > 0) {
+      f32.add(&a.rope_cos_local, half);
+      f32.add(&a.rope_sin_local, half);
+    }
   }
   head.add(&a.logits, (o.keep_logits ? BT : a.head_rows) * Vp);
-  if (o.keep_logits) head.add(&a.dlogits, a.head_rows * Vp);
+  // Soft-capped logits: their gradient needs the capped values, so it has a buffer of its own.
+  if (o.keep_logits || c.final_softcap > 0) head.add(&a.dlogits, a.head_rows * Vp);
 }
 
 void lay_out_grads(ActivationGradViews& g, const ModelConfig& c, int B, int T,
@@ -98,7 +116,8 @@ void lay_out_grads(ActivationGradViews& g, const ModelConfig& c, int B, int T,
   bwd.add(&g.datty, BT * c.attn_width());
   bwd.add(&g.dqkv, BT * c.qkv_width());
   bwd.add(&g.dfch, BT * std::max(c.fc_width(), c.qkv_width()));
-  if (c.llama()) bwd.add(&g.dact, BT * c.hidden_size());
+  if (c.family().gated_mlp()) bwd.add(&g.dact, BT * c.hidden_size());
+  if (c.pad_token_id >= 0) bwd.add(&g.pad_row, C);
 }
 
 }  // namespace
@@ -147,21 +166,31 @@ ActivationArena::ActivationArena(const ModelConfig& c, int B, int T, const Activ
     lay_out(acts, c, B, T, o, fwd, fwd, head);
   }
   fwd.carve(&forward_);
-  if (c.llama()) {
+  if (c.family().positions == PositionKind::kRope) {
     std::vector<float> cos, sin;
-    rope_tables(c.rope, T, cos, sin);
-    for (float* table : {acts.rope_cos, acts_bf16.rope_cos}) {
-      if (table) std::copy(cos.begin(), cos.end(), table);
-    }
-    for (float* table : {acts.rope_sin, acts_bf16.rope_sin}) {
-      if (table) std::copy(sin.begin(), sin.end(), table);
+    const auto fill = [&](const RopeConfig& rope, float* cos_a, float* cos_b, float* sin_a,
+                          float* sin_b) {
+      rope_tables(rope, T, cos, sin);
+      for (float* table : {cos_a, cos_b}) {
+        if (table) std::copy(cos.begin(), cos.end(), table);
+      }
+      for (float* table : {sin_a, sin_b}) {
+        if (table) std::copy(sin.begin(), sin.end(), table);
+      }
+    };
+    fill(c.rope, acts.rope_cos, acts_bf16.rope_cos, acts.rope_sin, acts_bf16.rope_sin);
+    if (c.rope_local.head_dim > 0) {
+      fill(c.rope_local, acts.rope_cos_local, acts_bf16.rope_cos_local, acts.rope_sin_local,
+           acts_bf16.rope_sin_local);
     }
   }
   head.carve(&head_);
   lay_out_grads(grads, c, B, T, bwd);
   bwd.carve(&backward_);
-  if (!c.llama()) grads.dact = grads.dfch;
-  if (!o.keep_logits) acts.dlogits = acts.logits, acts_bf16.dlogits = acts_bf16.logits;
+  if (!c.family().gated_mlp()) grads.dact = grads.dfch;
+  if (!o.keep_logits && c.final_softcap == 0) {
+    acts.dlogits = acts.logits, acts_bf16.dlogits = acts_bf16.logits;
+  }
 }
 
 ActivationBytes ActivationArena::bytes(const ModelConfig& c, int B, int T,

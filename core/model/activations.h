@@ -56,15 +56,23 @@ struct LayerActivations {
   G* qkv;                 // (B, T, QKV) q|k|v (3C; Llama (NH + 2 NKV) D, q and k rotated)
   G* atty;                // (B, T, A) attention's output (C; Llama NH D)
   float* lse;             // (B, NH, T) attention's row log-sum-exp
+  float* qk_saved;        // (B, T, NH + NKV, D) q and k before their per-head norm (or null)
+  float* qk_rstd;         // (B, T, NH + NKV) that norm's 1/rms
+  float* attn_out;        // (B, T, C) the attention's projection before its post-norm (or null)
+  float* attn_post_rstd;  // (B, T) that norm's 1/rms
   float* residual2;       // (B, T, C)
   G* ln2;                 // (B, T, C) shared by all layers when recomputed
   float* ln2_mean;        // (B, T)
   float* ln2_rstd;        // (B, T)
   G* fch;                 // (B, T, F) the MLP's first GEMM (4C; Llama gate|up, 2H)
   G* fch_gelu;            // (B, T, H) its activation (GELU; Llama SwiGLU), shared when recomputed
+  float* mlp_out;         // (B, T, C) the MLP's output before its post-norm (or null)
+  float* mlp_post_rstd;   // (B, T)
   float* residual3;       // (B, T, C) the layer's output
   const float* rope_cos;  // Llama: (T, D/2) the rotary tables of positions 0..T-1 (else null)
   const float* rope_sin;
+  const float* rope_cos_local;  // Gemma 3's sliding layers' tables (else null)
+  const float* rope_sin_local;
   bool recompute_gelu;       // backward recomputes fch_gelu (GELU or SwiGLU) from fch first
   bool recompute_layernorm;  // backward recomputes ln2 and ln1 from their inputs and statistics
 };
@@ -78,12 +86,18 @@ struct ActivationViews {
   G* qkv;            // (L, B, T, QKV)
   G* atty;           // (L, B, T, A)
   float* lse;        // (L, B, NH, T)
+  float* qk_saved;   // (L, B, T, NH + NKV, D): a family with per-head q/k norms (else null)
+  float* qk_rstd;    // (L, B, T, NH + NKV)
+  float* attn_out;   // (L, B, T, C): a family with post-norms (else null)
+  float* attn_post_rstd;  // (L, B, T)
   float* residual2;  // (L, B, T, C)
   G* ln2;            // (L, B, T, C), or (B, T, C) when recomputed
   float* ln2_mean;   // (L, B, T)
   float* ln2_rstd;   // (L, B, T)
   G* fch;            // (L, B, T, F)
   G* fch_gelu;       // (L, B, T, H), or (B, T, H) when recomputed
+  float* mlp_out;    // (L, B, T, C): a family with post-norms (else null)
+  float* mlp_post_rstd;  // (L, B, T)
   float* residual3;  // (L, B, T, C)
   G* lnf;            // (B, T, C)
   float* lnf_mean;   // (B, T)
@@ -99,9 +113,12 @@ struct ActivationViews {
   // decoding step points them at its own tables (positions up to its length).
   float* rope_cos;
   float* rope_sin;
+  float* rope_cos_local;  // Gemma 3: the sliding layers' (else null)
+  float* rope_sin_local;
   int L;
   size_t BT, C, NH;
   size_t QKV, A, F, H;  // row widths of qkv, atty, fch, fch_gelu (ModelConfig's *_width())
+  size_t QK, QK_heads;  // row widths of qk_saved ((NH + NKV) D) and qk_rstd (NH + NKV); 0: none
   size_t head_rows;     // rows of one chunk of the head (all BT when the logits are kept)
   bool keep_logits;
   Recompute recompute;
@@ -118,15 +135,23 @@ struct ActivationViews {
             .qkv = qkv + i * BT * QKV,
             .atty = atty + i * BT * A,
             .lse = lse + i * BT * NH,
+            .qk_saved = qk_saved ? qk_saved + i * BT * QK : nullptr,
+            .qk_rstd = qk_rstd ? qk_rstd + i * BT * QK_heads : nullptr,
+            .attn_out = attn_out ? attn_out + row : nullptr,
+            .attn_post_rstd = attn_post_rstd ? attn_post_rstd + i * BT : nullptr,
             .residual2 = residual2 + row,
             .ln2 = ln ? ln2 : ln2 + row,
             .ln2_mean = ln2_mean + i * BT,
             .ln2_rstd = ln2_rstd + i * BT,
             .fch = fch + i * BT * F,
             .fch_gelu = gelu ? fch_gelu : fch_gelu + i * BT * H,
+            .mlp_out = mlp_out ? mlp_out + row : nullptr,
+            .mlp_post_rstd = mlp_post_rstd ? mlp_post_rstd + i * BT : nullptr,
             .residual3 = residual3 + row,
             .rope_cos = rope_cos,
             .rope_sin = rope_sin,
+            .rope_cos_local = rope_cos_local,
+            .rope_sin_local = rope_sin_local,
             .recompute_gelu = gelu,
             .recompute_layernorm = ln};
   }
@@ -143,9 +168,12 @@ struct ActivationGradViews {
   float* datty;      // (B, T, A)
   float* dqkv;       // (B, T, QKV)
   float* dfch;       // (B, T, max(F, QKV)): d(fch)
-  // (B, T, H): d(fch_gelu). GPT-2's GELU works in place, so this is dfch there; SwiGLU's output is
-  // half as wide as its input and has a buffer of its own.
+  // (B, T, H): d(fch_gelu). GPT-2's GELU works in place, so this is dfch there; a gated unit's
+  // output is half as wide as its input and has a buffer of its own.
   float* dact;
+  // (C): the embedding's pad row kept across the lookup's backward (ModelConfig::pad_token_id;
+  // null without one).
+  float* pad_row;
 };
 
 // The bytes of an arena, by what they hold (the memory plan's figures).

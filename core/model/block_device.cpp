@@ -40,12 +40,12 @@ std::string OffloadLayers::describe(int num_layers) const {
 }
 
 void check_offloadable(const ModelConfig& c) {
-  if (!c.llama()) return;
+  if (c.family().plugin_block) return;
   // The plugin ABI describes GPT-2's block: a plugin would run it on these weights.
   throw DeviceError("offloading runs GPT-2 blocks only; this " +
-                    std::string(architecture_name(c.architecture)) +
-                    " model needs RMSNorm, rotary positions, grouped-query attention and SwiGLU, "
-                    "which the plugin ABI does not describe: run it without --plugin");
+                    std::string(architecture_name(c.architecture)) + " model's blocks (" +
+                    describe_blocks(c.family()) +
+                    ") are not what the plugin ABI describes: run it without --plugin");
 }
 
 llmcpu_model_desc make_model_desc(const ModelConfig& c, const ParameterLayout& layout, int B, int T,
@@ -66,7 +66,9 @@ llmcpu_model_desc make_model_desc(const ModelConfig& c, const ParameterLayout& l
   d.first_layer = layers.all ? 0 : c.num_layers - layers.blocks;
   d.flags = layers.all ? LLMCPU_OFFLOAD_EMBEDDING | LLMCPU_OFFLOAD_HEAD : 0u;
   d.memory_limit = memory_limit;
-  for (int i = 0; i < kNumParameterTensors; ++i) d.tensor_offset[i] = layout.offset(i);
+  for (size_t i = 0; i < kLlmcTensors.size(); ++i) {
+    d.tensor_offset[i] = layout.offset(kLlmcTensors[i]);
+  }
   return d;
 }
 

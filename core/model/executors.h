@@ -15,6 +15,7 @@
 // the tensor at the same offset in it.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 
 #include "core/util/aligned_buffer.h"
@@ -46,10 +47,10 @@ struct Fp32Executor {
   }
   // Layer l's causal self-attention (l matters to an executor with a per-layer cache): the flash
   // kernel, keeping the rows' log-sum-exp. qkv rows hold NH query, NKV key and NKV value heads of
-  // D; out rows NH heads.
+  // D; out rows NH heads. opt: the layer's scale, window and soft-cap.
   void attention_forward(int /*l*/, float* out, float* lse, const float* qkv, int B, int T, int NH,
-                         int NKV, int D) {
-    k.flash_attention_forward(out, lse, qkv, B, T, NH, NKV, D);
+                         int NKV, int D, const AttentionOptions& opt) {
+    k.flash_attention_forward(out, lse, qkv, B, T, NH, NKV, D, opt);
   }
   // The Llama family's ops. RMSNorm; its output again from the saved rstd (the forward's bits).
   void rmsnorm_forward(float* out, float* rstd, const float* inp, const float* weight, size_t N,
@@ -68,6 +69,32 @@ struct Fp32Executor {
   }
   void swiglu_forward(float* out, const float* inp, size_t N, int H) {
     k.swiglu_forward(out, inp, N, H);
+  }
+  void geglu_forward(float* out, const float* inp, size_t N, int H) {
+    k.geglu_forward(out, inp, N, H);
+  }
+  // Per-head RMSNorm of the NH q and NKV k heads of each qkv row, in place (Qwen3, Gemma 3),
+  // keeping the input and each head's rstd for the backward.
+  void head_rmsnorm_forward(float* qkv, float* saved, float* rstd, const float* wq,
+                            const float* wk, size_t N, int NH, int NKV, int D, size_t row_stride,
+                            float eps, float weight_offset) {
+    k.head_rmsnorm_forward(qkv, saved, rstd, wq, wk, N, NH, NKV, D, row_stride, eps,
+                           weight_offset);
+  }
+  // x *= factor over N values (the embedding's scale, and its gradient's).
+  void scale(float* x, float factor, size_t N) { k.scale(x, factor, N); }
+  // RMSNorm of a sublayer's output before its residual add (Gemma 2, 3): fp32 in every executor
+  // (the residual stream's precision).
+  void post_norm_forward(float* out, float* rstd, const float* inp, const float* weight, size_t N,
+                         int C, float eps) {
+    k.rmsnorm_forward(out, rstd, inp, weight, N, C, eps);
+  }
+  // x = 0 over N values (a buffer an accumulating backward adds into).
+  void zero(float* x, size_t N) { std::fill_n(x, N, 0.0f); }
+  // The head's logits capped in place, c tanh(x / c), and their gradient through the cap.
+  void softcap_forward(float* x, size_t N, float cap) { k.softcap_forward(x, N, cap); }
+  void softcap_backward(float* dx, const float* capped, size_t N, float cap) {
+    k.softcap_backward(dx, capped, N, cap);
   }
   void gelu_forward(float* out, const float* inp, size_t N) { k.gelu_forward(out, inp, N); }
   void residual_forward(float* out, const float* a, const float* b, size_t N) {
@@ -89,9 +116,9 @@ struct Fp32Executor {
   }
   // dqkv overwritten; out is the forward's output, lse its rows' log-sum-exp.
   void attention_backward(int /*l*/, float* dqkv, const float* dout, const float* out,
-                          const float* qkv, const float* lse, int B, int T, int NH, int NKV,
-                          int D) {
-    k.flash_attention_backward(dqkv, dout, out, qkv, lse, B, T, NH, NKV, D);
+                          const float* qkv, const float* lse, int B, int T, int NH, int NKV, int D,
+                          const AttentionOptions& opt) {
+    k.flash_attention_backward(dqkv, dout, out, qkv, lse, B, T, NH, NKV, D, opt);
   }
   void gelu_backward(float* dinp, const float* inp, const float* dout, size_t N) {
     k.gelu_backward(dinp, inp, dout, N);
@@ -108,6 +135,15 @@ struct Fp32Executor {
   }
   void swiglu_backward(float* dinp, const float* dout, const float* inp, size_t N, int H) {
     k.swiglu_backward(dinp, dout, inp, N, H);
+  }
+  void geglu_backward(float* dinp, const float* dout, const float* inp, size_t N, int H) {
+    k.geglu_backward(dinp, dout, inp, N, H);
+  }
+  void head_rmsnorm_backward(float* dqkv, float* dwq, float* dwk, const float* saved,
+                             const float* rstd, const float* wq, const float* wk, size_t N, int NH,
+                             int NKV, int D, size_t row_stride, float weight_offset) {
+    k.head_rmsnorm_backward(dqkv, dwq, dwk, saved, rstd, wq, wk, N, NH, NKV, D, row_stride,
+                            weight_offset);
   }
 
   // The head's loss over N rows of fp32 logits (Vp columns, the first V real), in both executors:
@@ -171,12 +207,13 @@ class Bf16Executor : public Fp32Executor {
   }
   // Flash attention on the bf16 q, k, v; the output rounded to bf16 (the projection's input).
   void attention_forward(int /*l*/, bf16* out, float* lse, const bf16* qkv, int B, int T, int NH,
-                         int NKV, int D) {
-    h_.flash_attention_forward(out, lse, qkv, B, T, NH, NKV, D);
+                         int NKV, int D, const AttentionOptions& opt) {
+    h_.flash_attention_forward(out, lse, qkv, B, T, NH, NKV, D, opt);
   }
   void attention_backward(int /*l*/, float* dqkv, const float* dout, const bf16* out,
-                          const bf16* qkv, const float* lse, int B, int T, int NH, int NKV, int D) {
-    h_.flash_attention_backward(dqkv, dout, out, qkv, lse, B, T, NH, NKV, D);
+                          const bf16* qkv, const float* lse, int B, int T, int NH, int NKV, int D,
+                          const AttentionOptions& opt) {
+    h_.flash_attention_backward(dqkv, dout, out, qkv, lse, B, T, NH, NKV, D, opt);
   }
   // The Llama family's storage ops: RMSNorm written in bf16, rotation of the bf16 q and k in
   // place, SwiGLU of the bf16 fch (forward and recomputed alike) and its backward from it.
@@ -197,6 +234,19 @@ class Bf16Executor : public Fp32Executor {
   }
   void swiglu_backward(float* dinp, const float* dout, const bf16* inp, size_t N, int H) {
     h_.swiglu_backward(dinp, dout, inp, N, H);
+  }
+  void geglu_forward(bf16* out, const bf16* inp, size_t N, int H) {
+    h_.geglu_forward(out, inp, N, H);
+  }
+  void geglu_backward(float* dinp, const float* dout, const bf16* inp, size_t N, int H) {
+    h_.geglu_backward(dinp, dout, inp, N, H);
+  }
+  // The bf16 q and k normalised in place (the input widened, the output rounded).
+  void head_rmsnorm_forward(bf16* qkv, float* saved, float* rstd, const float* wq, const float* wk,
+                            size_t N, int NH, int NKV, int D, size_t row_stride, float eps,
+                            float weight_offset) {
+    h_.head_rmsnorm_forward(qkv, saved, rstd, wq, wk, N, NH, NKV, D, row_stride, eps,
+                            weight_offset);
   }
   // GELU of the bf16 fch, forward and recomputed alike (the same bits).
   void gelu_forward(bf16* out, const bf16* inp, size_t N) { h_.gelu_forward_bf16(out, inp, N); }

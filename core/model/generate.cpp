@@ -48,13 +48,13 @@ struct DecodeExecutor : Fp32Executor {
   // qkv is the token's row of NH query heads, then NKV key heads and NKV value heads, D each
   // (GPT-2: NKV = NH, D = C/NH).
   void attention_forward(int l, float* out, float* /*lse*/, const float* qkv, int /*B*/, int /*T*/,
-                         int NH, int NKV, int D) {
+                         int NH, int NKV, int D, const AttentionOptions& opt) {
     const size_t row = size_t(NKV) * D;  // one position's keys (or values)
     float* kc = kcache + (size_t)l * max_len * row;
     float* vc = vcache + (size_t)l * max_len * row;
     std::copy_n(qkv + size_t(NH) * D, row, kc + (size_t)pos * row);
     std::copy_n(qkv + size_t(NH) * D + row, row, vc + (size_t)pos * row);
-    k.attention_decode(out, scores, qkv, kc, vc, pos, NH, NKV, D);
+    k.attention_decode(out, scores, qkv, kc, vc, pos, NH, NKV, D, opt);
   }
 };
 
@@ -98,11 +98,16 @@ Generator::Generator(const Model& model, int max_len) : model_(model), max_len_(
   if (model.precision() == Precision::kBf16) {
     inp16_ = AlignedBuffer<bf16>(std::max({c.channels, c.attn_width(), c.hidden_size()}));
   }
-  if (c.llama()) {
+  if (c.family().positions == PositionKind::kRope) {
     // The arena's tables cover its one position; a step at position p reads row p of these.
     rope_tables(c.rope, max_len, rope_cos_, rope_sin_);
     acts_.acts.rope_cos = rope_cos_.data();
     acts_.acts.rope_sin = rope_sin_.data();
+    if (c.rope_local.head_dim > 0) {  // Gemma 3's sliding layers
+      rope_tables(c.rope_local, max_len, rope_cos_local_, rope_sin_local_);
+      acts_.acts.rope_cos_local = rope_cos_local_.data();
+      acts_.acts.rope_sin_local = rope_sin_local_.data();
+    }
   }
   ids_.resize(c.vocab_size);
   weights_.resize(c.vocab_size);
@@ -127,9 +132,10 @@ const float* Generator::step(int token) {
     x.inp16 = inp16_.data();
   }
   const ActivationViews<float>& a = acts_.acts;
-  model_forward(x, c, model_.params(), a, &token, 1, 1);
+  model_forward(x, c, model_.compute_params(), a, &token, 1, 1);
   x.matmul_forward(a.logits, a.lnf, model_.params().head(), nullptr, 1, c.channels,
                    c.padded_vocab_size);
+  if (c.final_softcap > 0) x.softcap_forward(a.logits, c.padded_vocab_size, float(c.final_softcap));
   ++pos_;
   return acts_.acts.logits;
 }

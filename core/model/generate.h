@@ -43,6 +43,7 @@ class Generator {
   AlignedBuffer<bf16> inp16_;    // (widest GEMM input) a bf16 model's matmul input, rounded
   std::vector<float> rope_cos_;  // Llama: (max_len, D/2) rotary tables
   std::vector<float> rope_sin_;
+  std::vector<float> rope_cos_local_, rope_sin_local_;  // Gemma 3's sliding layers
   std::vector<int> ids_;         // (V) sampling scratch
   std::vector<double> weights_;  // (V)
 };

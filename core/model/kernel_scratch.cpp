@@ -37,13 +37,13 @@ struct ScratchSizer {
                     : k.matmul_backward_scratch(N, C, OC, has_dinp, has_dbias, threads));
   }
   void attention_forward(int /*l*/, const void* /*out*/, const float* /*lse*/, const void* /*qkv*/,
-                         int B, int T, int NH, int NKV, int D) {
+                         int B, int T, int NH, int NKV, int D, const AttentionOptions&) {
     use.merge(kBf16 ? h.flash_attention_forward_scratch(B, T, NH, NKV, D, threads)
                     : k.flash_attention_forward_scratch(B, T, NH, NKV, D, threads));
   }
   void attention_backward(int /*l*/, const float* /*dqkv*/, const float* /*dout*/,
                           const void* /*out*/, const void* /*qkv*/, const float* /*lse*/, int B,
-                          int T, int NH, int NKV, int D) {
+                          int T, int NH, int NKV, int D, const AttentionOptions&) {
     use.merge(kBf16 ? h.flash_attention_backward_scratch(B, T, NH, NKV, D, threads)
                     : k.flash_attention_backward_scratch(B, T, NH, NKV, D, threads));
   }
@@ -68,6 +68,24 @@ struct ScratchSizer {
   template <class... A>
   void swiglu_backward(A&&...) {}
   template <class... A>
+  void geglu_forward(A&&...) {}
+  template <class... A>
+  void geglu_backward(A&&...) {}
+  template <class... A>
+  void head_rmsnorm_forward(A&&...) {}
+  template <class... A>
+  void head_rmsnorm_backward(A&&...) {}
+  template <class... A>
+  void scale(A&&...) {}
+  template <class... A>
+  void post_norm_forward(A&&...) {}
+  template <class... A>
+  void zero(A&&...) {}
+  template <class... A>
+  void softcap_forward(A&&...) {}
+  template <class... A>
+  void softcap_backward(A&&...) {}
+  template <class... A>
   void gelu_forward(A&&...) {}
   template <class... A>
   void gelu_backward(A&&...) {}
@@ -76,12 +94,26 @@ struct ScratchSizer {
 };
 
 // Layer views whose every pointer is `f` (or `g`): not null where the model has the tensor (GPT-2
-// has all its biases; the Llama family those its flags say).
+// has all its biases; the others those their family and flags say).
 LayerParams<float> params_at(float* f, const ModelConfig& c) {
-  const bool gpt2 = !c.llama();
+  const bool layernorm = c.family().norm == NormKind::kLayerNorm;
   const auto bias = [f](bool present) { return present ? f : nullptr; };
-  return {f, bias(gpt2), f, bias(c.qkv_bias), f, bias(c.attn_proj_bias),
-          f, bias(gpt2), f, bias(c.mlp_bias), f, bias(c.mlp_bias)};
+  return {.ln1w = f,
+          .ln1b = bias(layernorm),
+          .q_norm = bias(c.family().qk_norm),
+          .k_norm = bias(c.family().qk_norm),
+          .qkvw = f,
+          .qkvb = bias(c.qkv_bias),
+          .attprojw = f,
+          .attprojb = bias(c.attn_proj_bias),
+          .attn_post_norm = bias(c.family().post_norms),
+          .ln2w = f,
+          .ln2b = bias(layernorm),
+          .fcw = f,
+          .fcb = bias(c.mlp_bias),
+          .fcprojw = f,
+          .fcprojb = bias(c.mlp_bias),
+          .mlp_post_norm = bias(c.family().post_norms)};
 }
 
 template <typename G>
@@ -93,15 +125,23 @@ LayerActivations<G> activations_at(float* f, G* g, Recompute recompute) {
           .qkv = g,
           .atty = g,
           .lse = f,
+          .qk_saved = f,
+          .qk_rstd = f,
+          .attn_out = f,
+          .attn_post_rstd = f,
           .residual2 = f,
           .ln2 = g,
           .ln2_mean = f,
           .ln2_rstd = f,
           .fch = g,
           .fch_gelu = g,
+          .mlp_out = f,
+          .mlp_post_rstd = f,
           .residual3 = f,
           .rope_cos = f,
           .rope_sin = f,
+          .rope_cos_local = f,
+          .rope_sin_local = f,
           .recompute_gelu = recompute != Recompute::kNone,
           .recompute_layernorm = recompute == Recompute::kAllPointwise};
 }

@@ -18,6 +18,24 @@
 namespace llmcpu {
 namespace {
 
+// The norms whose weights compute_params() shifts (the q/k norms' kernel adds the offset itself),
+// and their views.
+constexpr int kNormRoles[] = {kLn1w, kAttnPostNorm, kLn2w, kMlpPostNorm, kLnfw};
+float*& norm_view(ParameterViews<float>& v, int role) {
+  switch (role) {
+    case kLn1w:
+      return v.ln1w;
+    case kAttnPostNorm:
+      return v.attn_post_norm;
+    case kLn2w:
+      return v.ln2w;
+    case kMlpPostNorm:
+      return v.mlp_post_norm;
+    default:
+      return v.lnfw;
+  }
+}
+
 // The mean of the BT per-token losses, summed in double.
 float mean_loss(const float* losses, size_t BT) {
   double total = 0;
@@ -40,8 +58,12 @@ Model::Model(const ModelConfig& config, const KernelTable& kernels, Precision pr
   params_data_ = params_.data(), grads_data_ = grads_.data();
   first_touch_zero(params_.data(), params_.size());  // NUMA: pages land where the threads use them
   first_touch_zero(grads_.data(), grads_.size());
-  p_ = ParameterViews<float>::carve(params_data_, layout_);
-  g_ = ParameterViews<float>::carve(grads_data_, layout_);
+  if (config_.family().norm_offset != 0) {
+    size_t n = 0;
+    for (int role : kNormRoles) n += layout_.size(role);
+    norm_weights_ = AlignedBuffer<float>(n);
+  }
+  carve_views();
   if (precision_ == Precision::kBf16) {
     bf16_ = std::make_unique<Bf16Executor>(kernels_,
                                            bf16_kernels ? *bf16_kernels : active_bf16_kernels(),
@@ -120,8 +142,7 @@ void Model::use_shared_memory(float* params, float* grads, bf16* copy) {
   }
   params_data_ = params, grads_data_ = grads;
   grads_zero_ = false;
-  p_ = ParameterViews<float>::carve(params_data_, layout_);
-  g_ = ParameterViews<float>::carve(grads_data_, layout_);
+  carve_views();
   if (bf16_) bf16_->use_shared_memory(params, copy);
   params_ = AlignedBuffer<float>(), grads_ = AlignedBuffer<float>();
   copies_.memory_shared();
@@ -131,6 +152,31 @@ Model::UpdateSpans Model::weights_for_update() {
   if (copies_.bf16_stale()) refresh_bf16_weights();  // current where the update skips
   copies_.update_written();
   return {params_data_, bf16_ ? bf16_->copy() : nullptr};
+}
+
+void Model::carve_views() {
+  p_ = ParameterViews<float>::carve(params_data_, layout_);
+  g_ = ParameterViews<float>::carve(grads_data_, layout_);
+  pc_ = p_;
+  if (norm_weights_.size() == 0) return;
+  float* w = norm_weights_.data();
+  for (int role : kNormRoles) {
+    if (layout_.size(role) == 0) continue;
+    norm_view(pc_, role) = w;
+    w += layout_.size(role);
+  }
+}
+
+const ParameterViews<float>& Model::compute_params() const {
+  if (norm_weights_.size() == 0) return pc_;
+  const float offset = config_.family().norm_offset;
+  for (int role : kNormRoles) {
+    const float* w = params_data_ + layout_.offset(role);
+    ParameterViews<float> views = pc_;
+    float* shifted = norm_view(views, role);
+    for (size_t j = 0; j < layout_.size(role); ++j) shifted[j] = w[j] + offset;
+  }
+  return pc_;
 }
 
 void Model::refresh_weight_copies() {
@@ -298,7 +344,7 @@ void Model::take_batch(const int* inputs, const int* targets, int B, int T) {
 // targets. dloss NaN: no backward.
 template <class X, class A>
 float Model::head(X& x, const A& a, bool targets, float dloss) {
-  model_head(x, config_, p_, g_, a, arena_.grads, targets ? targets_.data() : nullptr, dloss);
+  model_head(x, config_, pc_, g_, a, arena_.grads, targets ? targets_.data() : nullptr, dloss);
   if (!targets) return std::numeric_limits<float>::quiet_NaN();
   return mean_loss(a.losses, a.BT);
 }
@@ -310,7 +356,7 @@ float Model::forward(const int* inputs, const int* targets, int B, int T) {
   }
   float loss = 0;
   run([&](auto& x, const auto& a) {
-    model_forward(x, config_, p_, a, inputs_.data(), B, T);
+    model_forward(x, config_, compute_params(), a, inputs_.data(), B, T);
     loss = head(x, a, targets != nullptr, std::numeric_limits<float>::quiet_NaN());
   });
   return loss;
@@ -331,10 +377,10 @@ float Model::forward_backward(const int* inputs, const int* targets, int B, int 
   if (offload_active()) return offloaded_pass(true, loss_scale / float((size_t)B * T), hook);
   float loss = 0;
   run([&](auto& x, const auto& a) {
-    model_forward(x, config_, p_, a, inputs_.data(), B, T);
+    model_forward(x, config_, compute_params(), a, inputs_.data(), B, T);
     // loss = (1/BT) sum of per-token losses, so each token's loss has gradient loss_scale / BT.
     loss = head(x, a, true, loss_scale / float((size_t)B * T));
-    model_backward(x, config_, p_, g_, a, arena_.grads, inputs_.data(), B, T, [hook](int l) {
+    model_backward(x, config_, pc_, g_, a, arena_.grads, inputs_.data(), B, T, [hook](int l) {
       if (hook) hook->gradients_ready(l);
     });
   });
@@ -372,20 +418,20 @@ float Model::offloaded_pass(bool targets, float dloss, GradientHook* hook) {
       if (targets) loss = mean_loss(a.losses, BT);
       return;
     }
-    embed_and_blocks_forward(x, config_, p_, a, inputs_.data(), B, T, first);
+    embed_and_blocks_forward(x, config_, pc_, a, inputs_.data(), B, T, first);
     f.residual_in = a.layer(first).residual;
     f.residual_out = a.residual3 + size_t(a.L - 1) * BT * config_.channels;  // a.output()
     device_->forward(f);
-    final_layernorm_forward(x, config_, p_, a, B, T);
+    final_layernorm_forward(x, config_, pc_, a, B, T);
     loss = head(x, a, targets, grad ? dloss : std::numeric_limits<float>::quiet_NaN());
     if (!grad) return;
     const ActivationGradViews& d = arena_.grads;
-    final_layernorm_backward(x, config_, p_, g_, a, d, B, T);
+    final_layernorm_backward(x, config_, pc_, g_, a, d, B, T);
     device_->backward(d.dresidual, d.dresidual);
     for (int l = L - 1; l >= first; --l) {
       if (hook) hook->gradients_ready(l);
     }
-    blocks_and_embed_backward(x, config_, p_, g_, a, d, inputs_.data(), B, T, first, [hook](int l) {
+    blocks_and_embed_backward(x, config_, pc_, g_, a, d, inputs_.data(), B, T, first, [hook](int l) {
       if (hook) hook->gradients_ready(l);
     });
   });
@@ -397,14 +443,18 @@ void init_model(Model& model, unsigned long long seed) {
   const ParameterLayout& layout = model.layout();
   float* base = model.params_flat();
   Rng rng(seed);
-  // The Llama family: N(0, 0.02) for every matrix, as transformers' _init_weights.
-  const double residual_std = c.llama() ? 0.02 : 0.02 / std::sqrt(2.0 * c.num_layers);
-  for (int i = 0; i < kNumParameterTensors; ++i) {
+  // GPT-2 scales the residual projections; the others take N(0, 0.02) for every matrix, as
+  // transformers' _init_weights.
+  const double residual_std =
+      c.family().scaled_residual_init ? 0.02 / std::sqrt(2.0 * c.num_layers) : 0.02;
+  for (int i = 0; i < kNumTensorRoles; ++i) {
     const std::string name = layout.name(i);
     float* t = base + layout.offset(i);
     const size_t n = layout.size(i);
-    if (name == "ln1w" || name == "ln2w" || name == "lnfw") {
-      std::fill_n(t, n, 1.0f);
+    if (i == kLn1w || i == kLn2w || i == kLnfw || i == kQNorm || i == kKNorm ||
+        i == kAttnPostNorm || i == kMlpPostNorm) {
+      // A norm scales by w + norm_offset: 1 either way (Gemma's (1 + w) starts at w = 0).
+      std::fill_n(t, n, 1.0f - c.family().norm_offset);
     } else if (layout.dims(i).size() == 1 || name.back() == 'b') {
       std::fill_n(t, n, 0.0f);  // biases and layernorm biases
     } else {
@@ -414,8 +464,8 @@ void init_model(Model& model, unsigned long long seed) {
   }
   // The padding rows of wte (and of an untied head) are never looked up and get no gradient: keep
   // them zero like llm.c.
-  for (int i : {0, 1}) {
-    if (i == 1 && !layout.untied_head()) continue;
+  for (int i : {kWte, kLmHead}) {
+    if (layout.size(i) == 0) continue;
     float* t = base + layout.offset(i);
     std::fill(t + (size_t)c.vocab_size * c.channels, t + (size_t)c.padded_vocab_size * c.channels,
               0.0f);

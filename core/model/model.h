@@ -86,6 +86,10 @@ class Model {
   }
   const float* grads_flat() const { return grads_data_; }
   const ParameterViews<float>& params() const { return p_; }
+  // The views the passes compute with: params() but for the norm weights of a family whose norms
+  // scale by (1 + w) (Gemma), which point at a copy holding w + 1, refreshed here from the
+  // master (the gradients still go to w's).
+  const ParameterViews<float>& compute_params() const;
   const ParameterViews<float>& grads() const { return g_; }
 
   // The bf16 working copy of all parameters (null in fp32), current as of the last refresh.
@@ -204,6 +208,8 @@ class Model {
   // plan_batch again for the planned shape (the host's layers changed).
   void replan();
   void refresh_weight_copies();
+  // p_, g_ and pc_ over the current parameter and gradient arrays.
+  void carve_views();
   // forward / forward_backward with a device: dloss NaN is the forward pass only.
   float offloaded_pass(bool targets, float dloss, GradientHook* hook);
 
@@ -218,6 +224,9 @@ class Model {
   bool grads_zero_ = false;      // the host's gradients are all zero (mark_gradients_zero)
   ParameterViews<float> p_{};
   ParameterViews<float> g_{};
+  // compute_params(): p_, or p_ with the norms' weights at norm_weights_ (w + norm_offset).
+  ParameterViews<float> pc_{};
+  AlignedBuffer<float> norm_weights_;
   std::unique_ptr<Bf16Executor> bf16_;   // bf16 only
   std::unique_ptr<BlockDevice> device_;  // with a device only
   OffloadLayers layers_;                 // what the device owns

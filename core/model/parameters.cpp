@@ -6,41 +6,69 @@
 namespace llmcpu {
 
 namespace {
-constexpr const char* kNames[kNumParameterTensors] = {
-    "wte", "wpe", "ln1w", "ln1b", "qkvw", "qkvb", "attprojw", "attprojb",
-    "ln2w", "ln2b", "fcw", "fcb", "fcprojw", "fcprojb", "lnfw", "lnfb"};
-constexpr const char* kSymbolicShapes[kNumParameterTensors] = {
-    "Vp, C", "maxT, C", "L, C", "L, C", "L, 3*C, C", "L, 3*C", "L, C, C", "L, C",
-    "L, C", "L, C", "L, 4*C, C", "L, 4*C", "L, C, 4*C", "L, C", "C", "C"};
-// The Llama family's, where a tensor exists (a bias only with its flag).
-constexpr const char* kLlamaShapes[kNumParameterTensors] = {
-    "Vp, C", "Vp, C", "L, C", "", "L, (NH+2*NKV)*D, C", "L, (NH+2*NKV)*D", "L, C, NH*D", "L, C",
-    "L, C", "", "L, 2*H, C", "L, 2*H", "L, C, H", "L, C", "C", ""};
 
-using Dims = std::array<std::vector<size_t>, kNumParameterTensors>;
-
-Dims llama_dims(const ModelConfig& c) {
-  const size_t L = c.num_layers, C = c.channels, Vp = c.padded_vocab_size;
-  const size_t QKV = c.qkv_width(), A = c.attn_width(), H = c.hidden_size();
-  const auto when = [](bool present, size_t n) { return present ? n : 0; };
-  return {{{Vp, C}, {when(!c.tied_head, Vp), C}, {L, C}, {L, 0}, {L, QKV, C},
-           {L, when(c.qkv_bias, QKV)}, {L, C, A}, {L, when(c.attn_proj_bias, C)}, {L, C}, {L, 0},
-           {L, 2 * H, C}, {L, when(c.mlp_bias, 2 * H)}, {L, C, H}, {L, when(c.mlp_bias, C)}, {C},
-           {0}}};
-}
+// Each role's name (llm.c's where it has one), and its shape in GPT-2's letters (the llm.c
+// header's; "" where GPT-2 has no such tensor) and in the others'.
+struct RoleText {
+  const char* name;
+  const char* llmc_shape;
+  const char* shape;
+};
+// size: table
+constexpr RoleText kRoles[kNumTensorRoles] = {
+    {"wte", "Vp, C", "Vp, C"},
+    {"lm_head", "", "Vp, C"},
+    {"wpe", "maxT, C", "maxT, C"},
+    {"ln1w", "L, C", "L, C"},
+    {"ln1b", "L, C", "L, C"},
+    {"q_norm", "", "L, D"},
+    {"k_norm", "", "L, D"},
+    {"qkvw", "L, 3*C, C", "L, (NH+2*NKV)*D, C"},
+    {"qkvb", "L, 3*C", "L, (NH+2*NKV)*D"},
+    {"attprojw", "L, C, C", "L, C, NH*D"},
+    {"attprojb", "L, C", "L, C"},
+    {"attn_post_norm", "", "L, C"},
+    {"ln2w", "L, C", "L, C"},
+    {"ln2b", "L, C", "L, C"},
+    {"fcw", "L, 4*C, C", "L, F, C"},
+    {"fcb", "L, 4*C", "L, F"},
+    {"fcprojw", "L, C, 4*C", "L, C, H"},
+    {"fcprojb", "L, C", "L, C"},
+    {"mlp_post_norm", "", "L, C"},
+    {"lnfw", "C", "C"},
+    {"lnfb", "C", "C"},
+};
 
 }  // namespace
 
-ParameterLayout::ParameterLayout(const ModelConfig& c) : llama_(c.llama()) {
-  const size_t L = c.num_layers, C = c.channels;
-  if (llama_) {
-    dims_ = llama_dims(c);
-  } else {
-    dims_ = {{{(size_t)c.padded_vocab_size, C}, {(size_t)c.max_seq_len, C}, {L, C}, {L, C},
-              {L, 3 * C, C}, {L, 3 * C}, {L, C, C}, {L, C}, {L, C}, {L, C}, {L, 4 * C, C},
-              {L, 4 * C}, {L, C, 4 * C}, {L, C}, {C}, {C}}};
-  }
-  for (int i = 0; i < kNumParameterTensors; ++i) {
+ParameterLayout::ParameterLayout(const ModelConfig& c) : llmc_(c.family().llmc_files) {
+  const Family& f = c.family();
+  const size_t L = c.num_layers, C = c.channels, Vp = c.padded_vocab_size;
+  const size_t QKV = c.qkv_width(), A = c.attn_width(), F = c.fc_width(), H = c.hidden_size();
+  const bool layernorm = f.norm == NormKind::kLayerNorm;
+  const auto when = [](bool present, size_t n) { return present ? n : 0; };
+  dims_[kWte] = {Vp, C};
+  dims_[kLmHead] = {when(!c.tied_head, Vp), C};
+  dims_[kWpe] = {when(f.positions == PositionKind::kLearned, size_t(c.max_seq_len)), C};
+  dims_[kLn1w] = {L, C};
+  dims_[kLn1b] = {L, when(layernorm, C)};
+  dims_[kQNorm] = {L, when(f.qk_norm, size_t(c.head_size()))};
+  dims_[kKNorm] = {L, when(f.qk_norm, size_t(c.head_size()))};
+  dims_[kQkvw] = {L, QKV, C};
+  dims_[kQkvb] = {L, when(c.qkv_bias, QKV)};
+  dims_[kAttprojw] = {L, C, A};
+  dims_[kAttprojb] = {L, when(c.attn_proj_bias, C)};
+  dims_[kAttnPostNorm] = {L, when(f.post_norms, C)};
+  dims_[kLn2w] = {L, C};
+  dims_[kLn2b] = {L, when(layernorm, C)};
+  dims_[kFcw] = {L, F, C};
+  dims_[kFcb] = {L, when(c.mlp_bias, F)};
+  dims_[kFcprojw] = {L, C, H};
+  dims_[kFcprojb] = {L, when(c.mlp_bias, C)};
+  dims_[kMlpPostNorm] = {L, when(f.post_norms, C)};
+  dims_[kLnfw] = {C};
+  dims_[kLnfb] = {when(layernorm, C)};
+  for (int i = 0; i < kNumTensorRoles; ++i) {
     size_t n = 1;
     for (size_t d : dims_[i]) n *= d;
     sizes_[i] = n;
@@ -49,9 +77,7 @@ ParameterLayout::ParameterLayout(const ModelConfig& c) : llama_(c.llama()) {
   }
 }
 
-const char* ParameterLayout::name(int i) const {
-  return llama_ && i == 1 ? "lm_head" : kNames[i];
-}
+const char* ParameterLayout::name(int i) { return kRoles[i].name; }
 
 size_t packed_size(std::span<const ParameterSpan> runs) {
   size_t n = 0;
@@ -61,7 +87,7 @@ size_t packed_size(std::span<const ParameterSpan> runs) {
 
 std::vector<ParameterSpan> ParameterLayout::spans() const {
   std::vector<ParameterSpan> out;
-  for (int i = 0; i < kNumParameterTensors; ++i) {
+  for (int i = 0; i < kNumTensorRoles; ++i) {
     if (sizes_[i] == 0) continue;
     if (!per_layer(i)) {
       out.push_back({offsets_[i], sizes_[i], i, -1});
@@ -74,7 +100,7 @@ std::vector<ParameterSpan> ParameterLayout::spans() const {
 }
 
 std::string ParameterLayout::shape(int i) const {
-  std::string s = std::string("(") + (llama_ ? kLlamaShapes : kSymbolicShapes)[i] + ") = (";
+  std::string s = std::string("(") + (llmc_ ? kRoles[i].llmc_shape : kRoles[i].shape) + ") = (";
   for (size_t k = 0; k < dims_[i].size(); ++k) s += (k ? ", " : "") + std::to_string(dims_[i][k]);
   return s + ")";
 }
@@ -106,7 +132,7 @@ void zero_gradients(float* grads, size_t n) {
 
 NonFinite find_non_finite(const float* flat, const ParameterLayout& layout) {
   NonFinite at;
-  for (int t = 0; t < kNumParameterTensors; ++t) {
+  for (int t = 0; t < kNumTensorRoles; ++t) {
     const float* x = flat + layout.offset(t);
     const size_t n = layout.size(t);
     if (!any_non_finite(x, n)) continue;

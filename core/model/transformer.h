@@ -34,8 +34,17 @@ namespace llmcpu {
 struct BlockShape {
   int B, T, C, NH, NKV, D, H;  // H: the MLP's width (GPT-2 4C)
   size_t BT, QKV, A, F;        // rows, and the widths of qkv, atty, fch (ModelConfig's *_width())
-  bool llama;
-  float eps;  // RMSNorm's
+  NormKind norm;
+  MlpKind mlp;
+  bool rope;     // q and k rotated (else positions are the embedding's)
+  bool qk_norm;  // q and k normalised per head before the rotation
+  bool post_norms;  // the sublayers' outputs normalised before the residual adds
+  float eps;     // RMSNorm's
+  float norm_offset;  // the norms scale by w + norm_offset (the q/k norms' kernel adds it)
+  const ModelConfig* config;
+
+  // Layer l's attention: its scale, sliding window and soft-cap.
+  AttentionOptions attention(int l) const { return config->attention(l); }
 
   static BlockShape of(const ModelConfig& c, int B, int T) {
     return {B,
@@ -49,16 +58,26 @@ struct BlockShape {
             size_t(c.qkv_width()),
             size_t(c.attn_width()),
             size_t(c.fc_width()),
-            c.llama(),
-            float(c.norm_eps)};
+            c.family().norm,
+            c.family().mlp,
+            c.family().positions == PositionKind::kRope,
+            c.family().qk_norm,
+            c.family().post_norms,
+            float(c.norm_eps),
+            c.family().norm_offset,
+            &c};
   }
 };
+
+// Gemma's embedding scale, sqrt(C) rounded to fp32 (transformers' normalizer in the hidden
+// states' dtype).
+inline float embedding_scale(const ModelConfig& c) { return float(std::sqrt(double(c.channels))); }
 
 // The ops whose variant the architecture picks. norm: LayerNorm or RMSNorm over N rows.
 template <class X, class G>
 void norm_forward(X& x, const BlockShape& s, G* out, float* mean, float* rstd, const float* inp,
                   const float* w, const float* b, size_t N) {
-  if (s.llama) {
+  if (s.norm == NormKind::kRmsNorm) {
     x.rmsnorm_forward(out, rstd, inp, w, N, s.C, s.eps);
   } else {
     x.layernorm_forward(out, mean, rstd, inp, w, b, N, s.C);
@@ -67,7 +86,7 @@ void norm_forward(X& x, const BlockShape& s, G* out, float* mean, float* rstd, c
 template <class X, class G>
 void norm_apply(X& x, const BlockShape& s, G* out, const float* inp, const float* mean,
                 const float* rstd, const float* w, const float* b) {
-  if (s.llama) {
+  if (s.norm == NormKind::kRmsNorm) {
     x.rmsnorm_apply(out, inp, rstd, w, s.BT, s.C);
   } else {
     x.layernorm_apply(out, inp, mean, rstd, w, b, s.BT, s.C);
@@ -76,7 +95,7 @@ void norm_apply(X& x, const BlockShape& s, G* out, const float* inp, const float
 template <class X>
 void norm_backward(X& x, const BlockShape& s, float* dinp, float* dw, float* db, const float* dout,
                    const float* inp, const float* w, const float* mean, const float* rstd) {
-  if (s.llama) {
+  if (s.norm == NormKind::kRmsNorm) {
     x.rmsnorm_backward(dinp, dw, dout, inp, w, rstd, s.BT, s.C);
   } else {
     x.layernorm_backward(dinp, dw, db, dout, inp, w, mean, rstd, s.BT, s.C);
@@ -85,19 +104,34 @@ void norm_backward(X& x, const BlockShape& s, float* dinp, float* dw, float* db,
 // act: GELU of fch (BT x 4C, in place backward) or SwiGLU of fch = [gate | up] (BT x 2H).
 template <class X, class G>
 void activation_forward(X& x, const BlockShape& s, G* out, const G* fch) {
-  if (s.llama) {
+  if (s.mlp == MlpKind::kSwiGlu) {
     x.swiglu_forward(out, fch, s.BT, s.H);
+  } else if (s.mlp == MlpKind::kGeGlu) {
+    x.geglu_forward(out, fch, s.BT, s.H);
   } else {
     x.gelu_forward(out, fch, s.BT * s.F);
   }
 }
 template <class X, class G>
 void activation_backward(X& x, const BlockShape& s, float* dfch, const float* dact, const G* fch) {
-  if (s.llama) {
+  if (s.mlp == MlpKind::kSwiGlu) {
     x.swiglu_backward(dfch, dact, fch, s.BT, s.H);
+  } else if (s.mlp == MlpKind::kGeGlu) {
+    x.geglu_backward(dfch, dact, fch, s.BT, s.H);
   } else {
     x.gelu_backward(dfch, fch, dact, s.BT * s.F);
   }
+}
+
+// The gradient of a sublayer's output from d.dresidual (that of the residual sum it feeds): the
+// same without a post-norm, else through the norm into d.dln (free here), dw accumulated.
+template <class X>
+const float* post_norm_backward(X& x, const BlockShape& s, const ActivationGradViews& d, float* dw,
+                                const float* out, const float* w, const float* rstd) {
+  if (!s.post_norms) return d.dresidual;
+  x.zero(d.dln, s.BT * s.C);
+  x.rmsnorm_backward(d.dln, dw, d.dresidual, out, w, rstd, s.BT, s.C);
+  return d.dln;
 }
 
 template <class X>
@@ -107,14 +141,32 @@ void block_forward(X& x, int l, const LayerParams<float>& p,
   norm_forward(x, s, a.ln1, a.ln1_mean, a.ln1_rstd, a.residual, p.ln1w, p.ln1b, BT);
   x.matmul_forward(a.qkv, a.ln1, p.qkvw, p.qkvb, BT, s.C, s.QKV);
   // q and k heads are contiguous at the start of each row.
-  if (s.llama) x.rope_forward(a.qkv, a.rope_cos, a.rope_sin, BT, s.T, s.NH + s.NKV, s.D, s.QKV);
-  x.attention_forward(l, a.atty, a.lse, a.qkv, s.B, s.T, s.NH, s.NKV, s.D);
-  x.matmul_forward(a.residual2, a.atty, p.attprojw, p.attprojb, BT, s.A, s.C);
+  if (s.qk_norm) {
+    x.head_rmsnorm_forward(a.qkv, a.qk_saved, a.qk_rstd, p.q_norm, p.k_norm, BT, s.NH, s.NKV, s.D,
+                           s.QKV, s.eps, s.norm_offset);
+  }
+  const bool local = s.config->local_rope(l);  // Gemma 3's sliding layers rotate by their own base
+  const float* cos = local ? a.rope_cos_local : a.rope_cos;
+  const float* sin = local ? a.rope_sin_local : a.rope_sin;
+  if (s.rope) x.rope_forward(a.qkv, cos, sin, BT, s.T, s.NH + s.NKV, s.D, s.QKV);
+  x.attention_forward(l, a.atty, a.lse, a.qkv, s.B, s.T, s.NH, s.NKV, s.D, s.attention(l));
+  if (s.post_norms) {  // residual2 = residual + norm(attn_out)
+    x.matmul_forward(a.attn_out, a.atty, p.attprojw, p.attprojb, BT, s.A, s.C);
+    x.post_norm_forward(a.residual2, a.attn_post_rstd, a.attn_out, p.attn_post_norm, BT, s.C,
+                        s.eps);
+  } else {
+    x.matmul_forward(a.residual2, a.atty, p.attprojw, p.attprojb, BT, s.A, s.C);
+  }
   x.residual_forward(a.residual2, a.residual2, a.residual, BT * s.C);
   norm_forward(x, s, a.ln2, a.ln2_mean, a.ln2_rstd, a.residual2, p.ln2w, p.ln2b, BT);
   x.matmul_forward(a.fch, a.ln2, p.fcw, p.fcb, BT, s.C, s.F);
   activation_forward(x, s, a.fch_gelu, a.fch);
-  x.matmul_forward(a.residual3, a.fch_gelu, p.fcprojw, p.fcprojb, BT, s.H, s.C);
+  if (s.post_norms) {
+    x.matmul_forward(a.mlp_out, a.fch_gelu, p.fcprojw, p.fcprojb, BT, s.H, s.C);
+    x.post_norm_forward(a.residual3, a.mlp_post_rstd, a.mlp_out, p.mlp_post_norm, BT, s.C, s.eps);
+  } else {
+    x.matmul_forward(a.residual3, a.fch_gelu, p.fcprojw, p.fcprojb, BT, s.H, s.C);
+  }
   x.residual_forward(a.residual3, a.residual3, a.residual2, BT * s.C);
 }
 
@@ -128,8 +180,10 @@ void block_backward(X& x, int l, const LayerParams<float>& p, const LayerParams<
                     const BlockShape& s) {
   const size_t BT = s.BT;
   if (a.recompute_gelu) activation_forward(x, s, a.fch_gelu, a.fch);
-  x.matmul_backward(d.dact, dp.fcprojw, dp.fcprojb, d.dresidual, a.fch_gelu, p.fcprojw, BT, s.H,
-                    s.C);
+  x.matmul_backward(d.dact, dp.fcprojw, dp.fcprojb,
+                    post_norm_backward(x, s, d, dp.mlp_post_norm, a.mlp_out, p.mlp_post_norm,
+                                       a.mlp_post_rstd),
+                    a.fch_gelu, p.fcprojw, BT, s.H, s.C);
   activation_backward(x, s, d.dfch, d.dact, a.fch);
   if (a.recompute_layernorm) {
     norm_apply(x, s, a.ln2, a.residual2, a.ln2_mean, a.ln2_rstd, p.ln2w, p.ln2b);
@@ -138,10 +192,20 @@ void block_backward(X& x, int l, const LayerParams<float>& p, const LayerParams<
   // Adds d(residual2) through ln2 to the d(residual3) that flows straight through.
   norm_backward(x, s, d.dresidual, dp.ln2w, dp.ln2b, d.dln, a.residual2, p.ln2w, a.ln2_mean,
                 a.ln2_rstd);
-  x.matmul_backward(d.datty, dp.attprojw, dp.attprojb, d.dresidual, a.atty, p.attprojw, BT, s.A,
-                    s.C);
-  x.attention_backward(l, d.dqkv, d.datty, a.atty, a.qkv, a.lse, s.B, s.T, s.NH, s.NKV, s.D);
-  if (s.llama) x.rope_backward(d.dqkv, a.rope_cos, a.rope_sin, BT, s.T, s.NH + s.NKV, s.D, s.QKV);
+  x.matmul_backward(d.datty, dp.attprojw, dp.attprojb,
+                    post_norm_backward(x, s, d, dp.attn_post_norm, a.attn_out, p.attn_post_norm,
+                                       a.attn_post_rstd),
+                    a.atty, p.attprojw, BT, s.A, s.C);
+  x.attention_backward(l, d.dqkv, d.datty, a.atty, a.qkv, a.lse, s.B, s.T, s.NH, s.NKV, s.D,
+                       s.attention(l));
+  const bool local = s.config->local_rope(l);
+  const float* cos = local ? a.rope_cos_local : a.rope_cos;
+  const float* sin = local ? a.rope_sin_local : a.rope_sin;
+  if (s.rope) x.rope_backward(d.dqkv, cos, sin, BT, s.T, s.NH + s.NKV, s.D, s.QKV);
+  if (s.qk_norm) {
+    x.head_rmsnorm_backward(d.dqkv, dp.q_norm, dp.k_norm, a.qk_saved, a.qk_rstd, p.q_norm,
+                            p.k_norm, BT, s.NH, s.NKV, s.D, s.QKV, s.norm_offset);
+  }
   if (a.recompute_layernorm) {
     norm_apply(x, s, a.ln1, a.residual, a.ln1_mean, a.ln1_rstd, p.ln1w, p.ln1b);
   }
@@ -156,8 +220,9 @@ template <class X>
 void embed_and_blocks_forward(X& x, const ModelConfig& c, const ParameterViews<float>& p,
                               const ActivationViews<typename X::Act>& a, const int* inputs, int B,
                               int T, int end) {
-  // The Llama family has no position table (wpe's slot may hold its lm_head).
-  x.encoder_forward(a.encoded, inputs, p.wte, c.llama() ? nullptr : p.wpe, B, T, c.channels);
+  // p.wpe is null in a model without a position table.
+  x.encoder_forward(a.encoded, inputs, p.wte, p.wpe, B, T, c.channels);
+  if (c.family().embed_scale) x.scale(a.encoded, embedding_scale(c), size_t(B) * T * c.channels);
   const BlockShape s = BlockShape::of(c, B, T);
   for (int l = 0; l < end; ++l) block_forward(x, l, p.layer(l), a.layer(l), s);
 }
@@ -181,7 +246,8 @@ void model_forward(X& x, const ModelConfig& c, const ParameterViews<float>& p,
 
 // The head and the loss over chunks of a.head_rows rows (the last one shorter), from a.lnf, with W
 // the head's matrix (p.head(): wte, or an untied lm_head):
-//   logits_r = lnf_r W^T (Vp columns; the padded ones are zero rows of W)
+//   logits_r = lnf_r W^T (Vp columns; the padded ones are zero rows of W), then with a final
+//              soft-cap c (Gemma 2, 3) c tanh(logits_r / c), whose derivative dlogits_r takes too
 //   loss_t = lse_t - logits[t, target_t]                  (into a.losses; without targets: none)
 //   dlogits_r = dloss (softmax(logits_r) - onehot(targets_r)) over the first V, 0 in the padding
 //   dlnf_r = dlogits_r W (into d.dln, overwritten);  dW += dlogits_r^T lnf_r
@@ -196,11 +262,13 @@ void model_head(X& x, const ModelConfig& c, const ParameterViews<float>& p,
     const size_t n = std::min(a.head_rows, a.BT - r);
     float* logits = a.keep_logits ? a.logits + r * Vp : a.logits;
     x.matmul_forward(logits, a.lnf + r * C, p.head(), nullptr, n, C, Vp);
+    if (c.final_softcap > 0) x.softcap_forward(logits, n * Vp, float(c.final_softcap));
     if (!targets) continue;
     x.softmax_xent_forward(a.losses + r, a.lse_head + r, logits, targets + r, n, V, Vp);
     if (!grad) continue;
     if (a.dlogits != logits) std::memcpy(a.dlogits, logits, n * Vp * sizeof(float));
     x.softmax_xent_backward(a.dlogits, a.lse_head + r, targets + r, dloss, n, V, Vp);
+    if (c.final_softcap > 0) x.softcap_backward(a.dlogits, logits, n * Vp, float(c.final_softcap));
     x.matmul_backward(d.dln + r * C, g.head(), nullptr, a.dlogits, a.lnf + r * C, p.head(), n, C,
                       Vp);
   }
@@ -233,7 +301,12 @@ void blocks_and_embed_backward(X& x, const ModelConfig& c, const ParameterViews<
     block_backward(x, l, p.layer(l), g.layer(l), a.layer(l), d, s);
     done(l);
   }
-  x.encoder_backward(g.wte, c.llama() ? nullptr : g.wpe, d.dresidual, inputs, B, T, c.channels);
+  const size_t C = c.channels, pad = size_t(c.pad_token_id);
+  if (c.family().embed_scale) x.scale(d.dresidual, embedding_scale(c), size_t(B) * T * C);
+  // nn.Embedding(padding_idx): the pad row keeps what the head gave it, nothing from the lookup.
+  if (c.pad_token_id >= 0) std::copy_n(g.wte + pad * C, C, d.pad_row);
+  x.encoder_backward(g.wte, g.wpe, d.dresidual, inputs, B, T, c.channels);
+  if (c.pad_token_id >= 0) std::copy_n(d.pad_row, C, g.wte + pad * C);
   done(-1);
 }
 

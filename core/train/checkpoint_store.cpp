@@ -68,16 +68,16 @@ int64_t latest_checkpoint(const std::string& dir) {
 
 namespace {
 
-// A checkpoint's model file against the model of its state: of its kind, and for a Llama-family
+// A checkpoint's model file against the model of its state: of its kind, and for a Hugging Face
 // model every tensor of the architecture present in its shape (an llm.c file's header and length
 // are checked before the state is read).
 void check_model_file(const std::string& model, const ModelConfig& c) {
   const bool safetensors = fs::path(model).extension() == ".safetensors";
-  if (c.llama() != safetensors) {
-    throw FileError(model, std::string("is ") + (safetensors ? "a Llama-family" : "an llm.c") +
+  if (c.family().llmc_files == safetensors) {
+    throw FileError(model, std::string("is ") + (safetensors ? "a safetensors" : "an llm.c") +
                                " model file, but the checkpoint's state holds a model of shape " +
                                describe(c) + " (its model file is model_NNNNNNNN." +
-                               (c.llama() ? "safetensors)" : "bin)"));
+                               (c.family().llmc_files ? "bin)" : "safetensors)"));
   }
   if (safetensors) HfLlamaFile(model, c);
 }
@@ -193,7 +193,7 @@ void CheckpointStore::lock_resume_folder(const std::string& dir, std::vector<std
 }
 
 void CheckpointStore::check_model(const ModelConfig& config) const {
-  if (!lock_ || !config.llama()) return;
+  if (!lock_ || config.family().llmc_files) return;
   std::error_code ec;
   const fs::path json = fs::path(dir_) / "config.json";
   if (!fs::is_regular_file(json, ec)) return;
@@ -258,11 +258,11 @@ uint64_t write_own_shard(const CheckpointContents& c, const std::string& state_p
   return sum;
 }
 
-// Rank 0's model files of a checkpoint, written and finished: llm.c's file, or a Llama-family
+// Rank 0's model files of a checkpoint, written and finished: llm.c's file, or a Hugging Face
 // model's safetensors with config.json and the tokenizer files (hf_llama_folder.h).
 void stage_model_files(StagedFiles& files, const std::string& dir, const CheckpointContents& c) {
   const int64_t step = c.state.step;
-  if (!c.model.config().llama()) {
+  if (c.model.config().family().llmc_files) {
     AtomicFileWriter& out = files.add(checkpoint_model_path(dir, step), "model-write");
     write_checkpoint(out, c.model, checkpoint_version_for(c.state.precision));
     out.finish();
@@ -281,7 +281,7 @@ void stage_model_files(StagedFiles& files, const std::string& dir, const Checkpo
 std::string CheckpointStore::save(CheckpointContents c, Communicator& world,
                                   int keep_newest) const {
   const int64_t step = c.state.step;
-  const std::string model_path = checkpoint_model_path(dir_, step, c.model.config().llama());
+  const std::string model_path = checkpoint_model_path(dir_, step, !c.model.config().family().llmc_files);
   // Without ZeRO-1 every rank holds the same weights and moments: rank 0 writes them.
   if (!c.sharded && world.rank() != 0) return model_path;
   if (const std::string bad = refusal(c, world); !bad.empty()) {

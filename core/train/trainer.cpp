@@ -25,8 +25,8 @@ std::unique_ptr<Model> make_model(const ModelSource& source, uint64_t seed, std:
   } else {
     init_model(*model, seed);
     if (origin)
-      *origin = source.description + (source.config.llama() ? ", Llama" : ", GPT-2") +
-                " initialisation, seed " + std::to_string(seed);
+      *origin = source.description + ", " + source.config.family().name + " initialisation, seed " +
+                std::to_string(seed);
   }
   return model;
 }
@@ -41,16 +41,16 @@ TrainOptions run_options(const TrainOptions& options) {
   return o;
 }
 
-// --save for a Llama-family model names a folder: llm.c's .bin has no Llama layout.
+// --save for a model outside llm.c's files names a folder: llm.c's .bin holds GPT-2 only.
 void check_save_path(const TrainOptions& o, const ModelConfig& c) {
   namespace fs = std::filesystem;
-  if (o.save_path.empty() || !c.llama()) return;
+  if (o.save_path.empty() || c.family().llmc_files) return;
   const std::string model =
-      std::string("a Llama-family model (model_type ") + architecture_name(c.architecture) + ")";
+      std::string("a ") + c.family().name + " model (model_type " + c.family().model_type + ")";
   if (fs::path(o.save_path).extension() == ".bin") {
     throw UsageError("--save " + o.save_path + ": " + model + " is saved as a Hugging Face " +
                      "folder (model.safetensors, config.json and the tokenizer's files); llm.c's " +
-                     ".bin has no Llama layout: name a folder");
+                     ".bin holds GPT-2 only: name a folder");
   }
   std::error_code ec;
   if (fs::exists(o.save_path, ec) && !fs::is_directory(o.save_path, ec)) {
@@ -59,9 +59,9 @@ void check_save_path(const TrainOptions& o, const ModelConfig& c) {
   }
 }
 
-// A Llama-family model resumed from `dir`: its checkpoints' config.json and tokenizer files.
+// A Hugging Face model resumed from `dir`: its checkpoints' config.json and tokenizer files.
 LlamaOrigin resumed_llama_origin(const std::string& dir, const ModelConfig& c) {
-  if (!c.llama()) return {};
+  if (c.family().llmc_files) return {};
   std::error_code ec;
   const std::string config = (std::filesystem::path(dir) / "config.json").string();
   return llama_origin(std::filesystem::is_regular_file(config, ec) ? config : "", dir);
@@ -397,7 +397,7 @@ void Trainer::finish_run(bool interrupted, const TrainObserver& obs) {
       *model_;  // the const params_flat(): saving does not mark the bf16 copy stale
   const std::string bad = non_finite_message(model.params_flat(), model.layout(), "weights");
   if (!bad.empty()) throw TrainingError("not writing " + opt_.save_path + ": " + bad);
-  if (model.config().llama()) {  // a Hugging Face folder
+  if (!model.config().family().llmc_files) {  // a Hugging Face folder
     const TensorDtype dtype =
         opt_.precision == Precision::kBf16 ? TensorDtype::kBf16 : TensorDtype::kF32;
     save_llama_folder(opt_.save_path, llama_weights_of(model, dtype), dtype, llama_origin_);
@@ -426,7 +426,7 @@ void Trainer::inject_gradient_faults() {
   // of that gradient (or of the whole tensor, for those without layers) at this process's Kth step.
   Model& m = *model_;
   const ParameterLayout& layout = m.layout();
-  for (int t = 0; t < kNumParameterTensors; ++t) {
+  for (int t = 0; t < kNumTensorRoles; ++t) {
     if (fault_at(std::string("grad-") + layout.name(t)) != FaultAction::kNan) continue;
     const size_t n = layout.size(t), slice = layout.layer_size(t);
     if (n == 0) continue;

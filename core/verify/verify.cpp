@@ -55,7 +55,7 @@ VerifyReport verify_against_state(Model& model, const DebugState& ref, const Ver
   for (float g : ref.grads) all2 += double(g) * double(g);
   const double floor = std::numeric_limits<float>::epsilon() * std::sqrt(all2);
   const ParameterLayout& layout = model.layout();
-  for (int i = 0; i < kNumParameterTensors; ++i) {
+  for (int i = 0; i < kNumTensorRoles; ++i) {
     if (layout.size(i) == 0) continue;  // a tensor the architecture does not have
     report.rows.push_back(compare_tensors(layout.name(i), model.grads_flat() + layout.offset(i),
                                           ref.grads.data() + layout.offset(i), layout.size(i),

@@ -102,6 +102,11 @@ inline constexpr VerifyTolerances kBf16Tolerances{1.4e-2, 1e-1};
 // keep GPT-2's limit (1.1e-2 to 1.5e-2 measured there).
 inline constexpr VerifyTolerances kBf16LlamaTolerances{1.5e-2, 1e-1};
 
+// The bf16 limits of a model's ops: with rotated q and k (one more rounding), the Llama family's.
+inline const VerifyTolerances& bf16_tolerances(const ModelConfig& c) {
+  return c.family().positions == PositionKind::kRope ? kBf16LlamaTolerances : kBf16Tolerances;
+}
+
 struct VerifyReport {
   std::vector<TensorComparison> rows;  // logits, loss, then the gradients in checkpoint order
   bool ok = false;

@@ -9,7 +9,8 @@
 // columns. Threads split the (batch, head) pairs, which own disjoint slices of out and dqkv: no
 // races, a fixed order of every sum. exp comes from hwy/contrib/math. The backward pass keeps a T x
 // T matrix per thread in its own scratch (the table's (B,NH,T) scratch argument is not needed).
-// Also here: the KV-cache decode, grouped-query (NKV key/value heads, each read by NH/NKV queries).
+// Also here: the KV-cache decode, grouped-query (NKV key/value heads, each read by NH/NKV queries),
+// with the scale, window and soft-cap of attention_options.h.
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "simd/hwy/attention.cc"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
@@ -20,6 +21,7 @@
 #include "hwy/highway.h"
 #include "simd/hwy/common-inl.h"
 #include "simd/hwy/gemm-inl.h"
+#include "simd/hwy/softcap-inl.h"
 #include "simd/kernels.h"
 #include "simd/workspace.h"
 
@@ -186,17 +188,24 @@ void AttentionBackward(float* dqkv, float* /*scratch*/, const float* dout, const
 // (k of its key/value head g = h / (NH/NKV), cache rows of NKV*D), then the weighted sum of v_u.
 // Single-threaded, like the reference (it runs once per generated token).
 void AttentionDecode(float* out, float* scores, const float* q, const float* kcache,
-                     const float* vcache, int pos, int NH, int NKV, int D) {
-  const size_t hs = size_t(D), ld = size_t(NKV) * hs, n = size_t(pos) + 1;
+                     const float* vcache, int pos, int NH, int NKV, int D,
+                     const AttentionOptions& opt) {
+  const size_t first = size_t(attention_first_key(opt, pos));  // the window's first cache row
+  const size_t hs = size_t(D), ld = size_t(NKV) * hs, n = size_t(pos) + 1 - first;
   const size_t G = size_t(NH / NKV);
-  const float scale = 1.0f / std::sqrt(float(hs));
+  const float scale = attention_scale<float>(opt, D), cap = opt.softcap;
   const DF d;
   const size_t L = hn::Lanes(d);
   for (size_t h = 0; h < size_t(NH); ++h) {
-    const float* k = kcache + h / G * hs;  // row u at k + u*ld
-    const float* v = vcache + h / G * hs;
+    const float* k = kcache + first * ld + h / G * hs;  // row first + u at k + u*ld
+    const float* v = vcache + first * ld + h / G * hs;
     for (size_t u = 0; u < n; ++u) scores[u] = Dot(q + h * hs, k + u * ld, hs);
-    SoftmaxRow(scores, n, n, scale);
+    if (cap > 0) {
+      SoftCapRow(scores, n, scale / cap, cap);
+      SoftmaxRow(scores, n, n, 1.0f);
+    } else {
+      SoftmaxRow(scores, n, n, scale);
+    }
     float* HWY_RESTRICT y = out + h * hs;
     size_t i = 0;
     for (; i + L <= hs; i += L) {

@@ -1,7 +1,8 @@
 // The bf16 kernel table of one Highway target (simd/bf16.h): fp32 <-> bf16 conversions here; the
 // portable bf16 GEMMs, which widen their operands exactly to fp32 inside the fp32 GEMM's packing
-// (bf16_matmul.cc); the layernorm, GELU, RMSNorm, RoPE, SwiGLU, AdamW and flash attention entries
-// from their family files (written once for float and bf16 operands).
+// (bf16_matmul.cc); the layernorm, GELU (and GeGLU), RMSNorm, per-head RMSNorm, RoPE, SwiGLU,
+// AdamW and flash attention entries from their family files (written once for float and bf16
+// operands).
 // x86 CPUs with AVX512-BF16 get a faster GEMM from simd/x86/, Arm CPUs with BF16 one from simd/arm/
 // (chosen in simd/bf16_dispatch.cpp).
 #undef HWY_TARGET_INCLUDE
@@ -22,6 +23,7 @@ namespace HWY_NAMESPACE {
 void FillLayerNormBf16(Bf16Kernels& t);
 void FillGeluBf16(Bf16Kernels& t);
 void FillRmsNormBf16(Bf16Kernels& t);
+void FillHeadRmsNormBf16(Bf16Kernels& t);
 void FillRopeBf16(Bf16Kernels& t);
 void FillSwiGluBf16(Bf16Kernels& t);
 void FillAdamWBf16(Bf16Kernels& t);
@@ -60,6 +62,7 @@ void FillBf16(Bf16Kernels& t, std::string_view target, bool use_xsmm) {
   FillLayerNormBf16(t);
   FillGeluBf16(t);
   FillRmsNormBf16(t);
+  FillHeadRmsNormBf16(t);
   FillRopeBf16(t);
   FillSwiGluBf16(t);
   FillAdamWBf16(t);

@@ -1,28 +1,34 @@
 // Causal self-attention without the (B, NH, T, T) matrix (FlashAttention-2), vectorized: the math
 // of scalar::flash_attention_* (simd/scalar/attention.h), grouped-query: NH query heads read NKV
-// key/value heads (query head h reads head g = h / (NH/NKV)), all of size hs (kernels.h's D),
-// scale = 1/sqrt(hs). Per (batch, query head), with Q, dY the query head's (T, hs) slices and K, V
-// its key/value head's: forward, per block of query rows against the key blocks up to the diagonal,
-// with per row t a running max m, a running sum l and an accumulator o (hs):
-//   S = Q K_j^T;  m' = max(m, max_u scale S_tu);  P_tu = exp(scale S_tu - m')   (0 for u > t)
+// key/value heads (query head h reads head g = h / (NH/NKV)), all of size hs (kernels.h's D), with
+// the scale, window and soft-cap of attention_options.h. Per (batch, query head), with Q, dY the
+// query head's (T, hs) slices and K, V its key/value head's: forward, per block of query rows
+// against the key blocks from the one holding the block's first query's first key (0 without a
+// window) up to the diagonal, with per row t a running max m, a running sum l and an accumulator o:
+//   S = Q K_j^T;  X = scale S, or c tanh(scale S / c) with the soft-cap c;
+//   m' = max(m, max_u X_tu);  P_tu = exp(X_tu - m')   (0 for u > t and for u <= t - window)
 //   l <- exp(m - m') l + sum_u P_tu;  o <- exp(m - m') o + sum_u P_tu v_u;  m <- m'
 //   and at the end y_t = o / l, lse_t = m + log(l).
-// Backward, per key block j (dK_j, dV_j accumulated there) against the query blocks i >= j, with
-// D_t = dY_t . Y_t computed first:
-//   S = Q_i K_j^T;  P = exp(scale S - lse) (0 above the diagonal);  dP = dY_i V_j^T;
-//   dS = scale P * (dP - D);  dV_j += P^T dY_i;  dK_j += dS^T Q_i;  dQ_i += dS K_j.
+// Backward, per key block j (dK_j, dV_j accumulated there) against the query blocks i >= j that
+// see one of its keys (i < j + window), with D_t = dY_t . Y_t computed first:
+//   S = Q_i K_j^T;  P = exp(X - lse) (0 where masked);  dP = dY_i V_j^T;
+//   dS = scale P * (dP - D) (times 1 - tanh^2(scale S / c) with a soft-cap);
+//   dV_j += P^T dY_i;  dK_j += dS^T Q_i;  dQ_i += dS K_j.
+// A window of W keys makes both passes O(T (W + block)): blocks outside it are skipped, and in a
+// tile of query columns only the key rows from its first query's first key are computed.
 // Every product runs on the micro-kernel of gemm-inl.h, column-major as in attention.cc: a score
 // block is kept as S^T (keys down, one query per column), so the keys come packed (K_j^T, and V_j^T
 // in the backward pass) and Q, dY, V are read in place from a copy of the heads gathered into the
 // thread's scratch (rows 3 hs apart, not a whole qkv row): K and V come from their key/value head
 // (in the backward pass gathered once per group), never expanded to a copy per query head in
 // memory. On the diagonal block a tile of query columns computes only the key rows up to its last
-// query; the masked entries are zeros. exp from hwy/contrib/math. Threads split the forward's
-// (batch, query head) pairs and the backward's (batch, key/value head) pairs: the latter runs the
-// group's query heads one after the other, the first writing the key/value head's dK, dV and the
-// others adding theirs. Each pair owns disjoint slices of out, lse and dqkv: no races, and every
-// sum in a fixed order (bitwise reproducible, whatever the thread count). The bf16 entries widen a
-// head's q, k, v exactly into fp32 scratch and run the same blocks; out is rounded to bf16 once.
+// query (and from its first query's first key); the masked entries are zeros. exp from
+// hwy/contrib/math. Threads split the forward's (batch, query head) pairs and the backward's
+// (batch, key/value head) pairs: the latter runs the group's query heads one after the other, the
+// first writing the key/value head's dK, dV and the others adding theirs. Each pair owns disjoint
+// slices of out, lse and dqkv: no races, and every sum in a fixed order (bitwise reproducible,
+// whatever the thread count). The bf16 entries widen a head's q, k, v exactly into fp32 scratch and
+// run the same blocks; out is rounded to bf16 once.
 // Not here: the materialized kernels (attention.cc).
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "simd/hwy/flash_attention.cc"
@@ -38,6 +44,7 @@
 #include "simd/hwy/bf16-inl.h"
 #include "simd/hwy/common-inl.h"
 #include "simd/hwy/gemm-inl.h"
+#include "simd/hwy/softcap-inl.h"
 #include "simd/kernels.h"
 #include "simd/workspace.h"
 
@@ -140,13 +147,24 @@ HWY_INLINE void ScaleRow(float* HWY_RESTRICT x, size_t n, float a) {
   if (i < n) StoreTail(hn::Mul(LoadTail(d, x + i, n - i), va), d, x + i, n - i);
 }
 
-// The online softmax of query row t over one key block. s[0, n) holds the raw scores q_t . k_u of
-// the keys u <= t (n >= 1), s[n, r) masked ones. On return s[0, r) holds P = exp(scale s - m') and
-// zeros from n on, with m' = max(m, max_u scale s_u); l and the accumulator o[0, hs) were rescaled
-// by exp(m - m') first when the max grew (never otherwise: a row that keeps its max is never
-// multiplied, and its first block only sets m), and l has the block's sum added.
-void OnlineSoftmaxColumn(float* HWY_RESTRICT s, size_t n, size_t r, float scale, float& m, float& l,
-                         float* HWY_RESTRICT o, size_t hs) {
+// The first key query row t sees, as attention_first_key.
+HWY_INLINE size_t FirstKey(size_t t, size_t window) {
+  return window > 0 && t + 1 > window ? t + 1 - window : 0;
+}
+
+// The online softmax of query row t over one key block. s[lo, n) holds the scores of the keys t
+// sees (raw q_t . k_u, or already capped with scale 1), s[0, lo) and s[n, r) masked ones. On return
+// s[0, r) holds P = exp(scale s - m') on [lo, n) and zeros elsewhere, with
+// m' = max(m, max_u scale s_u); l and the accumulator o[0, hs) were rescaled by exp(m - m') first
+// when the max grew (never otherwise: a row that keeps its max is never multiplied, and its first
+// block only sets m), and l has the block's sum added. A block without keys of the row (lo >= n)
+// leaves m, l and o as they were.
+void OnlineSoftmaxColumn(float* HWY_RESTRICT s, size_t lo, size_t n, size_t r, float scale,
+                         float& m, float& l, float* HWY_RESTRICT o, size_t hs) {
+  if (lo >= n) return Zero(s, r);
+  Zero(s, lo);
+  Zero(s + n, r - n);
+  s += lo, n -= lo;
   const DF d;
   const size_t L = hn::Lanes(d);
   // Rounding is monotonic and scale > 0: the largest fl(scale s_u) is fl(scale max_u s_u), so the
@@ -181,14 +199,52 @@ void OnlineSoftmaxColumn(float* HWY_RESTRICT s, size_t n, size_t r, float scale,
     sum = hn::Add(sum, p);
   }
   l += ReduceSum(d, sum);
-  Zero(s + n, r - n);
 }
 
-// Query row t of one block pair in the backward pass: s[0, n) raw scores q_t . k_u of the keys
-// u <= t and dp[0, n) = dy_t . v_u become P = exp(scale s - lse) and dS = scale P (dp - D); both
-// are zero on [n, r).
-void SoftmaxGradColumn(float* HWY_RESTRICT s, float* HWY_RESTRICT dp, size_t n, size_t r,
-                       float scale, float lse, float D) {
+// Query row t of one block pair in the backward pass, with a soft-cap c: s[0, n) raw scores and
+// dp[0, n) become P = exp(c th - lse) and dS = P (dp - D) (1 - th^2) scale, th = tanh(scale s / c).
+void SoftCapGradColumn(float* HWY_RESTRICT s, float* HWY_RESTRICT dp, size_t n, float scale,
+                       float c, float lse, float D) {
+  const DF d;
+  const size_t L = hn::Lanes(d);
+  const VF va = hn::Set(d, scale / c), vc = hn::Set(d, c), vs = hn::Set(d, scale);
+  const VF vl = hn::Set(d, lse), vD = hn::Set(d, D), one = hn::Set(d, 1.0f);
+  // P and dS of one vector of raw scores x and dp.
+  const auto grad = [&](VF x, VF dpv, VF& p, VF& ds) {
+    const VF th = hn::Tanh(d, hn::Mul(x, va));
+    p = hn::Exp(d, hn::Sub(hn::Mul(th, vc), vl));
+    ds = hn::Mul(hn::Mul(hn::Mul(p, hn::Sub(dpv, vD)), hn::NegMulAdd(th, th, one)), vs);
+  };
+  VF p, ds;
+  size_t u = 0;
+  for (; u + L <= n; u += L) {
+    grad(hn::LoadU(d, s + u), hn::LoadU(d, dp + u), p, ds);
+    hn::StoreU(p, d, s + u);
+    hn::StoreU(ds, d, dp + u);
+  }
+  if (u < n) {
+    grad(LoadTail(d, s + u, n - u), LoadTail(d, dp + u, n - u), p, ds);
+    StoreTail(p, d, s + u, n - u);
+    StoreTail(ds, d, dp + u, n - u);
+  }
+}
+
+// Query row t of one block pair in the backward pass: s[lo, n) raw scores q_t . k_u of the keys t
+// sees and dp[lo, n) = dy_t . v_u become P = exp(scale s - lse) and dS = scale P (dp - D) (with a
+// soft-cap c > 0: SoftCapGradColumn); both are zero on [0, lo) and [n, r).
+void SoftmaxGradColumn(float* HWY_RESTRICT s, float* HWY_RESTRICT dp, size_t lo, size_t n, size_t r,
+                       float scale, float cap, float lse, float D) {
+  if (lo >= n) {
+    Zero(s, r);
+    Zero(dp, r);
+    return;
+  }
+  Zero(s, lo);
+  Zero(dp, lo);
+  Zero(s + n, r - n);
+  Zero(dp + n, r - n);
+  s += lo, dp += lo, n -= lo;
+  if (cap > 0) return SoftCapGradColumn(s, dp, n, scale, cap, lse, D);
   const DF d;
   const size_t L = hn::Lanes(d);
   const VF vs = hn::Set(d, scale), vl = hn::Set(d, lse), vD = hn::Set(d, D);
@@ -204,8 +260,6 @@ void SoftmaxGradColumn(float* HWY_RESTRICT s, float* HWY_RESTRICT dp, size_t n, 
     StoreTail(p, d, s + u, k);
     StoreTail(hn::Mul(hn::Mul(p, hn::Sub(LoadTail(d, dp + u, k), vD)), vs), d, dp + u, k);
   }
-  Zero(s + n, r - n);
-  Zero(dp + n, r - n);
 }
 
 // Scratch of one forward head, in floats: the K^T panels, S^T (kFwdBk x kFwdBq), the accumulators
@@ -218,9 +272,10 @@ size_t ForwardScratch(size_t T, size_t hs) {
 
 // One (batch, head): y (T rows at y + t*ldy, OutT float or bf16) and lse[0, T).
 template <typename OutT>
-void ForwardHead(const HeadQKV& x, size_t T, size_t hs, OutT* y, size_t ldy, float* lse,
-                 float* ws) {
-  const float scale = 1.0f / std::sqrt(float(hs));
+void ForwardHead(const HeadQKV& x, size_t T, size_t hs, OutT* y, size_t ldy, float* lse, float* ws,
+                 const AttentionOptions& opt) {
+  const float scale = attention_scale<float>(opt, int(hs)), cap = opt.softcap;
+  const size_t W = size_t(opt.window);
   float* kt = ws;  // panel j: K_j^T, column-major kFwdBk x hs
   float* st = kt + Lines((T + kFwdBk - 1) / kFwdBk * kFwdBk * hs);
   float* ot = st + Lines(kFwdBk * kFwdBq);  // O^T: row t's accumulator at ot + (t - t0)*hs
@@ -235,23 +290,28 @@ void ForwardHead(const HeadQKV& x, size_t T, size_t hs, OutT* y, size_t ldy, flo
     const size_t nq = std::min(kFwdBq, T - t0), t1 = t0 + nq;
     for (size_t t = 0; t < nq; ++t) m[t] = -INFINITY, l[t] = 0.0f;
     Zero(ot, hs * nq);
-    for (size_t u0 = 0; u0 < t1; u0 += kFwdBk) {  // key blocks up to the diagonal
+    // Key blocks from the one holding the block's first query's first key up to the diagonal.
+    for (size_t u0 = FirstKey(t0, W) / kFwdBk * kFwdBk; u0 < t1; u0 += kFwdBk) {
       const size_t u1 = std::min(u0 + kFwdBk, t1);
       const float* ktj = kt + u0 * hs;
       for (size_t jt = 0, tiles = Tiles(nq); jt < tiles; ++jt) {
         const size_t ta = t0 + TileBegin(nq, jt), tb = t0 + TileBegin(nq, jt + 1);
+        if (FirstKey(ta, W) >= u1) continue;     // the block is before every query's window
         const size_t r = std::min(u1, tb) - u0;  // key rows the tile's last query needs
+        const size_t r0 = std::max(FirstKey(ta, W), u0) - u0;  // and its first query
         float* s = st + (ta - t0) * kFwdBk;
         // S^T(u, t) = sum_i K_j^T(u, i) Q^T(i, t).
-        GemmBlock<BLayout::kCols>(r, tb - ta, hs, ktj, kFwdBk, x.q + ta * x.ld, x.ld, s, kFwdBk,
-                                  false);
+        GemmBlock<BLayout::kCols>(r - r0, tb - ta, hs, ktj + r0, kFwdBk, x.q + ta * x.ld, x.ld,
+                                  s + r0, kFwdBk, false);
         for (size_t t = ta; t < tb; ++t) {
-          const size_t n = std::min(u1, t + 1) - u0;
-          OnlineSoftmaxColumn(st + (t - t0) * kFwdBk, n, r, scale, m[t - t0], l[t - t0],
+          float* col = st + (t - t0) * kFwdBk;
+          const size_t n = std::min(u1, t + 1) - u0, lo = std::max(FirstKey(t, W), u0) - u0;
+          if (cap > 0 && lo < n) SoftCapRow(col + lo, n - lo, scale / cap, cap);
+          OnlineSoftmaxColumn(col, lo, n, r, cap > 0 ? 1.0f : scale, m[t - t0], l[t - t0],
                               ot + (t - t0) * hs, hs);
         }
         // O^T(i, t) += sum_u V_j^T(i, u) P^T(u, t).
-        GemmBlock<BLayout::kCols>(hs, tb - ta, r, x.v + u0 * x.ld, x.ld, s, kFwdBk,
+        GemmBlock<BLayout::kCols>(hs, tb - ta, r - r0, x.v + (u0 + r0) * x.ld, x.ld, s + r0, kFwdBk,
                                   ot + (ta - t0) * hs, hs, true);
       }
     }
@@ -281,8 +341,9 @@ size_t BackwardScratch(size_t T, size_t hs) {
 template <typename OutT>
 void BackwardHead(const HeadQKV& x, size_t T, size_t hs, const float* dy, size_t lddy,
                   const OutT* y, size_t ldy, const float* lse, float* dq, float* dk, float* dv,
-                  size_t ldd, bool add_kv, float* ws) {
-  const float scale = 1.0f / std::sqrt(float(hs));
+                  size_t ldd, bool add_kv, float* ws, const AttentionOptions& opt) {
+  const float scale = attention_scale<float>(opt, int(hs)), cap = opt.softcap;
+  const size_t W = size_t(opt.window);
   float* D = ws;
   float* dqt = D + Lines(T);  // dQ^T: row t at dqt + t*hs
   float* ktj = dqt + Lines(hs * T);
@@ -307,36 +368,40 @@ void BackwardHead(const HeadQKV& x, size_t T, size_t hs, const float* dy, size_t
     PackColumns(vtj, kBwdB, x.v + u0 * x.ld, x.ld, nk, hs);
     Zero(dkt, hs * nk);
     Zero(dvt, hs * nk);
-    for (size_t t0 = u0; t0 < T; t0 += kBwdB) {  // query blocks on and below the diagonal
-      const size_t nq = std::min(kBwdB, T - t0), t1 = t0 + nq;
+    // The queries that see a key of the block: from its first key to the window's end.
+    const size_t t_end = W > 0 ? std::min(T, u1 + W - 1) : T;
+    for (size_t t0 = u0; t0 < t_end; t0 += kBwdB) {  // query blocks on and below the diagonal
+      const size_t nq = std::min(kBwdB, t_end - t0), t1 = t0 + nq;
       for (size_t jt = 0, tiles = Tiles(nq); jt < tiles; ++jt) {
         const size_t ta = t0 + TileBegin(nq, jt), tb = t0 + TileBegin(nq, jt + 1);
         const size_t r = std::min(u1, tb) - u0;  // key rows the tile's last query needs
+        const size_t r0 = std::max(FirstKey(ta, W), u0) - u0;  // and its first query
         float* s = st + (ta - t0) * kBwdB;
         float* dp = dpt + (ta - t0) * kBwdB;
         // S^T(u, t) = sum_i K_j^T(u, i) Q^T(i, t);  dP^T(u, t) = sum_i V_j^T(u, i) dY^T(i, t).
-        GemmBlock<BLayout::kCols>(r, tb - ta, hs, ktj, kBwdB, x.q + ta * x.ld, x.ld, s, kBwdB,
-                                  false);
-        GemmBlock<BLayout::kCols>(r, tb - ta, hs, vtj, kBwdB, dy + ta * lddy, lddy, dp, kBwdB,
-                                  false);
-        for (size_t t = ta; t < tb; ++t) {  // every key row of the block is set (zeros above t)
-          SoftmaxGradColumn(st + (t - t0) * kBwdB, dpt + (t - t0) * kBwdB, std::min(u1, t + 1) - u0,
-                            nk, scale, lse[t], D[t]);
+        GemmBlock<BLayout::kCols>(r - r0, tb - ta, hs, ktj + r0, kBwdB, x.q + ta * x.ld, x.ld,
+                                  s + r0, kBwdB, false);
+        GemmBlock<BLayout::kCols>(r - r0, tb - ta, hs, vtj + r0, kBwdB, dy + ta * lddy, lddy,
+                                  dp + r0, kBwdB, false);
+        for (size_t t = ta; t < tb; ++t) {  // every key row of the block is set (zeros if masked)
+          SoftmaxGradColumn(st + (t - t0) * kBwdB, dpt + (t - t0) * kBwdB,
+                            std::max(FirstKey(t, W), u0) - u0, std::min(u1, t + 1) - u0, nk, scale,
+                            cap, lse[t], D[t]);
         }
         // dQ^T(i, t) += sum_u K_j^T(i, u) dS^T(u, t)  (K read in place).
-        GemmBlock<BLayout::kCols>(hs, tb - ta, r, x.k + u0 * x.ld, x.ld, dp, kBwdB, dqt + ta * hs,
-                                  hs, true);
+        GemmBlock<BLayout::kCols>(hs, tb - ta, r - r0, x.k + (u0 + r0) * x.ld, x.ld, dp + r0, kBwdB,
+                                  dqt + ta * hs, hs, true);
       }
       // dV_j^T(i, u) += sum_t dY^T(i, t) P(t, u);  dK_j^T(i, u) += sum_t Q^T(i, t) dS(t, u), over
-      // the queries t >= the tile's first key (the others see zeros).
+      // the queries t >= the tile's first key that see one of its keys (the others see zeros).
       for (size_t jt = 0, tiles = Tiles(nk); jt < tiles; ++jt) {
         const size_t ua = u0 + TileBegin(nk, jt), ub = u0 + TileBegin(nk, jt + 1);
-        const size_t ts = std::max(t0, ua);
-        if (ts >= t1) continue;
+        const size_t ts = std::max(t0, ua), te = W > 0 ? std::min(t1, ub + W - 1) : t1;
+        if (ts >= te) continue;
         const size_t off = (ts - t0) * kBwdB + (ua - u0);
-        GemmBlock<BLayout::kRows>(hs, ub - ua, t1 - ts, dy + ts * lddy, lddy, st + off, kBwdB,
+        GemmBlock<BLayout::kRows>(hs, ub - ua, te - ts, dy + ts * lddy, lddy, st + off, kBwdB,
                                   dvt + (ua - u0) * hs, hs, true);
-        GemmBlock<BLayout::kRows>(hs, ub - ua, t1 - ts, x.q + ts * x.ld, x.ld, dpt + off, kBwdB,
+        GemmBlock<BLayout::kRows>(hs, ub - ua, te - ts, x.q + ts * x.ld, x.ld, dpt + off, kBwdB,
                                   dkt + (ua - u0) * hs, hs, true);
       }
     }
@@ -366,7 +431,8 @@ size_t BackwardThreadFloats(size_t T, size_t hs) {
 // [q | k | v] (3 hs). InT: the type of qkv and out (float, or bf16 widened exactly). A qkv row
 // holds (NH + 2 NKV) hs values: NH query heads, NKV key heads, NKV value heads.
 template <typename InT>
-void Forward(InT* out, float* lse, const InT* qkv, int B, int T_, int NH_, int NKV_, int D) {
+void Forward(InT* out, float* lse, const InT* qkv, int B, int T_, int NH_, int NKV_, int D,
+             const AttentionOptions& opt) {
   const size_t T = size_t(T_), NH = size_t(NH_), NKV = size_t(NKV_), hs = size_t(D);
   const size_t R = (NH + 2 * NKV) * hs, G = NH / NKV;
   for_each_pair(B, NH_, ForwardThreadFloats(T, hs), [&](size_t b, size_t h, float* ws) {
@@ -376,7 +442,7 @@ void Forward(InT* out, float* lse, const InT* qkv, int B, int T_, int NH_, int N
     GatherRows(ws + hs, 3 * hs, xb + (NH + g) * hs, R, T, hs);
     GatherRows(ws + 2 * hs, 3 * hs, xb + (NH + NKV + g) * hs, R, T, hs);
     ForwardHead(HeadQKV{ws, ws + hs, ws + 2 * hs, 3 * hs}, T, hs, out + b * T * NH * hs + h * hs,
-                NH * hs, lse + (b * NH + h) * T, ws + Lines(3 * T * hs));
+                NH * hs, lse + (b * NH + h) * T, ws + Lines(3 * T * hs), opt);
   });
 }
 
@@ -384,7 +450,7 @@ void Forward(InT* out, float* lse, const InT* qkv, int B, int T_, int NH_, int N
 // (q and dy gathered over the previous head's), its dK, dV added to the first head's in dqkv.
 template <typename InT>
 void Backward(float* dqkv, const float* dout, const InT* out, const InT* qkv, const float* lse,
-              int B, int T_, int NH_, int NKV_, int D) {
+              int B, int T_, int NH_, int NKV_, int D, const AttentionOptions& opt) {
   const size_t T = size_t(T_), NH = size_t(NH_), NKV = size_t(NKV_), hs = size_t(D);
   const size_t R = (NH + 2 * NKV) * hs, G = NH / NKV, OR = NH * hs;
   const size_t gathered = Lines(3 * T * hs) + Lines(T * hs);  // q, k, v and dy
@@ -399,7 +465,8 @@ void Backward(float* dqkv, const float* dout, const InT* out, const InT* qkv, co
       GatherRows(dy, hs, dout + b * T * OR + h * hs, OR, T, hs);
       BackwardHead(HeadQKV{ws, ws + hs, ws + 2 * hs, 3 * hs}, T, hs, dy, hs,
                    out + b * T * OR + h * hs, OR, lse + (b * NH + h) * T, dxb + h * hs,
-                   dxb + (NH + g) * hs, dxb + (NH + NKV + g) * hs, R, h > g * G, ws + gathered);
+                   dxb + (NH + g) * hs, dxb + (NH + NKV + g) * hs, R, h > g * G, ws + gathered,
+                   opt);
     }
   });
 }

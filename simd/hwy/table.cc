@@ -18,12 +18,14 @@ namespace HWY_NAMESPACE {
 void FillEncoder(KernelTable& t);
 void FillLayerNorm(KernelTable& t);
 void FillRmsNorm(KernelTable& t);
+void FillHeadRmsNorm(KernelTable& t);
 bool FillMatmul(KernelTable& t, bool use_xsmm);
 void FillAttention(KernelTable& t);
 void FillFlashAttention(KernelTable& t);
 void FillRope(KernelTable& t);
 void FillGelu(KernelTable& t);
 void FillSwiGlu(KernelTable& t);
+void FillSoftCap(KernelTable& t);
 void FillResidual(KernelTable& t);
 void FillSoftmaxXent(KernelTable& t);
 void FillAdamW(KernelTable& t);
@@ -39,11 +41,13 @@ const hwy_tables::TargetTables* Tables() {
     FillEncoder(t);
     FillLayerNorm(t);
     FillRmsNorm(t);
+    FillHeadRmsNorm(t);
     FillAttention(t);
     FillFlashAttention(t);
     FillRope(t);
     FillGelu(t);
     FillSwiGlu(t);
+    FillSoftCap(t);
     FillResidual(t);
     FillSoftmaxXent(t);
     FillAdamW(t);

@@ -16,6 +16,7 @@
 #include <cstddef>
 #include <vector>
 
+#include "simd/attention_options.h"
 #include "simd/scalar/common.h"
 
 namespace llmcpu::scalar {
@@ -113,7 +114,7 @@ namespace llmcpu::scalar {
 // and NKV key/value heads, all of size D; NKV divides NH, and query head h reads key/value head
 // h / (NH / NKV) (NKV == NH: multi-head attention; NKV == 1: multi-query attention). A qkv row
 // holds (NH + 2 NKV) D values: the NH query heads, then the NKV key heads, then the NKV value
-// heads. scale = 1/sqrt(D).
+// heads. The scale (1/sqrt(D) unless given), window and soft-cap: attention_options.h.
 struct HeadLayout {
   int NH, NKV, D;
   size_t row() const { return size_t(NH + 2 * NKV) * D; }  // a qkv (and dqkv) row
@@ -125,31 +126,34 @@ struct HeadLayout {
 };
 
 // One new query position against a KV cache (generation): for each query head h, with t = pos and
-// g = h / (NH / NKV) its key/value head,
-//   y_h = sum_{u<=t} softmax_u(scale * q_h . k_u,g) v_u,g
+// g = h / (NH / NKV) its key/value head, and s_u the (capped) score of attention_options.h,
+//   y_h = sum_u softmax_u(s_u) v_u,g,   s_u from scale q_h . k_u,g,   over the keys t sees
+// (rows max(0, t - window + 1) .. t with a window, else 0 .. t).
 // q and out are (NH*D); kcache and vcache are (maxT, NKV*D) with rows 0..pos filled; scores is
 // (pos+1) scratch.
 template <typename F>
 void attention_decode(F* out, F* scores, const F* q, const F* kcache, const F* vcache, int pos,
-                      int NH, int NKV, int D) {
-  const F scale = F(1) / std::sqrt(F(D));
+                      int NH, int NKV, int D, const AttentionOptions& opt) {
+  const F scale = attention_scale<F>(opt, D), cap = F(opt.softcap);
+  const int first = attention_first_key(opt, pos);
   const size_t kv_row = size_t(NKV) * D;
   for (int h = 0; h < NH; ++h) {
     const size_t g = size_t(h / (NH / NKV)) * D;  // its key/value head's offset in a cache row
     F maxval = -INFINITY;
-    for (int u = 0; u <= pos; ++u) {
+    for (int u = first; u <= pos; ++u) {
       scores[u] = scale * dot(q + size_t(h) * D, kcache + u * kv_row + g, D);
+      if (cap > 0) scores[u] = cap * std::tanh(scores[u] / cap);
       maxval = std::max(maxval, scores[u]);
     }
     F acc[kLanes] = {};
-    for (int u = 0; u <= pos; ++u) {
+    for (int u = first; u <= pos; ++u) {
       scores[u] = std::exp(scores[u] - maxval);
       acc[u % kLanes] += scores[u];
     }
     const F inv = F(1) / combine_lanes(acc);
     F* y = out + size_t(h) * D;
     for (int i = 0; i < D; ++i) y[i] = 0;
-    for (int u = 0; u <= pos; ++u) {
+    for (int u = first; u <= pos; ++u) {
       const F a = scores[u] * inv;
       const F* v = vcache + u * kv_row + g;
       for (int i = 0; i < D; ++i) y[i] += a * v[i];
@@ -162,14 +166,16 @@ void attention_decode(F* out, F* scores, const F* q, const F* kcache, const F* v
 namespace llmcpu::scalar {
 
 // Flash attention's contract (kernels.h's flash_attention_*), written plainly: the same causal
-// attention, but instead of the (B,NH,T,T) matrix it keeps per row the log-sum-exp of the scaled
-// scores, from which the backward pass recomputes the probabilities. Per query head h, with g its
-// key/value head, s_u = scale q_t . k_u (u <= t, q of head h, k and v of head g) and m = max_u s_u:
-//   lse_t = m + log sum_{u<=t} exp(s_u - m)       (the max folded in: no overflow)
+// attention, but instead of the (B,NH,T,T) matrix it keeps per row the log-sum-exp of the scores,
+// from which the backward pass recomputes the probabilities. Per query head h, with g its key/value
+// head, x_u = scale q_t . k_u (q of head h, k and v of head g), s_u = x_u, or c tanh(x_u / c) with
+// the soft-cap c (attention_options.h), over the keys u that t sees (u <= t, and u > t - window
+// with a window), and m = max_u s_u:
+//   lse_t = m + log sum_u exp(s_u - m)             (the max folded in: no overflow)
 //   p_u   = exp(s_u - lse_t)                       (= softmax_u(s), the row of att)
-//   y_t   = sum_{u<=t} p_u v_u
+//   y_t   = sum_u p_u v_u
 // Backward, with D_t = dy_t . y_t (= sum_u p_u dp_u, since y_t = sum_u p_u v_u), per row t:
-//   dp_u = dy_t . v_u;   ds_u = p_u (dp_u - D_t)
+//   dp_u = dy_t . v_u;   ds_u = p_u (dp_u - D_t), times 1 - tanh^2(x_u / c) with a soft-cap
 //   dq_t += scale sum_u ds_u k_u;   dk_u += scale ds_u q_t;   dv_u += p_u dy_t
 // where dk and dv of head g sum over every query head of its group. Not blocked and not online:
 // one pass per row for the max, one for the sum, one for the output. These are the references the
@@ -178,9 +184,9 @@ template <typename F>
 void flash_attention_forward(F* out,        // (B,T,NH*D)
                              F* lse,        // (B,NH,T)
                              const F* qkv,  // (B,T,(NH+2*NKV)*D)
-                             int B, int T, int NH, int NKV, int D) {
+                             int B, int T, int NH, int NKV, int D, const AttentionOptions& opt) {
   const HeadLayout at{NH, NKV, D};
-  const F scale = F(1) / std::sqrt(F(D));
+  const F scale = attention_scale<F>(opt, D), cap = F(opt.softcap);
   const size_t R = at.row(), OR = size_t(NH) * D;
 #pragma omp parallel for collapse(2) schedule(static)
   for (int b = 0; b < B; ++b) {
@@ -190,18 +196,20 @@ void flash_attention_forward(F* out,        // (B,T,NH*D)
       std::vector<F> s(T);  // the scores of one row
       for (int t = 0; t < T; ++t) {
         const F* q = x + t * R + at.q(h);
+        const int first = attention_first_key(opt, t);
         F maxval = -INFINITY;
-        for (int u = 0; u <= t; ++u) {
+        for (int u = first; u <= t; ++u) {
           s[u] = scale * dot(q, x + u * R + at.k(g), D);
+          if (cap > 0) s[u] = cap * std::tanh(s[u] / cap);
           maxval = std::max(maxval, s[u]);
         }
         F acc[kLanes] = {};
-        for (int u = 0; u <= t; ++u) acc[u % kLanes] += std::exp(s[u] - maxval);
+        for (int u = first; u <= t; ++u) acc[u % kLanes] += std::exp(s[u] - maxval);
         const F l = maxval + std::log(combine_lanes(acc));
         lse[((size_t)b * NH + h) * T + t] = l;
         F* y = out + ((size_t)b * T + t) * OR + at.q(h);
         for (int i = 0; i < D; ++i) y[i] = 0;
-        for (int u = 0; u <= t; ++u) {
+        for (int u = first; u <= t; ++u) {
           const F p = std::exp(s[u] - l);
           const F* v = x + u * R + at.v(g);
           for (int i = 0; i < D; ++i) y[i] += p * v[i];
@@ -218,9 +226,9 @@ void flash_attention_backward(F* dqkv,        // (B,T,(NH+2*NKV)*D) overwritten
                               const F* out,   // (B,T,NH*D) the forward's output
                               const F* qkv,   // (B,T,(NH+2*NKV)*D)
                               const F* lse,   // (B,NH,T) the forward's log-sum-exp
-                              int B, int T, int NH, int NKV, int D) {
+                              int B, int T, int NH, int NKV, int D, const AttentionOptions& opt) {
   const HeadLayout at{NH, NKV, D};
-  const F scale = F(1) / std::sqrt(F(D));
+  const F scale = attention_scale<F>(opt, D), cap = F(opt.softcap);
   const size_t R = at.row(), OR = size_t(NH) * D;
   const int G = NH / NKV;  // query heads per key/value head
 #pragma omp parallel for collapse(2) schedule(static)
@@ -241,13 +249,16 @@ void flash_attention_backward(F* dqkv,        // (B,T,(NH+2*NKV)*D) overwritten
           const F Dt = dot(dy, out + ((size_t)b * T + t) * OR + at.q(h), D);
           const F l = lse[((size_t)b * NH + h) * T + t];
           F* dq = dx + t * R + at.q(h);
-          for (int u = 0; u <= t; ++u) {
+          for (int u = attention_first_key(opt, t); u <= t; ++u) {
             const F* k = x + u * R + at.k(g);
             const F* v = x + u * R + at.v(g);
             F* dk = dx + u * R + at.k(g);
             F* dv = dx + u * R + at.v(g);
-            const F p = std::exp(scale * dot(q, k, D) - l);
-            const F ds = p * (dot(dy, v, D) - Dt);
+            F s = scale * dot(q, k, D), th = 0;
+            if (cap > 0) th = std::tanh(s / cap), s = cap * th;
+            const F p = std::exp(s - l);
+            F ds = p * (dot(dy, v, D) - Dt);
+            if (cap > 0) ds *= F(1) - th * th;  // d(c tanh(x / c)) / dx
             for (int i = 0; i < D; ++i) {
               dq[i] += scale * ds * k[i];
               dk[i] += scale * ds * q[i];

@@ -7,7 +7,9 @@
 #include "simd/bf16.h"
 #include "simd/scalar/adamw.h"
 #include "simd/scalar/attention.h"
+#include "simd/scalar/geglu.h"
 #include "simd/scalar/gelu.h"
+#include "simd/scalar/head_rmsnorm.h"
 #include "simd/scalar/layernorm.h"
 #include "simd/scalar/matmul.h"
 #include "simd/scalar/rmsnorm.h"
@@ -119,22 +121,49 @@ void swiglu_backward(float* dinp, const float* dout, const bf16* inp, size_t N, 
   scalar::swiglu_backward<float>(dinp, dout, x.data(), N, H);
 }
 
+// The rows widened (the values after the heads too, untouched), normalized in fp32, and only the
+// heads' elements rounded back.
+void head_rmsnorm_forward(bf16* x, float* saved, float* rstd, const float* wq, const float* wk,
+                          size_t N, int NH, int NKV, int D, size_t row_stride, float eps,
+                          float weight_offset) {
+  if (N == 0) return;
+  const size_t used = size_t(NH + NKV) * size_t(D);
+  std::vector<float> v = widen(x, (N - 1) * row_stride + used);
+  scalar::head_rmsnorm_forward<float>(v.data(), saved, rstd, wq, wk, N, NH, NKV, D, row_stride, eps,
+                                      weight_offset);
+  for (size_t r = 0; r < N; ++r) to_bf16(x + r * row_stride, v.data() + r * row_stride, used);
+}
+
+void geglu_forward(bf16* out, const bf16* inp, size_t N, int H) {
+  const std::vector<float> x = widen(inp, N * 2 * size_t(H));
+  std::vector<float> y(N * size_t(H));
+  scalar::geglu_forward<float>(y.data(), x.data(), N, H);
+  to_bf16(out, y.data(), y.size());
+}
+
+void geglu_backward(float* dinp, const float* dout, const bf16* inp, size_t N, int H) {
+  const std::vector<float> x = widen(inp, N * 2 * size_t(H));
+  scalar::geglu_backward<float>(dinp, dout, x.data(), N, H);
+}
+
 // Attention on the bf16 q, k, v widened exactly: the fp32 reference, then out rounded once.
 void flash_attention_forward(bf16* out, float* lse, const bf16* qkv, int B, int T, int NH, int NKV,
-                             int D) {
+                             int D, const AttentionOptions& opt) {
   const size_t rows = size_t(B) * T, N = rows * NH * D;
   const std::vector<float> x = widen(qkv, rows * (NH + 2 * NKV) * D);
   std::vector<float> y(N);
-  scalar::flash_attention_forward<float>(y.data(), lse, x.data(), B, T, NH, NKV, D);
+  scalar::flash_attention_forward<float>(y.data(), lse, x.data(), B, T, NH, NKV, D, opt);
   to_bf16(out, y.data(), N);
 }
 
 // D_t from the saved bf16 out, widened exactly, as the vectorized kernels read it.
 void flash_attention_backward(float* dqkv, const float* dout, const bf16* out, const bf16* qkv,
-                              const float* lse, int B, int T, int NH, int NKV, int D) {
+                              const float* lse, int B, int T, int NH, int NKV, int D,
+                              const AttentionOptions& opt) {
   const size_t rows = size_t(B) * T;
   const std::vector<float> x = widen(qkv, rows * (NH + 2 * NKV) * D), y = widen(out, rows * NH * D);
-  scalar::flash_attention_backward<float>(dqkv, dout, y.data(), x.data(), lse, B, T, NH, NKV, D);
+  scalar::flash_attention_backward<float>(dqkv, dout, y.data(), x.data(), lse, B, T, NH, NKV, D,
+                                          opt);
 }
 
 void adamw_update(float* param, bf16* param_bf16, float* m, float* v, float* grad, size_t N,
@@ -163,6 +192,9 @@ const Bf16Kernels& scalar_bf16_kernels() {
       .rope_forward = rope_forward,
       .swiglu_forward = swiglu_forward,
       .swiglu_backward = swiglu_backward,
+      .head_rmsnorm_forward = head_rmsnorm_forward,
+      .geglu_forward = geglu_forward,
+      .geglu_backward = geglu_backward,
       .flash_attention_forward = flash_attention_forward,
       .flash_attention_backward = flash_attention_backward,
       .adamw_update = adamw_update,

@@ -2,13 +2,16 @@
 #include "simd/kernels.h"
 #include "simd/scalar/attention.h"
 #include "simd/scalar/encoder.h"
+#include "simd/scalar/geglu.h"
 #include "simd/scalar/gelu.h"
+#include "simd/scalar/head_rmsnorm.h"
 #include "simd/scalar/layernorm.h"
 #include "simd/scalar/matmul.h"
 #include "simd/scalar/reduce.h"
 #include "simd/scalar/residual.h"
 #include "simd/scalar/rmsnorm.h"
 #include "simd/scalar/rope.h"
+#include "simd/scalar/softcap.h"
 #include "simd/scalar/softmax_xent.h"
 #include "simd/scalar/swiglu.h"
 
@@ -25,6 +28,8 @@ const KernelTable& scalar_kernels() {
       .rmsnorm_forward = scalar::rmsnorm_forward<float>,
       .rmsnorm_apply = scalar::rmsnorm_apply<float>,
       .rmsnorm_backward = scalar::rmsnorm_backward<float>,
+      .head_rmsnorm_forward = scalar::head_rmsnorm_forward<float>,
+      .head_rmsnorm_backward = scalar::head_rmsnorm_backward<float>,
       .matmul_forward = scalar::matmul_forward<float>,
       .matmul_backward = scalar::matmul_backward<float>,
       .attention_forward = scalar::attention_forward<float>,
@@ -38,7 +43,11 @@ const KernelTable& scalar_kernels() {
       .gelu_backward = scalar::gelu_backward<float>,
       .swiglu_forward = scalar::swiglu_forward<float>,
       .swiglu_backward = scalar::swiglu_backward<float>,
+      .geglu_forward = scalar::geglu_forward<float>,
+      .geglu_backward = scalar::geglu_backward<float>,
       .residual_forward = scalar::residual_forward<float>,
+      .softcap_forward = scalar::softcap_forward<float>,
+      .softcap_backward = scalar::softcap_backward<float>,
       .softmax_xent_forward = scalar::softmax_xent_forward<float>,
       .softmax_xent_backward = scalar::softmax_xent_backward<float>,
       .adamw_update = scalar::adamw_update<float>,

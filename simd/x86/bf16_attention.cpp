@@ -1,10 +1,12 @@
 // Flash attention's forward pass on AVX512-BF16 dot products (see bf16_attention.h), and the exp
 // the blocks share. Per (batch, query head), with Q the head's (T, D) rows and K, V those of the
-// key/value head it reads (h / (NH/NKV)), scale = 1/sqrt(D), in groups of 6 query rows against key
-// blocks of kKeyBlock up to the diagonal, with per row t a running max m, a running sum l and an
-// accumulator o (D), all fp32:
-//   S^T = K_j Q^T                          (bf16 products, fp32 sums; keys down, one query a column)
-//   m' = max(m, scale max_u S_tu);  p_tu = exp(scale S_tu - m')   (0 for u > t; one rounding: FMA)
+// key/value head it reads (h / (NH/NKV)), with the scale, window and soft-cap of
+// attention_options.h, in groups of 6 query rows against key blocks of kKeyBlock from the 64 keys
+// holding the group's first query's first key (0 without a window) up to the diagonal, with per row
+// t a running max m, a running sum l and an accumulator o (D), all fp32:
+//   S^T = K_j Q^T                       (bf16 products, fp32 sums; keys down, one query a column)
+//   X = scale S, or c tanh(scale S / c) with a soft-cap c (capped in place, then scale 1)
+//   m' = max(m, max_u X_tu);  p_tu = exp(X_tu - m')   (0 for keys t does not see; one rounding)
 //   l <- exp(m - m') l + sum_u p_tu         (fp32 p: the lse keeps fp32 accuracy)
 //   o <- exp(m - m') o + sum_u bf16(p_tu) v_u   (P rounded to bf16 for the dot products)
 //   and at the end y_t = bf16(o fl(1/l)), lse_t = m + log(l).
@@ -62,18 +64,27 @@ struct ForwardScratch {
 // Lanes [0, n) of 16 set (n may exceed 16).
 inline __mmask16 FirstN(size_t n) { return __mmask16((1u << std::min<size_t>(16, n)) - 1u); }
 
-// The online softmax of one query row over a key block: s[0, n) its raw scores q_t . k_u (n >= 0
-// keys u <= t in the block). Writes P's row pb[0, len rounded up to 16) = bf16(p) (zeros from n
-// on), adds the block's fp32 sum to l, and rescales l and o[0, D) first when the max grows.
-LLMCPU_AVX512BF16 void SoftmaxRow(const float* s, size_t n, size_t len, float scale, float& m,
-                                  float& l, float* o, size_t D, bf16* pb) {
-  const size_t full = n / 16 * 16;
-  if (n > 0) {
+// s[lo, n) <- c tanh(a s[lo, n)): raw scores to capped ones (a = scale / c).
+LLMCPU_AVX512BF16 void SoftCapRow(float* s, size_t lo, size_t n, float a, float c) {
+  for (size_t u = lo / 16 * 16; u < n; u += 16) {
+    const __mmask16 k = KeysIn(u, lo, n);
+    const __m512 x = _mm512_mul_ps(_mm512_maskz_loadu_ps(k, s + u), _mm512_set1_ps(a));
+    _mm512_mask_storeu_ps(s + u, k, _mm512_mul_ps(Tanh(x), _mm512_set1_ps(c)));
+  }
+}
+
+// The online softmax of one query row over a key block: s[lo, n) its scores of the keys it sees
+// (raw q_t . k_u, or capped with scale 1; none when lo >= n). Writes P's row pb[0, len rounded up
+// to 16) = bf16(p) (zeros outside [lo, n)), adds the block's fp32 sum to l, and rescales l and o[0,
+// D) first when the max grows.
+LLMCPU_AVX512BF16 void SoftmaxRow(const float* s, size_t lo, size_t n, size_t len, float scale,
+                                  float& m, float& l, float* o, size_t D, bf16* pb) {
+  const size_t first = lo / 16 * 16;  // the first 16 keys with one the row sees
+  if (lo < n) {
     __m512 vmax = _mm512_set1_ps(-INFINITY);
-    for (size_t u = 0; u < full; u += 16) vmax = _mm512_max_ps(vmax, _mm512_loadu_ps(s + u));
-    if (full < n) {
-      const __mmask16 tail = FirstN(n - full);
-      vmax = _mm512_mask_max_ps(vmax, tail, vmax, _mm512_maskz_loadu_ps(tail, s + full));
+    for (size_t u = first; u < n; u += 16) {
+      const __mmask16 k = KeysIn(u, lo, n);
+      vmax = _mm512_mask_max_ps(vmax, k, vmax, _mm512_maskz_loadu_ps(k, s + u));
     }
     // Rounding is monotonic and scale > 0: the largest fl(scale s_u) is fl(scale max_u s_u).
     const float block_max = scale * _mm512_reduce_max_ps(vmax);
@@ -93,33 +104,32 @@ LLMCPU_AVX512BF16 void SoftmaxRow(const float* s, size_t n, size_t len, float sc
   const __m512 vs = _mm512_set1_ps(scale), vm = _mm512_set1_ps(m);
   __m512 sum = _mm512_setzero_ps();
   size_t u = 0;
-  for (; u < full; u += 16) {  // p = exp(scale s - m): one rounding before the exp
-    const __m512 p = Exp(_mm512_fmsub_ps(_mm512_loadu_ps(s + u), vs, vm));
+  for (; u < first; u += 16)
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(pb + u), _mm256_setzero_si256());
+  for (; u < n; u += 16) {  // p = exp(scale s - m): one rounding before the exp
+    const __mmask16 k = KeysIn(u, lo, n);
+    const __m512 x = _mm512_fmsub_ps(_mm512_maskz_loadu_ps(k, s + u), vs, vm);
+    const __m512 p = _mm512_maskz_mov_ps(k, Exp(x));
     sum = _mm512_add_ps(sum, p);
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(pb + u), ToBf16(p));
-  }
-  if (u < n) {
-    const __mmask16 tail = FirstN(n - u);
-    const __m512 x = _mm512_fmsub_ps(_mm512_maskz_loadu_ps(tail, s + u), vs, vm);
-    const __m512 p = _mm512_maskz_mov_ps(tail, Exp(x));
-    sum = _mm512_add_ps(sum, p);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(pb + u), ToBf16(p));
-    u += 16;
   }
   for (; u < len; u += 16) _mm256_storeu_si256(reinterpret_cast<__m256i*>(pb + u), _mm256_setzero_si256());
-  if (n > 0) l += _mm512_reduce_add_ps(sum);
+  if (lo < n) l += _mm512_reduce_add_ps(sum);
 }
 
 // Query rows [ta, ta + nr) of one head: their out rows (at y + t*ldy) and lse.
 LLMCPU_AVX512BF16 void ForwardGroup(const ForwardScratch& w, size_t T, size_t D, size_t ta,
-                                    size_t nr, bf16* y, size_t ldy, float* lse) {
+                                    size_t nr, bf16* y, size_t ldy, float* lse,
+                                    const AttentionOptions& opt) {
   const size_t Tk = RoundUp(T, kLanes), Dp = RoundUp(D, 2), Dc = RoundUp(D, kLanes);
   const size_t tb = ta + nr;
-  const float scale = 1.0f / std::sqrt(float(D));
+  const float scale = attention_scale<float>(opt, int(D)), cap = opt.softcap;
   float m[kCols], l[kCols];
   for (size_t j = 0; j < nr; ++j) m[j] = -INFINITY, l[j] = 0.0f;
   std::fill(w.o, w.o + nr * Dc, 0.0f);
-  for (size_t u0 = 0; u0 < tb; u0 += kKeyBlock) {  // key blocks up to the diagonal
+  // Key blocks from the panel of 64 holding the group's first query's first key to the diagonal.
+  const size_t start = size_t(attention_first_key(opt, int(ta))) / kLanes * kLanes;
+  for (size_t u0 = start; u0 < tb; u0 += kKeyBlock) {
     const size_t u1 = std::min(u0 + kKeyBlock, tb), len = RoundUp(u1 - u0, 2);
     for (size_t k0 = u0; k0 < u1; k0 += kLanes) {  // S^T(u, t) = sum_i K(u, i) Q(t, i)
       TileAny(std::min(kLanes, u1 - k0), nr, Dp / 2, w.kp + k0 * Dp, w.q + ta * Dp, Dp, 2,
@@ -127,7 +137,11 @@ LLMCPU_AVX512BF16 void ForwardGroup(const ForwardScratch& w, size_t T, size_t D,
     }
     for (size_t j = 0; j < nr; ++j) {
       const size_t t = ta + j, n = t + 1 > u0 ? std::min(u1, t + 1) - u0 : 0;
-      SoftmaxRow(w.st + j * kKeyBlock, n, len, scale, m[j], l[j], w.o + j * Dc, D,
+      const size_t first = size_t(attention_first_key(opt, int(t))),
+                   lo = first > u0 ? first - u0 : 0;
+      float* s = w.st + j * kKeyBlock;
+      if (cap > 0) SoftCapRow(s, lo, n, scale / cap, cap);
+      SoftmaxRow(s, lo, n, len, cap > 0 ? 1.0f : scale, m[j], l[j], w.o + j * Dc, D,
                  w.pb + j * kKeyBlock);
     }
     for (size_t d0 = 0; d0 < D; d0 += kLanes) {  // O^T(i, t) += sum_u V(u, i) P(t, u)
@@ -154,10 +168,17 @@ LLMCPU_AVX512BF16 void ExpRange(float* out, const float* in, size_t n) {
   }
 }
 
+LLMCPU_AVX512BF16 void TanhRange(float* out, const float* in, size_t n) {
+  for (size_t i = 0; i < n; i += 16) {
+    const __mmask16 k = FirstN(n - i);
+    _mm512_mask_storeu_ps(out + i, k, Tanh(_mm512_maskz_loadu_ps(k, in + i)));
+  }
+}
+
 }  // namespace
 
 void bf16_flash_attention_forward(bf16* out, float* lse, const bf16* qkv, int B, int T_, int NH_,
-                                  int NKV_, int D_) {
+                                  int NKV_, int D_, const AttentionOptions& opt) {
   const size_t T = size_t(T_), NH = size_t(NH_), NKV = size_t(NKV_), D = size_t(D_);
   const size_t R = (NH + 2 * NKV) * D, G = NH / NKV, Tk = RoundUp(T, kLanes), Dp = RoundUp(D, 2);
   for_each_pair(B, NH_, ForwardScratch(nullptr, T, D).floats, [&](size_t b, size_t h, float* ws) {
@@ -171,7 +192,7 @@ void bf16_flash_attention_forward(bf16* out, float* lse, const bf16* qkv, int B,
     CopyRows(w.q, Dp, xb + h * D, R, T, D);
     for (size_t ta = 0; ta < T; ta += kCols) {
       ForwardGroup(w, T, D, ta, std::min(kCols, T - ta), out + b * T * NH * D + h * D, NH * D,
-                   lse + (b * NH + h) * T);
+                   lse + (b * NH + h) * T, opt);
     }
   });
 }
@@ -183,5 +204,7 @@ ScratchUse bf16_flash_attention_forward_scratch(int /*B*/, int T, int /*NH*/, in
 }
 
 void bf16_attention_exp(float* out, const float* in, size_t n) { ExpRange(out, in, n); }
+
+void bf16_attention_tanh(float* out, const float* in, size_t n) { TanhRange(out, in, n); }
 
 }  // namespace llmcpu::x86

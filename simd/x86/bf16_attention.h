@@ -14,15 +14,17 @@
 namespace llmcpu::x86 {
 
 void bf16_flash_attention_forward(bf16* out, float* lse, const bf16* qkv, int B, int T, int NH,
-                                  int NKV, int D);
-void bf16_flash_attention_backward(float* dqkv, const float* dout, const bf16* out,
-                                   const bf16* qkv, const float* lse, int B, int T, int NH, int NKV,
-                                   int D);
+                                  int NKV, int D, const AttentionOptions& opt);
+void bf16_flash_attention_backward(float* dqkv, const float* dout, const bf16* out, const bf16* qkv,
+                                   const float* lse, int B, int T, int NH, int NKV, int D,
+                                   const AttentionOptions& opt);
 // Their sizing entries: every thread of the team asks ScratchSlot::kAttention once per call.
 ScratchUse bf16_flash_attention_forward_scratch(int B, int T, int NH, int NKV, int D, int threads);
 ScratchUse bf16_flash_attention_backward_scratch(int B, int T, int NH, int NKV, int D, int threads);
 
-// The exp the kernels use (n values; x <= 88), so that a test can hold it to an ulp bound.
+// The exp the kernels use (n values; x <= 88) and their tanh (the soft-cap), so that a test can
+// hold them to an ulp bound.
 void bf16_attention_exp(float* out, const float* in, size_t n);
+void bf16_attention_tanh(float* out, const float* in, size_t n);
 
 }  // namespace llmcpu::x86

@@ -1,9 +1,13 @@
 // Flash attention's backward pass on AVX512-BF16 dot products (see bf16_attention.h), as
 // FlashAttention-2: per (batch, key/value head g), per query head h of its group, per key block j
-// of 64 keys against the query rows t >= its first key, in groups of 6, with scale = 1/sqrt(D),
+// of 64 keys against the query rows t >= its first key that see one of its keys (t < its last key
+// + window), in groups of 6, with the scale, window and soft-cap c of attention_options.h,
 // dO = bf16(dout) and D_t = dO_t . out_t (the saved bf16 out; fp32 sums):
 //   S^T = K_j Q^T;  dP^T = V_j dO^T                      (bf16 products, fp32 sums)
-//   P = exp(scale S - lse_t)  (0 for u > t; one rounding: FMA);  dS = (P (dP - D_t)) scale  (fp32)
+//   P = exp(scale S - lse_t)  (0 for keys t does not see; one rounding: FMA)
+//   dS = (P (dP - D_t)) scale  (fp32)
+//   with a soft-cap c: th = tanh(scale S / c), P = exp(c th - lse_t),
+//   dS = (P (dP - D_t) (1 - th^2)) scale
 //   dQ_t += sum_u bf16(dS_tu) k_u          (per group: A = K_j^T packed along the keys)
 //   dV_j += sum_t bf16(P_tu) dO_t,  dK_j += sum_t bf16(dS_tu) q_t
 // The last two run once per key block and head over every query t >= the block's first key: P and
@@ -92,24 +96,37 @@ LLMCPU_AVX512BF16 void GatherHead(const BackwardScratch& w, size_t T, size_t D, 
 }
 
 // Columns t and t + 1 (odd: t + 1 absent, its P and dS zero) of a group's S^T and dP^T become P and
-// dS: rounded, interleaved into pi, dsi at query pair (t - u0)/2, and dS's rows into dsr. n0, n1:
-// the valid keys of each column (u <= t, u < T); chunks: the 16-key vectors the block reads.
-LLMCPU_AVX512BF16 void GradPair(const BackwardScratch& w, size_t j, bool odd, size_t n0, size_t n1,
-                                size_t chunks, float scale, const float* lse, const float* Dt,
-                                size_t pair) {
+// dS: rounded, interleaved into pi, dsi at query pair (t - u0)/2, and dS's rows into dsr. Column h
+// sees the keys [lo[h], n[h]) of the block (u > t - window, u <= t, u < T); chunks: the 16-key
+// vectors the block reads; cap: the soft-cap (0: none).
+LLMCPU_AVX512BF16 void GradPair(const BackwardScratch& w, size_t j, bool odd, const size_t lo[2],
+                                const size_t n[2], size_t chunks, float scale, float cap,
+                                const float* lse, const float* Dt, size_t pair) {
   const __m512 vs = _mm512_set1_ps(scale);
   __m512 p[2], ds[2];
   for (size_t c = 0; c < chunks; ++c) {
     for (size_t h = 0; h < 2; ++h) {
-      const size_t n = h == 0 ? n0 : (odd ? 0 : n1), col = j + h;
-      const __mmask16 valid = __mmask16((1u << (16 * c < n ? std::min<size_t>(16, n - 16 * c) : 0)) - 1u);
+      const size_t col = j + h;
+      const __mmask16 valid = odd && h == 1 ? __mmask16(0) : KeysIn(16 * c, lo[h], n[h]);
       const float* s = w.st + col * kKeys + 16 * c;
       const float* dp = w.dpt + col * kKeys + 16 * c;
-      const __m512 x = _mm512_fmsub_ps(_mm512_maskz_loadu_ps(valid, s), vs,
-                                       _mm512_set1_ps(valid ? lse[h] : 0.0f));
-      p[h] = _mm512_maskz_mov_ps(valid, Exp(x));
-      const __m512 diff = _mm512_sub_ps(_mm512_maskz_loadu_ps(valid, dp), _mm512_set1_ps(valid ? Dt[h] : 0.0f));
-      ds[h] = _mm512_mul_ps(_mm512_mul_ps(p[h], diff), vs);
+      const __m512 diff =
+          _mm512_sub_ps(_mm512_maskz_loadu_ps(valid, dp), _mm512_set1_ps(valid ? Dt[h] : 0.0f));
+      if (cap >
+          0) {  // th = tanh(scale s / c); P = exp(c th - lse); dS = P (dP - D) (1 - th^2) scale
+        const __m512 th =
+            Tanh(_mm512_mul_ps(_mm512_maskz_loadu_ps(valid, s), _mm512_set1_ps(scale / cap)));
+        const __m512 x =
+            _mm512_fmsub_ps(th, _mm512_set1_ps(cap), _mm512_set1_ps(valid ? lse[h] : 0.0f));
+        p[h] = _mm512_maskz_mov_ps(valid, Exp(x));
+        const __m512 g = _mm512_fnmadd_ps(th, th, _mm512_set1_ps(1.0f));
+        ds[h] = _mm512_mul_ps(_mm512_mul_ps(_mm512_mul_ps(p[h], diff), g), vs);
+      } else {
+        const __m512 x = _mm512_fmsub_ps(_mm512_maskz_loadu_ps(valid, s), vs,
+                                         _mm512_set1_ps(valid ? lse[h] : 0.0f));
+        p[h] = _mm512_maskz_mov_ps(valid, Exp(x));
+        ds[h] = _mm512_mul_ps(_mm512_mul_ps(p[h], diff), vs);
+      }
       if (!(odd && h == 1)) _mm256_storeu_si256((__m256i*)(w.dsr + col * kKeys + 16 * c), ToBf16(ds[h]));
     }
     _mm512_storeu_si512(w.pi + pair * kPair + 32 * c, InterleaveBf16(p[0], p[1]));
@@ -119,20 +136,27 @@ LLMCPU_AVX512BF16 void GradPair(const BackwardScratch& w, size_t j, bool odd, si
 
 // Key block [u0, u1) of query head h against query rows [ta, ta + nr): S^T, dP^T, P, dS, dQ.
 LLMCPU_AVX512BF16 void BackwardGroup(const BackwardScratch& w, size_t T, size_t D, size_t u0,
-                                     size_t u1, size_t ta, size_t nr, const float* lse) {
+                                     size_t u1, size_t ta, size_t nr, const float* lse,
+                                     const AttentionOptions& opt) {
   const size_t Tk = RoundUp(T, kLanes), Dp = RoundUp(D, 2), Dc = RoundUp(D, kLanes);
   const size_t tb = ta + nr, rk = std::min(u1, tb) - u0;  // keys the group's last query needs
   TileAny(rk, nr, Dp / 2, w.kp + u0 * Dp, w.q + ta * Dp, Dp, 2, w.st, kKeys, false);
   TileAny(rk, nr, Dp / 2, w.vp + u0 * Dp, w.dy + ta * Dp, Dp, 2, w.dpt, kKeys, false);
-  const float scale = 1.0f / std::sqrt(float(D));
+  const float scale = attention_scale<float>(opt, int(D));
   const size_t chunks = (u1 - u0 + 15) / 16;  // the dK, dV tiles read these lanes of every pair
+  // The first key of query t relative to the block (0 when before it).
+  const auto lo = [&](size_t t) {
+    const size_t first = size_t(attention_first_key(opt, int(t)));
+    return first > u0 ? first - u0 : 0;
+  };
   for (size_t j = 0; j < nr; j += 2) {
     const size_t t = ta + j;
     const bool odd = j + 1 == nr;
     const float l2[2] = {lse[t], odd ? 0.0f : lse[t + 1]};
     const float d2[2] = {w.Dt[t], odd ? 0.0f : w.Dt[t + 1]};
-    GradPair(w, j, odd, std::min(u1, t + 1) - u0, std::min(u1, t + 2) - u0, chunks, scale, l2, d2,
-             (t - u0) / 2);
+    const size_t lo2[2] = {lo(t), lo(t + 1)};
+    const size_t n2[2] = {std::min(u1, t + 1) - u0, std::min(u1, t + 2) - u0};
+    GradPair(w, j, odd, lo2, n2, chunks, scale, opt.softcap, l2, d2, (t - u0) / 2);
   }
   for (size_t d0 = 0; d0 < D; d0 += kLanes) {  // dQ^T(i, t) += sum_u K(u, i) dS(t, u)
     TileAny(std::min(kLanes, D - d0), nr, (rk + 1) / 2, w.kr + d0 * Tk + u0 * kLanes, w.dsr, kKeys,
@@ -140,15 +164,18 @@ LLMCPU_AVX512BF16 void BackwardGroup(const BackwardScratch& w, size_t T, size_t 
   }
 }
 
-// Query head h's share of the key block [u0, u1): every group of query rows from u0 on, then
-// dV^T(i, u) += sum_t dO(t, i) P(t, u) and dK^T(i, u) += sum_t Q(t, i) dS(t, u): A = dO (Q) packed
-// along the queries, B_u = key u's lanes of the interleaved P (dS), so the tiles write dV, dK rows.
-void BackwardKeyBlock(const BackwardScratch& w, size_t T, size_t D, size_t u0, const float* lse) {
+// Query head h's share of the key block [u0, u1): every group of query rows from u0 to the last
+// that sees one of its keys, then dV^T(i, u) += sum_t dO(t, i) P(t, u) and
+// dK^T(i, u) += sum_t Q(t, i) dS(t, u): A = dO (Q) packed along the queries, B_u = key u's lanes of
+// the interleaved P (dS), so the tiles write dV, dK rows.
+void BackwardKeyBlock(const BackwardScratch& w, size_t T, size_t D, size_t u0, const float* lse,
+                      const AttentionOptions& opt) {
   const size_t Tk = RoundUp(T, kLanes), Dc = RoundUp(D, kLanes), u1 = std::min(u0 + kKeys, T);
-  for (size_t ta = u0; ta < T; ta += kCols) {
-    BackwardGroup(w, T, D, u0, u1, ta, std::min(kCols, T - ta), lse);
+  const size_t W = size_t(opt.window), te = W > 0 ? std::min(T, u1 + W - 1) : T;
+  for (size_t ta = u0; ta < te; ta += kCols) {
+    BackwardGroup(w, T, D, u0, u1, ta, std::min(kCols, te - ta), lse, opt);
   }
-  const size_t pairs = (T - u0 + 1) / 2;
+  const size_t pairs = (te - u0 + 1) / 2;
   for (size_t d0 = 0; d0 < D; d0 += kLanes) {
     const size_t a_off = d0 * Tk + u0 * kLanes, rows = std::min(kLanes, D - d0);
     for (size_t ua = u0; ua < u1; ua += kCols) {
@@ -173,7 +200,7 @@ LLMCPU_AVX512BF16 void StoreRows(float* dx, size_t R, const float* x, size_t ldx
 // One (batch b, key/value head g): dqkv's columns of its query heads, key head and value head.
 void BackwardPair(const BackwardScratch& w, float* dx, const float* dout, const bf16* out,
                   const bf16* x, const float* lse, size_t T, size_t NH, size_t NKV, size_t D,
-                  size_t g) {
+                  size_t g, const AttentionOptions& opt) {
   const size_t R = (NH + 2 * NKV) * D, OR = NH * D, G = NH / NKV;
   const size_t Tk = RoundUp(T, kLanes), Dc = RoundUp(D, kLanes);
   const size_t Dp = RoundUp(D, 2);
@@ -187,7 +214,7 @@ void BackwardPair(const BackwardScratch& w, float* dx, const float* dout, const 
   for (size_t h = g * G; h < (g + 1) * G; ++h) {
     GatherHead(w, T, D, x + h * D, R, dout + h * D, out + h * D, OR);
     std::fill(w.dq, w.dq + T * Dc, 0.0f);
-    for (size_t u0 = 0; u0 < T; u0 += kKeys) BackwardKeyBlock(w, T, D, u0, lse + h * T);
+    for (size_t u0 = 0; u0 < T; u0 += kKeys) BackwardKeyBlock(w, T, D, u0, lse + h * T, opt);
     StoreRows(dx + h * D, R, w.dq, Dc, T, D);
   }
   StoreRows(dx + (NH + g) * D, R, w.dk, Dc, T, D);
@@ -196,15 +223,15 @@ void BackwardPair(const BackwardScratch& w, float* dx, const float* dout, const 
 
 }  // namespace
 
-void bf16_flash_attention_backward(float* dqkv, const float* dout, const bf16* out,
-                                   const bf16* qkv, const float* lse, int B, int T_, int NH_,
-                                   int NKV_, int D_) {
+void bf16_flash_attention_backward(float* dqkv, const float* dout, const bf16* out, const bf16* qkv,
+                                   const float* lse, int B, int T_, int NH_, int NKV_, int D_,
+                                   const AttentionOptions& opt) {
   const size_t T = size_t(T_), NH = size_t(NH_), NKV = size_t(NKV_), D = size_t(D_);
   const size_t R = (NH + 2 * NKV) * D, OR = NH * D;
   for_each_pair(B, NKV_, BackwardScratch(nullptr, T, D).floats, [&](size_t b, size_t g, float* ws) {
     const BackwardScratch w(ws, T, D);
     BackwardPair(w, dqkv + b * T * R, dout + b * T * OR, out + b * T * OR, qkv + b * T * R,
-                 lse + b * NH * T, T, NH, NKV, D, g);
+                 lse + b * NH * T, T, NH, NKV, D, g, opt);
   });
 }
 

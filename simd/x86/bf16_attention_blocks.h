@@ -110,6 +110,32 @@ LLMCPU_AVX512BF16 inline __m512 Exp(__m512 x) {
   return _mm512_scalef_ps(y, n);
 }
 
+// tanh(x) on 16 lanes (the soft-cap of attention_options.h), within kTanhUlps of tanh: for
+// |x| < 0.625 Cephes' odd polynomial x + x^3 P(x^2) (tanhf.c), else sign(x) (1 - e) / (1 + e) with
+// e = exp(-2|x|) <= 0.29, where 1 - e has no cancellation. Held by
+// tests/simd/test_bf16_attention.cpp.
+LLMCPU_AVX512BF16 inline __m512 Tanh(__m512 x) {
+  const __m512 ax = _mm512_abs_ps(x), s = _mm512_mul_ps(x, x), one = _mm512_set1_ps(1.0f);
+  __m512 p = _mm512_set1_ps(-5.70498872745e-3f);
+  p = _mm512_fmadd_ps(p, s, _mm512_set1_ps(2.06390887954e-2f));
+  p = _mm512_fmadd_ps(p, s, _mm512_set1_ps(-5.37397155531e-2f));
+  p = _mm512_fmadd_ps(p, s, _mm512_set1_ps(1.33314422036e-1f));
+  p = _mm512_fmadd_ps(p, s, _mm512_set1_ps(-3.33332819422e-1f));
+  const __m512 small = _mm512_fmadd_ps(_mm512_mul_ps(p, s), x, x);
+  const __m512 e = Exp(_mm512_mul_ps(ax, _mm512_set1_ps(-2.0f)));
+  const __m512 large = _mm512_div_ps(_mm512_sub_ps(one, e), _mm512_add_ps(one, e));
+  const __m512 sign = _mm512_and_ps(x, _mm512_set1_ps(-0.0f));
+  return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(ax, _mm512_set1_ps(0.625f), _CMP_LT_OQ),
+                              _mm512_or_ps(large, sign), small);
+}
+
+// Lanes i of the 16 from key u with lo <= u + i < n set: the keys a query row sees.
+inline __mmask16 KeysIn(size_t u, size_t lo, size_t n) {
+  const size_t a = lo > u ? std::min<size_t>(16, lo - u) : 0;
+  const size_t b = n > u ? std::min<size_t>(16, n - u) : 0;
+  return a >= b ? __mmask16(0) : __mmask16(((1u << b) - 1u) & ~((1u << a) - 1u));
+}
+
 // 16 fp32 lanes rounded to bf16 (nearest, ties to even; VCVTNEPS2BF16 flushes subnormals to zero).
 LLMCPU_AVX512BF16 inline __m256i ToBf16(__m512 v) { return (__m256i)_mm512_cvtneps_pbh(v); }
 

@@ -104,7 +104,7 @@ TEST_P(CommittedFixture, VerifyFp32MatchesPyTorch) {
   EXPECT_NE(r.output.find(", fp32, " + o.fp32_default + " kernels,"), std::string::npos)
       << r.output;
   const std::vector<Row> rows = verify_rows(r.output);
-  ASSERT_EQ(rows.size(), 2u + kNumParameterTensors) << r.output;
+  ASSERT_EQ(rows.size(), 2u + kLlmcTensors.size()) << r.output;
   const VerifyTolerances limits{};  // DESIGN's fp32 contract
   for (size_t i = 0; i < rows.size(); ++i) {
     EXPECT_LE(rows[i].rel_error, i < 2 ? limits.logits : limits.grads) << rows[i].name;
@@ -119,7 +119,7 @@ TEST_P(CommittedFixture, VerifyBf16WithinTheBf16Limits) {
   EXPECT_NE(r.output.find(", bf16 (" + o.bf16_default + " GEMMs), "), std::string::npos)
       << r.output;
   const std::vector<Row> rows = verify_rows(r.output);
-  ASSERT_EQ(rows.size(), 2u + kNumParameterTensors) << r.output;
+  ASSERT_EQ(rows.size(), 2u + kLlmcTensors.size()) << r.output;
   // Logits and loss within kBf16Tolerances; gradients within 8u, as tests/unit/test_bf16_model.cpp
   // holds them on these fixtures (C >= 40; verify's 1e-1 also covers layernorms over few channels).
   for (size_t i = 0; i < rows.size(); ++i) {

@@ -50,7 +50,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!fuzz::accepts([&] { model->load(p.data()); })) return 0;  // an untied lm_head
   const size_t C = size_t(c.channels);
   for (size_t i = size_t(c.vocab_size) * C; i < size_t(c.padded_vocab_size) * C; ++i) {
-    LLMCPU_FUZZ_CHECK(kTarget, p[layout.offset(0) + i] == 0.0f, "a padding row of wte is not zero");
+    LLMCPU_FUZZ_CHECK(kTarget, p[layout.offset(kWte) + i] == 0.0f, "a padding row of wte is not zero");
   }
   const std::string back = fuzz::scratch_dir() + "/back.safetensors";
   const std::string back_config = fuzz::scratch_dir() + "/back_config.json";

@@ -126,7 +126,7 @@ void safetensors_files() {
   const ParameterLayout layout(c);
   std::vector<float> p(layout.total());
   for (size_t i = 0; i < p.size(); ++i) p[i] = 0.125f * float(int(i % 17) - 8);
-  std::fill(p.begin() + long(3 * 2), p.begin() + long(layout.offset(1)), 0.0f);  // padding rows
+  std::fill(p.begin() + long(3 * 2), p.begin() + long(layout.offset(kWpe)), 0.0f);  // padding rows
   const std::pair<TensorDtype, const char*> dtypes[] = {
       {TensorDtype::kF32, "f32"}, {TensorDtype::kBf16, "bf16"}, {TensorDtype::kF16, "f16"}};
   for (const auto& [dtype_, name] : dtypes) {

@@ -401,8 +401,8 @@ void expect_llama_refused(const std::string& dir, const std::string& plugin) {
       const Outcome r = run_llmcpu(cmd + " --plugin " + plugin + " --offload-layers " + layers);
       EXPECT_EQ(r.status, 2) << cmd << "\n" << r.output;
       EXPECT_TRUE(contains(r.output, "--plugin " + plugin +
-                                         ": offloading runs GPT-2 blocks only; this llama model "
-                                         "needs RMSNorm, rotary positions"))
+                                         ": offloading runs GPT-2 blocks only; this llama model's "
+                                         "blocks (RMSNorm, rotary positions, SwiGLU)"))
           << cmd << "\n"
           << r.output;
       EXPECT_FALSE(contains(r.output, "running on the CPU")) << r.output;

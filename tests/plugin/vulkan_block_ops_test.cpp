@@ -534,7 +534,8 @@ TEST_F(VulkanBlockOps, FlashAttentionForwardAndBackwardAtOffsets) {
     const std::vector<double> qd = widen(qkv), dd = widen(dout);
     std::vector<double> out_r(B * T * C), lse_r(B * NH * T);
     scalar::flash_attention_forward<double>(out_r.data(), lse_r.data(), qd.data(), int(B), int(T),
-                                            int(NH), int(NH), int(C / NH));  // multi-head
+                                            int(NH), int(NH), int(C / NH),
+                                            AttentionOptions{});  // multi-head
     const FlashForwardBounds fb = flash_forward_bounds_vk(qd, lse_r, B, T, C, NH);
     const std::string where = dims({{"B", B}, {"T", T}, {"C", C}, {"NH", NH}});
     expect_within("flash out" + where, get(t_out), out_r, fb.out);
@@ -553,7 +554,7 @@ TEST_F(VulkanBlockOps, FlashAttentionForwardAndBackwardAtOffsets) {
     std::vector<double> dqkv_r(B * T * C3);
     scalar::flash_attention_backward<double>(dqkv_r.data(), dd.data(), yd.data(), qd.data(),
                                              ld.data(), int(B), int(T), int(NH), int(NH),
-                                             int(C / NH));
+                                             int(C / NH), AttentionOptions{});
     expect_within("flash dqkv" + where, get(t_dqkv), dqkv_r,
                   flash_backward_bounds_vk(qd, dd, yd, ld, B, T, C, NH));
     for (const Tensor* t : {&t_qkv, &t_out, &t_lse, &t_out_in, &t_lse_in, &t_dout, &t_dqkv})
@@ -1410,7 +1411,8 @@ TEST_F(VulkanBlockOps, FlashAttentionBf16ForwardAndBackward) {
     const std::vector<double> qd = widen_bf16(qkv), dd = widen(dout);
     std::vector<double> out_r(B * T * C), lse_r(B * NH * T);
     scalar::flash_attention_forward<double>(out_r.data(), lse_r.data(), qd.data(), int(B), int(T),
-                                            int(NH), int(NH), int(C / NH));  // multi-head
+                                            int(NH), int(NH), int(C / NH),
+                                            AttentionOptions{});  // multi-head
     const FlashForwardBounds fb = flash_forward_bounds_vk(qd, lse_r, B, T, C, NH);
     const std::string where = " bf16" + dims({{"B", B}, {"T", T}, {"C", C}, {"NH", NH}});
     expect_bf16_within("flash out" + where, get_bf16(t_out), out_r, fb.out);
@@ -1430,7 +1432,7 @@ TEST_F(VulkanBlockOps, FlashAttentionBf16ForwardAndBackward) {
     std::vector<double> dqkv_r(B * T * C3);
     scalar::flash_attention_backward<double>(dqkv_r.data(), dd.data(), yd.data(), qd.data(),
                                              ld.data(), int(B), int(T), int(NH), int(NH),
-                                             int(C / NH));
+                                             int(C / NH), AttentionOptions{});
     expect_within("flash dqkv" + where, get(t_dqkv), dqkv_r,
                   flash_backward_bounds_vk(qd, dd, yd, ld, B, T, C, NH));
     for (const Tensor* t : {&t_qkv, &t_out, &t_lse, &t_out_in, &t_lse_in, &t_dout, &t_dqkv})

@@ -33,6 +33,21 @@
 //   and dv_u also sum over the G query heads of its group: G (T - u) terms, in whatever order.
 // Not covered: exp results below fp32's normal range (inputs here keep scores within a few units).
 //
+// Options (attention_options.h). A given scale replaces 1/sqrt(hs) (gamma(3) still covers its
+// product). A window restricts every sum over u to the n keys t sees (u > t - window): t + 1
+// becomes n, s_0 the first key's score, and a key's dk, dv sum over G (queries that see it) terms.
+// A soft-cap c: with x = scale q.k, the kernels round tanh's argument x / c (scale / c or x / c,
+// and the product: gamma(4) with scale's own roundings), take tanh within kTanhUlps and multiply by
+// c. With Dx = scale gamma(hs) sum|q k| + gamma(4) |x| (c times the argument's error) and tanh
+// 1-Lipschitz, the capped score s = c tanh(x / c) errs by
+//   E = Dx + (kTanhUlps kUlp + u) (|s| + Dx)
+// and everything above holds with this E. Backward: th = tanh(x / c) errs by Eth = Dx / c +
+// kTanhUlps kUlp (|th| + Dx / c), so g = 1 - th^2 (one or two roundings) by
+// dg = Eth (2 |th| + Eth) + 2u; ds = scale p (dp - D) g gains one multiplication (gamma(6) for
+// gamma(5)) and g's error:
+//   |d ds| <= scale (p (F + dD) (1 + rel_p + gamma(6)) (g + dg)
+//                    + p |dp - D| ((rel_p + gamma(6)) (g + dg) + dg)).
+//
 // Operands rounded to bf16 (rho = 2^-8, the dot-product kernels of simd/x86/bf16_attention.h; rho = 0
 // is the fp32 evaluation above): each rounded value is x (1 + d), |d| <= rho. Forward: P enters P.V
 // as bf16(p), while l sums the fp32 p, so y gains |sum_u p_u d_u v_u| / l <= rho sum_u (p_u/l)|v_u|
@@ -54,9 +69,33 @@
 #include <cstddef>
 #include <vector>
 
+#include "simd/attention_options.h"
 #include "tests/simd/error_bounds.h"
 
 namespace llmcpu::simd_test {
+
+// tanh of the soft-cap, in ulps: Highway's (hwy/contrib/math, tested by Highway), glibc's tanhf and
+// the AVX512-BF16 kernels' (held to it by test_attention_options.cpp).
+inline constexpr double kTanhUlps = 4;
+
+// A score as the kernels evaluate it: the exact capped score s and its error bound E, from the
+// exact dot product q.k, its magnitude sum|q k| (mag) and the dot product's extra absolute error
+// (the flushed subnormals of the dot-product kernels, 0 elsewhere); th = tanh(x / c) (0 without a
+// cap) and Dx the error of the scaled product.
+struct ScoreBound {
+  double s, E, th, Dx;
+};
+inline ScoreBound score_bound(double dot, double mag, double extra, size_t hs, double scale,
+                              double cap) {
+  if (cap <= 0) {
+    const double s = scale * dot;
+    return {s, scale * gamma(double(hs)) * mag + gamma(3) * std::fabs(s) + scale * extra, 0, 0};
+  }
+  const double x = scale * dot;
+  const double Dx = scale * gamma(double(hs)) * mag + gamma(4) * std::fabs(x) + scale * extra;
+  const double th = std::tanh(x / cap), s = cap * th;
+  return {s, Dx + (kTanhUlps * kUlp + kU) * (std::fabs(s) + Dx), th, Dx};
+}
 
 // The shape of a flash call (kernels.h): NH query heads reading NKV key/value heads of size D; qkv
 // rows of (NH + 2 NKV) D, out rows of NH D.
@@ -90,48 +129,50 @@ struct FlashForwardBounds {
 // rho: the rounding of P (0, or 2^-8 on the dot-product kernels, which also flush subnormals).
 inline FlashForwardBounds flash_forward_bounds(const std::vector<double>& qkv,
                                                const std::vector<double>& lse,
-                                               const FlashShape& sh, double rho = 0) {
+                                               const FlashShape& sh, double rho = 0,
+                                               const AttentionOptions& opt = {}) {
   const double flush = rho > 0 ? 1.0 : 0.0;  // flushed() applies on the dot-product kernels only
   const double M = std::max(1.0, max_abs(qkv));
   const size_t B = size_t(sh.B), T = size_t(sh.T), NH = size_t(sh.NH), hs = size_t(sh.D);
   const size_t ld = sh.row(), ldo = sh.out_row();
-  const double scale = 1 / std::sqrt(double(hs));
+  const double scale = attention_scale<double>(opt, sh.D), cap = opt.softcap;
   FlashForwardBounds r{std::vector<double>(B * T * ldo), std::vector<double>(B * NH * T)};
   std::vector<double> s(T), E(T), rel(T);
   for (size_t b = 0; b < B; ++b) {
     for (size_t h = 0; h < NH; ++h) {
       for (size_t t = 0; t < T; ++t) {
         const double* q = qkv.data() + (b * T + t) * ld + sh.q(h);
-        for (size_t u = 0; u <= t; ++u) {
+        const size_t f = size_t(attention_first_key(opt, int(t)));  // the first key t sees
+        const double n = double(t - f) + 1;                          // and how many
+        for (size_t u = f; u <= t; ++u) {
           const double* k = qkv.data() + (b * T + u) * ld + sh.k(h);
           double dot = 0, mag = 0;
           for (size_t i = 0; i < hs; ++i) dot += q[i] * k[i], mag += std::fabs(q[i] * k[i]);
-          s[u] = scale * dot;
-          E[u] = scale * gamma(double(hs)) * mag + gamma(3) * std::fabs(s[u]) +
-                 flush * scale * flushed(double(hs), M);
+          const ScoreBound sb = score_bound(dot, mag, flush * flushed(double(hs), M), hs, scale, cap);
+          s[u] = sb.s, E[u] = sb.E;
         }
-        const double m = *std::max_element(s.begin(), s.begin() + t + 1);
-        const double Emax = *std::max_element(E.begin(), E.begin() + t + 1);
-        double R = 0, record = s[0];
-        for (size_t u = 1; u <= t; ++u) {
+        const double m = *std::max_element(s.begin() + f, s.begin() + t + 1);
+        const double Emax = *std::max_element(E.begin() + f, E.begin() + t + 1);
+        double R = 0, record = s[f];
+        for (size_t u = f + 1; u <= t; ++u) {
           if (s[u] > record - 2 * Emax) ++R;
           record = std::max(record, s[u]);
         }
-        const double logn = std::log(double(t) + 1);
+        const double logn = std::log(n);
         double rel_max = 0;
-        for (size_t u = 0; u <= t; ++u) {
-          rel[u] = E[u] + kU * (m - s[u] + m - s[0] + logn + 4 * Emax) + (1 + R) * kExpUlps * kUlp;
+        for (size_t u = f; u <= t; ++u) {
+          rel[u] = E[u] + kU * (m - s[u] + m - s[f] + logn + 4 * Emax) + (1 + R) * kExpUlps * kUlp;
           rel_max = std::max(rel_max, rel[u]);
         }
         const double l = lse[(b * NH + h) * T + t];
         const double lse_tail = kLogUlps * kUlp * logn + kU * std::fabs(l);
-        const double dl = rel_max + gamma(double(t) + 1) + R * kU + lse_tail;
+        const double dl = rel_max + gamma(n) + R * kU + lse_tail;
         r.lse[(b * NH + h) * T + t] = dl;
-        double common = 2 * gamma(double(t) + 1) + 2 * R * kU + gamma(2) + dl;
-        common += rho * (1 + 2 * rel_max + common) + 2 * rho * gamma(double(t) + 1);
-        const double absolute = flush * 2 * (double(t) + 1) * 0x1p-126 * (3 + M);
+        double common = 2 * gamma(n) + 2 * R * kU + gamma(2) + dl;
+        common += rho * (1 + 2 * rel_max + common) + 2 * rho * gamma(n);
+        const double absolute = flush * 2 * n * 0x1p-126 * (3 + M);
         std::vector<double> bound(hs, 0.0), A(hs, 0.0);
-        for (size_t u = 0; u <= t; ++u) {
+        for (size_t u = f; u <= t; ++u) {
           const double a = std::exp(s[u] - l);
           const double* v = qkv.data() + (b * T + u) * ld + sh.v(h);
           for (size_t i = 0; i < hs; ++i) {
@@ -154,10 +195,16 @@ inline std::vector<double> flash_backward_bounds(const std::vector<double>& qkv,
                                                  const std::vector<double>& dout,
                                                  const std::vector<double>& out,
                                                  const std::vector<double>& lse,
-                                                 const FlashShape& sh, double rho = 0) {
+                                                 const FlashShape& sh, double rho = 0,
+                                                 const AttentionOptions& opt = {}) {
   const size_t B = size_t(sh.B), T = size_t(sh.T), NH = size_t(sh.NH), hs = size_t(sh.D);
   const size_t R = sh.row(), OR = sh.out_row(), G = sh.group();
-  const double scale = 1 / std::sqrt(double(hs));
+  const double scale = attention_scale<double>(opt, sh.D), cap = opt.softcap;
+  // The first key query t sees, and the number of queries that see key u.
+  const auto first = [&](size_t t) { return size_t(attention_first_key(opt, int(t))); };
+  const auto seen_by = [&](size_t u) {
+    return double(opt.window > 0 ? std::min(T, u + size_t(opt.window)) - u : T - u);
+  };
   const double flush = rho > 0 ? 1.0 : 0.0;  // flushed() applies on the dot-product kernels only
   const double Min = std::max({1.0, max_abs(qkv), (1 + rho) * max_abs(dout), max_abs(out)});
   const double gd = rho + (1 + rho) * gamma(double(hs));  // a dot product with dO rounded
@@ -179,23 +226,31 @@ inline std::vector<double> flash_backward_bounds(const std::vector<double>& qkv,
           double D = 0, dD = 0;
           for (size_t i = 0; i < hs; ++i) D += dy[i] * y[i], dD += std::fabs(dy[i] * y[i]);
           dD = dD * gd;
-          for (size_t u = 0; u <= t; ++u) {
+          for (size_t u = first(t); u <= t; ++u) {
             const double *k = at(u, sh.k(h)), *v = at(u, sh.v(h));
             double qk = 0, qk_mag = 0, dp = 0, dp_mag = 0;
             for (size_t i = 0; i < hs; ++i) {
               qk += q[i] * k[i], qk_mag += std::fabs(q[i] * k[i]);
               dp += dy[i] * v[i], dp_mag += std::fabs(dy[i] * v[i]);
             }
-            const double s = scale * qk;
-            const double E = scale * gamma(double(hs)) * qk_mag + gamma(3) * std::fabs(s) +
-                             flush * scale * flushed(double(hs), Min);
+            const ScoreBound sb =
+                score_bound(qk, qk_mag, flush * flushed(double(hs), Min), hs, scale, cap);
+            const double s = sb.s, E = sb.E;
             const double p = std::exp(s - l);
             const double rp = E + kU * (std::fabs(s - l) + E) + kExpUlps * kUlp;
             const double F = gd * dp_mag +
                              flush * flushed(double(hs), Min);
-            const double ds = scale * p * (dp - D);
-            const double dds = scale * (p * (F + dD) * (1 + rp + gamma(5)) +
-                                        p * std::fabs(dp - D) * (rp + gamma(5)));
+            double ds = scale * p * (dp - D), dds;
+            if (cap > 0) {  // the factor g = 1 - th^2 and its error dg
+              const double Eth = sb.Dx / cap + kTanhUlps * kUlp * (std::fabs(sb.th) + sb.Dx / cap);
+              const double g = 1 - sb.th * sb.th, dg = Eth * (2 * std::fabs(sb.th) + Eth) + 2 * kU;
+              ds *= g;
+              dds = scale * (p * (F + dD) * (1 + rp + gamma(6)) * (g + dg) +
+                             p * std::fabs(dp - D) * ((rp + gamma(6)) * (g + dg) + dg));
+            } else {
+              dds = scale * (p * (F + dD) * (1 + rp + gamma(5)) +
+                             p * std::fabs(dp - D) * (rp + gamma(5)));
+            }
             P[t * T + u] = p, dS[t * T + u] = ds;
             relP[t * T + u] = rp + rho * (1 + rp);
             ddS[t * T + u] = dds + rho * (std::fabs(ds) + dds) + flush * 0x1p-126;
@@ -205,7 +260,7 @@ inline std::vector<double> flash_backward_bounds(const std::vector<double>& qkv,
         std::vector<double> bq(T * hs, 0.0), mq(T * hs, 0.0);
         for (size_t t = 0; t < T; ++t) {
           const double *q = at(t, sh.q(h)), *dy = dout.data() + (b * T + t) * OR + sh.q(h);
-          for (size_t u = 0; u <= t; ++u) {
+          for (size_t u = first(t); u <= t; ++u) {
             const double* k = at(u, sh.k(h));
             const double dds = ddS[t * T + u], ds = std::fabs(dS[t * T + u]) + dds;
             const double p = P[t * T + u], pr = p * (1 + relP[t * T + u]) + flush * 0x1p-126;
@@ -220,14 +275,14 @@ inline std::vector<double> flash_backward_bounds(const std::vector<double>& qkv,
         }
         for (size_t t = 0; t < T; ++t) {
           for (size_t i = 0; i < hs; ++i) {
-            bound[(b * T + t) * R + sh.q(h) + i] = bq[t * hs + i] +
-                                                   gamma(double(t) + 1) * mq[t * hs + i] +
-                                                   flush * flushed(double(t) + 1, M);
+            const double n = double(t - first(t)) + 1;  // the keys t sees
+            bound[(b * T + t) * R + sh.q(h) + i] =
+                bq[t * hs + i] + gamma(n) * mq[t * hs + i] + flush * flushed(n, M);
           }
         }
       }
       for (size_t t = 0; t < T; ++t) {
-        const double terms = double(G * (T - t));
+        const double terms = double(G) * seen_by(t);
         for (size_t i = 0; i < hs; ++i) {
           double* row = bound.data() + (b * T + t) * R + i;
           row[sh.k(g * G)] = bk[t * hs + i] + gamma(terms) * mk[t * hs + i] + flush * flushed(terms, M);

@@ -79,7 +79,7 @@ Inputs make_inputs(const Shape& sh, unsigned seed) {
   std::vector<double> out(rows * sh.out_row()), lse(rows * size_t(sh.NH));
   const std::vector<double> xd = widen_bf16(in.qkv);
   scalar::flash_attention_forward<double>(out.data(), lse.data(), xd.data(), sh.B, sh.T, sh.NH,
-                                          sh.NKV, sh.D);
+                                          sh.NKV, sh.D, AttentionOptions{});
   const std::vector<float> out_f(out.begin(), out.end());
   in.out = to_bf16_vector(out_f.data(), out_f.size());
   in.lse.assign(lse.begin(), lse.end());
@@ -95,10 +95,11 @@ Results run(const Inputs& in) {
   std::vector<bf16> out(in.out.size(), 0x7fc0);  // NaN: every element must be written
   Results r{{}, std::vector<float>(in.lse.size(), NAN), std::vector<float>(in.qkv.size(), NAN)};
   x86::bf16_flash_attention_forward(out.data(), r.lse.data(), in.qkv.data(), sh.B, sh.T, sh.NH,
-                                    sh.NKV, sh.D);
+                                    sh.NKV, sh.D, AttentionOptions{});
   for (bf16 h : out) r.out.push_back(bf16_to_float(h));
   x86::bf16_flash_attention_backward(r.dqkv.data(), in.dout.data(), in.out.data(), in.qkv.data(),
-                                     in.lse.data(), sh.B, sh.T, sh.NH, sh.NKV, sh.D);
+                                     in.lse.data(), sh.B, sh.T, sh.NH, sh.NKV, sh.D,
+                                     AttentionOptions{});
   return r;
 }
 
@@ -112,7 +113,7 @@ TEST(Bf16DotAttention, WithinDerivedBoundOnRaggedShapes) {
     // Forward: the reference and its bound (P rounded), then out rounded to bf16 once.
     std::vector<double> out(in.out.size()), lse(in.lse.size());
     scalar::flash_attention_forward<double>(out.data(), lse.data(), x.data(), sh.B, sh.T, sh.NH,
-                                            sh.NKV, sh.D);
+                                            sh.NKV, sh.D, AttentionOptions{});
     FlashForwardBounds fb = flash_forward_bounds(x, lse, sh, kBf16HalfUlp);
     for (size_t i = 0; i < out.size(); ++i) {
       fb.out[i] += kBf16HalfUlp * (std::fabs(out[i]) + fb.out[i]) + 0x1p-126;  // flushed if tiny
@@ -124,7 +125,8 @@ TEST(Bf16DotAttention, WithinDerivedBoundOnRaggedShapes) {
     const std::vector<double> out_in = widen_bf16(in.out), lse_in = widen(in.lse);
     std::vector<double> dqkv(x.size());
     scalar::flash_attention_backward<double>(dqkv.data(), dout.data(), out_in.data(), x.data(),
-                                             lse_in.data(), sh.B, sh.T, sh.NH, sh.NKV, sh.D);
+                                             lse_in.data(), sh.B, sh.T, sh.NH, sh.NKV, sh.D,
+                                             AttentionOptions{});
     expect_within("dqkv" + where, r.dqkv, dqkv,
                   flash_backward_bounds(x, dout, out_in, lse_in, sh, kBf16HalfUlp));
   }

@@ -108,7 +108,7 @@ const Case& reference(size_t index, bool bf16_case) {
   c.out.resize(rows * sh.out_row());
   c.lse.resize(lse_n);
   scalar::flash_attention_forward<double>(c.out.data(), c.lse.data(), qd.data(), sh.B, sh.T, sh.NH,
-                                          sh.NKV, sh.D);
+                                          sh.NKV, sh.D, AttentionOptions{});
   c.forward = flash_forward_bounds(qd, c.lse, sh);
   c.out_in.assign(c.out.begin(), c.out.end());
   c.lse_in.assign(c.lse.begin(), c.lse.end());
@@ -120,7 +120,8 @@ const Case& reference(size_t index, bool bf16_case) {
   const std::vector<double> lse_d = widen(c.lse_in);
   c.dqkv.resize(c.qkv.size());
   scalar::flash_attention_backward<double>(c.dqkv.data(), dd.data(), out_d.data(), qd.data(),
-                                           lse_d.data(), sh.B, sh.T, sh.NH, sh.NKV, sh.D);
+                                           lse_d.data(), sh.B, sh.T, sh.NH, sh.NKV, sh.D,
+                                           AttentionOptions{});
   c.dqkv_bound = flash_backward_bounds(qd, dd, out_d, lse_d, sh);
   return cache.emplace(key, std::move(c)).first->second;
 }
@@ -169,9 +170,9 @@ Results run(const KernelTable& k, const Case& c) {
   Results r{std::vector<float>(c.out.size(), NAN), std::vector<float>(c.lse.size(), NAN),
             std::vector<float>(c.qkv.size(), NAN)};  // NaN: every element must be written
   k.flash_attention_forward(r.out.data(), r.lse.data(), c.qkv.data(), sh.B, sh.T, sh.NH, sh.NKV,
-                            sh.D);
+                            sh.D, AttentionOptions{});
   k.flash_attention_backward(r.dqkv.data(), c.dout.data(), c.out_in.data(), c.qkv.data(),
-                             c.lse_in.data(), sh.B, sh.T, sh.NH, sh.NKV, sh.D);
+                             c.lse_in.data(), sh.B, sh.T, sh.NH, sh.NKV, sh.D, AttentionOptions{});
   return r;
 }
 
@@ -180,10 +181,10 @@ Results run(const Bf16Kernels& k, const Case& c) {
   std::vector<bf16> out(c.out.size(), 0x7fc0);  // NaN
   Results r{{}, std::vector<float>(c.lse.size(), NAN), std::vector<float>(c.qkv.size(), NAN)};
   k.flash_attention_forward(out.data(), r.lse.data(), c.qkv_h.data(), sh.B, sh.T, sh.NH, sh.NKV,
-                            sh.D);
+                            sh.D, AttentionOptions{});
   for (bf16 h : out) r.out.push_back(bf16_to_float(h));
   k.flash_attention_backward(r.dqkv.data(), c.dout.data(), c.out_in_h.data(), c.qkv_h.data(),
-                             c.lse_in.data(), sh.B, sh.T, sh.NH, sh.NKV, sh.D);
+                             c.lse_in.data(), sh.B, sh.T, sh.NH, sh.NKV, sh.D, AttentionOptions{});
   return r;
 }
 
@@ -292,12 +293,13 @@ TEST(FlashAttentionReference, AgreesWithTheMaterializedReferenceInDouble) {
     std::vector<double> out_a(B * T * C), att(B * NH * T * T), out_f(B * T * C), lse(B * NH * T);
     scalar::attention_forward<double>(out_a.data(), att.data(), qkv.data(), sh.B, sh.T, Ci, sh.NH);
     scalar::flash_attention_forward<double>(out_f.data(), lse.data(), qkv.data(), sh.B, sh.T, sh.NH,
-                                            sh.NKV, sh.D);
+                                            sh.NKV, sh.D, AttentionOptions{});
     std::vector<double> dqkv_a(qkv.size()), scratch(B * NH * T), dqkv_f(qkv.size(), NAN);
     scalar::attention_backward<double>(dqkv_a.data(), scratch.data(), dout.data(), qkv.data(),
                                        att.data(), sh.B, sh.T, Ci, sh.NH);
     scalar::flash_attention_backward<double>(dqkv_f.data(), dout.data(), out_f.data(), qkv.data(),
-                                             lse.data(), sh.B, sh.T, sh.NH, sh.NKV, sh.D);
+                                             lse.data(), sh.B, sh.T, sh.NH, sh.NKV, sh.D,
+                                             AttentionOptions{});
     expect_close("out" + sh.name(), out_f, out_a);
     expect_close("dqkv" + sh.name(), dqkv_f, dqkv_a);
     std::vector<double> lse_a(lse.size());
@@ -343,16 +345,18 @@ TEST(FlashAttentionReference, GroupedQueryIsMultiHeadOnCopiedKeyValueHeads) {
     }
     std::vector<double> out(rows * C), lse(rows * NH), out_m(out.size()), lse_m(lse.size());
     scalar::flash_attention_forward<double>(out.data(), lse.data(), qkv.data(), sh.B, sh.T, sh.NH,
-                                            sh.NKV, sh.D);
+                                            sh.NKV, sh.D, AttentionOptions{});
     scalar::flash_attention_forward<double>(out_m.data(), lse_m.data(), qkv_m.data(), sh.B, sh.T,
-                                            sh.NH, sh.NH, sh.D);
+                                            sh.NH, sh.NH, sh.D, AttentionOptions{});
     EXPECT_EQ(out, out_m) << "out" << sh.name();
     EXPECT_EQ(lse, lse_m) << "lse" << sh.name();
     std::vector<double> dqkv(qkv.size(), NAN), dqkv_m(qkv_m.size(), NAN);
     scalar::flash_attention_backward<double>(dqkv.data(), dout.data(), out.data(), qkv.data(),
-                                             lse.data(), sh.B, sh.T, sh.NH, sh.NKV, sh.D);
+                                             lse.data(), sh.B, sh.T, sh.NH, sh.NKV, sh.D,
+                                             AttentionOptions{});
     scalar::flash_attention_backward<double>(dqkv_m.data(), dout.data(), out_m.data(), qkv_m.data(),
-                                             lse_m.data(), sh.B, sh.T, sh.NH, sh.NH, sh.D);
+                                             lse_m.data(), sh.B, sh.T, sh.NH, sh.NH, sh.D,
+                                             AttentionOptions{});
     // The multi-head gradient folded back: dq as it is, dk and dv summed over each group.
     std::vector<double> folded(dqkv.size(), 0.0);
     for (size_t r = 0; r < rows; ++r) {
@@ -385,7 +389,7 @@ TEST(FlashAttentionReference, DecodeIsTheLastRowOfTheForward) {
     const std::vector<double> qkv = widen(rnd.normal(T * R));
     std::vector<double> out(T * C), lse(size_t(sh.NH) * T);
     scalar::flash_attention_forward<double>(out.data(), lse.data(), qkv.data(), 1, sh.T, sh.NH,
-                                            sh.NKV, sh.D);
+                                            sh.NKV, sh.D, AttentionOptions{});
     std::vector<double> kcache(T * kv), vcache(T * kv);
     for (size_t t = 0; t < T; ++t) {
       std::copy_n(qkv.begin() + long(t * R + sh.k(0)), kv, kcache.begin() + long(t * kv));
@@ -394,7 +398,8 @@ TEST(FlashAttentionReference, DecodeIsTheLastRowOfTheForward) {
     for (size_t pos : {size_t(0), T / 2, T - 1}) {
       std::vector<double> y(C, NAN), scores(pos + 1);
       scalar::attention_decode<double>(y.data(), scores.data(), qkv.data() + pos * R, kcache.data(),
-                                       vcache.data(), int(pos), sh.NH, sh.NKV, sh.D);
+                                       vcache.data(), int(pos), sh.NH, sh.NKV, sh.D,
+                                       AttentionOptions{});
       const std::vector<double> row(out.begin() + long(pos * C), out.begin() + long((pos + 1) * C));
       expect_close("decode pos=" + std::to_string(pos) + sh.name(), y, row);
     }

@@ -180,9 +180,9 @@ TEST_P(SimdLayers, AttentionDecodeWithinDerivedBound) {
       std::vector<float> out(C), scores(n);
       std::vector<double> out_r(C), scores_r(n), out_b(C);
       k().attention_decode(out.data(), scores.data(), q.data(), kc.data(), vc.data(), pos, sh.NH,
-                           sh.NKV, sh.D);
+                           sh.NKV, sh.D, AttentionOptions{});
       scalar::attention_decode<double>(out_r.data(), scores_r.data(), qd.data(), kd.data(),
-                                       vd.data(), pos, sh.NH, sh.NKV, sh.D);
+                                       vd.data(), pos, sh.NH, sh.NKV, sh.D, AttentionOptions{});
       for (size_t h = 0; h < NH; ++h) {
         const size_t g = h / G * hs;  // the key/value head's offset in a cache row
         std::vector<double> sc(n), E(n), a(n), rel(n);

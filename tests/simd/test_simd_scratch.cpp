@@ -140,9 +140,10 @@ TEST_P(SimdScratch, ASequenceOfCallsHoldsTheMergedAsks) {
           planned.merge(k().matmul_forward_scratch(g.N, g.C, g.OC, bias, threads))
               .merge(k().matmul_backward_scratch(g.N, g.C, g.OC, true, bias, threads));
         }
-        k().flash_attention_forward(out.data(), lse.data(), qkv.data(), B, T, NH, NH, C / NH);
+        k().flash_attention_forward(out.data(), lse.data(), qkv.data(), B, T, NH, NH, C / NH,
+                                    AttentionOptions{});
         k().flash_attention_backward(dqkv.data(), dout.data(), out.data(), qkv.data(), lse.data(),
-                                     B, T, NH, NH, C / NH);
+                                     B, T, NH, NH, C / NH, AttentionOptions{});
         (void)k().sum_squares(qkv.data(), qkv.size());
         planned.merge(k().flash_attention_forward_scratch(B, T, NH, NH, C / NH, threads))
             .merge(k().flash_attention_backward_scratch(B, T, NH, NH, C / NH, threads))
@@ -172,14 +173,14 @@ TEST_P(SimdScratch, AttentionAndReductionAllocateWhatTheirSizingEntriesSay) {
       with_threads(threads, [&] {
         size_t held = held_after([&] {
           k().flash_attention_forward(out.data(), lse.data(), qkv.data(), s.B, s.T, s.NH, s.NKV,
-                                      s.D);
+                                      s.D, AttentionOptions{});
         });
         expect_planned("attention forward " + where, held,
                        k().flash_attention_forward_scratch(s.B, s.T, s.NH, s.NKV, s.D, threads),
                        threads);
         held = held_after([&] {
           k().flash_attention_backward(dqkv.data(), dout.data(), out.data(), qkv.data(), lse.data(),
-                                       s.B, s.T, s.NH, s.NKV, s.D);
+                                       s.B, s.T, s.NH, s.NKV, s.D, AttentionOptions{});
         });
         expect_planned("attention backward " + where, held,
                        k().flash_attention_backward_scratch(s.B, s.T, s.NH, s.NKV, s.D, threads),
@@ -248,13 +249,14 @@ TEST_P(SimdBf16Scratch, AttentionAllocatesWhatItsSizingEntriesSay) {
   for (int threads : {1, 2}) {
     with_threads(threads, [&] {
       size_t held = held_after([&] {
-        h().flash_attention_forward(out.data(), lse.data(), qkv.data(), B, T, NH, NH, C / NH);
+        h().flash_attention_forward(out.data(), lse.data(), qkv.data(), B, T, NH, NH, C / NH,
+                                    AttentionOptions{});
       });
       expect_planned(GetParam() + " attention forward", held,
                      h().flash_attention_forward_scratch(B, T, NH, NH, C / NH, threads), threads);
       held = held_after([&] {
         h().flash_attention_backward(dqkv.data(), dout.data(), out.data(), qkv.data(), lse.data(),
-                                     B, T, NH, NH, C / NH);
+                                     B, T, NH, NH, C / NH, AttentionOptions{});
       });
       expect_planned(GetParam() + " attention backward", held,
                      h().flash_attention_backward_scratch(B, T, NH, NH, C / NH, threads), threads);

@@ -46,13 +46,13 @@ inline std::vector<float> random_llama_weights(const ModelConfig& c, uint64_t se
   const ParameterLayout layout(c);
   std::vector<float> w(layout.total(), 0.0f);
   Rng rng(seed);
-  for (int i = 0; i < kNumParameterTensors; ++i) {
-    const bool norm = i == 2 || i == 8 || i == 14;
+  for (int i = 0; i < kNumTensorRoles; ++i) {
+    const bool norm = i == kLn1w || i == kLn2w || i == kLnfw;
     for (size_t j = 0; j < layout.size(i); ++j) {
       w[layout.offset(i) + j] = float(norm ? 1 + 0.1 * rng.normal() : 0.2 * rng.normal());
     }
   }
-  for (int i : {0, 1}) {
+  for (int i : {kWte, kLmHead}) {
     if (layout.size(i) == 0) continue;
     std::fill(w.begin() + long(layout.offset(i) + size_t(c.vocab_size) * c.channels),
               w.begin() + long(layout.offset(i) + layout.size(i)), 0.0f);

@@ -64,7 +64,7 @@ TEST_P(Bf16Fixture, ForwardAndBackwardWithinLimits) {
   auto model = load_bf16(name);
   const DebugState ref = load_debug_state(fixture(name, "state.bin"), model->config());
   const VerifyReport report = verify_against_state(*model, ref, kBf16Tolerances);
-  ASSERT_EQ(report.rows.size(), 2u + kNumParameterTensors);
+  ASSERT_EQ(report.rows.size(), 2u + kLlmcTensors.size());
   EXPECT_TRUE(report.ok);
   double worst_grad = 0;
   for (size_t i = 0; i < report.rows.size(); ++i) {
@@ -124,7 +124,7 @@ TEST_F(Bf16Model, ReleasedMasterComputesWithTheCopy) {
 
   std::vector<ParameterSpan> runs;
   const ParameterLayout& layout = model->layout();
-  for (int t = 0; t < kNumParameterTensors; ++t) {
+  for (int t = 0; t < kNumTensorRoles; ++t) {
     if (ParameterLayout::matmul_weight(t)) {
       runs.push_back({layout.offset(t), layout.size(t), t, -1});
     }

@@ -128,19 +128,19 @@ TEST_F(Convert, SoundFileConvertsToTheLayoutByHand) {
   std::vector<float> p(layout.total());
   load_checkpoint(path("out.bin"), info.config, p.data());
   // wte: rows 0..9 as stored (tensor 0: 0.001 * index), rows 10..127 zero.
-  EXPECT_EQ(p[layout.offset(0) + 9 * 8 + 3], 0.001f * float(9 * 8 + 3));
-  EXPECT_EQ(p[layout.offset(0) + 10 * 8], 0.0f);
-  EXPECT_EQ(p[layout.offset(0) + 127 * 8 + 7], 0.0f);
+  EXPECT_EQ(p[layout.offset(kWte) + 9 * 8 + 3], 0.001f * float(9 * 8 + 3));
+  EXPECT_EQ(p[layout.offset(kWte) + 10 * 8], 0.0f);
+  EXPECT_EQ(p[layout.offset(kWte) + 127 * 8 + 7], 0.0f);
   // qkvw (tensor 4, stored (in 8, out 24)): llm.c's [o][i] is the file's [i][o] = i * 24 + o.
   for (size_t o : {0, 5, 23}) {
     for (size_t i : {0, 3, 7}) {
-      EXPECT_EQ(p[layout.offset(4) + o * 8 + i], 0.001f * float(i * 24 + o) + 4.0f)
+      EXPECT_EQ(p[layout.offset(kQkvw) + o * 8 + i], 0.001f * float(i * 24 + o) + 4.0f)
           << o << "," << i;
     }
   }
   // fcprojw (tensor 12, stored (in 32, out 8)): llm.c's [o][i] = the file's i * 8 + o.
-  EXPECT_EQ(p[layout.offset(12) + 7 * 32 + 31], 0.001f * float(31 * 8 + 7) + 12.0f);
-  EXPECT_EQ(p[layout.offset(15) + 7], 0.001f * 7 + 15.0f);
+  EXPECT_EQ(p[layout.offset(kFcprojw) + 7 * 32 + 31], 0.001f * float(31 * 8 + 7) + 12.0f);
+  EXPECT_EQ(p[layout.offset(kLnfb) + 7], 0.001f * 7 + 15.0f);
 }
 
 TEST_F(Convert, TruncatedFile) {

@@ -298,14 +298,15 @@ TEST(FiniteDifference, FlashAttention) {
 
     Vec out((size_t)B * T * C), lse((size_t)B * s.NH * T);
     auto J = [&] {
-      scalar::flash_attention_forward(out.data(), lse.data(), qkv.data(), B, T, s.NH, s.NKV, s.hs);
+      scalar::flash_attention_forward(out.data(), lse.data(), qkv.data(), B, T, s.NH, s.NKV, s.hs,
+                                      AttentionOptions{});
       return weighted_sum(out, R);
     };
     J();
     const Vec out0 = out, lse0 = lse;
     Vec dqkv(qkv.size(), kSentinel);
     scalar::flash_attention_backward(dqkv.data(), R.data(), out0.data(), qkv.data(), lse0.data(), B,
-                                     T, s.NH, s.NKV, s.hs);
+                                     T, s.NH, s.NKV, s.hs, AttentionOptions{});
 
     // As the materialized case, with lse's log and one more subtraction per weight: A = hs.
     // Chain: hs (score) + T (sum) + 5 (exp, log, subtractions) + T (weighted sum) + B*T*C (J).
@@ -560,10 +561,11 @@ TEST(FiniteDifferenceDeterminism, BackwardIsBitIdenticalAcrossThreadCounts) {
     const auto qkv = to_float(random_vec((size_t)B * T * row, rng));
     const auto dout = to_float(random_vec((size_t)B * T * C, rng));
     std::vector<float> out((size_t)B * T * C), lse((size_t)B * NH * T);
-    scalar::flash_attention_forward(out.data(), lse.data(), qkv.data(), B, T, NH, NKV, D);
+    scalar::flash_attention_forward(out.data(), lse.data(), qkv.data(), B, T, NH, NKV, D,
+                                    AttentionOptions{});
     expect_same_bits_across_threads("flash attention", {(size_t)B * T * row}, [&](auto& g) {
       scalar::flash_attention_backward(g[0].data(), dout.data(), out.data(), qkv.data(), lse.data(),
-                                       B, T, NH, NKV, D);
+                                       B, T, NH, NKV, D, AttentionOptions{});
     });
   }
 }

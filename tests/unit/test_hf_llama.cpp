@@ -74,12 +74,12 @@ TEST_F(HfLlama, ReadsTheFolderAndWritesItBackByteIdentical) {
       name += std::to_string(std::hash<std::string>{}(variant + dtype) % 1000);
       const std::string hf = make(name, std::string(kGqa) + " " + variant + " --dtype " + dtype);
       const ModelSource source = open_model_file(hf);
-      ASSERT_TRUE(source.config.llama());
+      ASSERT_NE(source.config.architecture, Architecture::kGpt2);
       const std::vector<float> params = load(hf);
       const ParameterLayout layout(source.config);
       // The padding rows of the embedding (333..383) are zero.
       const size_t C = 48;
-      for (size_t i = 333 * C; i < 384 * C; ++i) ASSERT_EQ(params[layout.offset(0) + i], 0.0f);
+      for (size_t i = 333 * C; i < 384 * C; ++i) ASSERT_EQ(params[layout.offset(kWte) + i], 0.0f);
       const TensorDtype d = dtype == "f32" ? TensorDtype::kF32
                             : dtype == "bf16" ? TensorDtype::kBf16
                                               : TensorDtype::kF16;
@@ -113,7 +113,7 @@ TEST_F(HfLlama, ReadsTheVerifyReference) {
   const ParameterLayout layout(c);
   ASSERT_EQ(s.grads.size(), layout.total());
   // Every tensor slot the model has got its gradient (non-zero somewhere).
-  for (int i = 0; i < kNumParameterTensors; ++i) {
+  for (int i = 0; i < kNumTensorRoles; ++i) {
     if (layout.size(i) == 0) continue;
     const float* g = s.grads.data() + layout.offset(i);
     EXPECT_TRUE(std::any_of(g, g + layout.size(i), [](float x) { return x != 0.0f; }))

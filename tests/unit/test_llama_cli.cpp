@@ -90,12 +90,13 @@ TEST_F(LlamaCli, SampleStopsAtEos) {
   const ParameterLayout layout(config_);
   std::vector<float> w = testing::random_llama_weights(config_, 4);
   const size_t C = config_.channels;
-  for (int slot : {6, 12}) std::fill_n(w.begin() + long(layout.offset(slot)), layout.size(slot), 0);
-  std::fill_n(w.begin() + long(layout.offset(1)), layout.size(1), 0.0f);
-  const std::vector<float> e(w.begin() + long(layout.offset(0)),
-                             w.begin() + long(layout.offset(0) + C));
+  for (int slot : {kAttprojw, kFcprojw})
+    std::fill_n(w.begin() + long(layout.offset(slot)), layout.size(slot), 0);
+  std::fill_n(w.begin() + long(layout.offset(kLmHead)), layout.size(kLmHead), 0.0f);
+  const std::vector<float> e(w.begin() + long(layout.offset(kWte)),
+                             w.begin() + long(layout.offset(kWte) + C));
   for (int r = 0; r < kV; ++r) std::copy(e.begin(), e.end(), w.begin() + long(r * C));
-  for (size_t j = 0; j < C; ++j) w[layout.offset(1) + 257 * C + j] = 10 * e[j];
+  for (size_t j = 0; j < C; ++j) w[layout.offset(kLmHead) + 257 * C + j] = 10 * e[j];
   save_hf_llama(path("hf"), config_, w.data(), TensorDtype::kF32,
                 read_json_file(path("hf/config.json")));
   const Outcome r = run_llmcpu("sample --model " + shell_quote(path("hf")) +
@@ -145,8 +146,7 @@ TEST_F(LlamaCli, ConvertKeepsConfigAndTokenizer) {
   for (const std::string bad : {"x.bin", "y.safetensors"}) {
     const Outcome r = run_llmcpu("convert " + shell_quote(path("hf")) + " " + path(bad));
     EXPECT_EQ(r.status, 2) << r.output;
-    EXPECT_NE(r.output.find("is a Llama-family model (model_type llama)"), std::string::npos)
-        << r.output;
+    EXPECT_NE(r.output.find("is a Llama model (model_type llama)"), std::string::npos) << r.output;
     EXPECT_FALSE(fs::exists(path(bad)));
   }
   const Outcome bin = run_llmcpu("convert " + shell_quote(path("hf")) + " " + path("x.bin"));

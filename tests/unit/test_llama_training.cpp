@@ -18,6 +18,7 @@
 #include "core/io/safetensors.h"
 #include "core/io/train_state.h"
 #include "core/model/generate.h"
+#include "core/model/llama_config.h"
 #include "core/train/interrupt.h"
 #include "core/train/trainer.h"
 #include "core/verify/verify.h"
@@ -260,7 +261,7 @@ TEST(LlamaGenerator, KvCacheMatchesFullForward) {
       ::testing::TempDir() + "/llmcpu_llama_generator_" + std::to_string(::getpid()) + ".toml";
   const ModelConfig c = testing::write_llama_preset(preset, kV);
   fs::remove(preset);
-  ASSERT_TRUE(c.llama() && !c.tied_head && c.kv_heads() < c.num_heads);
+  ASSERT_TRUE(c.architecture != Architecture::kGpt2 && !c.tied_head && c.kv_heads() < c.num_heads);
   ASSERT_EQ(c.rope.type, RopeType::kLlama3);
   Model model(c);
   const std::vector<float> w = testing::random_llama_weights(c, 3);
@@ -280,6 +281,59 @@ TEST(LlamaGenerator, KvCacheMatchesFullForward) {
     EXPECT_TRUE(cmp.ok) << "position " << t << ": rel. error " << cmp.rel_error;
   }
   EXPECT_THROW(gen.step(0), ShapeError);
+}
+
+// The same for the later families' ops: sliding windows shorter than the sequence, Gemma 2's
+// soft-caps and post-norms, Gemma 3's q/k norms and two rotary bases, Qwen3's q/k norms, Phi-3.
+TEST(LlamaGenerator, KvCacheMatchesFullForwardInEveryFamily) {
+  const json base = {{"hidden_size", 48},
+                     {"intermediate_size", 80},
+                     {"num_hidden_layers", 3},
+                     {"num_attention_heads", 4},
+                     {"num_key_value_heads", 2},
+                     {"head_dim", 16},
+                     {"max_position_embeddings", 64},
+                     {"vocab_size", kV},
+                     {"rms_norm_eps", 1e-6}};
+  const json extras[] = {
+      {{"model_type", "qwen3"}},
+      {{"model_type", "phi3"}, {"sliding_window", 7}},
+      {{"model_type", "mistral"}, {"sliding_window", 5}},
+      {{"model_type", "gemma"}},
+      {{"model_type", "gemma2"},
+       {"sliding_window", 6},
+       {"attn_logit_softcapping", 1.0},
+       {"final_logit_softcapping", 2.0},
+       {"query_pre_attn_scalar", 24}},
+      {{"model_type", "gemma3_text"},
+       {"sliding_window", 5},
+       {"sliding_window_pattern", 2},
+       {"rope_local_base_freq", 100.0},
+       {"final_logit_softcapping", 3.0}},
+  };
+  for (const json& extra : extras) {
+    json cfg = base;
+    cfg.update(extra);
+    SCOPED_TRACE(cfg.dump());
+    const ModelConfig c = read_llama_config(cfg, "config.json");
+    Model model(c);
+    const std::vector<float> w = testing::random_llama_weights(c, 5);
+    std::memcpy(model.params_flat(), w.data(), w.size() * sizeof(float));
+    const int n = 24, Vp = c.padded_vocab_size;  // past every window
+    Rng rng(5);
+    std::vector<int> tokens(n);
+    for (int& t : tokens) t = int(rng.below(c.vocab_size));
+    model.plan_batch(1, n, {.keep_logits = true});
+    model.forward(tokens.data(), nullptr, 1, n);
+    std::vector<float> full(model.logits(), model.logits() + size_t(n) * Vp);
+    Generator gen(model, n);
+    for (int t = 0; t < n; ++t) {
+      const float* logits = gen.step(tokens[t]);
+      const TensorComparison cmp =
+          compare_tensors("logits", logits, full.data() + size_t(t) * Vp, c.vocab_size, 1e-5);
+      EXPECT_TRUE(cmp.ok) << "position " << t << ": rel. error " << cmp.rel_error;
+    }
+  }
 }
 
 }  // namespace

@@ -98,7 +98,7 @@ TEST(MemoryPlan, CountsTheModelsArraysFromTheParameterCount) {
   // Each rank its own copy of the weights, and of the layers' matmul weights' fp32 master only
   // its quarter (C = 64: every span splits evenly).
   double matmul = 0;
-  for (int i = 0; i < kNumParameterTensors; ++i) {
+  for (int i = 0; i < kNumTensorRoles; ++i) {
     if (ParameterLayout::matmul_weight(i)) matmul += double(ParameterLayout(c).size(i));
   }
   EXPECT_EQ(plan_memory(r).parameters, 6 * P - 4 * matmul * 3 / 4);

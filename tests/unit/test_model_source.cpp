@@ -93,13 +93,14 @@ TEST_F(ModelSourceTest, AnUnknownModelTypeIsRefusedByName) {
   file.insert(file.end(), header.begin(), header.end());
   file.resize(file.size() + 32, 0);
   testing::write_bytes(path("hf/model.safetensors"), file);
-  const std::string gemma = R"({"model_type": "gemma", "hidden_size": 4, "vocab_size": 2})";
-  testing::write_bytes(path("hf/config.json"), testing::Bytes(gemma.begin(), gemma.end()));
+  const std::string falcon = R"({"model_type": "falcon", "hidden_size": 4, "vocab_size": 2})";
+  testing::write_bytes(path("hf/config.json"), testing::Bytes(falcon.begin(), falcon.end()));
   for (const std::string& spec : {path("hf"), path("hf/model.safetensors")}) {
     SCOPED_TRACE(spec);
     testing::expect_file_error(
         [&] { resolve_model(spec); }, path("hf/config.json"),
-        {"model_type is \"gemma\"", "\"gpt2\"", "\"llama\"", "\"qwen2\"", "\"mistral\""});
+        {"model_type is \"falcon\"", "\"gpt2\"", "\"llama\"", "\"qwen2\"", "\"mistral\"",
+         "\"phi3\"", "\"qwen3\"", "\"gemma\"", "\"gemma2\"", "\"gemma3_text\""});
   }
 }
 

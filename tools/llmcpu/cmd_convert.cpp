@@ -48,15 +48,16 @@ void convert_llama(const ModelSource& source, const std::string& out, const std:
   const ModelConfig& c = source.config;
   const std::string ext = fs::path(out).extension().string();
   if (ext == ".bin") {
-    throw UsageError("IN " + source.path + " is a Llama-family model (model_type " +
+    throw UsageError("IN " + source.path + " is a " + c.family().name + " model (model_type " +
                      architecture_name(c.architecture) +
                      "), which an llm.c checkpoint (.bin) cannot hold: llm.c's file has "
                      "GPT-2's layout, and llm.c's Llama 3 checkpoint layout is not adopted (the "
-                     "Hugging Face folder is the Llama family's file); OUT is a folder, not " +
+                     "Hugging Face folder is the file of the families other than GPT-2); OUT is "
+                     "a folder, not " +
                      out);
   }
   if (ext == ".safetensors") {
-    throw UsageError("IN " + source.path + " is a Llama-family model (model_type " +
+    throw UsageError("IN " + source.path + " is a " + c.family().name + " model (model_type " +
                      architecture_name(c.architecture) +
                      "), so OUT is a folder (it gets model.safetensors, config.json and the "
                      "tokenizer's files), not " +
@@ -77,7 +78,7 @@ void import_hf(const std::string& in, const std::string& out, const std::string&
                const std::string& config_path) {
   const auto start = std::chrono::steady_clock::now();
   const ModelSource source = open_model_file(in, ModelFormat::kSafetensors, config_path);
-  if (source.config.llama()) {
+  if (!source.config.family().llmc_files) {
     convert_llama(source, out, dtype);
     return;
   }

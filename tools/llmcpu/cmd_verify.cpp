@@ -66,11 +66,11 @@ int VerifyCommand::run(const ArgParser& p) {
   apply_plugin_flags(plugin_, model);
   apply_offload_tolerances(p, model.offload_active(), &tol_);
   if (prec == Precision::kBf16) {  // limits not given on the command line: the bf16 ones
-    const VerifyTolerances& bf16 = model.config().llama() ? kBf16LlamaTolerances : kBf16Tolerances;
+    const VerifyTolerances& bf16 = bf16_tolerances(model.config());
     if (!p.given("tolerance-logits")) tol_.logits = bf16.logits;
     if (!p.given("tolerance-grads")) tol_.grads = bf16.grads;
   }
-  if (source.config.llama() && !write_state_.empty()) {
+  if (!source.config.family().llmc_files && !write_state_.empty()) {
     throw UsageError("--write-state writes an llm.c debug state, which has no layout for a " +
                      std::string(architecture_name(source.config.architecture)) + " model");
   }

@@ -1,0 +1,95 @@
+// The cases of the attention-options tests (test_attention_options.cpp, fp32 tables, and
+// test_bf16_attention_options.cpp, bf16 tables) and their references, computed once per process:
+// inputs, the plain double attention of attention_reference.h on them, and the fp32 bounds of
+// flash_attention_bounds.h with the case's options.
+#pragma once
+
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "simd/attention_options.h"
+#include "simd/bf16.h"
+#include "tests/simd/attention_reference.h"
+#include "tests/simd/error_bounds.h"
+#include "tests/simd/flash_attention_bounds.h"
+
+namespace llmcpu::simd_test {
+
+struct OptionCase {
+  FlashShape sh;
+  AttentionOptions opt;
+  std::string name() const {
+    return " B=" + std::to_string(sh.B) + " T=" + std::to_string(sh.T) +
+           " NH=" + std::to_string(sh.NH) + " NKV=" + std::to_string(sh.NKV) +
+           " D=" + std::to_string(sh.D) + " scale=" + std::to_string(opt.scale) +
+           " window=" + std::to_string(opt.window) + " softcap=" + std::to_string(opt.softcap);
+  }
+};
+
+// The kernels' blocks: the fp32 forward's 64 queries x 256 keys, the backward's 64 x 64, the bf16
+// forward's 6 queries x 256 keys from a panel of 64, its backward's 64 keys x 6 queries. Windows
+// cut them (T and W multiples of none), W = 1, W = T, W just past a key block; soft-caps of 0.75 to
+// 2 on scores of standard deviation scale sqrt(D) = 1.9 to 2.5 (q, k ~ N(0, 1)), several units in
+// the tails, where tanh is far from linear; scales other than 1/sqrt(D); multi-head, grouped-query
+// (2 and 3 query heads per key/value head) and multi-query; D = 24, 40 and 64.
+inline const OptionCase kCases[] = {
+    {{2, 150, 4, 2, 24}, {.window = 40}},
+    {{1, 300, 3, 1, 40}, {.scale = 0.35f, .window = 100, .softcap = 1.5f}},
+    {{1, 97, 2, 2, 24}, {.window = 1}},
+    {{2, 70, 6, 3, 40}, {.window = 70}},
+    {{1, 130, 4, 1, 24}, {.scale = 0.5f, .softcap = 0.75f}},
+    {{1, 600, 2, 1, 40}, {.scale = 0.3f, .window = 300, .softcap = 2.0f}},
+    {{2, 65, 2, 2, 64}, {.scale = 0.3f, .window = 17}},
+    {{1, 520, 6, 2, 40}, {.window = 257}}};
+
+struct Reference {
+  std::vector<double> qkv, dout;         // as the kernels see them (bf16 values in the bf16 case)
+  std::vector<float> qkv_f, dout_f;      // the same, in fp32
+  std::vector<bf16> qkv_h;               // the bf16 case's qkv
+  std::vector<double> out, lse;          // the reference forward
+  FlashForwardBounds bounds;             // its fp32 bounds
+  std::vector<double> out_in, lse_in;    // the backward's inputs: out, lse rounded (out to bf16)
+  std::vector<bf16> out_in_h;            // the bf16 case's out
+  std::vector<double> dqkv, dqkv_bound;  // the reference backward on them, its fp32 bound
+};
+
+inline std::vector<double> widen_bf16_values(const std::vector<bf16>& v) {
+  std::vector<double> r(v.size());
+  for (size_t i = 0; i < v.size(); ++i) r[i] = bf16_to_float(v[i]);
+  return r;
+}
+
+// Case i's reference; bf16_case: q, k, v and the backward's out rounded to bf16.
+inline const Reference& reference(size_t i, bool bf16_case) {
+  static std::map<std::pair<size_t, bool>, Reference> cache;
+  const auto key = std::make_pair(i, bf16_case);
+  if (auto it = cache.find(key); it != cache.end()) return it->second;
+  const OptionCase& c = kCases[i];
+  const FlashShape& sh = c.sh;
+  const size_t rows = size_t(sh.B) * size_t(sh.T);
+  Random rnd(unsigned(i * 17 + 3));
+  Reference r;
+  r.qkv_f = rnd.normal(rows * sh.row());
+  r.dout_f = rnd.normal(rows * sh.out_row());
+  if (bf16_case) {
+    r.qkv_h = to_bf16_vector(r.qkv_f.data(), r.qkv_f.size());
+    for (size_t j = 0; j < r.qkv_f.size(); ++j) r.qkv_f[j] = bf16_to_float(r.qkv_h[j]);
+  }
+  r.qkv = widen(r.qkv_f), r.dout = widen(r.dout_f);
+  PlainForward f = plain_attention_forward(r.qkv, sh, c.opt);
+  r.out = std::move(f.out), r.lse = std::move(f.lse);
+  r.bounds = flash_forward_bounds(r.qkv, r.lse, sh, 0, c.opt);
+  const std::vector<float> out_f(r.out.begin(), r.out.end()), lse_f(r.lse.begin(), r.lse.end());
+  r.out_in = widen(out_f), r.lse_in = widen(lse_f);
+  if (bf16_case) {
+    r.out_in_h = to_bf16_vector(out_f.data(), out_f.size());
+    r.out_in = widen_bf16_values(r.out_in_h);
+  }
+  r.dqkv = plain_attention_backward(r.qkv, r.dout, r.out_in, r.lse_in, sh, c.opt);
+  r.dqkv_bound = flash_backward_bounds(r.qkv, r.dout, r.out_in, r.lse_in, sh, 0, c.opt);
+  return cache.emplace(key, std::move(r)).first->second;
+}
+
+}  // namespace llmcpu::simd_test
