@@ -131,6 +131,7 @@ class StepRecorder {
   // Clearing a gradient buffer before a post-norm's backward: memory traffic the step's other rows
   // dwarf, not a kernel.
   void zero(float*, size_t) {}
+  void copy_floats(float*, const float*, size_t) {}
   // A sublayer's output normalised before its residual add (Gemma 2, 3): RMSNorm in fp32.
   void post_norm_forward(float*, float*, const float*, const float*, size_t N, int C, float) {
     add({"post-norm", "forward", dims({{"N", N}, {"C", C}}), 1, 4.0 * N * C,

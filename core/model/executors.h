@@ -89,8 +89,9 @@ struct Fp32Executor {
                          int C, float eps) {
     k.rmsnorm_forward(out, rstd, inp, weight, N, C, eps);
   }
-  // x = 0 over N values (a buffer an accumulating backward adds into).
+  // x = 0 over N values (a buffer an accumulating backward adds into); dst = src over N values.
   void zero(float* x, size_t N) { std::fill_n(x, N, 0.0f); }
+  void copy_floats(float* dst, const float* src, size_t N) { std::copy_n(src, N, dst); }
   // The head's logits capped in place, c tanh(x / c), and their gradient through the cap.
   void softcap_forward(float* x, size_t N, float cap) { k.softcap_forward(x, N, cap); }
   void softcap_backward(float* dx, const float* capped, size_t N, float cap) {

@@ -82,6 +82,8 @@ struct ScratchSizer {
   template <class... A>
   void zero(A&&...) {}
   template <class... A>
+  void copy_floats(A&&...) {}
+  template <class... A>
   void softcap_forward(A&&...) {}
   template <class... A>
   void softcap_backward(A&&...) {}

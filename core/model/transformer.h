@@ -266,7 +266,7 @@ void model_head(X& x, const ModelConfig& c, const ParameterViews<float>& p,
     if (!targets) continue;
     x.softmax_xent_forward(a.losses + r, a.lse_head + r, logits, targets + r, n, V, Vp);
     if (!grad) continue;
-    if (a.dlogits != logits) std::memcpy(a.dlogits, logits, n * Vp * sizeof(float));
+    if (a.dlogits != logits) x.copy_floats(a.dlogits, logits, n * Vp);
     x.softmax_xent_backward(a.dlogits, a.lse_head + r, targets + r, dloss, n, V, Vp);
     if (c.final_softcap > 0) x.softcap_backward(a.dlogits, logits, n * Vp, float(c.final_softcap));
     x.matmul_backward(d.dln + r * C, g.head(), nullptr, a.dlogits, a.lnf + r * C, p.head(), n, C,
@@ -304,9 +304,9 @@ void blocks_and_embed_backward(X& x, const ModelConfig& c, const ParameterViews<
   const size_t C = c.channels, pad = size_t(c.pad_token_id);
   if (c.family().embed_scale) x.scale(d.dresidual, embedding_scale(c), size_t(B) * T * C);
   // nn.Embedding(padding_idx): the pad row keeps what the head gave it, nothing from the lookup.
-  if (c.pad_token_id >= 0) std::copy_n(g.wte + pad * C, C, d.pad_row);
+  if (c.pad_token_id >= 0) x.copy_floats(d.pad_row, g.wte + pad * C, C);
   x.encoder_backward(g.wte, g.wpe, d.dresidual, inputs, B, T, c.channels);
-  if (c.pad_token_id >= 0) std::copy_n(d.pad_row, C, g.wte + pad * C);
+  if (c.pad_token_id >= 0) x.copy_floats(g.wte + pad * C, d.pad_row, C);
   done(-1);
 }
 

@@ -18,6 +18,7 @@
 
 #include "core/bench/layer_ops.h"
 #include "core/model/activations.h"
+#include "core/model/llama_config.h"
 #include "simd/bf16.h"
 #include "simd/kernels.h"
 
@@ -163,8 +164,8 @@ TEST(BenchStepTable, CostsOfTheMatmulsAndAttention) {
 TEST(BenchStepTable, HeadChunksAddUpToTheTokens) {
   const ModelConfig c = config_of(1, 2, 32, 1 << 20, 64);  // 4 MiB of logits a row: 48 a chunk
   EXPECT_EQ(head_chunk_rows(c, 48), 48u);
-  EXPECT_EQ(head_chunk_rows(c, 49), 25u);   // 25 + 24
-  EXPECT_EQ(head_chunk_rows(c, 200), 40u);  // 5 x 40
+  EXPECT_EQ(head_chunk_rows(c, 49), 25u);                                       // 25 + 24
+  EXPECT_EQ(head_chunk_rows(c, 200), 40u);                                      // 5 x 40
   EXPECT_EQ(head_chunk_rows(config_of(12, 12, 768, 50257, 1024), 4096), 820u);  // 4 x 820 + 816
   const int B = 1, T = 51;
   const size_t rows = head_chunk_rows(c, size_t(B) * T);
@@ -243,6 +244,85 @@ TEST(BenchStepTable, RowsFollowLlamasStructure) {
     expect_rows(ops, want);
     const double weights = L * double(QKV * C + C * A + 2 * H * C + H * C) + double(Vp * C);
     EXPECT_EQ(matmul_flops(ops), 6.0 * B * T * weights);
+  }
+}
+
+// Gemma 2's and 3's steps, from transformers' modeling_gemma2 / modeling_gemma3 structure: the
+// embedding scaled by sqrt(C); per block input_layernorm, q|k|v, (Gemma 3: q_norm and k_norm per
+// head), the rotation, attention (a window on the sliding layers: layers 0 and 2 of 3 here, as
+// layer_types says), o_proj, post_attention_layernorm on its output, the residual sum,
+// pre_feedforward_layernorm, gate|up, GeGLU, down_proj, post_feedforward_layernorm, the residual
+// sum; the final norm, the tied head and (soft-capped) logits. Backward in reverse. Run, each row
+// prepares and times its call (the recorder writes nothing of the step's own memory).
+TEST(BenchStepTable, RowsFollowGemmasStructure) {
+  for (const char* type : {"gemma2", "gemma3_text"}) {
+    SCOPED_TRACE(type);
+    const bool gemma3 = std::string(type) == "gemma3_text";
+    const nlohmann::json cfg = {
+        {"model_type", type},
+        {"hidden_size", 48},
+        {"intermediate_size", 80},
+        {"num_hidden_layers", 3},
+        {"num_attention_heads", 4},
+        {"num_key_value_heads", 2},
+        {"head_dim", 16},
+        {"max_position_embeddings", 64},
+        {"vocab_size", 100},
+        {"sliding_window", 3},
+        {"layer_types", {"sliding_attention", "full_attention", "sliding_attention"}},
+        {"final_logit_softcapping", 30.0}};
+    const ModelConfig c = read_llama_config(cfg, "config.json");
+    const int B = 2, T = 5, L = 3;
+    const size_t BT = 10, C = 48, QKV = (4 + 4) * 16, A = 4 * 16, H = 80, Vp = 128;
+    const std::string bt = "B=2 T=5", norm = "N=10 C=48", att = bt + " NH=4 NKV=2 hs=16";
+    const std::string act = "N=10 H=80", xent = "N=10 V=100 Vp=128", cap = "N=1280";
+    const std::string rope = "N=10 heads=6 D=16", qk = "N=10 heads=6 D=16";
+    const size_t params =
+        Vp * C + L * (QKV * C + C * A + 2 * H * C + H * C + 4 * C + (gemma3 ? 2 * 16 : 0)) + C;
+    std::vector<Row> want = {
+        {"encoder", "forward", bt + " C=48", 1},
+        {"embedding scale", "forward, backward", "N=480", 2},
+        {"rmsnorm", "forward", norm, 2 * L + 1},
+        {"matmul qkv", "forward", mkn(BT, C, QKV), L},
+        {"q/k norm", "forward", qk, L},
+        {"rope", "forward", rope, L},
+        {"attention", "forward", att + " W=3", 2},
+        {"matmul attention proj", "forward", mkn(BT, A, C), L},
+        {"post-norm", "forward", norm, 2 * L},
+        {"residual", "forward", "N=480", 2 * L},
+        {"matmul fc", "forward", mkn(BT, C, 2 * H), L},
+        {"geglu", "forward", act, L},
+        {"matmul fc proj", "forward", mkn(BT, H, C), L},
+        {"attention", "forward", att, 1},
+        {"matmul lm head", "forward", mkn(BT, C, Vp), 1},
+        {"logit soft-cap", "forward", cap, 1},
+        {"softmax + cross-entropy", "forward", xent, 1},
+        {"softmax + cross-entropy", "backward", xent, 1},
+        {"logit soft-cap", "backward", cap, 1},
+        {"matmul lm head", "backward", mkn(BT, C, Vp), 1},
+        {"rmsnorm", "backward", norm, 4 * L + 1},
+        {"matmul fc proj", "backward", mkn(BT, H, C), L},
+        {"geglu", "backward", act, L},
+        {"matmul fc", "backward", mkn(BT, C, 2 * H), L},
+        {"matmul attention proj", "backward", mkn(BT, A, C), L},
+        {"attention", "backward", att + " W=3", 2},
+        {"rope", "backward", rope, L},
+        {"q/k norm", "backward", qk, L},
+        {"matmul qkv", "backward", mkn(BT, C, QKV), L},
+        {"attention", "backward", att, 1},
+        {"encoder", "backward", bt + " C=48", 1},
+        {"gradient norm", "update", "params=" + std::to_string(params), 1},
+        {"adamw", "update", "params=" + std::to_string(params), 1},
+    };
+    if (!gemma3) {  // no q/k norms
+      std::erase_if(want, [](const Row& r) { return r.op == "q/k norm"; });
+    }
+    for (Precision precision : {Precision::kFp32, Precision::kBf16}) {
+      SCOPED_TRACE(precision_name(precision));
+      const std::vector<LayerOp> ops = recorded(c, B, T, precision);
+      expect_rows(ops, want);
+      for (const LayerOp& op : ops) op.prepare()();  // each call runs on its own inputs
+    }
   }
 }
 
