@@ -69,6 +69,20 @@ foreach(case ${llama_cases})
   set(case_tests llama_fixture_verify_${case} llama_fixture_verify_recompute_${case}
       llama_fixture_train_${case} llama_fixture_verify_bf16_${case}
       llama_fixture_train_bf16_${case})
+  # Read and written back in its own dtype, the weights are the reference's bytes (the unsharded
+  # cases: a written folder holds one file).
+  if(NOT "${llama_${case}}" MATCHES "--shards")
+    set(dtype fp32)
+    if("${llama_${case}}" MATCHES "--dtype bf16")
+      set(dtype bf16)
+    elseif("${llama_${case}}" MATCHES "--dtype f16")
+      set(dtype fp16)
+    endif()
+    add_test(NAME llama_fixture_round_trip_${case}
+             COMMAND sh -c "\"$1\" convert \"$2\" \"$3\" --dtype $4 && cmp \"$2/model.safetensors\" \"$3/model.safetensors\""
+                     round_trip $<TARGET_FILE:llmcpu> ${hf} ${fresh}/llama_${case}_round_trip ${dtype})
+    list(APPEND case_tests llama_fixture_round_trip_${case})
+  endif()
   set_tests_properties(llama_fixture_verify_${case} llama_fixture_verify_recompute_${case}
                        llama_fixture_verify_bf16_${case}
                        PROPERTIES PASS_REGULAR_EXPRESSION "verify: OK")

@@ -253,6 +253,68 @@ TEST_F(LlamaTraining, PresetRunWritesAFolderOfItsOwn) {
   EXPECT_EQ(open_model_file(checkpoint_model_path(path("ck"), 2, true)).config, config_);
 }
 
+// Every later family trains from its folder, checkpoints, and resumes bit for bit: its
+// architecture (windows, soft-caps, two rotary bases, a pad token, q/k norms, fused files) goes
+// through the training state's config.json and back.
+TEST_F(LlamaTraining, ResumeIsBitExactInEveryFamily) {
+  const json base = {{"hidden_size", 48},        {"intermediate_size", 80},
+                     {"num_hidden_layers", 3},   {"num_attention_heads", 4},
+                     {"num_key_value_heads", 2}, {"head_dim", 16},
+                     {"max_position_embeddings", 64}, {"vocab_size", kV},
+                     {"rms_norm_eps", 1e-6},     {"bos_token_id", 256},
+                     {"eos_token_id", 257}};
+  const json extras[] = {
+      {{"model_type", "qwen3"}},
+      {{"model_type", "phi3"}, {"sliding_window", 7}},
+      {{"model_type", "gemma"}, {"pad_token_id", 3}},
+      {{"model_type", "gemma2"}, {"sliding_window", 6}, {"attn_logit_softcapping", 1.0},
+       {"final_logit_softcapping", 2.0}, {"query_pre_attn_scalar", 24}},
+      {{"model_type", "gemma3_text"}, {"sliding_window", 5}, {"sliding_window_pattern", 2},
+       {"rope_local_base_freq", 100.0}, {"final_logit_softcapping", 3.0},
+       {"tie_word_embeddings", false}},
+  };
+  for (const json& extra : extras) {
+    json cfg = base;
+    cfg.update(extra);
+    const std::string type = extra["model_type"];
+    SCOPED_TRACE(type);
+    const ModelConfig c = read_llama_config(cfg, "config.json");
+    const std::vector<float> w = testing::random_llama_weights(c, 7);
+    save_hf_llama(path(type), c, w.data(), TensorDtype::kF32, cfg);
+    testing::write_byte_tokenizer(path(type));
+    TrainOptions a = options(6, type);
+    a.checkpoint_dir = path(type + "_a");
+    a.log_path = path(type + "_a.log");
+    ASSERT_TRUE(Trainer(a).run({}));
+    TrainOptions b = a;
+    b.checkpoint_dir = path(type + "_b");
+    b.log_path = path(type + "_b.log");
+    TrainObserver stop_at_3;
+    stop_at_3.on_step = [](const StepReport& r) {
+      if (r.step == 2) request_interrupt();
+    };
+    EXPECT_FALSE(Trainer(b).run(stop_at_3));
+    clear_interrupt();
+    ASSERT_EQ(latest_checkpoint(b.checkpoint_dir), 3);
+    TrainOptions r = a;
+    r.model.clear();
+    r.resume = b.checkpoint_dir;
+    r.checkpoint_dir.clear();
+    r.log_path = b.log_path;
+    Trainer resumed(r);
+    EXPECT_EQ(resumed.model().config(), c);
+    ASSERT_TRUE(resumed.run({}));
+    EXPECT_EQ(read_bytes(checkpoint_model_path(a.checkpoint_dir, 6, true)),
+              read_bytes(checkpoint_model_path(b.checkpoint_dir, 6, true)));
+    EXPECT_EQ(read_bytes(checkpoint_state_path(a.checkpoint_dir, 6)),
+              read_bytes(checkpoint_state_path(b.checkpoint_dir, 6)));
+    EXPECT_EQ(read_bytes(a.log_path), read_bytes(b.log_path));
+    // The checkpoint's folder is the family's again.
+    EXPECT_EQ(open_model_file(checkpoint_model_path(a.checkpoint_dir, 6, true)).config, c);
+  }
+}
+
+
 // The KV-cache decode (one position at a time, grouped-query heads, rotary tables of each
 // position) against the full forward pass of the same tokens: the same logits up to fp32 rounding
 // of another summation order (GPT-2's test holds them to 1e-5 relative, as here).
