@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "core/model/block_device.h"
 #include "core/model/llama_config.h"
 #include "core/model/parameters.h"
 #include "core/model/preset.h"
@@ -148,8 +149,9 @@ TEST(LlamaConfig, RefusesWhatItDoesNotRunByName) {
             std::string::npos);
   EXPECT_NE(with("rope_scaling", {{"rope_type", "dynamic"}, {"factor", 4.0}}).find("dynamic"),
             std::string::npos);
-  EXPECT_NE(with("rope_scaling", {{"rope_type", "llama3"}, {"factor", 8.0}}).find("low_freq_factor"),
-            std::string::npos);
+  EXPECT_NE(
+      with("rope_scaling", {{"rope_type", "llama3"}, {"factor", 8.0}}).find("low_freq_factor"),
+      std::string::npos);
   EXPECT_NE(with("hidden_act", "gelu").find("hidden_act"), std::string::npos);
   EXPECT_NE(with("num_key_value_heads", 2).find("num_key_value_heads must divide"),
             std::string::npos);
@@ -180,26 +182,19 @@ TEST(LlamaConfig, PresetsHaveThePublishedParameterCounts) {
   const struct {
     const char* name;
     size_t parameters;
-  } models[] = {{"smollm2-135m", 134515008},
-                {"smollm2-360m", 361821120},
-                {"qwen2.5-0.5b", 494032768},
-                {"llama-3.2-1b", 1235814400},
-                {"tinyllama-1.1b", 1100048384},
-                {"gemma-3-270m", 268098176},
-                {"gemma-3-1b", 999885952},
-                {"gemma-2-2b", 2614341888},
-                {"gemma-2b", 2506172416},
-                {"qwen3-0.6b", 596049920},
-                {"qwen3-1.7b", 1720574976},
-                {"phi-3-mini-4k", 3821079552}};
+  } models[] = {
+      {"smollm2-135m", 134515008},  {"smollm2-360m", 361821120},    {"qwen2.5-0.5b", 494032768},
+      {"llama-3.2-1b", 1235814400}, {"tinyllama-1.1b", 1100048384}, {"gemma-3-270m", 268098176},
+      {"gemma-3-1b", 999885952},    {"gemma-2-2b", 2614341888},     {"gemma-2b", 2506172416},
+      {"qwen3-0.6b", 596049920},    {"qwen3-1.7b", 1720574976},     {"phi-3-mini-4k", 3821079552}};
   for (const auto& m : models) {
     const std::string path = find_conf_file("models", m.name);
     ASSERT_FALSE(path.empty()) << m.name;
     const ModelConfig c = load_model_preset(path);
     EXPECT_NE(c.architecture, Architecture::kGpt2) << m.name;
     // Phi-3's 32064 tokens are padded to 32128 rows, in the embedding and the untied head.
-    const size_t padding = size_t(c.padded_vocab_size - c.vocab_size) * c.channels *
-                           (c.tied_head ? 1 : 2);
+    const size_t padding =
+        size_t(c.padded_vocab_size - c.vocab_size) * c.channels * (c.tied_head ? 1 : 2);
     EXPECT_EQ(ParameterLayout(c).total(), m.parameters + padding) << m.name;
   }
   const ModelConfig llama32 = load_model_preset(find_conf_file("models", "llama-3.2-1b"));
@@ -241,6 +236,40 @@ TEST(LlamaConfig, ParameterSlots) {
   EXPECT_EQ(v.ln1b, nullptr);
   EXPECT_EQ(v.layer(3).attprojb, nullptr);
   EXPECT_EQ(v.layer(3).qkvb, flat.data() + layout.offset(kQkvb) + 3 * layout.layer_size(kQkvb));
+}
+
+// A plugin runs GPT-2's block only (the ABI describes no other): every other family is refused by
+// its model_type and the ops of its blocks, before any device is opened.
+TEST(LlamaConfig, PluginRefusesEveryOtherFamilyByName) {
+  const struct {
+    const char* type;
+    const char* blocks;
+  } families[] = {{"llama", "RMSNorm, rotary positions, SwiGLU"},
+                  {"qwen2", "RMSNorm, rotary positions, SwiGLU"},
+                  {"mistral", "RMSNorm, rotary positions, SwiGLU"},
+                  {"phi3", "RMSNorm, rotary positions, SwiGLU"},
+                  {"qwen3", "RMSNorm, rotary positions, SwiGLU"},
+                  {"gemma", "RMSNorm, rotary positions, GeGLU"},
+                  {"gemma2", "RMSNorm, rotary positions, GeGLU"},
+                  {"gemma3_text", "RMSNorm, rotary positions, GeGLU"}};
+  for (const auto& f : families) {
+    json cfg = smollm2();
+    cfg["model_type"] = f.type;
+    cfg["head_dim"] = 64;
+    cfg["hidden_act"] = std::string(f.type).rfind("gemma", 0) == 0 ? "gelu_pytorch_tanh" : "silu";
+    const ModelConfig c = read_llama_config(cfg, "config.json");
+    try {
+      check_offloadable(c);
+      ADD_FAILURE() << f.type << " was not refused";
+    } catch (const DeviceError& e) {
+      const std::string want = std::string("this ") + f.type + " model's blocks (" + f.blocks + ")";
+      EXPECT_NE(std::string(e.what()).find(want), std::string::npos) << e.what();
+    }
+  }
+  ModelConfig gpt2;
+  gpt2.max_seq_len = 16, gpt2.vocab_size = 50, gpt2.padded_vocab_size = 128;
+  gpt2.num_layers = 1, gpt2.num_heads = 2, gpt2.channels = 8;
+  EXPECT_NO_THROW(check_offloadable(gpt2));
 }
 
 }  // namespace
