@@ -96,8 +96,8 @@ add_test(NAME llama_reference_self_check
 # central differences and published config files: about a minute.
 add_test(NAME llama_family_reference_self_check
          COMMAND ${LLMCPU_DEBIAN_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/fixtures/check_family_reference.py)
-# The README's Llama-family commands as written (the fetch replaced by a folder in SmolLM2's layout
-# made here), with a few steps each: tests/cli/check_readme_llama.py.
+# The README's Hugging Face commands as written (the fetches replaced by folders in SmolLM2's and
+# Gemma 3 270M's layouts made here), with a few steps each: tests/cli/check_readme_llama.py.
 add_test(NAME llama_readme_commands
          COMMAND ${LLMCPU_DEBIAN_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/cli/check_readme_llama.py
                  $<TARGET_FILE:llmcpu> ${PROJECT_SOURCE_DIR} ${fresh}/readme_llama)
