@@ -41,7 +41,7 @@ struct ModelConfig {
   // keys t - W < u <= t, W = sliding_window (0: no layer slides). sliding_layers says which layers
   // slide (L of them when sliding_window > 0).
   int sliding_window = 0;
-  std::vector<bool> sliding_layers;
+  std::vector<bool> sliding_layers = {};
   // Hugging Face's nn.Embedding(padding_idx=pad_token_id): that row of the embedding takes no
   // gradient from the lookup (a tied head's still reaches it). -1: none.
   int pad_token_id = -1;

@@ -140,9 +140,10 @@ const float* Generator::step(int token) {
   return acts_.acts.logits;
 }
 
-int Generator::sample(float temperature, int top_k, Rng& rng) {
-  return sample_into(acts_.acts.logits, model_.config().vocab_size, temperature, top_k, rng,
-                     ids_.data(), weights_.data());
+int Generator::sample(float temperature, int top_k, Rng& rng, int candidates) {
+  const int V = model_.config().vocab_size;
+  const int n = candidates > 0 && candidates < V ? candidates : V;
+  return sample_into(acts_.acts.logits, n, temperature, top_k, rng, ids_.data(), weights_.data());
 }
 
 int sample_token(const float* logits, int V, float temperature, int top_k, Rng& rng) {

@@ -27,8 +27,11 @@ class Generator {
   // Runs `token` at the next position and returns the logits there: (Vp), the first V meaningful.
   // Throws ShapeError when the cache is full or the token is outside the vocabulary.
   const float* step(int token);
-  // Draws a token from the logits of the last step, as sample_token does.
-  int sample(float temperature, int top_k, Rng& rng);
+  // Draws a token from the logits of the last step, as sample_token does, among the first
+  // `candidates` ids (0 or more than V: all V). A tokenizer may know fewer tokens than the model
+  // has rows (Qwen2.5's and Qwen3's 151936 rows hold 151665 and 151669 tokens): the rest, which
+  // it could not decode, are never drawn.
+  int sample(float temperature, int top_k, Rng& rng, int candidates = 0);
   int position() const { return pos_; }
   int capacity() const { return max_len_; }
 

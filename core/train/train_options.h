@@ -49,6 +49,8 @@ struct TrainOptions {
   // The token samples start from (the tokenizer's document_token()); -1: GPT-2's <|endoftext|>,
   // 50256, or the last id of a smaller vocabulary.
   int sample_start = -1;
+  // The ids samples are drawn among (the tokenizer's vocabulary_size()); 0: all V.
+  int sample_candidates = 0;
   std::string checkpoint_dir;
   int checkpoint_every = 0;  // 0: only at the end (and on Ctrl-C) when checkpoint_dir is set
   int keep_checkpoints = 0;  // 0: keep all

@@ -258,7 +258,7 @@ const std::vector<int>& Trainer::sample(int step) {
   int token = eot;
   while (gen.position() < gen.capacity()) {
     gen.step(token);
-    token = gen.sample(1.0f, 0, rng);
+    token = gen.sample(1.0f, 0, rng, opt_.sample_candidates);
     sample_.push_back(token);
   }
   return sample_;

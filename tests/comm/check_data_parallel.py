@@ -19,10 +19,13 @@ byte-identical files, checkpoints included: nothing may depend on timing. Resumi
 ranks bit for bit; at other ranks, in one process, or from a --zero 0 run within the same bounds; a
 state shard missing or of another world size is refused by name. In fp32 also: a killed or hung
 rank, ranks started with different flags.
-With --llama the model is a Llama-family preset of the same vocabulary (grouped-query attention, an
-untied head) written here, whose --save files and checkpoints are Hugging Face folders (a
-model_NNNNNNNN.safetensors, config.json beside it); the same checks but the killed, hung and
-refused ranks (which do not depend on the model).
+--family picks the model: gpt2 (the default) the tiny fixture; llama, qwen3, phi3, gemma, gemma2 or
+gemma3_text a preset of that family with the fixture's vocabulary, written here (PRESETS), each with
+what sets its family apart (grouped-query or multi-query attention, a head_dim other than
+hidden/heads, q/k norms, fused projections, windows shorter than T, soft-capped scores and logits,
+sliding and full layers with their own rotations, tied or untied heads). Their --save files and
+checkpoints are Hugging Face folders (a model_NNNNNNNN.safetensors, config.json beside it); the same
+checks but the killed, hung and refused ranks (which do not depend on the model).
 """
 import argparse
 import array
@@ -34,9 +37,11 @@ import sys
 
 STEPS = 10
 
-# A Llama-family model of the tiny fixture's vocabulary: 6 query heads sharing 2 key/value heads of
-# 8, SwiGLU of 80, an untied head.
-LLAMA_PRESET = """model_type = "llama"
+# Hugging Face families of the tiny fixture's vocabulary (311) and positions (32; T is 8), 2 layers
+# of 48 channels and a SwiGLU or GeGLU of 80. Each keeps what sets its family apart from Llama's.
+PRESETS = {
+    # 6 query heads sharing 2 key/value heads of 8, an untied head.
+    "llama": """model_type = "llama"
 hidden_size = 48
 intermediate_size = 80
 num_hidden_layers = 2
@@ -45,7 +50,77 @@ num_key_value_heads = 2
 max_position_embeddings = 32
 vocab_size = 311
 tie_word_embeddings = false
-"""
+""",
+    # Heads of 16, not 48 / 4 (queries of 64 channels), q/k norms, tied embeddings (as Qwen3-0.6B).
+    "qwen3": """model_type = "qwen3"
+hidden_size = 48
+intermediate_size = 80
+num_hidden_layers = 2
+num_attention_heads = 4
+num_key_value_heads = 2
+head_dim = 16
+max_position_embeddings = 32
+vocab_size = 311
+tie_word_embeddings = true
+""",
+    # q, k, v and gate, up fused in its files (qkv_proj, gate_up_proj), a window of 4 on every
+    # layer.
+    "phi3": """model_type = "phi3"
+hidden_size = 48
+intermediate_size = 80
+num_hidden_layers = 2
+num_attention_heads = 6
+num_key_value_heads = 2
+max_position_embeddings = 32
+vocab_size = 311
+sliding_window = 4
+tie_word_embeddings = false
+""",
+    # One key/value head for 4 query heads of 16, GeGLU, (1 + w) norms, scaled embeddings, tied.
+    "gemma": """model_type = "gemma"
+hidden_size = 48
+intermediate_size = 80
+num_hidden_layers = 2
+num_attention_heads = 4
+num_key_value_heads = 1
+head_dim = 16
+max_position_embeddings = 32
+vocab_size = 311
+""",
+    # Layer 0 a window of 4, layer 1 full (the family's alternation), four norms per layer, scores
+    # scaled by 1/sqrt(8) (not the head's 16) and soft-capped at 5, logits at 3, tied.
+    "gemma2": """model_type = "gemma2"
+hidden_size = 48
+intermediate_size = 80
+num_hidden_layers = 2
+num_attention_heads = 4
+num_key_value_heads = 2
+head_dim = 16
+max_position_embeddings = 32
+vocab_size = 311
+sliding_window = 4
+query_pre_attn_scalar = 8
+attn_logit_softcapping = 5.0
+final_logit_softcapping = 3.0
+""",
+    # Layer 0 a window of 4 rotating with base 1e4, layer 1 full with 1e6, q/k norms, an untied head.
+    "gemma3_text": """model_type = "gemma3_text"
+hidden_size = 48
+intermediate_size = 80
+num_hidden_layers = 2
+num_attention_heads = 4
+num_key_value_heads = 2
+head_dim = 16
+max_position_embeddings = 32
+vocab_size = 311
+sliding_window = 4
+layer_types = ["sliding_attention", "full_attention"]
+rope_theta = 1000000.0
+rope_local_base_freq = 10000.0
+query_pre_attn_scalar = 16
+tie_word_embeddings = false
+""",
+}
 
 
 def run(cmd, what):
@@ -89,7 +164,7 @@ def safetensors_weights(path):
 
 def weights(path):
     """The parameters of a model file as floats: an llm.c file (version 3: fp32, version 5: bf16),
-    or a Llama-family model's safetensors."""
+    or a Hugging Face family's safetensors."""
     if path.endswith(".safetensors"):
         return safetensors_weights(path)
     with open(path, "rb") as f:
@@ -115,19 +190,21 @@ def main():
     ap.add_argument("--fixtures", required=True)
     ap.add_argument("--out", required=True)
     ap.add_argument("--precision", default="fp32")
-    ap.add_argument("--llama", action="store_true", help="a Llama-family preset instead of GPT-2")
+    ap.add_argument("--family", default="gpt2", choices=["gpt2"] + list(PRESETS),
+                    help="gpt2: the tiny fixture; another: that family's preset (PRESETS)")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     bound = 1e-5 if a.precision == "fp32" else 2.0**-8
+    a.hf = a.family != "gpt2"  # Hugging Face folders for --save and the checkpoints
     model = os.path.join(a.fixtures, "tiny_model.bin")
-    if a.llama:
-        model = os.path.join(a.out, "llama.toml")
+    if a.hf:
+        model = os.path.join(a.out, f"{a.family}.toml")
         with open(model, "w") as f:
-            f.write(LLAMA_PRESET)
+            f.write(PRESETS[a.family])
 
     def train(ranks, save, steps=STEPS, batch=2, shuffle=False, extra=(), dry=False, shared=True):
-        # A Llama-family model is saved as a folder: NAME.bin becomes NAME.hf/.
-        if save and a.llama:
+        # A Hugging Face family is saved as a folder: NAME.bin becomes NAME.hf/.
+        if save and a.hf:
             save = save[:-len(".bin")] + ".hf"
         args = [a.llmcpu, "train", "--model", model,
                 "--train-data", os.path.join(a.fixtures, "tiny_train.bin"), "-b", str(batch),
@@ -153,9 +230,9 @@ def main():
         return os.path.join(a.out, name)
 
     def saved(name):
-        """The file --save wrote for `name` (NAME.bin; a Llama-family model: its folder's
+        """The file --save wrote for `name` (NAME.bin; a Hugging Face family: its folder's
         model.safetensors)."""
-        if a.llama:
+        if a.hf:
             return os.path.join(path(name[:-len(".bin")] + ".hf"), "model.safetensors")
         return path(name)
 
@@ -209,13 +286,12 @@ def main():
     with open(saved("ranks2_unshared.bin"), "rb") as x, open(saved("ranks2.bin"), "rb") as y:
         check(x.read() == y.read(), "2 ranks with LLMCPU_SHARED_MEMORY=0 wrote another model file")
     resume_and_refusals(a, train, path, saved, check, bound)
-    if a.precision == "fp32" and not a.llama:
+    if a.precision == "fp32" and not a.hf:
         killed_rank_ends_the_job(a, train, path, check)
         different_flags_are_refused(a, train, check)
     if failures:
-        sys.exit("\n".join(failures))
-    print(f"{'Llama ' if a.llama else ''}{a.precision}: 2 and 4 ranks match one process; "
-          "reruns byte-identical")
+        sys.exit(f"{a.family} {a.precision}:\n" + "\n".join(failures))
+    print(f"{a.family} {a.precision}: 2 and 4 ranks match one process; reruns byte-identical")
 
 
 def resume_and_refusals(a, train, path, saved, check, bound):
@@ -242,12 +318,12 @@ def resume_and_refusals(a, train, path, saved, check, bound):
         return dest
 
     ck, full = checkpointed(2, "ck")
-    model_file = "model_00000005." + ("safetensors" if a.llama else "bin")
+    model_file = "model_00000005." + ("safetensors" if a.hf else "bin")
     check(sorted(f for f in os.listdir(ck) if "00000005" in f) ==
           [model_file, "state_00000005.bin", "state_00000005.rank0-of-2.bin",
            "state_00000005.rank1-of-2.bin"], f"unexpected checkpoint files: {os.listdir(ck)}")
-    check(a.llama == os.path.exists(os.path.join(ck, "config.json")),
-          f"config.json {'missing from' if a.llama else 'in'} the checkpoint folder")
+    check(a.hf == os.path.exists(os.path.join(ck, "config.json")),
+          f"config.json {'missing from' if a.hf else 'in'} the checkpoint folder")
     again, _ = checkpointed(2, "ck_again")
     # Without shared memory (in bf16 the ranks then release the other ranks' parts of the fp32
     # master, and the model file comes from the bf16 copy) the checkpoints are the same bytes.

@@ -162,14 +162,115 @@ TEST_F(HfPrepare, TrainSamplesAndSampleUseTheTokenizerJson) {
       "after a " + std::to_string(1 + expected.texts[0].ids.size()) + "-token context";
   EXPECT_NE(sampled.output.find(context), std::string::npos) << sampled.output;
 
-  // A tokenizer with more tokens than the model has rows (the gpt2 layout) is refused by name.
+  // Another model's tokenizer (the gpt2 layout: <|endoftext|> is 50256) is refused by name.
   make_hf_layouts(ref, path("other"), {"gpt2"});
   const Outcome refused = run_llmcpu("sample --model " + shell_quote(path("m.bin")) +
                                      " --tokens 4 --tokenizer " + shell_quote(path("other/gpt2")));
   EXPECT_EQ(refused.status, 2) << refused.output;
-  EXPECT_NE(refused.output.find("tokens, more than the 1664 rows of --model"), std::string::npos)
+  EXPECT_NE(refused.output.find("the document token 50256 (<|endoftext|>) of --tokenizer " +
+                                path("other/gpt2")),
+            std::string::npos)
+      << refused.output;
+  EXPECT_NE(refused.output.find("is past the V=" + std::to_string(expected.vocab_size) +
+                                " of --model " + path("m.bin") +
+                                ": the tokenizer is not the model's"),
+            std::string::npos)
       << refused.output;
 }
+
+// Every family with its own tokenizer: the published files of Gemma 1/2 (gemma, gemma2), Gemma 3
+// (gemma3_text) and Qwen3, and the llama2 layout for Phi-3 (whose tokenizer is Llama 2's). The
+// text is prepared with it, a small model of the family with the tokenizer's vocabulary (the
+// published models' V: Gemma 3's tokenizer has one token, its image token, past it) trains a step
+// with a decoded sample, is saved, and `sample` continues a prompt from the document token
+// tokenizers.js names (<bos> for Gemma, the EOS for Qwen3, whose tokenizer adds no BOS) and the
+// prompt's ids as tokenizers.js gives them.
+struct FamilyCase {
+  const char* model_type;
+  const char* tokenizer;  // a published_tokenizers() model, or "llama2" (the layout)
+  int vocab_size;         // 0: the tokenizer's
+  const char* keys;       // more preset keys
+};
+
+class HfFamilySample : public TempDirTest, public ::testing::WithParamInterface<FamilyCase> {};
+
+TEST_P(HfFamilySample, PreparesTrainsAndSamplesWithItsTokenizer) {
+  const FamilyCase& f = GetParam();
+  const HfReference ref = find_hf_reference();
+  ASSERT_TRUE(ref.missing.empty()) << ref.missing;
+  std::string tok;
+  if (std::string(f.tokenizer) == "llama2") {
+    make_hf_layouts(ref, dir_.string(), {"llama2"});
+    tok = path("llama2");
+  } else {
+    const PublishedTokenizer published = find_published_tokenizer(f.tokenizer);
+    ASSERT_TRUE(published.missing.empty()) << published.missing;
+    tok = published.dir;
+  }
+  const std::string prompt = "The jury said the election was conducted";
+  const HfReferenceRun expected = run_hf_reference(ref, tok, {prompt}, path("p.json"));
+  ASSERT_TRUE(expected.error.empty()) << expected.error;
+  ASSERT_TRUE(expected.document_token_id.has_value());
+  const std::vector<int>& with_specials = expected.texts[0].ids_special;
+  const bool adds_bos = !with_specials.empty() && with_specials.front() == *expected.document_token_id;
+  if (std::string(f.model_type).rfind("gemma", 0) == 0) {
+    EXPECT_TRUE(adds_bos) << "Gemma's tokenizer starts a text with <bos>";
+    EXPECT_EQ(*expected.document_token_id, 2);
+  }
+
+  write_file(path("doc.txt"), read_file(LLMCPU_TOKENIZER_TEST_DIR "/texts/hf/prose.txt"));
+  const Outcome prepared = run_llmcpu("prepare --tokenizer " + shell_quote(tok) + " --input " +
+                                      shell_quote(path("doc.txt")) + " --out-dir " +
+                                      shell_quote(path("out")) + " --val-tokens 64");
+  ASSERT_EQ(prepared.status, 0) << prepared.output;
+  const int vocab = f.vocab_size ? f.vocab_size : expected.vocab_size;
+  write_file(path("model.toml"), std::string("model_type = \"") + f.model_type +
+                                     "\"\nhidden_size = 32\nintermediate_size = 64\n"
+                                     "num_hidden_layers = 2\nnum_attention_heads = 2\n"
+                                     "max_position_embeddings = 64\nvocab_size = " +
+                                     std::to_string(vocab) + "\n" + f.keys);
+  const Outcome trained = run_llmcpu(
+      "train --model " + shell_quote(path("model.toml")) + " --train-data " +
+      shell_quote(path("out/data_train_*.bin")) + " -b 1 -t 32 --steps 1 --sample-every 1 " +
+      "--sample-tokens 4 --tokenizer " + shell_quote(tok) + " --save " + shell_quote(path("m")));
+  ASSERT_EQ(trained.status, 0) << trained.output;
+  EXPECT_NE(trained.output.find("train: " + std::string(f.model_type) + " L=2"),
+            std::string::npos)
+      << trained.output;
+  EXPECT_NE(trained.output.find("sample at step"), std::string::npos) << trained.output;
+  EXPECT_EQ(trained.output.find("samples are shown as token ids"), std::string::npos)
+      << trained.output;
+
+  const Outcome sampled =
+      run_llmcpu("sample --model " + shell_quote(path("m")) + " --tokenizer " + shell_quote(tok) +
+                 " --prompt " + shell_quote(prompt) + " --tokens 5 --temperature 0");
+  ASSERT_EQ(sampled.status, 0) << sampled.output;
+  EXPECT_NE(sampled.output.find("\n" + prompt), std::string::npos) << sampled.output;
+  // The document token, then the prompt's ids (with a BOS-adding tokenizer: its ids with the
+  // special tokens, of which the BOS is the first).
+  const size_t context = adds_bos ? with_specials.size() : 1 + expected.texts[0].ids.size();
+  EXPECT_NE(sampled.output.find("after a " + std::to_string(context) + "-token context"),
+            std::string::npos)
+      << sampled.output;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Families, HfFamilySample,
+    ::testing::Values(
+        FamilyCase{"gemma", "gemma", 256000, "num_key_value_heads = 1\nhead_dim = 16\n"},
+        FamilyCase{"gemma2", "gemma", 256000,
+                   "num_key_value_heads = 1\nhead_dim = 16\nsliding_window = 8\n"
+                   "attn_logit_softcapping = 50.0\nfinal_logit_softcapping = 30.0\n"},
+        FamilyCase{"gemma3_text", "gemma3", 262144,
+                   "num_key_value_heads = 1\nhead_dim = 16\nsliding_window = 8\n"
+                   "sliding_window_pattern = 2\n"},
+        FamilyCase{"qwen3", "qwen3", 151936, "num_key_value_heads = 1\nhead_dim = 24\n"},
+        FamilyCase{"phi3", "llama2", 0, "tie_word_embeddings = false\n"}),
+    [](const ::testing::TestParamInfo<FamilyCase>& info) {
+      std::string name = info.param.model_type;
+      for (char& c : name) c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+      return name;
+    });
 
 }  // namespace
 }  // namespace llmcpu

@@ -345,6 +345,35 @@ TEST(LlamaGenerator, KvCacheMatchesFullForward) {
   EXPECT_THROW(gen.step(0), ShapeError);
 }
 
+// Sampling among the first ids only (a tokenizer with fewer tokens than the model has rows):
+// greedy picks the likeliest of them, and no draw at any temperature or top-k is past them, even
+// where the likeliest token of all is.
+TEST(LlamaGenerator, SamplesOnlyAmongTheCandidates) {
+  const std::string preset =
+      ::testing::TempDir() + "/llmcpu_llama_candidates_" + std::to_string(::getpid()) + ".toml";
+  const ModelConfig c = testing::write_llama_preset(preset, kV);
+  fs::remove(preset);
+  Model model(c);
+  const std::vector<float> w = testing::random_llama_weights(c, 5);
+  std::memcpy(model.params_flat(), w.data(), w.size() * sizeof(float));
+  Generator gen(model, 4);
+  const float* logits = gen.step(7);
+  const int best = int(std::max_element(logits, logits + c.vocab_size) - logits);
+  ASSERT_GT(best, 0) << "choose another seed: the likeliest token must not be the first";
+  const int candidates = best;  // the likeliest token is just past them
+  const int best_candidate = int(std::max_element(logits, logits + candidates) - logits);
+  Rng rng(11);
+  EXPECT_EQ(gen.sample(0.0f, 0, rng), best);
+  EXPECT_EQ(gen.sample(0.0f, 0, rng, candidates), best_candidate);
+  for (int i = 0; i < 500; ++i) {
+    const float temperature = i % 2 ? 1.0f : 5.0f;
+    const int top_k = i % 3 ? 0 : 3;
+    const int t = gen.sample(temperature, top_k, rng, candidates);
+    ASSERT_GE(t, 0);
+    ASSERT_LT(t, candidates) << "temperature " << temperature << ", top-k " << top_k;
+  }
+}
+
 // The same for the later families' ops: sliding windows shorter than the sequence, Gemma 2's
 // soft-caps and post-norms, Gemma 3's q/k norms and two rotary bases, Qwen3's q/k norms, Phi-3.
 TEST(LlamaGenerator, KvCacheMatchesFullForwardInEveryFamily) {

@@ -69,16 +69,10 @@ int SampleCommand::run(const ArgParser&) {
   Model model(source.config);
   load_model_file(source, model);
   const ModelConfig& c = model.config();
-  if (tok.vocab_size() < c.vocab_size) {
-    throw UsageError("--tokenizer " + tok.source() + " has " + std::to_string(tok.vocab_size()) +
-                     " tokens, fewer than the V=" + std::to_string(c.vocab_size) + " of --model " +
-                     model_path_ + ": the ids from " + std::to_string(tok.vocab_size()) +
-                     " up that it may sample could not be decoded");
-  }
 
   // Samples start from the token that starts every document in training (BOS, or end-of-text).
   const int first = tok.document_token();
-  std::vector<int> context = {first >= 0 && first < c.vocab_size ? first : 0};
+  std::vector<int> context = {first >= 0 ? first : 0};
   if (!prompt_.empty()) {
     if (!tok.can_encode()) {
       throw UsageError(
@@ -90,13 +84,14 @@ int SampleCommand::run(const ArgParser&) {
   }
   // A tokenizer may know more tokens than the model has rows (Gemma 3's image token is past its
   // V): only the ids actually fed in must fit.
-  for (const int id : context) {
-    if (id >= c.vocab_size) {
-      throw UsageError("--prompt has the token " + std::to_string(id) + " (" +
-                       tok.decode(&id, 1) + ") of --tokenizer " + tok.source() +
-                       ", past the V=" + std::to_string(c.vocab_size) + " of --model " +
-                       model_path_);
-    }
+  for (size_t i = 0; i < context.size(); ++i) {
+    const int id = context[i];
+    if (id < c.vocab_size) continue;
+    throw UsageError(std::string(i == 0 ? "the document token " : "--prompt's token ") +
+                     std::to_string(id) + " (" + tok.decode(&id, 1) + ") of --tokenizer " +
+                     tok.source() + " is past the V=" + std::to_string(c.vocab_size) +
+                     " of --model " + model_path_ +
+                     (i == 0 ? ": the tokenizer is not the model's" : ""));
   }
   // Both are bounded (the prompt by what was read, --tokens by its range): no int overflows here.
   const int64_t length = static_cast<int64_t>(context.size()) + tokens_;
@@ -118,7 +113,8 @@ int SampleCommand::run(const ArgParser&) {
     std::fflush(stdout);
   };
   while (generated < tokens_) {
-    const int next = gen.sample(static_cast<float>(temperature_), top_k_, rng);
+    // Only ids the tokenizer can decode (Qwen3's rows past its 151669 tokens are never drawn).
+    const int next = gen.sample(static_cast<float>(temperature_), top_k_, rng, tok.vocab_size());
     ++generated;
     if (next == tok.eot_token()) break;
     show(text.push(next));

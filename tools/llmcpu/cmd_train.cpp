@@ -132,11 +132,13 @@ int train_in(Communicator& world, const TrainOptions& o, TrainCliExtras extra) {
   const Placement placed = apply_placement_flags(extra.placement);
   std::shared_ptr<const Tokenizer> sample_tok = load_sample_tokenizer(extra, o, o.sample_every > 0);
   TrainOptions run = o;
-  if (sample_tok) run.sample_start = sample_tok->document_token();
+  if (sample_tok) {
+    run.sample_start = sample_tok->document_token();
+    run.sample_candidates = sample_tok->vocab_size();
+  }
   Trainer trainer(run, &world);
   print_run(trainer, placed, world);
-  const Model& m = trainer.model();
-  SampleDecoder decode = make_sample_decoder(sample_tok, extra, m.config().vocab_size);
+  SampleDecoder decode = make_sample_decoder(sample_tok);
 
   TrainObserver obs;
   obs.on_step = [](const StepReport& r) {

@@ -163,23 +163,13 @@ std::shared_ptr<const Tokenizer> load_sample_tokenizer(const TrainCliExtras& ext
   }
 }
 
-SampleDecoder make_sample_decoder(std::shared_ptr<const Tokenizer> tok, const TrainCliExtras& extra,
-                                  int vocab_size) {
+SampleDecoder make_sample_decoder(std::shared_ptr<const Tokenizer> tok) {
   auto ids = [](const std::vector<int>& tokens) {
     std::string out;
     for (int t : tokens) out += std::to_string(t) + " ";
     return out;
   };
   if (!tok) return ids;
-  if (tok->vocab_size() < vocab_size) {
-    const std::string why = "--tokenizer " + tok->source() + " has " +
-                            std::to_string(tok->vocab_size()) +
-                            " tokens, fewer than the model's V=" + std::to_string(vocab_size) +
-                            ": samples could not be decoded";
-    if (!extra.tokenizer.empty()) throw UsageError(why);
-    std::fprintf(stderr, "train: samples are shown as token ids (%s)\n", why.c_str());
-    return ids;
-  }
   return [tok](const std::vector<int>& tokens) {
     std::vector<int> text;  // stop at the first end-of-text token, like llm.c's sampler
     for (int t : tokens) {

@@ -52,10 +52,8 @@ std::shared_ptr<const Tokenizer> load_sample_tokenizer(const TrainCliExtras& ext
                                                        const TrainOptions& options, bool needed);
 
 using SampleDecoder = std::function<std::string(const std::vector<int>&)>;
-// Decodes with `tok` (up to its end-of-text token), or prints ids without one. Throws UsageError
-// naming --tokenizer when it has fewer tokens than the model's `vocab_size` (whose samples it could
-// not decode) and was given explicitly; falls back to ids with a warning otherwise.
-SampleDecoder make_sample_decoder(std::shared_ptr<const Tokenizer> tok, const TrainCliExtras& extra,
-                                  int vocab_size);
+// Decodes with `tok` (up to its end-of-text token), or prints ids without one. Samples are drawn
+// among the ids `tok` knows (TrainOptions::sample_candidates), so all of them decode.
+SampleDecoder make_sample_decoder(std::shared_ptr<const Tokenizer> tok);
 
 }  // namespace llmcpu
