@@ -64,12 +64,18 @@ ActivationViews<G> views_at(char* base, const ModelConfig& c, int B, int T) {
           .qkv = g,
           .atty = g,
           .lse = f,
+          .qk_saved = f,
+          .qk_rstd = f,
+          .attn_out = f,
+          .attn_post_rstd = f,
           .residual2 = f,
           .ln2 = g,
           .ln2_mean = f,
           .ln2_rstd = f,
           .fch = g,
           .fch_gelu = g,
+          .mlp_out = f,
+          .mlp_post_rstd = f,
           .residual3 = f,
           .lnf = g,
           .lnf_mean = f,
@@ -80,6 +86,8 @@ ActivationViews<G> views_at(char* base, const ModelConfig& c, int B, int T) {
           .losses = f,
           .rope_cos = f,
           .rope_sin = f,
+          .rope_cos_local = f,
+          .rope_sin_local = f,
           .L = c.num_layers,
           .BT = BT,
           .C = size_t(c.channels),
@@ -88,6 +96,8 @@ ActivationViews<G> views_at(char* base, const ModelConfig& c, int B, int T) {
           .A = size_t(c.attn_width()),
           .F = size_t(c.fc_width()),
           .H = size_t(c.hidden_size()),
+          .QK = 0,
+          .QK_heads = 0,
           .head_rows = head_chunk_rows(c, BT),
           .keep_logits = false,
           .recompute = Recompute::kNone};
@@ -104,7 +114,7 @@ std::vector<LayerOp> record_step(const ModelConfig& c, int B, int T, const OpKer
   const ActivationViews<G> a = views_at<G>(space.at(0), c, B, T);
   float* f = reinterpret_cast<float*>(space.at(0));
   const ActivationGradViews d{
-      .dresidual = f, .dln = f, .datty = f, .dqkv = f, .dfch = f, .dact = f};
+      .dresidual = f, .dln = f, .datty = f, .dqkv = f, .dfch = f, .dact = f, .pad_row = f};
   // The gradients share the parameters' addresses: the recorder names a matmul by its weight only.
   float* params = reinterpret_cast<float*>(space.at(arena));
   const ParameterViews<float> p = ParameterViews<float>::carve(params, layout);

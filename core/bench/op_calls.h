@@ -60,12 +60,11 @@ Prepare rmsnorm_backward_call(const OpKernels& x, size_t N, int C);
 Prepare rope_forward_call(const OpKernels& x, size_t N, int T, int heads, int D, size_t row_stride);
 Prepare rope_backward_call(const OpKernels& x, size_t N, int T, int heads, int D,
                            size_t row_stride);
-Prepare swiglu_forward_call(const OpKernels& x, size_t N, int H);
-Prepare swiglu_backward_call(const OpKernels& x, size_t N, int H);
-// Later families' (op_calls_families.cpp): GeGLU as SwiGLU; the per-head RMSNorm of the NH + NKV
-// q and k heads of D at the start of N rows of row_stride; x *= factor over N values.
-Prepare geglu_forward_call(const OpKernels& x, size_t N, int H);
-Prepare geglu_backward_call(const OpKernels& x, size_t N, int H);
+// SwiGLU, or with `gelu` GeGLU (Gemma's MLP).
+Prepare gated_forward_call(const OpKernels& x, size_t N, int H, bool gelu);
+Prepare gated_backward_call(const OpKernels& x, size_t N, int H, bool gelu);
+// Later families' (op_calls_families.cpp): the per-head RMSNorm of the NH + NKV q and k heads of D
+// at the start of N rows of row_stride; x *= factor over N values.
 Prepare head_rmsnorm_forward_call(const OpKernels& x, size_t N, int NH, int NKV, int D,
                                   size_t row_stride);
 Prepare head_rmsnorm_backward_call(const OpKernels& x, size_t N, int NH, int NKV, int D,

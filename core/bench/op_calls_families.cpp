@@ -1,46 +1,13 @@
-// The prepared calls of the ops later families add (op_calls.h): GeGLU (Gemma's MLP), the per-head
-// RMSNorm of q and k (Qwen3) and the scale of the embedding and its gradient (Gemma), on the
-// tables the executors call (bf16: the bf16 table's storage entries).
+// The prepared calls of the ops later families add (op_calls.h): the per-head RMSNorm of q and k
+// (Qwen3, Gemma 3), the scale of the embedding and its gradient (Gemma) and the soft-cap (Gemma 2),
+// on the tables the executors call (bf16: the bf16 table's storage entries). GeGLU is SwiGLU's
+// call (gated_forward_call).
 #include <memory>
 
 #include "core/bench/op_calls.h"
 #include "core/bench/op_inputs.h"
 
 namespace llmcpu::bench {
-
-Prepare geglu_forward_call(const OpKernels& x, size_t N, int H) {
-  return [x, N, H] {
-    auto in = std::make_shared<Inputs>();
-    const size_t n = N * size_t(H);
-    if (x.bf16) {
-      const bf16* inp = in->b16(2 * n);
-      bf16* out = in->b16(n);
-      return owning(in, [&h = x.h, out, inp, N, H] { h.geglu_forward(out, inp, N, H); });
-    }
-    const float* inp = in->f32(2 * n, -4.0f, 4.0f);
-    float* out = in->f32(n);
-    return owning(in, [&k = x.k, out, inp, N, H] { k.geglu_forward(out, inp, N, H); });
-  };
-}
-
-Prepare geglu_backward_call(const OpKernels& x, size_t N, int H) {
-  return [x, N, H] {
-    auto in = std::make_shared<Inputs>();
-    const size_t n = N * size_t(H);
-    float* dinp = in->f32(2 * n);
-    const float* dout = in->f32(n);
-    if (x.bf16) {
-      const bf16* inp = in->b16(2 * n);
-      return owning(in, [&h = x.h, dinp, dout, inp, N, H] {
-        h.geglu_backward(dinp, dout, inp, N, H);
-      });
-    }
-    const float* inp = in->f32(2 * n, -4.0f, 4.0f);
-    return owning(in, [&k = x.k, dinp, dout, inp, N, H] {
-      k.geglu_backward(dinp, dout, inp, N, H);
-    });
-  };
-}
 
 Prepare head_rmsnorm_forward_call(const OpKernels& x, size_t N, int NH, int NKV, int D,
                                   size_t row_stride) {

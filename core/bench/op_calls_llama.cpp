@@ -1,5 +1,5 @@
 // The prepared calls of the Llama family's ops (op_calls.h): RMSNorm, the rotary embedding and
-// SwiGLU, on the tables the executors call (bf16: the bf16 table's storage entries).
+// SwiGLU and GeGLU, on the tables the executors call (bf16: the bf16 table's storage entries).
 #include <cmath>
 #include <memory>
 
@@ -100,37 +100,37 @@ Prepare rope_backward_call(const OpKernels& x, size_t N, int T, int heads, int D
   };
 }
 
-Prepare swiglu_forward_call(const OpKernels& x, size_t N, int H) {
-  return [x, N, H] {
+Prepare gated_forward_call(const OpKernels& x, size_t N, int H, bool gelu) {
+  const auto f32 = gelu ? &KernelTable::geglu_forward : &KernelTable::swiglu_forward;
+  const auto b16 = gelu ? &Bf16Kernels::geglu_forward : &Bf16Kernels::swiglu_forward;
+  return [x, N, H, f32, b16] {
     auto in = std::make_shared<Inputs>();
     const size_t n = N * size_t(H);
     if (x.bf16) {
       const bf16* inp = in->b16(2 * n);
       bf16* out = in->b16(n);
-      return owning(in, [&h = x.h, out, inp, N, H] { h.swiglu_forward(out, inp, N, H); });
+      return owning(in, [f = x.h.*b16, out, inp, N, H] { f(out, inp, N, H); });
     }
     const float* inp = in->f32(2 * n, -4.0f, 4.0f);
     float* out = in->f32(n);
-    return owning(in, [&k = x.k, out, inp, N, H] { k.swiglu_forward(out, inp, N, H); });
+    return owning(in, [f = x.k.*f32, out, inp, N, H] { f(out, inp, N, H); });
   };
 }
 
-Prepare swiglu_backward_call(const OpKernels& x, size_t N, int H) {
-  return [x, N, H] {
+Prepare gated_backward_call(const OpKernels& x, size_t N, int H, bool gelu) {
+  const auto f32 = gelu ? &KernelTable::geglu_backward : &KernelTable::swiglu_backward;
+  const auto b16 = gelu ? &Bf16Kernels::geglu_backward : &Bf16Kernels::swiglu_backward;
+  return [x, N, H, f32, b16] {
     auto in = std::make_shared<Inputs>();
     const size_t n = N * size_t(H);
     float* dinp = in->f32(2 * n);
     const float* dout = in->f32(n);
     if (x.bf16) {
       const bf16* inp = in->b16(2 * n);
-      return owning(in, [&h = x.h, dinp, dout, inp, N, H] {
-        h.swiglu_backward(dinp, dout, inp, N, H);
-      });
+      return owning(in, [f = x.h.*b16, dinp, dout, inp, N, H] { f(dinp, dout, inp, N, H); });
     }
     const float* inp = in->f32(2 * n, -4.0f, 4.0f);
-    return owning(in, [&k = x.k, dinp, dout, inp, N, H] {
-      k.swiglu_backward(dinp, dout, inp, N, H);
-    });
+    return owning(in, [f = x.k.*f32, dinp, dout, inp, N, H] { f(dinp, dout, inp, N, H); });
   };
 }
 

@@ -111,13 +111,13 @@ class StepRecorder {
   void swiglu_forward(G*, const G*, size_t N, int H) {
     const double n = double(N) * H;
     add({"swiglu", "forward", dims({{"N", N}, {"H", H}}), 1, 12.0 * n, 3 * kAct * n, Roof::kFp32,
-         swiglu_forward_call(x_, N, H)});
+         gated_forward_call(x_, N, H, false)});
   }
   // GELU's FLOPs on the gate and one product.
   void geglu_forward(G*, const G*, size_t N, int H) {
     const double n = double(N) * H;
     add({"geglu", "forward", dims({{"N", N}, {"H", H}}), 1, 11.0 * n, 3 * kAct * n, Roof::kFp32,
-         geglu_forward_call(x_, N, H)});
+         gated_forward_call(x_, N, H, true)});
   }
   // Each q and k head read, normalised in place and saved in fp32.
   template <class O>
@@ -205,12 +205,12 @@ class StepRecorder {
   void swiglu_backward(float*, const float*, const G*, size_t N, int H) {
     const double n = double(N) * H;
     add({"swiglu", "backward", dims({{"N", N}, {"H", H}}), 1, 20.0 * n, (2 * kAct + 12.0) * n,
-         Roof::kFp32, swiglu_backward_call(x_, N, H)});
+         Roof::kFp32, gated_backward_call(x_, N, H, false)});
   }
   void geglu_backward(float*, const float*, const G*, size_t N, int H) {
     const double n = double(N) * H;
     add({"geglu", "backward", dims({{"N", N}, {"H", H}}), 1, 22.0 * n, (2 * kAct + 12.0) * n,
-         Roof::kFp32, geglu_backward_call(x_, N, H)});
+         Roof::kFp32, gated_backward_call(x_, N, H, true)});
   }
   void head_rmsnorm_backward(float*, float*, float*, const float*, const float*, const float*,
                              const float*, size_t N, int NH, int NKV, int D, size_t row_stride,

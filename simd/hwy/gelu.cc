@@ -8,8 +8,9 @@
 // Cephes' expf polynomial on a two-part ln 2 reduction (relative error <= 2^-23, measured over
 // every float argument it takes). GELU is compute-bound, not memory-bound: on AVX-512 one
 // element takes about as long as moving its bytes three times over.
-// GeGLU (simd/scalar/geglu.h) gates the up half of each row [gate (H) | up (H)] with this GELU:
-//   out = gelu(gate) up;  dgate = dout up gelu'(gate),  dup = dout gelu(gate)  (one exp for both).
+// GeGLU (simd/scalar/geglu.h) gates the up half of each row [gate (H) | up (H)] with this GELU,
+// through gated-inl.h's rows: out = gelu(gate) up;  dgate = dout up gelu'(gate),
+// dup = dout gelu(gate)  (one exp for both).
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "simd/hwy/gelu.cc"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
@@ -17,6 +18,7 @@
 #include "hwy/highway.h"
 #include "simd/hwy/bf16-inl.h"
 #include "simd/hwy/common-inl.h"
+#include "simd/hwy/gated-inl.h"
 #include "simd/bf16.h"
 #include "simd/kernels.h"
 #include "simd/scalar/gelu.h"
@@ -114,77 +116,28 @@ void GeluBackward(float* dinp, const In* inp, const float* dout, size_t N) {
   });
 }
 
-// GeGLU over rows [gate | up]. In: float, or bf16 (widened exactly); Out: float, or bf16.
-template <typename Out, typename In>
-void GeGluForward(Out* out, const In* inp, size_t N, int H_) {
-  const size_t H = size_t(H_);
-#pragma omp parallel for schedule(static)
-  for (size_t r = 0; r < N; ++r) {
-    const DF d;
-    const GeluConsts g{d};
-    const size_t L = hn::Lanes(d);
-    const In* HWY_RESTRICT gate = inp + r * 2 * H;
-    const In* HWY_RESTRICT up = gate + H;
-    Out* HWY_RESTRICT y = out + r * H;
-    size_t h = 0;
-    for (; h + L <= H; h += L) {
-      StoreOut(hn::Mul(GeluOne(d, g, LoadIn(d, gate + h)), LoadIn(d, up + h)), d, y + h);
-    }
-    if (h < H) {
-      const size_t k = H - h;
-      StoreOutN(hn::Mul(GeluOne(d, g, LoadInN(d, gate + h, k)), LoadInN(d, up + h, k)), d, y + h,
-                k);
-    }
-  }
-}
-
-// dinp (N, 2H) overwritten with [dgate | dup]. In: float, or bf16 (widened exactly).
-template <typename In>
-void GeGluBackward(float* dinp, const float* dout, const In* inp, size_t N, int H_) {
-  const size_t H = size_t(H_);
-#pragma omp parallel for schedule(static)
-  for (size_t r = 0; r < N; ++r) {
-    const DF d;
-    const GeluConsts g{d};
-    const size_t L = hn::Lanes(d);
-    const In* HWY_RESTRICT gate = inp + r * 2 * H;
-    const In* HWY_RESTRICT up = gate + H;
-    const float* HWY_RESTRICT dy = dout + r * H;
-    float* HWY_RESTRICT dgate = dinp + r * 2 * H;
-    float* HWY_RESTRICT dup = dgate + H;
-    VF local, y;
-    size_t h = 0;
-    for (; h + L <= H; h += L) {
-      const VF dyv = hn::LoadU(d, dy + h);
-      GeluGradAndValue(d, g, LoadIn(d, gate + h), local, y);
-      hn::StoreU(hn::Mul(hn::Mul(dyv, LoadIn(d, up + h)), local), d, dgate + h);
-      hn::StoreU(hn::Mul(dyv, y), d, dup + h);
-    }
-    if (h < H) {
-      const size_t k = H - h;
-      const VF dyv = LoadTail(d, dy + h, k);
-      GeluGradAndValue(d, g, LoadInN(d, gate + h, k), local, y);
-      StoreTail(hn::Mul(hn::Mul(dyv, LoadInN(d, up + h, k)), local), d, dgate + h, k);
-      StoreTail(hn::Mul(dyv, y), d, dup + h, k);
-    }
-  }
-}
+// GELU's tanh form as the activation of GeGLU's rows (gated-inl.h).
+struct GeluGate {
+  VF Value(VF x) const { return GeluOne(d, GeluConsts{d}, x); }
+  void GradAndValue(VF x, VF& g, VF& y) const { GeluGradAndValue(d, GeluConsts{d}, x, g, y); }
+  DF d;
+};
 
 }  // namespace
 
 void FillGelu(KernelTable& t) {
   t.gelu_forward = &GeluForward<float, float>;
   t.gelu_backward = &GeluBackward<float>;
-  t.geglu_forward = &GeGluForward<float, float>;
-  t.geglu_backward = &GeGluBackward<float>;
+  t.geglu_forward = &GatedForward<GeluGate, float, float>;
+  t.geglu_backward = &GatedBackward<GeluGate, float>;
 }
 
 void FillGeluBf16(Bf16Kernels& t) {
   t.gelu_forward = &GeluForward<bf16, float>;
   t.gelu_forward_bf16 = &GeluForward<bf16, bf16>;
   t.gelu_backward = &GeluBackward<bf16>;
-  t.geglu_forward = &GeGluForward<bf16, bf16>;
-  t.geglu_backward = &GeGluBackward<bf16>;
+  t.geglu_forward = &GatedForward<GeluGate, bf16, bf16>;
+  t.geglu_backward = &GatedBackward<GeluGate, bf16>;
 }
 
 }  // namespace HWY_NAMESPACE

@@ -8,39 +8,24 @@
 
 #include <cstddef>
 
+#include "simd/scalar/gated.h"
 #include "simd/scalar/gelu.h"
 
 namespace llmcpu::scalar {
 
 template <typename F>
-void geglu_forward(F* out,        // (N,H)
-                   const F* inp,  // (N,2H): [gate | up] per row
-                   size_t N, int H) {
-#pragma omp parallel for schedule(static)
-  for (size_t r = 0; r < N; ++r) {
-    const F* gate = inp + r * 2 * H;
-    const F* up = gate + H;
-    F* y = out + r * H;
-    for (int h = 0; h < H; ++h) y[h] = gelu_one(gate[h]) * up[h];
-  }
+void geglu_forward(F* out, const F* inp, size_t N, int H) {  // (N,H), (N,2H)
+  gated_forward(out, inp, N, H, [](F x) { return gelu_one(x); });
 }
 
 // dinp (N,2H) overwritten: [dgate | dup] per row.
 template <typename F>
 void geglu_backward(F* dinp, const F* dout, const F* inp,  // (N,2H), (N,H), (N,2H)
                     size_t N, int H) {
-#pragma omp parallel for schedule(static)
-  for (size_t r = 0; r < N; ++r) {
-    const F* gate = inp + r * 2 * H;
-    const F* up = gate + H;
-    const F* dy = dout + r * H;
-    F* dgate = dinp + r * 2 * H;
-    F* dup = dgate + H;
-    for (int h = 0; h < H; ++h) {
-      dgate[h] = dy[h] * up[h] * gelu_grad_one(gate[h]);
-      dup[h] = dy[h] * gelu_one(gate[h]);
-    }
-  }
+  gated_backward(dinp, dout, inp, N, H, [](F x, F& g, F& y) {
+    g = gelu_grad_one(x);
+    y = gelu_one(x);
+  });
 }
 
 }  // namespace llmcpu::scalar

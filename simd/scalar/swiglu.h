@@ -13,6 +13,8 @@
 #include <cmath>
 #include <cstddef>
 
+#include "simd/scalar/gated.h"
+
 namespace llmcpu::scalar {
 
 // sigmoid(x) into s and sigmoid(-x) = 1 - sigmoid(x) into sm.
@@ -26,41 +28,24 @@ inline void sigmoid_pair(F x, F& s, F& sm) {
 }
 
 template <typename F>
-void swiglu_forward(F* out,        // (N,H)
-                    const F* inp,  // (N,2H): [gate | up] per row
-                    size_t N, int H) {
-#pragma omp parallel for schedule(static)
-  for (size_t r = 0; r < N; ++r) {
-    const F* gate = inp + r * 2 * H;
-    const F* up = gate + H;
-    F* y = out + r * H;
-    for (int h = 0; h < H; ++h) {
-      F s, sm;
-      sigmoid_pair(gate[h], s, sm);
-      y[h] = gate[h] * s * up[h];
-    }
-  }
+void swiglu_forward(F* out, const F* inp, size_t N, int H) {  // (N,H), (N,2H)
+  gated_forward(out, inp, N, H, [](F x) {
+    F s, sm;
+    sigmoid_pair(x, s, sm);
+    return x * s;
+  });
 }
 
 // dinp (N,2H) overwritten: [dgate | dup] per row.
 template <typename F>
 void swiglu_backward(F* dinp, const F* dout, const F* inp,  // (N,2H), (N,H), (N,2H)
                      size_t N, int H) {
-#pragma omp parallel for schedule(static)
-  for (size_t r = 0; r < N; ++r) {
-    const F* gate = inp + r * 2 * H;
-    const F* up = gate + H;
-    const F* dy = dout + r * H;
-    F* dgate = dinp + r * 2 * H;
-    F* dup = dgate + H;
-    for (int h = 0; h < H; ++h) {
-      const F x = gate[h];
-      F s, sm;
-      sigmoid_pair(x, s, sm);
-      dgate[h] = dy[h] * up[h] * (s * (F(1) + x * sm));
-      dup[h] = dy[h] * (x * s);
-    }
-  }
+  gated_backward(dinp, dout, inp, N, H, [](F x, F& g, F& y) {
+    F s, sm;
+    sigmoid_pair(x, s, sm);
+    g = s * (F(1) + x * sm);
+    y = x * s;
+  });
 }
 
 }  // namespace llmcpu::scalar
