@@ -70,7 +70,8 @@ foreach(case ${llama_cases})
       llama_fixture_train_${case} llama_fixture_verify_bf16_${case}
       llama_fixture_train_bf16_${case})
   # Read and written back in its own dtype, the weights are the reference's bytes (the unsharded
-  # cases: a written folder holds one file).
+  # cases: a written folder holds one file), and config.json is the reference's, as
+  # save_pretrained writes it (families.py, make_llama_fixture.py).
   if(NOT "${llama_${case}}" MATCHES "--shards")
     set(dtype fp32)
     if("${llama_${case}}" MATCHES "--dtype bf16")
@@ -79,7 +80,7 @@ foreach(case ${llama_cases})
       set(dtype fp16)
     endif()
     add_test(NAME llama_fixture_round_trip_${case}
-             COMMAND sh -c "\"$1\" convert \"$2\" \"$3\" --dtype $4 && cmp \"$2/model.safetensors\" \"$3/model.safetensors\""
+             COMMAND sh -c "\"$1\" convert \"$2\" \"$3\" --dtype $4 && cmp \"$2/model.safetensors\" \"$3/model.safetensors\" && cmp \"$2/config.json\" \"$3/config.json\""
                      round_trip $<TARGET_FILE:llmcpu> ${hf} ${fresh}/llama_${case}_round_trip ${dtype})
     list(APPEND case_tests llama_fixture_round_trip_${case})
   endif()

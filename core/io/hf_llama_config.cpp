@@ -1,17 +1,32 @@
 #include "core/io/hf_llama_config.h"
 
+#include <cmath>
+
 namespace llmcpu {
 
 using nlohmann::json;
+
+namespace {
+
+// An integral value as a JSON integer (as config.json files hold query_pre_attn_scalar: 256), any
+// other as a double.
+json number(double v) {
+  return v == std::floor(v) && std::fabs(v) < 1e15 ? json(static_cast<int64_t>(v)) : json(v);
+}
+
+}  // namespace
 
 json llama_config_json(const ModelConfig& c, TensorDtype dtype, const json& base) {
   json j = base.is_object() ? base : json::object();
   const Family& f = c.family();
   j["architectures"] = {f.hf_class};
   j["model_type"] = f.model_type;
+  // The activation under the family's key (or keys), and under any key the base had.
   const char* act = f.mlp == MlpKind::kGeGlu ? "gelu_pytorch_tanh" : "silu";
-  j["hidden_act"] = act;
-  if (j.contains("hidden_activation")) j["hidden_activation"] = act;
+  if (f.activation_keys != ActivationKeys::kHiddenActivation || j.contains("hidden_act"))
+    j["hidden_act"] = act;
+  if (f.activation_keys != ActivationKeys::kHiddenAct || j.contains("hidden_activation"))
+    j["hidden_activation"] = act;
   j["hidden_size"] = c.channels;
   j["intermediate_size"] = c.hidden;
   j["num_hidden_layers"] = c.num_layers;
@@ -42,7 +57,9 @@ json llama_config_json(const ModelConfig& c, TensorDtype dtype, const json& base
                {"original_max_position_embeddings", c.rope.original_max_position_embeddings}};
   }
   optional("rope_scaling", c.rope.type != RopeType::kDefault, scaling);
-  j["tie_word_embeddings"] = c.tied_head;
+  // save_pretrained leaves out a value equal both to PretrainedConfig's default (true) and to the
+  // config class's (the family's default_tied).
+  optional("tie_word_embeddings", !(c.tied_head && f.default_tied), c.tied_head);
   optional("pad_token_id", c.pad_token_id != f.default_pad_token_id,
            c.pad_token_id >= 0 ? json(c.pad_token_id) : json(nullptr));
   if (f.biases == Biases::kConfigKeys) {
@@ -54,7 +71,7 @@ json llama_config_json(const ModelConfig& c, TensorDtype dtype, const json& base
     for (bool s : c.sliding_layers) types.push_back(s ? "sliding_attention" : "full_attention");
     j["layer_types"] = types;
     j["sliding_window"] = c.sliding_window;
-    j["query_pre_attn_scalar"] = c.query_pre_attn_scalar;
+    j["query_pre_attn_scalar"] = number(c.query_pre_attn_scalar);
     const auto cap = [](double v) { return v > 0 ? json(v) : json(nullptr); };
     j["final_logit_softcapping"] = cap(c.final_softcap);
     if (f.attn_softcap) j["attn_logit_softcapping"] = cap(c.attn_softcap);

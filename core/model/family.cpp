@@ -171,7 +171,8 @@ constexpr Family kFamilies[] = {
      .default_pad_token_id = 0,
      .scaled_residual_init = false,
      .llmc_files = false,
-     .plugin_block = false},
+     .plugin_block = false,
+     .activation_keys = ActivationKeys::kBoth},
     {.architecture = Architecture::kGemma2,
      .name = "Gemma 2",
      .model_type = "gemma2",
@@ -194,7 +195,8 @@ constexpr Family kFamilies[] = {
      .default_pad_token_id = 0,
      .scaled_residual_init = false,
      .llmc_files = false,
-     .plugin_block = false},
+     .plugin_block = false,
+     .activation_keys = ActivationKeys::kHiddenActivation},
     {.architecture = Architecture::kGemma3,
      .name = "Gemma 3",
      .model_type = "gemma3_text",
@@ -217,7 +219,8 @@ constexpr Family kFamilies[] = {
      .default_pad_token_id = 0,
      .scaled_residual_init = false,
      .llmc_files = false,
-     .plugin_block = false},
+     .plugin_block = false,
+     .activation_keys = ActivationKeys::kHiddenActivation},
 };
 
 }  // namespace

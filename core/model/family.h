@@ -25,6 +25,8 @@ enum class PositionKind { kLearned, kRope };
 // (Llama), q, k and v only (Qwen2), or none.
 enum class Biases { kAll, kConfigKeys, kQkv, kNone };
 
+enum class ActivationKeys { kHiddenAct, kHiddenActivation, kBoth };
+
 struct Family {
   Architecture architecture;
   const char* name;        // for people: "GPT-2", "Llama", "Qwen2", "Mistral"
@@ -74,6 +76,9 @@ struct Family {
   // The block a plugin runs (core/plugin_abi.h describes GPT-2's): false where offloading is
   // refused by name.
   bool plugin_block;
+  // config.json's key naming the MLP's activation as save_pretrained writes it: "hidden_act", or
+  // "hidden_activation" (Gemma 2, 3), or both (Gemma 1).
+  ActivationKeys activation_keys = ActivationKeys::kHiddenAct;
 
   bool gated_mlp() const { return mlp != MlpKind::kGelu; }
 };
