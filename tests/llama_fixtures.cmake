@@ -97,6 +97,12 @@ add_test(NAME llama_reference_self_check
 # central differences and published config files: about a minute.
 add_test(NAME llama_family_reference_self_check
          COMMAND ${LLMCPU_DEBIAN_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/fixtures/check_family_reference.py)
+# LoRA's reference (tests/fixtures/lora_reference.py, PEFT 0.17.1's semantics and files) against
+# central differences of a numpy model on the merged weights, the base model (B = 0), rsLoRA's
+# scaling and PEFT's names, shapes and adapter_config.json keys: about 10 s. The adapter training
+# it will check is in progress.
+add_test(NAME lora_reference_self_check
+         COMMAND ${LLMCPU_DEBIAN_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/fixtures/check_lora_reference.py)
 # The README's Hugging Face commands as written (the fetches replaced by folders in SmolLM2's and
 # Gemma 3 270M's layouts made here), with a few steps each: tests/cli/check_readme_llama.py.
 add_test(NAME llama_readme_commands

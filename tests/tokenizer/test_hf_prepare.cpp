@@ -192,6 +192,8 @@ struct FamilyCase {
   const char* keys;       // more preset keys
 };
 
+void PrintTo(const FamilyCase& f, std::ostream* os) { *os << f.model_type << " with " << f.tokenizer; }
+
 class HfFamilySample : public TempDirTest, public ::testing::WithParamInterface<FamilyCase> {};
 
 TEST_P(HfFamilySample, PreparesTrainsAndSamplesWithItsTokenizer) {
