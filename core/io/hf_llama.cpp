@@ -20,21 +20,55 @@ namespace {
 
 constexpr const char* kIndexName = "model.safetensors.index.json";
 
-// One Hugging Face tensor: where its rows go in the flat array.
-struct Piece {
-  std::string name;
-  int role;                   // its TensorRole
-  int layer;                  // -1 outside the layers
-  size_t offset;              // elements into the layer's slice (the tensor's, outside layers)
-  std::vector<size_t> shape;  // as stored
-};
+using Piece = HfPiece;
 
-// Every tensor of `c`, in save_pretrained's order.
-std::vector<Piece> llama_pieces(const ModelConfig& c) {
+
+size_t flat_offset(const ParameterLayout& layout, const Piece& p) {
+  return layout.offset(p.role) + size_t(std::max(p.layer, 0)) * layout.layer_size(p.role) +
+         p.offset;
+}
+
+std::string shape_string(const std::vector<size_t>& shape) {
+  SafeTensor t;
+  t.shape = shape;
+  return t.shape_string();
+}
+
+// "model.layers.N.self_attn.rotary_emb.inv_freq": a buffer older checkpoints saved.
+bool is_rotary_buffer(const std::string& name) {
+  const std::string tail = ".self_attn.rotary_emb.inv_freq";
+  return name.rfind("model.layers.", 0) == 0 && name.size() > tail.size() &&
+         name.compare(name.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+// The shard files an index names (each once, in order), with the tensors it maps to each.
+std::vector<std::string> index_shards(const std::string& index_path,
+                                      std::map<std::string, std::string>& weight_map) {
+  const json index = read_json_file(index_path);
+  if (!index.is_object() || !index.contains("weight_map") || !index["weight_map"].is_object()) {
+    throw FileError(index_path, "has no \"weight_map\" object (a safetensors index's)");
+  }
+  std::vector<std::string> shards;
+  const fs::path dir = fs::path(index_path).parent_path();
+  for (const auto& [name, file] : index["weight_map"].items()) {
+    if (!file.is_string() || file.get<std::string>().find('/') != std::string::npos) {
+      throw FileError(index_path, "weight_map[\"" + name + "\"] is " + file.dump() +
+                                      ", expected a file name in the same folder");
+    }
+    const std::string path = (dir / file.get<std::string>()).string();
+    weight_map[name] = path;
+    if (std::find(shards.begin(), shards.end(), path) == shards.end()) shards.push_back(path);
+  }
+  return shards;
+}
+
+}  // namespace
+
+std::vector<HfPiece> hf_llama_pieces(const ModelConfig& c) {
   const size_t C = c.channels, V = c.vocab_size, H = c.hidden, D = c.head_dim;
   const size_t Q = c.num_heads * D, KV = c.num_kv_heads * D;
   const bool fused = c.family().fused_projections;
-  std::vector<Piece> out;
+  std::vector<HfPiece> out;
   out.push_back({"model.embed_tokens.weight", kWte, -1, 0, {V, C}});
   for (int l = 0; l < c.num_layers; ++l) {
     const std::string p = "model.layers." + std::to_string(l) + ".";
@@ -85,50 +119,9 @@ std::vector<Piece> llama_pieces(const ModelConfig& c) {
   return out;
 }
 
-size_t flat_offset(const ParameterLayout& layout, const Piece& p) {
-  return layout.offset(p.role) + size_t(std::max(p.layer, 0)) * layout.layer_size(p.role) +
-         p.offset;
-}
-
-std::string shape_string(const std::vector<size_t>& shape) {
-  SafeTensor t;
-  t.shape = shape;
-  return t.shape_string();
-}
-
-// "model.layers.N.self_attn.rotary_emb.inv_freq": a buffer older checkpoints saved.
-bool is_rotary_buffer(const std::string& name) {
-  const std::string tail = ".self_attn.rotary_emb.inv_freq";
-  return name.rfind("model.layers.", 0) == 0 && name.size() > tail.size() &&
-         name.compare(name.size() - tail.size(), tail.size(), tail) == 0;
-}
-
-// The shard files an index names (each once, in order), with the tensors it maps to each.
-std::vector<std::string> index_shards(const std::string& index_path,
-                                      std::map<std::string, std::string>& weight_map) {
-  const json index = read_json_file(index_path);
-  if (!index.is_object() || !index.contains("weight_map") || !index["weight_map"].is_object()) {
-    throw FileError(index_path, "has no \"weight_map\" object (a safetensors index's)");
-  }
-  std::vector<std::string> shards;
-  const fs::path dir = fs::path(index_path).parent_path();
-  for (const auto& [name, file] : index["weight_map"].items()) {
-    if (!file.is_string() || file.get<std::string>().find('/') != std::string::npos) {
-      throw FileError(index_path, "weight_map[\"" + name + "\"] is " + file.dump() +
-                                      ", expected a file name in the same folder");
-    }
-    const std::string path = (dir / file.get<std::string>()).string();
-    weight_map[name] = path;
-    if (std::find(shards.begin(), shards.end(), path) == shards.end()) shards.push_back(path);
-  }
-  return shards;
-}
-
-}  // namespace
-
 std::vector<std::string> llama_tensor_names(const ModelConfig& c) {
   std::vector<std::string> names;
-  for (const Piece& p : llama_pieces(c)) names.push_back(p.name);
+  for (const Piece& p : hf_llama_pieces(c)) names.push_back(p.name);
   return names;
 }
 
@@ -168,7 +161,7 @@ void HfLlamaFile::open(const std::string& weights, const std::string& config_sou
   }
   std::set<std::string> known;
   const std::string source = "the model " + describe(config_) + " of " + config_source;
-  for (const Piece& p : llama_pieces(config_)) {
+  for (const Piece& p : hf_llama_pieces(config_)) {
     auto it = tensors_.find(p.name);
     if (it == tensors_.end()) {
       throw FileError(weights, "missing tensor '" + p.name + "' (" + source + ")");
@@ -199,7 +192,7 @@ void HfLlamaFile::open(const std::string& weights, const std::string& config_sou
 void HfLlamaFile::load(float* params) const {
   const ParameterLayout layout(config_);
   std::fill_n(params, layout.total(), 0.0f);  // the padding rows of wte and lm_head stay zero
-  for (const Piece& p : llama_pieces(config_)) {
+  for (const Piece& p : hf_llama_pieces(config_)) {
     tensor_to_f32(*tensors_.at(p.name), params + flat_offset(layout, p));
   }
   auto head = tensors_.find("lm_head.weight");
@@ -257,7 +250,7 @@ DebugState load_llama_reference(const std::string& path, const ModelConfig& c) {
   tensor_to_f32(get("loss", TensorDtype::kF32, {}), &s.loss);
   const ParameterLayout layout(c);
   s.grads.assign(layout.total(), 0.0f);
-  for (const Piece& p : llama_pieces(c)) {
+  for (const Piece& p : hf_llama_pieces(c)) {
     tensor_to_f32(get("grad." + p.name, TensorDtype::kF32, p.shape),
                   s.grads.data() + flat_offset(layout, p));
   }
@@ -268,7 +261,7 @@ void write_llama_safetensors(AtomicFileWriter& out, const ModelConfig& c, const 
                              const uint16_t* rounded, TensorDtype dtype) {
   const ParameterLayout layout(c);
   std::vector<TensorToWrite> tensors;
-  for (const Piece& p : llama_pieces(c)) {
+  for (const Piece& p : hf_llama_pieces(c)) {
     const size_t at = flat_offset(layout, p);
     tensors.push_back({p.name, p.shape, params + at, rounded ? rounded + at : nullptr});
   }

@@ -88,6 +88,17 @@ void save_hf_llama(const std::string& folder, const ModelConfig& config, const f
 // when one is missing or of another dtype or shape, or a token is outside the vocabulary.
 DebugState load_llama_reference(const std::string& path, const ModelConfig& config);
 
+// One Hugging Face tensor of a family's weights: where its rows go in the flat array.
+struct HfPiece {
+  std::string name;           // "model.layers.0.self_attn.q_proj.weight"
+  int role;                   // its TensorRole
+  int layer;                  // -1 outside the layers
+  size_t offset;              // elements into the layer's slice (the tensor's, outside layers)
+  std::vector<size_t> shape;  // as stored
+};
+// Every tensor of `config` (not GPT-2), in save_pretrained's order.
+std::vector<HfPiece> hf_llama_pieces(const ModelConfig& config);
+
 // The names of a Llama-family model's tensors, in save_pretrained's order (for writers and tests).
 std::vector<std::string> llama_tensor_names(const ModelConfig& config);
 
