@@ -39,87 +39,35 @@ STEPS = 10
 
 # Hugging Face families of the tiny fixture's vocabulary (311) and positions (32; T is 8), 2 layers
 # of 48 channels and a SwiGLU or GeGLU of 80. Each keeps what sets its family apart from Llama's.
+def preset(model_type, heads, kv_heads, more=""):
+    """A preset of the tiny fixture's vocabulary (311) and context (32): 2 layers of 48 channels,
+    an MLP of 80, `heads` query heads over `kv_heads` key/value heads, and the keys in `more`."""
+    return (f'model_type = "{model_type}"\nhidden_size = 48\nintermediate_size = 80\n'
+            f"num_hidden_layers = 2\nnum_attention_heads = {heads}\n"
+            f"num_key_value_heads = {kv_heads}\nmax_position_embeddings = 32\nvocab_size = 311\n"
+            + more)
+
+
 PRESETS = {
     # 6 query heads sharing 2 key/value heads of 8, an untied head.
-    "llama": """model_type = "llama"
-hidden_size = 48
-intermediate_size = 80
-num_hidden_layers = 2
-num_attention_heads = 6
-num_key_value_heads = 2
-max_position_embeddings = 32
-vocab_size = 311
-tie_word_embeddings = false
-""",
+    "llama": preset("llama", 6, 2, "tie_word_embeddings = false\n"),
     # Heads of 16, not 48 / 4 (queries of 64 channels), q/k norms, tied embeddings (as Qwen3-0.6B).
-    "qwen3": """model_type = "qwen3"
-hidden_size = 48
-intermediate_size = 80
-num_hidden_layers = 2
-num_attention_heads = 4
-num_key_value_heads = 2
-head_dim = 16
-max_position_embeddings = 32
-vocab_size = 311
-tie_word_embeddings = true
-""",
+    "qwen3": preset("qwen3", 4, 2, "head_dim = 16\ntie_word_embeddings = true\n"),
     # q, k, v and gate, up fused in its files (qkv_proj, gate_up_proj), a window of 4 on every
     # layer.
-    "phi3": """model_type = "phi3"
-hidden_size = 48
-intermediate_size = 80
-num_hidden_layers = 2
-num_attention_heads = 6
-num_key_value_heads = 2
-max_position_embeddings = 32
-vocab_size = 311
-sliding_window = 4
-tie_word_embeddings = false
-""",
+    "phi3": preset("phi3", 6, 2, "sliding_window = 4\ntie_word_embeddings = false\n"),
     # One key/value head for 4 query heads of 16, GeGLU, (1 + w) norms, scaled embeddings, tied.
-    "gemma": """model_type = "gemma"
-hidden_size = 48
-intermediate_size = 80
-num_hidden_layers = 2
-num_attention_heads = 4
-num_key_value_heads = 1
-head_dim = 16
-max_position_embeddings = 32
-vocab_size = 311
-""",
+    "gemma": preset("gemma", 4, 1, "head_dim = 16\n"),
     # Layer 0 a window of 4, layer 1 full (the family's alternation), four norms per layer, scores
     # scaled by 1/sqrt(8) (not the head's 16) and soft-capped at 5, logits at 3, tied.
-    "gemma2": """model_type = "gemma2"
-hidden_size = 48
-intermediate_size = 80
-num_hidden_layers = 2
-num_attention_heads = 4
-num_key_value_heads = 2
-head_dim = 16
-max_position_embeddings = 32
-vocab_size = 311
-sliding_window = 4
-query_pre_attn_scalar = 8
-attn_logit_softcapping = 5.0
-final_logit_softcapping = 3.0
-""",
+    "gemma2": preset("gemma2", 4, 2, "head_dim = 16\nsliding_window = 4\nquery_pre_attn_scalar = 8\n"
+                     "attn_logit_softcapping = 5.0\nfinal_logit_softcapping = 3.0\n"),
     # Layer 0 a window of 4 rotating with base 1e4, layer 1 full with 1e6, q/k norms, an untied head.
-    "gemma3_text": """model_type = "gemma3_text"
-hidden_size = 48
-intermediate_size = 80
-num_hidden_layers = 2
-num_attention_heads = 4
-num_key_value_heads = 2
-head_dim = 16
-max_position_embeddings = 32
-vocab_size = 311
-sliding_window = 4
-layer_types = ["sliding_attention", "full_attention"]
-rope_theta = 1000000.0
-rope_local_base_freq = 10000.0
-query_pre_attn_scalar = 16
-tie_word_embeddings = false
-""",
+    "gemma3_text": preset("gemma3_text", 4, 2,
+                          'head_dim = 16\nsliding_window = 4\n'
+                          'layer_types = ["sliding_attention", "full_attention"]\n'
+                          "rope_theta = 1000000.0\nrope_local_base_freq = 10000.0\n"
+                          "query_pre_attn_scalar = 16\ntie_word_embeddings = false\n"),
 }
 
 
