@@ -70,6 +70,8 @@ struct KernelTable {
 
   void (*matmul_forward)(float* out, const float* inp, const float* weight, const float* bias,
                          size_t N, int C, int OC);
+  // dinp overwritten, dweight and dbias accumulated; any of the three may be null (not wanted: a
+  // frozen weight's backward is dinp alone).
   void (*matmul_backward)(float* dinp, float* dweight /*+=*/, float* dbias /*+=*/,
                           const float* dout, const float* inp, const float* weight, size_t N, int C,
                           int OC);

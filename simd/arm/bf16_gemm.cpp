@@ -394,7 +394,7 @@ void bf16_matmul_forward_bf16(bf16* out, const bf16* inp, const bf16* weight, co
 void bf16_matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
                           const bf16* inp, const bf16* weight, size_t N, int C, int OC) {
   if (dinp) BackwardInput(dinp, dout, weight, N, size_t(C), size_t(OC));
-  BackwardWeight(dweight, dout, inp, N, size_t(C), size_t(OC));
+  if (dweight) BackwardWeight(dweight, dout, inp, N, size_t(C), size_t(OC));
   if (dbias) add_column_sums(dbias, dout, N, size_t(OC));
 }
 

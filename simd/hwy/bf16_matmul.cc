@@ -45,7 +45,7 @@ void Backward(float* dinp, float* dweight, float* dbias, const float* dout, cons
               const bf16* weight, size_t N, int C, int OC) {
   const RoundedF32* d = reinterpret_cast<const RoundedF32*>(dout);  // rounded where it is read
   if (dinp) PackedBackwardInput(dinp, d, weight, N, size_t(C), size_t(OC));
-  PackedBackwardWeight(dweight, d, inp, N, size_t(C), size_t(OC));
+  if (dweight) PackedBackwardWeight(dweight, d, inp, N, size_t(C), size_t(OC));
   if (dbias) BackwardBias(dbias, dout, N, size_t(OC));
 }
 

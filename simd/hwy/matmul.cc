@@ -97,7 +97,7 @@ template <class G>
 void Backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
               const float* weight, size_t N, int C, int OC) {
   if (dinp) BackwardInput<G>(dinp, dout, weight, N, size_t(C), size_t(OC));
-  BackwardWeight<G>(dweight, dout, inp, N, size_t(C), size_t(OC));
+  if (dweight) BackwardWeight<G>(dweight, dout, inp, N, size_t(C), size_t(OC));
   if (dbias) BackwardBias(dbias, dout, N, size_t(OC));
 }
 

@@ -168,10 +168,12 @@ void bf16_matmul_backward(float* dinp, float* dweight, float* dbias, const float
                             {DNNL_ARG_WEIGHTS, wrap(pd.weights_desc(), weight)},
                             {DNNL_ARG_DST, wrap(pd.dst_desc(), dinp)}});
   }
-  const auto& [mm, pd] = primitive(Product::kWeight, N, C, OC);
-  mm.execute(ctx.stream, {{DNNL_ARG_SRC, wrap(pd.src_desc(), d)},
-                          {DNNL_ARG_WEIGHTS, wrap(pd.weights_desc(), inp)},
-                          {DNNL_ARG_DST, wrap(pd.dst_desc(), dweight)}});
+  if (dweight) {
+    const auto& [mm, pd] = primitive(Product::kWeight, N, C, OC);
+    mm.execute(ctx.stream, {{DNNL_ARG_SRC, wrap(pd.src_desc(), d)},
+                            {DNNL_ARG_WEIGHTS, wrap(pd.weights_desc(), inp)},
+                            {DNNL_ARG_DST, wrap(pd.dst_desc(), dweight)}});
+  }
   ctx.stream.wait();
   if (dbias) add_column_sums(dbias, dout, N, size_t(OC));
 }

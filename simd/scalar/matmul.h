@@ -1,7 +1,7 @@
 // Fully connected layer in nn.Linear layout, forward and backward (scalar reference).
 //   out[n,o] = bias[o] + sum_i inp[n,i] * weight[o,i]          (weight is (OC, C), bias may be null)
 //   dinp[n,i]     = sum_o dout[n,o] * weight[o,i]              (overwritten)
-//   dweight[o,i] += sum_n dout[n,o] * inp[n,i]                 (accumulated)
+//   dweight[o,i] += sum_n dout[n,o] * inp[n,i]                 (accumulated; skipped when null)
 //   dbias[o]     += sum_n dout[n,o]                            (accumulated; skipped when null)
 // Work is split over rows (forward, dinp) or output channels (dweight, dbias), so every element has
 // one owner and a fixed summation order whatever the thread count. Small register tiles (4 rows or
@@ -38,7 +38,7 @@ void matmul_forward(F* out,           // (N,OC)
 
 template <typename F>
 void matmul_backward(F* dinp,           // (N,C) overwritten; may be null
-                     F* dweight,        // (OC,C) accumulated
+                     F* dweight,        // (OC,C) accumulated; may be null (a frozen weight)
                      F* dbias,          // (OC) accumulated; may be null
                      const F* dout,     // (N,OC)
                      const F* inp,      // (N,C)
@@ -64,7 +64,7 @@ void matmul_backward(F* dinp,           // (N,C) overwritten; may be null
 #pragma omp parallel for schedule(static)
   for (int tile = 0; tile < otiles; ++tile) {
     const int o0 = tile * kMatmulTile, o1 = std::min(OC, o0 + kMatmulTile);
-    for (size_t n = 0; n < N; ++n) {
+    for (size_t n = 0; dweight && n < N; ++n) {
       const F* x = inp + n * C;
       for (int o = o0; o < o1; ++o) {
         const F d = dout[n * OC + o];

@@ -375,6 +375,10 @@ void bf16_matmul_backward(float* dinp, float* dweight, float* dbias, const float
   const size_t cpanels = (C + kMR - 1) / kMR;
   // bf16(dout) once: dinp rounds it, and dweight interleaves those bits (half the bytes to read).
   const bf16* rounded = dinp ? BackwardInput(dinp, dout, weight, N, C, OC) : nullptr;
+  if (!dweight) {  // a frozen weight: the input's gradient only
+    if (dbias) add_column_sums(dbias, dout, N, OC);
+    return;
+  }
   // dweight += bf16(dout)^T inp: inp packed by channel panels, pairs along the tokens.
   const size_t pairs = (N + 1) / 2, panel = pairs * kPair;
   bf16* A = bf16_scratch(ScratchSlot::kBf16C, PanelValues(C, N));

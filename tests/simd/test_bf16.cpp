@@ -252,6 +252,28 @@ TEST_P(SimdBf16, MatmulMatchesTheReferenceOnRaggedShapes) {
   }
 }
 
+// A frozen weight (LoRA's base): with dweight null the backward gives the same dinp and dbias, bit
+// for bit, as with it.
+TEST_P(SimdBf16, MatmulWithAFrozenWeightGivesTheSameInputGradient) {
+  for (const Shape& s : gemm_shapes(GetParam())) {
+    const size_t N = s.N, C = size_t(s.C), OC = size_t(s.OC);
+    Random rnd(unsigned(N * 5 + C * 3 + OC));
+    const std::vector<bf16> inp = round_all(rnd.normal(N * C)),
+                            weight = round_all(rnd.normal(OC * C, 0, 0.5));
+    const std::vector<float> dout = rnd.normal(N * OC), dbias0 = rnd.normal(OC);
+    std::vector<float> dinp(N * C, NAN), dweight(OC * C, 0.0f), dbias = dbias0;
+    k().matmul_backward(dinp.data(), dweight.data(), dbias.data(), dout.data(), inp.data(),
+                        weight.data(), N, s.C, s.OC);
+    std::vector<float> frozen(N * C, NAN), frozen_bias = dbias0;
+    k().matmul_backward(frozen.data(), nullptr, frozen_bias.data(), dout.data(), inp.data(),
+                        weight.data(), N, s.C, s.OC);
+    const std::string where = GetParam() + " N=" + std::to_string(N) + " C=" +
+                              std::to_string(C) + " OC=" + std::to_string(OC);
+    expect_identical(where + " dinp", frozen, dinp);
+    expect_identical(where + " dbias", frozen_bias, dbias);
+  }
+}
+
 // A table's forward with a bf16 epilogue gives matmul_forward's output rounded by to_bf16, bit for
 // bit, on the ragged shapes, with and without a bias, on 1 and 2 threads.
 TEST_P(SimdBf16, MatmulForwardBf16IsTheRoundedForward) {

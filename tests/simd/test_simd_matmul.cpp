@@ -111,6 +111,28 @@ TEST_P(SimdMatmul, RaggedShapesWithoutBiasOrDinp) {
   }
 }
 
+// A frozen weight (LoRA's base): with dweight null the backward gives the same dinp and dbias, bit
+// for bit, as with it, and writes nothing else.
+TEST_P(SimdMatmul, FrozenWeightGivesTheSameInputGradient) {
+  unsigned seed = 300;
+  for (const Shape& s : kShapes) {
+    const size_t N = s.N, C = size_t(s.C), OC = size_t(s.OC);
+    Random rnd(seed++);
+    const std::vector<float> inp = rnd.normal(N * C), weight = rnd.normal(OC * C, 0, 0.5);
+    const std::vector<float> dout = rnd.normal(N * OC), dbias0 = rnd.normal(OC);
+    std::vector<float> dinp(N * C, NAN), dweight(OC * C, 0.0f), dbias = dbias0;
+    k().matmul_backward(dinp.data(), dweight.data(), dbias.data(), dout.data(), inp.data(),
+                        weight.data(), N, s.C, s.OC);
+    std::vector<float> frozen(N * C, NAN), frozen_bias = dbias0;
+    k().matmul_backward(frozen.data(), nullptr, frozen_bias.data(), dout.data(), inp.data(),
+                        weight.data(), N, s.C, s.OC);
+    const std::string where = std::string(k().target) + " N=" + std::to_string(N) +
+                              " C=" + std::to_string(C) + " OC=" + std::to_string(OC);
+    expect_identical("dinp " + where, frozen, dinp);
+    expect_identical("dbias " + where, frozen_bias, dbias);
+  }
+}
+
 void identical_bits_for_any_thread_count(const KernelTable& k, size_t N) {
   const int C = 200, OC = 301;
   Random rnd(unsigned(9 + N));
