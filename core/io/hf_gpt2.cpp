@@ -134,7 +134,10 @@ void transpose_tensor(const SafeTensor& t, float* dst) {
       transpose([&](size_t k) { return f16_to_float(half(k)); }, dst, t.shape[0], t.shape[1]);
       break;
     case TensorDtype::kI32:
-      tensor_to_f32(t, dst);  // refuses it
+    case TensorDtype::kF64:  // read through a copy: no model is stored in F64
+      std::vector<float> wide(t.count);
+      tensor_to_f32(t, wide.data());  // refuses I32
+      transpose([&wide](size_t k) { return wide[k]; }, dst, t.shape[0], t.shape[1]);
       break;
   }
 }

@@ -49,9 +49,11 @@ SafeTensor parse_entry(const std::string& path, const std::string& name, const j
     t.dtype = TensorDtype::kBf16;
   } else if (d == "I32") {
     t.dtype = TensorDtype::kI32;
+  } else if (d == "F64") {
+    t.dtype = TensorDtype::kF64;
   } else {
-    throw FileError(path,
-                    tensor_problem(name, "dtype " + d + ", expected F32, F16, BF16 (or I32)"));
+    throw FileError(path, tensor_problem(name, "dtype " + d +
+                                                   ", expected F32, F16, BF16 (or F64, I32)"));
   }
   const json& shape = entry["shape"];
   if (!shape.is_array()) {
@@ -109,6 +111,8 @@ const char* dtype_name(TensorDtype dtype) {
       return "BF16";
     case TensorDtype::kI32:
       return "I32";
+    case TensorDtype::kF64:
+      return "F64";
   }
   return "?";
 }
@@ -125,6 +129,7 @@ const char* torch_dtype_name(TensorDtype dtype) {
 }
 
 size_t dtype_bytes(TensorDtype dtype) {
+  if (dtype == TensorDtype::kF64) return 8;
   return dtype == TensorDtype::kF32 || dtype == TensorDtype::kI32 ? 4 : 2;
 }
 
@@ -256,6 +261,13 @@ void tensor_to_f32(const SafeTensor& t, float* out) {
     case TensorDtype::kF32:
       std::memcpy(out, src, n * 4);
       break;
+    case TensorDtype::kF64:
+      for (size_t i = 0; i < n; ++i) {
+        double d;
+        std::memcpy(&d, src + 8 * i, 8);
+        out[i] = float(d);
+      }
+      break;
     case TensorDtype::kBf16:
 #pragma omp parallel for schedule(static)
       for (size_t i = 0; i < n; ++i) {
@@ -287,6 +299,9 @@ void write_safetensors(AtomicFileWriter& out, const std::vector<TensorToWrite>& 
   // As the safetensors library lays a file out: the tensors (all of one dtype here) in the order
   // of their names, the header's entries in data order after "__metadata__", each entry's keys as
   // dtype, shape, data_offsets.
+  if (dtype == TensorDtype::kI32 || dtype == TensorDtype::kF64) {
+    throw Error("write_safetensors: tensors are written as F32, F16 or BF16");
+  }
   std::vector<TensorToWrite> tensors = given;
   std::stable_sort(tensors.begin(), tensors.end(),
                    [](const TensorToWrite& a, const TensorToWrite& b) { return a.name < b.name; });

@@ -5,7 +5,9 @@
 // little-endian). Reading maps the file and checks everything against its length before any tensor
 // is read: the header length, each tensor's offsets and byte count against its dtype and shape, and
 // that the tensors do not overlap. Only the floating-point dtypes models are stored in (F32, F16,
-// BF16) and I32 (the token ids of a verify reference) are accepted. Deliberately not here: what the tensors mean (core/io/hf_gpt2.h).
+// BF16), I32 (the token ids of a verify reference) and F64 (a reference's float64 figures, read
+// rounded to fp32) are accepted. Deliberately not here: what the tensors mean
+// (core/io/hf_gpt2.h).
 #pragma once
 
 #include <cstddef>
@@ -18,7 +20,7 @@
 
 namespace llmcpu {
 
-enum class TensorDtype { kF32, kF16, kBf16, kI32 };
+enum class TensorDtype { kF32, kF16, kBf16, kI32, kF64 };  // F64: read only
 
 // "F32", "F16", "BF16": the names safetensors uses.
 const char* dtype_name(TensorDtype dtype);
@@ -54,7 +56,8 @@ class SafetensorsFile {
   std::map<std::string, std::string> metadata_;
 };
 
-// Widens (F16, BF16: exactly) or copies the tensor's elements into out[0 .. count); Error for I32.
+// Widens (F16, BF16: exactly), copies (F32) or rounds (F64) the tensor's elements into
+// out[0 .. count); Error for I32.
 void tensor_to_f32(const SafeTensor& t, float* out);
 // Copies an I32 tensor's elements into out[0 .. count); Error for any other dtype.
 void tensor_to_i32(const SafeTensor& t, int32_t* out);

@@ -18,6 +18,8 @@
 #include <algorithm>
 #include <cstddef>
 
+#include "core/model/lora_ops.h"
+#include "core/model/lora_views.h"
 #include "core/util/aligned_buffer.h"
 #include "simd/bf16.h"
 #include "simd/kernels.h"
@@ -147,6 +149,30 @@ struct Fp32Executor {
                             weight_offset);
   }
 
+  // LoRA (core/model/lora_views.h), a module m on N rows of rank r. u = inp A^T.
+  void lora_down(float* u, const float* inp, const LoraModuleView& m, size_t N, int r) {
+    k.matmul_forward(u, inp, m.p.A, nullptr, N, int(m.p.in), r);
+  }
+  // out[:, m's columns] += scale u B^T, through t (N, rows); u and B fp32 in both executors.
+  template <class O>
+  void lora_up(O* out, size_t ld, float* t, const LoraModuleView& m, size_t N, int r,
+               float scale) {
+    k.matmul_forward(t, m.u, m.p.B, nullptr, N, r, int(m.p.rows));
+    add_scaled_columns(out, ld, m.p.col0, t, m.p.rows, N, scale);
+  }
+  // g = scale dout[:, m's columns] (N, rows); gB = g B (N, r); dB += g^T u.
+  void lora_up_backward(float* gB, float* g, const float* dout, size_t ld, const LoraModuleView& m,
+                        size_t N, int r, float scale) {
+    gather_scaled_columns(g, dout, ld, m.p.col0, m.p.rows, N, scale);
+    k.matmul_backward(gB, m.p.dB, nullptr, g, m.u, m.p.B, N, r, int(m.p.rows));
+  }
+  // dinp += gB A (through dx (N, in)); dA += gB^T inp.
+  void lora_down_backward(float* dinp, float* dx, const float* gB, const float* inp,
+                          const LoraModuleView& m, size_t N, int r) {
+    k.matmul_backward(dx, m.p.dA, nullptr, gB, inp, m.p.A, N, int(m.p.in), r);
+    add_into(dinp, dx, N * m.p.in);
+  }
+
   // The head's loss over N rows of fp32 logits (Vp columns, the first V real), in both executors:
   // loss_t = lse_t - logits[t, target_t], keeping each row's log-sum-exp.
   void softmax_xent_forward(float* losses, float* lse, const float* logits, const int* targets,
@@ -258,6 +284,17 @@ class Bf16Executor : public Fp32Executor {
   void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
                        const bf16* inp, const float* weight, size_t N, int C, int OC) {
     h_.matmul_backward(dinp, dweight, dbias, dout, inp, copy_of(weight), N, C, OC);
+  }
+  // LoRA's products with the bf16 input: with A's bf16 copy (the up products stay fp32, u is).
+  using Fp32Executor::lora_down;
+  using Fp32Executor::lora_down_backward;
+  void lora_down(float* u, const bf16* inp, const LoraModuleView& m, size_t N, int r) {
+    h_.matmul_forward(u, inp, m.A16, nullptr, N, int(m.p.in), r);
+  }
+  void lora_down_backward(float* dinp, float* dx, const float* gB, const bf16* inp,
+                          const LoraModuleView& m, size_t N, int r) {
+    h_.matmul_backward(dx, m.p.dA, nullptr, gB, inp, m.A16, N, int(m.p.in), r);
+    add_into(dinp, dx, N * m.p.in);
   }
 
  private:

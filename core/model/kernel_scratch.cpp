@@ -47,6 +47,25 @@ struct ScratchSizer {
     use.merge(kBf16 ? h.flash_attention_backward_scratch(B, T, NH, NKV, D, threads)
                     : k.flash_attention_backward_scratch(B, T, NH, NKV, D, threads));
   }
+  // LoRA's GEMMs: the down products as the executor's (bf16 with a bf16 input), the up ones fp32.
+  void lora_down(const float* /*u*/, const void* /*inp*/, const LoraModuleView& m, size_t N,
+                 int r) {
+    use.merge(kBf16 ? h.matmul_forward_scratch(N, int(m.p.in), r, false, threads)
+                    : k.matmul_forward_scratch(N, int(m.p.in), r, false, threads));
+  }
+  template <class O>
+  void lora_up(O* /*out*/, size_t, const float*, const LoraModuleView& m, size_t N, int r, float) {
+    use.merge(k.matmul_forward_scratch(N, r, int(m.p.rows), false, threads));
+  }
+  void lora_up_backward(const float*, const float*, const float*, size_t, const LoraModuleView& m,
+                        size_t N, int r, float) {
+    use.merge(k.matmul_backward_scratch(N, r, int(m.p.rows), true, false, threads));
+  }
+  void lora_down_backward(const float*, const float*, const float*, const void*,
+                          const LoraModuleView& m, size_t N, int r) {
+    use.merge(kBf16 ? h.matmul_backward_scratch(N, int(m.p.in), r, true, false, threads)
+                    : k.matmul_backward_scratch(N, int(m.p.in), r, true, false, threads));
+  }
   template <class... A>
   void layernorm_forward(A&&...) {}
   template <class... A>

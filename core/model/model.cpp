@@ -36,6 +36,24 @@ float*& norm_view(ParameterViews<float>& v, int role) {
   }
 }
 
+// A frozen base's gradient views: the norms' weights (and LayerNorm biases) to one layer's worth
+// of scratch (stride 0: every layer writes the same), everything else null.
+constexpr int kFrozenSinkRoles[] = {kLn1w, kLn1b, kQNorm, kKNorm, kAttnPostNorm,
+                                    kLn2w, kLn2b, kMlpPostNorm, kLnfw, kLnfb};
+ParameterViews<float> frozen_views(const ParameterLayout& layout, float* sink) {
+  ParameterViews<float> v{};
+  float** slots[] = {&v.ln1w, &v.ln1b, &v.q_norm, &v.k_norm, &v.attn_post_norm,
+                     &v.ln2w, &v.ln2b, &v.mlp_post_norm, &v.lnfw, &v.lnfb};
+  for (size_t i = 0; i < std::size(kFrozenSinkRoles); ++i) {
+    const int role = kFrozenSinkRoles[i];
+    if (layout.size(role) == 0) continue;
+    *slots[i] = sink;
+    sink += layout.layer_size(role);
+  }
+  v.stride.fill(0);
+  return v;
+}
+
 // The mean of the BT per-token losses, summed in double.
 float mean_loss(const float* losses, size_t BT) {
   double total = 0;
@@ -46,15 +64,22 @@ float mean_loss(const float* losses, size_t BT) {
 }  // namespace
 
 Model::Model(const ModelConfig& config, const KernelTable& kernels, Precision precision,
-             const Bf16Kernels* bf16_kernels)
+             const Bf16Kernels* bf16_kernels, bool base_gradients)
     : config_(config),
       layout_(config),
       kernels_(kernels),
       precision_(precision),
+      base_gradients_(base_gradients),
       copies_(precision == Precision::kBf16) {
   validate(config_, "model");
   params_ = AlignedBuffer<float>(layout_.total());
-  grads_ = AlignedBuffer<float>(layout_.total());
+  if (base_gradients_) {
+    grads_ = AlignedBuffer<float>(layout_.total());
+  } else {
+    size_t n = 0;
+    for (int role : kFrozenSinkRoles) n += layout_.layer_size(role);
+    frozen_sink_ = AlignedBuffer<float>(n);
+  }
   params_data_ = params_.data(), grads_data_ = grads_.data();
   first_touch_zero(params_.data(), params_.size());  // NUMA: pages land where the threads use them
   first_touch_zero(grads_.data(), grads_.size());
@@ -156,7 +181,8 @@ Model::UpdateSpans Model::weights_for_update() {
 
 void Model::carve_views() {
   p_ = ParameterViews<float>::carve(params_data_, layout_);
-  g_ = ParameterViews<float>::carve(grads_data_, layout_);
+  g_ = base_gradients_ ? ParameterViews<float>::carve(grads_data_, layout_)
+                      : frozen_views(layout_, frozen_sink_.data());
   pc_ = p_;
   if (norm_weights_.size() == 0) return;
   float* w = norm_weights_.data();
@@ -184,6 +210,10 @@ void Model::refresh_weight_copies() {
   if (offload_active() && !copies_.device_present()) configure_device();
   if (copies_.device_stale()) device_->set_parameters(params_data_);
   copies_.device_refreshed();
+  if (!bf16_ || !lora_attached()) return;
+  for (const LoraModuleView& m : lora_views_.modules) {  // the adapters change every step
+    bf16_->bf16_kernels().to_bf16(const_cast<bf16*>(m.A16), m.p.A, size_t(lora_.r) * m.p.in);
+  }
 }
 
 void Model::check_device(BlockDevice& device, const OffloadLayers& layers) const {
@@ -195,6 +225,10 @@ void Model::check_device(BlockDevice& device, const OffloadLayers& layers) const
 
 void Model::attach_device(std::unique_ptr<BlockDevice> device, const OffloadLayers& layers,
                           size_t memory_limit) {
+  if (lora_attached() && layers.any()) {
+    throw UsageError("a device's blocks with LoRA adapters: the device runs no adapters yet; "
+                     "leave --plugin out");
+  }
   disable_offload();
   device_ = std::move(device);
   layers_ = layers;
@@ -269,6 +303,113 @@ bool Model::offload_report(llmcpu_offload_report* out) {
   return true;
 }
 
+namespace {
+
+int lora_site(int role) {
+  switch (role) {
+    case kQkvw:
+      return kLoraQkv;
+    case kAttprojw:
+      return kLoraAttproj;
+    case kFcw:
+      return kLoraFc;
+    case kFcprojw:
+      return kLoraFcproj;
+    default:
+      throw Error("attach_lora: a module on a tensor that is not a layer's matmul weight");
+  }
+}
+
+// The floats of the adapters' activations and scratch for BT rows: each module's u, then t (the
+// forward's) sharing with g (the backward's), gB and dx.
+struct LoraSizes {
+  size_t u = 0, t = 0, gB = 0, dx = 0;
+  size_t total() const { return u + t + gB + dx; }
+};
+LoraSizes lora_sizes(const LoraParams& lora, size_t BT) {
+  LoraSizes s;
+  size_t rows = 0, in = 0;
+  for (const LoraModuleParams& m : lora.modules) {
+    s.u += BT * size_t(lora.r);
+    rows = std::max(rows, m.rows), in = std::max(in, m.in);
+  }
+  s.t = BT * rows, s.gB = BT * size_t(lora.r), s.dx = BT * in;
+  return s;
+}
+
+}  // namespace
+
+void Model::attach_lora(const LoraParams& lora) {
+  if (offload_active()) {
+    throw UsageError("LoRA adapters with a device's blocks: the device runs no adapters yet; "
+                     "leave --plugin out");
+  }
+  if (lora.r <= 0 || lora.modules.empty()) throw Error("attach_lora: no rank or no modules");
+  const ModelConfig& c = config_;
+  const size_t widths[] = {size_t(c.qkv_width()), size_t(c.channels), size_t(c.fc_width()),
+                           size_t(c.channels)};
+  const size_t inputs[] = {size_t(c.channels), size_t(c.attn_width()), size_t(c.channels),
+                           size_t(c.hidden_size())};
+  for (const LoraModuleParams& m : lora.modules) {
+    const int s = lora_site(m.role);
+    if (m.layer < 0 || m.layer >= c.num_layers || m.col0 + m.rows > widths[s] ||
+        m.in != inputs[s]) {
+      throw ShapeError("attach_lora: a module of layer " + std::to_string(m.layer) +
+                       " does not fit the model's " + ParameterLayout::name(m.role));
+    }
+  }
+  lora_ = lora;
+  std::stable_sort(lora_.modules.begin(), lora_.modules.end(),
+                   [](const LoraModuleParams& a, const LoraModuleParams& b) {
+                     const int sa = lora_site(a.role), sb = lora_site(b.role);
+                     if (a.layer != b.layer) return a.layer < b.layer;
+                     if (sa != sb) return sa < sb;
+                     return a.col0 < b.col0;
+                   });
+  size_t a_count = 0;
+  for (const LoraModuleParams& m : lora_.modules) a_count += size_t(lora_.r) * m.in;
+  lora_a16_ = bf16_ ? AlignedBuffer<bf16>(a_count) : AlignedBuffer<bf16>();
+  lora_acts_ = AlignedBuffer<float>();
+  lora_views_ = LoraViews{};
+  if (arena_.batch() > 0) plan_lora();
+}
+
+void Model::detach_lora() {
+  lora_ = LoraParams{};
+  lora_views_ = LoraViews{};
+  lora_acts_ = AlignedBuffer<float>();
+  lora_a16_ = AlignedBuffer<bf16>();
+}
+
+size_t Model::lora_activation_bytes(int B, int T) const {
+  if (!lora_attached()) return 0;
+  return lora_sizes(lora_, size_t(B) * T).total() * sizeof(float);
+}
+
+void Model::plan_lora() {
+  const size_t BT = size_t(arena_.batch()) * arena_.seq_len();
+  const size_t r = size_t(lora_.r);
+  const LoraSizes sizes = lora_sizes(lora_, BT);
+  lora_acts_ = AlignedBuffer<float>(sizes.total());
+  float* u = lora_acts_.data();
+  bf16* a16 = lora_a16_.data();
+  LoraViews v;
+  v.r = lora_.r, v.scale = lora_.scale;
+  v.sites.assign(size_t(config_.num_layers), {});
+  for (const LoraModuleParams& m : lora_.modules) {
+    auto& range = v.sites[size_t(m.layer)][size_t(lora_site(m.role))];
+    if (range[0] == range[1]) range = {v.modules.size(), v.modules.size()};
+    ++range[1];
+    v.modules.push_back({m, bf16_ ? a16 : nullptr, u});
+    u += BT * r;
+    if (bf16_) a16 += r * m.in;
+  }
+  v.t = v.g = u;
+  v.gB = u + sizes.t;
+  v.dx = v.gB + sizes.gB;
+  lora_views_ = std::move(v);
+}
+
 void Model::plan_batch(int B, int T, const BatchOptions& options) {
   if (B <= 0 || T <= 0) {
     throw ShapeError("batch " + std::to_string(B) + " x " + std::to_string(T) +
@@ -290,6 +431,7 @@ void Model::plan_batch(int B, int T, const BatchOptions& options) {
   if (offload_active()) configure_device();
   inputs_ = AlignedBuffer<int>((size_t)B * T);
   targets_ = AlignedBuffer<int>((size_t)B * T);
+  if (lora_attached()) plan_lora();
 }
 
 int Model::host_layers() const {
@@ -356,7 +498,7 @@ float Model::forward(const int* inputs, const int* targets, int B, int T) {
   }
   float loss = 0;
   run([&](auto& x, const auto& a) {
-    model_forward(x, config_, compute_params(), a, inputs_.data(), B, T);
+    model_forward(x, config_, compute_params(), a, inputs_.data(), B, T, lora());
     loss = head(x, a, targets != nullptr, std::numeric_limits<float>::quiet_NaN());
   });
   return loss;
@@ -364,7 +506,7 @@ float Model::forward(const int* inputs, const int* targets, int B, int T) {
 
 void Model::zero_grad() {
   if (offload_active() && copies_.device_present()) device_->zero_grad();
-  if (!grads_zero_) zero_gradients(grads_data_, num_parameters());
+  if (!grads_zero_ && grads_data_) zero_gradients(grads_data_, num_parameters());
   grads_zero_ = true;
 }
 
@@ -377,12 +519,15 @@ float Model::forward_backward(const int* inputs, const int* targets, int B, int 
   if (offload_active()) return offloaded_pass(true, loss_scale / float((size_t)B * T), hook);
   float loss = 0;
   run([&](auto& x, const auto& a) {
-    model_forward(x, config_, compute_params(), a, inputs_.data(), B, T);
+    model_forward(x, config_, compute_params(), a, inputs_.data(), B, T, lora());
     // loss = (1/BT) sum of per-token losses, so each token's loss has gradient loss_scale / BT.
     loss = head(x, a, true, loss_scale / float((size_t)B * T));
-    model_backward(x, config_, pc_, g_, a, arena_.grads, inputs_.data(), B, T, [hook](int l) {
-      if (hook) hook->gradients_ready(l);
-    });
+    model_backward(
+        x, config_, pc_, g_, a, arena_.grads, inputs_.data(), B, T,
+        [hook](int l) {
+          if (hook) hook->gradients_ready(l);
+        },
+        lora());
   });
   return loss;
 }

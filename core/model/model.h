@@ -33,6 +33,7 @@
 #include "core/model/block_device.h"
 #include "core/model/config.h"
 #include "core/model/executors.h"
+#include "core/model/lora_views.h"
 #include "core/model/parameters.h"
 #include "core/model/precision.h"
 #include "core/model/weight_copies.h"
@@ -61,8 +62,12 @@ class Model {
   // Parameters start zeroed; load a checkpoint into params_flat() or call init_model(). A bf16
   // model uses `bf16_kernels` for its bf16 ops (null: active_bf16_kernels()). `kernels` run
   // everything else (and everything in fp32).
+  // base_gradients false: a frozen base (LoRA): no gradient arena (grads_flat() is null), the
+  // matmuls' backward gives their input's gradient alone, and the embedding's backward is skipped;
+  // the norms' weight gradients go to a scratch nobody reads.
   explicit Model(const ModelConfig& config, const KernelTable& kernels = active_kernels(),
-                 Precision precision = Precision::kFp32, const Bf16Kernels* bf16_kernels = nullptr);
+                 Precision precision = Precision::kFp32, const Bf16Kernels* bf16_kernels = nullptr,
+                 bool base_gradients = true);
   ~Model();
 
   const ModelConfig& config() const { return config_; }
@@ -155,6 +160,17 @@ class Model {
   // optimizer the rest): the master lags for the device's part, and the device's copy is current.
   void device_parameters_changed() { copies_.device_trained(); }
 
+  // LoRA adapters (core/model/lora_views.h) on the layers' matmuls from now on, forward and
+  // backward (their gradients added into the modules' dA, dB): memory the caller owns and keeps
+  // for as long as they are attached. A bf16 model keeps a bf16 copy of each A, rounded at each
+  // pass. Throws UsageError with a device attached (the device's blocks have no adapters).
+  void attach_lora(const LoraParams& lora);
+  void detach_lora();
+  bool lora_attached() const { return lora_.r > 0; }
+  bool base_gradients() const { return base_gradients_; }
+  // What the adapters' activations and scratch take for B x T tokens (0 without adapters).
+  size_t lora_activation_bytes(int B, int T) const;
+
   // Sizes the activations for batches of B x T tokens: the only call that allocates them (a no-op
   // when already that shape with those options). Throws ShapeError if B or T is not positive or
   // T > maxT.
@@ -222,6 +238,8 @@ class Model {
   float* params_data_;           // params_, or the shared weights (use_shared_memory)
   float* grads_data_;            // grads_, or this rank's shared block
   bool grads_zero_ = false;      // the host's gradients are all zero (mark_gradients_zero)
+  bool base_gradients_ = true;
+  AlignedBuffer<float> frozen_sink_;  // a frozen base: the norms' weight gradients, never read
   ParameterViews<float> p_{};
   ParameterViews<float> g_{};
   // compute_params(): p_, or p_ with the norms' weights at norm_weights_ (w + norm_offset).
@@ -234,6 +252,13 @@ class Model {
   WeightCopies copies_;  // which of master, bf16 copy, device's copy is current
   size_t released_bytes_ = 0;
   ActivationArena arena_;
+  // LoRA: the caller's modules, and the views the passes take (u, scratch, A's bf16 copies).
+  LoraParams lora_;
+  LoraViews lora_views_;
+  AlignedBuffer<float> lora_acts_;  // u of every module, then t, g, gB, dx
+  AlignedBuffer<bf16> lora_a16_;    // bf16 model: each module's A rounded
+  void plan_lora();
+  const LoraViews* lora() const { return lora_attached() ? &lora_views_ : nullptr; }
   AlignedBuffer<int> inputs_;   // (B, T) of the last pass
   AlignedBuffer<int> targets_;  // (B, T)
 };

@@ -26,6 +26,7 @@
 
 #include "core/model/activations.h"
 #include "core/model/config.h"
+#include "core/model/lora_views.h"
 #include "core/model/parameters.h"
 
 namespace llmcpu {
@@ -134,12 +135,37 @@ const float* post_norm_backward(X& x, const BlockShape& s, const ActivationGradV
   return d.dln;
 }
 
+// LoRA (core/model/lora_views.h): layer l's adapters on the matmul of `site`, whose input is inp
+// (N rows) and output out (N rows of ld): out += scale (inp A^T) B^T on each module's columns.
+template <class X, class G, class O>
+void lora_forward(X& x, const LoraViews* lora, int l, int site, O* out, size_t ld, const G* inp,
+                  size_t N) {
+  if (!lora) return;
+  for (const LoraModuleView& m : lora->site(l, site)) {
+    x.lora_down(m.u, inp, m, N, lora->r);
+    x.lora_up(out, ld, lora->t, m, N, lora->r, lora->scale);
+  }
+}
+// Their backward from dout (N rows of ld, the matmul's output gradient): dA, dB accumulated and
+// dinp (the base's input gradient, already written) += each module's.
+template <class X, class G>
+void lora_backward(X& x, const LoraViews* lora, int l, int site, float* dinp, const float* dout,
+                   size_t ld, const G* inp, size_t N) {
+  if (!lora) return;
+  for (const LoraModuleView& m : lora->site(l, site)) {
+    x.lora_up_backward(lora->gB, lora->g, dout, ld, m, N, lora->r, lora->scale);
+    x.lora_down_backward(dinp, lora->dx, lora->gB, inp, m, N, lora->r);
+  }
+}
+
 template <class X>
 void block_forward(X& x, int l, const LayerParams<float>& p,
-                   const LayerActivations<typename X::Act>& a, const BlockShape& s) {
+                   const LayerActivations<typename X::Act>& a, const BlockShape& s,
+                   const LoraViews* lora = nullptr) {
   const size_t BT = s.BT;
   norm_forward(x, s, a.ln1, a.ln1_mean, a.ln1_rstd, a.residual, p.ln1w, p.ln1b, BT);
   x.matmul_forward(a.qkv, a.ln1, p.qkvw, p.qkvb, BT, s.C, s.QKV);
+  lora_forward(x, lora, l, kLoraQkv, a.qkv, s.QKV, a.ln1, BT);
   // q and k heads are contiguous at the start of each row.
   if (s.qk_norm) {
     x.head_rmsnorm_forward(a.qkv, a.qk_saved, a.qk_rstd, p.q_norm, p.k_norm, BT, s.NH, s.NKV, s.D,
@@ -152,20 +178,25 @@ void block_forward(X& x, int l, const LayerParams<float>& p,
   x.attention_forward(l, a.atty, a.lse, a.qkv, s.B, s.T, s.NH, s.NKV, s.D, s.attention(l));
   if (s.post_norms) {  // residual2 = residual + norm(attn_out)
     x.matmul_forward(a.attn_out, a.atty, p.attprojw, p.attprojb, BT, s.A, s.C);
+    lora_forward(x, lora, l, kLoraAttproj, a.attn_out, s.C, a.atty, BT);
     x.post_norm_forward(a.residual2, a.attn_post_rstd, a.attn_out, p.attn_post_norm, BT, s.C,
                         s.eps);
   } else {
     x.matmul_forward(a.residual2, a.atty, p.attprojw, p.attprojb, BT, s.A, s.C);
+    lora_forward(x, lora, l, kLoraAttproj, a.residual2, s.C, a.atty, BT);
   }
   x.residual_forward(a.residual2, a.residual2, a.residual, BT * s.C);
   norm_forward(x, s, a.ln2, a.ln2_mean, a.ln2_rstd, a.residual2, p.ln2w, p.ln2b, BT);
   x.matmul_forward(a.fch, a.ln2, p.fcw, p.fcb, BT, s.C, s.F);
+  lora_forward(x, lora, l, kLoraFc, a.fch, s.F, a.ln2, BT);
   activation_forward(x, s, a.fch_gelu, a.fch);
   if (s.post_norms) {
     x.matmul_forward(a.mlp_out, a.fch_gelu, p.fcprojw, p.fcprojb, BT, s.H, s.C);
+    lora_forward(x, lora, l, kLoraFcproj, a.mlp_out, s.C, a.fch_gelu, BT);
     x.post_norm_forward(a.residual3, a.mlp_post_rstd, a.mlp_out, p.mlp_post_norm, BT, s.C, s.eps);
   } else {
     x.matmul_forward(a.residual3, a.fch_gelu, p.fcprojw, p.fcprojb, BT, s.H, s.C);
+    lora_forward(x, lora, l, kLoraFcproj, a.residual3, s.C, a.fch_gelu, BT);
   }
   x.residual_forward(a.residual3, a.residual3, a.residual2, BT * s.C);
 }
@@ -174,28 +205,30 @@ void block_forward(X& x, int l, const LayerParams<float>& p,
 // forward pass did not keep (a.recompute_*) is recomputed just before it is read, into the one
 // buffer all layers share, with the forward's own kernels: the same bits. The rotation of q and k
 // is undone on their gradient before the qkv projection's backward.
+// With a frozen base (dp's matmul weights and biases null) the matmuls give dinp alone.
 template <class X>
 void block_backward(X& x, int l, const LayerParams<float>& p, const LayerParams<float>& dp,
                     const LayerActivations<typename X::Act>& a, const ActivationGradViews& d,
-                    const BlockShape& s) {
+                    const BlockShape& s, const LoraViews* lora = nullptr) {
   const size_t BT = s.BT;
   if (a.recompute_gelu) activation_forward(x, s, a.fch_gelu, a.fch);
-  x.matmul_backward(d.dact, dp.fcprojw, dp.fcprojb,
-                    post_norm_backward(x, s, d, dp.mlp_post_norm, a.mlp_out, p.mlp_post_norm,
-                                       a.mlp_post_rstd),
-                    a.fch_gelu, p.fcprojw, BT, s.H, s.C);
+  const float* dmlp = post_norm_backward(x, s, d, dp.mlp_post_norm, a.mlp_out, p.mlp_post_norm,
+                                         a.mlp_post_rstd);
+  x.matmul_backward(d.dact, dp.fcprojw, dp.fcprojb, dmlp, a.fch_gelu, p.fcprojw, BT, s.H, s.C);
+  lora_backward(x, lora, l, kLoraFcproj, d.dact, dmlp, s.C, a.fch_gelu, BT);
   activation_backward(x, s, d.dfch, d.dact, a.fch);
   if (a.recompute_layernorm) {
     norm_apply(x, s, a.ln2, a.residual2, a.ln2_mean, a.ln2_rstd, p.ln2w, p.ln2b);
   }
   x.matmul_backward(d.dln, dp.fcw, dp.fcb, d.dfch, a.ln2, p.fcw, BT, s.C, s.F);
+  lora_backward(x, lora, l, kLoraFc, d.dln, d.dfch, s.F, a.ln2, BT);
   // Adds d(residual2) through ln2 to the d(residual3) that flows straight through.
   norm_backward(x, s, d.dresidual, dp.ln2w, dp.ln2b, d.dln, a.residual2, p.ln2w, a.ln2_mean,
                 a.ln2_rstd);
-  x.matmul_backward(d.datty, dp.attprojw, dp.attprojb,
-                    post_norm_backward(x, s, d, dp.attn_post_norm, a.attn_out, p.attn_post_norm,
-                                       a.attn_post_rstd),
-                    a.atty, p.attprojw, BT, s.A, s.C);
+  const float* dattn = post_norm_backward(x, s, d, dp.attn_post_norm, a.attn_out,
+                                          p.attn_post_norm, a.attn_post_rstd);
+  x.matmul_backward(d.datty, dp.attprojw, dp.attprojb, dattn, a.atty, p.attprojw, BT, s.A, s.C);
+  lora_backward(x, lora, l, kLoraAttproj, d.datty, dattn, s.C, a.atty, BT);
   x.attention_backward(l, d.dqkv, d.datty, a.atty, a.qkv, a.lse, s.B, s.T, s.NH, s.NKV, s.D,
                        s.attention(l));
   const bool local = s.config->local_rope(l);
@@ -210,6 +243,7 @@ void block_backward(X& x, int l, const LayerParams<float>& p, const LayerParams<
     norm_apply(x, s, a.ln1, a.residual, a.ln1_mean, a.ln1_rstd, p.ln1w, p.ln1b);
   }
   x.matmul_backward(d.dln, dp.qkvw, dp.qkvb, d.dqkv, a.ln1, p.qkvw, BT, s.C, s.QKV);
+  lora_backward(x, lora, l, kLoraQkv, d.dln, d.dqkv, s.QKV, a.ln1, BT);
   norm_backward(x, s, d.dresidual, dp.ln1w, dp.ln1b, d.dln, a.residual, p.ln1w, a.ln1_mean,
                 a.ln1_rstd);
 }
@@ -219,12 +253,12 @@ void block_backward(X& x, int l, const LayerParams<float>& p, const LayerParams<
 template <class X>
 void embed_and_blocks_forward(X& x, const ModelConfig& c, const ParameterViews<float>& p,
                               const ActivationViews<typename X::Act>& a, const int* inputs, int B,
-                              int T, int end) {
+                              int T, int end, const LoraViews* lora = nullptr) {
   // p.wpe is null in a model without a position table.
   x.encoder_forward(a.encoded, inputs, p.wte, p.wpe, B, T, c.channels);
   if (c.family().embed_scale) x.scale(a.encoded, embedding_scale(c), size_t(B) * T * c.channels);
   const BlockShape s = BlockShape::of(c, B, T);
-  for (int l = 0; l < end; ++l) block_forward(x, l, p.layer(l), a.layer(l), s);
+  for (int l = 0; l < end; ++l) block_forward(x, l, p.layer(l), a.layer(l), s, lora);
 }
 
 // The final layernorm: the last block's output to a.lnf (B, T, C), the head's input.
@@ -239,8 +273,9 @@ void final_layernorm_forward(X& x, const ModelConfig& c, const ParameterViews<fl
 // head's input. The head (lnf wte^T, in chunks of rows with the loss) is the caller's.
 template <class X>
 void model_forward(X& x, const ModelConfig& c, const ParameterViews<float>& p,
-                   const ActivationViews<typename X::Act>& a, const int* inputs, int B, int T) {
-  embed_and_blocks_forward(x, c, p, a, inputs, B, T, c.num_layers);
+                   const ActivationViews<typename X::Act>& a, const int* inputs, int B, int T,
+                   const LoraViews* lora = nullptr) {
+  embed_and_blocks_forward(x, c, p, a, inputs, B, T, c.num_layers, lora);
   final_layernorm_forward(x, c, p, a, B, T);
 }
 
@@ -295,12 +330,13 @@ void blocks_and_embed_backward(X& x, const ModelConfig& c, const ParameterViews<
                                const ParameterViews<float>& g,
                                const ActivationViews<typename X::Act>& a,
                                const ActivationGradViews& d, const int* inputs, int B, int T,
-                               int end, Done&& done) {
+                               int end, Done&& done, const LoraViews* lora = nullptr) {
   const BlockShape s = BlockShape::of(c, B, T);
   for (int l = end - 1; l >= 0; --l) {
-    block_backward(x, l, p.layer(l), g.layer(l), a.layer(l), d, s);
+    block_backward(x, l, p.layer(l), g.layer(l), a.layer(l), d, s, lora);
     done(l);
   }
+  if (!g.wte) return done(-1);  // a frozen embedding
   const size_t C = c.channels, pad = size_t(c.pad_token_id);
   if (c.family().embed_scale) x.scale(d.dresidual, embedding_scale(c), size_t(B) * T * C);
   // nn.Embedding(padding_idx): the pad row keeps what the head gave it, nothing from the lookup.
@@ -317,9 +353,10 @@ void blocks_and_embed_backward(X& x, const ModelConfig& c, const ParameterViews<
 template <class X, class Done>
 void model_backward(X& x, const ModelConfig& c, const ParameterViews<float>& p,
                     const ParameterViews<float>& g, const ActivationViews<typename X::Act>& a,
-                    const ActivationGradViews& d, const int* inputs, int B, int T, Done&& done) {
+                    const ActivationGradViews& d, const int* inputs, int B, int T, Done&& done,
+                    const LoraViews* lora = nullptr) {
   final_layernorm_backward(x, c, p, g, a, d, B, T);
-  blocks_and_embed_backward(x, c, p, g, a, d, inputs, B, T, c.num_layers, done);
+  blocks_and_embed_backward(x, c, p, g, a, d, inputs, B, T, c.num_layers, done, lora);
 }
 
 }  // namespace llmcpu

@@ -1,4 +1,5 @@
 // `llmcpu verify`: llm.c's test_gpt2 check of a model against a debug state.
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -6,8 +7,10 @@
 
 #include "core/io/debug_state.h"
 #include "core/io/model_file.h"
+#include "core/lora/peft_files.h"
 #include "core/model/precision.h"
 #include "core/verify/verify.h"
+#include "core/verify/verify_adapter.h"
 #include "simd/error.h"
 #include "tools/llmcpu/args.h"
 #include "tools/llmcpu/commands.h"
@@ -24,6 +27,9 @@ class VerifyCommand : public Command {
     p.option("model", 'e', &model_path_, "M.bin",
              "llm.c checkpoint (version 3 fp32 or 5 bf16), or model.safetensors or its folder");
     p.option("state", 's', &state_path_, "S.bin", "llm.c debug state (version 2) to compare with");
+    p.option("adapter", 0, &adapter_, "DIR",
+             "a PEFT LoRA adapter folder on the model (base frozen); --state is then a "
+             "safetensors reference of its logits, loss and adapter gradients");
     p.option("write-state", 0, &write_state_, "OUT.bin",
              "also write this program's batch, logits, loss, gradients");
     p.option("precision", 0, &precision_, "P",
@@ -43,12 +49,28 @@ class VerifyCommand : public Command {
     parse_recompute(recompute_, "--recompute");
     check_placement_flags(placement_);
     apply_offload_tolerances(p, /*offloading=*/false, &tol_);  // only checks them
+    if (!adapter_.empty() && !write_state_.empty()) {
+      throw UsageError("--write-state with --adapter: an llm.c debug state has no adapter");
+    }
   }
   const PlacementOptions* placement() const override { return &placement_; }
   int run(const ArgParser& p) override;
 
  private:
-  std::string model_path_, state_path_, write_state_, precision_ = "fp32", recompute_ = "none";
+  int run_adapter(const ModelSource& source, Model& model, const Placement& placed, int nthreads,
+                  Recompute rc);
+  static void print_report(const VerifyReport& report) {
+    size_t width = 10;
+    for (const TensorComparison& c : report.rows) width = std::max(width, c.name.size());
+    std::printf("%-*s %12s %14s %14s %10s\n", int(width), "tensor", "elements", "max|diff|",
+                "rel.error", "limit");
+    for (const TensorComparison& c : report.rows) {
+      std::printf("%-*s %12zu %14.6e %14.6e %10.2e %s\n", int(width), c.name.c_str(), c.count,
+                  c.max_abs_diff, c.rel_error, c.tolerance, c.ok ? "ok" : "FAIL");
+    }
+  }
+
+  std::string model_path_, state_path_, adapter_, write_state_, precision_ = "fp32", recompute_ = "none";
   PlacementOptions placement_;
   PluginFlags plugin_;
   VerifyTolerances tol_;
@@ -61,7 +83,8 @@ int VerifyCommand::run(const ArgParser& p) {
   const int nthreads = placed.plan.num_threads();
 
   const ModelSource source = open_model_file(model_path_);
-  Model model(source.config, active_kernels(), prec);
+  const bool lora = !adapter_.empty();
+  Model model(source.config, active_kernels(), prec, nullptr, /*base_gradients=*/!lora);
   load_model_file(source, model);
   apply_plugin_flags(plugin_, model);
   apply_offload_tolerances(p, model.offload_active(), &tol_);
@@ -74,6 +97,7 @@ int VerifyCommand::run(const ArgParser& p) {
     throw UsageError("--write-state writes an llm.c debug state, which has no layout for a " +
                      std::string(architecture_name(source.config.architecture)) + " model");
   }
+  if (lora) return run_adapter(source, model, placed, nthreads, rc);
   const DebugState ref = load_debug_state(state_path_, source.config);
   std::printf("%s\n", placed.summary.c_str());
   std::printf("verify: model %s (%s, %s), state %s (B=%d T=%d), %s, %d thread%s\n",
@@ -85,16 +109,33 @@ int VerifyCommand::run(const ArgParser& p) {
   const VerifyReport report =
       verify_against_state(model, ref, tol_, write_state_.empty() ? nullptr : &ours, rc);
   print_offload_report(plugin_, model);
-  std::printf("%-10s %12s %14s %14s %10s\n", "tensor", "elements", "max|diff|", "rel.error",
-              "limit");
-  for (const TensorComparison& c : report.rows) {
-    std::printf("%-10s %12zu %14.6e %14.6e %10.2e %s\n", c.name.c_str(), c.count, c.max_abs_diff,
-                c.rel_error, c.tolerance, c.ok ? "ok" : "FAIL");
-  }
+  print_report(report);
   if (!write_state_.empty()) {
     save_debug_state(write_state_, source.config, ours);
     std::printf("verify: wrote this program's state to %s\n", write_state_.c_str());
   }
+  std::printf("verify: %s\n", report.ok ? "OK" : "FAIL");
+  return report.ok ? 0 : 1;
+}
+
+int VerifyCommand::run_adapter(const ModelSource& source, Model& model, const Placement& placed,
+                               int nthreads, Recompute rc) {
+  if (model.offload_active()) {
+    throw UsageError("--adapter with --plugin: the device runs no adapters yet");
+  }
+  PeftAdapterConfig read;
+  LoraAdapter adapter = read_peft_adapter(adapter_, source.config, &read);
+  const AdapterReferenceShape shape = adapter_reference_shape(state_path_);
+  std::printf("%s\n", placed.summary.c_str());
+  std::printf(
+      "verify: model %s (%s, %s) + adapter %s (r=%d, alpha=%g, %zu modules), reference %s "
+      "(B=%d T=%d), %s, %d thread%s\n",
+      model_path_.c_str(), describe(source.config).c_str(), source.description.c_str(),
+      adapter_.c_str(), adapter.options().r, adapter.options().lora_alpha(),
+      adapter.modules().size(), state_path_.c_str(), shape.B, shape.T,
+      model.kernels_summary().c_str(), nthreads, nthreads == 1 ? "" : "s");
+  const VerifyReport report = verify_adapter_against(model, adapter, state_path_, tol_, rc);
+  print_report(report);
   std::printf("verify: %s\n", report.ok ? "OK" : "FAIL");
   return report.ok ? 0 : 1;
 }

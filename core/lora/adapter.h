@@ -1,0 +1,70 @@
+// A LoRA adapter: the A and B matrices of its modules (core/lora/lora_modules.h) in one flat fp32
+// arena, their gradients in a second one laid out the same, and what makes them (PEFT's
+// initialisation, a PEFT folder: core/lora/peft_files.h). The arena is what an optimizer, gradient
+// clipping, data-parallel reduction and a checkpoint see of a LoRA run; the base model is frozen.
+// Layout: per module in the model's order, A (r, in) then B (rows, r), row-major.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/lora/lora_modules.h"
+#include "core/model/config.h"
+#include "core/model/lora_views.h"
+#include "core/model/parameters.h"
+#include "core/util/aligned_buffer.h"
+
+namespace llmcpu {
+
+// What a run asks of its adapter (--lora, --lora-alpha, --lora-targets, --lora-dropout,
+// --lora-rslora), or what an adapter_config.json says.
+struct LoraOptions {
+  int r = 0;                    // 0: no adapter (full fine-tuning)
+  double alpha = 0;             // lora_alpha; 0: r
+  std::vector<std::string> targets = {"all-linear"};  // PEFT's target_modules entries
+  double dropout = 0;           // on the adapters' input, in training
+  bool rslora = false;          // scale alpha / sqrt(r) instead of alpha / r
+  double lora_alpha() const { return alpha > 0 ? alpha : double(r); }
+  float scale() const;
+};
+
+class LoraAdapter {
+ public:
+  // The modules `options.targets` select (UsageError for one that selects nothing), with PEFT's
+  // initialisation: A kaiming-uniform (a = sqrt(5)), that is U(-1/sqrt(in), 1/sqrt(in)), drawn
+  // from `seed`, and B = 0, so that the adapter starts as the identity.
+  LoraAdapter(const ModelConfig& config, const LoraOptions& options, uint64_t seed);
+  // Zeroed A and B for the modules (a file's tensors are read into them).
+  LoraAdapter(const ModelConfig& config, const LoraOptions& options);
+
+  const LoraOptions& options() const { return options_; }
+  const std::vector<LoraModule>& modules() const { return modules_; }
+  size_t size() const { return params_.size(); }  // elements of the arena
+  float* params() { return params_.data(); }
+  const float* params() const { return params_.data(); }
+  float* grads() { return grads_.data(); }
+  const float* grads() const { return grads_.data(); }
+  // Module i's A and B in the arena.
+  size_t a_offset(size_t i) const { return offsets_[i]; }
+  size_t b_offset(size_t i) const { return offsets_[i] + size_t(options_.r) * modules_[i].in; }
+  size_t a_size(size_t i) const { return size_t(options_.r) * modules_[i].in; }
+  size_t b_size(size_t i) const { return modules_[i].rows * size_t(options_.r); }
+  // One span per module (A and B together), tensor -1 and the module's layer: the units gradients
+  // are reduced in as layers finish, and the optimizer's.
+  std::vector<ParameterSpan> spans() const;
+  // What Model::attach_lora takes: with gradients (training) or without.
+  LoraParams params_for_model(bool gradients);
+
+ private:
+  void lay_out(const ModelConfig& config);
+
+  LoraOptions options_;
+  std::vector<LoraModule> modules_;
+  std::vector<size_t> offsets_;
+  AlignedBuffer<float> params_;
+  AlignedBuffer<float> grads_;
+};
+
+}  // namespace llmcpu

@@ -1,0 +1,70 @@
+// LoRA adapters as the passes see them: low-rank updates of rows of the layers' matmul weights.
+// An adapter module on a linear map with input x (N, in) and output y (N, OC) adds, to the columns
+// [col0, col0 + rows) of y (the rows of the weight it adapts: q, k and v are row blocks of qkvw,
+// gate and up of fcw),
+//   y[:, cols] += scale * (x A^T) B^T          A (r, in), B (rows, r), u = x A^T kept (N, r)
+// and its backward, with g = dy[:, cols] and gB = scale * g B (N, r):
+//   dB += scale * g^T u        dA += gB^T x        dx += gB A
+// The base weight's own gradient is not computed when the base is frozen (Model's
+// base_gradients = false). The adapters' files, names and training are core/lora's; the model
+// holds only these views (core/model/model.h's attach_lora).
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <span>
+#include <vector>
+
+#include "simd/bf16.h"
+
+namespace llmcpu {
+
+// One adapter module, as Model::attach_lora takes it: memory the caller owns.
+struct LoraModuleParams {
+  int layer;
+  int role;           // the TensorRole of the weight it adapts: kQkvw, kAttprojw, kFcw, kFcprojw
+  size_t col0, rows;  // the output columns it adds to (the weight's rows)
+  size_t in;          // the input's width
+  const float* A;     // (r, in)
+  const float* B;     // (rows, r)
+  float* dA;          // (r, in) accumulated; null: no gradients (inference)
+  float* dB;          // (rows, r) accumulated
+};
+
+struct LoraParams {
+  int r = 0;
+  float scale = 1.0f;  // lora_alpha / r, or lora_alpha / sqrt(r) (rsLoRA)
+  std::vector<LoraModuleParams> modules;
+};
+
+// A module with what the passes add: its bf16 copy of A (a bf16 model's GEMM reads it) and its
+// saved u.
+struct LoraModuleView {
+  LoraModuleParams p;
+  const bf16* A16;  // (r, in) bf16(A), or null in fp32
+  float* u;         // (B*T, r) x A^T of the last forward pass
+};
+
+// The modules of each layer's four matmuls, and the scratch their passes share (sized for B*T
+// rows): t (rows of the widest module's output), g (the same), gB (r), dx (the widest input).
+struct LoraViews {
+  int r = 0;
+  float scale = 1.0f;
+  std::vector<LoraModuleView> modules;  // by layer, then role, then col0
+  // [layer][site]: the modules' range in `modules`; site 0..3 = qkvw, attprojw, fcw, fcprojw.
+  std::vector<std::array<std::array<size_t, 2>, 4>> sites;
+  float* t = nullptr;
+  float* g = nullptr;
+  float* gB = nullptr;
+  float* dx = nullptr;
+
+  std::span<const LoraModuleView> site(int layer, int s) const {
+    const auto [begin, end] = sites[size_t(layer)][size_t(s)];
+    return {modules.data() + begin, end - begin};
+  }
+};
+
+// The sites in the order of LoraViews::sites.
+enum LoraSite : int { kLoraQkv, kLoraAttproj, kLoraFc, kLoraFcproj };
+
+}  // namespace llmcpu
