@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <exception>
+#include <utility>
 
 #include "core/comm/zero_shards.h"
 #include "core/runtime/pinning.h"
@@ -17,13 +18,18 @@ double ms_since(Clock::time_point t) {
 }  // namespace
 
 GradientSync::GradientSync(Communicator& world, Model& model, bool zero)
+    : GradientSync(world, model.grads_flat(), model.layout().spans(), model.config().num_layers,
+                   zero) {}
+
+GradientSync::GradientSync(Communicator& world, float* grads, std::vector<ParameterSpan> spans,
+                           int num_layers, bool zero)
     : world_(world),
       zero_(zero),
-      grads_(model.grads_flat()),
-      spans_(model.layout().spans()),
+      grads_(grads),
+      spans_(std::move(spans)),
       parts_(zero ? owned_parts(spans_, world.rank(), world.size()) : spans_),
       others_(others_parts(spans_, parts_)) {
-  buckets_.resize(model.config().num_layers + 1);
+  buckets_.resize(num_layers + 1);
   for (size_t i = 0; i < spans_.size(); ++i) buckets_[spans_[i].layer + 1].push_back(i);
   queue_.resize(buckets_.size() + spans_.size());  // the most one step hands over
   thread_ = std::thread([this] { serve(); });

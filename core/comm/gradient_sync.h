@@ -35,6 +35,10 @@ class GradientSync final : public GradientHook {
   // zero: ZeRO-1 (reduce-scatter, then gather the updated parts); otherwise every rank gets the
   // whole average (all-reduce) and updates every weight itself.
   GradientSync(Communicator& world, Model& model, bool zero);
+  // Over another arena's gradients (a LoRA adapter's): its spans, each of a layer in
+  // [-1, num_layers), in flat order. share_memory is not for these.
+  GradientSync(Communicator& world, float* grads, std::vector<ParameterSpan> spans, int num_layers,
+               bool zero);
   ~GradientSync() override;
   GradientSync(const GradientSync&) = delete;
   GradientSync& operator=(const GradientSync&) = delete;

@@ -13,6 +13,17 @@ float LoraOptions::scale() const {
   return float(rslora ? a / std::sqrt(double(r)) : a / double(r));
 }
 
+LoraFootprint lora_footprint(const ModelConfig& config, const LoraOptions& options, int B, int T) {
+  LoraFootprint f;
+  std::vector<LoraModuleShape> shapes;
+  for (const LoraModule& m : select_lora_modules(config, options.targets)) {
+    f.parameters += size_t(options.r) * (m.in + m.rows);
+    shapes.push_back({m.rows, m.in});
+  }
+  f.activation_floats = lora_activation_floats(options.r, shapes, size_t(B) * T);
+  return f;
+}
+
 LoraAdapter::LoraAdapter(const ModelConfig& config, const LoraOptions& options)
     : options_(options) {
   lay_out(config);
@@ -40,6 +51,11 @@ void LoraAdapter::lay_out(const ModelConfig& config) {
   grads_ = AlignedBuffer<float>(n);
   std::fill_n(params_.data(), n, 0.0f);
   std::fill_n(grads_.data(), n, 0.0f);
+}
+
+size_t LoraAdapter::module_of(size_t e) const {
+  const auto it = std::upper_bound(offsets_.begin(), offsets_.end(), e);
+  return size_t(it - offsets_.begin()) - 1;
 }
 
 std::vector<ParameterSpan> LoraAdapter::spans() const {

@@ -30,6 +30,14 @@ struct LoraOptions {
   float scale() const;
 };
 
+// What an adapter of `options` on this model takes, without making it: its parameters (and as
+// many gradients) and the floats of its activations for B x T tokens (the model's).
+struct LoraFootprint {
+  size_t parameters = 0;
+  size_t activation_floats = 0;
+};
+LoraFootprint lora_footprint(const ModelConfig& config, const LoraOptions& options, int B, int T);
+
 class LoraAdapter {
  public:
   // The modules `options.targets` select (UsageError for one that selects nothing), with PEFT's
@@ -51,6 +59,8 @@ class LoraAdapter {
   size_t b_offset(size_t i) const { return offsets_[i] + size_t(options_.r) * modules_[i].in; }
   size_t a_size(size_t i) const { return size_t(options_.r) * modules_[i].in; }
   size_t b_size(size_t i) const { return modules_[i].rows * size_t(options_.r); }
+  // The module whose A or B holds element `e` of the arena.
+  size_t module_of(size_t e) const;
   // One span per module (A and B together), tensor -1 and the module's layer: the units gradients
   // are reduced in as layers finish, and the optimizer's.
   std::vector<ParameterSpan> spans() const;

@@ -222,7 +222,7 @@ PeftAdapterConfig read_adapter_config(const std::string& dir) {
 
 LoraAdapter read_peft_adapter(const std::string& dir, const ModelConfig& config,
                               PeftAdapterConfig* read_config) {
-  const PeftAdapterConfig c = read_adapter_config(dir);
+  PeftAdapterConfig c = read_adapter_config(dir);
   const std::string path = (fs::path(dir) / "adapter_model.safetensors").string();
   if (!fs::exists(path)) {
     const bool pickle = fs::exists(fs::path(dir) / "adapter_model.bin");
@@ -262,6 +262,7 @@ LoraAdapter read_peft_adapter(const std::string& dir, const ModelConfig& config,
       }
       float* dst = adapter.params() + (which == 'A' ? adapter.a_offset(i) : adapter.b_offset(i));
       tensor_to_f32(*t, dst);
+      if (t->dtype != TensorDtype::kF64) c.dtype = t->dtype;  // written back as it came
     }
   }
   for (const SafeTensor& t : file.tensors()) {
@@ -275,8 +276,7 @@ LoraAdapter read_peft_adapter(const std::string& dir, const ModelConfig& config,
 }
 
 void write_peft_adapter(const std::string& dir, const ModelConfig& config,
-                        const LoraAdapter& adapter, const PeftAdapterConfig& saved,
-                        TensorDtype dtype) {
+                        const LoraAdapter& adapter, const PeftAdapterConfig& saved) {
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) throw FileError(dir, "cannot create the adapter folder: " + ec.message());
@@ -289,7 +289,7 @@ void write_peft_adapter(const std::string& dir, const ModelConfig& config,
         {peft_tensor_name(m, 'B'), {m.rows, r}, adapter.params() + adapter.b_offset(i)});
   }
   AtomicFileWriter weights((fs::path(dir) / "adapter_model.safetensors").string());
-  write_safetensors(weights, tensors, dtype, {{"format", "pt"}});
+  write_safetensors(weights, tensors, saved.dtype, {{"format", "pt"}});
   PeftAdapterConfig c = saved;
   c.options = adapter.options();
   const std::string text = adapter_config_text(config, c);

@@ -30,6 +30,9 @@ struct PeftAdapterConfig {
   LoraOptions options;
   std::string base_model_name_or_path;
   bool init_lora_weights = true;
+  // The tensors' dtype in adapter_model.safetensors (a PEFT adapter keeps its own: F32 unless
+  // made otherwise); a rewrite keeps it.
+  TensorDtype dtype = TensorDtype::kF32;
 };
 
 // adapter_config.json's text for this adapter on this model.
@@ -45,10 +48,9 @@ PeftAdapterConfig read_adapter_config(const std::string& dir);
 LoraAdapter read_peft_adapter(const std::string& dir, const ModelConfig& config,
                               PeftAdapterConfig* read_config = nullptr);
 
-// Writes DIR/adapter_config.json and DIR/adapter_model.safetensors (tensors in `dtype`), creating
-// DIR; each file is written whole to a temporary name and renamed into place.
+// Writes DIR/adapter_config.json and DIR/adapter_model.safetensors (tensors in saved.dtype),
+// creating DIR; each file is written whole to a temporary name and renamed into place.
 void write_peft_adapter(const std::string& dir, const ModelConfig& config,
-                        const LoraAdapter& adapter, const PeftAdapterConfig& saved,
-                        TensorDtype dtype = TensorDtype::kF32);
+                        const LoraAdapter& adapter, const PeftAdapterConfig& saved);
 
 }  // namespace llmcpu

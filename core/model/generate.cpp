@@ -132,7 +132,7 @@ const float* Generator::step(int token) {
     x.inp16 = inp16_.data();
   }
   const ActivationViews<float>& a = acts_.acts;
-  model_forward(x, c, model_.compute_params(), a, &token, 1, 1);
+  model_forward(x, c, model_.compute_params(), a, &token, 1, 1, model_.lora_views());
   x.matmul_forward(a.logits, a.lnf, model_.params().head(), nullptr, 1, c.channels,
                    c.padded_vocab_size);
   if (c.final_softcap > 0) x.softcap_forward(a.logits, c.padded_vocab_size, float(c.final_softcap));

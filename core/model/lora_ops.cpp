@@ -1,5 +1,9 @@
 #include "core/model/lora_ops.h"
 
+#include <algorithm>
+
+#include "core/model/lora_views.h"
+
 namespace llmcpu {
 
 void add_scaled_columns(float* out, size_t ld, size_t col0, const float* t, size_t cols, size_t N,
@@ -30,6 +34,13 @@ void gather_scaled_columns(float* g, const float* dout, size_t ld, size_t col0, 
     float* o = g + n * cols;
     for (size_t j = 0; j < cols; ++j) o[j] = scale * d[j];
   }
+}
+
+size_t lora_activation_floats(int r, std::span<const LoraModuleShape> modules, size_t BT) {
+  size_t rows = 0, in = 0;
+  for (const LoraModuleShape& m : modules) rows = std::max(rows, m.rows), in = std::max(in, m.in);
+  // u per module; t and g share; gB; dx.
+  return BT * (size_t(r) * modules.size() + rows + size_t(r) + in);
 }
 
 void add_into(float* dst, const float* src, size_t N) {

@@ -64,6 +64,13 @@ struct LoraViews {
   }
 };
 
+// The floats Model keeps for the adapters of `modules` (rows, in of each) at rank r over BT rows:
+// each module's u, and the scratch its passes share (Model::lora_activation_bytes).
+struct LoraModuleShape {
+  size_t rows, in;
+};
+size_t lora_activation_floats(int r, std::span<const LoraModuleShape> modules, size_t BT);
+
 // The sites in the order of LoraViews::sites.
 enum LoraSite : int { kLoraQkv, kLoraAttproj, kLoraFc, kLoraFcproj };
 

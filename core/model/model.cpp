@@ -320,8 +320,8 @@ int lora_site(int role) {
   }
 }
 
-// The floats of the adapters' activations and scratch for BT rows: each module's u, then t (the
-// forward's) sharing with g (the backward's), gB and dx.
+// The adapters' activations and scratch for BT rows (lora_activation_floats): each module's u,
+// then t (the forward's) sharing with g (the backward's), gB and dx.
 struct LoraSizes {
   size_t u = 0, t = 0, gB = 0, dx = 0;
   size_t total() const { return u + t + gB + dx; }
@@ -335,6 +335,11 @@ LoraSizes lora_sizes(const LoraParams& lora, size_t BT) {
   }
   s.t = BT * rows, s.gB = BT * size_t(lora.r), s.dx = BT * in;
   return s;
+}
+std::vector<LoraModuleShape> shapes_of(const LoraParams& lora) {
+  std::vector<LoraModuleShape> out;
+  for (const LoraModuleParams& m : lora.modules) out.push_back({m.rows, m.in});
+  return out;
 }
 
 }  // namespace
@@ -381,9 +386,15 @@ void Model::detach_lora() {
   lora_a16_ = AlignedBuffer<bf16>();
 }
 
+const LoraViews* Model::lora_views() const {
+  if (!lora_attached()) return nullptr;
+  if (lora_views_.r == 0) throw Error("LoRA adapters attached, but no batch planned for them");
+  return &lora_views_;
+}
+
 size_t Model::lora_activation_bytes(int B, int T) const {
   if (!lora_attached()) return 0;
-  return lora_sizes(lora_, size_t(B) * T).total() * sizeof(float);
+  return lora_activation_floats(lora_.r, shapes_of(lora_), size_t(B) * T) * sizeof(float);
 }
 
 void Model::plan_lora() {
@@ -498,7 +509,7 @@ float Model::forward(const int* inputs, const int* targets, int B, int T) {
   }
   float loss = 0;
   run([&](auto& x, const auto& a) {
-    model_forward(x, config_, compute_params(), a, inputs_.data(), B, T, lora());
+    model_forward(x, config_, compute_params(), a, inputs_.data(), B, T, lora_views());
     loss = head(x, a, targets != nullptr, std::numeric_limits<float>::quiet_NaN());
   });
   return loss;
@@ -519,7 +530,7 @@ float Model::forward_backward(const int* inputs, const int* targets, int B, int 
   if (offload_active()) return offloaded_pass(true, loss_scale / float((size_t)B * T), hook);
   float loss = 0;
   run([&](auto& x, const auto& a) {
-    model_forward(x, config_, compute_params(), a, inputs_.data(), B, T, lora());
+    model_forward(x, config_, compute_params(), a, inputs_.data(), B, T, lora_views());
     // loss = (1/BT) sum of per-token losses, so each token's loss has gradient loss_scale / BT.
     loss = head(x, a, true, loss_scale / float((size_t)B * T));
     model_backward(
@@ -527,7 +538,7 @@ float Model::forward_backward(const int* inputs, const int* targets, int B, int 
         [hook](int l) {
           if (hook) hook->gradients_ready(l);
         },
-        lora());
+        lora_views());
   });
   return loss;
 }

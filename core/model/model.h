@@ -167,6 +167,10 @@ class Model {
   void attach_lora(const LoraParams& lora);
   void detach_lora();
   bool lora_attached() const { return lora_.r > 0; }
+  // The adapters as the passes take them, for a pass of at most the planned B x T rows
+  // (generation's one row); null without adapters. Throws Error if they are attached but no batch
+  // was planned (their activations are sized then).
+  const LoraViews* lora_views() const;
   bool base_gradients() const { return base_gradients_; }
   // What the adapters' activations and scratch take for B x T tokens (0 without adapters).
   size_t lora_activation_bytes(int B, int T) const;
@@ -258,7 +262,6 @@ class Model {
   AlignedBuffer<float> lora_acts_;  // u of every module, then t, g, gB, dx
   AlignedBuffer<bf16> lora_a16_;    // bf16 model: each module's A rounded
   void plan_lora();
-  const LoraViews* lora() const { return lora_attached() ? &lora_views_ : nullptr; }
   AlignedBuffer<int> inputs_;   // (B, T) of the last pass
   AlignedBuffer<int> targets_;  // (B, T)
 };

@@ -14,10 +14,15 @@
 namespace llmcpu {
 
 DataParallel::DataParallel(Communicator& world, Model& model, ZeroMode zero,
-                           std::vector<std::string>* notes)
-    : world_(world) {
+                           std::vector<std::string>* notes, LoraAdapter* lora)
+    : world_(world), lora_(lora) {
   const int ranks = world_.size();
-  if (ranks > 1) sync_ = std::make_unique<GradientSync>(world_, model, zero != ZeroMode::kOff);
+  if (ranks > 1 && lora) {
+    sync_ = std::make_unique<GradientSync>(world_, lora->grads(), lora->spans(),
+                                           model.config().num_layers, zero != ZeroMode::kOff);
+  } else if (ranks > 1) {
+    sync_ = std::make_unique<GradientSync>(world_, model, zero != ZeroMode::kOff);
+  }
   if (ranks == 1 && zero == ZeroMode::kOn) {
     notes->push_back("--zero 1 has no effect in a single process (it shards over mpirun's ranks)");
   }
@@ -47,6 +52,11 @@ std::string rank_fields(const TrainOptions& o, const Model& m, const DataLoader*
       {"the model's weights (norm)",
        num(global_norm(m.params_flat(), m.num_parameters(), m.kernels()))},
       {"--resume", o.resume},
+      {"--lora", std::to_string(o.lora_r)},
+      {"--lora-alpha", num(o.lora_alpha)},
+      {"--lora-targets", o.lora_targets},
+      {"--lora-rslora", o.lora_rslora ? "on" : "off"},
+      {"--adapter", o.adapter},
       {"--train-data", data(train)},
       {"--val-data", data(val)},
       {"--batch", std::to_string(o.batch)},
@@ -113,6 +123,7 @@ void DataParallel::check_ranks_agree(const TrainOptions& o, const Model& model,
 }
 
 bool DataParallel::share_weights(Model& model, std::vector<std::string>* notes) {
+  if (lora_) return false;  // the frozen base: each rank's own, nothing of it updated
   std::string why_not_shared;
   if (zero()) shared_weights_ = sync_->share_memory(model, &why_not_shared);
   if (!why_not_shared.empty()) {
@@ -169,6 +180,10 @@ void DataParallel::check_replicas(const Model& m, int step) const {
         copy ? train_state_checksum(m.params_bf16_flat() + s.offset, s.count * sizeof(bf16))
              : train_state_checksum(m.params_flat() + s.offset, s.count * sizeof(float));
     mine = (mine ^ h) * 0x9E3779B97F4A7C15ull;
+  }
+  if (lora_) {  // and the adapter, which is what changes
+    mine = (mine ^ train_state_checksum(lora_->params(), lora_->size() * sizeof(float))) *
+           0x9E3779B97F4A7C15ull;
   }
   uint64_t root = mine;
   world_.broadcast(&root, sizeof root, 0);

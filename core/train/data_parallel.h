@@ -14,6 +14,7 @@
 
 #include "core/comm/communicator.h"
 #include "core/comm/gradient_sync.h"
+#include "core/lora/adapter.h"
 #include "core/model/model.h"
 #include "core/train/data_loader.h"
 #include "core/train/train_options.h"
@@ -23,8 +24,11 @@ namespace llmcpu {
 class DataParallel {
  public:
   // With more than one rank, a GradientSync over `model`, sharding the optimizer state unless
-  // --zero 0. What a user should know (ZeRO in a single process) goes to `notes`.
-  DataParallel(Communicator& world, Model& model, ZeroMode zero, std::vector<std::string>* notes);
+  // --zero 0. What a user should know (ZeRO in a single process) goes to `notes`. With a LoRA
+  // adapter (`lora`, the base frozen) the adapter's gradients are what the ranks reduce, its
+  // state what ZeRO-1 shards, and the ranks keep their own copies of the base.
+  DataParallel(Communicator& world, Model& model, ZeroMode zero, std::vector<std::string>* notes,
+               LoraAdapter* lora = nullptr);
   ~DataParallel();
 
   Communicator& world() const { return world_; }
@@ -63,6 +67,7 @@ class DataParallel {
  private:
   Communicator& world_;
   std::unique_ptr<GradientSync> sync_;  // with more than one rank
+  LoraAdapter* lora_ = nullptr;
   bool shared_weights_ = false;
   bool check_replicas_ = false;
   double comm_busy_ms_ = 0, comm_waited_ms_ = 0;  // this step's

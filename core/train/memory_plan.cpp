@@ -93,17 +93,23 @@ MemoryPlan plan_memory(const MemoryRequest& r) {
   }
   plan.gradients = double(P) * sizeof(float);
   plan.optimizer = 2 * double(P) * sizeof(float) / (r.zero ? ranks : 1);
+  if (r.lora_parameters > 0) {  // the adapter is what learns; its A rounded to bf16 in bf16
+    const double A = double(r.lora_parameters);
+    plan.parameters += A * (sizeof(float) + (mixed ? sizeof(bf16) : 0));
+    plan.gradients = A * sizeof(float);
+    plan.optimizer = 2 * A * sizeof(float) / (r.zero ? ranks : 1);
+  }
   ModelConfig host = r.config;
   if (r.host_layers > 0) host.num_layers = r.host_layers;
   const ActivationOptions layout{r.precision, r.recompute, false};
   const ActivationBytes a = ActivationArena::bytes(host, r.batch, r.seq_len, layout);
-  plan.activations = double(a.forward);
+  plan.activations = double(a.forward) + double(r.lora_activation_floats) * sizeof(float);
   // The kernels' scratch: one step's calls, and the gradient norm's sum of squares (at most over
   // all the gradients), all from the trainer's thread.
   const KernelTable& k = r.kernels ? *r.kernels : active_kernels();
   const Bf16Kernels& h = r.bf16_kernels ? *r.bf16_kernels : active_bf16_kernels();
   ScratchUse kernels = step_scratch(host, r.batch, r.seq_len, layout, k, h, threads);
-  kernels.merge(k.sum_squares_scratch(P, threads));
+  kernels.merge(k.sum_squares_scratch(r.lora_parameters > 0 ? r.lora_parameters : P, threads));
   plan.kernel_scratch = double(kernels.bytes(threads));
   plan.scratch = double(a.backward + a.head) + plan.kernel_scratch;
   plan.program =

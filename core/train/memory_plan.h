@@ -48,6 +48,10 @@ struct MemoryRequest {
   // The layers whose activations this process keeps: 0 for all of them; fewer when a device owns
   // the others (host_activation_layers, core/plugin/offload.h).
   int host_layers = 0;
+  // A LoRA run (the base frozen): the adapter's parameters (each with a gradient and two moments)
+  // and its activations' floats; the base then has no gradients.
+  size_t lora_parameters = 0;
+  size_t lora_activation_floats = 0;
 };
 
 // One process's bytes, by what they hold.

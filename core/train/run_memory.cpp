@@ -42,6 +42,11 @@ RunMemory plan_run_memory(const TrainOptions& o, const ModelConfig& config,
         OffloadLayers::parse(o.offload_layers, config.num_layers, "--offload-layers"),
         config.num_layers);
   }
+  if (o.lora()) {
+    const LoraFootprint f = lora_footprint(config, lora_options_of(o), o.batch, o.seq_len);
+    r.lora_parameters = f.parameters;
+    r.lora_activation_floats = f.activation_floats;
+  }
   RunMemory m;
   m.plan = plan_memory(r);
   r.program = m.plan.program;  // a plan made again later, when the model is allocated too

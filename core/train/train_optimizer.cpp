@@ -10,14 +10,16 @@
 namespace llmcpu {
 
 TrainOptimizer::TrainOptimizer(Model& model, DataParallel& parallel, double weight_decay,
-                               const CheckpointFiles* resume)
-    : model_(model), parallel_(parallel) {
+                               const CheckpointFiles* resume, LoraAdapter* lora)
+    : model_(model), parallel_(parallel), lora_(lora) {
   AdamWConfig config;
   config.weight_decay = weight_decay;
-  std::vector<ParameterSpan> parts{{0, model_.num_parameters(), -1, -1}};
+  const size_t P = lora_ ? lora_->size() : model_.num_parameters();
+  std::vector<ParameterSpan> parts{{0, P, -1, -1}};
   if (parallel_.zero()) parts = parallel_.sync()->parts();
   adamw_ =
       std::make_unique<AdamW>(std::move(parts), config, model_.kernels(), model_.bf16_kernels());
+  if (resume && lora_) throw UsageError("--resume with LoRA: adapter checkpoints are not built yet");
   if (resume) {
     // Each rank takes its parts of the moments from whichever saved parts hold them.
     const bool zero = parallel_.zero();
@@ -48,15 +50,17 @@ void TrainOptimizer::fetch_device_state() {
 
 double TrainOptimizer::gradient_norm() {
   Model& m = model_;
+  const float* grads = lora_ ? lora_->grads() : m.grads_flat();
+  const size_t P = lora_ ? lora_->size() : m.num_parameters();
   if (device_) {  // the device's gradients are zero here: its part of the sum comes from it
     return std::sqrt(m.kernels().sum_squares(m.grads_flat(), m.num_parameters()) +
                      device_->grad_sum_squares());
   }
-  if (!parallel_.zero()) return global_norm(m.grads_flat(), m.num_parameters(), m.kernels());
+  if (!parallel_.zero()) return global_norm(grads, P, m.kernels());
   // Each rank's parts hold the summed gradients; together they are every gradient once.
   double sum = 0;
   for (const ParameterSpan& p : parallel_.sync()->parts()) {
-    if (p.count > 0) sum += m.kernels().sum_squares(m.grads_flat() + p.offset, p.count);
+    if (p.count > 0) sum += m.kernels().sum_squares(grads + p.offset, p.count);
   }
   parallel_.world().all_reduce_sum(&sum, 1);
   return std::sqrt(sum);
@@ -67,6 +71,7 @@ void TrainOptimizer::clip(double norm, double max_norm) {
 }
 
 void TrainOptimizer::update(double lr) {
+  if (lora_) return update_adapter(lr);
   Model& m = model_;
   const Model::UpdateSpans weights = m.weights_for_update();  // bf16: the copy too, same pass
   if (parallel_.zero() && !parallel_.shared_weights()) return update_sharded(lr, weights);
@@ -85,6 +90,22 @@ void TrainOptimizer::update(double lr) {
     const double ms = parallel_.sync()->fence();
     parallel_.add_comm(ms, ms);
   }
+}
+
+// The adapter's arena (fp32 in both precisions: a bf16 model rounds A at each pass); under ZeRO-1
+// each part goes to the other ranks as soon as it is updated.
+void TrainOptimizer::update_adapter(double lr) {
+  if (!parallel_.zero()) {
+    const bool clear = parallel_.ranks() == 1;  // the same pass zeroes them for the next step
+    adamw_->step(lora_->params(), lora_->grads(), lr, nullptr, {}, {grad_scale_, clear});
+    return;
+  }
+  GradientSync& sync = *parallel_.sync();
+  float* params = lora_->params();
+  const auto send = [&sync, params](size_t i) { sync.gather(params, nullptr, i); };
+  adamw_->step(params, lora_->grads(), lr, nullptr, send, {grad_scale_, false});
+  const auto [busy, waited] = sync.wait();
+  parallel_.add_comm(busy, waited);
 }
 
 // ZeRO-1: each part goes out while the optimizer works on the next; in bf16 the layers' matmul

@@ -8,6 +8,7 @@
 
 #include <memory>
 
+#include "core/lora/adapter.h"
 #include "core/model/block_device.h"
 #include "core/model/model.h"
 #include "core/optim/adamw.h"
@@ -21,8 +22,10 @@ class TrainOptimizer {
   // The moments are made (and touched) here: after the model's own arrays went to shared memory
   // (DataParallel::share_weights), so that the two are never held at once. With `resume`, its
   // moments and step count.
+  // With a LoRA adapter (`lora`) the adapter's arena is what it updates, clips and shards (the
+  // base is frozen).
   TrainOptimizer(Model& model, DataParallel& parallel, double weight_decay,
-                 const CheckpointFiles* resume);
+                 const CheckpointFiles* resume, LoraAdapter* lora = nullptr);
 
   const AdamW& adamw() const { return *adamw_; }
   BlockDevice* device() const { return device_; }
@@ -45,10 +48,12 @@ class TrainOptimizer {
 
  private:
   void update_sharded(double lr, const Model::UpdateSpans& weights);
+  void update_adapter(double lr);
 
   Model& model_;
   DataParallel& parallel_;
   std::unique_ptr<AdamW> adamw_;
+  LoraAdapter* lora_ = nullptr;    // the arena trained instead of the model's
   BlockDevice* device_ = nullptr;  // adopted: owns part of the model and its AdamW
   float grad_scale_ = 1.0f;        // this step's clipping factor (clip), for both AdamWs
 };

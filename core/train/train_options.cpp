@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "core/lora/peft_files.h"
 #include "core/report/plot.h"
 #include "core/train/memory_plan.h"
 #include "simd/error.h"
@@ -55,6 +56,69 @@ void check_train_options(const TrainOptions& o) {
   require(o.memory_limit >= 0 && std::isfinite(o.memory_limit),
           "--memory-limit: must be a positive size");
   if (!o.plot_path.empty()) check_plot_options({.output = o.plot_path}, "--plot");
+  check_lora_options(o);
+}
+
+void check_lora_options(const TrainOptions& o) {
+  auto require = [](bool ok, const std::string& message) {
+    if (!ok) throw UsageError(message);
+  };
+  require(o.lora_r >= 0, "--lora: the rank must not be negative (0: full fine-tuning)");
+  require(o.lora_alpha >= 0 && std::isfinite(o.lora_alpha), "--lora-alpha: must be positive");
+  require(o.lora_dropout >= 0 && o.lora_dropout < 1, "--lora-dropout: must be in [0, 1)");
+  if (!o.adapter.empty()) {
+    const char* given = o.lora_r > 0            ? "--lora"
+                        : o.lora_alpha > 0      ? "--lora-alpha"
+                        : !o.lora_targets.empty() ? "--lora-targets"
+                        : o.lora_rslora         ? "--lora-rslora"
+                                                : nullptr;
+    require(!given, std::string(given ? given : "") + " with --adapter " + o.adapter +
+                        ": the adapter's adapter_config.json gives it");
+  }
+  if (!o.lora()) {
+    const char* given = o.lora_alpha > 0          ? "--lora-alpha"
+                        : !o.lora_targets.empty()   ? "--lora-targets"
+                        : o.lora_dropout > 0        ? "--lora-dropout"
+                        : o.lora_rslora             ? "--lora-rslora"
+                                                    : nullptr;
+    require(!given, std::string(given ? given : "") +
+                        " needs --lora R (the adapters' rank) or --adapter DIR");
+    return;
+  }
+  require(o.lora_dropout == 0,
+          "--lora-dropout " + std::to_string(o.lora_dropout) +
+              ": dropout on the adapters' input is not built yet (0 trains without it)");
+  require(o.plugin.empty(), "--plugin with LoRA: the device runs no adapters yet");
+  require(o.resume.empty() && o.checkpoint_dir.empty(),
+          "--checkpoint-dir and --resume with LoRA: adapter checkpoints are not built yet; "
+          "--save DIR writes the final adapter");
+}
+
+namespace {
+
+// "q_proj,v_proj" -> {"q_proj", "v_proj"} (empty items dropped).
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t comma = std::min(text.find(',', start), text.size());
+    if (comma > start) out.push_back(text.substr(start, comma - start));
+    start = comma + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+LoraOptions lora_options_of(const TrainOptions& o) {
+  if (!o.adapter.empty()) return read_adapter_config(o.adapter).options;
+  LoraOptions l;
+  l.r = o.lora_r;
+  l.alpha = o.lora_alpha;
+  if (!o.lora_targets.empty()) l.targets = split_list(o.lora_targets);
+  l.dropout = o.lora_dropout;
+  l.rslora = o.lora_rslora;
+  return l;
 }
 
 int micro_batches_per_step(const TrainOptions& o, int ranks) {

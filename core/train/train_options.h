@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <string>
 
+#include "core/lora/adapter.h"
 #include "core/model/activations.h"
 #include "core/model/precision.h"
 #include "core/train/lr_schedule.h"
@@ -67,12 +68,27 @@ struct TrainOptions {
   int max_bad_steps = 5;      // stop after this many steps in a row with a non-finite loss or norm
   double comm_timeout = 300;  // several ranks: seconds a collective may wait before the job ends
   ZeroMode zero = ZeroMode::kDefault;  // several ranks: ZeRO-1 unless kOff
+  // LoRA (core/lora): the base frozen, only the adapter learns. --lora R (0: full fine-tuning),
+  // --lora-alpha (0: R), --lora-targets (PEFT's target_modules, a comma list; empty: all-linear),
+  // --lora-dropout, --lora-rslora; or --adapter DIR, a PEFT adapter folder to start from, whose
+  // adapter_config.json gives the rank, alpha, targets, dropout and scaling.
+  int lora_r = 0;
+  double lora_alpha = 0;
+  std::string lora_targets;
+  double lora_dropout = 0;
+  bool lora_rslora = false;
+  std::string adapter;
+  bool lora() const { return lora_r > 0 || !adapter.empty(); }
 };
 
 // The checks of the options that need no file and no machine (ranges that depend on each other):
 // UsageErrors naming the flag. The Trainer runs them first; the command line runs them before
 // anything is read.
 void check_train_options(const TrainOptions& o);
+// The LoRA options alone (check_train_options calls it).
+void check_lora_options(const TrainOptions& o);
+// The adapter a LoRA run asks for: its flags, or --adapter's adapter_config.json.
+LoraOptions lora_options_of(const TrainOptions& o);
 
 // The micro-batches of B x T tokens one optimizer step reads over all `ranks`: --total-batch /
 // (B*T), or one per rank without --total-batch.

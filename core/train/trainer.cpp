@@ -17,8 +17,9 @@
 namespace llmcpu {
 
 std::unique_ptr<Model> make_model(const ModelSource& source, uint64_t seed, std::string* origin,
-                                  Precision precision) {
-  auto model = std::make_unique<Model>(source.config, active_kernels(), precision);
+                                  Precision precision, bool base_gradients) {
+  auto model = std::make_unique<Model>(source.config, active_kernels(), precision, nullptr,
+                                       base_gradients);
   if (source.is_file()) {
     load_model_file(source, *model);
     if (origin) *origin = "checkpoint " + source.path + " (" + source.description + ")";
@@ -41,9 +42,18 @@ TrainOptions run_options(const TrainOptions& options) {
   return o;
 }
 
-// --save for a model outside llm.c's files names a folder: llm.c's .bin holds GPT-2 only.
+// --save for a model outside llm.c's files names a folder: llm.c's .bin holds GPT-2 only. A
+// LoRA run's is a PEFT adapter folder, whatever the model.
 void check_save_path(const TrainOptions& o, const ModelConfig& c) {
   namespace fs = std::filesystem;
+  if (!o.save_path.empty() && o.lora()) {
+    std::error_code ec;
+    if (fs::exists(o.save_path, ec) && !fs::is_directory(o.save_path, ec)) {
+      throw UsageError("--save " + o.save_path + ": is a file, but a LoRA run saves its adapter "
+                       "as a PEFT folder (adapter_config.json, adapter_model.safetensors)");
+    }
+    return;
+  }
   if (o.save_path.empty() || c.family().llmc_files) return;
   const std::string model =
       std::string("a ") + c.family().name + " model (model_type " + c.family().model_type + ")";
@@ -121,8 +131,9 @@ Trainer::Start Trainer::load_model(const CheckpointStore& /*locked*/) {
   if (opt_.resume.empty()) {
     const ModelSource source = resolve_model(opt_.model);  // --model, read once
     s.memory = plan_run_memory(opt_, source.config, *world_);
-    s.model = make_model(source, opt_.seed, &s.origin, opt_.precision);
+    s.model = make_model(source, opt_.seed, &s.origin, opt_.precision, !opt_.lora());
     s.llama_origin = llama_origin_of(source);
+    if (opt_.lora()) make_adapter(*s.model, source);
     return s;
   }
   s.resume = open_resume_point(opt_.resume, &notes_);
@@ -138,8 +149,25 @@ Trainer::Start Trainer::load_model(const CheckpointStore& /*locked*/) {
   return s;
 }
 
+// A LoRA run's adapter: read from --adapter, or new (PEFT's initialisation from the run's seed).
+void Trainer::make_adapter(Model& model, const ModelSource& source) {
+  const ModelConfig& c = model.config();
+  if (!opt_.adapter.empty()) {
+    lora_ = std::make_unique<LoraAdapter>(read_peft_adapter(opt_.adapter, c, &lora_saved_));
+  } else {
+    try {
+      lora_ = std::make_unique<LoraAdapter>(c, lora_options_of(opt_), opt_.seed ^ 0x4C6F5241ull);
+    } catch (const UsageError& e) {
+      throw UsageError(std::string("--lora-targets: ") + e.what());
+    }
+    lora_saved_.base_model_name_or_path = source.is_file() ? opt_.model : source.description;
+    lora_saved_.init_lora_weights = true;
+  }
+  model.attach_lora(lora_->params_for_model(true));
+}
+
 std::unique_ptr<DataParallel> Trainer::start_ranks(Model& model) {
-  return std::make_unique<DataParallel>(*world_, model, opt_.zero, &notes_);
+  return std::make_unique<DataParallel>(*world_, model, opt_.zero, &notes_, lora_.get());
 }
 
 OffloadOutcome Trainer::attach_device(Model& model, RunMemory& memory) {
@@ -203,8 +231,8 @@ void Trainer::share_weights(DataParallel& parallel, const DataLoader& /*agreed*/
 // After the weights found their place: the moments (a resume's), and a device's part of them.
 std::unique_ptr<TrainOptimizer> Trainer::make_optimizer(DataParallel& parallel,
                                                         const std::optional<ResumePoint>& resume) {
-  auto optimizer = std::make_unique<TrainOptimizer>(*model_, parallel, opt_.weight_decay,
-                                                    resume ? resume->files.get() : nullptr);
+  auto optimizer = std::make_unique<TrainOptimizer>(
+      *model_, parallel, opt_.weight_decay, resume ? resume->files.get() : nullptr, lora_.get());
   optimizer->adopt_device();  // after the moments: a resume's go to the device
   return optimizer;
 }
@@ -345,6 +373,7 @@ double Trainer::compute_gradients() {
   Model& m = *model_;
   const int ranks = world_->size();
   m.zero_grad();
+  if (lora_) std::fill_n(lora_->grads(), lora_->size(), 0.0f);
   double loss = 0;
   for (int micro = 0; micro < grad_accum_; ++micro) {
     train_->next_batch_of(world_->rank(), ranks, inputs_.data(), targets_.data());
@@ -392,6 +421,7 @@ void Trainer::finish_run(bool interrupted, const TrainObserver& obs) {
   reports_->finish(obs.on_warning);
   checkpoint(obs);
   if (opt_.save_path.empty() || interrupted || world_->rank() != 0) return;
+  if (lora_) return save_adapter(opt_.save_path);
   optimizer_->fetch_device_state();
   const Model& model =
       *model_;  // the const params_flat(): saving does not mark the bf16 copy stale
@@ -406,9 +436,30 @@ void Trainer::finish_run(bool interrupted, const TrainObserver& obs) {
   save_checkpoint(opt_.save_path, model, checkpoint_version_for(opt_.precision));
 }
 
+void Trainer::save_adapter(const std::string& dir) const {
+  const float* p = lora_->params();
+  for (size_t i = 0; i < lora_->size(); ++i) {
+    if (!std::isfinite(p[i])) {
+      throw TrainingError("not writing " + dir + ": the adapter's weights are not finite (" +
+                          lora_->modules()[lora_->module_of(i)].name + ")");
+    }
+  }
+  write_peft_adapter(dir, model_->config(), *lora_, lora_saved_);
+}
+
 std::string Trainer::describe_bad_step(double loss, double norm) const {
   const Model& m = *model_;
   std::string what = "loss " + number_text(loss) + ", gradient norm " + number_text(norm);
+  if (lora_) {
+    const float* g = lora_->grads();
+    for (size_t i = 0; i < lora_->size(); ++i) {
+      if (!std::isfinite(g[i])) {
+        return what + "; the first non-finite gradient is the adapter's " +
+               lora_->modules()[lora_->module_of(i)].name;
+      }
+    }
+    return what + (std::isfinite(loss) ? "; every adapter gradient is finite" : "");
+  }
   if (const NonFinite g = find_non_finite(m.grads_flat(), m.layout())) {
     return what + "; the first non-finite gradient is " + g.describe() + " (element " +
            std::to_string(g.index) + " = " + number_text(g.value) + ")";
@@ -425,6 +476,7 @@ void Trainer::inject_gradient_faults() {
   // LLMCPU_FAULT=nan@grad-NAME#K (core/util/fault.h): a NaN in the middle of the last layer's slice
   // of that gradient (or of the whole tensor, for those without layers) at this process's Kth step.
   Model& m = *model_;
+  if (!m.grads_flat()) return;  // a frozen base has no gradients to break
   const ParameterLayout& layout = m.layout();
   for (int t = 0; t < kNumTensorRoles; ++t) {
     if (fault_at(std::string("grad-") + layout.name(t)) != FaultAction::kNan) continue;

@@ -22,6 +22,8 @@
 
 #include "core/comm/communicator.h"
 #include "core/io/model_file.h"
+#include "core/lora/adapter.h"
+#include "core/lora/peft_files.h"
 #include "core/model/generate.h"
 #include "core/model/model.h"
 #include "core/plugin/offload.h"
@@ -64,8 +66,10 @@ struct TrainObserver {
 // Builds a model from what --model resolved to (resolve_model): a model file's weights, or a
 // preset's shape initialised with init_model(seed). `origin` receives a line saying which.
 // A checkpoint of either version loads into either precision (bf16 widens exactly).
+// base_gradients false: a frozen base (LoRA; Model's).
 std::unique_ptr<Model> make_model(const ModelSource& source, uint64_t seed, std::string* origin,
-                                  Precision precision = Precision::kFp32);
+                                  Precision precision = Precision::kFp32,
+                                  bool base_gradients = true);
 
 class Trainer {
  public:
@@ -90,6 +94,8 @@ class Trainer {
   bool run(const TrainObserver& observer);
 
   Model& model() { return *model_; }
+  // A LoRA run's adapter (null in full fine-tuning): what the run trains, the base frozen.
+  const LoraAdapter* adapter() const { return lora_.get(); }
   const Model& model() const { return *model_; }
   const std::string& model_origin() const { return origin_; }
   int grad_accum() const { return grad_accum_; }  // micro-batches per step on this rank
@@ -160,6 +166,8 @@ class Trainer {
   void checkpoint(const TrainObserver& obs);
   // The end of run(): the reports, the last checkpoint, --save.
   void finish_run(bool interrupted, const TrainObserver& obs);
+  void make_adapter(Model& model, const ModelSource& source);
+  void save_adapter(const std::string& dir) const;
   // A step's loss or gradient norm is not finite: what is (for the warning), and fault injection.
   std::string describe_bad_step(double loss, double norm) const;
   void inject_gradient_faults();
@@ -175,6 +183,8 @@ class Trainer {
   std::unique_ptr<DataParallel> parallel_;
   RunMemory memory_;
   std::unique_ptr<Model> model_;
+  std::unique_ptr<LoraAdapter> lora_;  // a LoRA run's
+  PeftAdapterConfig lora_saved_;       // what its adapter_config.json says besides the adapter
   std::string origin_;
   // A Llama-family model: what the folders written from it (checkpoints, --save) carry over.
   LlamaOrigin llama_origin_;

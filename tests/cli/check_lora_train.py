@@ -1,0 +1,188 @@
+#!/usr/bin/python3
+"""`llmcpu train` of a LoRA adapter against the float64 PEFT-semantics reference of
+tests/fixtures/make_lora_fixture.py, on its fixture NAME in DIR:
+
+  check_lora_train.py LLMCPU DIR NAME [--precision bf16] [--recompute R] [--fresh]
+
+Trains --steps (lora.json's) AdamW steps from NAME_adapter/ (lora.json's lr, weight decay,
+betas, eps and clipping) on NAME_train.bin in order, with --save, and checks:
+  - each logged loss against the reference's NAME_losses.txt: within 2e-4 in fp32, 1e-2 in bf16
+    (the limits of the model's own training fixtures, tests/llama_fixtures.cmake);
+  - the saved adapter_config.json is NAME_adapter/'s, byte for byte (PEFT's file for the same
+    adapter, written by the fixture script from PEFT 0.17.1's keys);
+  - the saved adapter_model.safetensors has PEFT's layout (the fixture's tensor names, shapes and
+    dtype, the safetensors library's header order and padding) and, in fp32, each tensor within
+    1e-5 of the reference's final.NAME (relative, in the 2-norm; a bf16 adapter file adds its
+    rounding, 2^-8); in bf16 within 2e-2: a step
+    moves an element by lr m/sqrt(v), |m/sqrt(v)| <= 1 in AdamW's first steps, and the bf16
+    gradients' relative error (at most 1e-1, the model's bf16 gradient limit, core/verify/verify.h)
+    changes that by at most its own fraction, so after s steps an element is within 0.1 s lr of
+    the reference: 1e-3 for the fixtures' 10 steps at lr 1e-3, against elements of root mean
+    square 0.065 or more (kaiming-uniform 1/sqrt(in), in <= 80, over sqrt(3)): 1.5e-2;
+  - `--steps 0` saves NAME_adapter/ back byte for byte (both files).
+With --fresh the run starts instead from a new adapter (--lora R --lora-alpha A --lora-targets
+T [--lora-rslora] from lora.json; the fixture made with --init-lora-weights true): the saved
+adapter_config.json must be the fixture's byte for byte (init_lora_weights true, the same
+target_modules as PEFT saves them), every lora_B is zero after 0 steps and every lora_A within
+PEFT's kaiming-uniform bound 1/sqrt(in_features), not all zero.
+"""
+import json
+import math
+import os
+import struct
+import subprocess
+import sys
+
+import torch
+
+
+def fail(msg):
+    sys.exit(f"check_lora_train.py: {msg}")
+
+
+def read_safetensors(path):
+    """(header entries in file order, name -> float64 tensor). Checks PEFT's layout: metadata
+    {"format": "pt"} first, tensors packed in the order of their names, padding with spaces."""
+    blob = open(path, "rb").read()
+    (n,) = struct.unpack("<Q", blob[:8])
+    text = blob[8:8 + n]
+    if n % 8 or len(text) - len(text.rstrip(b" ")) >= 8:
+        fail(f"{path}: header of {n} bytes is not padded to 8 with spaces")
+    pairs = json.loads(text, object_pairs_hook=lambda kv: kv)
+    if pairs[0] != ("__metadata__", [("format", "pt")]):
+        fail(f"{path}: the first header entry is {pairs[0]}, expected __metadata__ format pt")
+    names = [k for k, _ in pairs[1:]]
+    if names != sorted(names):
+        fail(f"{path}: tensors not in the order of their names")
+    meta, data, out, end = dict(pairs[1:]), blob[8 + n:], {}, 0
+    for name in names:
+        e = dict(meta[name])
+        a, b = e["data_offsets"]
+        if a != end:
+            fail(f"{path}: {name} starts at {a}, not {end}")
+        raw = data[a:b]
+        if e["dtype"] == "F32":
+            t = torch.frombuffer(bytearray(raw), dtype=torch.float32)
+        elif e["dtype"] == "BF16":
+            t = torch.frombuffer(bytearray(raw), dtype=torch.bfloat16)
+        else:
+            fail(f"{path}: {name} has dtype {e['dtype']}")
+        out[name] = t.to(torch.float64).reshape(e["shape"])
+        end = b
+    if end != len(data):
+        fail(f"{path}: {len(data) - end} bytes after the last tensor")
+    return [(k, dict(v)["dtype"], dict(v)["shape"]) for k, v in pairs[1:]], out
+
+
+def train(llmcpu, d, name, run, extra, steps, save, log):
+    B, T = run["batch"], run["seq_len"]
+    model = f"{name}_hf" if d == "." else os.path.join(d, f"{name}_hf")
+    cmd = [llmcpu, "train", "--model", model,
+           "--train-data", os.path.join(d, f"{name}_train.bin"), "--batch", str(B),
+           "--seq-len", str(T), "--steps", str(steps), "--lr", repr(run["lr"]),
+           "--weight-decay", repr(run["weight_decay"]), "--grad-clip", repr(run["grad_clip"]),
+           "--no-shuffle", "--save", save, "--log", log] + extra
+    if run["betas"] != [0.9, 0.999] or run["eps"] != 1e-8:
+        fail("the fixture's betas and eps must be AdamW's defaults, which train uses")
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        fail(f"{' '.join(cmd)} exited {r.returncode}:\n{r.stdout}{r.stderr}")
+    return r.stdout
+
+
+def main():
+    args = sys.argv[1:]
+    if len(args) < 3:
+        fail(__doc__)
+    llmcpu, d, name = args[:3]
+    opts = args[3:]
+    fresh = "--fresh" in opts
+    opts = [o for o in opts if o != "--fresh"]
+    bf16 = "bf16" in opts
+    run = json.load(open(os.path.join(d, f"{name}_lora.json")))
+    steps = run["steps"]
+    adapter = os.path.join(d, f"{name}_adapter")
+    if fresh:
+        targets = run["target_modules"]
+        start = ["--lora", str(run["r"]), "--lora-alpha", str(run["lora_alpha"]),
+                 "--lora-targets", ",".join(targets)] + (["--lora-rslora"] if run["use_rslora"]
+                                                         else [])
+        # PEFT keeps the path the base was loaded from: the fixture's NAME_hf, relative.
+        os.chdir(d)
+        save = f"{name}_llmcpu_fresh"
+        train(llmcpu, ".", name, run, start + opts, 0, save, f"{name}_fresh_log.txt")
+        got = open(os.path.join(save, "adapter_config.json"), "rb").read()
+        if got != open(os.path.join(f"{name}_adapter", "adapter_config.json"), "rb").read():
+            fail(f"{save}/adapter_config.json differs from the fixture's:\n{got.decode()}")
+        _, tensors = read_safetensors(os.path.join(save, "adapter_model.safetensors"))
+        for n, t in tensors.items():
+            if n.endswith("lora_B.weight") and t.abs().max() != 0:
+                fail(f"{n}: a new adapter's B must be zero")
+            if n.endswith("lora_A.weight"):
+                bound = 1 / math.sqrt(t.shape[1])
+                if t.abs().max() > bound or t.abs().max() < bound / 2:
+                    fail(f"{n}: max |A| = {t.abs().max():.4g}, expected within the bound "
+                         f"{bound:.4g} and near it")
+        print(f"{name}: a new adapter's config is PEFT's, B = 0, A within 1/sqrt(in)")
+        return
+
+    # Steps 0: the adapter back as it was read.
+    save0 = os.path.join(d, f"{name}_llmcpu_steps0")
+    train(llmcpu, d, name, run, ["--adapter", adapter] + opts, 0, save0,
+          os.path.join(d, f"{name}_steps0_log.txt"))
+    for f in ("adapter_config.json", "adapter_model.safetensors"):
+        if open(os.path.join(save0, f), "rb").read() != open(os.path.join(adapter, f), "rb").read():
+            fail(f"{save0}/{f} is not {adapter}/{f} byte for byte")
+
+    save = os.path.join(d, f"{name}_llmcpu_adapter")
+    log = os.path.join(d, f"{name}_llmcpu_lora_log.txt")
+    train(llmcpu, d, name, run, ["--adapter", adapter] + opts, steps, save, log)
+    ours = [float(line.split("trl:")[1]) for line in open(log) if "trl:" in line]
+    ref = [float(line) for line in open(os.path.join(d, f"{name}_losses.txt"))]
+    if len(ours) != steps or len(ref) != steps:
+        fail(f"{len(ours)} losses logged, {len(ref)} in the reference, expected {steps}")
+    tol = 1e-2 if bf16 else 2e-4
+    worst = max(abs(a - b) for a, b in zip(ours, ref))
+    if worst > tol:
+        fail(f"losses differ by up to {worst:.3g} > {tol}: {ours} vs {ref}")
+    if open(os.path.join(save, "adapter_config.json"), "rb").read() != \
+            open(os.path.join(adapter, "adapter_config.json"), "rb").read():
+        fail(f"{save}/adapter_config.json differs from {adapter}'s")
+    layout, tensors = read_safetensors(os.path.join(save, "adapter_model.safetensors"))
+    want, _ = read_safetensors(os.path.join(adapter, "adapter_model.safetensors"))
+    if [(n, s) for n, _, s in layout] != [(n, s) for n, _, s in want]:
+        fail(f"tensor names or shapes differ from the fixture's adapter: {layout} vs {want}")
+    _, reference = read_safetensors_any(os.path.join(d, f"{name}_reference.safetensors"))
+    # A bf16 adapter file is saved rounded: 2^-8 more, relative, in the 2-norm.
+    rel_tol = (2e-2 if bf16 else 1e-5) + (2.0 ** -8 if run["adapter_dtype"] == "bf16" else 0)
+    worst = 0.0
+    for n, t in tensors.items():
+        r = reference[f"final.{n}"]
+        rel = float((t - r).norm() / r.norm())
+        worst = max(worst, rel)
+        if rel > rel_tol:
+            fail(f"{n}: after {steps} steps {rel:.3g} from the reference (limit {rel_tol})")
+    print(f"{name}: {steps} steps, losses within {tol} (largest difference "
+          f"{max(abs(a - b) for a, b in zip(ours, ref)):.2e}), final adapter within "
+          f"{worst:.2e} of the reference, PEFT's files")
+
+
+def read_safetensors_any(path):
+    """The reference file: make_llama_fixture's writer, any dtype, no layout checks."""
+    blob = open(path, "rb").read()
+    (n,) = struct.unpack("<Q", blob[:8])
+    meta = json.loads(blob[8:8 + n])
+    data, out = blob[8 + n:], {}
+    dtypes = {"F32": torch.float32, "F64": torch.float64, "I32": torch.int32,
+              "BF16": torch.bfloat16, "F16": torch.float16}
+    for k, e in meta.items():
+        if k == "__metadata__":
+            continue
+        a, b = e["data_offsets"]
+        t = torch.frombuffer(bytearray(data[a:b]), dtype=dtypes[e["dtype"]])
+        out[k] = t.to(torch.float64).reshape(e["shape"])
+    return None, out
+
+
+if __name__ == "__main__":
+    main()

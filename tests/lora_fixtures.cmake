@@ -1,0 +1,62 @@
+# LoRA adapters against the float64 PEFT-semantics reference (tests/fixtures/lora_reference.py,
+# written from PEFT 0.17.1, and make_lora_fixture.py), made at test time: for each case, `llmcpu
+# verify --adapter` of the fixture's adapter on its base (logits <= 1e-5, every adapter gradient
+# <= 1e-4 relative in fp32; bf16 within the model's own bf16 limits, which cover the adapter's
+# extra rounding: core/verify/verify.h), the same with recomputation, and 10 AdamW steps of
+# `llmcpu train --adapter` (tests/cli/check_lora_train.py: losses within 2e-4, the saved adapter
+# within 1e-5 of the reference's and PEFT's files byte for byte; bf16 within its limits). The
+# fresh cases start a new adapter (--lora) and check its adapter_config.json against PEFT's for
+# the same targets (condensed past 20 modules) and PEFT's initialisation. Included by
+# tests/CMakeLists.txt where PyTorch is installed; ${fresh} is its scratch folder.
+set(lora_script ${CMAKE_CURRENT_SOURCE_DIR}/fixtures/make_lora_fixture.py)
+set(lora_check ${CMAKE_CURRENT_SOURCE_DIR}/cli/check_lora_train.py)
+set(lora_cases gqa gpt2 phi3 gemma2 qwen3 gemma3 bf16base fresh20 gpt2fresh)
+# NAME: the fixture script's arguments (the model's, then LoRA's and AdamW's).
+set(lora_gqa      "--model-type llama --layers 2 --hidden 48 --heads 6 --kv-heads 2 --intermediate 80 --vocab 333 --max-seq-len 64 --no-tie --batch 2 --seq-len 17")
+set(lora_gpt2     "--model-type gpt2 --layers 2 --heads 4 --hidden 32 --vocab 100 --max-seq-len 32 --batch 2 --seq-len 9")
+set(lora_phi3     "--model-type phi3 --layers 2 --hidden 48 --heads 4 --kv-heads 2 --intermediate 80 --vocab 333 --max-seq-len 64 --no-tie --sliding-window 5 --batch 2 --seq-len 17 --target-modules qkv_proj,down_proj --use-rslora")
+set(lora_gemma2   "--model-type gemma2 --layers 2 --hidden 48 --heads 4 --kv-heads 2 --head-dim 16 --intermediate 80 --vocab 333 --max-seq-len 64 --sliding-window 5 --attn-softcap 1 --final-softcap 1.5 --query-pre-attn-scalar 24 --batch 2 --seq-len 17 --target-modules default")
+set(lora_qwen3    "--model-type qwen3 --layers 2 --hidden 48 --heads 4 --kv-heads 2 --head-dim 16 --intermediate 80 --vocab 333 --max-seq-len 64 --no-tie --batch 2 --seq-len 17 --r 8 --lora-alpha 16 --grad-clip 1")
+set(lora_gemma3   "--model-type gemma3_text --layers 3 --hidden 48 --heads 4 --kv-heads 2 --head-dim 16 --intermediate 80 --vocab 333 --max-seq-len 64 --sliding-window 5 --layer-types sliding,full,sliding --final-softcap 1.5 --batch 2 --seq-len 17 --target-modules o_proj,mlp.up_proj,model.layers.1.self_attn.v_proj --lora-alpha 6")
+set(lora_bf16base "--model-type mistral --layers 2 --hidden 48 --heads 6 --kv-heads 3 --intermediate 80 --vocab 333 --max-seq-len 64 --tie --dtype bf16 --batch 2 --seq-len 17 --adapter-dtype bf16")
+# New adapters: 21 modules (PEFT condenses target_modules to their last names) and GPT-2's
+# attn.c_proj against mlp.c_proj.
+set(lora_fresh20  "--model-type llama --layers 3 --hidden 48 --heads 6 --kv-heads 2 --intermediate 80 --vocab 333 --max-seq-len 64 --tie --batch 2 --seq-len 17 --init-lora-weights true --r 8 --lora-alpha 16 --use-rslora")
+set(lora_gpt2fresh "--model-type gpt2 --layers 6 --heads 4 --hidden 32 --vocab 100 --max-seq-len 32 --batch 2 --seq-len 9 --init-lora-weights true --target-modules attn.c_proj,c_attn,mlp.c_fc")
+foreach(case ${lora_cases})
+  separate_arguments(args UNIX_COMMAND "${lora_${case}}")
+  add_test(NAME lora_fixture_make_${case}
+           COMMAND ${LLMCPU_DEBIAN_PYTHON} ${lora_script} --out-dir ${fresh} --name lora_${case}
+                   ${args} --seed 41)
+  set_tests_properties(lora_fixture_make_${case} PROPERTIES FIXTURES_SETUP lora_fixture_${case})
+  set(base ${fresh}/lora_${case}_hf)
+  set(adapter ${fresh}/lora_${case}_adapter)
+  set(reference ${fresh}/lora_${case}_reference.safetensors)
+  if(case MATCHES "fresh")
+    add_test(NAME lora_fixture_new_adapter_${case}
+             COMMAND ${LLMCPU_DEBIAN_PYTHON} ${lora_check} $<TARGET_FILE:llmcpu> ${fresh}
+                     lora_${case} --fresh)
+    set(case_tests lora_fixture_new_adapter_${case})
+  else()
+    add_test(NAME lora_fixture_verify_${case}
+             COMMAND llmcpu verify --model ${base} --adapter ${adapter} --state ${reference})
+    add_test(NAME lora_fixture_verify_recompute_${case}
+             COMMAND llmcpu verify --model ${base} --adapter ${adapter} --state ${reference}
+                     --recompute all-pointwise)
+    add_test(NAME lora_fixture_verify_bf16_${case}
+             COMMAND llmcpu verify --precision bf16 --model ${base} --adapter ${adapter}
+                     --state ${reference})
+    add_test(NAME lora_fixture_train_${case}
+             COMMAND ${LLMCPU_DEBIAN_PYTHON} ${lora_check} $<TARGET_FILE:llmcpu> ${fresh}
+                     lora_${case})
+    add_test(NAME lora_fixture_train_bf16_${case}
+             COMMAND ${LLMCPU_DEBIAN_PYTHON} ${lora_check} $<TARGET_FILE:llmcpu> ${fresh}
+                     lora_${case} --precision bf16)
+    set(case_tests lora_fixture_verify_${case} lora_fixture_verify_recompute_${case}
+        lora_fixture_verify_bf16_${case} lora_fixture_train_${case} lora_fixture_train_bf16_${case})
+    set_tests_properties(lora_fixture_verify_${case} lora_fixture_verify_recompute_${case}
+                         lora_fixture_verify_bf16_${case}
+                         PROPERTIES PASS_REGULAR_EXPRESSION "verify: OK")
+  endif()
+  set_tests_properties(${case_tests} PROPERTIES FIXTURES_REQUIRED lora_fixture_${case})
+endforeach()
