@@ -176,6 +176,12 @@ void read_shape(Reader& r, const std::string& path, uint32_t version, TrainState
   if (version >= 4) {
     std::vector<char> text;
     r.array(text, r.get<uint32_t>("the architecture"), "the architecture");
+    if (version >= 5) {
+      std::vector<char> adapter;
+      r.array(adapter, r.get<uint32_t>("the adapter"), "the adapter");
+      if (adapter.empty()) throw FileError(path, "a version 5 state without its adapter");
+      s.adapter.assign(adapter.begin(), adapter.end());
+    }
     if (!text.empty()) {
       const nlohmann::json cfg = nlohmann::json::parse(text.begin(), text.end(), nullptr, false);
       if (cfg.is_discarded()) throw FileError(path, "the architecture is not JSON");
@@ -263,24 +269,30 @@ void save_train_state(const std::string& path, const TrainState& s, std::span<co
 
 void write_train_state(AtomicFileWriter& out, const TrainState& s, std::span<const float> params,
                        std::span<const float> m, std::span<const float> v) {
-  const size_t P = ParameterLayout(s.config).total();
+  const bool lora = !s.adapter.empty();
+  const size_t P = lora ? s.adapter_parameters : ParameterLayout(s.config).total();
   const size_t want = s.shards() > 0 ? 0 : P;
   if (params.size() != want || m.size() != want || v.size() != want) {
     throw Error("write_train_state(" + out.path() + "): tensor sizes do not match the model");
   }
   Writer w(out);
   w.put(kTrainStateMagic);
-  // GPT-2's states stay version 3, the files every earlier reader takes.
-  w.put(s.config.family().llmc_files ? uint32_t(3) : kTrainStateVersion);
+  // GPT-2's states stay version 3, the files every earlier reader takes; the Llama family's 4.
+  w.put(lora ? uint32_t(5) : s.config.family().llmc_files ? uint32_t(3) : uint32_t(4));
   const ModelConfig& c = s.config;
   for (int v : {c.max_seq_len, c.vocab_size, c.num_layers, c.num_heads, c.channels,
                 c.padded_vocab_size}) {
     w.put(int32_t(v));
   }
-  if (!c.family().llmc_files) {  // the architecture as config.json states it
-    const std::string arch = llama_config_json(c, TensorDtype::kF32, {}).dump();
+  if (!c.family().llmc_files || lora) {  // the architecture as config.json states it
+    const std::string arch =
+        c.family().llmc_files ? "" : llama_config_json(c, TensorDtype::kF32, {}).dump();
     w.put(uint32_t(arch.size()));
     w.array(std::span<const char>(arch));
+  }
+  if (lora) {
+    w.put(uint32_t(s.adapter.size()));
+    w.array(std::span<const char>(s.adapter));
   }
   for (int v : {s.B, s.T, s.grad_accum}) w.put(int32_t(v));
   w.put(uint8_t(s.shuffle));
@@ -344,7 +356,9 @@ TrainStateFile::TrainStateFile(const std::string& path) : file_(path) {
   read_data_position(r, path, s);
   const ModelConfig& c = s.config;
   const uint64_t P = r.get<uint64_t>("the parameter count");
-  if (P != ParameterLayout(c).total()) {
+  if (!s.adapter.empty()) {
+    s.adapter_parameters = P;  // the adapter's: its reader knows how many to expect
+  } else if (P != ParameterLayout(c).total()) {
     throw FileError(path, "holds " + std::to_string(P) + " parameters, but the model " +
                               describe(c) + " has " + std::to_string(ParameterLayout(c).total()));
   }

@@ -6,16 +6,19 @@
 //   u32 magic 0x5354434C ("LCTS"), u32 version: 4 for a Llama-family model, 3 for GPT-2 (versions
 //   1 and 2 are still read: version 2 is version 3 without the shard count, version 1 also
 //   without the precision byte and means fp32)
-//   i32 maxT, V, L, NH, C, Vp; version 4 only: u32 n, char[n] the architecture (the model's
-//   config.json text, core/io/hf_llama_config.h);
+//   i32 maxT, V, L, NH, C, Vp; from version 4: u32 n, char[n] the architecture (the model's
+//   config.json text, core/io/hf_llama_config.h; n = 0 for GPT-2); version 5 only: u32 n,
+//   char[n] the adapter (a LoRA run's: its description as core/lora writes it, opaque here);
 //   i32 B, T (1..maxT), grad_accum (positive); u8 shuffle (0 or 1);
 //   u64 seed; u8 precision (0 fp32, 1 bf16)
 //   i64 step (completed optimizer steps), i64 adamw_t (AdamW updates taken: 0..step, one at most
 //   per step)
 //   u64 epoch, u64 rng_state (xorshift64*'s: never 0), u32 shard (index into the shard order),
 //   u64 sample (shuffled: index into the sample order, at most its length), u32 n_shard_order,
-//   u32[n], u64 n_sample_order (0 exactly when not shuffled), u32[n] u64 P; u32 shards;
+//   u32[n], u64 n_sample_order (0 exactly when not shuffled), u32[n] u64 P (the model's
+//   parameters, or in version 5 the adapter's); u32 shards;
 //   shards = 0: f32 params[P], f32 m[P], f32 v[P]
+// (GPT-2's full states are written as version 3, the Llama family's as 4, LoRA states as 5.)
 //   shards = K > 0 (a ZeRO-1 run of K ranks): u64 checksum[K] of the K shard files below
 //   u64 checksum of all the bytes before it
 // A ZeRO-1 run's ranks each write their part (core/comm/zero_shards.h) of the three tensors to a
@@ -42,7 +45,7 @@
 namespace llmcpu {
 
 inline constexpr uint32_t kTrainStateMagic = 0x5354434C;
-inline constexpr uint32_t kTrainStateVersion = 4;
+inline constexpr uint32_t kTrainStateVersion = 5;  // the newest read; LoRA states are 5
 inline constexpr uint32_t kStateShardMagic = 0x4853434C;
 inline constexpr uint32_t kStateShardVersion = 1;
 
@@ -56,6 +59,10 @@ struct TrainState {
   int64_t step = 0;
   int64_t adamw_t = 0;
   DataPosition data;
+  // A LoRA run's (version 5): its adapter's description and parameter count, which the three
+  // tensors then hold instead of the model's (the base is frozen, and not in the state).
+  std::string adapter;
+  uint64_t adapter_parameters = 0;
   // 0: the tensors are in the state file; K > 0: in the K shard files of a ZeRO-1 run, whose
   // checksums (each file's last 8 bytes) are these.
   std::vector<uint64_t> shard_checksums;
@@ -82,6 +89,7 @@ class TrainStateFile {
   explicit TrainStateFile(const std::string& path);
 
   const TrainState& state() const { return state_; }
+  const std::string& path() const { return file_.path(); }
   size_t num_parameters() const { return num_parameters_; }  // P
   // Copies the fp32 master weights and the AdamW moments into params, m, v (P floats each).
   // Only for a state with its tensors (shards() == 0).

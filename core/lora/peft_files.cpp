@@ -134,30 +134,28 @@ std::string adapter_config_text(const ModelConfig& config, const PeftAdapterConf
   return j.dump(2, ' ', true);
 }
 
-PeftAdapterConfig read_adapter_config(const std::string& dir) {
-  const std::string path = (fs::path(dir) / "adapter_config.json").string();
-  if (!fs::exists(path)) {
-    throw FileError(path, "no adapter_config.json: --adapter takes a PEFT adapter folder (" +
-                              dir + ")");
-  }
-  const json j = read_json_file(path);
-  if (!j.is_object()) throw FileError(path, "expected a JSON object");
-  const auto refuse = [&](const std::string& what) { throw FileError(path, what); };
+namespace {
+
+[[noreturn]] void refuse(const std::string& path, const std::string& what) {
+  throw FileError(path, what);
+}
+
+// The keys whose non-default values change what the adapter computes, which llmcpu does not model.
+void refuse_unsupported(const json& j, const std::string& path) {
   const json* type = key(j, "peft_type");
   if (!type || *type != "LORA") {
-    refuse("peft_type is " + (type ? type->dump() : std::string("missing")) +
-           ", expected \"LORA\" (llmcpu reads LoRA adapters)");
+    refuse(path, "peft_type is " + (type ? type->dump() : std::string("missing")) +
+                     ", expected \"LORA\" (llmcpu reads LoRA adapters)");
   }
   if (const json* t = key(j, "task_type"); t && !t->is_null() && *t != "CAUSAL_LM") {
-    refuse("task_type is " + t->dump() + ", expected \"CAUSAL_LM\"");
+    refuse(path, "task_type is " + t->dump() + ", expected \"CAUSAL_LM\"");
   }
-  // Keys whose non-default values change what the adapter computes, which llmcpu does not model.
   const auto must_be = [&](const char* name, const json& dflt, const char* why) {
     const json* v = key(j, name);
     if (!v || v->is_null() || *v == dflt || ((v->is_array() || v->is_object()) && v->empty())) {
       return;
     }
-    refuse(std::string(name) + " is " + v->dump() + ": " + why + " is not supported");
+    refuse(path, std::string(name) + " is " + v->dump() + ": " + why + " is not supported");
   };
   must_be("use_dora", false, "DoRA");
   must_be("rank_pattern", json::object(), "a rank per module (rank_pattern)");
@@ -171,44 +169,55 @@ PeftAdapterConfig read_adapter_config(const std::string& dir) {
   must_be("trainable_token_indices", nullptr, "trainable_token_indices");
   must_be("use_qalora", false, "QALoRA");
   must_be("target_parameters", nullptr, "adapters on parameters (target_parameters)");
+}
 
+std::vector<std::string> read_targets(const json& j, const std::string& path) {
+  const json* targets = key(j, "target_modules");
+  if (!targets) refuse(path, "target_modules is missing");
+  if (targets->is_string()) {
+    if (*targets != "all-linear") {
+      refuse(path, "target_modules is the string " + targets->dump() +
+                       ": a regular expression, which llmcpu does not match; list the module "
+                       "names");
+    }
+    return {"all-linear"};
+  }
+  if (!targets->is_array() || targets->empty()) {
+    refuse(path, "target_modules is " + targets->dump() + ", expected a list of module names");
+  }
+  std::vector<std::string> out;
+  for (const json& t : *targets) {
+    if (!t.is_string()) refuse(path, "target_modules holds " + t.dump() + ", expected names");
+    out.push_back(t.get<std::string>());
+  }
+  return out;
+}
+
+PeftAdapterConfig parse_config(const json& j, const std::string& path) {
+  if (!j.is_object()) refuse(path, "expected a JSON object");
+  refuse_unsupported(j, path);
   PeftAdapterConfig out;
   const json* r = key(j, "r");
   if (!r || !r->is_number_integer() || r->get<long long>() <= 0 || r->get<long long>() > 65536) {
-    refuse("r is " + (r ? r->dump() : std::string("missing")) + ", expected a positive integer");
+    refuse(path, "r is " + (r ? r->dump() : std::string("missing")) +
+                     ", expected a positive integer");
   }
   out.options.r = r->get<int>();
   const json* alpha = key(j, "lora_alpha");
   if (!alpha || !alpha->is_number() || alpha->get<double>() <= 0) {
-    refuse("lora_alpha is " + (alpha ? alpha->dump() : std::string("missing")) +
-           ", expected a positive number");
+    refuse(path, "lora_alpha is " + (alpha ? alpha->dump() : std::string("missing")) +
+                     ", expected a positive number");
   }
   out.options.alpha = alpha->get<double>();
-  const json* targets = key(j, "target_modules");
-  if (!targets) refuse("target_modules is missing");
-  if (targets->is_string()) {
-    if (*targets != "all-linear") {
-      refuse("target_modules is the string " + targets->dump() +
-             ": a regular expression, which llmcpu does not match; list the module names");
-    }
-    out.options.targets = {"all-linear"};
-  } else if (targets->is_array() && !targets->empty()) {
-    out.options.targets.clear();
-    for (const json& t : *targets) {
-      if (!t.is_string()) refuse("target_modules holds " + t.dump() + ", expected names");
-      out.options.targets.push_back(t.get<std::string>());
-    }
-  } else {
-    refuse("target_modules is " + targets->dump() + ", expected a list of module names");
-  }
+  out.options.targets = read_targets(j, path);
   if (const json* d = key(j, "lora_dropout"); d && !d->is_null()) {
     if (!d->is_number() || d->get<double>() < 0 || d->get<double>() >= 1) {
-      refuse("lora_dropout is " + d->dump() + ", expected a number in [0, 1)");
+      refuse(path, "lora_dropout is " + d->dump() + ", expected a number in [0, 1)");
     }
     out.options.dropout = d->get<double>();
   }
   if (const json* rs = key(j, "use_rslora"); rs && !rs->is_null()) {
-    if (!rs->is_boolean()) refuse("use_rslora is " + rs->dump() + ", expected true or false");
+    if (!rs->is_boolean()) refuse(path, "use_rslora is " + rs->dump() + ", expected true or false");
     out.options.rslora = rs->get<bool>();
   }
   if (const json* b = key(j, "base_model_name_or_path"); b && b->is_string()) {
@@ -218,6 +227,23 @@ PeftAdapterConfig read_adapter_config(const std::string& dir) {
     out.init_lora_weights = init->get<bool>();
   }
   return out;
+}
+
+}  // namespace
+
+PeftAdapterConfig read_adapter_config(const std::string& dir) {
+  const std::string path = (fs::path(dir) / "adapter_config.json").string();
+  if (!fs::exists(path)) {
+    throw FileError(path, "no adapter_config.json: --adapter takes a PEFT adapter folder (" +
+                              dir + ")");
+  }
+  return parse_config(read_json_file(path), path);
+}
+
+PeftAdapterConfig parse_adapter_config(const std::string& text, const std::string& where) {
+  const json j = json::parse(text, nullptr, false);
+  if (j.is_discarded()) throw FileError(where, "the adapter's config is not JSON");
+  return parse_config(j, where);
 }
 
 LoraAdapter read_peft_adapter(const std::string& dir, const ModelConfig& config,

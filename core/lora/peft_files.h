@@ -41,6 +41,8 @@ std::string adapter_config_text(const ModelConfig& config, const PeftAdapterConf
 // Reads DIR/adapter_config.json; FileError naming the file and key for what is missing, malformed
 // or not supported.
 PeftAdapterConfig read_adapter_config(const std::string& dir);
+// The same from its text (a LoRA training state keeps it), `where` naming it in errors.
+PeftAdapterConfig parse_adapter_config(const std::string& text, const std::string& where);
 
 // Reads DIR's adapter for this model: its config, then every tensor, checked against the modules
 // its target_modules select (FileError naming the tensor: missing, unexpected, a shape that does

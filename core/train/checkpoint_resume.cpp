@@ -15,7 +15,8 @@ ResumePoint open_resume_point(const std::string& dir, std::vector<std::string>* 
   if (steps.empty()) {
     throw UsageError(
         "--resume " + dir + ": no checkpoint there (expected model_NNNNNNNN.bin, or " +
-        "model_NNNNNNNN.safetensors for a Llama-family model, and state_NNNNNNNN.bin)");
+        "model_NNNNNNNN.safetensors for a Llama-family model, or a LoRA run's folder " +
+        "adapter_NNNNNNNN, and state_NNNNNNNN.bin)");
   }
   // The newest checkpoint whose files are sound: a truncated file or a checksum that does not match
   // (a disk that failed, a copy cut short) is skipped, said so and left where it is.
@@ -92,14 +93,42 @@ void load_weights(const CheckpointFiles& files, Model& model) {
   }
 }
 
-void load_moments(const CheckpointFiles& files, const ParameterLayout& layout, int rank, int ranks,
-                  AdamW& adamw) {
-  const std::vector<ParameterSpan> spans = layout.spans();
+void load_moments(const CheckpointFiles& files, const std::vector<ParameterSpan>& spans, int rank,
+                  int ranks, AdamW& adamw) {
   for (int k = 0; k < files.sources(); ++k) {
     repack(spans, files.tensor(k, 1), k, files.sources(), adamw.m(), rank, ranks);
     repack(spans, files.tensor(k, 2), k, files.sources(), adamw.v(), rank, ranks);
   }
   adamw.set_steps_taken(files.state->state().adamw_t);
+}
+
+LoraAdapter described_adapter(const TrainStateFile& state, PeftAdapterConfig* saved) {
+  const TrainState& s = state.state();
+  const std::string& path = state.path();
+  const PeftAdapterConfig c = parse_adapter_config(s.adapter, path + " (its adapter)");
+  LoraAdapter adapter = [&] {
+    try {
+      return LoraAdapter(s.config, c.options);
+    } catch (const UsageError& e) {
+      throw FileError(path, std::string("its adapter does not fit its model: ") + e.what());
+    }
+  }();
+  if (adapter.size() != s.adapter_parameters) {
+    throw FileError(path, "holds " + std::to_string(s.adapter_parameters) +
+                              " adapter parameters, but its adapter has " +
+                              std::to_string(adapter.size()));
+  }
+  if (saved) *saved = c;
+  return adapter;
+}
+
+LoraAdapter load_adapter(const CheckpointFiles& files, PeftAdapterConfig* saved) {
+  LoraAdapter adapter = described_adapter(*files.state, saved);
+  const std::vector<ParameterSpan> spans = adapter.spans();
+  for (int k = 0; k < files.sources(); ++k) {
+    repack(spans, files.tensor(k, 0), k, files.sources(), adapter.params(), 0, 1);
+  }
+  return adapter;
 }
 
 }  // namespace llmcpu

@@ -33,6 +33,32 @@ std::string find_checkpoint_model(const std::string& dir, int64_t step) {
   return fs::is_regular_file(llama, ec) ? llama : checkpoint_model_path(dir, step);
 }
 
+std::string checkpoint_adapter_path(const std::string& dir, int64_t step) {
+  char name[64];
+  std::snprintf(name, sizeof name, "adapter_%08" PRId64, step);
+  return (fs::path(dir) / name).string();
+}
+
+namespace {
+
+// What holds a checkpoint's weights besides its state: the model file, or a LoRA run's adapter
+// folder.
+std::string checkpoint_weights(const std::string& dir, int64_t step) {
+  std::error_code ec;
+  const std::string adapter = checkpoint_adapter_path(dir, step);
+  return fs::is_directory(adapter, ec) ? adapter : find_checkpoint_model(dir, step);
+}
+
+bool weights_present(const std::string& dir, int64_t step) {
+  std::error_code ec;
+  return fs::is_regular_file(find_checkpoint_model(dir, step), ec) ||
+         fs::is_regular_file(fs::path(checkpoint_adapter_path(dir, step)) /
+                                 "adapter_model.safetensors",
+                             ec);
+}
+
+}  // namespace
+
 std::string checkpoint_state_path(const std::string& dir, int64_t step) {
   char name[64];
   std::snprintf(name, sizeof name, "state_%08" PRId64 ".bin", step);
@@ -55,7 +81,7 @@ std::vector<int64_t> list_checkpoints(const std::string& dir) {
     const char* const end = digits.data() + digits.size();
     if (std::from_chars(digits.data(), end, step).ec != std::errc()) continue;
     if (fs::path(checkpoint_state_path(dir, step)).filename() != name) continue;
-    if (fs::is_regular_file(find_checkpoint_model(dir, step), ec)) steps.push_back(step);
+    if (weights_present(dir, step)) steps.push_back(step);
   }
   std::sort(steps.begin(), steps.end());
   return steps;
@@ -86,7 +112,8 @@ void check_model_file(const std::string& model, const ModelConfig& c) {
 
 std::unique_ptr<CheckpointFiles> open_checkpoint(const std::string& dir, int64_t step) {
   const std::string model = find_checkpoint_model(dir, step);
-  if (fs::path(model).extension() == ".bin") read_checkpoint_header(model);  // and its length
+  const bool lora_files = weights_present(dir, step) && !fs::exists(model);
+  if (!lora_files && fs::path(model).extension() == ".bin") read_checkpoint_header(model);
   auto files = std::make_unique<CheckpointFiles>();
   const std::string path = checkpoint_state_path(dir, step);
   files->state = std::make_unique<TrainStateFile>(path);
@@ -95,9 +122,20 @@ std::unique_ptr<CheckpointFiles> open_checkpoint(const std::string& dir, int64_t
     throw FileError(path, "holds the state of step " + std::to_string(s.step) +
                               ", but its name says step " + std::to_string(step));
   }
-  check_model_file(model, s.config);
+  if (s.adapter.empty() == lora_files) {
+    throw FileError(path, s.adapter.empty() ? "a model's state, but beside it is an adapter folder"
+                                            : "a LoRA run's state, but its adapter folder " +
+                                                  checkpoint_adapter_path(dir, step) +
+                                                  " is missing");
+  }
+  std::vector<ParameterSpan> spans;
+  if (lora_files) {
+    spans = described_adapter(*files->state, nullptr).spans();  // checks it fits the model
+  } else {
+    check_model_file(model, s.config);
+    spans = ParameterLayout(s.config).spans();
+  }
   const uint32_t K = s.shards();
-  const std::vector<ParameterSpan> spans = ParameterLayout(s.config).spans();
   for (uint32_t k = 0; k < K; ++k) {
     const std::string shard = state_shard_path(path, k, K);
     const StateShardHeader expected{s.step, k, K, files->state->num_parameters(),
@@ -220,7 +258,7 @@ std::string CheckpointStore::newest_good() const {
   for (auto it = steps.rbegin(); it != steps.rend(); ++it) {
     try {
       open_checkpoint(dir_, *it);
-      return "the newest good checkpoint is " + find_checkpoint_model(dir_, *it) + " and " +
+      return "the newest good checkpoint is " + checkpoint_weights(dir_, *it) + " and " +
              fs::path(checkpoint_state_path(dir_, *it)).filename().string() + " (step " +
              std::to_string(*it) + ")";
     } catch (const FileError&) {
@@ -239,6 +277,7 @@ void remove_checkpoint(const std::string& dir, int64_t step) {
   fs::remove(state, ec);
   fs::remove(checkpoint_model_path(dir, step), ec);
   fs::remove(checkpoint_model_path(dir, step, true), ec);
+  fs::remove_all(checkpoint_adapter_path(dir, step), ec);
   const std::string shard_prefix = fs::path(state).stem().string() + ".rank";
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
     if (entry.path().filename().string().starts_with(shard_prefix)) fs::remove(entry.path(), ec);
@@ -246,13 +285,21 @@ void remove_checkpoint(const std::string& dir, int64_t step) {
 }
 
 // Writes this rank's shard of a ZeRO-1 checkpoint; returns its checksum.
+// The arena a checkpoint's weights and moments are of: the model's, or a LoRA run's adapter's.
+const float* trained_params(const CheckpointContents& c) {
+  return c.adapter ? c.adapter->params() : c.model.params_flat();
+}
+size_t trained_size(const CheckpointContents& c) {
+  return c.adapter ? c.adapter->size() : c.model.num_parameters();
+}
+
 uint64_t write_own_shard(const CheckpointContents& c, const std::string& state_path, int rank,
                          int ranks) {
   const size_t Q = c.adamw.size();
-  const StateShardHeader header{c.state.step, uint32_t(rank), uint32_t(ranks),
-                                c.model.num_parameters(), Q};
+  const StateShardHeader header{c.state.step, uint32_t(rank), uint32_t(ranks), trained_size(c),
+                                Q};
   AtomicFileWriter out(state_shard_path(state_path, rank, ranks), "shard-write");
-  const uint64_t sum = write_state_shard(out, header, c.model.params_flat(), c.adamw.parts(),
+  const uint64_t sum = write_state_shard(out, header, trained_params(c), c.adamw.parts(),
                                          {c.adamw.m(), Q}, {c.adamw.v(), Q});
   out.commit();  // durable before the marker can name it
   return sum;
@@ -262,6 +309,11 @@ uint64_t write_own_shard(const CheckpointContents& c, const std::string& state_p
 // model's safetensors with config.json and the tokenizer files (hf_llama_folder.h).
 void stage_model_files(StagedFiles& files, const std::string& dir, const CheckpointContents& c) {
   const int64_t step = c.state.step;
+  if (c.adapter) {  // in place before the state file, which alone marks the checkpoint complete
+    write_peft_adapter(checkpoint_adapter_path(dir, step), c.model.config(), *c.adapter,
+                       *c.adapter_saved);
+    return;
+  }
   if (c.model.config().family().llmc_files) {
     AtomicFileWriter& out = files.add(checkpoint_model_path(dir, step), "model-write");
     write_checkpoint(out, c.model, checkpoint_version_for(c.state.precision));
@@ -281,7 +333,9 @@ void stage_model_files(StagedFiles& files, const std::string& dir, const Checkpo
 std::string CheckpointStore::save(CheckpointContents c, Communicator& world,
                                   int keep_newest) const {
   const int64_t step = c.state.step;
-  const std::string model_path = checkpoint_model_path(dir_, step, !c.model.config().family().llmc_files);
+  const std::string model_path =
+      c.adapter ? checkpoint_adapter_path(dir_, step)
+                : checkpoint_model_path(dir_, step, !c.model.config().family().llmc_files);
   // Without ZeRO-1 every rank holds the same weights and moments: rank 0 writes them.
   if (!c.sharded && world.rank() != 0) return model_path;
   if (const std::string bad = refusal(c, world); !bad.empty()) {
@@ -306,9 +360,16 @@ std::string CheckpointStore::save(CheckpointContents c, Communicator& world,
 // What is not finite in the state a checkpoint would hold ("" when all is); sharded, every rank
 // refuses or none does.
 std::string CheckpointStore::refusal(const CheckpointContents& c, Communicator& world) const {
-  const float* params = c.model.params_flat();  // const: saving does not mark the bf16 copy stale
+  const float* params = trained_params(c);  // const: saving does not mark the bf16 copy stale
   const AdamW& adamw = c.adamw;
   std::string bad;
+  if (!c.sharded && c.adapter) {
+    const size_t P = c.adapter->size();
+    bad = non_finite_packed(params, P, "adapter weights", 0);
+    if (bad.empty()) bad = non_finite_packed(adamw.m(), P, "AdamW first moments", 0);
+    if (bad.empty()) bad = non_finite_packed(adamw.v(), P, "AdamW second moments", 0);
+    return bad;
+  }
   if (!c.sharded) {
     using Named = std::pair<const float*, const char*>;
     for (const auto& [flat, what] :
@@ -364,12 +425,12 @@ void CheckpointStore::write_files(CheckpointContents& c, Communicator& world) co
     for (int r = 0; r < ranks; ++r) world.broadcast(&sums[r], sizeof(uint64_t), r);
     if (rank != 0) return;
   }
-  const size_t P = c.model.num_parameters();
+  const size_t P = trained_size(c);
   AtomicFileWriter state_file(state_path, "state-write");
   if (c.sharded) {
     write_train_state(state_file, c.state, {}, {}, {});
   } else {
-    write_train_state(state_file, c.state, {c.model.params_flat(), P}, {c.adamw.m(), P},
+    write_train_state(state_file, c.state, {trained_params(c), P}, {c.adamw.m(), P},
                       {c.adamw.v(), P});
   }
   state_file.finish();

@@ -10,6 +10,9 @@
 // started from) and the tokenizer files of that folder, so that `--model
 // DIR/model_NNNNNNNN.safetensors` opens it; config.json and the tokenizer files serve every
 // checkpoint of the folder, and are written again (atomically) with each, before its state file.
+// A LoRA run's checkpoint holds its adapter alone (the base is frozen, and stays where --model
+// names it): DIR/adapter_NNNNNNNN/, a PEFT adapter folder, and a state file (version 5) of the
+// adapter's weights and moments.
 #pragma once
 
 #include <cstdint>
@@ -21,6 +24,7 @@
 #include "core/io/data_position.h"
 #include "core/io/hf_llama_folder.h"
 #include "core/io/train_state.h"
+#include "core/lora/peft_files.h"
 #include "core/model/model.h"
 #include "core/optim/adamw.h"
 #include "core/train/train_options.h"
@@ -34,6 +38,8 @@ namespace llmcpu {
 std::string checkpoint_model_path(const std::string& dir, int64_t step, bool llama = false);
 // The model file a checkpoint in `dir` has: the .safetensors where one exists, else the .bin.
 std::string find_checkpoint_model(const std::string& dir, int64_t step);
+// A LoRA run's adapter folder of a step's checkpoint: DIR/adapter_NNNNNNNN.
+std::string checkpoint_adapter_path(const std::string& dir, int64_t step);
 // The state file of a step's checkpoint: the whole training state, or for a ZeRO-1 run the
 // marker of its per-rank shard files (core/io/train_state.h).
 std::string checkpoint_state_path(const std::string& dir, int64_t step);
@@ -83,9 +89,15 @@ std::string resume_origin(const ResumePoint& point);
 // in.
 void load_weights(const CheckpointFiles& files, Model& model);
 // Rank `rank` of `ranks`' parts of the AdamW moments and its step count into `adamw`, from
-// whichever saved parts hold them: the same ranks, other ranks, or one whole state.
-void load_moments(const CheckpointFiles& files, const ParameterLayout& layout, int rank, int ranks,
-                  AdamW& adamw);
+// whichever saved parts hold them: the same ranks, other ranks, or one whole state. `spans`: the
+// arena's (the model's layout's, or a LoRA run's adapter's).
+void load_moments(const CheckpointFiles& files, const std::vector<ParameterSpan>& spans, int rank,
+                  int ranks, AdamW& adamw);
+// A LoRA checkpoint: the adapter its state describes (FileError naming the state when it does not
+// fit the model), with the state's weights, and what its adapter_config.json says.
+LoraAdapter load_adapter(const CheckpointFiles& files, PeftAdapterConfig* saved);
+// The same adapter with zero weights, from the state file alone (its shards not read).
+LoraAdapter described_adapter(const TrainStateFile& state, PeftAdapterConfig* saved);
 
 // What one checkpoint holds: the run's state and, by reference, the weights and moments.
 struct CheckpointContents {
@@ -95,6 +107,10 @@ struct CheckpointContents {
   bool sharded;  // ZeRO-1: each rank writes its own parts to a shard
   // A Llama-family model: where its config.json's other keys and its tokenizer files come from.
   const LlamaOrigin* origin = nullptr;
+  // A LoRA run: its adapter, the arena the weights and moments are of (state.adapter describes
+  // it), and its folder's other keys.
+  const LoraAdapter* adapter = nullptr;
+  const PeftAdapterConfig* adapter_saved = nullptr;
 };
 
 class CheckpointStore {

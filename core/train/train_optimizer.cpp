@@ -19,11 +19,11 @@ TrainOptimizer::TrainOptimizer(Model& model, DataParallel& parallel, double weig
   if (parallel_.zero()) parts = parallel_.sync()->parts();
   adamw_ =
       std::make_unique<AdamW>(std::move(parts), config, model_.kernels(), model_.bf16_kernels());
-  if (resume && lora_) throw UsageError("--resume with LoRA: adapter checkpoints are not built yet");
   if (resume) {
     // Each rank takes its parts of the moments from whichever saved parts hold them.
     const bool zero = parallel_.zero();
-    load_moments(*resume, model_.layout(), zero ? parallel_.rank() : 0,
+    load_moments(*resume, lora_ ? lora_->spans() : model_.layout().spans(),
+                 zero ? parallel_.rank() : 0,
                  zero ? parallel_.ranks() : 1, *adamw_);
   }
 }

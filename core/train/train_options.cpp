@@ -89,9 +89,9 @@ void check_lora_options(const TrainOptions& o) {
           "--lora-dropout " + std::to_string(o.lora_dropout) +
               ": dropout on the adapters' input is not built yet (0 trains without it)");
   require(o.plugin.empty(), "--plugin with LoRA: the device runs no adapters yet");
-  require(o.resume.empty() && o.checkpoint_dir.empty(),
-          "--checkpoint-dir and --resume with LoRA: adapter checkpoints are not built yet; "
-          "--save DIR writes the final adapter");
+  require(o.resume.empty(), std::string(o.adapter.empty() ? "--lora" : "--adapter") +
+                                " with --resume: the checkpoint holds the adapter it goes on "
+                                "training (give --model, its base, and no LoRA flags)");
 }
 
 namespace {

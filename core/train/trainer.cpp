@@ -140,6 +140,7 @@ Trainer::Start Trainer::load_model(const CheckpointStore& /*locked*/) {
   const ModelConfig& config = s.resume->state().config;
   check_resumed_model(opt_, config);
   check_resume_matches(*s.resume, opt_, world_->size());
+  if (!s.resume->state().adapter.empty()) return resume_adapter(std::move(s));
   s.memory = plan_run_memory(opt_, config, *world_);
   s.model = std::make_unique<Model>(config, active_kernels(), opt_.precision);
   load_weights(*s.resume->files, *s.model);
@@ -164,6 +165,30 @@ void Trainer::make_adapter(Model& model, const ModelSource& source) {
     lora_saved_.init_lora_weights = true;
   }
   model.attach_lora(lora_->params_for_model(true));
+}
+
+// A LoRA run's checkpoint: the base from --model (the checkpoint holds the adapter alone), the
+// adapter and its options from the checkpoint.
+Trainer::Start Trainer::resume_adapter(Start s) {
+  const ResumePoint& point = *s.resume;
+  if (opt_.model.empty()) {
+    throw UsageError("--resume " + opt_.resume + ": a LoRA run's checkpoint holds its adapter, "
+                     "not its base: give --model, the base it was trained on");
+  }
+  lora_ = std::make_unique<LoraAdapter>(load_adapter(*point.files, &lora_saved_));
+  const LoraOptions& o = lora_->options();  // the run's options from now on (memory, ranks)
+  opt_.lora_r = o.r, opt_.lora_alpha = o.alpha, opt_.lora_rslora = o.rslora;
+  opt_.lora_dropout = o.dropout;
+  opt_.lora_targets.clear();
+  for (const std::string& t : o.targets) opt_.lora_targets += (opt_.lora_targets.empty() ? "" : ",") + t;
+  const ModelSource source = resolve_model(opt_.model);
+  s.memory = plan_run_memory(opt_, point.state().config, *world_);
+  s.model = make_model(source, opt_.seed, nullptr, opt_.precision, /*base_gradients=*/false);
+  s.model->attach_lora(lora_->params_for_model(true));
+  s.step = static_cast<int>(point.state().step);
+  s.origin = resume_origin(point) + ", base " + source.path;
+  s.llama_origin = llama_origin_of(source);
+  return s;
 }
 
 std::unique_ptr<DataParallel> Trainer::start_ranks(Model& model) {
@@ -250,9 +275,15 @@ std::string Trainer::save_checkpoint_now() {
   s.step = step_;
   s.adamw_t = optimizer_->adamw().steps_taken();
   s.data = train_->position();
+  if (lora_) {
+    PeftAdapterConfig described = lora_saved_;
+    described.options = lora_->options();
+    s.adapter = adapter_config_text(model_->config(), described);
+    s.adapter_parameters = lora_->size();
+  }
   // The const model: saving does not mark the bf16 copy stale.
   return store_->save({std::move(s), std::as_const(*model_), optimizer_->adamw(), parallel_->zero(),
-                       &llama_origin_},
+                       &llama_origin_, lora_.get(), &lora_saved_},
                       *world_, opt_.keep_checkpoints);
 }
 

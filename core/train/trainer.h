@@ -144,6 +144,7 @@ class Trainer {
     LlamaOrigin llama_origin;  // a Llama-family model: its config.json and tokenizer files
   };
   Start load_model(const CheckpointStore& locked);
+  Start resume_adapter(Start s);
   std::unique_ptr<DataParallel> start_ranks(Model& model);
   OffloadOutcome attach_device(Model& model, RunMemory& memory);
   void plan_steps(Model& model, const OffloadOutcome& attached);

@@ -26,6 +26,10 @@ hidden/heads, q/k norms, fused projections, windows shorter than T, soft-capped 
 sliding and full layers with their own rotations, tied or untied heads). Their --save files and
 checkpoints are Hugging Face folders (a model_NNNNNNNN.safetensors, config.json beside it); the same
 checks but the killed, hung and refused ranks (which do not depend on the model).
+--lora R trains a new LoRA adapter of rank R (alpha 2R) on the frozen model instead: the ranks
+reduce the adapter's gradients and ZeRO-1 shards its moments; --save writes a PEFT adapter folder
+and a checkpoint is adapter_NNNNNNNN/ with the state of the adapter (the weights compared are the
+adapter's); the ranks never share weights (the base is frozen, and each keeps its own).
 """
 import argparse
 import array
@@ -140,6 +144,7 @@ def main():
     ap.add_argument("--precision", default="fp32")
     ap.add_argument("--family", default="gpt2", choices=["gpt2"] + list(PRESETS),
                     help="gpt2: the tiny fixture; another: that family's preset (PRESETS)")
+    ap.add_argument("--lora", type=int, default=0, help="train a LoRA adapter of this rank")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     bound = 1e-5 if a.precision == "fp32" else 2.0**-8
@@ -151,9 +156,12 @@ def main():
             f.write(PRESETS[a.family])
 
     def train(ranks, save, steps=STEPS, batch=2, shuffle=False, extra=(), dry=False, shared=True):
-        # A Hugging Face family is saved as a folder: NAME.bin becomes NAME.hf/.
-        if save and a.hf:
-            save = save[:-len(".bin")] + ".hf"
+        # A Hugging Face family is saved as a folder: NAME.bin becomes NAME.hf/ (a LoRA run's
+        # adapter: NAME.lora/).
+        if save and (a.hf or a.lora):
+            save = save[:-len(".bin")] + (".lora" if a.lora else ".hf")
+        if a.lora and "--resume" not in extra:  # a resumed run's adapter is its checkpoint's
+            extra = ["--lora", str(a.lora), "--lora-alpha", str(2 * a.lora)] + list(extra)
         args = [a.llmcpu, "train", "--model", model,
                 "--train-data", os.path.join(a.fixtures, "tiny_train.bin"), "-b", str(batch),
                 "-t", "8", "--total-batch", "64", "--steps", str(steps), "--lr", "1e-3",
@@ -179,7 +187,9 @@ def main():
 
     def saved(name):
         """The file --save wrote for `name` (NAME.bin; a Hugging Face family: its folder's
-        model.safetensors)."""
+        model.safetensors; a LoRA run: its adapter's adapter_model.safetensors)."""
+        if a.lora:
+            return os.path.join(path(name[:-len(".bin")] + ".lora"), "adapter_model.safetensors")
         if a.hf:
             return os.path.join(path(name[:-len(".bin")] + ".hf"), "model.safetensors")
         return path(name)
@@ -208,7 +218,8 @@ def main():
         # ZeRO-1 on one machine keeps one copy of the weights in shared memory; without ZeRO-1 or
         # with the collectives alone, every rank has its own.
         said = "one copy in memory shared by the" in output
-        check(said == (zero == "1" and shared), f"{what}: shared weights line {said}:\n{output}")
+        check(said == (zero == "1" and shared and not a.lora),
+              f"{what}: shared weights line {said}:\n{output}")
         for i, (x, y) in enumerate(zip(ours, base)):
             check(abs(x - y) <= bound * abs(y), f"{what}, step {i + 1}: loss {x} vs {y}")
         train(n, path(f"{name}_step.bin"), steps=1, extra=flags, shared=shared)
@@ -262,21 +273,36 @@ def resume_and_refusals(a, train, path, saved, check, bound):
         os.makedirs(dest)
         for name in os.listdir(ck):
             if ("00000005" in name or name == "config.json") and name not in skip:
-                shutil.copy(os.path.join(ck, name), dest)
+                if os.path.isdir(os.path.join(ck, name)):  # a LoRA run's adapter folder
+                    shutil.copytree(os.path.join(ck, name), os.path.join(dest, name))
+                else:
+                    shutil.copy(os.path.join(ck, name), dest)
         return dest
 
+    def checkpoint_files(ck):
+        """The checkpoint folder's files, a LoRA adapter folder's by their path inside it."""
+        out = []
+        for name in sorted(os.listdir(ck)):
+            if os.path.isdir(os.path.join(ck, name)):
+                out += [os.path.join(name, f) for f in sorted(os.listdir(os.path.join(ck, name)))]
+            else:
+                out.append(name)
+        return out
+
     ck, full = checkpointed(2, "ck")
-    model_file = "model_00000005." + ("safetensors" if a.hf else "bin")
+    model_file = ("adapter_00000005" if a.lora else
+                  "model_00000005." + ("safetensors" if a.hf else "bin"))
     check(sorted(f for f in os.listdir(ck) if "00000005" in f) ==
           [model_file, "state_00000005.bin", "state_00000005.rank0-of-2.bin",
            "state_00000005.rank1-of-2.bin"], f"unexpected checkpoint files: {os.listdir(ck)}")
-    check(a.hf == os.path.exists(os.path.join(ck, "config.json")),
-          f"config.json {'missing from' if a.hf else 'in'} the checkpoint folder")
+    want_config = a.hf and not a.lora  # a LoRA checkpoint holds the adapter alone
+    check(want_config == os.path.exists(os.path.join(ck, "config.json")),
+          f"config.json {'missing from' if want_config else 'in'} the checkpoint folder")
     again, _ = checkpointed(2, "ck_again")
     # Without shared memory (in bf16 the ranks then release the other ranks' parts of the fp32
     # master, and the model file comes from the bf16 copy) the checkpoints are the same bytes.
     unshared, _ = checkpointed(2, "ck_unshared", shared=False)
-    for name in sorted(os.listdir(ck)):
+    for name in checkpoint_files(ck):
         if name.endswith((".bin", ".safetensors", ".json")):
             for other, what in ((again, "two identical 2-rank runs"),
                                 (unshared, "2-rank runs with and without shared weights")):

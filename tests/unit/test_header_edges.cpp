@@ -292,7 +292,7 @@ std::vector<HeaderField> train_state_fields() {
   return {
       {"magic", 0, Type::kU32, refused({"bad magic", "expected \"LCTS\""})},
       {"version", 4, Type::kU32,
-       refused({"unsupported training state version {}", "expected 1 to 4"})},
+       refused({"unsupported training state version {}", "expected 1 to 5"})},
       shape_field("maxT", 8, "in 1..", true),
       V,
       shape_field("L", 16, "in 1..4096", true),
@@ -540,7 +540,8 @@ const std::vector<JsonEdge>& number_edges() {
 const std::vector<JsonEdge>& dtype_edges() {
   static const std::vector<JsonEdge> edges = {
       {kZero, 0},     {kMinusOne, -1}, {kInt32Max, INT32_MAX}, {kInt64Max, INT64_MAX},
-      {"F64", "F64"},  // a safetensors dtype GPT-2 is not stored in
+      {"I64", "I64"},  // a safetensors dtype no model is stored in
+      {"F64", "F64"},  // read (a reference's float64 figures), of another width than F32
       {"F16", "F16"},  // an accepted one of another width than the data's F32
   };
   return edges;
@@ -568,6 +569,7 @@ std::vector<JsonField> json_fields() {
   JsonField dtype{"dtype", "dtype", -1, &dtype_edges(),
                   refused({"tensor '{tensor}'", "dtype {}", "expected F32, F16, BF16"})};
   dtype.except["F16"] = refused({"tensor '{tensor}'", "but F16 (", "bytes"});
+  dtype.except["F64"] = refused({"tensor '{tensor}'", "but F64 (", "bytes"});
   std::vector<JsonField> fields = {dtype};
   for (int i : {0, 1}) {
     JsonField shape{"shape[" + std::to_string(i) + "]", "shape", i, &number_edges(),
