@@ -302,7 +302,8 @@ LoraAdapter read_peft_adapter(const std::string& dir, const ModelConfig& config,
 }
 
 void write_peft_adapter(const std::string& dir, const ModelConfig& config,
-                        const LoraAdapter& adapter, const PeftAdapterConfig& saved) {
+                        const LoraAdapter& adapter, const PeftAdapterConfig& saved,
+                        const char* fault_point) {
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) throw FileError(dir, "cannot create the adapter folder: " + ec.message());
@@ -314,7 +315,7 @@ void write_peft_adapter(const std::string& dir, const ModelConfig& config,
     tensors.push_back(
         {peft_tensor_name(m, 'B'), {m.rows, r}, adapter.params() + adapter.b_offset(i)});
   }
-  AtomicFileWriter weights((fs::path(dir) / "adapter_model.safetensors").string());
+  AtomicFileWriter weights((fs::path(dir) / "adapter_model.safetensors").string(), fault_point);
   write_safetensors(weights, tensors, saved.dtype, {{"format", "pt"}});
   PeftAdapterConfig c = saved;
   c.options = adapter.options();

@@ -52,7 +52,9 @@ LoraAdapter read_peft_adapter(const std::string& dir, const ModelConfig& config,
 
 // Writes DIR/adapter_config.json and DIR/adapter_model.safetensors (tensors in saved.dtype),
 // creating DIR; each file is written whole to a temporary name and renamed into place.
+// `fault_point`: the tensors' writer's (core/util/fault.h), for the tests of a killed write.
 void write_peft_adapter(const std::string& dir, const ModelConfig& config,
-                        const LoraAdapter& adapter, const PeftAdapterConfig& saved);
+                        const LoraAdapter& adapter, const PeftAdapterConfig& saved,
+                        const char* fault_point = "");
 
 }  // namespace llmcpu

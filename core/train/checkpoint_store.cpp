@@ -197,9 +197,26 @@ void CheckpointStore::take_folder(std::vector<std::string>* notes) {
   }
   lock_ = std::make_unique<FolderLock>(dir_, "train.lock", "llmcpu train");
   created_ = created;
-  // Holding the lock, this is the only writer: a temporary file here was left by a killed run.
-  for (const std::string& path : stale_temporary_files(dir_)) {
-    if (!written_here(fs::path(path).filename().string())) continue;
+  // Holding the lock, this is the only writer: a temporary file here (or in a LoRA checkpoint's
+  // adapter folder) was left by a killed run.
+  std::vector<std::string> stale = stale_temporary_files(dir_);
+  const std::regex adapter_folder("adapter_[0-9]{8,}");
+  for (const auto& entry : fs::directory_iterator(dir_, ec)) {
+    if (!entry.is_directory(ec) ||
+        !std::regex_match(entry.path().filename().string(), adapter_folder)) {
+      continue;
+    }
+    for (const std::string& path : stale_temporary_files(entry.path().string())) {
+      const std::string name = fs::path(path).filename().string();
+      if (name.starts_with("adapter_model.safetensors.tmp.") ||
+          name.starts_with("adapter_config.json.tmp.")) {
+        stale.push_back(path);
+      }
+    }
+  }
+  for (const std::string& path : stale) {
+    const std::string name = fs::path(path).filename().string();
+    if (!written_here(name) && !name.starts_with("adapter_")) continue;
     if (fs::remove(path, ec)) notes->push_back("removed " + path + ", left by a killed run");
   }
   // Shards of a ZeRO-1 checkpoint whose state file never came: the run stopped while writing it.
@@ -311,7 +328,7 @@ void stage_model_files(StagedFiles& files, const std::string& dir, const Checkpo
   const int64_t step = c.state.step;
   if (c.adapter) {  // in place before the state file, which alone marks the checkpoint complete
     write_peft_adapter(checkpoint_adapter_path(dir, step), c.model.config(), *c.adapter,
-                       *c.adapter_saved);
+                       *c.adapter_saved, "model-write");
     return;
   }
   if (c.model.config().family().llmc_files) {

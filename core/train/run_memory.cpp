@@ -43,7 +43,14 @@ RunMemory plan_run_memory(const TrainOptions& o, const ModelConfig& config,
         config.num_layers);
   }
   if (o.lora()) {
-    const LoraFootprint f = lora_footprint(config, lora_options_of(o), o.batch, o.seq_len);
+    const LoraFootprint f = [&] {
+      try {
+        return lora_footprint(config, lora_options_of(o), o.batch, o.seq_len);
+      } catch (const UsageError& e) {  // a target this model does not have
+        throw UsageError((o.adapter.empty() ? "--lora-targets: " : "--adapter " + o.adapter + ": ") +
+                         std::string(e.what()));
+      }
+    }();
     r.lora_parameters = f.parameters;
     r.lora_activation_floats = f.activation_floats;
   }

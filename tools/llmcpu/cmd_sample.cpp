@@ -2,10 +2,12 @@
 // standard output as it is generated.
 #include <chrono>
 #include <cstdio>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "core/io/model_file.h"
+#include "core/lora/peft_files.h"
 #include "core/model/config.h"
 #include "core/model/generate.h"
 #include "core/tokenizer/tokenizer.h"
@@ -25,6 +27,8 @@ class SampleCommand : public Command {
   void add_flags(ArgParser& p) override {
     p.option("model", 'e', &model_path_, "CKPT",
              "llm.c checkpoint (version 3 or 5), or model.safetensors or its folder");
+    p.option("adapter", 0, &adapter_, "DIR",
+             "a PEFT LoRA adapter folder on the model (what it computes: W x + scale B A x)");
     p.option("prompt", 'p', &prompt_, "TEXT", "text to continue (default: none)");
     p.option("tokens", 'g', &tokens_, "N",
              "tokens to generate (default 64; with the prompt at most the model's context)",
@@ -50,7 +54,7 @@ class SampleCommand : public Command {
   int run(const ArgParser& p) override;
 
  private:
-  std::string model_path_, prompt_, tokenizer_path_;
+  std::string model_path_, adapter_, prompt_, tokenizer_path_;
   int tokens_ = 64, top_k_ = 0;
   PlacementOptions placement_;
   double temperature_ = 1.0;
@@ -66,9 +70,15 @@ int SampleCommand::run(const ArgParser&) {
   if (tokenizer.empty()) tokenizer = default_tokenizer_dir();
   const Tokenizer tok = Tokenizer::load(tokenizer);
   print_tokenizer_notes(tok, "sample");
-  Model model(source.config);
+  Model model(source.config, active_kernels(), Precision::kFp32, nullptr, adapter_.empty());
   load_model_file(source, model);
   const ModelConfig& c = model.config();
+  std::unique_ptr<LoraAdapter> adapter;  // kept while the model computes with it
+  if (!adapter_.empty()) {
+    adapter = std::make_unique<LoraAdapter>(read_peft_adapter(adapter_, c));
+    model.attach_lora(adapter->params_for_model(false));
+    model.plan_batch(1, 1);  // the adapters' activations, for generation's one token
+  }
 
   // Samples start from the token that starts every document in training (BOS, or end-of-text).
   const int first = tok.document_token();
