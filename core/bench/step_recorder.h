@@ -171,6 +171,8 @@ class StepRecorder {
   void lora_up_backward(A&&...) {}
   template <class... A>
   void lora_down_backward(A&&...) {}
+  template <class... A>
+  void lora_dropout(A&&...) {}
 
   void encoder_backward(float*, float* dwpe, const float*, const int*, int B, int T, int C) {
     const double BT = double(B) * T, p = dwpe ? 1 : 0;

@@ -20,7 +20,8 @@ LoraFootprint lora_footprint(const ModelConfig& config, const LoraOptions& optio
     f.parameters += size_t(options.r) * (m.in + m.rows);
     shapes.push_back({m.rows, m.in});
   }
-  f.activation_floats = lora_activation_floats(options.r, shapes, size_t(B) * T);
+  f.activation_floats =
+      lora_activation_floats(options.r, shapes, size_t(B) * T, options.dropout > 0);
   return f;
 }
 
@@ -70,6 +71,7 @@ LoraParams LoraAdapter::params_for_model(bool gradients) {
   LoraParams p;
   p.r = options_.r;
   p.scale = options_.scale();
+  p.dropout = float(options_.dropout);
   for (size_t i = 0; i < modules_.size(); ++i) {
     const LoraModule& m = modules_[i];
     p.modules.push_back({m.layer, m.role, m.row0, m.rows, m.in, params_.data() + a_offset(i),

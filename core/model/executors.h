@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
 
 #include "core/model/lora_ops.h"
 #include "core/model/lora_views.h"
@@ -166,11 +167,18 @@ struct Fp32Executor {
     gather_scaled_columns(g, dout, ld, m.p.col0, m.p.rows, N, scale);
     k.matmul_backward(gB, m.p.dB, nullptr, g, m.u, m.p.B, N, r, int(m.p.rows));
   }
-  // dinp += gB A (through dx (N, in)); dA += gB^T inp.
+  // dinp += gB A (through dx (N, in); with dropout p, through the mask of `seed`); dA += gB^T inp
+  // (inp: the module's input, dropped).
   void lora_down_backward(float* dinp, float* dx, const float* gB, const float* inp,
-                          const LoraModuleView& m, size_t N, int r) {
+                          const LoraModuleView& m, size_t N, int r, float p, uint64_t seed) {
     k.matmul_backward(dx, m.p.dA, nullptr, gB, inp, m.p.A, N, int(m.p.in), r);
+    if (p > 0) dropout_backward(dx, N * m.p.in, p, seed);
     add_into(dinp, dx, N * m.p.in);
+  }
+  // out = inp through dropout's mask of `seed` (N values; fp32 or bf16).
+  template <class G>
+  void lora_dropout(G* out, const G* inp, size_t N, float p, uint64_t seed) {
+    dropout_apply(out, inp, N, p, seed);
   }
 
   // The head's loss over N rows of fp32 logits (Vp columns, the first V real), in both executors:
@@ -292,8 +300,9 @@ class Bf16Executor : public Fp32Executor {
     h_.matmul_forward(u, inp, m.A16, nullptr, N, int(m.p.in), r);
   }
   void lora_down_backward(float* dinp, float* dx, const float* gB, const bf16* inp,
-                          const LoraModuleView& m, size_t N, int r) {
+                          const LoraModuleView& m, size_t N, int r, float p, uint64_t seed) {
     h_.matmul_backward(dx, m.p.dA, nullptr, gB, inp, m.A16, N, int(m.p.in), r);
+    if (p > 0) dropout_backward(dx, N * m.p.in, p, seed);
     add_into(dinp, dx, N * m.p.in);
   }
 

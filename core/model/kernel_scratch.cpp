@@ -62,10 +62,12 @@ struct ScratchSizer {
     use.merge(k.matmul_backward_scratch(N, r, int(m.p.rows), true, false, threads));
   }
   void lora_down_backward(const float*, const float*, const float*, const void*,
-                          const LoraModuleView& m, size_t N, int r) {
+                          const LoraModuleView& m, size_t N, int r, float, uint64_t) {
     use.merge(kBf16 ? h.matmul_backward_scratch(N, int(m.p.in), r, true, false, threads)
                     : k.matmul_backward_scratch(N, int(m.p.in), r, true, false, threads));
   }
+  template <class... A>
+  void lora_dropout(A&&...) {}
   template <class... A>
   void layernorm_forward(A&&...) {}
   template <class... A>

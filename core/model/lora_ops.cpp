@@ -36,11 +36,49 @@ void gather_scaled_columns(float* g, const float* dout, size_t ld, size_t col0, 
   }
 }
 
-size_t lora_activation_floats(int r, std::span<const LoraModuleShape> modules, size_t BT) {
+size_t lora_activation_floats(int r, std::span<const LoraModuleShape> modules, size_t BT,
+                              bool dropout) {
   size_t rows = 0, in = 0;
   for (const LoraModuleShape& m : modules) rows = std::max(rows, m.rows), in = std::max(in, m.in);
-  // u per module; t and g share; gB; dx.
-  return BT * (size_t(r) * modules.size() + rows + size_t(r) + in);
+  // u per module; t and g share; gB; dx; the dropped input.
+  return BT * (size_t(r) * modules.size() + rows + size_t(r) + in + (dropout ? in : 0));
+}
+
+namespace {
+
+// SplitMix64's finaliser: a well-mixed 64-bit value of (seed, i).
+uint64_t mix(uint64_t seed, uint64_t i) {
+  uint64_t z = seed + (i + 1) * 0x9E3779B97F4A7C15ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+}  // namespace
+
+bool dropout_keeps(uint64_t seed, size_t i, float p) {
+  // A uniform in [0, 1) from the top 24 bits, exact in fp32; kept with probability 1 - p.
+  return float(mix(seed, i) >> 40) * 0x1.0p-24f >= p;
+}
+
+void dropout_apply(float* out, const float* in, size_t N, float p, uint64_t seed) {
+  const float scale = 1.0f / (1.0f - p);
+#pragma omp parallel for schedule(static)
+  for (size_t i = 0; i < N; ++i) out[i] = dropout_keeps(seed, i, p) ? in[i] * scale : 0.0f;
+}
+
+void dropout_apply(bf16* out, const bf16* in, size_t N, float p, uint64_t seed) {
+  const float scale = 1.0f / (1.0f - p);
+#pragma omp parallel for schedule(static)
+  for (size_t i = 0; i < N; ++i) {
+    out[i] = float_to_bf16(dropout_keeps(seed, i, p) ? bf16_to_float(in[i]) * scale : 0.0f);
+  }
+}
+
+void dropout_backward(float* d, size_t N, float p, uint64_t seed) {
+  const float scale = 1.0f / (1.0f - p);
+#pragma omp parallel for schedule(static)
+  for (size_t i = 0; i < N; ++i) d[i] = dropout_keeps(seed, i, p) ? d[i] * scale : 0.0f;
 }
 
 void add_into(float* dst, const float* src, size_t N) {

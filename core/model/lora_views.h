@@ -5,6 +5,8 @@
 //   y[:, cols] += scale * (x A^T) B^T          A (r, in), B (rows, r), u = x A^T kept (N, r)
 // and its backward, with g = dy[:, cols] and gB = scale * g B (N, r):
 //   dB += scale * g^T u        dA += gB^T x        dx += gB A
+// With dropout p in training, each module's input is x m / (1 - p) instead of x, a mask of its own
+// (core/model/lora_ops.h's dropout_apply), and dx goes back through the same mask.
 // The base weight's own gradient is not computed when the base is frozen (Model's
 // base_gradients = false). The adapters' files, names and training are core/lora's; the model
 // holds only these views (core/model/model.h's attach_lora).
@@ -12,6 +14,7 @@
 
 #include <array>
 #include <cstddef>
+#include <cstdint>
 #include <span>
 #include <vector>
 
@@ -34,6 +37,7 @@ struct LoraModuleParams {
 struct LoraParams {
   int r = 0;
   float scale = 1.0f;  // lora_alpha / r, or lora_alpha / sqrt(r) (rsLoRA)
+  float dropout = 0;   // on the adapters' input, in training passes
   std::vector<LoraModuleParams> modules;
 };
 
@@ -57,6 +61,18 @@ struct LoraViews {
   float* g = nullptr;
   float* gB = nullptr;
   float* dx = nullptr;
+  // Dropout: p, whether this pass is a training one, the pass's seed, and the dropped input
+  // (B*T rows of the widest input, in the executor's Act type).
+  float dropout = 0;
+  bool training = false;
+  uint64_t seed = 0;
+  void* xd = nullptr;
+
+  bool dropping() const { return training && dropout > 0; }
+  // Module m's mask seed in this pass.
+  uint64_t seed_of(const LoraModuleView& m) const {
+    return (seed ^ 0x5A17u) * 0x9E3779B97F4A7C15ull + uint64_t(&m - modules.data());
+  }
 
   std::span<const LoraModuleView> site(int layer, int s) const {
     const auto [begin, end] = sites[size_t(layer)][size_t(s)];
@@ -69,7 +85,9 @@ struct LoraViews {
 struct LoraModuleShape {
   size_t rows, in;
 };
-size_t lora_activation_floats(int r, std::span<const LoraModuleShape> modules, size_t BT);
+// With dropout the dropped input too (B*T rows of the widest input).
+size_t lora_activation_floats(int r, std::span<const LoraModuleShape> modules, size_t BT,
+                              bool dropout);
 
 // The sites in the order of LoraViews::sites.
 enum LoraSite : int { kLoraQkv, kLoraAttproj, kLoraFc, kLoraFcproj };

@@ -167,6 +167,9 @@ class Model {
   void attach_lora(const LoraParams& lora);
   void detach_lora();
   bool lora_attached() const { return lora_.r > 0; }
+  // The adapters' dropout masks in the next training passes come from `seed` (the caller's
+  // position in its run: the same seed, the same masks).
+  void set_lora_seed(uint64_t seed) { lora_views_.seed = seed; }
   // The adapters as the passes take them, for a pass of at most the planned B x T rows
   // (generation's one row); null without adapters. Throws Error if they are attached but no batch
   // was planned (their activations are sized then).

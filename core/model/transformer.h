@@ -137,12 +137,20 @@ const float* post_norm_backward(X& x, const BlockShape& s, const ActivationGradV
 
 // LoRA (core/model/lora_views.h): layer l's adapters on the matmul of `site`, whose input is inp
 // (N rows) and output out (N rows of ld): out += scale (inp A^T) B^T on each module's columns.
+// A module's input: inp, or in a training pass with dropout inp through the module's mask.
+template <class X, class G>
+const G* lora_input(X& x, const LoraViews& lora, const LoraModuleView& m, const G* inp, size_t N) {
+  if (!lora.dropping()) return inp;
+  G* dropped = static_cast<G*>(lora.xd);
+  x.lora_dropout(dropped, inp, N * m.p.in, lora.dropout, lora.seed_of(m));
+  return dropped;
+}
 template <class X, class G, class O>
 void lora_forward(X& x, const LoraViews* lora, int l, int site, O* out, size_t ld, const G* inp,
                   size_t N) {
   if (!lora) return;
   for (const LoraModuleView& m : lora->site(l, site)) {
-    x.lora_down(m.u, inp, m, N, lora->r);
+    x.lora_down(m.u, lora_input(x, *lora, m, inp, N), m, N, lora->r);
     x.lora_up(out, ld, lora->t, m, N, lora->r, lora->scale);
   }
 }
@@ -154,7 +162,9 @@ void lora_backward(X& x, const LoraViews* lora, int l, int site, float* dinp, co
   if (!lora) return;
   for (const LoraModuleView& m : lora->site(l, site)) {
     x.lora_up_backward(lora->gB, lora->g, dout, ld, m, N, lora->r, lora->scale);
-    x.lora_down_backward(dinp, lora->dx, lora->gB, inp, m, N, lora->r);
+    const G* in = lora_input(x, *lora, m, inp, N);  // the forward's mask again
+    const float p = lora->dropping() ? lora->dropout : 0.0f;
+    x.lora_down_backward(dinp, lora->dx, lora->gB, in, m, N, lora->r, p, lora->seed_of(m));
   }
 }
 

@@ -85,9 +85,6 @@ void check_lora_options(const TrainOptions& o) {
                         " needs --lora R (the adapters' rank) or --adapter DIR");
     return;
   }
-  require(o.lora_dropout == 0,
-          "--lora-dropout " + std::to_string(o.lora_dropout) +
-              ": dropout on the adapters' input is not built yet (0 trains without it)");
   require(o.plugin.empty(), "--plugin with LoRA: the device runs no adapters yet");
   require(o.resume.empty(), std::string(o.adapter.empty() ? "--lora" : "--adapter") +
                                 " with --resume: the checkpoint holds the adapter it goes on "

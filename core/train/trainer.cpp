@@ -411,6 +411,9 @@ double Trainer::compute_gradients() {
     // The last micro-batch completes the gradients: their average goes out layer by layer.
     // Each micro-batch's loss is scaled by 1 / (micro-batches over all ranks): the sum the
     // ranks' gradients are reduced to is then already their average.
+    // The adapters' dropout masks: from the run's seed and the place in it (a resumed run, and
+    // every rank, draws the same ones).
+    m.set_lora_seed(opt_.seed * 0x9E3779B97F4A7C15ull + uint64_t(step_) * 1024 + uint64_t(micro));
     loss += m.forward_backward(inputs_.data(), targets_.data(), opt_.batch, opt_.seq_len,
                                1.0f / float(grad_accum_ * ranks),
                                micro == grad_accum_ - 1 ? parallel_->sync() : nullptr);

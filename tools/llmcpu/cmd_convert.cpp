@@ -2,12 +2,15 @@
 // or an llm.c checkpoint to a model.safetensors + config.json that transformers' GPT2LMHeadModel
 // loads; a Llama-family folder to a folder of other weights' dtype (config.json's other keys and
 // the tokenizer files kept). The direction follows from IN (llm.c's magic, or a safetensors file
-// or folder, and its config.json's model_type). The formats live in core/io (safetensors.h,
-// hf_gpt2.h, hf_llama_folder.h, checkpoint.h); this file only reads the words.
+// or folder, and its config.json's model_type). With --adapter, a PEFT LoRA adapter folder for IN
+// is merged into IN's weights (core/lora/merge.h) before OUT is written as it would be without.
+// The formats live in core/io (safetensors.h, hf_gpt2.h, hf_llama_folder.h, checkpoint.h) and
+// core/lora (peft_files.h); this file only reads the words.
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,6 +18,8 @@
 #include "core/io/hf_gpt2.h"
 #include "core/io/hf_llama_folder.h"
 #include "core/io/model_file.h"
+#include "core/lora/merge.h"
+#include "core/lora/peft_files.h"
 #include "core/model/parameters.h"
 #include "simd/error.h"
 #include "tools/llmcpu/args.h"
@@ -30,8 +35,28 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-std::unique_ptr<float[]> flat_parameters(const ModelConfig& c) {
-  return std::make_unique_for_overwrite<float[]>(ParameterLayout(c).total());
+// IN's parameters in one flat fp32 array (ParameterLayout), with the adapter at `adapter_dir`
+// merged into them when one is given (its folder read first, so that an adapter that does not fit
+// IN is refused before the weights are read); `merged` says what was merged, for the summary line.
+struct Parameters {
+  std::unique_ptr<float[]> params;
+  std::string merged;  // " + adapter DIR (r=4, alpha=8, 14 modules merged)", or empty
+};
+Parameters load_parameters(const ModelSource& source, const std::string& adapter_dir) {
+  const ModelConfig& c = source.config;
+  const ParameterLayout layout(c);
+  std::optional<LoraAdapter> adapter;
+  if (!adapter_dir.empty()) adapter.emplace(read_peft_adapter(adapter_dir, c));
+  Parameters out{std::make_unique_for_overwrite<float[]>(layout.total()), ""};
+  load_model_parameters(source, out.params.get());
+  if (adapter) {
+    merge_adapter(out.params.get(), layout, c, *adapter);
+    char text[128];
+    std::snprintf(text, sizeof text, " (r=%d, alpha=%g, %zu modules merged)", adapter->options().r,
+                  adapter->options().lora_alpha(), adapter->modules().size());
+    out.merged = " + adapter " + adapter_dir + text;
+  }
+  return out;
 }
 
 TensorDtype safetensors_dtype(const std::string& dtype) {
@@ -43,7 +68,8 @@ TensorDtype safetensors_dtype(const std::string& dtype) {
 
 // A Llama-family folder -> a folder: the weights in `dtype`, config.json over IN's, IN's tokenizer
 // files. llm.c's file has no Llama layout.
-void convert_llama(const ModelSource& source, const std::string& out, const std::string& dtype) {
+void convert_llama(const ModelSource& source, const std::string& out, const std::string& dtype,
+                   const std::string& adapter) {
   const auto start = std::chrono::steady_clock::now();
   const ModelConfig& c = source.config;
   const std::string ext = fs::path(out).extension().string();
@@ -64,22 +90,22 @@ void convert_llama(const ModelSource& source, const std::string& out, const std:
                      out);
   }
   const TensorDtype d = safetensors_dtype(dtype);
-  const std::unique_ptr<float[]> params = flat_parameters(c);
-  load_model_parameters(source, params.get());
+  const Parameters p = load_parameters(source, adapter);
   const LlamaOrigin origin = llama_origin_of(source);
-  save_llama_folder(out, {c, params.get()}, d, origin);
-  std::printf("convert: %s (%s, %s) -> %s (%s, config.json, %zu tokenizer files) in %.2f s\n",
-              source.path.c_str(), describe(c).c_str(), source.description.c_str(), out.c_str(),
-              dtype_name(d), origin.tokenizer_files.size(), seconds_since(start));
+  save_llama_folder(out, {c, p.params.get()}, d, origin);
+  std::printf("convert: %s (%s, %s)%s -> %s (%s, config.json, %zu tokenizer files) in %.2f s\n",
+              source.path.c_str(), describe(c).c_str(), source.description.c_str(),
+              p.merged.c_str(), out.c_str(), dtype_name(d), origin.tokenizer_files.size(),
+              seconds_since(start));
 }
 
 // Hugging Face -> llm.c.
 void import_hf(const std::string& in, const std::string& out, const std::string& dtype,
-               const std::string& config_path) {
+               const std::string& config_path, const std::string& adapter) {
   const auto start = std::chrono::steady_clock::now();
   const ModelSource source = open_model_file(in, ModelFormat::kSafetensors, config_path);
   if (!source.config.family().llmc_files) {
-    convert_llama(source, out, dtype);
+    convert_llama(source, out, dtype, adapter);
     return;
   }
   if (is_hf_model(out)) {
@@ -97,17 +123,17 @@ void import_hf(const std::string& in, const std::string& out, const std::string&
                      "(version 5)");
   }
   const ModelConfig& c = source.config;
-  const std::unique_ptr<float[]> params = flat_parameters(c);
-  load_model_parameters(source, params.get());
-  save_checkpoint(out, c, params.get(), version);
-  std::printf("convert: %s (%s, %s) -> %s (llm.c checkpoint version %d, Vp=%d) in %.2f s\n",
-              in.c_str(), describe(c).c_str(), source.description.c_str(), out.c_str(), version,
-              c.padded_vocab_size, seconds_since(start));
+  const Parameters p = load_parameters(source, adapter);
+  save_checkpoint(out, c, p.params.get(), version);
+  std::printf("convert: %s (%s, %s)%s -> %s (llm.c checkpoint version %d, Vp=%d) in %.2f s\n",
+              in.c_str(), describe(c).c_str(), source.description.c_str(), p.merged.c_str(),
+              out.c_str(), version, c.padded_vocab_size, seconds_since(start));
 }
 
 // llm.c -> Hugging Face: OUT is a .safetensors file (config.json written beside it) or a folder
 // (created if need be) that gets model.safetensors and config.json.
-void export_hf(const std::string& in, const std::string& out, const std::string& dtype) {
+void export_hf(const std::string& in, const std::string& out, const std::string& dtype,
+               const std::string& adapter) {
   const auto start = std::chrono::steady_clock::now();
   const TensorDtype d = safetensors_dtype(dtype);
   if (fs::path(out).extension() == ".bin") {
@@ -118,8 +144,8 @@ void export_hf(const std::string& in, const std::string& out, const std::string&
   }
   const ModelSource source = open_model_file(in, ModelFormat::kLlmc);
   const ModelConfig& c = source.config;
-  const std::unique_ptr<float[]> params = flat_parameters(c);
-  load_model_parameters(source, params.get());
+  const Parameters p = load_parameters(source, adapter);
+  const float* params = p.params.get();
 
   std::error_code ec;
   std::string weights = out, config = (fs::path(out).parent_path() / "config.json").string();
@@ -132,7 +158,7 @@ void export_hf(const std::string& in, const std::string& out, const std::string&
   }
   HfSaveReport report;
   try {
-    report = save_hf_gpt2(weights, config, c, params.get(), d);
+    report = save_hf_gpt2(weights, config, c, params, d);
   } catch (...) {
     if (created) fs::remove(out, ec);  // the folder this call made, empty again
     throw;
@@ -145,9 +171,9 @@ void export_hf(const std::string& in, const std::string& out, const std::string&
                  report.nonzero_padding_rows, c.padded_vocab_size - c.vocab_size, c.vocab_size,
                  c.padded_vocab_size - 1);
   }
-  std::printf("convert: %s (%s, %s) -> %s + %s (%s, V=%d) in %.2f s\n", in.c_str(),
-              describe(c).c_str(), source.description.c_str(), weights.c_str(), config.c_str(),
-              dtype_name(d), c.vocab_size, seconds_since(start));
+  std::printf("convert: %s (%s, %s)%s -> %s + %s (%s, V=%d) in %.2f s\n", in.c_str(),
+              describe(c).c_str(), source.description.c_str(), p.merged.c_str(), weights.c_str(),
+              config.c_str(), dtype_name(d), c.vocab_size, seconds_since(start));
 }
 
 class ConvertCommand : public Command {
@@ -158,6 +184,10 @@ class ConvertCommand : public Command {
              "Llama-family folder too) also fp16");
     p.option("config", 0, &config_path_, "PATH",
              "IN's config.json, if not beside it (a Hugging Face IN)");
+    p.option("adapter", 0, &adapter_, "DIR",
+             "a PEFT LoRA adapter folder for IN (adapter_config.json, adapter_model.safetensors), "
+             "merged into IN's weights (W + scaling B A, as PEFT's merge_and_unload) before OUT "
+             "is written");
     p.positionals(&files_);
   }
   void check(const ArgParser&) override {
@@ -169,13 +199,44 @@ class ConvertCommand : public Command {
       throw UsageError("--dtype " + dtype_ +
                        ": expected fp32, bf16 or fp16 (fp16 for safetensors only)");
     }
+    if (!adapter_.empty()) check_adapter(files_[0], files_[1]);
   }
   int run(const ArgParser& p) override;
 
  private:
-  std::string dtype_ = "fp32", config_path_;
+  void check_adapter(const std::string& in, const std::string& out) const;
+
+  std::string dtype_ = "fp32", config_path_, adapter_;
   std::vector<std::string> files_;
 };
+
+// --adapter names a folder, neither IN nor OUT: OUT written as the adapter's folder or over IN
+// would mix with or replace the files the merge reads.
+void ConvertCommand::check_adapter(const std::string& in, const std::string& out) const {
+  std::error_code ec;
+  if (!fs::is_directory(adapter_, ec)) {
+    throw UsageError("--adapter " + adapter_ +
+                     ": expected a PEFT adapter folder (adapter_config.json and "
+                     "adapter_model.safetensors)" +
+                     (fs::exists(adapter_, ec) ? ", not a file" : ", and there is none"));
+  }
+  const auto same = [&](const std::string& a, const std::string& b) {
+    std::error_code e;
+    return fs::equivalent(a, b, e) && !e;
+  };
+  if (same(out, adapter_)) {
+    throw UsageError("--adapter " + adapter_ + " and OUT " + out +
+                     ": OUT would be written into the adapter's folder; name another");
+  }
+  if (same(in, adapter_)) {
+    throw UsageError("--adapter " + adapter_ + " is IN " + in +
+                     ": IN is the base model the adapter was trained on");
+  }
+  if (same(in, out)) {
+    throw UsageError("IN and OUT are both " + in +
+                     " with --adapter: write the merged model elsewhere (the base stays as it is)");
+  }
+}
 
 int ConvertCommand::run(const ArgParser&) {
   const std::string& in = files_[0];
@@ -184,12 +245,12 @@ int ConvertCommand::run(const ArgParser&) {
   if (!fs::exists(in, ec)) throw FileError(in, "no such file or folder");
   // A folder is a Hugging Face model's (hf_model_paths says what it lacks otherwise).
   if (model_file_format(in) == ModelFormat::kSafetensors || fs::is_directory(in, ec)) {
-    import_hf(in, out, dtype_, config_path_);
+    import_hf(in, out, dtype_, config_path_, adapter_);
   } else {
     if (!config_path_.empty()) {
       throw UsageError("--config: only for a Hugging Face IN; " + in + " is an llm.c checkpoint");
     }
-    export_hf(in, out, dtype_);
+    export_hf(in, out, dtype_, adapter_);
   }
   return 0;
 }

@@ -61,7 +61,10 @@ const std::vector<CommandInfo>& command_table() {
        "  special_tokens_map.json, tokenizer.model). Not to an llm.c .bin: its layout is\n"
        "  GPT-2's, and llm.c's Llama 3 checkpoint layout is not adopted (the Hugging Face folder\n"
        "  is the Llama family's file).\n"
-       "usage: llmcpu convert IN OUT [--dtype D] [--config config.json]",
+       "  --adapter DIR: a PEFT LoRA adapter folder for IN, merged into its weights (W +\n"
+       "  scaling B A as PEFT's merge_and_unload, summed in double and rounded to fp32 once)\n"
+       "  before OUT is written as above.\n"
+       "usage: llmcpu convert IN OUT [--dtype D] [--config config.json] [--adapter DIR]",
        make_convert_command},
       {"bench", "time every layer's kernels and a training step per SIMD target, against the roofs",
        "Times every kernel of a training step at a model's shapes (forward, backward, AdamW)\n"

@@ -37,6 +37,25 @@ std::string resolve_run_config(const std::string& name) {
   return found;
 }
 
+// LoRA's flags (core/lora): the adapter a run trains instead of the model.
+void add_lora_flags(ArgParser& p, TrainOptions* o) {
+  p.option("lora", 0, &o->lora_r, "R",
+           "train a LoRA adapter of rank R on the frozen model (default 0: full fine-tuning)",
+           {0, 65536});
+  p.option("lora-alpha", 0, &o->lora_alpha, "A",
+           "LoRA's alpha: the update is scaled by A/R (default R)", {0, kMaxFloat});
+  p.option("lora-targets", 0, &o->lora_targets, "LIST",
+           "the linear maps adapted, as PEFT names them: all-linear (default) or a comma list "
+           "(q_proj,v_proj; c_attn; mlp.down_proj; full module names)");
+  p.option("lora-dropout", 0, &o->lora_dropout, "P", "dropout on the adapters' input (default 0)",
+           {0, 1});
+  p.flag("lora-rslora", 0, &o->lora_rslora, "scale by A/sqrt(R) (rank-stabilised LoRA)");
+  p.option("adapter", 0, &o->adapter, "DIR",
+           "start from this PEFT adapter folder (its adapter_config.json gives R, A and the "
+           "targets); --save then writes the trained adapter as a PEFT folder");
+}
+
+// size: table (the flags, one declaration each)
 void add_train_flags(ArgParser& p, TrainOptions* o, TrainCliExtras* x) {
   p.config_flag("config", 0, resolve_run_config,
                 "TOML file (or conf/runs/ name) of these flags' keys");
@@ -114,20 +133,7 @@ void add_train_flags(ArgParser& p, TrainOptions* o, TrainCliExtras* x) {
   p.option("memory-limit", 0, &x->choices.memory_limit, "SIZE",
            "refuse a run planned to need more than SIZE (e.g. 12G; default: the cgroup limit or "
            "MemAvailable)");
-  p.option("lora", 0, &o->lora_r, "R",
-           "train a LoRA adapter of rank R on the frozen model (default 0: full fine-tuning)",
-           {0, 65536});
-  p.option("lora-alpha", 0, &o->lora_alpha, "A",
-           "LoRA's alpha: the update is scaled by A/R (default R)", {0, kMaxFloat});
-  p.option("lora-targets", 0, &o->lora_targets, "LIST",
-           "the linear maps adapted, as PEFT names them: all-linear (default) or a comma list "
-           "(q_proj,v_proj; c_attn; mlp.down_proj; full module names)");
-  p.option("lora-dropout", 0, &o->lora_dropout, "P", "dropout on the adapters' input (default 0)",
-           {0, 1});
-  p.flag("lora-rslora", 0, &o->lora_rslora, "scale by A/sqrt(R) (rank-stabilised LoRA)");
-  p.option("adapter", 0, &o->adapter, "DIR",
-           "start from this PEFT adapter folder (its adapter_config.json gives R, A and the "
-           "targets); --save then writes the trained adapter as a PEFT folder");
+  add_lora_flags(p, o);
   add_placement_flags(p, &x->placement);
   add_plugin_flags(p, &x->plugin);
 }
