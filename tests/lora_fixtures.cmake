@@ -10,7 +10,7 @@
 # tests/CMakeLists.txt where PyTorch is installed; ${fresh} is its scratch folder.
 set(lora_script ${CMAKE_CURRENT_SOURCE_DIR}/fixtures/make_lora_fixture.py)
 set(lora_check ${CMAKE_CURRENT_SOURCE_DIR}/cli/check_lora_train.py)
-set(lora_cases gqa gpt2 phi3 gemma2 qwen3 gemma3 bf16base fresh20 gpt2fresh)
+set(lora_cases gqa gpt2 phi3 gemma2 qwen3 gemma3 bf16base dropout gpt2dropout fresh20 gpt2fresh)
 # NAME: the fixture script's arguments (the model's, then LoRA's and AdamW's).
 set(lora_gqa      "--model-type llama --layers 2 --hidden 48 --heads 6 --kv-heads 2 --intermediate 80 --vocab 333 --max-seq-len 64 --no-tie --batch 2 --seq-len 17")
 set(lora_gpt2     "--model-type gpt2 --layers 2 --heads 4 --hidden 32 --vocab 100 --max-seq-len 32 --batch 2 --seq-len 9")
@@ -19,6 +19,10 @@ set(lora_gemma2   "--model-type gemma2 --layers 2 --hidden 48 --heads 4 --kv-hea
 set(lora_qwen3    "--model-type qwen3 --layers 2 --hidden 48 --heads 4 --kv-heads 2 --head-dim 16 --intermediate 80 --vocab 333 --max-seq-len 64 --no-tie --batch 2 --seq-len 17 --r 8 --lora-alpha 16 --grad-clip 1")
 set(lora_gemma3   "--model-type gemma3_text --layers 3 --hidden 48 --heads 4 --kv-heads 2 --head-dim 16 --intermediate 80 --vocab 333 --max-seq-len 64 --sliding-window 5 --layer-types sliding,full,sliding --final-softcap 1.5 --batch 2 --seq-len 17 --target-modules o_proj,mlp.up_proj,model.layers.1.self_attn.v_proj --lora-alpha 6")
 set(lora_bf16base "--model-type mistral --layers 2 --hidden 48 --heads 6 --kv-heads 3 --intermediate 80 --vocab 333 --max-seq-len 64 --tie --dtype bf16 --batch 2 --seq-len 17 --adapter-dtype bf16")
+# Dropout on the adapters' input with llmcpu's masks (make_lora_fixture.py --dropout-masks
+# llmcpu), so that the pass through them, forward and backward, is checked exactly.
+set(lora_dropout  "--model-type llama --layers 2 --hidden 48 --heads 6 --kv-heads 2 --intermediate 80 --vocab 333 --max-seq-len 64 --no-tie --batch 2 --seq-len 17 --lora-dropout 0.25 --dropout-masks llmcpu")
+set(lora_gpt2dropout "--model-type gpt2 --layers 2 --heads 4 --hidden 32 --vocab 100 --max-seq-len 32 --batch 2 --seq-len 9 --lora-dropout 0.1 --dropout-masks llmcpu --target-modules c_attn,mlp.c_proj")
 # New adapters: 21 modules (PEFT condenses target_modules to their last names) and GPT-2's
 # attn.c_proj against mlp.c_proj.
 set(lora_fresh20  "--model-type llama --layers 3 --hidden 48 --heads 6 --kv-heads 2 --intermediate 80 --vocab 333 --max-seq-len 64 --tie --batch 2 --seq-len 17 --init-lora-weights true --r 8 --lora-alpha 16 --use-rslora")

@@ -78,6 +78,7 @@ struct TrainOptions {
   double lora_dropout = 0;
   bool lora_rslora = false;
   std::string adapter;
+  std::string save_merged;  // LoRA: also the model with the adapter merged, at the end
   bool lora() const { return lora_r > 0 || !adapter.empty(); }
 };
 

@@ -8,6 +8,7 @@
 
 #include "core/io/checkpoint.h"
 #include "core/io/model_file.h"
+#include "core/lora/merge.h"
 #include "core/model/preset.h"
 #include "core/train/non_finite.h"
 #include "core/util/fault.h"
@@ -42,10 +43,31 @@ TrainOptions run_options(const TrainOptions& options) {
   return o;
 }
 
-// --save for a model outside llm.c's files names a folder: llm.c's .bin holds GPT-2 only. A
-// LoRA run's is a PEFT adapter folder, whatever the model.
+// A model file written at the end (--save, --save-merged) for a model outside llm.c's files
+// names a folder: llm.c's .bin holds GPT-2 only.
+void check_model_save_path(const char* flag, const std::string& path, const ModelConfig& c) {
+  namespace fs = std::filesystem;
+  if (path.empty() || c.family().llmc_files) return;
+  const std::string model =
+      std::string("a ") + c.family().name + " model (model_type " + c.family().model_type + ")";
+  const std::string at = std::string(flag) + " " + path + ": ";
+  if (fs::path(path).extension() == ".bin") {
+    throw UsageError(at + model + " is saved as a Hugging Face " +
+                     "folder (model.safetensors, config.json and the tokenizer's files); llm.c's " +
+                     ".bin holds GPT-2 only: name a folder");
+  }
+  std::error_code ec;
+  if (fs::exists(path, ec) && !fs::is_directory(path, ec)) {
+    throw UsageError(at + "is a file, but " + model + " is saved as a " +
+                     "folder (model.safetensors, config.json and the tokenizer's files)");
+  }
+}
+
+// --save: the model, or a LoRA run's PEFT adapter folder, whatever the model; --save-merged: the
+// model with the adapter merged.
 void check_save_path(const TrainOptions& o, const ModelConfig& c) {
   namespace fs = std::filesystem;
+  check_model_save_path("--save-merged", o.save_merged, c);
   if (!o.save_path.empty() && o.lora()) {
     std::error_code ec;
     if (fs::exists(o.save_path, ec) && !fs::is_directory(o.save_path, ec)) {
@@ -54,19 +76,7 @@ void check_save_path(const TrainOptions& o, const ModelConfig& c) {
     }
     return;
   }
-  if (o.save_path.empty() || c.family().llmc_files) return;
-  const std::string model =
-      std::string("a ") + c.family().name + " model (model_type " + c.family().model_type + ")";
-  if (fs::path(o.save_path).extension() == ".bin") {
-    throw UsageError("--save " + o.save_path + ": " + model + " is saved as a Hugging Face " +
-                     "folder (model.safetensors, config.json and the tokenizer's files); llm.c's " +
-                     ".bin holds GPT-2 only: name a folder");
-  }
-  std::error_code ec;
-  if (fs::exists(o.save_path, ec) && !fs::is_directory(o.save_path, ec)) {
-    throw UsageError("--save " + o.save_path + ": is a file, but " + model + " is saved as a " +
-                     "folder (model.safetensors, config.json and the tokenizer's files)");
-  }
+  check_model_save_path("--save", o.save_path, c);
 }
 
 // A Hugging Face model resumed from `dir`: its checkpoints' config.json and tokenizer files.
@@ -454,20 +464,32 @@ void Trainer::checkpoint(const TrainObserver& obs) {
 void Trainer::finish_run(bool interrupted, const TrainObserver& obs) {
   reports_->finish(obs.on_warning);
   checkpoint(obs);
-  if (opt_.save_path.empty() || interrupted || world_->rank() != 0) return;
-  if (lora_) return save_adapter(opt_.save_path);
+  if (interrupted || world_->rank() != 0) return;
+  if (lora_) {
+    if (!opt_.save_path.empty()) save_adapter(opt_.save_path);
+    if (opt_.save_merged.empty()) return;
+    // The run is over: the adapter goes into the base's weights (which the model no longer
+    // computes with), and the copies follow.
+    merge_adapter(model_->params_flat(), model_->layout(), model_->config(), *lora_);
+    if (model_->precision() == Precision::kBf16) model_->refresh_bf16_weights();
+    return save_model(opt_.save_merged);
+  }
+  if (!opt_.save_path.empty()) save_model(opt_.save_path);
+}
+
+void Trainer::save_model(const std::string& path) {
   optimizer_->fetch_device_state();
   const Model& model =
       *model_;  // the const params_flat(): saving does not mark the bf16 copy stale
   const std::string bad = non_finite_message(model.params_flat(), model.layout(), "weights");
-  if (!bad.empty()) throw TrainingError("not writing " + opt_.save_path + ": " + bad);
+  if (!bad.empty()) throw TrainingError("not writing " + path + ": " + bad);
   if (!model.config().family().llmc_files) {  // a Hugging Face folder
     const TensorDtype dtype =
         opt_.precision == Precision::kBf16 ? TensorDtype::kBf16 : TensorDtype::kF32;
-    save_llama_folder(opt_.save_path, llama_weights_of(model, dtype), dtype, llama_origin_);
+    save_llama_folder(path, llama_weights_of(model, dtype), dtype, llama_origin_);
     return;
   }
-  save_checkpoint(opt_.save_path, model, checkpoint_version_for(opt_.precision));
+  save_checkpoint(path, model, checkpoint_version_for(opt_.precision));
 }
 
 void Trainer::save_adapter(const std::string& dir) const {

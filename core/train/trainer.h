@@ -169,6 +169,7 @@ class Trainer {
   void finish_run(bool interrupted, const TrainObserver& obs);
   void make_adapter(Model& model, const ModelSource& source);
   void save_adapter(const std::string& dir) const;
+  void save_model(const std::string& path);  // --save's file or folder for this model
   // A step's loss or gradient norm is not finite: what is (for the warning), and fault injection.
   std::string describe_bad_step(double loss, double norm) const;
   void inject_gradient_faults();

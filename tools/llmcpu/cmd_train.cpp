@@ -108,6 +108,16 @@ void print_run(const Trainer& trainer, const Placement& placed, const Communicat
       "%s, %d threads\n",
       describe(m.config()).c_str(), m.num_parameters(), o.batch, o.seq_len, micro,
       micro * o.batch * o.seq_len, m.kernels_summary().c_str(), placed.plan.num_threads());
+  if (const LoraAdapter* a = trainer.adapter()) {
+    const LoraOptions& lo = a->options();
+    char dropout[32] = "";
+    if (lo.dropout > 0) std::snprintf(dropout, sizeof dropout, ", dropout %g", lo.dropout);
+    std::printf(
+        "train: LoRA r=%d alpha=%g (scale %g%s%s) on %zu modules: %zu trainable parameters "
+        "(%.2f%% of the model's), the base frozen\n",
+        lo.r, lo.lora_alpha(), double(lo.scale()), lo.rslora ? ", rsLoRA" : "", dropout,
+        a->modules().size(), a->size(), 100.0 * double(a->size()) / double(m.num_parameters()));
+  }
   if (ranks > 1) {
     std::printf("train: %s; %d micro-batches per rank per step\n", world.describe().c_str(),
                 trainer.grad_accum());
@@ -183,6 +193,9 @@ int train_in(Communicator& world, const TrainOptions& o, TrainCliExtras extra) {
     return 0;
   }
   if (!o.save_path.empty()) std::printf("train: saved %s\n", o.save_path.c_str());
+  if (!o.save_merged.empty()) {
+    std::printf("train: saved the model with the adapter merged to %s\n", o.save_merged.c_str());
+  }
   return 0;
 }
 

@@ -53,6 +53,9 @@ void add_lora_flags(ArgParser& p, TrainOptions* o) {
   p.option("adapter", 0, &o->adapter, "DIR",
            "start from this PEFT adapter folder (its adapter_config.json gives R, A and the "
            "targets); --save then writes the trained adapter as a PEFT folder");
+  p.option("save-merged", 0, &o->save_merged, "PATH",
+           "LoRA: also write the model with the adapter merged into its weights (as --save "
+           "writes a model: a Hugging Face folder, or llm.c's .bin for GPT-2)");
 }
 
 // size: table (the flags, one declaration each)
