@@ -126,16 +126,18 @@ def main():
         print(f"{name}: a new adapter's config is PEFT's, B = 0, A within 1/sqrt(in)")
         return
 
+    # The runs of each precision write files of their own (ctest runs them side by side).
+    tag = "bf16" if bf16 else "fp32"
     # Steps 0: the adapter back as it was read.
-    save0 = os.path.join(d, f"{name}_llmcpu_steps0")
+    save0 = os.path.join(d, f"{name}_llmcpu_{tag}_steps0")
     train(llmcpu, d, name, run, ["--adapter", adapter] + opts, 0, save0,
-          os.path.join(d, f"{name}_steps0_log.txt"))
+          os.path.join(d, f"{name}_{tag}_steps0_log.txt"))
     for f in ("adapter_config.json", "adapter_model.safetensors"):
         if open(os.path.join(save0, f), "rb").read() != open(os.path.join(adapter, f), "rb").read():
             fail(f"{save0}/{f} is not {adapter}/{f} byte for byte")
 
-    save = os.path.join(d, f"{name}_llmcpu_adapter")
-    log = os.path.join(d, f"{name}_llmcpu_lora_log.txt")
+    save = os.path.join(d, f"{name}_llmcpu_{tag}_adapter")
+    log = os.path.join(d, f"{name}_llmcpu_{tag}_lora_log.txt")
     train(llmcpu, d, name, run, ["--adapter", adapter] + opts, steps, save, log)
     ours = [float(line.split("trl:")[1]) for line in open(log) if "trl:" in line]
     ref = [float(line) for line in open(os.path.join(d, f"{name}_losses.txt"))]
