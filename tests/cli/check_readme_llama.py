@@ -17,7 +17,7 @@ fill (the shards are made here with the quick start's own command when they are 
 Output is read with invalid UTF-8 replaced: a sample of a barely trained byte-level model may
 print bytes that are no whole character. The check: every command exits 0, each saved folder holds
 model.safetensors, config.json (and, fine-tuned from a folder, its tokenizer files), and sampling
-printed text.
+printed text; the LoRA run's --save is a PEFT adapter folder.
 
   check_readme_llama.py LLMCPU SOURCE_DIR WORK_DIR
 """
@@ -122,6 +122,10 @@ def main():
         want = {"model.safetensors", "config.json"} | ({"tokenizer.json"} if tokenizer else set())
         if not want <= names:
             sys.exit(f"{saved} holds {sorted(names)}, expected {sorted(want)}")
+    adapter = os.path.join(work, "runs/smollm2-lora/adapter")  # the LoRA run's PEFT folder
+    names = set(os.listdir(adapter))
+    if not {"adapter_config.json", "adapter_model.safetensors"} <= names:
+        sys.exit(f"{adapter} holds {sorted(names)}, expected a PEFT adapter folder")
     print("README commands: OK")
 
 
