@@ -514,7 +514,9 @@ std::string Trainer::describe_bad_step(double loss, double norm) const {
                lora_->modules()[lora_->module_of(i)].name;
       }
     }
-    return what + (std::isfinite(loss) ? "; every adapter gradient is finite" : "");
+    return what + (std::isfinite(loss) ? "; every adapter gradient is finite, but their sum of "
+                                         "squares overflowed"
+                                       : "; every adapter gradient is finite, the loss is not");
   }
   if (const NonFinite g = find_non_finite(m.grads_flat(), m.layout())) {
     return what + "; the first non-finite gradient is " + g.describe() + " (element " +
@@ -532,7 +534,12 @@ void Trainer::inject_gradient_faults() {
   // LLMCPU_FAULT=nan@grad-NAME#K (core/util/fault.h): a NaN in the middle of the last layer's slice
   // of that gradient (or of the whole tensor, for those without layers) at this process's Kth step.
   Model& m = *model_;
-  if (!m.grads_flat()) return;  // a frozen base has no gradients to break
+  if (lora_) {  // nan@grad-lora#K: in the middle of the adapter's last module
+    if (fault_at("grad-lora") != FaultAction::kNan) return;
+    const size_t last = lora_->modules().size() - 1;
+    lora_->grads()[lora_->a_offset(last) + lora_->a_size(last) / 2] = std::nanf("");
+    return;
+  }
   const ParameterLayout& layout = m.layout();
   for (int t = 0; t < kNumTensorRoles; ++t) {
     if (fault_at(std::string("grad-") + layout.name(t)) != FaultAction::kNan) continue;

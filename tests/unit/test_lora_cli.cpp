@@ -119,6 +119,31 @@ TEST_F(LoraCli, KilledCheckpointWriteResumesToTheSameBytes) {
   }
 }
 
+// The non-finite guard on the adapter: a NaN in its gradient skips the step, naming the module,
+// and the checkpoint after it holds the adapter of the step before.
+TEST_F(LoraCli, NonFiniteAdapterGradientSkipsTheUpdateAndNamesTheModule) {
+  const std::string ck = path("ck");
+  const Outcome r = run_llmcpu(train_args(4) + " -n 1 -o " + shell_quote(ck),
+                               "LLMCPU_FAULT=nan@grad-lora#3");
+  ASSERT_EQ(r.status, 0) << r.output;
+  for (const std::string w : {"warning: step 3/4: loss ", "gradient norm nan",
+                              "the first non-finite gradient is the adapter's "
+                              "model.layers.1.mlp.down_proj",
+                              "update skipped (1 in a row"}) {
+    EXPECT_NE(r.output.find(w), std::string::npos) << r.output;
+  }
+  auto state = [&](int64_t step) {
+    TrainStateFile f(checkpoint_state_path(ck, step));
+    const size_t P = f.num_parameters();
+    std::vector<float> all(3 * P);
+    f.read_tensors({all.data(), P}, {all.data() + P, P}, {all.data() + 2 * P, P});
+    return std::pair{all, f.state().adamw_t};
+  };
+  EXPECT_EQ(state(3).first, state(2).first);
+  EXPECT_EQ(state(3).second, 2);
+  EXPECT_NE(state(4).first, state(3).first);
+}
+
 TEST_F(LoraCli, SampleComputesWithTheAdapter) {
   // A new adapter (B = 0) adds exactly zero: the base's samples, token for token.
   ASSERT_EQ(run_llmcpu(train_args(0) + " --save " + shell_quote(path("new"))).status, 0);
