@@ -8,11 +8,13 @@
 
 #include <algorithm>
 #include <chrono>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "core/bench/layer_ops.h"
 #include "core/io/model_file.h"
+#include "core/lora/peft_files.h"
 #include "core/model/model.h"
 #include "core/optim/adamw.h"
 #include "core/util/aligned_buffer.h"
@@ -53,6 +55,13 @@ double bf16_gemm_peak(std::string_view table, const roofs::Roofs& m, double fp32
   return fp32;
 }
 
+// B x T token ids below V: (i a + b) mod V.
+std::vector<int> bench_tokens(const BenchOptions& o, size_t a, size_t b) {
+  std::vector<int> out(size_t(o.batch) * o.seq_len);
+  for (size_t i = 0; i < out.size(); ++i) out[i] = int((i * a + b) % size_t(o.config.vocab_size));
+  return out;
+}
+
 void rate(BenchRow& r, double flop_roof, double byte_roof) {
   const double t = r.time.median;
   r.gflops = r.flops / t / 1e9;
@@ -62,24 +71,50 @@ void rate(BenchRow& r, double flop_roof, double byte_roof) {
   r.roof_pct = 100.0 * std::max(t_flops, t_bytes) / t;
 }
 
+// The adapter of a LoRA step: --adapter's, or a new one.
+std::unique_ptr<LoraAdapter> bench_adapter(const BenchOptions& o) {
+  if (!o.adapter.empty()) return std::make_unique<LoraAdapter>(read_peft_adapter(o.adapter, o.config));
+  return std::make_unique<LoraAdapter>(o.config, o.lora, 1);
+}
+
+// The trainer's LoRA step: zero the adapter's gradients, forward_backward on the frozen base, the
+// adapter's gradient norm and AdamW over the adapter.
+std::vector<double> time_lora_steps(const BenchOptions& o, Model& model, const KernelTable& k) {
+  std::unique_ptr<LoraAdapter> adapter = bench_adapter(o);
+  model.attach_lora(adapter->params_for_model(true));
+  const int B = o.batch, T = o.seq_len;
+  model.plan_batch(B, T);
+  AdamWConfig cfg;
+  cfg.weight_decay = 0.1;
+  AdamW opt(adapter->size(), cfg, k, model.bf16_kernels());
+  const std::vector<int> inputs = bench_tokens(o, 7919, 13), targets = bench_tokens(o, 104729, 7);
+  std::vector<double> s;
+  for (int rep = 0; rep <= o.reps; ++rep) {
+    const auto t0 = Clock::now();
+    std::fill_n(adapter->grads(), adapter->size(), 0.0f);
+    model.forward_backward(inputs.data(), targets.data(), B, T);
+    const double norm = global_norm(adapter->grads(), adapter->size(), k);
+    opt.step(adapter->params(), adapter->grads(), 1e-4, nullptr, {}, {clip_factor(norm, 1.0), true});
+    if (rep > 0) s.push_back(seconds_since(t0));  // the first step warms up
+  }
+  return s;
+}
+
 // The trainer's step on random tokens; returns the seconds of each timed step.
 std::vector<double> time_steps(const BenchOptions& o, const KernelTable& k, const Bf16Kernels& h) {
-  Model model(o.config, k, o.precision, &h);
+  Model model(o.config, k, o.precision, &h, /*base_gradients=*/!o.lora_step());
   if (o.source.is_file()) {
     load_model_file(o.source, model);
   } else {
     init_model(model, 1);
   }
+  if (o.lora_step()) return time_lora_steps(o, model, k);
   const int B = o.batch, T = o.seq_len;
   model.plan_batch(B, T);
   AdamWConfig cfg;
   cfg.weight_decay = 0.1;
   AdamW opt(model.num_parameters(), cfg, model.kernels(), model.bf16_kernels());
-  std::vector<int> inputs(size_t(B) * T), targets(size_t(B) * T);
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    inputs[i] = int((i * 7919 + 13) % size_t(o.config.vocab_size));
-    targets[i] = int((i * 104729 + 7) % size_t(o.config.vocab_size));
-  }
+  const std::vector<int> inputs = bench_tokens(o, 7919, 13), targets = bench_tokens(o, 104729, 7);
   std::vector<double> s;
   for (int rep = 0; rep <= o.reps; ++rep) {
     const auto t0 = Clock::now();

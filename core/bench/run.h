@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/io/model_file.h"
+#include "core/lora/adapter.h"
 #include "core/model/config.h"
 #include "core/model/precision.h"
 #include "simd/roofs.h"
@@ -24,6 +25,11 @@ struct BenchOptions {
   Precision precision = Precision::kFp32;
   std::vector<std::string> targets;  // kernel targets (resolve_targets)
   int reps = 3;                      // timed calls of each op, timed steps
+  // A LoRA step (the base frozen): the adapter of `adapter` (a PEFT folder), or a new one of
+  // lora's options (lora.r > 0).
+  std::string adapter;
+  LoraOptions lora;
+  bool lora_step() const { return !adapter.empty() || lora.r > 0; }
 };
 
 // Seconds over the repetitions.

@@ -13,6 +13,17 @@ float LoraOptions::scale() const {
   return float(rslora ? a / std::sqrt(double(r)) : a / double(r));
 }
 
+std::vector<std::string> parse_lora_targets(const std::string& list) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= list.size()) {
+    const size_t comma = std::min(list.find(',', start), list.size());
+    if (comma > start) out.push_back(list.substr(start, comma - start));
+    start = comma + 1;
+  }
+  return out;
+}
+
 LoraFootprint lora_footprint(const ModelConfig& config, const LoraOptions& options, int B, int T) {
   LoraFootprint f;
   std::vector<LoraModuleShape> shapes;

@@ -30,6 +30,9 @@ struct LoraOptions {
   float scale() const;
 };
 
+// --lora-targets' comma list ("q_proj,v_proj") as target_modules entries (empty items dropped).
+std::vector<std::string> parse_lora_targets(const std::string& list);
+
 // What an adapter of `options` on this model takes, without making it: its parameters (and as
 // many gradients) and the floats of its activations for B x T tokens (the model's).
 struct LoraFootprint {

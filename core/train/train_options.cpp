@@ -93,28 +93,12 @@ void check_lora_options(const TrainOptions& o) {
                                 "training (give --model, its base, and no LoRA flags)");
 }
 
-namespace {
-
-// "q_proj,v_proj" -> {"q_proj", "v_proj"} (empty items dropped).
-std::vector<std::string> split_list(const std::string& text) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  while (start <= text.size()) {
-    const size_t comma = std::min(text.find(',', start), text.size());
-    if (comma > start) out.push_back(text.substr(start, comma - start));
-    start = comma + 1;
-  }
-  return out;
-}
-
-}  // namespace
-
 LoraOptions lora_options_of(const TrainOptions& o) {
   if (!o.adapter.empty()) return read_adapter_config(o.adapter).options;
   LoraOptions l;
   l.r = o.lora_r;
   l.alpha = o.lora_alpha;
-  if (!o.lora_targets.empty()) l.targets = split_list(o.lora_targets);
+  if (!o.lora_targets.empty()) l.targets = parse_lora_targets(o.lora_targets);
   l.dropout = o.lora_dropout;
   l.rslora = o.lora_rslora;
   return l;

@@ -2,6 +2,7 @@
 // target, with the median, min and max of the repetitions, GFLOP/s, GB/s and the share of this
 // machine's roofline, printed as a markdown table (like llama-bench's), CSV or JSON on stdout.
 // Progress goes to stderr. The measuring is core/bench/.
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -11,6 +12,7 @@
 #include "core/bench/report.h"
 #include "core/bench/run.h"
 #include "core/io/model_file.h"
+#include "core/lora/peft_files.h"
 #include "core/model/config.h"
 #include "core/model/precision.h"
 #include "core/train/memory_plan.h"
@@ -46,6 +48,11 @@ void check_bench_memory(const bench::BenchOptions& o) {
   r.batch = o.batch;
   r.seq_len = o.seq_len;
   r.total_batch = static_cast<long long>(o.batch) * o.seq_len;
+  if (o.lora_step()) {
+    const LoraFootprint f = lora_footprint(o.config, o.lora, o.batch, o.seq_len);
+    r.lora_parameters = f.parameters;
+    r.lora_activation_floats = f.activation_floats;
+  }
   const MemoryPlan plan = plan_memory(r);
   const MemoryLimit limit = memory_limit(1);
   if (limit.source.empty() || plan.total() <= limit.bytes) return;
@@ -77,6 +84,12 @@ class BenchCommand : public Command {
     p.option("seq-len", 't', &o_.seq_len, "T",
              "sequence length (default 64; at most the model's maxT)", {1, kMaxSeqLen});
     p.option("precision", 0, &precision_, "P", "fp32 or bf16 (mixed precision; default fp32)");
+    p.option("adapter", 0, &o_.adapter, "DIR",
+             "time the LoRA step of this PEFT adapter folder on the model (the base frozen)");
+    p.option("lora", 0, &o_.lora.r, "R", "time the LoRA step of a new adapter of rank R",
+             {0, 65536});
+    p.option("lora-targets", 0, &lora_targets_, "LIST",
+             "with --lora: the linear maps adapted (default all-linear)");
     p.option("targets", 0, &targets_, "LIST", targets_help_.c_str());
     p.option("reps", 0, &o_.reps, "N", "timed calls of each op and timed steps (default 3)",
              {1, kMaxReps});
@@ -84,6 +97,10 @@ class BenchCommand : public Command {
     add_placement_flags(p, &placement_);
   }
   void check(const ArgParser&) override {
+    if (!o_.adapter.empty() && o_.lora.r > 0) {
+      throw UsageError("--lora with --adapter: the adapter's adapter_config.json gives the rank");
+    }
+    if (!lora_targets_.empty() && o_.lora.r == 0) throw UsageError("--lora-targets needs --lora R");
     bench::parse_format(format_);
     parse_precision(precision_);
     bench::resolve_targets(targets_);
@@ -94,6 +111,7 @@ class BenchCommand : public Command {
 
  private:
   std::string model_ = "gpt2-d2", precision_ = "fp32", targets_, format_ = "table";
+  std::string lora_targets_;
   std::string targets_help_;
   bench::BenchOptions o_;
   PlacementOptions placement_;
@@ -104,6 +122,9 @@ int BenchCommand::run(const ArgParser&) {
   o_.precision = parse_precision(precision_);
   o_.targets = bench::resolve_targets(targets_);
   resolve_bench_model(model_, &o_);
+  if (!lora_targets_.empty()) o_.lora.targets = parse_lora_targets(lora_targets_);
+  if (!o_.adapter.empty()) o_.lora = read_adapter_config(o_.adapter).options;
+  if (o_.lora_step()) select_lora_modules(o_.config, o_.lora.targets);  // refuses unknown ones
   if (o_.seq_len > o_.config.max_seq_len) {
     throw UsageError("--seq-len: expected 1 to " + std::to_string(o_.config.max_seq_len) +
                      " (the model's maxT), got " + std::to_string(o_.seq_len));
