@@ -3,6 +3,7 @@
 //   ./build/bench_kernels                                   all tables (scalar is slow: minutes)
 //   ./build/bench_kernels --benchmark_filter='^avx512/'     one table
 //   ./build/bench_kernels --benchmark_filter='/matmul_'     the GEMMs of every table
+//   ./build/bench_kernels --benchmark_filter=lora           LoRA's passes, N=4096, r=16, cols=1536
 //   ./build/bench_kernels --benchmark_filter=attention      materialized and flash, T = 64..2048,
 //                                                           and flash with a window at T = 4096,
 //                                                           8192
@@ -388,6 +389,38 @@ std::vector<std::pair<std::string, Bench>> kernels() {
     measure(s, w, {double(NC), 3.0 * NC * F},  // in place, as the model calls it
             [&](size_t c) { k.residual_forward(w.get(c, 0), w.get(c, 0), w.get(c, 1), NC); });
   });
+  // LoRA's low-rank passes (kernels.h's lora_*) at a fine-tuning shape: N = 4096 tokens, rank 16,
+  // a block of 1536 columns (rows as wide as the block). FLOPs 2 N cols r each; bytes: the N x cols
+  // block read (and written back by the rank update), the (N, r) operand, the (r, cols) one once
+  // (the outer accumulation's read and written).
+  {
+    constexpr size_t LN = 4096;
+    constexpr int LR = 16, LC = 1536;
+    const size_t big = LN * LC, low = LN * LR, small = size_t(LR) * LC;
+    const double flops = 2.0 * double(big) * LR;
+    const std::vector<size_t> sizes{big, low, small};
+    r.emplace_back("lora_rank_update", [=](benchmark::State& s, const KernelTable& k) {
+      bool fresh;
+      Work& w = work("lora", sizes, &fresh);
+      measure(s, w, {flops, double(2 * big + low + small) * F}, [&](size_t c) {
+        k.lora_rank_update(w.get(c, 0), LC, w.get(c, 1), LR, w.get(c, 2), LN, LR, LC, 0.5f);
+      });
+    });
+    r.emplace_back("lora_project", [=](benchmark::State& s, const KernelTable& k) {
+      bool fresh;
+      Work& w = work("lora", sizes, &fresh);
+      measure(s, w, {flops, double(big + low + small) * F}, [&](size_t c) {
+        k.lora_project(w.get(c, 1), LR, w.get(c, 0), LC, w.get(c, 2), LN, LC, LR, 0.5f);
+      });
+    });
+    r.emplace_back("lora_outer_accumulate", [=](benchmark::State& s, const KernelTable& k) {
+      bool fresh;
+      Work& w = work("lora", sizes, &fresh);
+      measure(s, w, {flops, double(big + low + 2 * small) * F}, [&](size_t c) {
+        k.lora_outer_accumulate(w.get(c, 2), w.get(c, 0), LC, w.get(c, 1), LR, LN, LC, LR, 0.5f);
+      });
+    });
+  }
   const size_t logits = BT * Vp;
   // Soft-capping of the logits (Gemma 2 and 3), cap 30, in place: tanh's work per logit (fwd).
   r.emplace_back("softcap_fwd", [=](benchmark::State& s, const KernelTable& k) {

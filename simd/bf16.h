@@ -114,6 +114,11 @@ struct Bf16Kernels {
                                    const float* lse, int B, int T, int NH, int NKV, int D,
                                    const AttentionOptions& opt);
 
+  // kernels.h's lora_rank_update on a bf16 output: each out[n,c] widened exactly, updated in fp32
+  // as there (the same bits as the fp32 table's), then rounded once to bf16 (as to_bf16).
+  void (*lora_rank_update)(bf16* out, size_t ld_out, const float* u, size_t ld_u, const float* w,
+                           size_t N, int r, int cols, float scale);
+
   // AdamW on the fp32 master weights (as kernels.h), then param_bf16[i] = bf16(param[i]) when
   // param_bf16 is not null.
   void (*adamw_update)(float* param, bf16* param_bf16, float* m, float* v, float* grad, size_t N,

@@ -76,6 +76,30 @@ struct KernelTable {
                           const float* dout, const float* inp, const float* weight, size_t N, int C,
                           int OC);
 
+  // LoRA adapters (rank r, typically 8..64): the low-rank passes around a linear map, each over a
+  // block of `cols` columns of rows `ld_*` floats apart (ld >= cols: the block of a wider row, read
+  // or written in place; the rest of a row is never touched). Every output element has one owner
+  // and one summation order, the same for any thread count:
+  //   lora_rank_update       out[n,c] += scale * sum_{k<r} u[n,k] w[k,c]     n < N, c < cols
+  //                          out (N, ld_out), u (N, ld_u), w (r, cols); rows over threads.
+  //   lora_project           out[n,k]  = scale * sum_{c<cols} d[n,c] b[c,k]   n < N, k < r
+  //                          out (N, ld_out) overwritten, d (N, ld_d), b (cols, r); rows over
+  //                          threads.
+  //   lora_outer_accumulate  acc[c,k] += scale * sum_{n<N} d[n,c] u[n,k]     c < cols, k < r
+  //                          acc (cols, r), d (N, ld_d), u (N, ld_u); blocks of c over threads.
+  // Each sum runs in fp32 in index order (k = 0..r-1, c = 0..cols-1, n = 0..N-1) in one
+  // accumulator (fused multiply-adds where the target has them), then is multiplied by scale and
+  // added (or stored) once: |error| <= gamma(terms + 2) (|old| + |scale| sum |products|).
+  // LoRA's y[:, cols] += scale (x A^T) B^T is lora_rank_update with u = x A^T and w = B^T; its
+  // backward gB = scale dy B is lora_project, dB += scale dy^T u lora_outer_accumulate, and
+  // dx += gB A lora_rank_update with w = A. No scratch.
+  void (*lora_rank_update)(float* out, size_t ld_out, const float* u, size_t ld_u, const float* w,
+                           size_t N, int r, int cols, float scale);
+  void (*lora_project)(float* out, size_t ld_out, const float* d, size_t ld_d, const float* b,
+                       size_t N, int cols, int r, float scale);
+  void (*lora_outer_accumulate)(float* acc /*+=*/, const float* d, size_t ld_d, const float* u,
+                                size_t ld_u, size_t N, int cols, int r, float scale);
+
   // Causal self-attention that keeps the (B, NH, T, T) softmax matrix `att` (the plugin ABI's
   // attention op and the reference for the flash kernels below; not used by the model).
   void (*attention_forward)(float* out, float* att, const float* qkv, int B, int T, int C, int NH);

@@ -9,6 +9,8 @@
 #include <cerrno>
 #include <cstring>
 #include <string>
+#include <tuple>
+#include <vector>
 
 #include "core/bench/step_recorder.h"
 #include "core/model/activations.h"
@@ -103,9 +105,38 @@ ActivationViews<G> views_at(char* base, const ModelConfig& c, int B, int T) {
           .recompute = Recompute::kNone};
 }
 
-// The step as run_bench times it: zero_grad, Model::forward_backward, the gradient norm, AdamW.
+// A LoRA step's adapters as the recorder takes them: their shapes, no memory (it reads none).
+LoraViews recorded_adapters(const ModelConfig& c, const LoraOptions& o) {
+  std::vector<LoraModuleView> modules;
+  for (const LoraModule& m : select_lora_modules(c, o.targets)) {
+    modules.push_back({{m.layer, m.role, m.row0, m.rows, m.in, nullptr, nullptr, nullptr, nullptr},
+                       nullptr, nullptr, nullptr});
+  }
+  std::stable_sort(modules.begin(), modules.end(), [](const auto& a, const auto& b) {
+    return std::tuple(a.p.layer, lora_site_of(a.p.role), a.p.col0) <
+           std::tuple(b.p.layer, lora_site_of(b.p.role), b.p.col0);
+  });
+  return lora_views_of(modules, c.num_layers, o.r, o.scale());
+}
+
+// A frozen base's gradients as the passes see them: none for the matmuls, the embedding and the
+// head; the norms' (which go to a scratch) at `sink`.
+ParameterViews<float> frozen_gradients(const ParameterViews<float>& p, float* sink) {
+  ParameterViews<float> g = p;
+  g.wte = g.lm_head = g.wpe = nullptr;
+  g.qkvw = g.qkvb = g.attprojw = g.attprojb = g.fcw = g.fcb = g.fcprojw = g.fcprojb = nullptr;
+  for (float** norm : {&g.ln1w, &g.ln1b, &g.q_norm, &g.k_norm, &g.attn_post_norm, &g.ln2w,
+                       &g.ln2b, &g.mlp_post_norm, &g.lnfw, &g.lnfb}) {
+    if (*norm) *norm = sink;
+  }
+  return g;
+}
+
+// The step as run_bench times it: zero_grad, Model::forward_backward, the gradient norm, AdamW;
+// with `lora` the LoRA step (the base frozen, the norm and AdamW over the adapter).
 template <class G>
-std::vector<LayerOp> record_step(const ModelConfig& c, int B, int T, const OpKernels& kernels) {
+std::vector<LayerOp> record_step(const ModelConfig& c, int B, int T, const OpKernels& kernels,
+                                 const LoraOptions* lora) {
   const ParameterLayout layout(c);
   const size_t BT = size_t(B) * T;
   const ActivationOptions options{kernels.bf16 ? Precision::kBf16 : Precision::kFp32};
@@ -120,6 +151,17 @@ std::vector<LayerOp> record_step(const ModelConfig& c, int B, int T, const OpKer
   const ParameterViews<float> p = ParameterViews<float>::carve(params, layout);
 
   StepRecorder<G> x(kernels, c, params);
+  if (lora) {
+    const LoraViews adapters = recorded_adapters(c, *lora);
+    const ParameterViews<float> g = frozen_gradients(p, f);
+    model_forward(x, c, p, a, nullptr, B, T, &adapters);
+    model_head(x, c, p, g, a, d, reinterpret_cast<const int*>(f), 1.0f);
+    model_backward(x, c, p, g, a, d, nullptr, B, T, [](int) {}, &adapters);
+    const size_t P = lora_footprint(c, *lora, B, T).parameters;
+    x.gradient_norm(P);
+    x.adamw_update(P);
+    return x.take();
+  }
   model_forward(x, c, p, a, nullptr, B, T);
   // The recorder reads no tokens: any address stands for the targets.
   model_head(x, c, p, p, a, d, reinterpret_cast<const int*>(f), 1.0f);
@@ -132,10 +174,10 @@ std::vector<LayerOp> record_step(const ModelConfig& c, int B, int T, const OpKer
 }  // namespace
 
 std::vector<LayerOp> layer_ops(const ModelConfig& config, int B, int T, Precision precision,
-                               const KernelTable& k, const Bf16Kernels& h) {
+                               const KernelTable& k, const Bf16Kernels& h, const LoraOptions* lora) {
   const OpKernels kernels{k, h, precision == Precision::kBf16};
-  if (kernels.bf16) return record_step<bf16>(config, B, T, kernels);
-  return record_step<float>(config, B, T, kernels);
+  if (kernels.bf16) return record_step<bf16>(config, B, T, kernels, lora);
+  return record_step<float>(config, B, T, kernels, lora);
 }
 
 }  // namespace llmcpu::bench

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "core/lora/adapter.h"
 #include "core/model/config.h"
 #include "core/model/precision.h"
 #include "simd/bf16.h"
@@ -43,8 +44,11 @@ struct LayerOp {
 // Every op of a training step of `config` at B x T in `precision` (as run_bench's step runs it:
 // nothing recomputed, the head over chunks of rows), in the order of their first call: forward, the
 // head and its loss, backward, then the optimizer; the calls go to `k` and (bf16) `h`, which must
-// outlive the ops.
+// outlive the ops. With `lora`, the LoRA step of a new adapter of those options: the base's matmuls
+// give their input's gradient alone, the adapters' ops are rows of their own, and the norm and
+// AdamW run over the adapter.
 std::vector<LayerOp> layer_ops(const ModelConfig& config, int B, int T, Precision precision,
-                               const KernelTable& k, const Bf16Kernels& h);
+                               const KernelTable& k, const Bf16Kernels& h,
+                               const LoraOptions* lora = nullptr);
 
 }  // namespace llmcpu::bench

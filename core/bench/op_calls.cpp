@@ -34,10 +34,12 @@ Prepare matmul_forward_call(const OpKernels& x, size_t N, int IC, int OC, bool b
   };
 }
 
-Prepare matmul_backward_call(const OpKernels& x, size_t N, int IC, int OC, bool bias) {
-  return [x, N, IC, OC, bias] {
+Prepare matmul_backward_call(const OpKernels& x, size_t N, int IC, int OC, bool bias,
+                             bool with_dinp, bool with_dweight) {
+  return [x, N, IC, OC, bias, with_dinp, with_dweight] {
     auto in = std::make_shared<Inputs>();
-    float *dinp = in->f32(N * IC), *dw = in->f32(size_t(OC) * IC);
+    float* dinp = with_dinp ? in->f32(N * IC) : nullptr;
+    float* dw = with_dweight ? in->f32(size_t(OC) * IC) : nullptr;
     float* db = bias ? in->f32(OC) : nullptr;
     const float* dout = in->f32(N * OC);
     if (!x.bf16) {
@@ -49,6 +51,35 @@ Prepare matmul_backward_call(const OpKernels& x, size_t N, int IC, int OC, bool 
     const bf16 *inp = in->b16(N * IC), *w = in->b16(size_t(OC) * IC);
     return owning(in, [&h = x.h, dinp, dw, db, dout, inp, w, N, IC, OC] {
       h.matmul_backward(dinp, dw, db, dout, inp, w, N, IC, OC);
+    });
+  };
+}
+
+Prepare lora_rank_update_call(const OpKernels& x, size_t N, int r, int cols, bool bf16_out) {
+  return [x, N, r, cols, bf16_out] {
+    auto in = std::make_shared<Inputs>();
+    const float *u = in->f32(N * r), *w = in->f32(size_t(r) * cols);
+    if (bf16_out) {
+      bf16* out = in->b16(N * cols);
+      return owning(in, [&h = x.h, out, u, w, N, r, cols] {
+        h.lora_rank_update(out, size_t(cols), u, size_t(r), w, N, r, cols, 2.0f);
+      });
+    }
+    float* out = in->f32(N * cols);
+    return owning(in, [&k = x.k, out, u, w, N, r, cols] {
+      k.lora_rank_update(out, size_t(cols), u, size_t(r), w, N, r, cols, 2.0f);
+    });
+  };
+}
+
+Prepare lora_up_backward_call(const OpKernels& x, size_t N, int cols, int r) {
+  return [x, N, cols, r] {
+    auto in = std::make_shared<Inputs>();
+    const float *d = in->f32(N * cols), *b = in->f32(size_t(cols) * r), *u = in->f32(N * r);
+    float *gB = in->f32(N * r), *db = in->f32(size_t(cols) * r);
+    return owning(in, [&k = x.k, gB, db, d, b, u, N, cols, r] {
+      k.lora_project(gB, size_t(r), d, size_t(cols), b, N, cols, r, 2.0f);
+      k.lora_outer_accumulate(db, d, size_t(cols), u, size_t(r), N, cols, r, 2.0f);
     });
   };
 }

@@ -29,8 +29,15 @@ struct OpKernels {
 // out (N, OC) = inp (N, IC) w^T (+ bias); `round`: bf16 only, the output is stored in bf16
 // (rounded from the fp32 result, as the executor does for qkv and fch).
 Prepare matmul_forward_call(const OpKernels& x, size_t N, int IC, int OC, bool bias, bool round);
-// dinp (N, IC), dw (OC, IC) and (with bias) db (OC) from dout (N, OC).
-Prepare matmul_backward_call(const OpKernels& x, size_t N, int IC, int OC, bool bias);
+// dinp (N, IC), dw (OC, IC) and (with bias) db (OC) from dout (N, OC); without `dinp` or
+// `dweight` (a frozen weight, LoRA's dA) that product is not computed.
+Prepare matmul_backward_call(const OpKernels& x, size_t N, int IC, int OC, bool bias,
+                             bool dinp = true, bool dweight = true);
+// LoRA's: out (N, cols) += scale u (N, r) w (r, cols), out in bf16 where `bf16_out` (the bf16
+// table's); gB (N, r) = scale d (N, cols) b (cols, r) and db (cols, r) += scale d^T u, the two
+// products of its up projection's backward.
+Prepare lora_rank_update_call(const OpKernels& x, size_t N, int r, int cols, bool bf16_out);
+Prepare lora_up_backward_call(const OpKernels& x, size_t N, int cols, int r);
 // `positions`: with GPT-2's position table (the Llama family has none).
 Prepare encoder_forward_call(const OpKernels& x, int B, int T, int C, int V, int Vp,
                              bool positions);

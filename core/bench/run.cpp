@@ -190,7 +190,8 @@ BenchReport run_bench(const BenchOptions& o,
     const double bw = report.machine.bandwidth;
 
     double step_flops = 0, step_bytes = 0, step_roof_seconds = 0;
-    for (const LayerOp& op : layer_ops(o.config, o.batch, o.seq_len, o.precision, k, h)) {
+    const LoraOptions* lora = o.lora_step() ? &o.lora : nullptr;
+    for (const LayerOp& op : layer_ops(o.config, o.batch, o.seq_len, o.precision, k, h, lora)) {
       tell(target + ": " + op.op + " " + op.pass);
       const std::function<void()> call = op.prepare();
       call();  // untimed: first touch, JIT, scratch

@@ -32,6 +32,7 @@
 #include "core/bench/layer_ops.h"
 #include "core/bench/op_calls.h"
 #include "core/model/config.h"
+#include "core/model/lora_views.h"
 #include "core/model/parameters.h"
 #include "simd/bf16.h"
 
@@ -162,17 +163,42 @@ class StepRecorder {
          residual_call(x_, N)});
   }
 
-  // LoRA's ops are not rows of the table yet: the bench passes run without an adapter.
+  // LoRA's ops (a module of rank r on N rows, `in` inputs, `rows` outputs): A's product forward
+  // 2 N in r; the rank update of the output 2 N r rows (its block read and written); backward
+  // gB and dB 4 N rows r (the output's gradient read twice), dA 2 N in r and dinp's rank update
+  // 2 N r in (dinp read and written).
+  void lora_down(float*, const G*, const LoraModuleView& m, size_t N, int r) {
+    const double n = N, in = m.p.in;
+    add({"lora A", "forward", dims({{"N", N}, {"in", m.p.in}, {"r", r}}), 1, 2.0 * n * in * r,
+         kAct * (n * in + in * r) + 4.0 * n * r, kGemmRoof,
+         matmul_forward_call(x_, N, int(m.p.in), r, false, false)});
+  }
+  template <class O>
+  void lora_up(O*, size_t, const LoraModuleView& m, size_t N, int r, float) {
+    const double n = N, rows = m.p.rows;
+    add({"lora B", "forward", dims({{"N", N}, {"r", r}, {"rows", m.p.rows}}), 1,
+         2.0 * n * r * rows, 2.0 * sizeof(O) * n * rows + 4.0 * (n * r + r * rows), Roof::kFp32,
+         lora_rank_update_call(x_, N, r, int(m.p.rows), std::is_same_v<O, bf16>)});
+  }
+  void lora_up_backward(float*, const float*, size_t, const LoraModuleView& m, size_t N, int r,
+                        float) {
+    const double n = N, rows = m.p.rows;
+    add({"lora B", "backward", dims({{"N", N}, {"r", r}, {"rows", m.p.rows}}), 1,
+         4.0 * n * rows * r, 8.0 * n * rows + 4.0 * (2 * n * r + 3 * rows * r), Roof::kFp32,
+         lora_up_backward_call(x_, N, int(m.p.rows), r)});
+  }
+  void lora_down_backward(float*, float*, const float*, const G*, const LoraModuleView& m,
+                          size_t N, int r, float, uint64_t) {
+    const double n = N, in = m.p.in;
+    add({"lora A", "backward (dA)", dims({{"N", N}, {"in", m.p.in}, {"r", r}}), 1,
+         2.0 * n * in * r, 4.0 * n * r + kAct * n * in + 8.0 * in * r, kGemmRoof,
+         matmul_backward_call(x_, N, int(m.p.in), r, false, false, true)});
+    add({"lora A", "backward (dinp)", dims({{"N", N}, {"in", m.p.in}, {"r", r}}), 1,
+         2.0 * n * r * in, 8.0 * n * in + 4.0 * (n * r + r * in), Roof::kFp32,
+         lora_rank_update_call(x_, N, r, int(m.p.in), false)});
+  }
   template <class... A>
-  void lora_down(A&&...) {}
-  template <class... A>
-  void lora_up(A&&...) {}
-  template <class... A>
-  void lora_up_backward(A&&...) {}
-  template <class... A>
-  void lora_down_backward(A&&...) {}
-  template <class... A>
-  void lora_dropout(A&&...) {}
+  void lora_dropout(A&&...) {}  // a bench step has no dropout
 
   void encoder_backward(float*, float* dwpe, const float*, const int*, int B, int T, int C) {
     const double BT = double(B) * T, p = dwpe ? 1 : 0;
@@ -185,14 +211,15 @@ class StepRecorder {
     add({"layernorm", "backward", dims({{"N", N}, {"C", C}}), 1, 14.0 * N * C,
          16.0 * N * C + 8.0 * N + 20.0 * C, Roof::kFp32, layernorm_backward_call(x_, N, C)});
   }
-  void matmul_backward(float*, float*, float* dbias, const float*, const G*, const float* weight,
-                       size_t N, int C, int OC) {
-    const double n = N, ic = C, oc = OC;
-    add({matmul_name(weight), "backward", dims({{"N", N}, {"C", C}, {"OC", OC}}), 1,
-         4.0 * n * ic * oc,
-         4.0 * n * oc + kAct * (n * ic + oc * ic) + 4.0 * n * ic + 8.0 * oc * ic +
+  // A frozen weight's (dweight null: LoRA's base) is dinp's product alone.
+  void matmul_backward(float*, float* dweight, float* dbias, const float*, const G*,
+                       const float* weight, size_t N, int C, int OC) {
+    const double n = N, ic = C, oc = OC, w = dweight ? 1 : 0;
+    add({matmul_name(weight), dweight ? "backward" : "backward (dinp)",
+         dims({{"N", N}, {"C", C}, {"OC", OC}}), 1, (2.0 + 2.0 * w) * n * ic * oc,
+         4.0 * n * oc + kAct * (w * n * ic + oc * ic) + 4.0 * n * ic + w * 8.0 * oc * ic +
              (dbias ? 8.0 * oc : 0),
-         kGemmRoof, matmul_backward_call(x_, N, C, OC, dbias != nullptr)});
+         kGemmRoof, matmul_backward_call(x_, N, C, OC, dbias != nullptr, true, dweight != nullptr)});
   }
   void attention_backward(int, float*, const float*, const G*, const G*, const float*, int B, int T,
                           int NH, int NKV, int D, const AttentionOptions& opt) {

@@ -154,26 +154,33 @@ struct Fp32Executor {
   void lora_down(float* u, const float* inp, const LoraModuleView& m, size_t N, int r) {
     k.matmul_forward(u, inp, m.p.A, nullptr, N, int(m.p.in), r);
   }
-  // out[:, m's columns] += scale u B^T, through t (N, rows); u and B fp32 in both executors.
-  template <class O>
-  void lora_up(O* out, size_t ld, float* t, const LoraModuleView& m, size_t N, int r,
-               float scale) {
-    k.matmul_forward(t, m.u, m.p.B, nullptr, N, r, int(m.p.rows));
-    add_scaled_columns(out, ld, m.p.col0, t, m.p.rows, N, scale);
+  // out[:, m's columns] += scale u B^T, in place (B^T: m.Bt); fp32 u and B in both executors.
+  void lora_up(float* out, size_t ld, const LoraModuleView& m, size_t N, int r, float scale) {
+    k.lora_rank_update(out + m.p.col0, ld, m.u, size_t(r), m.Bt, N, r, int(m.p.rows), scale);
   }
-  // g = scale dout[:, m's columns] (N, rows); gB = g B (N, r); dB += g^T u.
-  void lora_up_backward(float* gB, float* g, const float* dout, size_t ld, const LoraModuleView& m,
+  // gB = scale dout[:, m's columns] B (N, r); dB += scale dout[:, m's columns]^T u; dout read in
+  // place.
+  void lora_up_backward(float* gB, const float* dout, size_t ld, const LoraModuleView& m,
                         size_t N, int r, float scale) {
-    gather_scaled_columns(g, dout, ld, m.p.col0, m.p.rows, N, scale);
-    k.matmul_backward(gB, m.p.dB, nullptr, g, m.u, m.p.B, N, r, int(m.p.rows));
+    const float* d = dout + m.p.col0;
+    k.lora_project(gB, size_t(r), d, ld, m.p.B, N, int(m.p.rows), r, scale);
+    if (m.p.dB) k.lora_outer_accumulate(m.p.dB, d, ld, m.u, size_t(r), N, int(m.p.rows), r, scale);
   }
-  // dinp += gB A (through dx (N, in); with dropout p, through the mask of `seed`); dA += gB^T inp
-  // (inp: the module's input, dropped).
+  // dA += gB^T inp (inp: the module's input, dropped); dinp += gB A, in place, or with dropout p
+  // through dx (N, in) and the mask of `seed`.
   void lora_down_backward(float* dinp, float* dx, const float* gB, const float* inp,
                           const LoraModuleView& m, size_t N, int r, float p, uint64_t seed) {
-    k.matmul_backward(dx, m.p.dA, nullptr, gB, inp, m.p.A, N, int(m.p.in), r);
-    if (p > 0) dropout_backward(dx, N * m.p.in, p, seed);
-    add_into(dinp, dx, N * m.p.in);
+    if (m.p.dA) k.matmul_backward(nullptr, m.p.dA, nullptr, gB, inp, m.p.A, N, int(m.p.in), r);
+    lora_input_gradient(dinp, dx, gB, m, N, r, p, seed);
+  }
+  void lora_input_gradient(float* dinp, float* dx, const float* gB, const LoraModuleView& m,
+                           size_t N, int r, float p, uint64_t seed) {
+    const size_t in = m.p.in;
+    if (p == 0) return k.lora_rank_update(dinp, in, gB, size_t(r), m.p.A, N, r, int(in), 1.0f);
+    std::fill_n(dx, N * in, 0.0f);
+    k.lora_rank_update(dx, in, gB, size_t(r), m.p.A, N, r, int(in), 1.0f);
+    dropout_backward(dx, N * in, p, seed);
+    add_into(dinp, dx, N * in);
   }
   // out = inp through dropout's mask of `seed` (N values; fp32 or bf16).
   template <class G>
@@ -294,16 +301,21 @@ class Bf16Executor : public Fp32Executor {
     h_.matmul_backward(dinp, dweight, dbias, dout, inp, copy_of(weight), N, C, OC);
   }
   // LoRA's products with the bf16 input: with A's bf16 copy (the up products stay fp32, u is).
+  // (dA's product rounds gB and reads the bf16 input; dinp's takes the fp32 gB and A.)
   using Fp32Executor::lora_down;
   using Fp32Executor::lora_down_backward;
+  using Fp32Executor::lora_up;
   void lora_down(float* u, const bf16* inp, const LoraModuleView& m, size_t N, int r) {
     h_.matmul_forward(u, inp, m.A16, nullptr, N, int(m.p.in), r);
   }
+  // A bf16 output (qkv, fch): widened, updated in fp32, rounded once.
+  void lora_up(bf16* out, size_t ld, const LoraModuleView& m, size_t N, int r, float scale) {
+    h_.lora_rank_update(out + m.p.col0, ld, m.u, size_t(r), m.Bt, N, r, int(m.p.rows), scale);
+  }
   void lora_down_backward(float* dinp, float* dx, const float* gB, const bf16* inp,
                           const LoraModuleView& m, size_t N, int r, float p, uint64_t seed) {
-    h_.matmul_backward(dx, m.p.dA, nullptr, gB, inp, m.A16, N, int(m.p.in), r);
-    if (p > 0) dropout_backward(dx, N * m.p.in, p, seed);
-    add_into(dinp, dx, N * m.p.in);
+    if (m.p.dA) h_.matmul_backward(nullptr, m.p.dA, nullptr, gB, inp, m.A16, N, int(m.p.in), r);
+    lora_input_gradient(dinp, dx, gB, m, N, r, p, seed);
   }
 
  private:

@@ -53,18 +53,15 @@ struct ScratchSizer {
     use.merge(kBf16 ? h.matmul_forward_scratch(N, int(m.p.in), r, false, threads)
                     : k.matmul_forward_scratch(N, int(m.p.in), r, false, threads));
   }
-  template <class O>
-  void lora_up(O* /*out*/, size_t, const float*, const LoraModuleView& m, size_t N, int r, float) {
-    use.merge(k.matmul_forward_scratch(N, r, int(m.p.rows), false, threads));
-  }
-  void lora_up_backward(const float*, const float*, const float*, size_t, const LoraModuleView& m,
-                        size_t N, int r, float) {
-    use.merge(k.matmul_backward_scratch(N, r, int(m.p.rows), true, false, threads));
-  }
+  // The rank updates and projections take no scratch; dA's product is a GEMM without dinp.
+  template <class... A>
+  void lora_up(A&&...) {}
+  template <class... A>
+  void lora_up_backward(A&&...) {}
   void lora_down_backward(const float*, const float*, const float*, const void*,
                           const LoraModuleView& m, size_t N, int r, float, uint64_t) {
-    use.merge(kBf16 ? h.matmul_backward_scratch(N, int(m.p.in), r, true, false, threads)
-                    : k.matmul_backward_scratch(N, int(m.p.in), r, true, false, threads));
+    use.merge(kBf16 ? h.matmul_backward_scratch(N, int(m.p.in), r, false, false, threads)
+                    : k.matmul_backward_scratch(N, int(m.p.in), r, false, false, threads));
   }
   template <class... A>
   void lora_dropout(A&&...) {}

@@ -6,42 +6,32 @@
 
 namespace llmcpu {
 
-void add_scaled_columns(float* out, size_t ld, size_t col0, const float* t, size_t cols, size_t N,
-                        float scale) {
-#pragma omp parallel for schedule(static)
-  for (size_t n = 0; n < N; ++n) {
-    float* o = out + n * ld + col0;
-    const float* s = t + n * cols;
-    for (size_t j = 0; j < cols; ++j) o[j] += scale * s[j];
+void transpose_into(float* bt, const float* b, size_t rows, size_t r) {
+  for (size_t c = 0; c < rows; ++c) {
+    for (size_t k = 0; k < r; ++k) bt[k * rows + c] = b[c * r + k];
   }
 }
 
-void add_scaled_columns(bf16* out, size_t ld, size_t col0, const float* t, size_t cols, size_t N,
+LoraViews lora_views_of(const std::vector<LoraModuleView>& modules, int num_layers, int r,
                         float scale) {
-#pragma omp parallel for schedule(static)
-  for (size_t n = 0; n < N; ++n) {
-    bf16* o = out + n * ld + col0;
-    const float* s = t + n * cols;
-    for (size_t j = 0; j < cols; ++j) o[j] = float_to_bf16(bf16_to_float(o[j]) + scale * s[j]);
+  LoraViews v;
+  v.r = r, v.scale = scale;
+  v.sites.assign(size_t(num_layers), {});
+  for (const LoraModuleView& m : modules) {
+    auto& range = v.sites[size_t(m.p.layer)][size_t(lora_site_of(m.p.role))];
+    if (range[0] == range[1]) range = {v.modules.size(), v.modules.size()};
+    ++range[1];
+    v.modules.push_back(m);
   }
-}
-
-void gather_scaled_columns(float* g, const float* dout, size_t ld, size_t col0, size_t cols,
-                           size_t N, float scale) {
-#pragma omp parallel for schedule(static)
-  for (size_t n = 0; n < N; ++n) {
-    const float* d = dout + n * ld + col0;
-    float* o = g + n * cols;
-    for (size_t j = 0; j < cols; ++j) o[j] = scale * d[j];
-  }
+  return v;
 }
 
 size_t lora_activation_floats(int r, std::span<const LoraModuleShape> modules, size_t BT,
                               bool dropout) {
-  size_t rows = 0, in = 0;
-  for (const LoraModuleShape& m : modules) rows = std::max(rows, m.rows), in = std::max(in, m.in);
-  // u per module; t and g share; gB; dx; the dropped input.
-  return BT * (size_t(r) * modules.size() + rows + size_t(r) + in + (dropout ? in : 0));
+  size_t in = 0;
+  for (const LoraModuleShape& m : modules) in = std::max(in, m.in);
+  // u per module; gB; with dropout dx and the dropped input.
+  return BT * (size_t(r) * modules.size() + size_t(r) + (dropout ? 2 * in : 0));
 }
 
 namespace {

@@ -1,5 +1,3 @@
-// The elementwise parts of the LoRA passes (core/model/lora_views.h), on N rows of a matmul's
-// output of row length ld, whose columns [col0, col0 + cols) a module adapts.
 #pragma once
 
 #include <cstddef>
@@ -9,15 +7,10 @@
 
 namespace llmcpu {
 
-// out[n, col0 + j] += scale * t[n, j] (t is (N, cols)); a bf16 out is widened, added to and
-// rounded to nearest even.
-void add_scaled_columns(float* out, size_t ld, size_t col0, const float* t, size_t cols, size_t N,
-                        float scale);
-void add_scaled_columns(bf16* out, size_t ld, size_t col0, const float* t, size_t cols, size_t N,
-                        float scale);
-// g[n, j] = scale * dout[n, col0 + j] (g is (N, cols)).
-void gather_scaled_columns(float* g, const float* dout, size_t ld, size_t col0, size_t cols,
-                           size_t N, float scale);
+// The elementwise parts of the LoRA passes (core/model/lora_views.h); the products are the kernel
+// tables' (simd/kernels.h's lora_* entries and GEMMs).
+// B^T (r, rows) of B (rows, r): what the forward's rank update reads.
+void transpose_into(float* bt, const float* b, size_t rows, size_t r);
 // dst[i] += src[i] over N values.
 void add_into(float* dst, const float* src, size_t N);
 

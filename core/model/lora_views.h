@@ -18,6 +18,7 @@
 #include <span>
 #include <vector>
 
+#include "core/model/parameters.h"
 #include "simd/bf16.h"
 
 namespace llmcpu {
@@ -46,19 +47,18 @@ struct LoraParams {
 struct LoraModuleView {
   LoraModuleParams p;
   const bf16* A16;  // (r, in) bf16(A), or null in fp32
+  const float* Bt;  // (r, rows) B transposed, as the forward's rank update reads it
   float* u;         // (B*T, r) x A^T of the last forward pass
 };
 
 // The modules of each layer's four matmuls, and the scratch their passes share (sized for B*T
-// rows): t (rows of the widest module's output), g (the same), gB (r), dx (the widest input).
+// rows): gB (r), and with dropout dx (the widest input) and the dropped input.
 struct LoraViews {
   int r = 0;
   float scale = 1.0f;
   std::vector<LoraModuleView> modules;  // by layer, then role, then col0
   // [layer][site]: the modules' range in `modules`; site 0..3 = qkvw, attprojw, fcw, fcprojw.
   std::vector<std::array<std::array<size_t, 2>, 4>> sites;
-  float* t = nullptr;
-  float* g = nullptr;
   float* gB = nullptr;
   float* dx = nullptr;
   // Dropout: p, whether this pass is a training one, the pass's seed, and the dropped input
@@ -91,5 +91,14 @@ size_t lora_activation_floats(int r, std::span<const LoraModuleShape> modules, s
 
 // The sites in the order of LoraViews::sites.
 enum LoraSite : int { kLoraQkv, kLoraAttproj, kLoraFc, kLoraFcproj };
+// The site of a module on the weight of that TensorRole (-1: not a layer's matmul weight).
+inline int lora_site_of(int role) {
+  return role == kQkvw ? kLoraQkv : role == kAttprojw ? kLoraAttproj : role == kFcw ? kLoraFc
+       : role == kFcprojw ? kLoraFcproj : -1;
+}
+// The views of `modules` (each with its pointers, or none where only shapes matter): grouped by
+// layer and site in the order they come (the caller sorts them by layer, site, col0).
+LoraViews lora_views_of(const std::vector<LoraModuleView>& modules, int num_layers, int r,
+                        float scale);
 
 }  // namespace llmcpu

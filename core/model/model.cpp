@@ -210,10 +210,7 @@ void Model::refresh_weight_copies() {
   if (offload_active() && !copies_.device_present()) configure_device();
   if (copies_.device_stale()) device_->set_parameters(params_data_);
   copies_.device_refreshed();
-  if (!bf16_ || !lora_attached()) return;
-  for (const LoraModuleView& m : lora_views_.modules) {  // the adapters change every step
-    bf16_->bf16_kernels().to_bf16(const_cast<bf16*>(m.A16), m.p.A, size_t(lora_.r) * m.p.in);
-  }
+  refresh_lora_copies();  // the adapters change every step
 }
 
 void Model::check_device(BlockDevice& device, const OffloadLayers& layers) const {

@@ -167,6 +167,9 @@ class Model {
   void attach_lora(const LoraParams& lora);
   void detach_lora();
   bool lora_attached() const { return lora_.r > 0; }
+  // B^T and (bf16) A's copies from the adapters' current weights: each pass makes them itself;
+  // generation, which runs on what the model holds, needs this after the adapters changed.
+  void refresh_lora_copies();
   // The adapters' dropout masks in the next training passes come from `seed` (the caller's
   // position in its run: the same seed, the same masks).
   void set_lora_seed(uint64_t seed) { lora_views_.seed = seed; }
@@ -262,8 +265,9 @@ class Model {
   // LoRA: the caller's modules, and the views the passes take (u, scratch, A's bf16 copies).
   LoraParams lora_;
   LoraViews lora_views_;
-  AlignedBuffer<float> lora_acts_;  // u of every module, then t, g, gB, dx
+  AlignedBuffer<float> lora_acts_;  // u of every module, then gB (and with dropout dx, xd)
   AlignedBuffer<bf16> lora_a16_;    // bf16 model: each module's A rounded
+  AlignedBuffer<float> lora_bt_;    // each module's B transposed (the forward's rank update)
   void plan_lora();
   AlignedBuffer<int> inputs_;   // (B, T) of the last pass
   AlignedBuffer<int> targets_;  // (B, T)

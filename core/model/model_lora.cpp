@@ -12,35 +12,26 @@ namespace llmcpu {
 namespace {
 
 int lora_site(int role) {
-  switch (role) {
-    case kQkvw:
-      return kLoraQkv;
-    case kAttprojw:
-      return kLoraAttproj;
-    case kFcw:
-      return kLoraFc;
-    case kFcprojw:
-      return kLoraFcproj;
-    default:
-      throw Error("attach_lora: a module on a tensor that is not a layer's matmul weight");
-  }
+  const int site = lora_site_of(role);
+  if (site < 0) throw Error("attach_lora: a module on a tensor that is not a layer's matmul weight");
+  return site;
 }
 
 // The adapters' activations and scratch for BT rows (lora_activation_floats): each module's u,
-// then t (the forward's) sharing with g (the backward's), gB and dx.
+// then gB, and with dropout dx and the dropped input.
 struct LoraSizes {
-  size_t u = 0, t = 0, gB = 0, dx = 0, xd = 0;
-  size_t total() const { return u + t + gB + dx + xd; }
+  size_t u = 0, gB = 0, dx = 0, xd = 0;
+  size_t total() const { return u + gB + dx + xd; }
 };
 LoraSizes lora_sizes(const LoraParams& lora, size_t BT) {
   LoraSizes s;
-  size_t rows = 0, in = 0;
+  size_t in = 0;
   for (const LoraModuleParams& m : lora.modules) {
     s.u += BT * size_t(lora.r);
-    rows = std::max(rows, m.rows), in = std::max(in, m.in);
+    in = std::max(in, m.in);
   }
-  s.t = BT * rows, s.gB = BT * size_t(lora.r), s.dx = BT * in;
-  s.xd = lora.dropout > 0 ? BT * in : 0;
+  s.gB = BT * size_t(lora.r);
+  if (lora.dropout > 0) s.dx = s.xd = BT * in;
   return s;
 }
 std::vector<LoraModuleShape> shapes_of(const LoraParams& lora) {
@@ -81,6 +72,9 @@ void Model::attach_lora(const LoraParams& lora) {
   size_t a_count = 0;
   for (const LoraModuleParams& m : lora_.modules) a_count += size_t(lora_.r) * m.in;
   lora_a16_ = bf16_ ? AlignedBuffer<bf16>(a_count) : AlignedBuffer<bf16>();
+  size_t b_count = 0;
+  for (const LoraModuleParams& m : lora_.modules) b_count += size_t(lora_.r) * m.rows;
+  lora_bt_ = AlignedBuffer<float>(b_count);
   lora_acts_ = AlignedBuffer<float>();
   lora_views_ = LoraViews{};
   if (arena_.batch() > 0) plan_lora();
@@ -91,6 +85,7 @@ void Model::detach_lora() {
   lora_views_ = LoraViews{};
   lora_acts_ = AlignedBuffer<float>();
   lora_a16_ = AlignedBuffer<bf16>();
+  lora_bt_ = AlignedBuffer<float>();
 }
 
 const LoraViews* Model::lora_views() const {
@@ -112,23 +107,30 @@ void Model::plan_lora() {
   lora_acts_ = AlignedBuffer<float>(sizes.total());
   float* u = lora_acts_.data();
   bf16* a16 = lora_a16_.data();
-  LoraViews v;
-  v.r = lora_.r, v.scale = lora_.scale, v.seed = lora_views_.seed;
-  v.sites.assign(size_t(config_.num_layers), {});
+  float* bt = lora_bt_.data();
+  std::vector<LoraModuleView> modules;
   for (const LoraModuleParams& m : lora_.modules) {
-    auto& range = v.sites[size_t(m.layer)][size_t(lora_site(m.role))];
-    if (range[0] == range[1]) range = {v.modules.size(), v.modules.size()};
-    ++range[1];
-    v.modules.push_back({m, bf16_ ? a16 : nullptr, u});
+    modules.push_back({m, bf16_ ? a16 : nullptr, bt, u});
     u += BT * r;
+    bt += r * m.rows;
     if (bf16_) a16 += r * m.in;
   }
-  v.t = v.g = u;
-  v.gB = u + sizes.t;
-  v.dx = v.gB + sizes.gB;
+  LoraViews v = lora_views_of(modules, config_.num_layers, lora_.r, lora_.scale);
+  v.seed = lora_views_.seed;
+  v.gB = u;
+  v.dx = sizes.dx > 0 ? v.gB + sizes.gB : nullptr;
   v.dropout = lora_.dropout;
   v.xd = sizes.xd > 0 ? v.dx + sizes.dx : nullptr;
   lora_views_ = std::move(v);
+  refresh_lora_copies();
+}
+
+void Model::refresh_lora_copies() {
+  for (const LoraModuleView& m : lora_views_.modules) {
+    transpose_into(const_cast<float*>(m.Bt), m.p.B, m.p.rows, size_t(lora_.r));
+    if (!bf16_) continue;
+    bf16_->bf16_kernels().to_bf16(const_cast<bf16*>(m.A16), m.p.A, size_t(lora_.r) * m.p.in);
+  }
 }
 
 }  // namespace llmcpu

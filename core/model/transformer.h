@@ -151,7 +151,7 @@ void lora_forward(X& x, const LoraViews* lora, int l, int site, O* out, size_t l
   if (!lora) return;
   for (const LoraModuleView& m : lora->site(l, site)) {
     x.lora_down(m.u, lora_input(x, *lora, m, inp, N), m, N, lora->r);
-    x.lora_up(out, ld, lora->t, m, N, lora->r, lora->scale);
+    x.lora_up(out, ld, m, N, lora->r, lora->scale);
   }
 }
 // Their backward from dout (N rows of ld, the matmul's output gradient): dA, dB accumulated and
@@ -161,7 +161,7 @@ void lora_backward(X& x, const LoraViews* lora, int l, int site, float* dinp, co
                    size_t ld, const G* inp, size_t N) {
   if (!lora) return;
   for (const LoraModuleView& m : lora->site(l, site)) {
-    x.lora_up_backward(lora->gB, lora->g, dout, ld, m, N, lora->r, lora->scale);
+    x.lora_up_backward(lora->gB, dout, ld, m, N, lora->r, lora->scale);
     const G* in = lora_input(x, *lora, m, inp, N);  // the forward's mask again
     const float p = lora->dropping() ? lora->dropout : 0.0f;
     x.lora_down_backward(dinp, lora->dx, lora->gB, in, m, N, lora->r, p, lora->seed_of(m));

@@ -317,6 +317,7 @@ const std::vector<int>& Trainer::sample(int step) {
   // Its own RNG, seeded from the run's seed and the step: sampling never disturbs training.
   Rng rng(opt_.seed ^ (0xA5A5A5A5ull + uint64_t(step) * 0x9E3779B97F4A7C15ull));
   model_->fetch_device_state(true, false);  // the generator reads the master weights
+  model_->refresh_lora_copies();            // and the adapters as they are now
   const ModelConfig& c = model_->config();
   const int eot = opt_.sample_start >= 0 && opt_.sample_start < c.vocab_size ? opt_.sample_start
                   : c.vocab_size > 50256                                     ? 50256

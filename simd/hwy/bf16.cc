@@ -1,8 +1,8 @@
 // The bf16 kernel table of one Highway target (simd/bf16.h): fp32 <-> bf16 conversions here; the
 // portable bf16 GEMMs, which widen their operands exactly to fp32 inside the fp32 GEMM's packing
 // (bf16_matmul.cc); the layernorm, GELU (and GeGLU), RMSNorm, per-head RMSNorm, RoPE, SwiGLU,
-// AdamW and flash attention entries from their family files (written once for float and bf16
-// operands).
+// AdamW, LoRA rank update and flash attention entries from their family files (written once for
+// float and bf16 operands).
 // x86 CPUs with AVX512-BF16 get a faster GEMM from simd/x86/, Arm CPUs with BF16 one from simd/arm/
 // (chosen in simd/bf16_dispatch.cpp).
 #undef HWY_TARGET_INCLUDE
@@ -27,6 +27,7 @@ void FillHeadRmsNormBf16(Bf16Kernels& t);
 void FillRopeBf16(Bf16Kernels& t);
 void FillSwiGluBf16(Bf16Kernels& t);
 void FillAdamWBf16(Bf16Kernels& t);
+void FillLoraBf16(Bf16Kernels& t);                   // lora.cc
 void FillFlashAttentionBf16(Bf16Kernels& t);         // flash_attention.cc
 bool FillMatmulBf16(Bf16Kernels& t, bool use_xsmm);  // bf16_matmul.cc
 
@@ -66,6 +67,7 @@ void FillBf16(Bf16Kernels& t, std::string_view target, bool use_xsmm) {
   FillRopeBf16(t);
   FillSwiGluBf16(t);
   FillAdamWBf16(t);
+  FillLoraBf16(t);
   FillFlashAttentionBf16(t);
 }
 

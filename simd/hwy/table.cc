@@ -20,6 +20,7 @@ void FillLayerNorm(KernelTable& t);
 void FillRmsNorm(KernelTable& t);
 void FillHeadRmsNorm(KernelTable& t);
 bool FillMatmul(KernelTable& t, bool use_xsmm);
+void FillLora(KernelTable& t);
 void FillAttention(KernelTable& t);
 void FillFlashAttention(KernelTable& t);
 void FillRope(KernelTable& t);
@@ -42,6 +43,7 @@ const hwy_tables::TargetTables* Tables() {
     FillLayerNorm(t);
     FillRmsNorm(t);
     FillHeadRmsNorm(t);
+    FillLora(t);
     FillAttention(t);
     FillFlashAttention(t);
     FillRope(t);

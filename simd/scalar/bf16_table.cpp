@@ -11,6 +11,7 @@
 #include "simd/scalar/gelu.h"
 #include "simd/scalar/head_rmsnorm.h"
 #include "simd/scalar/layernorm.h"
+#include "simd/scalar/lora.h"
 #include "simd/scalar/matmul.h"
 #include "simd/scalar/rmsnorm.h"
 #include "simd/scalar/rope.h"
@@ -166,6 +167,16 @@ void flash_attention_backward(float* dqkv, const float* dout, const bf16* out, c
                                           opt);
 }
 
+// The block widened into a contiguous copy, updated by the fp32 reference, and rounded back.
+void lora_rank_update(bf16* out, size_t ld_out, const float* u, size_t ld_u, const float* w,
+                      size_t N, int r, int cols, float scale) {
+  const size_t C = size_t(cols);
+  std::vector<float> y(N * C);
+  for (size_t n = 0; n < N; ++n) to_f32(y.data() + n * C, out + n * ld_out, C);
+  scalar::lora_rank_update<float>(y.data(), C, u, ld_u, w, N, r, cols, scale);
+  for (size_t n = 0; n < N; ++n) to_bf16(out + n * ld_out, y.data() + n * C, C);
+}
+
 void adamw_update(float* param, bf16* param_bf16, float* m, float* v, float* grad, size_t N,
                   const scalar::AdamWStep& step) {
   scalar::adamw_update<float>(param, m, v, grad, N, step);
@@ -197,6 +208,7 @@ const Bf16Kernels& scalar_bf16_kernels() {
       .geglu_backward = geglu_backward,
       .flash_attention_forward = flash_attention_forward,
       .flash_attention_backward = flash_attention_backward,
+      .lora_rank_update = lora_rank_update,
       .adamw_update = adamw_update,
       .matmul_forward_scratch = no_scratch::matmul_forward,
       .matmul_backward_scratch = no_scratch::matmul_backward,

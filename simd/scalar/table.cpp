@@ -6,6 +6,7 @@
 #include "simd/scalar/gelu.h"
 #include "simd/scalar/head_rmsnorm.h"
 #include "simd/scalar/layernorm.h"
+#include "simd/scalar/lora.h"
 #include "simd/scalar/matmul.h"
 #include "simd/scalar/reduce.h"
 #include "simd/scalar/residual.h"
@@ -32,6 +33,9 @@ const KernelTable& scalar_kernels() {
       .head_rmsnorm_backward = scalar::head_rmsnorm_backward<float>,
       .matmul_forward = scalar::matmul_forward<float>,
       .matmul_backward = scalar::matmul_backward<float>,
+      .lora_rank_update = scalar::lora_rank_update<float>,
+      .lora_project = scalar::lora_project<float>,
+      .lora_outer_accumulate = scalar::lora_outer_accumulate<float>,
       .attention_forward = scalar::attention_forward<float>,
       .attention_backward = scalar::attention_backward<float>,
       .flash_attention_forward = scalar::flash_attention_forward<float>,
