@@ -45,8 +45,9 @@ std::set<std::string> minimal_suffixes(const std::set<std::string>& targets,
   for (const std::string& t : targets) items.push_back({suffixes(t), t});
   std::sort(items.begin(), items.end());
   std::set<std::string> required;
-  for (const auto& [item_suffixes, item] : items) {
-    for (const std::string& s : item_suffixes) {
+  for (const auto& entry : items) {
+    const std::string& item = entry.second;  // (a lambda cannot capture a structured binding)
+    for (const std::string& s : entry.first) {
       if (required.count(s) || taken_by_others.count(s)) continue;
       const bool covered = std::any_of(required.begin(), required.end(), [&](const std::string& r) {
         return ends_with_part(item, r);

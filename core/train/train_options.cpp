@@ -87,7 +87,10 @@ void check_lora_options(const TrainOptions& o) {
                         " needs --lora R (the adapters' rank) or --adapter DIR");
     return;
   }
-  require(o.plugin.empty(), "--plugin with LoRA: the device runs no adapters yet");
+  const std::string lora_flag = o.adapter.empty() ? "--lora " + std::to_string(o.lora_r)
+                                                  : "--adapter " + o.adapter;
+  require(o.plugin.empty(), lora_flag + " with --plugin " + o.plugin +
+                                ": a device runs no LoRA adapters yet; leave --plugin out");
   require(o.resume.empty(), std::string(o.adapter.empty() ? "--lora" : "--adapter") +
                                 " with --resume: the checkpoint holds the adapter it goes on "
                                 "training (give --model, its base, and no LoRA flags)");

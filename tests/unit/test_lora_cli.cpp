@@ -82,6 +82,17 @@ TEST_F(LoraCli, TrainSavesPeftFoldersAndCheckpointsThatResumeBitForBit) {
               read_bytes(adapter_file(checkpoint_adapter_path(ref, step))))
         << "adapter, step " << step;
   }
+  // --save-merged is convert --adapter's merge of the saved adapter, byte for byte.
+  const std::string merged = path("merged"), converted = path("converted");
+  ASSERT_EQ(run_llmcpu(train_args(2) + " --save " + shell_quote(path("two")) + " --save-merged " +
+                       shell_quote(merged))
+                .status,
+            0);
+  const Outcome c = run_llmcpu("convert " + shell_quote(path("hf")) + " " + shell_quote(converted) +
+                               " --adapter " + shell_quote(path("two")));
+  ASSERT_EQ(c.status, 0) << c.output;
+  EXPECT_EQ(read_bytes(merged + "/model.safetensors"), read_bytes(converted + "/model.safetensors"));
+  EXPECT_NE(read_bytes(merged + "/model.safetensors"), read_bytes(path("hf") + "/model.safetensors"));
   // A checkpoint's adapter folder is an adapter --adapter starts from.
   const Outcome again = run_llmcpu("train --model " + shell_quote(path("hf")) + " --adapter " +
                                    shell_quote(checkpoint_adapter_path(ref, 6)) + data_args(1));
