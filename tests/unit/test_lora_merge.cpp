@@ -20,6 +20,7 @@
 #include "tests/common/temp_files.h"
 #include "tests/common/tiny_config.h"
 #include "tests/unit/llama_files.h"
+#include "tests/unit/lora_configs.h"
 
 namespace llmcpu {
 namespace {
@@ -75,22 +76,8 @@ void expect_same_bits(const std::vector<float>& got, const std::vector<float>& w
   EXPECT_EQ(differ, 0u) << "first at " << first << ": " << got[first] << " against " << want[first];
 }
 
-ModelConfig llama_config(int layers) {
-  const nlohmann::json cfg = {{"model_type", "llama"},
-                              {"hidden_size", 32},
-                              {"intermediate_size", 48},
-                              {"num_hidden_layers", layers},
-                              {"num_attention_heads", 4},
-                              {"num_key_value_heads", 2},
-                              {"head_dim", 8},
-                              {"max_position_embeddings", 16},
-                              {"vocab_size", 40},
-                              {"rms_norm_eps", 1e-6}};
-  return read_llama_config(cfg, "config.json");
-}
-
 TEST(LoraMerge, LlamaModulesAreTheirRowBlocksOfTheFusedWeights) {
-  const ModelConfig c = llama_config(2);  // C 32, q 4 x 8 rows, k and v 2 x 8, H 48
+  const ModelConfig c = testing::lora_llama_config(2);  // C 32, q 4 x 8 rows, k and v 2 x 8, H 48
   const ParameterLayout layout(c);
   const LoraOptions o{
       .r = 3, .alpha = 7, .targets = {"k_proj", "up_proj", "o_proj"}, .rslora = true};
@@ -129,11 +116,11 @@ TEST(LoraMerge, Gpt2ModulesAreWholeWeights) {
 }
 
 TEST(LoraMerge, AnAdapterOfAnotherShapeIsRefused) {
-  const ModelConfig c = llama_config(2);
+  const ModelConfig c = testing::lora_llama_config(2);
   const ParameterLayout layout(c);
   std::vector<float> params(layout.total());
   // Layer 2 of a 3-layer model's adapter: not in a 2-layer model.
-  const LoraAdapter a(llama_config(3), LoraOptions{.r = 2, .alpha = 2, .targets = {"v_proj"}});
+  const LoraAdapter a(testing::lora_llama_config(3), LoraOptions{.r = 2, .alpha = 2, .targets = {"v_proj"}});
   try {
     merge_adapter(params.data(), layout, c, a);
     FAIL() << "merged an adapter of another model";
@@ -189,8 +176,8 @@ TEST_F(ConvertAdapter, RefusesWhatDoesNotMakeSense) {
       {path("hf"), path("out"), path("adapter_c32"),
        "model.layers.0.mlp.gate_proj.lora_A.weight is (2, 32)"},
   };
-  LoraAdapter other(llama_config(1), LoraOptions{.r = 2, .alpha = 3, .targets = {"gate_proj"}});
-  write_peft_adapter(path("adapter_c32"), llama_config(1), other, {});
+  LoraAdapter other(testing::lora_llama_config(1), LoraOptions{.r = 2, .alpha = 3, .targets = {"gate_proj"}});
+  write_peft_adapter(path("adapter_c32"), testing::lora_llama_config(1), other, {});
   for (const auto& c : cases) {
     SCOPED_TRACE(c.words);
     const Outcome r = convert(c.in, c.out, c.adapter);

@@ -25,35 +25,13 @@
 #include "simd/bf16.h"
 #include "simd/error.h"
 #include "tests/common/temp_files.h"
+#include "tests/unit/lora_configs.h"
 
 namespace llmcpu {
 namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
-
-ModelConfig llama_config(int layers) {
-  const json cfg = {{"model_type", "llama"},
-                    {"hidden_size", 32},
-                    {"intermediate_size", 48},
-                    {"num_hidden_layers", layers},
-                    {"num_attention_heads", 4},
-                    {"num_key_value_heads", 2},
-                    {"head_dim", 8},
-                    {"max_position_embeddings", 16},
-                    {"vocab_size", 40},
-                    {"rms_norm_eps", 1e-6}};
-  return read_llama_config(cfg, "config.json");
-}
-
-ModelConfig gpt2_config(int layers) {
-  return {.max_seq_len = 16,
-          .vocab_size = 40,
-          .padded_vocab_size = 64,
-          .num_layers = layers,
-          .num_heads = 2,
-          .channels = 16};
-}
 
 // adapter_config.json as PEFT 0.17.1's save_pretrained writes it (lora_reference.adapter_config).
 json peft_config(const json& target_modules) {
@@ -211,7 +189,7 @@ TEST_F(PeftFiles, ConfigAcceptsPeftsFileAndAMinimalOne) {
 
 // (b) What read_peft_adapter refuses in adapter_model.safetensors, naming the file and the tensor.
 TEST_F(PeftFiles, AdapterRefusesAMissingTensor) {
-  const ModelConfig c = llama_config(2);
+  const ModelConfig c = testing::lora_llama_config(2);
   const LoraAdapter a = write_valid_folder(c);
   const std::string gone = "base_model.model.model.layers.1.self_attn.v_proj.lora_B.weight";
   write_weights(tensors_of(a, gone));
@@ -220,7 +198,7 @@ TEST_F(PeftFiles, AdapterRefusesAMissingTensor) {
 }
 
 TEST_F(PeftFiles, AdapterRefusesAnUnexpectedTensor) {
-  const ModelConfig c = llama_config(2);
+  const ModelConfig c = testing::lora_llama_config(2);
   const LoraAdapter a = write_valid_folder(c);
   std::vector<TensorToWrite> t = tensors_of(a, "");
   // k_proj is a module of the model, but target_modules does not select it.
@@ -232,7 +210,7 @@ TEST_F(PeftFiles, AdapterRefusesAnUnexpectedTensor) {
 }
 
 TEST_F(PeftFiles, AdapterRefusesAWronglyShapedA) {
-  const ModelConfig c = llama_config(2);
+  const ModelConfig c = testing::lora_llama_config(2);
   const LoraAdapter a = write_valid_folder(c);
   // q_proj's A (r, in) = (4, 32) stored transposed, as (in, r).
   const std::string name = "base_model.model.model.layers.0.self_attn.q_proj.lora_A.weight";
@@ -244,7 +222,7 @@ TEST_F(PeftFiles, AdapterRefusesAWronglyShapedA) {
 }
 
 TEST_F(PeftFiles, AdapterRefusesAPickleWithoutSafetensors) {
-  const ModelConfig c = llama_config(2);
+  const ModelConfig c = testing::lora_llama_config(2);
   write_valid_folder(c);
   fs::remove(weights_path());
   testing::write_bytes(path("adapter_model.bin"), {0x80, 0x02, 0x7d, 0x71, 0x00, 0x2e});
@@ -255,11 +233,11 @@ TEST_F(PeftFiles, AdapterRefusesAPickleWithoutSafetensors) {
 // (c) target_modules as PEFT saves them: sorted, condensed from 20 modules on.
 TEST(PeftTargetModules, TwentyOrMoreAreCondensedToTheShortestSuffixes) {
   // Llama, 3 layers, all-linear: 21 modules; each last name is unique to its kind.
-  EXPECT_EQ(saved_target_modules(llama_config(3), {"all-linear"}),
+  EXPECT_EQ(saved_target_modules(testing::lora_llama_config(3), {"all-linear"}),
             (std::vector<std::string>{"down_proj", "gate_proj", "k_proj", "o_proj", "q_proj",
                                       "up_proj", "v_proj"}));
   // GPT-2, 24 layers, attn.c_proj named in each: "c_proj" would select mlp.c_proj too.
-  const ModelConfig g = gpt2_config(24);
+  const ModelConfig g = testing::lora_gpt2_config(24);
   std::vector<std::string> full;
   for (int l = 0; l < 24; ++l)
     full.push_back("transformer.h." + std::to_string(l) + ".attn.c_proj");
@@ -268,7 +246,7 @@ TEST(PeftTargetModules, TwentyOrMoreAreCondensedToTheShortestSuffixes) {
   // number ("down_proj" and "mlp.down_proj" also end layer 2's name), the rest their last names
   // (by hand from PEFT's algorithm: items in the order of their suffix lists, shortest suffix that
   // no untargeted module has, unless one taken already covers the item).
-  const ModelConfig c = llama_config(3);
+  const ModelConfig c = testing::lora_llama_config(3);
   std::vector<std::string> twenty = names(lora_modules(c));
   std::erase(twenty, "model.layers.2.mlp.down_proj");
   ASSERT_EQ(twenty.size(), 20u);
@@ -279,7 +257,7 @@ TEST(PeftTargetModules, TwentyOrMoreAreCondensedToTheShortestSuffixes) {
 }
 
 TEST(PeftTargetModules, FewerAreKeptAsGivenSorted) {
-  const ModelConfig c = llama_config(2);
+  const ModelConfig c = testing::lora_llama_config(2);
   EXPECT_EQ(saved_target_modules(c, {"v_proj", "q_proj"}),
             (std::vector<std::string>{"q_proj", "v_proj"}));
   // all-linear on 2 layers: 14 modules, their full names.
@@ -289,7 +267,7 @@ TEST(PeftTargetModules, FewerAreKeptAsGivenSorted) {
   EXPECT_EQ(all.front(), "model.layers.0.mlp.down_proj");
   EXPECT_EQ(all.back(), "model.layers.1.self_attn.v_proj");
   // One suffix on 24 GPT-2 layers is one entry: nothing to condense.
-  EXPECT_EQ(saved_target_modules(gpt2_config(24), {"attn.c_proj"}),
+  EXPECT_EQ(saved_target_modules(testing::lora_gpt2_config(24), {"attn.c_proj"}),
             (std::vector<std::string>{"attn.c_proj"}));
 }
 
@@ -297,7 +275,7 @@ TEST(PeftTargetModules, FewerAreKeptAsGivenSorted) {
 TEST_F(PeftFiles, WriteThenReadRoundTripsTheTensorsExactly) {
   for (const bool gpt2 : {false, true}) {
     SCOPED_TRACE(gpt2 ? "gpt2" : "llama");
-    const ModelConfig c = gpt2 ? gpt2_config(2) : llama_config(2);
+    const ModelConfig c = gpt2 ? testing::lora_gpt2_config(2) : testing::lora_llama_config(2);
     const LoraOptions o{.r = 3,
                         .alpha = 6.5,
                         .targets = gpt2 ? std::vector<std::string>{"c_attn", "mlp.c_proj"}
@@ -339,7 +317,7 @@ TEST_F(PeftFiles, WriteThenReadRoundTripsTheTensorsExactly) {
 
 // A bf16 adapter file: read to fp32 exactly, written back in bf16 to the same bytes.
 TEST_F(PeftFiles, Bf16AdapterRoundTripsThroughFp32) {
-  const ModelConfig c = llama_config(2);
+  const ModelConfig c = testing::lora_llama_config(2);
   LoraAdapter a(c, LoraOptions{.r = 2, .alpha = 4, .targets = {"o_proj"}}, 3);
   for (size_t i = 0; i < a.size(); ++i) a.params()[i] = bf16_to_float(float_to_bf16(a.params()[i]));
   PeftAdapterConfig saved;
