@@ -408,8 +408,13 @@ float Model::forward_backward(const int* inputs, const int* targets, int B, int 
   // loss = (1/BT) sum of per-token losses, so each token's loss has gradient loss_scale / BT.
   if (offload_active()) return offloaded_pass(true, loss_scale / float((size_t)B * T), hook);
   float loss = 0;
+  // Dropout, where the adapters have it, in this pass only (also when it throws).
+  struct TrainingPass {
+    bool& on;
+    explicit TrainingPass(bool& flag) : on(flag) { on = true; }
+    ~TrainingPass() { on = false; }
+  } training(lora_views_.training);
   run([&](auto& x, const auto& a) {
-    lora_views_.training = true;  // dropout, where the adapters have it
     model_forward(x, config_, compute_params(), a, inputs_.data(), B, T, lora_views());
     // loss = (1/BT) sum of per-token losses, so each token's loss has gradient loss_scale / BT.
     loss = head(x, a, true, loss_scale / float((size_t)B * T));
@@ -419,7 +424,6 @@ float Model::forward_backward(const int* inputs, const int* targets, int B, int 
           if (hook) hook->gradients_ready(l);
         },
         lora_views());
-    lora_views_.training = false;
   });
   return loss;
 }
