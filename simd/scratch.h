@@ -20,6 +20,8 @@ enum class ScratchSlot {
   kBf16A,  // the bf16 path's converted or packed operands (simd/bf16*, simd/x86/, simd/arm/)
   kBf16B,
   kBf16C,
+  kQuantWeight,  // a quantized weight's decoded panel (simd/quant/quant_matmul.h)
+  kQuantOut,     // the panel's GEMM output before it is placed in the full output
   kCount
 };
 inline constexpr size_t kScratchSlots = static_cast<size_t>(ScratchSlot::kCount);

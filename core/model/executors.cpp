@@ -3,14 +3,14 @@
 namespace llmcpu {
 
 Bf16Executor::Bf16Executor(const KernelTable& k, const Bf16Kernels& h, const float* master,
-                           size_t count)
+                           size_t count, bool fill)
     : Fp32Executor{k},
       h_(h),
       master_(master),
       copy_(count),
       copy_data_(copy_.data()),
       count_(count) {
-  refresh();  // first touch by the converting threads
+  if (fill) refresh();  // first touch by the converting threads
 }
 
 }  // namespace llmcpu

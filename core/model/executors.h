@@ -21,8 +21,10 @@
 
 #include "core/model/lora_ops.h"
 #include "core/model/lora_views.h"
+#include "core/model/quantized_base.h"
 #include "core/util/aligned_buffer.h"
 #include "simd/bf16.h"
+#include "simd/error.h"
 #include "simd/kernels.h"
 
 namespace llmcpu {
@@ -30,6 +32,13 @@ namespace llmcpu {
 struct Fp32Executor {
   using Act = float;
   const KernelTable& k;
+  // A frozen base's quantized matmul weights (Model::freeze_base), found by the weight's pointer;
+  // null, or a weight it does not hold: the weight is the fp32 (or bf16 copy's) tensor there.
+  const QuantizedBase* quant = nullptr;
+
+  const QuantMatrix* quantized(const float* weight) const {
+    return quant ? quant->find(weight) : nullptr;
+  }
 
   void encoder_forward(float* out, const int* inp, const float* wte, const float* wpe, int B, int T,
                        int C) {
@@ -41,6 +50,7 @@ struct Fp32Executor {
   }
   void matmul_forward(float* out, const float* inp, const float* weight, const float* bias,
                       size_t N, int C, int OC) {
+    if (const QuantMatrix* q = quantized(weight)) return quant_matmul_forward(k, out, inp, *q, bias, N);
     k.matmul_forward(out, inp, weight, bias, N, C, OC);
   }
   // The layernorm's output again from its saved statistics (the forward's bits).
@@ -114,9 +124,22 @@ struct Fp32Executor {
                           const float* rstd, size_t N, int C) {
     k.layernorm_backward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C);
   }
+  // A quantized weight is frozen: its backward gives dinp alone (a frozen base has no dweight
+  // and no dbias).
   void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
                        const float* inp, const float* weight, size_t N, int C, int OC) {
+    if (const QuantMatrix* q = frozen_quantized(weight, dweight, dbias)) {
+      if (dinp) quant_matmul_backward(k, dinp, dout, inp, *q, N);
+      return;
+    }
     k.matmul_backward(dinp, dweight, dbias, dout, inp, weight, N, C, OC);
+  }
+  const QuantMatrix* frozen_quantized(const float* weight, const float* dweight,
+                                      const float* dbias) const {
+    const QuantMatrix* q = quantized(weight);
+    if (q && (dweight || dbias))
+      throw Error("a quantized base weight has no gradient: only its input's is computed");
+    return q;
   }
   // dqkv overwritten; out is the forward's output, lse its rows' log-sum-exp.
   void attention_backward(int /*l*/, float* dqkv, const float* dout, const float* out,
@@ -209,12 +232,23 @@ struct Fp32Executor {
 class Bf16Executor : public Fp32Executor {
  public:
   using Act = bf16;
-  Bf16Executor(const KernelTable& k, const Bf16Kernels& h, const float* master, size_t count);
+  // fill: round the master into the copy now (first touch by the converting threads); a frozen
+  // base leaves the copy untouched until Model::freeze_base fills the parts it computes with.
+  Bf16Executor(const KernelTable& k, const Bf16Kernels& h, const float* master, size_t count,
+               bool fill = true);
 
   // `wide` (B*T rows of the widest GEMM output stored in bf16) takes that fp32 output.
   void plan(float* wide) { wide_ = wide; }
   // Rounds the master weights into the copy (after a write the executor did not see).
   void refresh() { h_.to_bf16(copy_data_, master_, count_); }
+  // The same for `count` values from `offset`, and the copy's pages there given back (a tensor
+  // computed from elsewhere: a quantized base). Returns the bytes given back.
+  void refresh(size_t offset, size_t count) {
+    h_.to_bf16(copy_data_ + offset, master_ + offset, count);
+  }
+  size_t release(size_t offset, size_t count) {
+    return release_pages(copy_data_ + offset, count * sizeof(bf16));
+  }
   bf16* copy() { return copy_data_; }
   const bf16* copy() const { return copy_data_; }
   // From now on the master is at `master` and the copy at `copy`, memory the caller owns (shared
@@ -235,12 +269,18 @@ class Bf16Executor : public Fp32Executor {
   }
   void matmul_forward(float* out, const bf16* inp, const float* weight, const float* bias, size_t N,
                       int C, int OC) {
+    if (const QuantMatrix* q = quantized(weight)) {
+      return quant_matmul_forward(h_, out, inp, *q, bias, N);
+    }
     h_.matmul_forward(out, inp, copy_of(weight), bias, N, C, OC);
   }
   // A GEMM output stored in bf16 (qkv, fch): rounded in the GEMM's epilogue, or (a table without
   // one) fp32 into the scratch, then rounded.
   void matmul_forward(bf16* out, const bf16* inp, const float* weight, const float* bias, size_t N,
                       int C, int OC) {
+    if (const QuantMatrix* q = quantized(weight)) {
+      return quant_matmul_forward(h_, out, inp, *q, bias, N);
+    }
     if (h_.matmul_forward_bf16) {
       return h_.matmul_forward_bf16(out, inp, copy_of(weight), bias, N, C, OC);
     }
@@ -298,6 +338,10 @@ class Bf16Executor : public Fp32Executor {
   // fp32 dout (rounded to bf16 inside), the saved bf16 input and the bf16 weight; fp32 gradients.
   void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
                        const bf16* inp, const float* weight, size_t N, int C, int OC) {
+    if (const QuantMatrix* q = frozen_quantized(weight, dweight, dbias)) {
+      if (dinp) quant_matmul_backward(h_, dinp, dout, inp, *q, N);
+      return;
+    }
     h_.matmul_backward(dinp, dweight, dbias, dout, inp, copy_of(weight), N, C, OC);
   }
   // LoRA's products with the bf16 input: with A's bf16 copy (the up products stay fp32, u is).

@@ -32,7 +32,9 @@ struct DecodeExecutor : Fp32Executor {
 
   void matmul_forward(float* out, const float* inp, const float* weight, const float* bias,
                       size_t N, int C, int OC) {
-    if (!copy) return Fp32Executor::matmul_forward(out, inp, weight, bias, N, C, OC);
+    if (!copy || quantized(weight)) {  // a quantized base's weight: decoded to fp32
+      return Fp32Executor::matmul_forward(out, inp, weight, bias, N, C, OC);
+    }
     h->to_bf16(inp16, inp, N * C);
     h->matmul_forward(out, inp16, copy + (weight - master), bias, N, C, OC);
   }
@@ -123,7 +125,7 @@ const float* Generator::step(int token) {
     throw ShapeError("token " + std::to_string(token) + " is outside the vocabulary 0.." +
                      std::to_string(c.vocab_size - 1));
   }
-  DecodeExecutor x{{model_.kernels()}, kcache_.data(), vcache_.data(),
+  DecodeExecutor x{{model_.kernels(), model_.quantized_base()}, kcache_.data(), vcache_.data(),
                    scores_.data(),     max_len_,       pos_};
   if (model_.master_released()) {
     x.master = model_.params_flat();

@@ -90,9 +90,11 @@ Model::Model(const ModelConfig& config, const KernelTable& kernels, Precision pr
   }
   carve_views();
   if (precision_ == Precision::kBf16) {
+    // A frozen base's copy is filled where it is computed with, once frozen or at the first pass.
     bf16_ = std::make_unique<Bf16Executor>(kernels_,
                                            bf16_kernels ? *bf16_kernels : active_bf16_kernels(),
-                                           params_.data(), params_.size());
+                                           params_.data(), params_.size(), base_gradients_);
+    if (!base_gradients_) copies_.master_written();
   }
 }
 
@@ -120,9 +122,11 @@ const bf16* Model::params_bf16_flat() const { return bf16_ ? bf16_->copy() : nul
 void Model::refresh_bf16_weights() {
   if (!bf16_) return;
   if (copies_.master_released()) {
-    throw Error(
-        "the bf16 weight copy cannot be rebuilt: this rank keeps the fp32 master of the "
-        "matmul weights for its own parts only (ZeRO-1)");
+    throw Error(base_frozen_
+                    ? "the bf16 weight copy cannot be rebuilt: the frozen base's matmul weights "
+                      "are no longer held in fp32 (Model::freeze_base)"
+                    : "the bf16 weight copy cannot be rebuilt: this rank keeps the fp32 master "
+                      "of the matmul weights for its own parts only (ZeRO-1)");
   }
   if (copies_.memory_shared_by_ranks()) {
     throw Error(
@@ -138,7 +142,6 @@ void Model::release_master(const std::vector<ParameterSpan>& runs) {
     throw Error("Model::release_master: only a bf16 model computes without the fp32 master");
   }
   if (copies_.bf16_stale()) refresh_bf16_weights();
-  const uintptr_t page = uintptr_t(sysconf(_SC_PAGESIZE));
   for (const ParameterSpan& r : runs) {
     if (r.tensor < 0 || !ParameterLayout::matmul_weight(r.tensor) ||
         r.offset < layout_.offset(r.tensor) ||
@@ -146,13 +149,7 @@ void Model::release_master(const std::vector<ParameterSpan>& runs) {
       throw Error("Model::release_master: a run outside the layers' matmul weights");
     }
     // The whole pages inside the run; what they held reads as zeros from now on.
-    const uintptr_t begin = uintptr_t(params_data_ + r.offset);
-    const uintptr_t end = begin + r.count * sizeof(float);
-    const uintptr_t first = (begin + page - 1) / page * page, last = end / page * page;
-    if (last > first) {
-      madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
-      released_bytes_ += last - first;
-    }
+    released_bytes_ += release_pages(params_data_ + r.offset, r.count * sizeof(float));
   }
   copies_.master_memory_released();
 }
@@ -343,7 +340,7 @@ ActivationBytes Model::activation_bytes(int B, int T, const BatchOptions& option
 template <class F>
 void Model::run(F&& f) {
   if (bf16_) return f(*bf16_, arena_.acts_bf16);
-  Fp32Executor x{kernels_};
+  Fp32Executor x{kernels_, quant_.get()};
   f(x, arena_.acts);
 }
 

@@ -36,6 +36,7 @@
 #include "core/model/lora_views.h"
 #include "core/model/parameters.h"
 #include "core/model/precision.h"
+#include "core/model/quantized_base.h"
 #include "core/model/weight_copies.h"
 #include "core/util/aligned_buffer.h"
 #include "simd/bf16.h"
@@ -178,6 +179,27 @@ class Model {
   // was planned (their activations are sized then).
   const LoraViews* lora_views() const;
   bool base_gradients() const { return base_gradients_; }
+
+  // A frozen base (base_gradients false) computes from now on without the fp32 master of the
+  // layers' matmul weights, which it gives back to the system tensor by tensor: it holds them in
+  // `format` (int8 or nf4, block-quantized: core/model/quantized_base.h; QLoRA), or (kNone) in its
+  // bf16 copy (an fp32 model's master is what it computes with: kNone keeps it). Call it once the
+  // base's weights are loaded: the master's matmul weights read as zeros from then on (the
+  // passes, generation and restore_master() read what they were turned into), and a write
+  // through params_flat() can no longer reach them. Throws Error for a model that trains its
+  // base, has a device, shares its memory or is already frozen; Error naming the tensor, layer,
+  // row and column of a weight that is not finite.
+  void freeze_base(QuantFormat format);
+  bool base_frozen() const { return base_frozen_; }
+  QuantFormat base_format() const { return quant_ ? quant_->format() : QuantFormat::kNone; }
+  const QuantizedBase* quantized_base() const { return quant_.get(); }
+  // The bytes the quantized base holds (0 without one).
+  size_t quantized_base_bytes() const { return quant_ ? quant_->bytes() : 0; }
+  // After freeze_base: the master's matmul weights again, as the model computes with them
+  // (decoded, or the bf16 copy widened), so that the whole master can be read and written (the
+  // merge at the end of a run); the model then computes from the master again (its bf16 copy
+  // rebuilt from it, no quantized base).
+  void restore_master();
   // What the adapters' activations and scratch take for B x T tokens (0 without adapters).
   size_t lora_activation_bytes(int B, int T) const;
 
@@ -256,6 +278,8 @@ class Model {
   ParameterViews<float> pc_{};
   AlignedBuffer<float> norm_weights_;
   std::unique_ptr<Bf16Executor> bf16_;   // bf16 only
+  std::unique_ptr<QuantizedBase> quant_;  // a quantized frozen base only
+  bool base_frozen_ = false;
   std::unique_ptr<BlockDevice> device_;  // with a device only
   OffloadLayers layers_;                 // what the device owns
   size_t device_memory_limit_ = 0;

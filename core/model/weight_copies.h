@@ -27,10 +27,13 @@
 //   device_fetched          -                            current  stale(1) -        -
 //   device_detached         master not behind            current  -        absent   none
 //   master_memory_released  bf16 current                 -        -        -        -      (2)
+//   master_memory_restored  the master refilled          -        stale    -        -      (3)
 //   memory_shared           -                            -        current  -        -      (2)
 //
 //   (1) stale only when the master was behind: it has just read the device's newer weights.
 //   (2) from then on the bf16 copy is kept by its updater alone (not rebuildable).
+//   (3) after master_memory_released only: the master is whole again (refilled from what the model
+//       computed with) and the bf16 copy is rebuilt from it, as at first.
 //
 // device_detached also starts a configuration (the device holds no copy until it succeeds).
 //
@@ -77,6 +80,10 @@ class WeightCopies {
     master_behind_ = moments_ = false;
   }
   void master_memory_released() { keeper_ = Bf16Keeper::kReleased; }
+  void master_memory_restored() {
+    keeper_ = Bf16Keeper::kMaster;
+    mark_stale(bf16_);
+  }
   void memory_shared() {
     bf16_refreshed();
     keeper_ = Bf16Keeper::kShared;

@@ -6,11 +6,13 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <cstdlib>
 #include <new>
 #include <utility>
 
 #include <sys/mman.h>
+#include <unistd.h>
 
 namespace llmcpu {
 
@@ -34,6 +36,17 @@ inline void* allocate_buffer(size_t bytes) {
   return p;
 }
 }  // namespace detail
+
+// Gives the whole pages inside [p, p + bytes) back to the system (what they held reads as zeros
+// from then on; touching them again takes fresh pages). Returns the bytes given back.
+inline size_t release_pages(void* p, size_t bytes) {
+  const uintptr_t page = uintptr_t(sysconf(_SC_PAGESIZE));
+  const uintptr_t begin = uintptr_t(p), end = begin + bytes;
+  const uintptr_t first = (begin + page - 1) / page * page, last = end / page * page;
+  if (last <= first) return 0;
+  madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
+  return last - first;
+}
 
 template <typename T>
 class AlignedBuffer {
