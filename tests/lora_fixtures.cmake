@@ -10,7 +10,8 @@
 # tests/CMakeLists.txt where PyTorch is installed; ${fresh} is its scratch folder.
 set(lora_script ${CMAKE_CURRENT_SOURCE_DIR}/fixtures/make_lora_fixture.py)
 set(lora_check ${CMAKE_CURRENT_SOURCE_DIR}/cli/check_lora_train.py)
-set(lora_cases gqa gpt2 phi3 gemma2 qwen3 gemma3 bf16base dropout gpt2dropout fresh20 gpt2fresh)
+set(lora_cases gqa gpt2 phi3 gemma2 qwen3 gemma3 bf16base dropout gpt2dropout fresh20 gpt2fresh
+    nf4 gpt2int8 bf16nf4)
 # NAME: the fixture script's arguments (the model's, then LoRA's and AdamW's).
 set(lora_gqa      "--model-type llama --layers 2 --hidden 48 --heads 6 --kv-heads 2 --intermediate 80 --vocab 333 --max-seq-len 64 --no-tie --batch 2 --seq-len 17")
 set(lora_gpt2     "--model-type gpt2 --layers 2 --heads 4 --hidden 32 --vocab 100 --max-seq-len 32 --batch 2 --seq-len 9")
@@ -27,6 +28,16 @@ set(lora_gpt2dropout "--model-type gpt2 --layers 2 --heads 4 --hidden 32 --vocab
 # attn.c_proj against mlp.c_proj.
 set(lora_fresh20  "--model-type llama --layers 3 --hidden 48 --heads 6 --kv-heads 2 --intermediate 80 --vocab 333 --max-seq-len 64 --tie --batch 2 --seq-len 17 --init-lora-weights true --r 8 --lora-alpha 16 --use-rslora")
 set(lora_gpt2fresh "--model-type gpt2 --layers 6 --heads 4 --hidden 32 --vocab 100 --max-seq-len 32 --batch 2 --seq-len 9 --init-lora-weights true --target-modules attn.c_proj,c_attn,mlp.c_fc")
+# A quantized frozen base (--base-quant): the reference runs on the base's layer weights quantized
+# and decoded by tests/fixtures/block_quant_reference.py (written from docs/formats.md), so
+# llmcpu's quantized base is held to the same limits as the others; check_lora_train.py reads the
+# format from the fixture's lora.json. Hidden sizes over one block of 64 and not a multiple of it.
+set(lora_nf4      "--model-type llama --layers 2 --hidden 96 --heads 6 --kv-heads 2 --intermediate 136 --vocab 333 --max-seq-len 64 --no-tie --batch 2 --seq-len 17 --base-quant nf4")
+set(lora_gpt2int8 "--model-type gpt2 --layers 2 --heads 4 --hidden 80 --vocab 100 --max-seq-len 32 --batch 2 --seq-len 9 --base-quant int8")
+set(lora_bf16nf4  "--model-type qwen2 --layers 2 --hidden 96 --heads 6 --kv-heads 2 --intermediate 136 --vocab 333 --max-seq-len 64 --tie --dtype bf16 --batch 2 --seq-len 17 --base-quant nf4 --target-modules q_proj,v_proj,down_proj")
+set(lora_nf4_llmcpu      --base-quant nf4)
+set(lora_gpt2int8_llmcpu --base-quant int8)
+set(lora_bf16nf4_llmcpu  --base-quant nf4)
 foreach(case ${lora_cases})
   separate_arguments(args UNIX_COMMAND "${lora_${case}}")
   add_test(NAME lora_fixture_make_${case}
@@ -43,13 +54,14 @@ foreach(case ${lora_cases})
     set(case_tests lora_fixture_new_adapter_${case})
   else()
     add_test(NAME lora_fixture_verify_${case}
-             COMMAND llmcpu verify --model ${base} --adapter ${adapter} --state ${reference})
+             COMMAND llmcpu verify --model ${base} --adapter ${adapter} --state ${reference}
+                     ${lora_${case}_llmcpu})
     add_test(NAME lora_fixture_verify_recompute_${case}
              COMMAND llmcpu verify --model ${base} --adapter ${adapter} --state ${reference}
-                     --recompute all-pointwise)
+                     --recompute all-pointwise ${lora_${case}_llmcpu})
     add_test(NAME lora_fixture_verify_bf16_${case}
              COMMAND llmcpu verify --precision bf16 --model ${base} --adapter ${adapter}
-                     --state ${reference})
+                     --state ${reference} ${lora_${case}_llmcpu})
     add_test(NAME lora_fixture_train_${case}
              COMMAND ${LLMCPU_DEBIAN_PYTHON} ${lora_check} $<TARGET_FILE:llmcpu> ${fresh}
                      lora_${case})

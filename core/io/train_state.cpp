@@ -179,7 +179,9 @@ void read_shape(Reader& r, const std::string& path, uint32_t version, TrainState
     if (version >= 5) {
       std::vector<char> adapter;
       r.array(adapter, r.get<uint32_t>("the adapter"), "the adapter");
-      if (adapter.empty()) throw FileError(path, "a version 5 state without its adapter");
+      if (adapter.empty()) {
+        throw FileError(path, "a version " + std::to_string(version) + " state without its adapter");
+      }
       s.adapter.assign(adapter.begin(), adapter.end());
     }
     if (!text.empty()) {
@@ -234,6 +236,15 @@ void read_run(Reader& r, const std::string& path, uint32_t version, TrainState& 
     }
     s.precision = precision == 1 ? Precision::kBf16 : Precision::kFp32;
   }
+  if (version >= 6) {
+    const uint8_t quant = r.get<uint8_t>("the base's format");
+    if (quant > 2) {
+      throw FileError(path, "invalid base format code " + std::to_string(quant) +
+                                ", expected 0 (none), 1 (int8) or 2 (nf4)");
+    }
+    s.base_quant = quant == 1 ? QuantFormat::kInt8 : quant == 2 ? QuantFormat::kNf4
+                                                                : QuantFormat::kNone;
+  }
   s.step = r.get<int64_t>("step");
   s.adamw_t = r.get<int64_t>("adamw_t");
   if (s.step < 0) {
@@ -278,7 +289,7 @@ void write_train_state(AtomicFileWriter& out, const TrainState& s, std::span<con
   Writer w(out);
   w.put(kTrainStateMagic);
   // GPT-2's states stay version 3, the files every earlier reader takes; the Llama family's 4.
-  w.put(lora ? uint32_t(5) : s.config.family().llmc_files ? uint32_t(3) : uint32_t(4));
+  w.put(lora ? uint32_t(6) : s.config.family().llmc_files ? uint32_t(3) : uint32_t(4));
   const ModelConfig& c = s.config;
   for (int v : {c.max_seq_len, c.vocab_size, c.num_layers, c.num_heads, c.channels,
                 c.padded_vocab_size}) {
@@ -298,6 +309,11 @@ void write_train_state(AtomicFileWriter& out, const TrainState& s, std::span<con
   w.put(uint8_t(s.shuffle));
   w.put(s.seed);
   w.put(uint8_t(s.precision == Precision::kBf16 ? 1 : 0));
+  if (lora) {
+    w.put(uint8_t(s.base_quant == QuantFormat::kInt8  ? 1
+                  : s.base_quant == QuantFormat::kNf4 ? 2
+                                                      : 0));
+  }
   w.put(s.step);
   w.put(s.adamw_t);
   w.put(s.data.epoch);

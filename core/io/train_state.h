@@ -7,10 +7,11 @@
 //   1 and 2 are still read: version 2 is version 3 without the shard count, version 1 also
 //   without the precision byte and means fp32)
 //   i32 maxT, V, L, NH, C, Vp; from version 4: u32 n, char[n] the architecture (the model's
-//   config.json text, core/io/hf_llama_config.h; n = 0 for GPT-2); version 5 only: u32 n,
+//   config.json text, core/io/hf_llama_config.h; n = 0 for GPT-2); from version 5: u32 n,
 //   char[n] the adapter (a LoRA run's: its description as core/lora writes it, opaque here);
 //   i32 B, T (1..maxT), grad_accum (positive); u8 shuffle (0 or 1);
-//   u64 seed; u8 precision (0 fp32, 1 bf16)
+//   u64 seed; u8 precision (0 fp32, 1 bf16); version 6 only: u8 the frozen base's format (0 as
+//   loaded, 1 int8, 2 nf4: simd/quant/block_quant.h; --base-quant)
 //   i64 step (completed optimizer steps), i64 adamw_t (AdamW updates taken: 0..step, one at most
 //   per step)
 //   u64 epoch, u64 rng_state (xorshift64*'s: never 0), u32 shard (index into the shard order),
@@ -18,7 +19,8 @@
 //   u32[n], u64 n_sample_order (0 exactly when not shuffled), u32[n] u64 P (the model's
 //   parameters, or in version 5 the adapter's); u32 shards;
 //   shards = 0: f32 params[P], f32 m[P], f32 v[P]
-// (GPT-2's full states are written as version 3, the Llama family's as 4, LoRA states as 5.)
+// (GPT-2's full states are written as version 3, the Llama family's as 4, LoRA states as 6;
+// version 5 is version 6 without the base's format byte, read as 0.)
 //   shards = K > 0 (a ZeRO-1 run of K ranks): u64 checksum[K] of the K shard files below
 //   u64 checksum of all the bytes before it
 // A ZeRO-1 run's ranks each write their part (core/comm/zero_shards.h) of the three tensors to a
@@ -40,12 +42,13 @@
 #include "core/model/config.h"
 #include "core/model/parameters.h"
 #include "core/model/precision.h"
+#include "simd/quant/block_quant.h"
 #include "core/util/file.h"
 
 namespace llmcpu {
 
 inline constexpr uint32_t kTrainStateMagic = 0x5354434C;
-inline constexpr uint32_t kTrainStateVersion = 5;  // the newest read; LoRA states are 5
+inline constexpr uint32_t kTrainStateVersion = 6;  // the newest read; LoRA states are 6
 inline constexpr uint32_t kStateShardMagic = 0x4853434C;
 inline constexpr uint32_t kStateShardVersion = 1;
 
@@ -56,10 +59,11 @@ struct TrainState {
   bool shuffle = true;
   uint64_t seed = 0;
   Precision precision = Precision::kFp32;
+  QuantFormat base_quant = QuantFormat::kNone;  // a LoRA run's frozen base (version 6)
   int64_t step = 0;
   int64_t adamw_t = 0;
   DataPosition data;
-  // A LoRA run's (version 5): its adapter's description and parameter count, which the three
+  // A LoRA run's (version 5 and 6): its adapter's description and parameter count, which the three
   // tensors then hold instead of the model's (the base is frozen, and not in the state).
   std::string adapter;
   uint64_t adapter_parameters = 0;

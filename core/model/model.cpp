@@ -148,7 +148,7 @@ void Model::release_master(const std::vector<ParameterSpan>& runs) {
         r.offset + r.count > layout_.offset(r.tensor) + layout_.size(r.tensor)) {
       throw Error("Model::release_master: a run outside the layers' matmul weights");
     }
-    // The whole pages inside the run; what they held reads as zeros from now on.
+    // The run reads as zeros from now on (its whole pages given back).
     released_bytes_ += release_pages(params_data_ + r.offset, r.count * sizeof(float));
   }
   copies_.master_memory_released();

@@ -11,7 +11,7 @@
 // DIR/model_NNNNNNNN.safetensors` opens it; config.json and the tokenizer files serve every
 // checkpoint of the folder, and are written again (atomically) with each, before its state file.
 // A LoRA run's checkpoint holds its adapter alone (the base is frozen, and stays where --model
-// names it): DIR/adapter_NNNNNNNN/, a PEFT adapter folder, and a state file (version 5) of the
+// names it): DIR/adapter_NNNNNNNN/, a PEFT adapter folder, and a state file (version 6) of the
 // adapter's weights and moments.
 #pragma once
 

@@ -57,6 +57,7 @@ std::string rank_fields(const TrainOptions& o, const Model& m, const DataLoader*
       {"--lora-targets", o.lora_targets},
       {"--lora-rslora", o.lora_rslora ? "on" : "off"},
       {"--adapter", o.adapter},
+      {"--base-quant", quant_format_name(o.base_quant)},
       {"--train-data", data(train)},
       {"--val-data", data(val)},
       {"--batch", std::to_string(o.batch)},

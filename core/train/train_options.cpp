@@ -80,6 +80,7 @@ void check_lora_options(const TrainOptions& o) {
                         : !o.lora_targets.empty()   ? "--lora-targets"
                         : o.lora_dropout > 0        ? "--lora-dropout"
                         : o.lora_rslora             ? "--lora-rslora"
+                        : o.base_quant != QuantFormat::kNone && o.resume.empty() ? "--base-quant"
                         // a resumed run learns whether it trains an adapter from its checkpoint
                         : !o.save_merged.empty() && o.resume.empty() ? "--save-merged"
                                                     : nullptr;

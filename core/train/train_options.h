@@ -11,6 +11,7 @@
 #include "core/lora/adapter.h"
 #include "core/model/activations.h"
 #include "core/model/precision.h"
+#include "simd/quant/block_quant.h"
 #include "core/train/lr_schedule.h"
 
 namespace llmcpu {
@@ -79,6 +80,9 @@ struct TrainOptions {
   bool lora_rslora = false;
   std::string adapter;
   std::string save_merged;  // LoRA: also the model with the adapter merged, at the end
+  // LoRA: the frozen base's layer matmul weights held block-quantized (--base-quant int8|nf4:
+  // QLoRA) or as loaded (none; a bf16 run keeps them in bf16 alone).
+  QuantFormat base_quant = QuantFormat::kNone;
   bool lora() const { return lora_r > 0 || !adapter.empty(); }
 };
 

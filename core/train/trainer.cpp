@@ -18,7 +18,7 @@
 namespace llmcpu {
 
 std::unique_ptr<Model> make_model(const ModelSource& source, uint64_t seed, std::string* origin,
-                                  Precision precision, bool base_gradients) {
+                                  Precision precision, bool base_gradients, QuantFormat base_quant) {
   auto model = std::make_unique<Model>(source.config, active_kernels(), precision, nullptr,
                                        base_gradients);
   if (source.is_file()) {
@@ -29,6 +29,11 @@ std::unique_ptr<Model> make_model(const ModelSource& source, uint64_t seed, std:
     if (origin)
       *origin = source.description + ", " + source.config.family().name + " initialisation, seed " +
                 std::to_string(seed);
+  }
+  if (!base_gradients) {
+    model->freeze_base(base_quant);
+    if (origin && base_quant != QuantFormat::kNone)
+      *origin += ", base quantized to " + std::string(quant_format_name(base_quant));
   }
   return model;
 }
@@ -141,7 +146,8 @@ Trainer::Start Trainer::load_model(const CheckpointStore& /*locked*/) {
   if (opt_.resume.empty()) {
     const ModelSource source = resolve_model(opt_.model);  // --model, read once
     s.memory = plan_run_memory(opt_, source.config, *world_);
-    s.model = make_model(source, opt_.seed, &s.origin, opt_.precision, !opt_.lora());
+    s.model = make_model(source, opt_.seed, &s.origin, opt_.precision, !opt_.lora(),
+                         opt_.base_quant);
     s.llama_origin = llama_origin_of(source);
     if (opt_.lora()) make_adapter(*s.model, source);
     return s;
@@ -151,6 +157,10 @@ Trainer::Start Trainer::load_model(const CheckpointStore& /*locked*/) {
   check_resumed_model(opt_, config);
   check_resume_matches(*s.resume, opt_, world_->size());
   if (!s.resume->state().adapter.empty()) return resume_adapter(std::move(s));
+  if (opt_.base_quant != QuantFormat::kNone) {
+    throw UsageError("--base-quant with --resume " + opt_.resume +
+                     ": the run trains the whole model (its checkpoint holds no adapter)");
+  }
   s.memory = plan_run_memory(opt_, config, *world_);
   s.model = std::make_unique<Model>(config, active_kernels(), opt_.precision);
   load_weights(*s.resume->files, *s.model);
@@ -193,7 +203,15 @@ Trainer::Start Trainer::resume_adapter(Start s) {
   for (const std::string& t : o.targets) opt_.lora_targets += (opt_.lora_targets.empty() ? "" : ",") + t;
   const ModelSource source = resolve_model(opt_.model);
   s.memory = plan_run_memory(opt_, point.state().config, *world_);
-  s.model = make_model(source, opt_.seed, nullptr, opt_.precision, /*base_gradients=*/false);
+  const QuantFormat saved = point.state().base_quant;
+  if (opt_.base_quant != QuantFormat::kNone && opt_.base_quant != saved) {
+    throw UsageError("--resume " + opt_.resume + ": the run was saved with --base-quant " +
+                     quant_format_name(saved) + ", now " + quant_format_name(opt_.base_quant) +
+                     "; exact resume needs the same base");
+  }
+  opt_.base_quant = saved;  // the run's, as it was saved
+  s.model = make_model(source, opt_.seed, nullptr, opt_.precision, /*base_gradients=*/false,
+                       opt_.base_quant);
   s.model->attach_lora(lora_->params_for_model(true));
   s.step = static_cast<int>(point.state().step);
   s.origin = resume_origin(point) + ", base " + source.path;
@@ -282,6 +300,7 @@ std::string Trainer::save_checkpoint_now() {
   s.shuffle = opt_.shuffle;
   s.seed = opt_.seed;
   s.precision = opt_.precision;
+  s.base_quant = opt_.base_quant;
   s.step = step_;
   s.adamw_t = optimizer_->adamw().steps_taken();
   s.data = train_->position();
@@ -470,7 +489,9 @@ void Trainer::finish_run(bool interrupted, const TrainObserver& obs) {
     if (!opt_.save_path.empty()) save_adapter(opt_.save_path);
     if (opt_.save_merged.empty()) return;
     // The run is over: the adapter goes into the base's weights (which the model no longer
-    // computes with), and the copies follow.
+    // computes with: as it computed with them, decoded or widened from bf16), and the copies
+    // follow.
+    model_->restore_master();
     merge_adapter(model_->params_flat(), model_->layout(), model_->config(), *lora_);
     if (model_->precision() == Precision::kBf16) model_->refresh_bf16_weights();
     return save_model(opt_.save_merged);

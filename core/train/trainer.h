@@ -66,10 +66,12 @@ struct TrainObserver {
 // Builds a model from what --model resolved to (resolve_model): a model file's weights, or a
 // preset's shape initialised with init_model(seed). `origin` receives a line saying which.
 // A checkpoint of either version loads into either precision (bf16 widens exactly).
-// base_gradients false: a frozen base (LoRA; Model's).
+// base_gradients false: a frozen base (LoRA; Model's), frozen once loaded (Model::freeze_base)
+// in base_quant.
 std::unique_ptr<Model> make_model(const ModelSource& source, uint64_t seed, std::string* origin,
                                   Precision precision = Precision::kFp32,
-                                  bool base_gradients = true);
+                                  bool base_gradients = true,
+                                  QuantFormat base_quant = QuantFormat::kNone);
 
 class Trainer {
  public:

@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <new>
 #include <utility>
 
@@ -37,13 +38,19 @@ inline void* allocate_buffer(size_t bytes) {
 }
 }  // namespace detail
 
-// Gives the whole pages inside [p, p + bytes) back to the system (what they held reads as zeros
-// from then on; touching them again takes fresh pages). Returns the bytes given back.
+// [p, p + bytes) reads as zeros from now on: the whole pages inside it are given back to the
+// system (touching them again takes fresh pages), the bytes it shares with the pages at its ends
+// are zeroed. Returns the bytes given back.
 inline size_t release_pages(void* p, size_t bytes) {
   const uintptr_t page = uintptr_t(sysconf(_SC_PAGESIZE));
   const uintptr_t begin = uintptr_t(p), end = begin + bytes;
   const uintptr_t first = (begin + page - 1) / page * page, last = end / page * page;
-  if (last <= first) return 0;
+  if (last <= first) {
+    std::memset(p, 0, bytes);
+    return 0;
+  }
+  std::memset(p, 0, first - begin);
+  std::memset(reinterpret_cast<void*>(last), 0, end - last);
   madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
   return last - first;
 }

@@ -5,7 +5,8 @@ tests/fixtures/make_lora_fixture.py, on its fixture NAME in DIR:
   check_lora_train.py LLMCPU DIR NAME [--precision bf16] [--recompute R] [--fresh]
 
 Trains --steps (lora.json's) AdamW steps from NAME_adapter/ (lora.json's lr, weight decay,
-betas, eps and clipping) on NAME_train.bin in order, with --save, and checks:
+betas, eps and clipping) on NAME_train.bin in order, with --save (and lora.json's --base-quant:
+the reference then ran on the quantized base's decoded weights), and checks:
   - each logged loss against the reference's NAME_losses.txt: within 2e-4 in fp32, 1e-2 in bf16
     (the limits of the model's own training fixtures, tests/llama_fixtures.cmake);
   - the saved adapter_config.json is NAME_adapter/'s, byte for byte (PEFT's file for the same
@@ -100,6 +101,8 @@ def main():
     opts = [o for o in opts if o != "--fresh"]
     bf16 = "bf16" in opts
     run = json.load(open(os.path.join(d, f"{name}_lora.json")))
+    if run.get("base_quant", "none") != "none":  # the reference's base is the quantized one
+        opts += ["--base-quant", run["base_quant"]]
     steps = run["steps"]
     adapter = os.path.join(d, f"{name}_adapter")
     if fresh:

@@ -30,6 +30,9 @@ class VerifyCommand : public Command {
     p.option("adapter", 0, &adapter_, "DIR",
              "a PEFT LoRA adapter folder on the model (base frozen); --state is then a "
              "safetensors reference of its logits, loss and adapter gradients");
+    p.option("base-quant", 0, &base_quant_, "Q",
+             "with --adapter: hold the frozen base's layer weights as none (default), int8 or nf4, "
+             "as train --base-quant does");
     p.option("write-state", 0, &write_state_, "OUT.bin",
              "also write this program's batch, logits, loss, gradients");
     p.option("precision", 0, &precision_, "P",
@@ -49,6 +52,14 @@ class VerifyCommand : public Command {
     parse_recompute(recompute_, "--recompute");
     check_placement_flags(placement_);
     apply_offload_tolerances(p, /*offloading=*/false, &tol_);  // only checks them
+    QuantFormat f;
+    if (!parse_quant_format(base_quant_, f)) {
+      throw UsageError("--base-quant '" + base_quant_ +
+                       "' is not a base format; expected none, int8 or nf4");
+    }
+    if (adapter_.empty() && f != QuantFormat::kNone) {
+      throw UsageError("--base-quant needs --adapter DIR (only a frozen base is quantized)");
+    }
     if (!adapter_.empty() && !write_state_.empty()) {
       throw UsageError("--write-state with --adapter: an llm.c debug state has no adapter");
     }
@@ -71,6 +82,7 @@ class VerifyCommand : public Command {
   }
 
   std::string model_path_, state_path_, adapter_, write_state_, precision_ = "fp32", recompute_ = "none";
+  std::string base_quant_ = "none";
   PlacementOptions placement_;
   PluginFlags plugin_;
   VerifyTolerances tol_;
@@ -86,6 +98,11 @@ int VerifyCommand::run(const ArgParser& p) {
   const bool lora = !adapter_.empty();
   Model model(source.config, active_kernels(), prec, nullptr, /*base_gradients=*/!lora);
   load_model_file(source, model);
+  if (lora && !p.given("plugin")) {
+    QuantFormat f = QuantFormat::kNone;
+    parse_quant_format(base_quant_, f);
+    model.freeze_base(f);
+  }
   apply_plugin_flags(plugin_, model);
   apply_offload_tolerances(p, model.offload_active(), &tol_);
   if (prec == Precision::kBf16) {  // limits not given on the command line: the bf16 ones

@@ -38,7 +38,7 @@ std::string resolve_run_config(const std::string& name) {
 }
 
 // LoRA's flags (core/lora): the adapter a run trains instead of the model.
-void add_lora_flags(ArgParser& p, TrainOptions* o) {
+void add_lora_flags(ArgParser& p, TrainOptions* o, TrainChoiceFlags* c) {
   p.option("lora", 0, &o->lora_r, "R",
            "train a LoRA adapter of rank R on the frozen model (default 0: full fine-tuning)",
            {0, 65536});
@@ -56,6 +56,9 @@ void add_lora_flags(ArgParser& p, TrainOptions* o) {
   p.option("save-merged", 0, &o->save_merged, "PATH",
            "LoRA: also write the model with the adapter merged into its weights (as --save "
            "writes a model: a Hugging Face folder, or llm.c's .bin for GPT-2)");
+  p.option("base-quant", 0, &c->base_quant, "Q",
+           "LoRA: hold the frozen base's layer weights as none (default: as loaded), int8 or "
+           "nf4 (QLoRA's 4-bit NormalFloat), block-wise with a scale per 64 values");
 }
 
 // size: table (the flags, one declaration each)
@@ -136,7 +139,7 @@ void add_train_flags(ArgParser& p, TrainOptions* o, TrainCliExtras* x) {
   p.option("memory-limit", 0, &x->choices.memory_limit, "SIZE",
            "refuse a run planned to need more than SIZE (e.g. 12G; default: the cgroup limit or "
            "MemAvailable)");
-  add_lora_flags(p, o);
+  add_lora_flags(p, o, &x->choices);
   add_placement_flags(p, &x->placement);
   add_plugin_flags(p, &x->plugin);
 }
@@ -148,6 +151,10 @@ void apply_train_flags(const TrainCliExtras& x, TrainOptions* o) {
   const TrainChoiceFlags& c = x.choices;
   o->precision = parse_precision(c.precision, "--precision");
   o->recompute = parse_recompute(c.recompute, "--recompute");
+  if (!parse_quant_format(c.base_quant, o->base_quant)) {
+    throw UsageError("--base-quant '" + c.base_quant +
+                     "' is not a base format; expected none, int8 or nf4");
+  }
   o->lr_schedule = parse_lr_schedule(c.lr_schedule, "--lr-schedule");
   o->zero = c.zero < 0 ? ZeroMode::kDefault : c.zero == 0 ? ZeroMode::kOff : ZeroMode::kOn;
   o->memory_limit =

@@ -22,6 +22,7 @@ struct TrainChoiceFlags {
   std::string precision = "fp32";        // --precision
   std::string recompute = "none";        // --recompute
   std::string memory_limit;              // --memory-limit; empty: the machine's
+  std::string base_quant = "none";       // --base-quant
   int zero = -1;                         // --zero 0|1; -1: not given
 };
 
