@@ -4,7 +4,8 @@
   llmcpu full fine-tuning | llmcpu LoRA | a PyTorch LoRA of the same shape
 
   bench/lora_peer.py --preset smollm2-360m [--batch 4 --seq 1024 --r 16 --alpha 32 --steps 2
-                     --warmup 1 --threads N --precision bf16 --skip-torch]
+                     --warmup 1 --threads N --precision bf16 --skip-torch --skip-full
+                     --base-quant int8,nf4]
 
 Prints each one's median step time (ms) after the warm-up steps, the ratios the issue asks for
 (LoRA / full fine-tuning, PyTorch / llmcpu LoRA), the CPU, and a markdown row for
@@ -102,6 +103,10 @@ def main():
     ap.add_argument("--precision", choices=["fp32", "bf16"], default="bf16")
     ap.add_argument("--llmcpu-build", default=os.path.join(peer.REPO, "build"))
     ap.add_argument("--skip-torch", action="store_true", help="llmcpu's two runs only")
+    ap.add_argument("--skip-full", action="store_true", help="no full fine-tuning run")
+    ap.add_argument("--base-quant", default="",
+                    help="also time llmcpu's LoRA step on these quantized bases (a comma list of "
+                         "int8, nf4), each as a ratio to the LoRA step on the base as loaded")
     ap.add_argument("--skip-llmcpu", action="store_true", help="PyTorch's run only")
     a = ap.parse_args()
     a.config = llama.read_preset(a.preset)
@@ -112,8 +117,10 @@ def main():
     rows = {}
     with tempfile.TemporaryDirectory() as work:
         if not a.skip_llmcpu:
-            for name, extra in (("full", []),
-                                ("lora", ["--lora", str(a.r), "--lora-alpha", f"{a.alpha:g}"])):
+            lora = ["--lora", str(a.r), "--lora-alpha", f"{a.alpha:g}"]
+            runs = ([] if a.skip_full else [("full", [])]) + [("lora", lora)]
+            runs += [(q, lora + ["--base-quant", q]) for q in a.base_quant.split(",") if q]
+            for name, extra in runs:
                 ms, note = time_llmcpu(a, work, extra)
                 print(f"llmcpu {name}: {ms} ms ({note})", flush=True)
                 rows[name] = ms
@@ -125,6 +132,9 @@ def main():
         rows["torch"] = ms
     if rows.get("full") and rows.get("lora"):
         print(f"LoRA / full fine-tuning step: {rows['lora'] / rows['full']:.3f}")
+    for q in [q for q in a.base_quant.split(",") if q]:
+        if rows.get(q) and rows.get("lora"):
+            print(f"LoRA on a {q} base / on the {a.precision} base: {rows[q] / rows['lora']:.3f}")
     if rows.get("torch") and rows.get("lora"):
         print(f"PyTorch LoRA / llmcpu LoRA step: {rows['torch'] / rows['lora']:.2f}")
 

@@ -108,7 +108,10 @@ std::vector<double> time_steps(const BenchOptions& o, const KernelTable& k, cons
   } else {
     init_model(model, 1);
   }
-  if (o.lora_step()) return time_lora_steps(o, model, k);
+  if (o.lora_step()) {
+    model.freeze_base(o.base_quant);
+    return time_lora_steps(o, model, k);
+  }
   const int B = o.batch, T = o.seq_len;
   model.plan_batch(B, T);
   AdamWConfig cfg;
@@ -217,7 +220,10 @@ BenchReport run_bench(const BenchOptions& o,
                   "training step",
                   "step",
                   target,
-                  "B=" + std::to_string(o.batch) + " T=" + std::to_string(o.seq_len),
+                  "B=" + std::to_string(o.batch) + " T=" + std::to_string(o.seq_len) +
+                      (o.base_quant != QuantFormat::kNone
+                           ? std::string(" base ") + quant_format_name(o.base_quant)
+                           : std::string()),
                   1,
                   step_flops,
                   step_bytes,

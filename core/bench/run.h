@@ -30,6 +30,9 @@ struct BenchOptions {
   std::string adapter;
   LoraOptions lora;
   bool lora_step() const { return !adapter.empty() || lora.r > 0; }
+  // The LoRA step's frozen base: its layers' weights quantized (int8, nf4) or as loaded. The
+  // step times the quantized GEMMs; the op rows time the tables' GEMMs on unquantized weights.
+  QuantFormat base_quant = QuantFormat::kNone;
 };
 
 // Seconds over the repetitions.

@@ -12,6 +12,7 @@
 #include "core/comm/communicator.h"
 #include "core/model/kernel_scratch.h"
 #include "core/model/parameters.h"
+#include "core/model/quantized_base.h"
 #include "simd/bf16.h"
 #include "simd/error.h"
 
@@ -95,7 +96,15 @@ MemoryPlan plan_memory(const MemoryRequest& r) {
   plan.optimizer = 2 * double(P) * sizeof(float) / (r.zero ? ranks : 1);
   if (r.lora_parameters > 0) {  // the adapter is what learns; its A rounded to bf16 in bf16
     const double A = double(r.lora_parameters);
-    plan.parameters += A * (sizeof(float) + (mixed ? sizeof(bf16) : 0));
+    const ParameterLayout layout(r.config);
+    size_t M = 0;  // the layers' matmul weights, held in their frozen form
+    for (const ParameterSpan& s : QuantizedBase::spans(layout)) M += s.count;
+    const double other = double(P - M) * (sizeof(float) + (mixed ? sizeof(bf16) : 0));
+    const double frozen = r.base_quant != QuantFormat::kNone
+                              ? double(QuantizedBase::bytes(r.base_quant, layout))
+                              : double(M) * (mixed ? sizeof(bf16) : sizeof(float));
+    plan.loading = double(P) * sizeof(float);  // then frozen tensor by tensor
+    plan.parameters = other + frozen + A * (sizeof(float) + (mixed ? sizeof(bf16) : 0));
     plan.gradients = A * sizeof(float);
     plan.optimizer = 2 * A * sizeof(float) / (r.zero ? ranks : 1);
   }
@@ -110,6 +119,20 @@ MemoryPlan plan_memory(const MemoryRequest& r) {
   const Bf16Kernels& h = r.bf16_kernels ? *r.bf16_kernels : active_bf16_kernels();
   ScratchUse kernels = step_scratch(host, r.batch, r.seq_len, layout, k, h, threads);
   kernels.merge(k.sum_squares_scratch(r.lora_parameters > 0 ? r.lora_parameters : P, threads));
+  if (r.lora_parameters > 0 && r.base_quant != QuantFormat::kNone) {
+    // The quantized matmuls' panels and the tables' GEMMs on them (simd/quant/quant_matmul.h).
+    const ParameterLayout layout(r.config);
+    const size_t N = size_t(r.batch) * r.seq_len;
+    for (int role : {kQkvw, kAttprojw, kFcw, kFcprojw}) {
+      const std::vector<size_t>& d = layout.dims(role);  // (L, OC, C)
+      const int OC = int(d[1]), C = int(d[2]);
+      if (OC == 0 || C == 0) continue;
+      kernels.merge(mixed ? quant_matmul_forward_scratch(h, N, C, OC, true, threads)
+                          : quant_matmul_forward_scratch(k, N, C, OC, true, threads));
+      kernels.merge(mixed ? quant_matmul_backward_scratch(h, N, C, OC, threads)
+                          : quant_matmul_backward_scratch(k, N, C, OC, threads));
+    }
+  }
   plan.kernel_scratch = double(kernels.bytes(threads));
   plan.scratch = double(a.backward + a.head) + plan.kernel_scratch;
   plan.program =

@@ -22,6 +22,7 @@
 #include "core/model/precision.h"
 #include "simd/bf16.h"
 #include "simd/kernels.h"
+#include "simd/quant/block_quant.h"
 
 namespace llmcpu {
 
@@ -52,6 +53,10 @@ struct MemoryRequest {
   // and its activations' floats; the base then has no gradients.
   size_t lora_parameters = 0;
   size_t lora_activation_floats = 0;
+  // A LoRA run's base, frozen once loaded (Model::freeze_base): its layers' matmul weights
+  // quantized (int8, nf4) or kept in the bf16 copy alone (none, in bf16); their fp32 master is
+  // held only while the base loads.
+  QuantFormat base_quant = QuantFormat::kNone;
 };
 
 // One process's bytes, by what they hold.
@@ -65,8 +70,12 @@ struct MemoryPlan {
   double scratch = 0;      // one layer of activation gradients, the head's logits chunk, kernels
   double kernel_scratch = 0;  // of `scratch`: the kernels' per-thread scratch
   double program = 0;      // what the process holds already (code, libraries, data maps)
+  // A frozen base: the fp32 weights while it loads, before the run's other arrays (the larger of
+  // the two is the peak).
+  double loading = 0;
   double total() const {
-    return parameters + gradients + optimizer + activations + scratch + program;
+    const double run = parameters + gradients + optimizer + activations + scratch + program;
+    return run > loading + program ? run : loading + program;
   }
 };
 

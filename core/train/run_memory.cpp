@@ -53,6 +53,7 @@ RunMemory plan_run_memory(const TrainOptions& o, const ModelConfig& config,
     }();
     r.lora_parameters = f.parameters;
     r.lora_activation_floats = f.activation_floats;
+    r.base_quant = o.base_quant;
   }
   RunMemory m;
   m.plan = plan_memory(r);

@@ -292,7 +292,7 @@ std::vector<HeaderField> train_state_fields() {
   return {
       {"magic", 0, Type::kU32, refused({"bad magic", "expected \"LCTS\""})},
       {"version", 4, Type::kU32,
-       refused({"unsupported training state version {}", "expected 1 to 5"})},
+       refused({"unsupported training state version {}", "expected 1 to 6"})},
       shape_field("maxT", 8, "in 1..", true),
       V,
       shape_field("L", 16, "in 1..4096", true),

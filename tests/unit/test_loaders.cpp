@@ -789,9 +789,9 @@ TEST_F(LoaderTrainState, BadHeaderIsRefused) {
   f[0] ^= 1;
   write_bytes(path("magic.bin"), f);
   expect_refused("magic.bin", {"bad magic", "LCTS"});
-  f = reference_file(6);
-  write_bytes(path("v6.bin"), f);
-  expect_refused("v6.bin", {"version 6", "expected 1 to 5"});
+  f = reference_file(7);
+  write_bytes(path("v7.bin"), f);
+  expect_refused("v7.bin", {"version 7", "expected 1 to 6"});
   // A parameter count that is not the model's (sealed, so the count itself is what is refused).
   f = reference_file();
   f.resize(f.size() - 8);

@@ -52,6 +52,7 @@ void check_bench_memory(const bench::BenchOptions& o) {
     const LoraFootprint f = lora_footprint(o.config, o.lora, o.batch, o.seq_len);
     r.lora_parameters = f.parameters;
     r.lora_activation_floats = f.activation_floats;
+    r.base_quant = o.base_quant;
   }
   const MemoryPlan plan = plan_memory(r);
   const MemoryLimit limit = memory_limit(1);
@@ -90,6 +91,9 @@ class BenchCommand : public Command {
              {0, 65536});
     p.option("lora-targets", 0, &lora_targets_, "LIST",
              "with --lora: the linear maps adapted (default all-linear)");
+    p.option("base-quant", 0, &base_quant_, "Q",
+             "with --lora or --adapter: the frozen base's layer weights as none (default: as "
+             "loaded), int8 or nf4, as train --base-quant holds them");
     p.option("targets", 0, &targets_, "LIST", targets_help_.c_str());
     p.option("reps", 0, &o_.reps, "N", "timed calls of each op and timed steps (default 3)",
              {1, kMaxReps});
@@ -101,6 +105,14 @@ class BenchCommand : public Command {
       throw UsageError("--lora with --adapter: the adapter's adapter_config.json gives the rank");
     }
     if (!lora_targets_.empty() && o_.lora.r == 0) throw UsageError("--lora-targets needs --lora R");
+    if (!parse_quant_format(base_quant_, o_.base_quant)) {
+      throw UsageError("--base-quant '" + base_quant_ +
+                       "' is not a base format; expected none, int8 or nf4");
+    }
+    if (o_.base_quant != QuantFormat::kNone && o_.adapter.empty() && o_.lora.r == 0) {
+      throw UsageError("--base-quant needs --lora R or --adapter DIR (only a frozen base is "
+                       "quantized)");
+    }
     bench::parse_format(format_);
     parse_precision(precision_);
     bench::resolve_targets(targets_);
@@ -111,7 +123,7 @@ class BenchCommand : public Command {
 
  private:
   std::string model_ = "gpt2-d2", precision_ = "fp32", targets_, format_ = "table";
-  std::string lora_targets_;
+  std::string lora_targets_, base_quant_ = "none";
   std::string targets_help_;
   bench::BenchOptions o_;
   PlacementOptions placement_;
