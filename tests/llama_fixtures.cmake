@@ -53,6 +53,10 @@ foreach(case ${llama_cases})
   add_test(NAME llama_fixture_verify_recompute_${case}
            COMMAND llmcpu verify --model ${hf} --state ${fresh}/llama_${case}_reference.safetensors
                    --recompute all-pointwise)
+  # Activation checkpointing: every block's forward again inside the backward pass.
+  add_test(NAME llama_fixture_verify_layers_${case}
+           COMMAND llmcpu verify --model ${hf} --state ${fresh}/llama_${case}_reference.safetensors
+                   --recompute layers)
   add_test(NAME llama_fixture_train_${case}
            COMMAND ${CMAKE_COMMAND} -DLLMCPU=$<TARGET_FILE:llmcpu> -DDIR=${fresh}
                    -DNAME=llama_${case} -DMODEL=${hf} -DB=${B} -DT=${T}
@@ -67,6 +71,7 @@ foreach(case ${llama_cases})
                    -DNAME=llama_${case} -DMODEL=${hf} -DB=${B} -DT=${T} -DPRECISION=bf16
                    -DTOL_MICRO=10000 -P ${CMAKE_CURRENT_SOURCE_DIR}/cli/check_train_losses.cmake)
   set(case_tests llama_fixture_verify_${case} llama_fixture_verify_recompute_${case}
+      llama_fixture_verify_layers_${case}
       llama_fixture_train_${case} llama_fixture_verify_bf16_${case}
       llama_fixture_train_bf16_${case})
   # Read and written back in its own dtype, the weights are the reference's bytes (the unsharded
@@ -85,7 +90,7 @@ foreach(case ${llama_cases})
     list(APPEND case_tests llama_fixture_round_trip_${case})
   endif()
   set_tests_properties(llama_fixture_verify_${case} llama_fixture_verify_recompute_${case}
-                       llama_fixture_verify_bf16_${case}
+                       llama_fixture_verify_layers_${case} llama_fixture_verify_bf16_${case}
                        PROPERTIES PASS_REGULAR_EXPRESSION "verify: OK")
   set_tests_properties(${case_tests} PROPERTIES FIXTURES_REQUIRED llama_fixture_${case})
 endforeach()

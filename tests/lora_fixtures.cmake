@@ -62,6 +62,11 @@ foreach(case ${lora_cases})
     add_test(NAME lora_fixture_verify_bf16_${case}
              COMMAND llmcpu verify --precision bf16 --model ${base} --adapter ${adapter}
                      --state ${reference} ${lora_${case}_llmcpu})
+    # Activation checkpointing: each block's forward again inside the backward pass (the adapters'
+    # dropout masks too), in bf16 where the forward's GEMMs round through the backward's scratch.
+    add_test(NAME lora_fixture_verify_layers_bf16_${case}
+             COMMAND llmcpu verify --precision bf16 --model ${base} --adapter ${adapter}
+                     --state ${reference} --recompute layers ${lora_${case}_llmcpu})
     add_test(NAME lora_fixture_train_${case}
              COMMAND ${LLMCPU_DEBIAN_PYTHON} ${lora_check} $<TARGET_FILE:llmcpu> ${fresh}
                      lora_${case})
@@ -69,9 +74,10 @@ foreach(case ${lora_cases})
              COMMAND ${LLMCPU_DEBIAN_PYTHON} ${lora_check} $<TARGET_FILE:llmcpu> ${fresh}
                      lora_${case} --precision bf16)
     set(case_tests lora_fixture_verify_${case} lora_fixture_verify_recompute_${case}
-        lora_fixture_verify_bf16_${case} lora_fixture_train_${case} lora_fixture_train_bf16_${case})
+        lora_fixture_verify_bf16_${case} lora_fixture_verify_layers_bf16_${case}
+        lora_fixture_train_${case} lora_fixture_train_bf16_${case})
     set_tests_properties(lora_fixture_verify_${case} lora_fixture_verify_recompute_${case}
-                         lora_fixture_verify_bf16_${case}
+                         lora_fixture_verify_bf16_${case} lora_fixture_verify_layers_bf16_${case}
                          PROPERTIES PASS_REGULAR_EXPRESSION "verify: OK")
   endif()
   set_tests_properties(${case_tests} PROPERTIES FIXTURES_REQUIRED lora_fixture_${case})

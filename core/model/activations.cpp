@@ -48,9 +48,12 @@ void lay_out(ActivationViews<G>& a, const ModelConfig& c, int B, int T,
              Carver<float>& head) {
   const size_t L = c.num_layers, NH = c.num_heads, C = c.channels, Vp = c.padded_vocab_size;
   const size_t BT = (size_t)B * T;
-  // A recomputed tensor has one layer's buffer, shared by all layers.
+  // A recomputed tensor has one layer's buffer, shared by all layers; recomputed layers keep only
+  // their outputs (residual3) for each.
+  const bool layers = o.recompute == Recompute::kLayers;
+  const size_t Lk = layers ? 1 : L;
   const size_t Lgelu = o.recompute == Recompute::kNone ? L : 1;
-  const size_t Lln = o.recompute == Recompute::kAllPointwise ? 1 : L;
+  const size_t Lln = o.recompute == Recompute::kAllPointwise || layers ? 1 : L;
   a.L = c.num_layers;
   a.BT = BT;
   a.C = C;
@@ -67,26 +70,26 @@ void lay_out(ActivationViews<G>& a, const ModelConfig& c, int B, int T,
   a.recompute = o.recompute;
   f32.add(&a.encoded, BT * C);
   gemm.add(&a.ln1, Lln * BT * C);
-  f32.add(&a.ln1_mean, L * BT);
-  f32.add(&a.ln1_rstd, L * BT);
-  gemm.add(&a.qkv, L * BT * a.QKV);
-  gemm.add(&a.atty, L * BT * a.A);
-  f32.add(&a.lse, L * BT * NH);
+  f32.add(&a.ln1_mean, Lk * BT);
+  f32.add(&a.ln1_rstd, Lk * BT);
+  gemm.add(&a.qkv, Lk * BT * a.QKV);
+  gemm.add(&a.atty, Lk * BT * a.A);
+  f32.add(&a.lse, Lk * BT * NH);
   if (qk_norm) {
-    f32.add(&a.qk_saved, L * BT * a.QK);
-    f32.add(&a.qk_rstd, L * BT * a.QK_heads);
+    f32.add(&a.qk_saved, Lk * BT * a.QK);
+    f32.add(&a.qk_rstd, Lk * BT * a.QK_heads);
   }
   if (c.family().post_norms) {
-    f32.add(&a.attn_out, L * BT * C);
-    f32.add(&a.attn_post_rstd, L * BT);
-    f32.add(&a.mlp_out, L * BT * C);
-    f32.add(&a.mlp_post_rstd, L * BT);
+    f32.add(&a.attn_out, Lk * BT * C);
+    f32.add(&a.attn_post_rstd, Lk * BT);
+    f32.add(&a.mlp_out, Lk * BT * C);
+    f32.add(&a.mlp_post_rstd, Lk * BT);
   }
-  f32.add(&a.residual2, L * BT * C);
+  f32.add(&a.residual2, Lk * BT * C);
   gemm.add(&a.ln2, Lln * BT * C);
-  f32.add(&a.ln2_mean, L * BT);
-  f32.add(&a.ln2_rstd, L * BT);
-  gemm.add(&a.fch, L * BT * a.F);
+  f32.add(&a.ln2_mean, Lk * BT);
+  f32.add(&a.ln2_rstd, Lk * BT);
+  gemm.add(&a.fch, Lk * BT * a.F);
   gemm.add(&a.fch_gelu, Lgelu * BT * a.H);
   f32.add(&a.residual3, L * BT * C);
   gemm.add(&a.lnf, BT * C);
@@ -139,9 +142,10 @@ Recompute parse_recompute(std::string_view word, std::string_view flag) {
   if (word == "none" || word == "0") return Recompute::kNone;
   if (word == "gelu" || word == "1") return Recompute::kGelu;
   if (word == "all-pointwise" || word == "2") return Recompute::kAllPointwise;
+  if (word == "layers") return Recompute::kLayers;
   throw UsageError(std::string(flag) + " '" + std::string(word) +
-                   "' is not a recomputation; expected none, gelu or all-pointwise (or llm.c's 0, "
-                   "1, 2)");
+                   "' is not a recomputation; expected none, gelu, all-pointwise or layers (or "
+                   "llm.c's 0, 1, 2)");
 }
 
 const char* recompute_name(Recompute recompute) {
@@ -150,6 +154,8 @@ const char* recompute_name(Recompute recompute) {
       return "gelu";
     case Recompute::kAllPointwise:
       return "all-pointwise";
+    case Recompute::kLayers:
+      return "layers";
     default:
       return "none";
   }

@@ -22,12 +22,15 @@
 namespace llmcpu {
 
 // What the backward pass recomputes instead of storing (llm.c's -r): nothing, the GELU output, or
-// also the layernorm outputs ln1 and ln2 (from the saved input and statistics). Recomputation
-// gives the same bits as the forward pass, so a run's numbers do not depend on it; it trades one
-// pass over the activation for the memory of all layers' copies (one layer's buffer is shared).
-enum class Recompute { kNone, kGelu, kAllPointwise };
-// "none", "gelu" or "all-pointwise" (or llm.c's "0", "1", "2"); anything else is a UsageError
-// naming `flag` and the choices.
+// also the layernorm outputs ln1 and ln2 (from the saved input and statistics); or (kLayers,
+// activation checkpointing) every block's activations: only each block's output is kept, and the
+// backward pass runs the block's forward again just before its backward. Recomputation gives the
+// same bits as the forward pass, so a run's numbers do not depend on it; it trades one pass over
+// the activation (kLayers: one more forward pass of the blocks) for the memory of all layers'
+// copies (one layer's buffer is shared).
+enum class Recompute { kNone, kGelu, kAllPointwise, kLayers };
+// "none", "gelu", "all-pointwise" or "layers" (or llm.c's "0", "1", "2"); anything else is a
+// UsageError naming `flag` and the choices.
 Recompute parse_recompute(std::string_view word, std::string_view flag = "--recompute");
 const char* recompute_name(Recompute recompute);
 
@@ -75,6 +78,8 @@ struct LayerActivations {
   const float* rope_sin_local;
   bool recompute_gelu;       // backward recomputes fch_gelu (GELU or SwiGLU) from fch first
   bool recompute_layernorm;  // backward recomputes ln2 and ln1 from their inputs and statistics
+  bool recompute_layer;      // backward runs the block's forward again first (all but residual3
+                             // are one buffer shared by the layers)
 };
 
 template <typename G>
@@ -125,10 +130,12 @@ struct ActivationViews {
 
   // The views of layer l (0 <= l < L). This is the one place the per-layer offsets are written.
   LayerActivations<G> layer(int l) const {
-    const size_t i = l;
-    const size_t row = i * BT * C;
-    const bool gelu = recompute != Recompute::kNone, ln = recompute == Recompute::kAllPointwise;
-    return {.residual = l == 0 ? encoded : residual3 + row - BT * C,
+    const bool block = recompute == Recompute::kLayers;
+    const size_t i = block ? 0 : size_t(l);  // layers recomputed: one shared buffer
+    const size_t row = i * BT * C, out = size_t(l) * BT * C;
+    const bool gelu = recompute == Recompute::kGelu || recompute == Recompute::kAllPointwise;
+    const bool ln = recompute == Recompute::kAllPointwise;
+    return {.residual = l == 0 ? encoded : residual3 + out - BT * C,
             .ln1 = ln ? ln1 : ln1 + row,
             .ln1_mean = ln1_mean + i * BT,
             .ln1_rstd = ln1_rstd + i * BT,
@@ -147,13 +154,14 @@ struct ActivationViews {
             .fch_gelu = gelu ? fch_gelu : fch_gelu + i * BT * H,
             .mlp_out = mlp_out ? mlp_out + row : nullptr,
             .mlp_post_rstd = mlp_post_rstd ? mlp_post_rstd + i * BT : nullptr,
-            .residual3 = residual3 + row,
+            .residual3 = residual3 + out,
             .rope_cos = rope_cos,
             .rope_sin = rope_sin,
             .rope_cos_local = rope_cos_local,
             .rope_sin_local = rope_sin_local,
             .recompute_gelu = gelu,
-            .recompute_layernorm = ln};
+            .recompute_layernorm = ln,
+            .recompute_layer = block};
   }
   // The last layer's output, the head's input: (B, T, C).
   const float* output() const { return residual3 + size_t(L - 1) * BT * C; }

@@ -229,6 +229,20 @@ struct Fp32Executor {
 // attention's output, fch and its GELU); a GEMM whose output is stored in bf16 rounds it in its
 // epilogue where the table has one (AVX512-BF16), else writes fp32 into a scratch first (the
 // backward arena's dfch, free during the forward pass) and rounds it.
+// out[i] = widen(table[inp[i]]) + wpe[i % T] (wpe null: none) for N rows of C: an embedding held
+// in bf16 (exact widening, then one fp32 addition as the fp32 encoder's).
+inline void gather_rows(const Bf16Kernels& h, float* out, const int* inp, const bf16* table,
+                        const float* wpe, size_t N, int T, int C) {
+#pragma omp parallel for schedule(static)
+  for (size_t i = 0; i < N; ++i) {
+    float* y = out + i * size_t(C);
+    h.to_f32(y, table + size_t(inp[i]) * C, size_t(C));
+    if (!wpe) continue;
+    const float* w = wpe + (i % size_t(T)) * C;
+    for (int c = 0; c < C; ++c) y[c] += w[c];
+  }
+}
+
 class Bf16Executor : public Fp32Executor {
  public:
   using Act = bf16;
@@ -258,6 +272,18 @@ class Bf16Executor : public Fp32Executor {
     copy_ = AlignedBuffer<bf16>();
   }
   const Bf16Kernels& bf16_kernels() const { return h_; }
+  // From now on the embedding's rows come from the copy, widened (a frozen base keeps its
+  // embedding in bf16 alone: Model::freeze_base).
+  void gather_embedding_from_copy(bool on = true) { embedding_from_copy_ = on; }
+  bool embedding_from_copy() const { return embedding_from_copy_; }
+
+  // out (B, T, C) = wte[inp] + wpe[t] (wpe null: none), wte's rows the copy's widened exactly
+  // when gathered from the copy, else the fp32 table's encoder.
+  void encoder_forward(float* out, const int* inp, const float* wte, const float* wpe, int B, int T,
+                       int C) {
+    if (!embedding_from_copy_) return Fp32Executor::encoder_forward(out, inp, wte, wpe, B, T, C);
+    gather_rows(h_, out, inp, copy_of(wte), wpe, size_t(B) * T, T, C);
+  }
 
   void layernorm_forward(bf16* out, float* mean, float* rstd, const float* inp, const float* weight,
                          const float* bias, size_t N, int C) {
@@ -366,6 +392,7 @@ class Bf16Executor : public Fp32Executor {
   const bf16* copy_of(const float* weight) const { return copy_data_ + (weight - master_); }
 
   const Bf16Kernels& h_;
+  bool embedding_from_copy_ = false;
   const float* master_;
   AlignedBuffer<bf16> copy_;  // same layout as the master (empty once shared)
   bf16* copy_data_;           // copy_, or the shared copy

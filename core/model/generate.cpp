@@ -39,9 +39,13 @@ struct DecodeExecutor : Fp32Executor {
     h->matmul_forward(out, inp16, copy + (weight - master), bias, N, C, OC);
   }
 
+  bool embedding16 = false;  // the embedding's rows from the copy (a frozen bf16 base)
+
   void encoder_forward(float* out, const int* inp, const float* wte, const float* wpe, int B, int T,
                        int C) {
-    Fp32Executor::encoder_forward(out, inp, wte, wpe ? wpe + (size_t)pos * C : nullptr, B, T, C);
+    const float* w = wpe ? wpe + (size_t)pos * C : nullptr;
+    if (embedding16) return gather_rows(*h, out, inp, copy + (wte - master), w, size_t(B) * T, T, C);
+    Fp32Executor::encoder_forward(out, inp, wte, w, B, T, C);
   }
   void rope_forward(float* x, const float* cos, const float* sin, size_t N, int T, int heads, int D,
                     size_t row_stride) {
@@ -132,6 +136,7 @@ const float* Generator::step(int token) {
     x.copy = model_.params_bf16_flat();
     x.h = model_.bf16_kernels();
     x.inp16 = inp16_.data();
+    x.embedding16 = model_.embedding_in_bf16();
   }
   const ActivationViews<float>& a = acts_.acts;
   model_forward(x, c, model_.compute_params(), a, &token, 1, 1, model_.lora_views());

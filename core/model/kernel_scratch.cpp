@@ -162,8 +162,9 @@ LayerActivations<G> activations_at(float* f, G* g, Recompute recompute) {
           .rope_sin = f,
           .rope_cos_local = f,
           .rope_sin_local = f,
-          .recompute_gelu = recompute != Recompute::kNone,
-          .recompute_layernorm = recompute == Recompute::kAllPointwise};
+          .recompute_gelu = recompute == Recompute::kGelu || recompute == Recompute::kAllPointwise,
+          .recompute_layernorm = recompute == Recompute::kAllPointwise,
+          .recompute_layer = recompute == Recompute::kLayers};
 }
 
 template <typename G>

@@ -184,13 +184,17 @@ class Model {
   // layers' matmul weights, which it gives back to the system tensor by tensor: it holds them in
   // `format` (int8 or nf4, block-quantized: core/model/quantized_base.h; QLoRA), or (kNone) in its
   // bf16 copy (an fp32 model's master is what it computes with: kNone keeps it). Call it once the
-  // base's weights are loaded: the master's matmul weights read as zeros from then on (the
+  // base's weights are loaded: the master's matmul weights (and in bf16 the embedding's and the
+  // head's, whose rows it then gathers from the copy) read as zeros from then on (the
   // passes, generation and restore_master() read what they were turned into), and a write
   // through params_flat() can no longer reach them. Throws Error for a model that trains its
   // base, has a device, shares its memory or is already frozen; Error naming the tensor, layer,
   // row and column of a weight that is not finite.
   void freeze_base(QuantFormat format);
   bool base_frozen() const { return base_frozen_; }
+  // A frozen bf16 base gathers its embedding's rows from the bf16 copy (its fp32 master, with the
+  // head's, given back too).
+  bool embedding_in_bf16() const { return bf16_ && bf16_->embedding_from_copy(); }
   QuantFormat base_format() const { return quant_ ? quant_->format() : QuantFormat::kNone; }
   const QuantizedBase* quantized_base() const { return quant_.get(); }
   // The bytes the quantized base holds (0 without one).

@@ -39,6 +39,13 @@ void Model::freeze_base(QuantFormat format) {
     if (at < layout_.total()) bf16_->refresh(at, layout_.total() - at);
     bf16_->quant = quant_.get();
     copies_.bf16_refreshed();
+    // The embedding and the head: computed with in bf16 (the head's GEMM reads the copy, the
+    // embedding's rows are gathered from it), their fp32 master given back too.
+    for (int role : {kWte, kLmHead}) {
+      const size_t n = layout_.size(role);
+      if (n > 0) released_bytes_ += release_pages(params_data_ + layout_.offset(role), n * 4);
+    }
+    bf16_->gather_embedding_from_copy();
   }
   copies_.master_memory_released();
 }
@@ -54,7 +61,16 @@ void Model::restore_master() {
       bf16_->bf16_kernels().to_f32(w, bf16_->copy() + s.offset, s.count);
     }
   }
-  if (bf16_) bf16_->quant = nullptr;
+  if (bf16_ && bf16_->embedding_from_copy()) {  // the embedding and the head, widened
+    for (int role : {kWte, kLmHead}) {
+      const size_t o = layout_.offset(role), n = layout_.size(role);
+      if (n > 0) bf16_->bf16_kernels().to_f32(params_data_ + o, bf16_->copy() + o, n);
+    }
+  }
+  if (bf16_) {
+    bf16_->quant = nullptr;
+    bf16_->gather_embedding_from_copy(false);
+  }
   quant_.reset();
   released_bytes_ = 0;
   if (copies_.master_released()) copies_.master_memory_restored();

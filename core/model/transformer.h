@@ -221,6 +221,8 @@ void block_backward(X& x, int l, const LayerParams<float>& p, const LayerParams<
                     const LayerActivations<typename X::Act>& a, const ActivationGradViews& d,
                     const BlockShape& s, const LoraViews* lora = nullptr) {
   const size_t BT = s.BT;
+  // The block's activations again (the same bits; its output, residual3, is rewritten as it was).
+  if (a.recompute_layer) block_forward(x, l, p, a, s, lora);
   if (a.recompute_gelu) activation_forward(x, s, a.fch_gelu, a.fch);
   const float* dmlp = post_norm_backward(x, s, d, dp.mlp_post_norm, a.mlp_out, p.mlp_post_norm,
                                          a.mlp_post_rstd);

@@ -99,7 +99,11 @@ MemoryPlan plan_memory(const MemoryRequest& r) {
     const ParameterLayout layout(r.config);
     size_t M = 0;  // the layers' matmul weights, held in their frozen form
     for (const ParameterSpan& s : QuantizedBase::spans(layout)) M += s.count;
-    const double other = double(P - M) * (sizeof(float) + (mixed ? sizeof(bf16) : 0));
+    // In bf16 the embedding and the head are held in the copy alone, the other tensors (norms,
+    // biases) in both.
+    const size_t E = mixed ? layout.size(kWte) + layout.size(kLmHead) : 0;
+    const double other = double(P - M - E) * (sizeof(float) + (mixed ? sizeof(bf16) : 0)) +
+                         double(E) * sizeof(bf16);
     const double frozen = r.base_quant != QuantFormat::kNone
                               ? double(QuantizedBase::bytes(r.base_quant, layout))
                               : double(M) * (mixed ? sizeof(bf16) : sizeof(float));
@@ -190,7 +194,7 @@ void check_fits(const MemoryRequest& request, const MemoryPlan& plan, const Memo
       break;
     }
   }
-  for (Recompute rc : {Recompute::kGelu, Recompute::kAllPointwise}) {
+  for (Recompute rc : {Recompute::kGelu, Recompute::kAllPointwise, Recompute::kLayers}) {
     if (rc <= request.recompute) continue;
     MemoryRequest r = request;
     r.recompute = rc;

@@ -209,7 +209,7 @@ TEST_F(Training, RecomputationChangesNoBitOfTheRun) {
     std::vector<size_t> arena;
     size_t rows = 0, C = 0, L = 0;
     for (const Recompute recompute :
-         {Recompute::kNone, Recompute::kGelu, Recompute::kAllPointwise}) {
+         {Recompute::kNone, Recompute::kGelu, Recompute::kAllPointwise, Recompute::kLayers}) {
       TrainOptions o = tiny_options(4);
       o.precision = precision;
       o.recompute = recompute;
@@ -225,7 +225,7 @@ TEST_F(Training, RecomputationChangesNoBitOfTheRun) {
       arena.push_back(m.arena().forward_floats() * 4 + m.arena().forward_bf16_elements() * 2);
       rows = size_t(o.batch) * o.seq_len, C = m.config().channels, L = m.config().num_layers;
     }
-    for (int i = 1; i < 3; ++i) {
+    for (int i = 1; i < 4; ++i) {
       EXPECT_EQ(losses[i], losses[0]) << "recompute option " << i;
       EXPECT_TRUE(weights[i] == weights[0]) << "recompute option " << i;
     }
@@ -233,6 +233,8 @@ TEST_F(Training, RecomputationChangesNoBitOfTheRun) {
     const size_t elem = precision == Precision::kBf16 ? 2 : 4;
     EXPECT_EQ(arena[0] - arena[1], (L - 1) * rows * 4 * C * elem);
     EXPECT_EQ(arena[1] - arena[2], 2 * (L - 1) * rows * C * elem);
+    // layers: of the rest, one layer's buffers; every layer's output (residual3) stays.
+    EXPECT_LT(arena[3], arena[2] - (L - 1) * rows * C * 4);
   }
 }
 

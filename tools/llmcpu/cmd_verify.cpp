@@ -39,7 +39,8 @@ class VerifyCommand : public Command {
              "fp32 (default) or bf16 (mixed precision; limits default to 1.4e-2 and 1e-1 then)");
     p.option(
         "recompute", 0, &recompute_, "R",
-        "none (default), gelu or all-pointwise: recompute in the backward pass, as train does");
+        "none (default), gelu, all-pointwise or layers: recompute in the backward pass, as train "
+        "does");
     add_placement_flags(p, &placement_);
     add_plugin_flags(p, &plugin_);
     add_tolerance_flags(p, &tol_);

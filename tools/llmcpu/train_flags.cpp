@@ -135,7 +135,9 @@ void add_train_flags(ArgParser& p, TrainOptions* o, TrainCliExtras* x) {
   p.option(
       "recompute", 'r', &x->choices.recompute, "R",
       "none (default), gelu or all-pointwise (llm.c's 0, 1, 2): recompute GELU (and layernorm) "
-      "outputs in the backward pass instead of keeping them (less memory, the same numbers)");
+      "outputs in the backward pass instead of keeping them; layers: keep only each block's "
+      "output and run the block's forward again in the backward pass (less memory, the same "
+      "numbers)");
   p.option("memory-limit", 0, &x->choices.memory_limit, "SIZE",
            "refuse a run planned to need more than SIZE (e.g. 12G; default: the cgroup limit or "
            "MemAvailable)");
