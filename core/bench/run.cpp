@@ -103,13 +103,14 @@ std::vector<double> time_lora_steps(const BenchOptions& o, Model& model, const K
 // The trainer's step on random tokens; returns the seconds of each timed step.
 std::vector<double> time_steps(const BenchOptions& o, const KernelTable& k, const Bf16Kernels& h) {
   Model model(o.config, k, o.precision, &h, /*base_gradients=*/!o.lora_step());
+  if (o.lora_step()) model.begin_freeze(o.base_quant);  // frozen as it is written
   if (o.source.is_file()) {
     load_model_file(o.source, model);
   } else {
     init_model(model, 1);
   }
   if (o.lora_step()) {
-    model.freeze_base(o.base_quant);
+    model.finish_freeze();
     return time_lora_steps(o, model, k);
   }
   const int B = o.batch, T = o.seq_len;

@@ -7,7 +7,7 @@ Bf16Executor::Bf16Executor(const KernelTable& k, const Bf16Kernels& h, const flo
     : Fp32Executor{k},
       h_(h),
       master_(master),
-      copy_(count),
+      copy_(fill ? AlignedBuffer<bf16>(count) : AlignedBuffer<bf16>::zeros_on_demand(count)),
       copy_data_(copy_.data()),
       count_(count) {
   if (fill) refresh();  // first touch by the converting threads

@@ -72,7 +72,9 @@ Model::Model(const ModelConfig& config, const KernelTable& kernels, Precision pr
       base_gradients_(base_gradients),
       copies_(precision == Precision::kBf16) {
   validate(config_, "model");
-  params_ = AlignedBuffer<float>(layout_.total());
+  // A frozen base's master: pages only where written and not given back (Model::freeze_base).
+  params_ = base_gradients_ ? AlignedBuffer<float>(layout_.total())
+                            : AlignedBuffer<float>::zeros_on_demand(layout_.total());
   if (base_gradients_) {
     grads_ = AlignedBuffer<float>(layout_.total());
   } else {
@@ -81,7 +83,8 @@ Model::Model(const ModelConfig& config, const KernelTable& kernels, Precision pr
     frozen_sink_ = AlignedBuffer<float>(n);
   }
   params_data_ = params_.data(), grads_data_ = grads_.data();
-  first_touch_zero(params_.data(), params_.size());  // NUMA: pages land where the threads use them
+  // NUMA: pages land where the threads use them (a frozen base's are zeros already).
+  if (base_gradients_) first_touch_zero(params_.data(), params_.size());
   first_touch_zero(grads_.data(), grads_.size());
   if (config_.family().norm_offset != 0) {
     size_t n = 0;
@@ -487,8 +490,8 @@ void init_model(Model& model, unsigned long long seed) {
       c.family().scaled_residual_init ? 0.02 / std::sqrt(2.0 * c.num_layers) : 0.02;
   for (int i = 0; i < kNumTensorRoles; ++i) {
     const std::string name = layout.name(i);
-    float* t = base + layout.offset(i);
-    const size_t n = layout.size(i);
+    const size_t offset = layout.offset(i), n = layout.size(i);
+    float* t = base + offset;
     if (i == kLn1w || i == kLn2w || i == kLnfw || i == kQNorm || i == kKNorm ||
         i == kAttnPostNorm || i == kMlpPostNorm) {
       // A norm scales by w + norm_offset: 1 either way (Gemma's (1 + w) starts at w = 0).
@@ -497,16 +500,22 @@ void init_model(Model& model, unsigned long long seed) {
       std::fill_n(t, n, 0.0f);  // biases and layernorm biases
     } else {
       const double std_dev = (name == "attprojw" || name == "fcprojw") ? residual_std : 0.02;
-      for (size_t j = 0; j < n; ++j) t[j] = static_cast<float>(std_dev * rng.normal());
+      // A layer's slice at a time, each final once drawn (a model freezing its base as it is
+      // written takes it then: Model::base_written).
+      const size_t chunk = ParameterLayout::per_layer(i) ? layout.layer_size(i) : n;
+      for (size_t j0 = 0; j0 < n; j0 += chunk) {
+        for (size_t j = j0; j < j0 + chunk; ++j) t[j] = static_cast<float>(std_dev * rng.normal());
+        if (chunk < n) model.base_written(offset + j0, chunk);
+      }
+      if (chunk < n) continue;
     }
-  }
-  // The padding rows of wte (and of an untied head) are never looked up and get no gradient: keep
-  // them zero like llm.c.
-  for (int i : {kWte, kLmHead}) {
-    if (layout.size(i) == 0) continue;
-    float* t = base + layout.offset(i);
-    std::fill(t + (size_t)c.vocab_size * c.channels, t + (size_t)c.padded_vocab_size * c.channels,
-              0.0f);
+    // The padding rows of wte (and of an untied head) are never looked up and get no gradient:
+    // keep them zero like llm.c.
+    if ((i == kWte || i == kLmHead) && n > 0) {
+      std::fill(t + (size_t)c.vocab_size * c.channels, t + (size_t)c.padded_vocab_size * c.channels,
+                0.0f);
+    }
+    model.base_written(offset, n);
   }
 }
 

@@ -190,7 +190,19 @@ class Model {
   // through params_flat() can no longer reach them. Throws Error for a model that trains its
   // base, has a device, shares its memory or is already frozen; Error naming the tensor, layer,
   // row and column of a weight that is not finite.
-  void freeze_base(QuantFormat format);
+  void freeze_base(QuantFormat format) {
+    begin_freeze(format);
+    finish_freeze();
+  }
+  // The same in steps, for a writer that fills the master one tensor at a time (init_model): after
+  // begin_freeze, each base_written(offset, count) says those elements of the master are final,
+  // and every frozen tensor they complete takes its frozen form at once (its fp32 pages given
+  // back), so that the whole fp32 master never exists; finish_freeze() freezes what is left and
+  // ends it. A frozen model's master is mapped on demand: what is never written takes no memory.
+  // base_written is a no-op outside begin_freeze ... finish_freeze.
+  void begin_freeze(QuantFormat format);
+  void base_written(size_t offset, size_t count);
+  void finish_freeze();
   bool base_frozen() const { return base_frozen_; }
   // A frozen bf16 base gathers its embedding's rows from the bf16 copy (its fp32 master, with the
   // head's, given back too).
@@ -284,6 +296,14 @@ class Model {
   std::unique_ptr<Bf16Executor> bf16_;   // bf16 only
   std::unique_ptr<QuantizedBase> quant_;  // a quantized frozen base only
   bool base_frozen_ = false;
+  // Between begin_freeze and finish_freeze: the tensors (or layers' slices) that take a frozen
+  // form, in flat order, with the elements of each not yet written.
+  struct Freezing {
+    std::vector<ParameterSpan> spans;
+    std::vector<size_t> remaining;
+  };
+  std::unique_ptr<Freezing> freezing_;
+  void freeze_span(size_t i);
   std::unique_ptr<BlockDevice> device_;  // with a device only
   OffloadLayers layers_;                 // what the device owns
   size_t device_memory_limit_ = 0;

@@ -1,5 +1,6 @@
 // Model's frozen base (model.h: freeze_base, restore_master): the layers' matmul weights held
 // quantized or in the bf16 copy alone, their fp32 master given back to the system.
+#include <algorithm>
 #include <vector>
 
 #include "core/model/model.h"
@@ -7,28 +8,65 @@
 
 namespace llmcpu {
 
-void Model::freeze_base(QuantFormat format) {
+void Model::begin_freeze(QuantFormat format) {
   if (base_gradients_) {
     throw Error("Model::freeze_base: this model trains its base (it keeps gradients for it)");
   }
-  if (base_frozen_) throw Error("Model::freeze_base: the base is frozen already");
+  if (base_frozen_ || freezing_) throw Error("Model::freeze_base: the base is frozen already");
   if (device_ || copies_.master_released() || copies_.memory_shared_by_ranks()) {
     throw Error("Model::freeze_base: only a model that holds its whole master and no device");
   }
-  base_frozen_ = true;
-  if (format == QuantFormat::kNone && !bf16_) return;  // fp32 computes with its master
-  const std::vector<ParameterSpan> spans = QuantizedBase::spans(layout_);
   if (format != QuantFormat::kNone) quant_ = std::make_unique<QuantizedBase>(format, layout_);
-  // Tensor by tensor into its new form, then the master's pages given back: at the peak the
-  // master and one tensor's new form.
-  for (const ParameterSpan& s : spans) {
-    if (quant_) {
-      quant_->quantize(s, params_data_);
-      if (bf16_) bf16_->release(s.offset, s.count);  // a copy of it touched before, if any
-    } else {
-      bf16_->refresh(s.offset, s.count);
+  freezing_ = std::make_unique<Freezing>();
+  // The layers' matmul weights, quantized or (bf16) in the copy alone; in bf16 the embedding and
+  // the head in the copy alone too. An fp32 model computes with its master otherwise.
+  if (quant_ || bf16_) freezing_->spans = QuantizedBase::spans(layout_);
+  if (bf16_) {
+    for (int role : {kWte, kLmHead}) {
+      if (layout_.size(role) > 0)
+        freezing_->spans.push_back({layout_.offset(role), layout_.size(role), role, -1});
     }
-    released_bytes_ += release_pages(params_data_ + s.offset, s.count * sizeof(float));
+  }
+  std::sort(freezing_->spans.begin(), freezing_->spans.end(),
+            [](const ParameterSpan& a, const ParameterSpan& b) { return a.offset < b.offset; });
+  for (const ParameterSpan& s : freezing_->spans) freezing_->remaining.push_back(s.count);
+}
+
+// Span i into its frozen form, then its master's pages given back: at the peak the master's
+// unfrozen part and the frozen forms.
+void Model::freeze_span(size_t i) {
+  const ParameterSpan& s = freezing_->spans[i];
+  if (quant_ && ParameterLayout::matmul_weight(s.tensor)) {
+    quant_->quantize(s, params_data_);
+    if (bf16_) bf16_->release(s.offset, s.count);  // a copy of it touched before, if any
+  } else {
+    bf16_->refresh(s.offset, s.count);
+  }
+  released_bytes_ += release_pages(params_data_ + s.offset, s.count * sizeof(float));
+  freezing_->remaining[i] = 0;
+}
+
+void Model::base_written(size_t offset, size_t count) {
+  if (!freezing_) return;
+  std::vector<ParameterSpan>& spans = freezing_->spans;
+  // The first span that ends after offset, then every one that starts before offset + count.
+  auto it = std::upper_bound(spans.begin(), spans.end(), offset,
+                             [](size_t o, const ParameterSpan& s) { return o < s.offset + s.count; });
+  for (; it != spans.end() && it->offset < offset + count; ++it) {
+    const size_t i = size_t(it - spans.begin());
+    if (freezing_->remaining[i] == 0) continue;
+    const size_t lo = std::max(offset, it->offset);
+    const size_t hi = std::min(offset + count, it->offset + it->count);
+    freezing_->remaining[i] -= std::min(freezing_->remaining[i], hi - lo);
+    if (freezing_->remaining[i] == 0) freeze_span(i);
+  }
+}
+
+void Model::finish_freeze() {
+  if (!freezing_) throw Error("Model::finish_freeze: no begin_freeze before it");
+  const std::vector<ParameterSpan>& spans = freezing_->spans;
+  for (size_t i = 0; i < spans.size(); ++i) {
+    if (freezing_->remaining[i] != 0) freeze_span(i);
   }
   if (bf16_) {  // every other tensor's copy
     size_t at = 0;
@@ -38,16 +76,12 @@ void Model::freeze_base(QuantFormat format) {
     }
     if (at < layout_.total()) bf16_->refresh(at, layout_.total() - at);
     bf16_->quant = quant_.get();
+    bf16_->gather_embedding_from_copy();  // the embedding's rows come from the copy
     copies_.bf16_refreshed();
-    // The embedding and the head: computed with in bf16 (the head's GEMM reads the copy, the
-    // embedding's rows are gathered from it), their fp32 master given back too.
-    for (int role : {kWte, kLmHead}) {
-      const size_t n = layout_.size(role);
-      if (n > 0) released_bytes_ += release_pages(params_data_ + layout_.offset(role), n * 4);
-    }
-    bf16_->gather_embedding_from_copy();
   }
-  copies_.master_memory_released();
+  if (!spans.empty()) copies_.master_memory_released();
+  freezing_.reset();
+  base_frozen_ = true;
 }
 
 void Model::restore_master() {

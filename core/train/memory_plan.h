@@ -57,6 +57,9 @@ struct MemoryRequest {
   // quantized (int8, nf4) or kept in the bf16 copy alone (none, in bf16); their fp32 master is
   // held only while the base loads.
   QuantFormat base_quant = QuantFormat::kNone;
+  // The frozen base is initialised (a preset), each tensor frozen as it is drawn, rather than
+  // read whole from a file first.
+  bool base_streamed = false;
 };
 
 // One process's bytes, by what they hold.

@@ -23,7 +23,8 @@ struct RunMemory {
 // Plans a run of `o` for a model of `config` over `world` and refuses (UsageError) a model shape
 // that is not one, a --seq-len past its maxT, or a plan that does not fit: called before the model
 // is allocated. The kernel tables are chosen first (what they take is part of the program planned).
+// base_from_file: the model's weights are read from a file (else initialised, as a preset's).
 RunMemory plan_run_memory(const TrainOptions& o, const ModelConfig& config,
-                          const Communicator& world);
+                          const Communicator& world, bool base_from_file = true);
 
 }  // namespace llmcpu

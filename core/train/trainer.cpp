@@ -21,6 +21,9 @@ std::unique_ptr<Model> make_model(const ModelSource& source, uint64_t seed, std:
                                   Precision precision, bool base_gradients, QuantFormat base_quant) {
   auto model = std::make_unique<Model>(source.config, active_kernels(), precision, nullptr,
                                        base_gradients);
+  // A frozen base freezes as it is written (init_model's tensors one at a time; a file's at the
+  // end): its whole fp32 master exists only while a file loads.
+  if (!base_gradients) model->begin_freeze(base_quant);
   if (source.is_file()) {
     load_model_file(source, *model);
     if (origin) *origin = "checkpoint " + source.path + " (" + source.description + ")";
@@ -31,7 +34,7 @@ std::unique_ptr<Model> make_model(const ModelSource& source, uint64_t seed, std:
                 std::to_string(seed);
   }
   if (!base_gradients) {
-    model->freeze_base(base_quant);
+    model->finish_freeze();
     if (origin && base_quant != QuantFormat::kNone)
       *origin += ", base quantized to " + std::string(quant_format_name(base_quant));
   }
@@ -145,7 +148,7 @@ Trainer::Start Trainer::load_model(const CheckpointStore& /*locked*/) {
   Start s;
   if (opt_.resume.empty()) {
     const ModelSource source = resolve_model(opt_.model);  // --model, read once
-    s.memory = plan_run_memory(opt_, source.config, *world_);
+    s.memory = plan_run_memory(opt_, source.config, *world_, source.is_file());
     s.model = make_model(source, opt_.seed, &s.origin, opt_.precision, !opt_.lora(),
                          opt_.base_quant);
     s.llama_origin = llama_origin_of(source);
@@ -202,7 +205,7 @@ Trainer::Start Trainer::resume_adapter(Start s) {
   opt_.lora_targets.clear();
   for (const std::string& t : o.targets) opt_.lora_targets += (opt_.lora_targets.empty() ? "" : ",") + t;
   const ModelSource source = resolve_model(opt_.model);
-  s.memory = plan_run_memory(opt_, point.state().config, *world_);
+  s.memory = plan_run_memory(opt_, point.state().config, *world_, source.is_file());
   const QuantFormat saved = point.state().base_quant;
   if (opt_.base_quant != QuantFormat::kNone && opt_.base_quant != saved) {
     throw UsageError("--resume " + opt_.resume + ": the run was saved with --base-quant " +

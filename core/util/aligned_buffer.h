@@ -67,19 +67,38 @@ class AlignedBuffer {
     data_ = static_cast<T*>(detail::allocate_buffer(bytes));
     if (!data_) throw std::bad_alloc();
   }
+  // An array of zeros whose pages the system provides as they are first written, and which it
+  // does not reserve memory for up front (MAP_NORESERVE): a frozen model's fp32 master, most of
+  // which is never written or is given back (release_pages) once its tensors take another form.
+  static AlignedBuffer zeros_on_demand(size_t count) {
+    AlignedBuffer b;
+    if (count == 0) return b;
+    const size_t bytes = count * sizeof(T);
+    void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) throw std::bad_alloc();
+#ifdef MADV_HUGEPAGE
+    madvise(p, bytes, MADV_HUGEPAGE);
+#endif
+    b.data_ = static_cast<T*>(p), b.size_ = count, b.mapped_ = bytes;
+    return b;
+  }
   AlignedBuffer(AlignedBuffer&& other) noexcept
-      : data_(std::exchange(other.data_, nullptr)), size_(std::exchange(other.size_, 0)) {}
+      : data_(std::exchange(other.data_, nullptr)),
+        size_(std::exchange(other.size_, 0)),
+        mapped_(std::exchange(other.mapped_, 0)) {}
   AlignedBuffer& operator=(AlignedBuffer&& other) noexcept {
     if (this != &other) {
-      std::free(data_);
+      release();
       data_ = std::exchange(other.data_, nullptr);
       size_ = std::exchange(other.size_, 0);
+      mapped_ = std::exchange(other.mapped_, 0);
     }
     return *this;
   }
   AlignedBuffer(const AlignedBuffer&) = delete;
   AlignedBuffer& operator=(const AlignedBuffer&) = delete;
-  ~AlignedBuffer() { std::free(data_); }
+  ~AlignedBuffer() { release(); }
 
   T* data() { return data_; }
   const T* data() const { return data_; }
@@ -88,8 +107,16 @@ class AlignedBuffer {
   const T& operator[](size_t i) const { return data_[i]; }
 
  private:
+  void release() {
+    if (mapped_ != 0) {
+      munmap(data_, mapped_);
+    } else {
+      std::free(data_);
+    }
+  }
   T* data_ = nullptr;
   size_t size_ = 0;
+  size_t mapped_ = 0;  // bytes mapped by zeros_on_demand (0: from allocate_buffer)
 };
 
 }  // namespace llmcpu

@@ -120,6 +120,26 @@ INSTANTIATE_TEST_SUITE_P(
              precision_name(std::get<1>(info.param));
     });
 
+// Frozen as init_model writes it (begin_freeze ... finish_freeze, each tensor taking its frozen
+// form as soon as it is drawn): the same model, bit for bit, as frozen once all was written.
+TEST(FrozenBase, FreezingAsTheBaseIsWrittenIsFreezingAtTheEnd) {
+  for (const QuantFormat format : {QuantFormat::kNone, QuantFormat::kNf4}) {
+    Model at_end(wide_llama(), active_kernels(), Precision::kBf16, nullptr, false);
+    init_model(at_end, 3);
+    at_end.freeze_base(format);
+    Model streamed(wide_llama(), active_kernels(), Precision::kBf16, nullptr, false);
+    streamed.begin_freeze(format);
+    init_model(streamed, 3);
+    streamed.finish_freeze();
+    EXPECT_EQ(streamed.master_bytes(), at_end.master_bytes());
+    EXPECT_EQ(loss_of(streamed), loss_of(at_end)) << quant_format_name(format);
+    streamed.restore_master();
+    at_end.restore_master();
+    for (size_t i = 0; i < at_end.num_parameters(); ++i)
+      ASSERT_EQ(streamed.params_flat()[i], at_end.params_flat()[i]) << i;
+  }
+}
+
 TEST(FrozenBase, FreezingIsRefusedForATrainedBaseOrTwice) {
   Model trained(testing::lora_llama_config(1));
   EXPECT_THROW(trained.freeze_base(QuantFormat::kNf4), Error);

@@ -186,7 +186,8 @@ TEST(LlamaConfig, PresetsHaveThePublishedParameterCounts) {
       {"smollm2-135m", 134515008},  {"smollm2-360m", 361821120},    {"qwen2.5-0.5b", 494032768},
       {"llama-3.2-1b", 1235814400}, {"tinyllama-1.1b", 1100048384}, {"gemma-3-270m", 268098176},
       {"gemma-3-1b", 999885952},    {"gemma-2-2b", 2614341888},     {"gemma-2b", 2506172416},
-      {"qwen3-0.6b", 596049920},    {"qwen3-1.7b", 1720574976},     {"phi-3-mini-4k", 3821079552}};
+      {"qwen3-0.6b", 596049920},    {"qwen3-1.7b", 1720574976},     {"phi-3-mini-4k", 3821079552},
+      {"llama-3.1-8b", 8030261248}};
   for (const auto& m : models) {
     const std::string path = find_conf_file("models", m.name);
     ASSERT_FALSE(path.empty()) << m.name;
