@@ -155,6 +155,26 @@ TEST_F(LoraCli, NonFiniteAdapterGradientSkipsTheUpdateAndNamesTheModule) {
   EXPECT_NE(state(4).first, state(3).first);
 }
 
+// A quantized base's run records its format in its checkpoints (state version 6): resumed without
+// the flag, it goes on on the same base, to the same bytes as the run that was not interrupted.
+TEST_F(LoraCli, AQuantizedBasesRunResumesOnTheSameBase) {
+  const std::string lora = "--lora 4 --lora-alpha 8 --base-quant nf4";
+  const std::string ref = path("ref"), ck = path("ck");
+  ASSERT_EQ(run_llmcpu(train_args(4, lora) + " -n 2 -o " + shell_quote(ref)).status, 0);
+  ASSERT_EQ(run_llmcpu(train_args(2, lora) + " -n 2 -o " + shell_quote(ck)).status, 0);
+  EXPECT_EQ(TrainStateFile(checkpoint_state_path(ck, 2)).state().base_quant, QuantFormat::kNf4);
+  const Outcome resumed = run_llmcpu("train --model " + shell_quote(path("hf")) + " --resume " +
+                                     shell_quote(ck) + " -n 2" + data_args(4));
+  ASSERT_EQ(resumed.status, 0) << resumed.output;
+  EXPECT_EQ(read_bytes(adapter_file(checkpoint_adapter_path(ck, 4))),
+            read_bytes(adapter_file(checkpoint_adapter_path(ref, 4))));
+  EXPECT_EQ(read_bytes(checkpoint_state_path(ck, 4)), read_bytes(checkpoint_state_path(ref, 4)));
+  // The same steps on the base as loaded are another run.
+  ASSERT_EQ(run_llmcpu(train_args(4) + " -n 2 -o " + shell_quote(path("plain"))).status, 0);
+  EXPECT_NE(read_bytes(adapter_file(checkpoint_adapter_path(path("plain"), 4))),
+            read_bytes(adapter_file(checkpoint_adapter_path(ref, 4))));
+}
+
 TEST_F(LoraCli, SampleComputesWithTheAdapter) {
   // A new adapter (B = 0) adds exactly zero: the base's samples, token for token.
   ASSERT_EQ(run_llmcpu(train_args(0) + " --save " + shell_quote(path("new"))).status, 0);
@@ -192,6 +212,14 @@ TEST_F(LoraCli, FlagsAndFilesThatDoNotFitAreRefusedByName) {
       {"verify --model " + hf + " --adapter " + shell_quote(path("ad")) + " --state " +
            shell_quote(path("file")) + " --write-state " + shell_quote(path("w.bin")),
        {"--write-state with --adapter"}},
+      {train_args(1, "--base-quant nf4"), {"--base-quant needs --lora R"}},
+      {train_args(1, "--lora 4 --base-quant nf5"),
+       {"--base-quant 'nf5'", "expected none, int8 or nf4"}},
+      {"verify --model " + hf + " --state " + shell_quote(path("file")) + " --base-quant int8",
+       {"--base-quant needs --adapter"}},
+      {"train --model " + hf + " --resume " + shell_quote(path("ck")) + " --base-quant nf4" +
+           data_args(4),
+       {"saved with --base-quant none, now nf4", "exact resume needs the same base"}},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.args);
