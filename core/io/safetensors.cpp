@@ -296,23 +296,37 @@ void tensor_to_i32(const SafeTensor& t, int32_t* out) {
 
 void write_safetensors(AtomicFileWriter& out, const std::vector<TensorToWrite>& given,
                        TensorDtype dtype, const std::map<std::string, std::string>& metadata) {
-  // As the safetensors library lays a file out: the tensors (all of one dtype here) in the order
-  // of their names, the header's entries in data order after "__metadata__", each entry's keys as
-  // dtype, shape, data_offsets.
-  if (dtype == TensorDtype::kI32 || dtype == TensorDtype::kF64) {
-    throw Error("write_safetensors: tensors are written as F32, F16 or BF16");
-  }
+  // As the safetensors library lays a file out: the tensors by dtype (its order of dtypes, the
+  // larger first: F32, BF16, F16), then in the order of their names, the header's entries in data
+  // order after "__metadata__", each entry's keys as dtype, shape, data_offsets.
+  const auto dtype_of = [&](const TensorToWrite& t) { return t.dtype.value_or(dtype); };
+  const auto rank = [](TensorDtype d) {
+    switch (d) {
+      case TensorDtype::kF32:
+        return 0;
+      case TensorDtype::kBf16:
+        return 1;
+      case TensorDtype::kF16:
+        return 2;
+      default:
+        throw Error("write_safetensors: tensors are written as F32, F16 or BF16");
+    }
+  };
   std::vector<TensorToWrite> tensors = given;
+  for (const TensorToWrite& t : tensors) rank(dtype_of(t));
   std::stable_sort(tensors.begin(), tensors.end(),
-                   [](const TensorToWrite& a, const TensorToWrite& b) { return a.name < b.name; });
+                   [&](const TensorToWrite& a, const TensorToWrite& b) {
+                     const int ra = rank(dtype_of(a)), rb = rank(dtype_of(b));
+                     return ra != rb ? ra < rb : a.name < b.name;
+                   });
   nlohmann::ordered_json header = nlohmann::ordered_json::object();
   if (!metadata.empty()) header["__metadata__"] = metadata;
   size_t offset = 0;
   for (const TensorToWrite& t : tensors) {
     size_t count = 1;
     for (size_t d : t.shape) count *= d;
-    const size_t bytes = count * dtype_bytes(dtype);
-    header[t.name] = {{"dtype", dtype_name(dtype)},
+    const size_t bytes = count * dtype_bytes(dtype_of(t));
+    header[t.name] = {{"dtype", dtype_name(dtype_of(t))},
                       {"shape", t.shape},
                       {"data_offsets", {offset, offset + bytes}}};
     offset += bytes;
@@ -323,10 +337,12 @@ void write_safetensors(AtomicFileWriter& out, const std::vector<TensorToWrite>& 
   out.write(&length, sizeof length);
   out.write(text.data(), text.size());
   constexpr size_t kChunk = size_t(1) << 20;
-  std::vector<uint16_t> half(dtype == TensorDtype::kF32 ? 0 : kChunk);
+  std::vector<uint16_t> half;
   for (const TensorToWrite& t : tensors) {
     size_t count = 1;
     for (size_t d : t.shape) count *= d;
+    const TensorDtype dtype = dtype_of(t);
+    if (dtype != TensorDtype::kF32) half.resize(kChunk);
     if (dtype == TensorDtype::kF32) {
       out.write(t.data, count * sizeof(float));
       continue;

@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -74,11 +75,14 @@ struct TensorToWrite {
   std::vector<size_t> shape;
   const float* data;
   const uint16_t* bf16 = nullptr;
+  // This tensor's dtype when not the file's (PEFT's copies of base modules keep the base's).
+  std::optional<TensorDtype> dtype = std::nullopt;
 };
 
-// Writes a safetensors file of `tensors` in `dtype`, with `metadata` as "__metadata__", into an
-// open writer that the caller finishes and publishes, byte for byte as the safetensors library
-// writes it: the tensors in the order of their names, the header's entries in that order after
+// Writes a safetensors file of `tensors` in `dtype` (a tensor's own dtype where it has one), with
+// `metadata` as "__metadata__", into an open writer that the caller finishes and publishes, byte
+// for byte as the safetensors library writes it: the tensors by dtype (F32, BF16, F16) and then
+// in the order of their names, the header's entries in that order after
 // "__metadata__" (keys dtype, shape, data_offsets), padded with spaces to a multiple of 8 bytes.
 void write_safetensors(AtomicFileWriter& out, const std::vector<TensorToWrite>& tensors,
                        TensorDtype dtype, const std::map<std::string, std::string>& metadata);

@@ -31,6 +31,9 @@ LoraFootprint lora_footprint(const ModelConfig& config, const LoraOptions& optio
     f.parameters += size_t(options.r) * (m.in + m.rows);
     shapes.push_back({m.rows, m.in});
   }
+  for (int role : trained_roles(select_trained_pieces(config, options.train))) {
+    f.parameters += trained_copy_size(config, role);
+  }
   f.activation_floats =
       lora_activation_floats(options.r, shapes, size_t(B) * T, options.dropout > 0);
   return f;
@@ -59,6 +62,12 @@ void LoraAdapter::lay_out(const ModelConfig& config) {
     offsets_.push_back(n);
     n += size_t(options_.r) * (m.in + m.rows);
   }
+  modules_size_ = n;
+  pieces_ = select_trained_pieces(config, options_.train);
+  for (int role : trained_roles(pieces_)) {
+    copies_.push_back({role, n, trained_copy_size(config, role)});
+    n += copies_.back().count;
+  }
   params_ = AlignedBuffer<float>(n);
   grads_ = AlignedBuffer<float>(n);
   std::fill_n(params_.data(), n, 0.0f);
@@ -66,8 +75,37 @@ void LoraAdapter::lay_out(const ModelConfig& config) {
 }
 
 size_t LoraAdapter::module_of(size_t e) const {
+  if (e >= modules_size_) return modules_.size();
   const auto it = std::upper_bound(offsets_.begin(), offsets_.end(), e);
   return size_t(it - offsets_.begin()) - 1;
+}
+
+size_t LoraAdapter::copy_offset(int role) const {
+  for (const Copy& c : copies_) {
+    if (c.role == role) return c.offset;
+  }
+  throw Error("LoraAdapter: no trained copy of " + std::string(ParameterLayout::name(role)));
+}
+
+void LoraAdapter::copy_base(const float* master, const ModelConfig& config) {
+  const ParameterLayout layout(config);
+  for (const Copy& c : copies_) {
+    const int from = c.role == kLmHead && !layout.untied_head() ? kWte : c.role;
+    std::copy_n(master + layout.offset(from), c.count, params_.data() + c.offset);
+  }
+}
+
+std::string LoraAdapter::name_of(size_t e) const {
+  const size_t i = module_of(e);
+  if (i < modules_.size()) return modules_[i].name;
+  for (const TrainedPiece& p : pieces_) {
+    const size_t at = copy_offset(p.role) + p.offset;
+    if (e >= at && e < at + p.count()) return p.name.substr(0, p.name.rfind('.'));
+  }
+  for (const Copy& c : copies_) {  // the padding rows of an embedding's copy
+    if (e >= c.offset && e < c.offset + c.count) return ParameterLayout::name(c.role);
+  }
+  return "?";
 }
 
 std::vector<ParameterSpan> LoraAdapter::spans() const {
@@ -75,6 +113,7 @@ std::vector<ParameterSpan> LoraAdapter::spans() const {
   for (size_t i = 0; i < modules_.size(); ++i) {
     out.push_back({offsets_[i], a_size(i) + b_size(i), -1, modules_[i].layer});
   }
+  for (const Copy& c : copies_) out.push_back({c.offset, c.count, -1, -1});
   return out;
 }
 
@@ -89,6 +128,10 @@ LoraParams LoraAdapter::params_for_model(bool gradients) {
                          params_.data() + b_offset(i),
                          gradients ? grads_.data() + a_offset(i) : nullptr,
                          gradients ? grads_.data() + b_offset(i) : nullptr});
+  }
+  for (const Copy& c : copies_) {
+    p.tensors.push_back({c.role, params_.data() + c.offset,
+                         gradients ? grads_.data() + c.offset : nullptr});
   }
   return p;
 }

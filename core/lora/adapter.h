@@ -2,7 +2,9 @@
 // arena, their gradients in a second one laid out the same, and what makes them (PEFT's
 // initialisation, a PEFT folder: core/lora/peft_files.h). The arena is what an optimizer, gradient
 // clipping, data-parallel reduction and a checkpoint see of a LoRA run; the base model is frozen.
-// Layout: per module in the model's order, A (r, in) then B (rows, r), row-major.
+// Layout: per module in the model's order, A (r, in) then B (rows, r), row-major; then the copies
+// of the base tensors it trains in full (--lora-train), by TensorRole, each laid out as the base's
+// whole tensor.
 #pragma once
 
 #include <cstddef>
@@ -11,6 +13,7 @@
 #include <vector>
 
 #include "core/lora/lora_modules.h"
+#include "core/lora/trained_copies.h"
 #include "core/model/config.h"
 #include "core/model/lora_views.h"
 #include "core/model/parameters.h"
@@ -26,6 +29,9 @@ struct LoraOptions {
   std::vector<std::string> targets = {"all-linear"};  // PEFT's target_modules entries
   double dropout = 0;           // on the adapters' input, in training
   bool rslora = false;          // scale alpha / sqrt(r) instead of alpha / r
+  // PEFT's modules_to_save entries (--lora-train): base modules trained in full, as copies
+  // (core/lora/trained_copies.h).
+  std::vector<std::string> train = {};
   double lora_alpha() const { return alpha > 0 ? alpha : double(r); }
   float scale() const;
 };
@@ -62,10 +68,25 @@ class LoraAdapter {
   size_t b_offset(size_t i) const { return offsets_[i] + size_t(options_.r) * modules_[i].in; }
   size_t a_size(size_t i) const { return size_t(options_.r) * modules_[i].in; }
   size_t b_size(size_t i) const { return modules_[i].rows * size_t(options_.r); }
-  // The module whose A or B holds element `e` of the arena.
+  // The trained copies (--lora-train): the pieces PEFT saves, and per llmcpu tensor its place.
+  struct Copy {
+    int role;  // its TensorRole
+    size_t offset, count;
+  };
+  const std::vector<TrainedPiece>& pieces() const { return pieces_; }
+  const std::vector<Copy>& copies() const { return copies_; }
+  // The copy of `role`'s element 0 in the arena (the copy must exist).
+  size_t copy_offset(int role) const;
+  // Sets each copy to the base's tensor (a new run: PEFT's copies start as the modules they copy):
+  // `master` laid out by the model's ParameterLayout (a tied head's copy: wte's).
+  void copy_base(const float* master, const ModelConfig& config);
+  // The module whose A or B holds element `e` of the arena, or past the modules for a copy's.
   size_t module_of(size_t e) const;
-  // One span per module (A and B together), tensor -1 and the module's layer: the units gradients
-  // are reduced in as layers finish, and the optimizer's.
+  // The PEFT name of what holds element `e`: "model.layers.0.self_attn.q_proj" or "model.norm".
+  std::string name_of(size_t e) const;
+  // One span per module (A and B together), tensor -1 and the module's layer, then one per copy
+  // (tensor -1, layer -1): the units gradients are reduced in as layers finish, and the
+  // optimizer's.
   std::vector<ParameterSpan> spans() const;
   // What Model::attach_lora takes: with gradients (training) or without.
   LoraParams params_for_model(bool gradients);
@@ -76,6 +97,9 @@ class LoraAdapter {
   LoraOptions options_;
   std::vector<LoraModule> modules_;
   std::vector<size_t> offsets_;
+  std::vector<TrainedPiece> pieces_;
+  std::vector<Copy> copies_;
+  size_t modules_size_ = 0;  // the arena's elements before the copies
   AlignedBuffer<float> params_;
   AlignedBuffer<float> grads_;
 };

@@ -55,8 +55,23 @@ void merge_module(float* W, const float* A, const float* B, size_t rows, size_t 
 
 }  // namespace
 
+void check_mergeable(const ModelConfig& config, const std::vector<TrainedPiece>& pieces) {
+  if (ParameterLayout(config).untied_head()) return;
+  for (const TrainedPiece& p : pieces) {
+    if (p.role != kWte && p.role != kLmHead) continue;
+    throw UsageError("the adapter trains " + p.name.substr(0, p.name.rfind('.')) +
+                     " apart from the head tied to the embedding (PEFT's modules_to_save), so "
+                     "the merged model would need an untied head, which this model's config "
+                     "does not have; keep the adapter folder instead of merging it");
+  }
+}
+
 void merge_adapter(float* params, const ParameterLayout& layout, const ModelConfig& config,
                    const LoraAdapter& adapter) {
+  check_mergeable(config, adapter.pieces());
+  for (const LoraAdapter::Copy& c : adapter.copies()) {
+    std::copy_n(adapter.params() + c.offset, c.count, params + layout.offset(c.role));
+  }
   const double scaling = merge_scaling(adapter.options());
   const size_t r = size_t(adapter.options().r);
   for (size_t i = 0; i < adapter.modules().size(); ++i) {

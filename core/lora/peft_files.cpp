@@ -119,7 +119,7 @@ std::string adapter_config_text(const ModelConfig& config, const PeftAdapterConf
   j["lora_dropout"] = double(o.dropout);
   j["megatron_config"] = nullptr;
   j["megatron_core"] = "megatron.core";
-  j["modules_to_save"] = nullptr;
+  j["modules_to_save"] = o.train.empty() ? json(nullptr) : json(o.train);
   j["peft_type"] = "LORA";
   j["qalora_group_size"] = 16;
   j["r"] = o.r;
@@ -162,7 +162,6 @@ void refuse_unsupported(const json& j, const std::string& path) {
   must_be("rank_pattern", json::object(), "a rank per module (rank_pattern)");
   must_be("alpha_pattern", json::object(), "an alpha per module (alpha_pattern)");
   must_be("layers_to_transform", nullptr, "adapting some layers only (layers_to_transform)");
-  must_be("modules_to_save", nullptr, "fully trained modules in the adapter (modules_to_save)");
   must_be("lora_bias", false, "a bias on lora_B (lora_bias)");
   must_be("bias", "none", "training the base's biases (bias)");
   must_be("exclude_modules", nullptr, "exclude_modules");
@@ -211,6 +210,15 @@ PeftAdapterConfig parse_config(const json& j, const std::string& path) {
   }
   out.options.alpha = alpha->get<double>();
   out.options.targets = read_targets(j, path);
+  if (const json* m = key(j, "modules_to_save"); m && !m->is_null()) {
+    if (!m->is_array()) refuse(path, "modules_to_save is " + m->dump() + ", expected a list");
+    for (const json& e : *m) {
+      if (!e.is_string() || e.get<std::string>().empty()) {
+        refuse(path, "modules_to_save holds " + e.dump() + ", expected module names");
+      }
+      out.options.train.push_back(e.get<std::string>());
+    }
+  }
   if (const json* d = key(j, "lora_dropout"); d && !d->is_null()) {
     if (!d->is_number() || d->get<double>() < 0 || d->get<double>() >= 1) {
       refuse(path, "lora_dropout is " + d->dump() + ", expected a number in [0, 1)");
@@ -257,12 +265,17 @@ LoraAdapter read_peft_adapter(const std::string& dir, const ModelConfig& config,
                                    "llmcpu does not read (save with safe_serialization=True)"
                                  : "missing: a PEFT adapter folder holds its tensors there");
   }
+  const std::string config_path = (fs::path(dir) / "adapter_config.json").string();
+  try {
+    select_trained_pieces(config, c.options.train);
+  } catch (const UsageError& e) {
+    throw FileError(config_path, std::string("modules_to_save: ") + e.what());
+  }
   LoraAdapter adapter = [&] {
     try {
       return LoraAdapter(config, c.options);
     } catch (const UsageError& e) {
-      throw FileError((fs::path(dir) / "adapter_config.json").string(),
-                      std::string("target_modules: ") + e.what());
+      throw FileError(config_path, std::string("target_modules: ") + e.what());
     }
   }();
   const SafetensorsFile file(path);
@@ -292,10 +305,28 @@ LoraAdapter read_peft_adapter(const std::string& dir, const ModelConfig& config,
       if (t->dtype != TensorDtype::kF64) c.dtype = t->dtype;  // written back as it came
     }
   }
+  for (const TrainedPiece& p : adapter.pieces()) {
+    const std::string name = "base_model.model." + p.name;
+    expected.insert(name);
+    const SafeTensor* t = file.find(name);
+    if (!t) {
+      throw FileError(path, "no tensor " + name + ": modules_to_save selects " +
+                                p.name.substr(0, p.name.rfind('.')) + " of the base model");
+    }
+    if (t->shape != p.shape || t->dtype == TensorDtype::kI32) {
+      std::string want;
+      for (size_t d : p.shape) want += (want.empty() ? "" : ", ") + std::to_string(d);
+      throw FileError(path, name + " is " + t->shape_string() + " " + dtype_name(t->dtype) +
+                                ", expected (" + want + ") floats (the base's)");
+    }
+    tensor_to_f32(*t, adapter.params() + adapter.copy_offset(p.role) + p.offset);
+    if (t->dtype != TensorDtype::kF64) c.copies_dtype = t->dtype;
+  }
   for (const SafeTensor& t : file.tensors()) {
     if (!expected.count(t.name)) {
       throw FileError(path, "unexpected tensor " + t.name +
-                                ": not the lora_A or lora_B of a module target_modules selects");
+                                ": not the lora_A or lora_B of a module target_modules selects, "
+                                "nor a tensor of a module modules_to_save selects");
     }
   }
   if (read_config) *read_config = c;
@@ -315,6 +346,11 @@ void write_peft_adapter(const std::string& dir, const ModelConfig& config,
     tensors.push_back({peft_tensor_name(m, 'A'), {r, m.in}, adapter.params() + adapter.a_offset(i)});
     tensors.push_back(
         {peft_tensor_name(m, 'B'), {m.rows, r}, adapter.params() + adapter.b_offset(i)});
+  }
+  for (const TrainedPiece& p : adapter.pieces()) {
+    tensors.push_back({"base_model.model." + p.name, p.shape,
+                       adapter.params() + adapter.copy_offset(p.role) + p.offset, nullptr,
+                       saved.copies_dtype});
   }
   AtomicFileWriter weights((fs::path(dir) / "adapter_model.safetensors").string(), fault_point);
   write_safetensors(weights, tensors, saved.dtype, {{"format", "pt"}});

@@ -5,10 +5,14 @@
 //                              target_modules as PEFT saves them (saved_target_modules)
 //   adapter_model.safetensors  per module M: base_model.model.M.lora_A.weight (r, in) and
 //                              .lora_B.weight (out, r), metadata {"format": "pt"}
+//                              and per module modules_to_save selects (core/lora/trained_copies.h)
+//                              its tensors base_model.model.M.weight (and .bias), the base's shape
 // Reading refuses what llmcpu's LoRA does not do, naming the key: DoRA, rank or alpha patterns,
-// layers_to_transform, modules_to_save, a regex target_modules, LoRA biases, other peft_types.
+// layers_to_transform, a regex target_modules, LoRA biases, other peft_types, and modules_to_save
+// that select what llmcpu does not train.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,6 +37,9 @@ struct PeftAdapterConfig {
   // The tensors' dtype in adapter_model.safetensors (a PEFT adapter keeps its own: F32 unless
   // made otherwise); a rewrite keeps it.
   TensorDtype dtype = TensorDtype::kF32;
+  // The dtype of the copies of base modules (modules_to_save), which PEFT keeps in the base's:
+  // as they came; a new adapter's in `dtype`.
+  std::optional<TensorDtype> copies_dtype = std::nullopt;
 };
 
 // adapter_config.json's text for this adapter on this model.

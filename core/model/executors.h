@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "core/model/lora_ops.h"
 #include "core/model/lora_views.h"
@@ -272,6 +273,13 @@ class Bf16Executor : public Fp32Executor {
     copy_ = AlignedBuffer<bf16>();
   }
   const Bf16Kernels& bf16_kernels() const { return h_; }
+  // A weight held outside the master (LoRA's trained copy of the head: Model::attach_lora) whose
+  // bf16 copy is at `w16` (n values, the caller's, kept current by the caller); null w16: none
+  // any more.
+  void map_copy(const float* w, size_t n, const bf16* w16) {
+    std::erase_if(outside_, [&](const Outside& o) { return o.w == w; });
+    if (w16) outside_.push_back({w, n, w16});
+  }
   // From now on the embedding's rows come from the copy, widened (a frozen base keeps its
   // embedding in bf16 alone: Model::freeze_base).
   void gather_embedding_from_copy(bool on = true) { embedding_from_copy_ = on; }
@@ -389,7 +397,19 @@ class Bf16Executor : public Fp32Executor {
   }
 
  private:
-  const bf16* copy_of(const float* weight) const { return copy_data_ + (weight - master_); }
+  const bf16* copy_of(const float* weight) const {
+    if (weight >= master_ && weight < master_ + count_) return copy_data_ + (weight - master_);
+    for (const Outside& o : outside_) {
+      if (weight >= o.w && weight < o.w + o.n) return o.w16 + (weight - o.w);
+    }
+    throw Error("a bf16 GEMM's weight is neither in the master nor a mapped copy");
+  }
+  struct Outside {
+    const float* w;
+    size_t n;
+    const bf16* w16;
+  };
+  std::vector<Outside> outside_;  // map_copy's
 
   const Bf16Kernels& h_;
   bool embedding_from_copy_ = false;

@@ -26,13 +26,16 @@ struct DecodeExecutor : Fp32Executor {
   // copy of the weights and the input rounded to bf16 (into inp16, the widest GEMM input), as its
   // forward pass does.
   const float* master = nullptr;
+  size_t count = 0;  // the master's values
   const bf16* copy = nullptr;
   const Bf16Kernels* h = nullptr;
   bf16* inp16 = nullptr;
 
   void matmul_forward(float* out, const float* inp, const float* weight, const float* bias,
                       size_t N, int C, int OC) {
-    if (!copy || quantized(weight)) {  // a quantized base's weight: decoded to fp32
+    // A quantized base's weight (decoded to fp32), or one outside the master (LoRA's trained copy
+    // of the head) in fp32.
+    if (!copy || quantized(weight) || weight < master || weight >= master + count) {
       return Fp32Executor::matmul_forward(out, inp, weight, bias, N, C, OC);
     }
     h->to_bf16(inp16, inp, N * C);
@@ -133,6 +136,7 @@ const float* Generator::step(int token) {
                    scores_.data(),     max_len_,       pos_};
   if (model_.master_released()) {
     x.master = model_.params_flat();
+    x.count = model_.num_parameters();
     x.copy = model_.params_bf16_flat();
     x.h = model_.bf16_kernels();
     x.inp16 = inp16_.data();

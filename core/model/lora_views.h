@@ -35,12 +35,38 @@ struct LoraModuleParams {
   float* dB;          // (rows, r) accumulated
 };
 
+// A base tensor the adapter holds a trained copy of (PEFT's modules_to_save), which the passes
+// use in place of the base's: memory the caller owns, laid out as the base's whole tensor (every
+// layer's slice of a per-layer one; an embedding or head with its padded rows).
+//   kWte     the input embedding. With a head tied to it the head keeps computing with the base's
+//            tensor (PEFT's copy of embed_tokens is not the head's).
+//   kLmHead  the head: an untied one's copy, or with a tied head a copy of wte for the head alone.
+//   kWpe and the norms' weights and biases (ln1w, ln1b, q_norm, k_norm, attn_post_norm, ln2w,
+//            ln2b, mlp_post_norm, lnfw, lnfb): as they are.
+struct TrainedTensorParams {
+  int role;        // its TensorRole
+  const float* w;  // the copy
+  float* g;        // its gradient, accumulated; null: none (inference)
+};
+
 struct LoraParams {
   int r = 0;
   float scale = 1.0f;  // lora_alpha / r, or lora_alpha / sqrt(r) (rsLoRA)
   float dropout = 0;   // on the adapters' input, in training passes
   std::vector<LoraModuleParams> modules;
+  std::vector<TrainedTensorParams> tensors;  // at most one per role
 };
+// Whether the adapter may hold a copy of the tensor of TensorRole `role`: the embeddings, the head
+// and the norms (not the layers' matmul weights and their biases, which adapters adapt).
+inline bool trainable_copy_role(int role) {
+  switch (role) {
+    case kQkvw: case kQkvb: case kAttprojw: case kAttprojb: case kFcw: case kFcb: case kFcprojw:
+    case kFcprojb:
+      return false;
+    default:
+      return role >= 0 && role < kNumTensorRoles;
+  }
+}
 
 // A module with what the passes add: its bf16 copy of A (a bf16 model's GEMM reads it) and its
 // saved u.

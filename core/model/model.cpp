@@ -183,6 +183,27 @@ void Model::carve_views() {
   p_ = ParameterViews<float>::carve(params_data_, layout_);
   g_ = base_gradients_ ? ParameterViews<float>::carve(grads_data_, layout_)
                       : frozen_views(layout_, frozen_sink_.data());
+  view_trained_copies();
+}
+
+void Model::view_trained_copies() {
+  for (const TrainedTensorParams& t : lora_.tensors) {  // by role: wte before lm_head
+    float* w = const_cast<float*>(t.w);
+    if (!layout_.untied_head() && (t.role == kWte || t.role == kLmHead)) {
+      // A tied head: the embedding's copy leaves the head on the base's wte; the head's copy is
+      // the head's alone.
+      if (t.role == kWte && !p_.lm_head) p_.lm_head = p_.wte;
+      float*& slot_w = t.role == kWte ? p_.wte : p_.lm_head;
+      float*& slot_g = t.role == kWte ? g_.wte : g_.lm_head;
+      slot_w = w, slot_g = t.g;
+      continue;
+    }
+    p_.tensor(t.role) = w;
+    g_.tensor(t.role) = t.g;
+    if (ParameterLayout::per_layer(t.role)) {
+      g_.stride[t.role - kFirstLayerRole] = layout_.layer_size(t.role);
+    }
+  }
   pc_ = p_;
   if (norm_weights_.size() == 0) return;
   float* w = norm_weights_.data();
@@ -197,7 +218,9 @@ const ParameterViews<float>& Model::compute_params() const {
   if (norm_weights_.size() == 0) return pc_;
   const float offset = config_.family().norm_offset;
   for (int role : kNormRoles) {
-    const float* w = params_data_ + layout_.offset(role);
+    ParameterViews<float> base = p_;  // the master's, or a LoRA run's trained copy
+    const float* w = norm_view(base, role);
+    if (!w) continue;
     ParameterViews<float> views = pc_;
     float* shifted = norm_view(views, role);
     for (size_t j = 0; j < layout_.size(role); ++j) shifted[j] = w[j] + offset;

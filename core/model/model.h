@@ -28,6 +28,7 @@
 #include <cstddef>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/model/activations.h"
 #include "core/model/block_device.h"
@@ -162,9 +163,11 @@ class Model {
   void device_parameters_changed() { copies_.device_trained(); }
 
   // LoRA adapters (core/model/lora_views.h) on the layers' matmuls from now on, forward and
-  // backward (their gradients added into the modules' dA, dB): memory the caller owns and keeps
-  // for as long as they are attached. A bf16 model keeps a bf16 copy of each A, rounded at each
-  // pass. Throws UsageError with a device attached (the device's blocks have no adapters).
+  // backward (their gradients added into the modules' dA, dB), and the adapter's trained copies of
+  // base tensors (lora.tensors) in place of the base's: memory the caller owns and keeps for as
+  // long as they are attached. A bf16 model keeps a bf16 copy of each A and of a trained head,
+  // rounded at each pass, and gathers a trained embedding's rows from its fp32 copy. Throws
+  // UsageError with a device attached (the device's blocks have no adapters).
   void attach_lora(const LoraParams& lora);
   void detach_lora();
   bool lora_attached() const { return lora_.r > 0; }
@@ -200,7 +203,9 @@ class Model {
   // back), so that the whole fp32 master never exists; finish_freeze() freezes what is left and
   // ends it. A frozen model's master is mapped on demand: what is never written takes no memory.
   // base_written is a no-op outside begin_freeze ... finish_freeze.
-  void begin_freeze(QuantFormat format);
+  // `keep`: TensorRoles (kWte, kLmHead) a bf16 base keeps in its fp32 master too (a LoRA run that
+  // trains a copy of them starts it from their fp32 values).
+  void begin_freeze(QuantFormat format, const std::vector<int>& keep = {});
   void base_written(size_t offset, size_t count);
   void finish_freeze();
   bool base_frozen() const { return base_frozen_; }
@@ -303,6 +308,7 @@ class Model {
     std::vector<size_t> remaining;
   };
   std::unique_ptr<Freezing> freezing_;
+  std::vector<int> copy_only_;  // bf16: kWte, kLmHead where the frozen base holds them in the copy alone
   void freeze_span(size_t i);
   std::unique_ptr<BlockDevice> device_;  // with a device only
   OffloadLayers layers_;                 // what the device owns
@@ -316,7 +322,11 @@ class Model {
   AlignedBuffer<float> lora_acts_;  // u of every module, then gB (and with dropout dx, xd)
   AlignedBuffer<bf16> lora_a16_;    // bf16 model: each module's A rounded
   AlignedBuffer<float> lora_bt_;    // each module's B transposed (the forward's rank update)
+  AlignedBuffer<bf16> lora_head16_;  // bf16 model: a trained copy of the head, rounded
+  bool embedding_from_copy_ = false;  // bf16: what the base gathered from before the adapter
   void plan_lora();
+  // p_ and g_ at the adapter's trained copies (lora_.tensors), pc_ from them.
+  void view_trained_copies();
   AlignedBuffer<int> inputs_;   // (B, T) of the last pass
   AlignedBuffer<int> targets_;  // (B, T)
 };

@@ -8,7 +8,7 @@
 
 namespace llmcpu {
 
-void Model::begin_freeze(QuantFormat format) {
+void Model::begin_freeze(QuantFormat format, const std::vector<int>& keep) {
   if (base_gradients_) {
     throw Error("Model::freeze_base: this model trains its base (it keeps gradients for it)");
   }
@@ -23,6 +23,7 @@ void Model::begin_freeze(QuantFormat format) {
   if (quant_ || bf16_) freezing_->spans = QuantizedBase::spans(layout_);
   if (bf16_) {
     for (int role : {kWte, kLmHead}) {
+      if (std::find(keep.begin(), keep.end(), role) != keep.end()) continue;
       if (layout_.size(role) > 0)
         freezing_->spans.push_back({layout_.offset(role), layout_.size(role), role, -1});
     }
@@ -76,7 +77,12 @@ void Model::finish_freeze() {
     }
     if (at < layout_.total()) bf16_->refresh(at, layout_.total() - at);
     bf16_->quant = quant_.get();
-    bf16_->gather_embedding_from_copy();  // the embedding's rows come from the copy
+    copy_only_.clear();
+    for (const ParameterSpan& s : spans) {
+      if (s.tensor == kWte || s.tensor == kLmHead) copy_only_.push_back(s.tensor);
+    }
+    // The embedding's rows come from the copy, unless the master keeps it.
+    bf16_->gather_embedding_from_copy(std::count(copy_only_.begin(), copy_only_.end(), kWte) > 0);
     copies_.bf16_refreshed();
   }
   if (!spans.empty()) copies_.master_memory_released();
@@ -95,12 +101,11 @@ void Model::restore_master() {
       bf16_->bf16_kernels().to_f32(w, bf16_->copy() + s.offset, s.count);
     }
   }
-  if (bf16_ && bf16_->embedding_from_copy()) {  // the embedding and the head, widened
-    for (int role : {kWte, kLmHead}) {
-      const size_t o = layout_.offset(role), n = layout_.size(role);
-      if (n > 0) bf16_->bf16_kernels().to_f32(params_data_ + o, bf16_->copy() + o, n);
-    }
+  for (int role : copy_only_) {  // the embedding and the head held in the copy alone, widened
+    const size_t o = layout_.offset(role), n = layout_.size(role);
+    bf16_->bf16_kernels().to_f32(params_data_ + o, bf16_->copy() + o, n);
   }
+  copy_only_.clear();
   if (bf16_) {
     bf16_->quant = nullptr;
     bf16_->gather_embedding_from_copy(false);

@@ -48,6 +48,12 @@ void Model::attach_lora(const LoraParams& lora) {
                      "leave --plugin out");
   }
   if (lora.r <= 0 || lora.modules.empty()) throw Error("attach_lora: no rank or no modules");
+  for (const TrainedTensorParams& t : lora.tensors) {
+    const bool present = layout_.size(t.role) > 0 || (t.role == kLmHead && layout_.size(kWte) > 0);
+    if (!trainable_copy_role(t.role) || !present || !t.w) {
+      throw Error("attach_lora: a trained copy of a tensor the model cannot take one of");
+    }
+  }
   const ModelConfig& c = config_;
   const size_t widths[] = {size_t(c.qkv_width()), size_t(c.channels), size_t(c.fc_width()),
                            size_t(c.channels)};
@@ -61,7 +67,10 @@ void Model::attach_lora(const LoraParams& lora) {
                        " does not fit the model's " + ParameterLayout::name(m.role));
     }
   }
+  detach_lora();
   lora_ = lora;
+  std::sort(lora_.tensors.begin(), lora_.tensors.end(),
+            [](const TrainedTensorParams& a, const TrainedTensorParams& b) { return a.role < b.role; });
   std::stable_sort(lora_.modules.begin(), lora_.modules.end(),
                    [](const LoraModuleParams& a, const LoraModuleParams& b) {
                      const int sa = lora_site(a.role), sb = lora_site(b.role);
@@ -77,15 +86,33 @@ void Model::attach_lora(const LoraParams& lora) {
   lora_bt_ = AlignedBuffer<float>(b_count);
   lora_acts_ = AlignedBuffer<float>();
   lora_views_ = LoraViews{};
+  carve_views();  // the passes' views at the trained copies
+  if (bf16_) {
+    embedding_from_copy_ = bf16_->embedding_from_copy();
+    if (p_.wte != params_data_ + layout_.offset(kWte)) bf16_->gather_embedding_from_copy(false);
+    const float* head = p_.head();
+    if (head < params_data_ || head >= params_data_ + layout_.total()) {  // a trained copy
+      lora_head16_ = AlignedBuffer<bf16>(layout_.size(kWte));
+      bf16_->map_copy(head, lora_head16_.size(), lora_head16_.data());
+    }
+  }
   if (arena_.batch() > 0) plan_lora();
+  else refresh_lora_copies();
 }
 
 void Model::detach_lora() {
+  const bool copies = !lora_.tensors.empty();
+  if (bf16_ && lora_attached()) {
+    bf16_->gather_embedding_from_copy(embedding_from_copy_);
+    if (lora_head16_.size() > 0) bf16_->map_copy(p_.head(), 0, nullptr);
+  }
   lora_ = LoraParams{};
   lora_views_ = LoraViews{};
   lora_acts_ = AlignedBuffer<float>();
   lora_a16_ = AlignedBuffer<bf16>();
   lora_bt_ = AlignedBuffer<float>();
+  lora_head16_ = AlignedBuffer<bf16>();
+  if (copies) carve_views();  // the base's own tensors again
 }
 
 const LoraViews* Model::lora_views() const {
@@ -126,6 +153,9 @@ void Model::plan_lora() {
 }
 
 void Model::refresh_lora_copies() {
+  if (lora_head16_.size() > 0) {
+    bf16_->bf16_kernels().to_bf16(lora_head16_.data(), p_.head(), lora_head16_.size());
+  }
   for (const LoraModuleView& m : lora_views_.modules) {
     transpose_into(const_cast<float*>(m.Bt), m.p.B, m.p.rows, size_t(lora_.r));
     if (!bf16_) continue;

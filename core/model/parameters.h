@@ -183,6 +183,13 @@ struct ParameterViews {
 
   // The matrix of the head: logits = lnf head()^T.
   F* head() const { return lm_head ? lm_head : wte; }
+  // The gradient of the head's matrix in these gradient views, when `p` are the weights': with a
+  // head of its own in p (lm_head, or a tied head the embedding no longer shares: a LoRA run's
+  // trained copy of one of them) its lm_head, which may be null (a frozen head), else wte's.
+  template <class Weights>
+  F* head_gradient(const Weights& p) const {
+    return p.lm_head ? lm_head : wte;
+  }
 
   // The tensors of layer l (0 <= l < L). This is the one place the per-layer offsets are written.
   LayerParams<F> layer(int l) const {
@@ -208,14 +215,19 @@ struct ParameterViews {
             .mlp_post_norm = at(mlp_post_norm, kMlpPostNorm)};
   }
 
+  // The view of the tensor of TensorRole `role`.
+  F*& tensor(int role) {
+    F** slots[kNumTensorRoles] = {
+        &wte,  &lm_head, &wpe,      &ln1w,     &ln1b,           &q_norm, &k_norm,
+        &qkvw, &qkvb,    &attprojw, &attprojb, &attn_post_norm, &ln2w,   &ln2b,
+        &fcw,  &fcb,     &fcprojw,  &fcprojb,  &mlp_post_norm,  &lnfw,   &lnfb};
+    return *slots[role];
+  }
+
   static ParameterViews carve(F* base, const ParameterLayout& layout) {
     ParameterViews v;
-    F** slots[kNumTensorRoles] = {
-        &v.wte,  &v.lm_head, &v.wpe,      &v.ln1w,     &v.ln1b,           &v.q_norm, &v.k_norm,
-        &v.qkvw, &v.qkvb,    &v.attprojw, &v.attprojb, &v.attn_post_norm, &v.ln2w,   &v.ln2b,
-        &v.fcw,  &v.fcb,     &v.fcprojw,  &v.fcprojb,  &v.mlp_post_norm,  &v.lnfw,   &v.lnfb};
     for (int i = 0; i < kNumTensorRoles; ++i) {
-      *slots[i] = layout.size(i) ? base + layout.offset(i) : nullptr;
+      v.tensor(i) = layout.size(i) ? base + layout.offset(i) : nullptr;
     }
     for (int i = kFirstLayerRole; i <= kLastLayerRole; ++i) {
       v.stride[i - kFirstLayerRole] = layout.layer_size(i);

@@ -316,8 +316,8 @@ void model_head(X& x, const ModelConfig& c, const ParameterViews<float>& p,
     if (a.dlogits != logits) x.copy_floats(a.dlogits, logits, n * Vp);
     x.softmax_xent_backward(a.dlogits, a.lse_head + r, targets + r, dloss, n, V, Vp);
     if (c.final_softcap > 0) x.softcap_backward(a.dlogits, logits, n * Vp, float(c.final_softcap));
-    x.matmul_backward(d.dln + r * C, g.head(), nullptr, a.dlogits, a.lnf + r * C, p.head(), n, C,
-                      Vp);
+    x.matmul_backward(d.dln + r * C, g.head_gradient(p), nullptr, a.dlogits, a.lnf + r * C,
+                      p.head(), n, C, Vp);
   }
 }
 
@@ -348,13 +348,14 @@ void blocks_and_embed_backward(X& x, const ModelConfig& c, const ParameterViews<
     block_backward(x, l, p.layer(l), g.layer(l), a.layer(l), d, s, lora);
     done(l);
   }
-  if (!g.wte) return done(-1);  // a frozen embedding
+  if (!g.wte && !g.wpe) return done(-1);  // a frozen embedding
   const size_t C = c.channels, pad = size_t(c.pad_token_id);
   if (c.family().embed_scale) x.scale(d.dresidual, embedding_scale(c), size_t(B) * T * C);
   // nn.Embedding(padding_idx): the pad row keeps what the head gave it, nothing from the lookup.
-  if (c.pad_token_id >= 0) x.copy_floats(d.pad_row, g.wte + pad * C, C);
+  const bool pad_row = g.wte && c.pad_token_id >= 0;
+  if (pad_row) x.copy_floats(d.pad_row, g.wte + pad * C, C);
   x.encoder_backward(g.wte, g.wpe, d.dresidual, inputs, B, T, c.channels);
-  if (c.pad_token_id >= 0) x.copy_floats(g.wte + pad * C, d.pad_row, C);
+  if (pad_row) x.copy_floats(g.wte + pad * C, d.pad_row, C);
   done(-1);
 }
 

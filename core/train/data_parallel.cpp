@@ -55,6 +55,7 @@ std::string rank_fields(const TrainOptions& o, const Model& m, const DataLoader*
       {"--lora", std::to_string(o.lora_r)},
       {"--lora-alpha", num(o.lora_alpha)},
       {"--lora-targets", o.lora_targets},
+      {"--lora-train", o.lora_train},
       {"--lora-rslora", o.lora_rslora ? "on" : "off"},
       {"--adapter", o.adapter},
       {"--base-quant", quant_format_name(o.base_quant)},

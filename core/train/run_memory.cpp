@@ -43,9 +43,16 @@ RunMemory plan_run_memory(const TrainOptions& o, const ModelConfig& config,
         config.num_layers);
   }
   if (o.lora()) {
+    const LoraOptions lora = lora_options_of(o);
+    const std::string flag = o.adapter.empty() ? "--lora-train " + o.lora_train : "--adapter " + o.adapter;
+    try {  // a module this model does not have
+      select_trained_pieces(config, lora.train);
+    } catch (const UsageError& e) {
+      throw UsageError(flag + ": " + e.what());
+    }
     const LoraFootprint f = [&] {
       try {
-        return lora_footprint(config, lora_options_of(o), o.batch, o.seq_len);
+        return lora_footprint(config, lora, o.batch, o.seq_len);
       } catch (const UsageError& e) {  // a target this model does not have
         throw UsageError((o.adapter.empty() ? "--lora-targets: " : "--adapter " + o.adapter + ": ") +
                          std::string(e.what()));

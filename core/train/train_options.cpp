@@ -70,6 +70,7 @@ void check_lora_options(const TrainOptions& o) {
     const char* given = o.lora_r > 0            ? "--lora"
                         : o.lora_alpha > 0      ? "--lora-alpha"
                         : !o.lora_targets.empty() ? "--lora-targets"
+                        : !o.lora_train.empty() ? "--lora-train"
                         : o.lora_rslora         ? "--lora-rslora"
                                                 : nullptr;
     require(!given, std::string(given ? given : "") + " with --adapter " + o.adapter +
@@ -78,6 +79,7 @@ void check_lora_options(const TrainOptions& o) {
   if (!o.lora()) {
     const char* given = o.lora_alpha > 0          ? "--lora-alpha"
                         : !o.lora_targets.empty()   ? "--lora-targets"
+                        : !o.lora_train.empty()     ? "--lora-train"
                         : o.lora_dropout > 0        ? "--lora-dropout"
                         : o.lora_rslora             ? "--lora-rslora"
                         : o.base_quant != QuantFormat::kNone && o.resume.empty() ? "--base-quant"
@@ -105,6 +107,7 @@ LoraOptions lora_options_of(const TrainOptions& o) {
   if (!o.lora_targets.empty()) l.targets = parse_lora_targets(o.lora_targets);
   l.dropout = o.lora_dropout;
   l.rslora = o.lora_rslora;
+  l.train = parse_trained_modules(o.lora_train);
   return l;
 }
 

@@ -76,6 +76,7 @@ struct TrainOptions {
   int lora_r = 0;
   double lora_alpha = 0;
   std::string lora_targets;
+  std::string lora_train;  // --lora-train: PEFT's modules_to_save, a comma list
   double lora_dropout = 0;
   bool lora_rslora = false;
   std::string adapter;

@@ -9,6 +9,7 @@
 #include "core/io/checkpoint.h"
 #include "core/io/model_file.h"
 #include "core/lora/merge.h"
+#include "core/lora/trained_copies.h"
 #include "core/model/preset.h"
 #include "core/train/non_finite.h"
 #include "core/util/fault.h"
@@ -18,12 +19,13 @@
 namespace llmcpu {
 
 std::unique_ptr<Model> make_model(const ModelSource& source, uint64_t seed, std::string* origin,
-                                  Precision precision, bool base_gradients, QuantFormat base_quant) {
+                                  Precision precision, bool base_gradients, QuantFormat base_quant,
+                                  const std::vector<int>& keep) {
   auto model = std::make_unique<Model>(source.config, active_kernels(), precision, nullptr,
                                        base_gradients);
   // A frozen base freezes as it is written (init_model's tensors one at a time; a file's at the
   // end): its whole fp32 master exists only while a file loads.
-  if (!base_gradients) model->begin_freeze(base_quant);
+  if (!base_gradients) model->begin_freeze(base_quant, keep);
   if (source.is_file()) {
     load_model_file(source, *model);
     if (origin) *origin = "checkpoint " + source.path + " (" + source.description + ")";
@@ -150,7 +152,7 @@ Trainer::Start Trainer::load_model(const CheckpointStore& /*locked*/) {
     const ModelSource source = resolve_model(opt_.model);  // --model, read once
     s.memory = plan_run_memory(opt_, source.config, *world_, source.is_file());
     s.model = make_model(source, opt_.seed, &s.origin, opt_.precision, !opt_.lora(),
-                         opt_.base_quant);
+                         opt_.base_quant, kept_for_copies(source.config));
     s.llama_origin = llama_origin_of(source);
     if (opt_.lora()) make_adapter(*s.model, source);
     return s;
@@ -173,17 +175,35 @@ Trainer::Start Trainer::load_model(const CheckpointStore& /*locked*/) {
   return s;
 }
 
-// A LoRA run's adapter: read from --adapter, or new (PEFT's initialisation from the run's seed).
+// The base tensors a new adapter trains copies of that a frozen bf16 base keeps in fp32 for them
+// (the embedding, the head; the norms stay in fp32 anyway). UsageError for a --lora-train entry
+// this model cannot take.
+std::vector<int> Trainer::kept_for_copies(const ModelConfig& config) const {
+  if (!opt_.lora() || !opt_.adapter.empty()) return {};
+  try {
+    const std::vector<TrainedPiece> pieces =
+        select_trained_pieces(config, parse_trained_modules(opt_.lora_train));
+    if (!opt_.save_merged.empty()) check_mergeable(config, pieces);
+    return trained_roles(pieces);
+  } catch (const UsageError& e) {
+    throw UsageError("--lora-train " + opt_.lora_train + ": " + e.what());
+  }
+}
+
+// A LoRA run's adapter: read from --adapter, or new (PEFT's initialisation from the run's seed,
+// and copies of the base's tensors it trains in full).
 void Trainer::make_adapter(Model& model, const ModelSource& source) {
   const ModelConfig& c = model.config();
   if (!opt_.adapter.empty()) {
     lora_ = std::make_unique<LoraAdapter>(read_peft_adapter(opt_.adapter, c, &lora_saved_));
+    if (!opt_.save_merged.empty()) check_mergeable(c, lora_->pieces());
   } else {
     try {
       lora_ = std::make_unique<LoraAdapter>(c, lora_options_of(opt_), opt_.seed ^ 0x4C6F5241ull);
     } catch (const UsageError& e) {
       throw UsageError(std::string("--lora-targets: ") + e.what());
     }
+    lora_->copy_base(std::as_const(model).params_flat(), c);
     lora_saved_.base_model_name_or_path = source.is_file() ? opt_.model : source.description;
     lora_saved_.init_lora_weights = true;
   }
@@ -204,6 +224,9 @@ Trainer::Start Trainer::resume_adapter(Start s) {
   opt_.lora_dropout = o.dropout;
   opt_.lora_targets.clear();
   for (const std::string& t : o.targets) opt_.lora_targets += (opt_.lora_targets.empty() ? "" : ",") + t;
+  opt_.lora_train.clear();
+  for (const std::string& t : o.train) opt_.lora_train += (opt_.lora_train.empty() ? "" : ",") + t;
+  if (!opt_.save_merged.empty()) check_mergeable(point.state().config, lora_->pieces());
   const ModelSource source = resolve_model(opt_.model);
   s.memory = plan_run_memory(opt_, point.state().config, *world_, source.is_file());
   const QuantFormat saved = point.state().base_quant;
@@ -522,7 +545,7 @@ void Trainer::save_adapter(const std::string& dir) const {
   for (size_t i = 0; i < lora_->size(); ++i) {
     if (!std::isfinite(p[i])) {
       throw TrainingError("not writing " + dir + ": the adapter's weights are not finite (" +
-                          lora_->modules()[lora_->module_of(i)].name + ")");
+                          lora_->name_of(i) + ")");
     }
   }
   write_peft_adapter(dir, model_->config(), *lora_, lora_saved_);
@@ -536,7 +559,7 @@ std::string Trainer::describe_bad_step(double loss, double norm) const {
     for (size_t i = 0; i < lora_->size(); ++i) {
       if (!std::isfinite(g[i])) {
         return what + "; the first non-finite gradient is the adapter's " +
-               lora_->modules()[lora_->module_of(i)].name;
+               lora_->name_of(i);
       }
     }
     return what + (std::isfinite(loss) ? "; every adapter gradient is finite, but their sum of "

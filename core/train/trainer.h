@@ -67,11 +67,12 @@ struct TrainObserver {
 // preset's shape initialised with init_model(seed). `origin` receives a line saying which.
 // A checkpoint of either version loads into either precision (bf16 widens exactly).
 // base_gradients false: a frozen base (LoRA; Model's), frozen once loaded (Model::freeze_base)
-// in base_quant.
+// in base_quant, a bf16 base keeping the TensorRoles `keep` in fp32 too (Model::begin_freeze).
 std::unique_ptr<Model> make_model(const ModelSource& source, uint64_t seed, std::string* origin,
                                   Precision precision = Precision::kFp32,
                                   bool base_gradients = true,
-                                  QuantFormat base_quant = QuantFormat::kNone);
+                                  QuantFormat base_quant = QuantFormat::kNone,
+                                  const std::vector<int>& keep = {});
 
 class Trainer {
  public:
@@ -170,6 +171,7 @@ class Trainer {
   // The end of run(): the reports, the last checkpoint, --save.
   void finish_run(bool interrupted, const TrainObserver& obs);
   void make_adapter(Model& model, const ModelSource& source);
+  std::vector<int> kept_for_copies(const ModelConfig& config) const;
   void save_adapter(const std::string& dir) const;
   void save_model(const std::string& path);  // --save's file or folder for this model
   // A step's loss or gradient norm is not finite: what is (for the warning), and fault injection.

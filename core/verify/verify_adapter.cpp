@@ -80,6 +80,11 @@ VerifyReport verify_adapter_against(Model& model, LoraAdapter& adapter,
       for (float g : ref_grads[k]) all2 += double(g) * double(g);
     }
   }
+  // Then each trained copy's tensors (--lora-train, PEFT's modules_to_save), by PEFT's names.
+  for (const TrainedPiece& p : adapter.pieces()) {
+    ref_grads.push_back(floats(need(f, "grad.base_model.model." + p.name, p.shape)));
+    for (float g : ref_grads.back()) all2 += double(g) * double(g);
+  }
   const double floor = std::numeric_limits<float>::epsilon() * std::sqrt(all2);
   for (size_t i = 0; i < adapter.modules().size(); ++i) {
     const LoraModule& m = adapter.modules()[i];
@@ -92,6 +97,12 @@ VerifyReport verify_adapter_against(Model& model, LoraAdapter& adapter,
     report.rows.push_back(compare_tensors(name + ".lora_B", adapter.grads() + adapter.b_offset(i),
                                           ref_grads[2 * i + 1].data(), adapter.b_size(i),
                                           tol.grads, floor));
+  }
+  for (size_t i = 0; i < adapter.pieces().size(); ++i) {
+    const TrainedPiece& p = adapter.pieces()[i];
+    report.rows.push_back(compare_tensors(
+        p.name, adapter.grads() + adapter.copy_offset(p.role) + p.offset,
+        ref_grads[2 * adapter.modules().size() + i].data(), p.count(), tol.grads, floor));
   }
   report.ok = std::all_of(report.rows.begin(), report.rows.end(),
                           [](const TensorComparison& c) { return c.ok; });

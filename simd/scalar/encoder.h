@@ -30,10 +30,11 @@ void encoder_forward(F* out,          // (B,T,C)
   }
 }
 
-// dwte[inp[b,t],:] += dout[b,t,:]; dwpe[t,:] += dout[b,t,:] (unless dwpe is null)
+// dwte[inp[b,t],:] += dout[b,t,:] (unless dwte is null); dwpe[t,:] += dout[b,t,:] (unless dwpe
+// is null)
 // Each thread owns a slice of channels and walks the tokens in order: deterministic, no atomics.
 template <typename F>
-void encoder_backward(F* dwte,         // (Vp,C)
+void encoder_backward(F* dwte,         // (Vp,C) or null
                       F* dwpe,         // (maxT,C) or null
                       const F* dout,   // (B,T,C)
                       const int* inp,  // (B,T)
@@ -46,8 +47,10 @@ void encoder_backward(F* dwte,         // (Vp,C)
     for (int b = 0; b < B; ++b) {
       for (int t = 0; t < T; ++t) {
         const F* d = dout + ((size_t)b * T + t) * C;
-        F* de = dwte + (size_t)inp[b * T + t] * C;
-        for (int c = c0; c < c1; ++c) de[c] += d[c];
+        if (dwte) {
+          F* de = dwte + (size_t)inp[b * T + t] * C;
+          for (int c = c0; c < c1; ++c) de[c] += d[c];
+        }
         if (!dwpe) continue;
         F* dp = dwpe + (size_t)t * C;
         for (int c = c0; c < c1; ++c) dp[c] += d[c];

@@ -12,20 +12,26 @@ the reference then ran on the quantized base's decoded weights), and checks:
   - the saved adapter_config.json is NAME_adapter/'s, byte for byte (PEFT's file for the same
     adapter, written by the fixture script from PEFT 0.17.1's keys);
   - the saved adapter_model.safetensors has PEFT's layout (the fixture's tensor names, shapes and
-    dtype, the safetensors library's header order and padding) and, in fp32, each tensor within
-    1e-5 of the reference's final.NAME (relative, in the 2-norm; a bf16 adapter file adds its
-    rounding, 2^-8); in bf16 within 2e-2: a step
-    moves an element by lr m/sqrt(v), |m/sqrt(v)| <= 1 in AdamW's first steps, and the bf16
-    gradients' relative error (at most 1e-1, the model's bf16 gradient limit, core/verify/verify.h)
-    changes that by at most its own fraction, so after s steps an element is within 0.1 s lr of
-    the reference: 1e-3 for the fixtures' 10 steps at lr 1e-3, against elements of root mean
-    square 0.065 or more (kaiming-uniform 1/sqrt(in), in <= 80, over sqrt(3)): 1.5e-2;
-  - `--steps 0` saves NAME_adapter/ back byte for byte (both files).
+    dtypes, the safetensors library's header order and padding) and, in fp32, each tensor within
+    1e-5 of the reference's final.NAME (relative, in the 2-norm; a bf16 file's tensor adds its
+    rounding, 2^-8, an f16 one 2^-11); in bf16 within max(2e-2, 0.1 s lr / rms), rms the root
+    mean square of the reference's tensor: a step moves an element by lr m/sqrt(v),
+    |m/sqrt(v)| <= 1 in AdamW's first steps, and the bf16 gradients' relative error (at most 1e-1,
+    the model's bf16 gradient limit, core/verify/verify.h) changes that by at most its own
+    fraction, so after s steps an element is within 0.1 s lr of the reference: 1e-3 for the
+    fixtures' 10 steps at lr 1e-3, against LoRA elements of root mean square 0.065 or more
+    (kaiming-uniform 1/sqrt(in), in <= 80, over sqrt(3)): 1.5e-2, within 2e-2; the
+    modules_to_save copies (lora.json's "copies") hold the base's values, of rms 0.1 to 1 for
+    embeddings and norm weights but 0.02 for GPT-2's LayerNorm biases: 5e-2 there;
+  - `--steps 0` saves NAME_adapter/ back byte for byte (both files), the copies included.
 With --fresh the run starts instead from a new adapter (--lora R --lora-alpha A --lora-targets
-T [--lora-rslora] from lora.json; the fixture made with --init-lora-weights true): the saved
-adapter_config.json must be the fixture's byte for byte (init_lora_weights true, the same
-target_modules as PEFT saves them), every lora_B is zero after 0 steps and every lora_A within
-PEFT's kaiming-uniform bound 1/sqrt(in_features), not all zero.
+T [--lora-rslora] [--lora-train M] from lora.json, M its modules_to_save; the fixture made with
+--init-lora-weights true): the saved adapter_config.json must be the fixture's byte for byte
+(init_lora_weights true, the same target_modules as PEFT saves them, modules_to_save as given),
+the tensors the fixture's (names, shapes, dtypes, the library's order), every lora_B zero after 0
+steps, every lora_A within PEFT's kaiming-uniform bound 1/sqrt(in_features), not all zero, and
+every modules_to_save copy equal to the base's tensor in NAME_hf/ (a tied head's: the
+embedding's), exactly: PEFT's copies start as copy.deepcopy of their modules.
 """
 import json
 import math
@@ -36,6 +42,12 @@ import sys
 
 import torch
 
+# safetensors' Dtype enum order: the library writes tensors by dtype, the last first, then by name.
+DTYPE_ORDER = ["BOOL", "U8", "I8", "F8_E5M2", "F8_E4M3", "I16", "U16", "F16", "BF16", "I32", "U32",
+               "F32", "F64", "I64", "U64"]
+FLOATS = {"F32": torch.float32, "BF16": torch.bfloat16, "F16": torch.float16}
+UNIT = {"F32": 0.0, "BF16": 2.0 ** -8, "F16": 2.0 ** -11}  # a file's rounding, beyond fp32's
+
 
 def fail(msg):
     sys.exit(f"check_lora_train.py: {msg}")
@@ -43,7 +55,8 @@ def fail(msg):
 
 def read_safetensors(path):
     """(header entries in file order, name -> float64 tensor). Checks PEFT's layout: metadata
-    {"format": "pt"} first, tensors packed in the order of their names, padding with spaces."""
+    {"format": "pt"} first, tensors packed by dtype (widest first, as the safetensors library
+    orders them: F32 before BF16) then name, padding with spaces."""
     blob = open(path, "rb").read()
     (n,) = struct.unpack("<Q", blob[:8])
     text = blob[8:8 + n]
@@ -53,21 +66,20 @@ def read_safetensors(path):
     if pairs[0] != ("__metadata__", [("format", "pt")]):
         fail(f"{path}: the first header entry is {pairs[0]}, expected __metadata__ format pt")
     names = [k for k, _ in pairs[1:]]
-    if names != sorted(names):
-        fail(f"{path}: tensors not in the order of their names")
-    meta, data, out, end = dict(pairs[1:]), blob[8 + n:], {}, 0
+    meta = dict(pairs[1:])
+    order = [(-DTYPE_ORDER.index(dict(meta[k])["dtype"]), k) for k in names]
+    if order != sorted(order):
+        fail(f"{path}: tensors not in the safetensors library's order (dtype, then name)")
+    data, out, end = blob[8 + n:], {}, 0
     for name in names:
         e = dict(meta[name])
         a, b = e["data_offsets"]
         if a != end:
             fail(f"{path}: {name} starts at {a}, not {end}")
         raw = data[a:b]
-        if e["dtype"] == "F32":
-            t = torch.frombuffer(bytearray(raw), dtype=torch.float32)
-        elif e["dtype"] == "BF16":
-            t = torch.frombuffer(bytearray(raw), dtype=torch.bfloat16)
-        else:
+        if e["dtype"] not in FLOATS:
             fail(f"{path}: {name} has dtype {e['dtype']}")
+        t = torch.frombuffer(bytearray(raw), dtype=FLOATS[e["dtype"]])
         out[name] = t.to(torch.float64).reshape(e["shape"])
         end = b
     if end != len(data):
@@ -110,6 +122,8 @@ def main():
         start = ["--lora", str(run["r"]), "--lora-alpha", str(run["lora_alpha"]),
                  "--lora-targets", ",".join(targets)] + (["--lora-rslora"] if run["use_rslora"]
                                                          else [])
+        if run.get("modules_to_save"):
+            start += ["--lora-train", ",".join(run["modules_to_save"])]
         # PEFT keeps the path the base was loaded from: the fixture's NAME_hf, relative.
         os.chdir(d)
         save = f"{name}_llmcpu_fresh"
@@ -117,8 +131,21 @@ def main():
         got = open(os.path.join(save, "adapter_config.json"), "rb").read()
         if got != open(os.path.join(f"{name}_adapter", "adapter_config.json"), "rb").read():
             fail(f"{save}/adapter_config.json differs from the fixture's:\n{got.decode()}")
-        _, tensors = read_safetensors(os.path.join(save, "adapter_model.safetensors"))
+        layout, tensors = read_safetensors(os.path.join(save, "adapter_model.safetensors"))
+        want, _ = read_safetensors(os.path.join(f"{name}_adapter", "adapter_model.safetensors"))
+        if layout != want:
+            fail(f"tensor names, dtypes or shapes differ from the fixture's adapter: {layout} vs "
+                 f"{want}")
+        base = read_folder(f"{name}_hf")
+        copies = 0
         for n, t in tensors.items():
+            if not n.endswith((".lora_A.weight", ".lora_B.weight")):
+                own = n[len("base_model.model."):]
+                if own == "lm_head.weight" and own not in base:
+                    own = "model.embed_tokens.weight"  # a tied head is the embedding
+                if own not in base or not torch.equal(t, base[own]):
+                    fail(f"{n}: a new modules_to_save copy is not the base's {own}")
+                copies += 1
             if n.endswith("lora_B.weight") and t.abs().max() != 0:
                 fail(f"{n}: a new adapter's B must be zero")
             if n.endswith("lora_A.weight"):
@@ -126,7 +153,8 @@ def main():
                 if t.abs().max() > bound or t.abs().max() < bound / 2:
                     fail(f"{n}: max |A| = {t.abs().max():.4g}, expected within the bound "
                          f"{bound:.4g} and near it")
-        print(f"{name}: a new adapter's config is PEFT's, B = 0, A within 1/sqrt(in)")
+        print(f"{name}: a new adapter's config is PEFT's, B = 0, A within 1/sqrt(in)" +
+              (f", {copies} modules_to_save tensors equal to the base's" if copies else ""))
         return
 
     # The runs of each precision write files of their own (ctest runs them side by side).
@@ -157,19 +185,32 @@ def main():
     want, _ = read_safetensors(os.path.join(adapter, "adapter_model.safetensors"))
     if [(n, s) for n, _, s in layout] != [(n, s) for n, _, s in want]:
         fail(f"tensor names or shapes differ from the fixture's adapter: {layout} vs {want}")
+    if [d for _, d, _ in layout] != [d for _, d, _ in want]:
+        fail(f"tensor dtypes differ from the fixture's adapter: {layout} vs {want}")
     _, reference = read_safetensors_any(os.path.join(d, f"{name}_reference.safetensors"))
-    # A bf16 adapter file is saved rounded: 2^-8 more, relative, in the 2-norm.
-    rel_tol = (2e-2 if bf16 else 1e-5) + (2.0 ** -8 if run["adapter_dtype"] == "bf16" else 0)
+    dtype = {n: d for n, d, _ in layout}
     worst = 0.0
     for n, t in tensors.items():
         r = reference[f"final.{n}"]
+        rms = float(r.pow(2).mean().sqrt())
+        # A bf16 or f16 tensor is saved rounded: its unit roundoff more, relative, in the 2-norm.
+        rel_tol = (max(2e-2, 0.1 * steps * run["lr"] / rms) if bf16 else 1e-5) + UNIT[dtype[n]]
         rel = float((t - r).norm() / r.norm())
         worst = max(worst, rel)
         if rel > rel_tol:
-            fail(f"{n}: after {steps} steps {rel:.3g} from the reference (limit {rel_tol})")
+            fail(f"{n}: after {steps} steps {rel:.3g} from the reference (limit {rel_tol:.3g})")
     print(f"{name}: {steps} steps, losses within {tol} (largest difference "
           f"{max(abs(a - b) for a, b in zip(ours, ref)):.2e}), final adapter within "
           f"{worst:.2e} of the reference, PEFT's files")
+
+
+def read_folder(folder):
+    """A model folder's tensors (model.safetensors or its shards), float64, by name."""
+    out = {}
+    for f in sorted(os.listdir(folder)):
+        if f.endswith(".safetensors"):
+            out.update(read_safetensors_any(os.path.join(folder, f))[1])
+    return out
 
 
 def read_safetensors_any(path):

@@ -1,7 +1,7 @@
 // PEFT adapter folders (core/lora/peft_files.h) against PEFT's published format, PEFT 0.17.1 as
 // tests/fixtures/lora_reference.py writes it down: adapter_config.json holds every LoraConfig key
 // (adapter_config()), and a reader refuses, naming the file and the key, what llmcpu's LoRA does
-// not compute (DoRA, per-module ranks and alphas, some layers only, fully trained modules, biases,
+// not compute (DoRA, per-module ranks and alphas, some layers only, biases,
 // a regex target_modules); adapter_model.safetensors holds base_model.model.M.lora_A.weight
 // (r, in) and .lora_B.weight (out, r) for exactly the modules target_modules selects;
 // target_modules is saved condensed to the shortest suffixes when 20 or more modules are targeted
@@ -123,7 +123,8 @@ TEST_F(PeftFiles, ConfigRefusesWhatLlmcpuDoesNotComputeNamingTheKey) {
       {"alpha_pattern", {{"v_proj", 16}}, "alpha_pattern is {\"v_proj\":16}"},
       {"layers_to_transform", {0}, "layers_to_transform is [0]"},
       {"layers_to_transform", 1, "layers_to_transform is 1"},
-      {"modules_to_save", {"lm_head"}, "modules_to_save is [\"lm_head\"]"},
+      {"modules_to_save", "lm_head", "modules_to_save is \"lm_head\""},
+      {"modules_to_save", {1}, "modules_to_save holds 1"},
       {"lora_bias", true, "lora_bias is true"},
       {"bias", "all", "bias is \"all\""},
       {"bias", "lora_only", "bias is \"lora_only\""},

@@ -47,6 +47,10 @@ void add_lora_flags(ArgParser& p, TrainOptions* o, TrainChoiceFlags* c) {
   p.option("lora-targets", 0, &o->lora_targets, "LIST",
            "the linear maps adapted, as PEFT names them: all-linear (default) or a comma list "
            "(q_proj,v_proj; c_attn; mlp.down_proj; full module names)");
+  p.option("lora-train", 0, &o->lora_train, "LIST",
+           "LoRA: base modules trained in full beside the adapters, as PEFT's modules_to_save "
+           "names them: embed_tokens, lm_head, norm, input_layernorm, ... (GPT-2: wte, wpe, "
+           "ln_1, ln_2, ln_f)");
   p.option("lora-dropout", 0, &o->lora_dropout, "P", "dropout on the adapters' input (default 0)",
            {0, 1});
   p.flag("lora-rslora", 0, &o->lora_rslora, "scale by A/sqrt(R) (rank-stabilised LoRA)");
