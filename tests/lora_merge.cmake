@@ -10,7 +10,7 @@
 # reuses.
 set(lora_merge_script ${CMAKE_CURRENT_SOURCE_DIR}/fixtures/make_lora_fixture.py)
 set(lora_merge_check ${CMAKE_CURRENT_SOURCE_DIR}/cli/check_lora_merge.py)
-set(lora_merge_cases gqa gpt2 phi3 gemma2 qwen3 gemma3 bf16base)
+set(lora_merge_cases gqa gpt2 phi3 gemma2 qwen3 gemma3 bf16base mts qwen3mts)
 foreach(case ${lora_merge_cases})
   add_test(NAME lora_merge_${case}
            COMMAND ${LLMCPU_DEBIAN_PYTHON} ${lora_merge_check} $<TARGET_FILE:llmcpu> ${fresh}

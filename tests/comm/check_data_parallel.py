@@ -145,6 +145,8 @@ def main():
     ap.add_argument("--family", default="gpt2", choices=["gpt2"] + list(PRESETS),
                     help="gpt2: the tiny fixture; another: that family's preset (PRESETS)")
     ap.add_argument("--lora", type=int, default=0, help="train a LoRA adapter of this rank")
+    ap.add_argument("--lora-train", default="",
+                    help="with --lora: base modules trained in full too (PEFT's modules_to_save)")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     bound = 1e-5 if a.precision == "fp32" else 2.0**-8
@@ -162,6 +164,8 @@ def main():
             save = save[:-len(".bin")] + (".lora" if a.lora else ".hf")
         if a.lora and "--resume" not in extra:  # a resumed run's adapter is its checkpoint's
             extra = ["--lora", str(a.lora), "--lora-alpha", str(2 * a.lora)] + list(extra)
+            if a.lora_train:
+                extra = ["--lora-train", a.lora_train] + extra
         args = [a.llmcpu, "train", "--model", model,
                 "--train-data", os.path.join(a.fixtures, "tiny_train.bin"), "-b", str(batch),
                 "-t", "8", "--total-batch", "64", "--steps", str(steps), "--lr", "1e-3",

@@ -11,7 +11,9 @@
 #include <string>
 #include <vector>
 
+#include "core/io/safetensors.h"
 #include "core/train/checkpoint_store.h"
+#include "simd/bf16.h"
 #include "tests/common/process.h"
 #include "tests/common/temp_files.h"
 #include "tests/unit/llama_files.h"
@@ -175,6 +177,61 @@ TEST_F(LoraCli, AQuantizedBasesRunResumesOnTheSameBase) {
             read_bytes(adapter_file(checkpoint_adapter_path(ref, 4))));
 }
 
+// Base modules trained in full beside the adapters (--lora-train, PEFT's modules_to_save): saved in
+// the adapter folder under PEFT's names, resumed bit for bit, in bf16 too, and --save-merged puts
+// the copies in the base's place (as convert --adapter does).
+TEST_F(LoraCli, TrainedModulesResumeBitForBitAndMerge) {
+  for (const std::string precision : {"fp32", "bf16"}) {
+    SCOPED_TRACE(precision);
+    const std::string lora = "--lora 4 --lora-alpha 8 --lora-train embed_tokens,lm_head,norm "
+                             "--precision " + precision;
+    const std::string ref = path("ref" + precision), ck = path("ck" + precision);
+    const std::string merged = path("merged" + precision);
+    ASSERT_EQ(run_llmcpu(train_args(4, lora) + " -n 2 -o " + shell_quote(ref) + " --save-merged " +
+                         shell_quote(merged))
+                  .status,
+              0);
+    ASSERT_EQ(run_llmcpu(train_args(2, lora) + " -n 2 -o " + shell_quote(ck)).status, 0);
+    const Outcome resumed = run_llmcpu("train --model " + shell_quote(path("hf")) + " --resume " +
+                                       shell_quote(ck) + " -n 2 --precision " + precision +
+                                       data_args(4));
+    ASSERT_EQ(resumed.status, 0) << resumed.output;
+    const std::string at4 = checkpoint_adapter_path(ref, 4);
+    EXPECT_EQ(read_bytes(adapter_file(checkpoint_adapter_path(ck, 4))), read_bytes(adapter_file(at4)));
+    EXPECT_EQ(read_bytes(checkpoint_state_path(ck, 4)), read_bytes(checkpoint_state_path(ref, 4)));
+    const testing::Bytes file = read_bytes(adapter_file(at4));
+    const std::string text(file.begin(), file.end());
+    for (const char* name : {"base_model.model.model.embed_tokens.weight",
+                             "base_model.model.lm_head.weight",
+                             "base_model.model.model.layers.1.post_attention_layernorm.weight",
+                             "base_model.model.model.norm.weight"}) {
+      EXPECT_NE(text.find(name), std::string::npos) << name;
+    }
+    const std::string converted = path("converted" + precision);
+    const Outcome c = run_llmcpu("convert " + shell_quote(path("hf")) + " " +
+                                 shell_quote(converted) + " --adapter " + shell_quote(at4));
+    ASSERT_EQ(c.status, 0) << c.output;
+    if (precision == "fp32") {
+      EXPECT_EQ(read_bytes(merged + "/model.safetensors"),
+                read_bytes(converted + "/model.safetensors"));
+      continue;
+    }
+    // A bf16 run merges into the layer weights it computed with (rounded to bf16) and writes the
+    // model in bf16: the trained copies there are the fp32 copies rounded once.
+    const SafetensorsFile a(merged + "/model.safetensors"), b(converted + "/model.safetensors");
+    for (const char* name : {"model.embed_tokens.weight", "lm_head.weight",
+                             "model.layers.0.input_layernorm.weight", "model.norm.weight"}) {
+      ASSERT_NE(a.find(name), nullptr) << name;
+      ASSERT_NE(b.find(name), nullptr) << name;
+      std::vector<float> x(a.find(name)->count), y(b.find(name)->count);
+      tensor_to_f32(*a.find(name), x.data());
+      tensor_to_f32(*b.find(name), y.data());
+      for (float& v : y) v = bf16_to_float(float_to_bf16(v));
+      EXPECT_EQ(x, y) << name;
+    }
+  }
+}
+
 TEST_F(LoraCli, SampleComputesWithTheAdapter) {
   // A new adapter (B = 0) adds exactly zero: the base's samples, token for token.
   ASSERT_EQ(run_llmcpu(train_args(0) + " --save " + shell_quote(path("new"))).status, 0);
@@ -213,6 +270,13 @@ TEST_F(LoraCli, FlagsAndFilesThatDoNotFitAreRefusedByName) {
            shell_quote(path("file")) + " --write-state " + shell_quote(path("w.bin")),
        {"--write-state with --adapter"}},
       {train_args(1, "--base-quant nf4"), {"--base-quant needs --lora R"}},
+      {train_args(1, "--lora-train norm"), {"--lora-train needs --lora R"}},
+      {train_args(1, "--lora 4 --lora-train q_proj"),
+       {"--lora-train q_proj", "model.layers.0.self_attn.q_proj", "embed_tokens, input_layernorm"}},
+      {train_args(1, "--lora 4 --lora-train layers.1.input_layernorm"),
+       {"--lora-train layers.1.input_layernorm", "in every layer or in none"}},
+      {train_args(1, "--adapter " + shell_quote(path("ad")) + " --lora-train norm"),
+       {"--lora-train with --adapter", "adapter_config.json gives it"}},
       {train_args(1, "--lora 4 --base-quant nf5"),
        {"--base-quant 'nf5'", "expected none, int8 or nf4"}},
       {"verify --model " + hf + " --state " + shell_quote(path("file")) + " --base-quant int8",
