@@ -10,6 +10,7 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/bench/layer_ops.h"
@@ -81,6 +82,7 @@ std::unique_ptr<LoraAdapter> bench_adapter(const BenchOptions& o) {
 // adapter's gradient norm and AdamW over the adapter.
 std::vector<double> time_lora_steps(const BenchOptions& o, Model& model, const KernelTable& k) {
   std::unique_ptr<LoraAdapter> adapter = bench_adapter(o);
+  if (o.adapter.empty()) adapter->copy_base(std::as_const(model).params_flat(), o.config);
   model.attach_lora(adapter->params_for_model(true));
   const int B = o.batch, T = o.seq_len;
   model.plan_batch(B, T);
@@ -103,7 +105,9 @@ std::vector<double> time_lora_steps(const BenchOptions& o, Model& model, const K
 // The trainer's step on random tokens; returns the seconds of each timed step.
 std::vector<double> time_steps(const BenchOptions& o, const KernelTable& k, const Bf16Kernels& h) {
   Model model(o.config, k, o.precision, &h, /*base_gradients=*/!o.lora_step());
-  if (o.lora_step()) model.begin_freeze(o.base_quant);  // frozen as it is written
+  if (o.lora_step()) {  // frozen as it is written
+    model.begin_freeze(o.base_quant, trained_roles(select_trained_pieces(o.config, o.lora.train)));
+  }
   if (o.source.is_file()) {
     load_model_file(o.source, model);
   } else {

@@ -80,4 +80,12 @@ const QuantMatrix* QuantizedBase::find(const float* weight) const {
   return at != entries_.end() && at->weight == weight ? &at->q : nullptr;
 }
 
+QuantFormat parse_base_quant(const std::string& word, const std::string& flag) {
+  QuantFormat f = QuantFormat::kNone;
+  if (!parse_quant_format(word, f)) {
+    throw UsageError(flag + " '" + word + "' is not a base format; expected none, int8 or nf4");
+  }
+  return f;
+}
+
 }  // namespace llmcpu

@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -55,5 +56,8 @@ class QuantizedBase {
   AlignedBuffer<float> scales_;
   std::vector<Entry> entries_;  // sorted by weight
 };
+
+// --base-quant's word (none, int8, nf4) as a format; UsageError naming `flag` for another.
+QuantFormat parse_base_quant(const std::string& word, const std::string& flag = "--base-quant");
 
 }  // namespace llmcpu

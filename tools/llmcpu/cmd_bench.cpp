@@ -91,6 +91,8 @@ class BenchCommand : public Command {
              {0, 65536});
     p.option("lora-targets", 0, &lora_targets_, "LIST",
              "with --lora: the linear maps adapted (default all-linear)");
+    p.option("lora-train", 0, &lora_train_, "LIST",
+             "with --lora: base modules trained in full too, as train --lora-train");
     p.option("base-quant", 0, &base_quant_, "Q",
              "with --lora or --adapter: the frozen base's layer weights as none (default: as "
              "loaded), int8 or nf4, as train --base-quant holds them");
@@ -105,10 +107,8 @@ class BenchCommand : public Command {
       throw UsageError("--lora with --adapter: the adapter's adapter_config.json gives the rank");
     }
     if (!lora_targets_.empty() && o_.lora.r == 0) throw UsageError("--lora-targets needs --lora R");
-    if (!parse_quant_format(base_quant_, o_.base_quant)) {
-      throw UsageError("--base-quant '" + base_quant_ +
-                       "' is not a base format; expected none, int8 or nf4");
-    }
+    if (!lora_train_.empty() && o_.lora.r == 0) throw UsageError("--lora-train needs --lora R");
+    o_.base_quant = parse_base_quant(base_quant_);
     if (o_.base_quant != QuantFormat::kNone && o_.adapter.empty() && o_.lora.r == 0) {
       throw UsageError("--base-quant needs --lora R or --adapter DIR (only a frozen base is "
                        "quantized)");
@@ -123,7 +123,7 @@ class BenchCommand : public Command {
 
  private:
   std::string model_ = "gpt2-d2", precision_ = "fp32", targets_, format_ = "table";
-  std::string lora_targets_, base_quant_ = "none";
+  std::string lora_targets_, lora_train_, base_quant_ = "none";
   std::string targets_help_;
   bench::BenchOptions o_;
   PlacementOptions placement_;
@@ -135,8 +135,16 @@ int BenchCommand::run(const ArgParser&) {
   o_.targets = bench::resolve_targets(targets_);
   resolve_bench_model(model_, &o_);
   if (!lora_targets_.empty()) o_.lora.targets = parse_lora_targets(lora_targets_);
+  o_.lora.train = parse_trained_modules(lora_train_);
   if (!o_.adapter.empty()) o_.lora = read_adapter_config(o_.adapter).options;
-  if (o_.lora_step()) select_lora_modules(o_.config, o_.lora.targets);  // refuses unknown ones
+  if (o_.lora_step()) {
+    select_lora_modules(o_.config, o_.lora.targets);  // refuses unknown ones
+    try {
+      select_trained_pieces(o_.config, o_.lora.train);
+    } catch (const UsageError& e) {
+      throw UsageError("--lora-train " + lora_train_ + ": " + e.what());
+    }
+  }
   if (o_.seq_len > o_.config.max_seq_len) {
     throw UsageError("--seq-len: expected 1 to " + std::to_string(o_.config.max_seq_len) +
                      " (the model's maxT), got " + std::to_string(o_.seq_len));

@@ -53,11 +53,7 @@ class VerifyCommand : public Command {
     parse_recompute(recompute_, "--recompute");
     check_placement_flags(placement_);
     apply_offload_tolerances(p, /*offloading=*/false, &tol_);  // only checks them
-    QuantFormat f;
-    if (!parse_quant_format(base_quant_, f)) {
-      throw UsageError("--base-quant '" + base_quant_ +
-                       "' is not a base format; expected none, int8 or nf4");
-    }
+    const QuantFormat f = parse_base_quant(base_quant_);
     if (adapter_.empty() && f != QuantFormat::kNone) {
       throw UsageError("--base-quant needs --adapter DIR (only a frozen base is quantized)");
     }
@@ -100,9 +96,7 @@ int VerifyCommand::run(const ArgParser& p) {
   Model model(source.config, active_kernels(), prec, nullptr, /*base_gradients=*/!lora);
   load_model_file(source, model);
   if (lora && !p.given("plugin")) {
-    QuantFormat f = QuantFormat::kNone;
-    parse_quant_format(base_quant_, f);
-    model.freeze_base(f);
+    model.freeze_base(parse_base_quant(base_quant_));
   }
   apply_plugin_flags(plugin_, model);
   apply_offload_tolerances(p, model.offload_active(), &tol_);

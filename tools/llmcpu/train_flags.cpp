@@ -157,10 +157,7 @@ void apply_train_flags(const TrainCliExtras& x, TrainOptions* o) {
   const TrainChoiceFlags& c = x.choices;
   o->precision = parse_precision(c.precision, "--precision");
   o->recompute = parse_recompute(c.recompute, "--recompute");
-  if (!parse_quant_format(c.base_quant, o->base_quant)) {
-    throw UsageError("--base-quant '" + c.base_quant +
-                     "' is not a base format; expected none, int8 or nf4");
-  }
+  o->base_quant = parse_base_quant(c.base_quant);
   o->lr_schedule = parse_lr_schedule(c.lr_schedule, "--lr-schedule");
   o->zero = c.zero < 0 ? ZeroMode::kDefault : c.zero == 0 ? ZeroMode::kOff : ZeroMode::kOn;
   o->memory_limit =
