@@ -199,7 +199,10 @@ class SimdFlashAttentionBf16 : public ::testing::TestWithParam<std::string> {
 };
 
 // Under emulation, sequences up to 300 tokens (tests/simd/emulated.h): past two key blocks of 256.
-bool run_here(const Shape& sh) { return !testing::emulated_run() || sh.T <= 300; }
+// Under emulation (emulated.h) the sequences up to 130 tokens: past every block boundary of the
+// kernels but the 256-token one, which the native runs cross (T 257 and 300 took most of the
+// emulated minutes: 172 s for one SVE2 table on a 2-vCPU Xeon VM, of a 30-minute limit).
+bool run_here(const Shape& sh) { return !testing::emulated_run() || sh.T <= 130; }
 
 TEST_P(SimdFlashAttention, WithinDerivedBoundOnRaggedShapes) {
   for (size_t i = 0; i < std::size(kShapes); ++i) {
@@ -235,6 +238,7 @@ template <class Table>
 void expect_reproducible(const Table& k, const std::string& name, bool bf16_case) {
   const int saved = omp_get_max_threads();
   for (const Shape& sh : kReproducible) {
+    if (!run_here(sh)) continue;
     const Case& c = reference(index_of(sh), bf16_case);
     const Results first = run(k, c), second = run(k, c);
     omp_set_num_threads(1);
