@@ -12,6 +12,7 @@
 #include "simd/attention_options.h"
 #include "simd/bf16.h"
 #include "tests/simd/attention_reference.h"
+#include "tests/simd/emulated.h"
 #include "tests/simd/error_bounds.h"
 #include "tests/simd/flash_attention_bounds.h"
 
@@ -43,6 +44,11 @@ inline const OptionCase kCases[] = {
     {{1, 600, 2, 1, 40}, {.scale = 0.3f, .window = 300, .softcap = 2.0f}},
     {{2, 65, 2, 2, 64}, {.scale = 0.3f, .window = 17}},
     {{1, 520, 6, 2, 40}, {.window = 257}}};
+
+// Under emulation (emulated.h) the cases of T <= 150 only, and the tests that take one multi-query
+// case (the plain call, thread counts) take T = 130's for T = 300's.
+inline bool run_case(const OptionCase& c) { return !testing::emulated_run() || c.sh.T <= 150; }
+inline size_t multi_query_case() { return testing::emulated_run() ? 4 : 1; }
 
 struct Reference {
   std::vector<double> qkv, dout;         // as the kernels see them (bf16 values in the bf16 case)

@@ -1,10 +1,13 @@
 // Whether this run of the SIMD tests is under a CPU emulator: tools/test-neon.sh sets
-// LLMCPU_TEST_EMULATED=1 for its qemu-aarch64 runs. There the ragged-shape tests leave out their
-// largest shapes (a sequence of 513 or 1024 tokens, over 130 in flash attention's, a GEMM of 1100 x
-// 1030 x 70, the quantized GEMMs' two largest): emulation is there
-// to run each Arm target's instructions, which the smaller shapes already do across every block
-// boundary of the drivers (the same C++ the native runs check at their largest shapes), and those
-// shapes took most of its minutes.
+// LLMCPU_TEST_EMULATED=1 for its qemu-aarch64 runs. There the slowest tests leave out their largest
+// shapes or take smaller ones that cross the same block boundaries: flash attention's sequences
+// over 70 tokens and the attention options' over 150 (T = 130 for 300 where one case is taken),
+// 1100 tokens in the fp32 GEMMs (600: still two dW slices) and fewer channels in their thread-count
+// test, the bf16 GEMMs' largest shapes, LoRA's 300 rows (37), the scratch tests' largest GEMM and
+// the quantized GEMMs' two largest. Emulation is there to run each Arm target's instructions, which
+// the smaller shapes do across every block boundary of the drivers (the same C++ the native runs
+// check at their largest shapes); those shapes took most of its minutes.
+//
 // Not here: what the tests check (the suites themselves).
 #pragma once
 

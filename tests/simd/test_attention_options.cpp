@@ -26,7 +26,6 @@
 #include "simd/kernels.h"
 #include "tests/simd/attention_options_cases.h"
 #include "tests/simd/attention_reference.h"
-#include "tests/simd/emulated.h"
 #include "tests/simd/error_bounds.h"
 #include "tests/simd/flash_attention_bounds.h"
 
@@ -79,7 +78,7 @@ double bounds_apart(const std::vector<double>& a, const std::vector<double>& b,
 TEST(AttentionOptionsReference, EveryOptionMovesTheResultsFarBeyondTheBounds) {
   for (size_t i = 0; i < std::size(kCases); ++i) {
     const OptionCase& c = kCases[i];
-    if (testing::emulated_run() && c.sh.T > 300) continue;
+    if (!run_case(c)) continue;
     const Reference& r = reference(i, false);
     std::vector<std::pair<std::string, AttentionOptions>> without;
     if (c.opt.scale > 0) without.push_back({"scale", {0, c.opt.window, c.opt.softcap}});
@@ -124,7 +123,7 @@ Results run(const KernelTable& k, const Reference& r, const FlashShape& sh,
 TEST_P(AttentionOptions32, WithinDerivedBound) {
   for (size_t i = 0; i < std::size(kCases); ++i) {
     const OptionCase& c = kCases[i];
-    if (testing::emulated_run() && c.sh.T > 300) continue;
+    if (!run_case(c)) continue;
     const Reference& r = reference(i, false);
     const Results x = run(k(), r, c.sh, c.opt);
     const std::string where = " " + GetParam() + c.name();
@@ -137,7 +136,7 @@ TEST_P(AttentionOptions32, WithinDerivedBound) {
 // A window of T keys or more masks nothing, and an explicit 1/sqrt(D) is the default's float: the
 // same bits as the call without options. A soft-cap and scale ride along to cover their paths.
 TEST_P(AttentionOptions32, WindowOfTOrMoreAndTheDefaultScaleAreThePlainCall) {
-  const size_t i = 1;  // T = 300, multi-query
+  const size_t i = multi_query_case();  // T = 300 (130 under emulation), multi-query
   const OptionCase& c = kCases[i];
   const Reference& r = reference(i, false);
   const float scale = 1.0f / std::sqrt(float(c.sh.D));
@@ -158,7 +157,7 @@ TEST_P(AttentionOptions32, WindowOfTOrMoreAndTheDefaultScaleAreThePlainCall) {
 
 TEST_P(AttentionOptions32, SameBitsOnEveryThreadCount) {
   const int saved = omp_get_max_threads();
-  for (size_t i : {size_t(0), size_t(1)}) {
+  for (size_t i : {size_t(0), multi_query_case()}) {
     const OptionCase& c = kCases[i];
     const Reference& r = reference(i, false);
     const Results first = run(k(), r, c.sh, c.opt);

@@ -20,7 +20,6 @@
 
 #include "simd/bf16.h"
 #include "tests/simd/attention_options_cases.h"
-#include "tests/simd/emulated.h"
 #include "tests/simd/error_bounds.h"
 #include "tests/simd/flash_attention_bounds.h"
 #if defined(__x86_64__)
@@ -70,7 +69,7 @@ TEST_P(AttentionOptionsBf16, WithinDerivedBound) {
   const double rho = dot ? kBf16HalfUlp : 0.0;
   for (size_t i = 0; i < std::size(kCases); ++i) {
     const OptionCase& c = kCases[i];
-    if (testing::emulated_run() && c.sh.T > 300) continue;
+    if (!run_case(c)) continue;
     const Reference& r = reference(i, true);
     const Results x = run(k(), r, c.sh, c.opt);
     FlashForwardBounds fb = dot ? flash_forward_bounds(r.qkv, r.lse, c.sh, rho, c.opt) : r.bounds;
@@ -89,7 +88,7 @@ TEST_P(AttentionOptionsBf16, WithinDerivedBound) {
 
 // A window of T keys or more masks nothing: the same bits as without one (with a soft-cap too).
 TEST_P(AttentionOptionsBf16, WindowOfTOrMoreIsThePlainCall) {
-  const size_t i = 1;  // T = 300, multi-query
+  const size_t i = multi_query_case();  // T = 300 (130 under emulation), multi-query
   const OptionCase& c = kCases[i];
   const Reference& r = reference(i, true);
   const std::pair<AttentionOptions, AttentionOptions> same[] = {
@@ -107,7 +106,7 @@ TEST_P(AttentionOptionsBf16, WindowOfTOrMoreIsThePlainCall) {
 
 TEST_P(AttentionOptionsBf16, SameBitsOnEveryThreadCount) {
   const int saved = omp_get_max_threads();
-  for (size_t i : {size_t(0), size_t(1)}) {
+  for (size_t i : {size_t(0), multi_query_case()}) {
     const OptionCase& c = kCases[i];
     const Reference& r = reference(i, true);
     const Results first = run(k(), r, c.sh, c.opt);

@@ -1,11 +1,12 @@
 // LoRA's low-rank kernels (kernels.h's lora_*, bf16.h's lora_rank_update) of every table, the
 // scalar reference's too, against the scalar reference in double: ranks 1, 3, 16, 17, 64 (and 300,
 // more than one k tile of the outer accumulation), blocks of 1, 7, 64, 100, 1031 columns, 1, 5,
-// 300 rows. Every operand with rows wider than the block (ld > cols) and the block at a column
-// offset: the columns around it must come back untouched. Bounds from fp32 rounding
-// (error_bounds.h): a sum of n products in any order, scaled and added once, errs by at most
-// gamma(n + 2) (|old| + |scale| sum |products|). Then the determinism rule (the same bits for 1, 2
-// and 3 threads), and the bf16 rank update: the fp32 table's result rounded once.
+// 300 rows (37 under emulation, tests/simd/emulated.h: still several 16-row panels). Every operand
+// with rows wider than the block (ld > cols) and the block at a column offset: the columns around
+// it must come back untouched. Bounds from fp32 rounding (error_bounds.h): a sum of n products in
+// any order, scaled and added once, errs by at most gamma(n + 2) (|old| + |scale| sum |products|).
+// Then the determinism rule (the same bits for 1, 2 and 3 threads), and the bf16 rank update: the
+// fp32 table's result rounded once.
 #include <gtest/gtest.h>
 #include <omp.h>
 
@@ -16,6 +17,7 @@
 #include "simd/bf16.h"
 #include "simd/scalar/lora.h"
 #include "tests/simd/bf16_rounding.h"
+#include "tests/simd/emulated.h"
 #include "tests/simd/error_bounds.h"
 
 namespace llmcpu::simd_test {
@@ -44,9 +46,12 @@ std::string where(const std::string& target, const Shape& s) {
          " cols=" + std::to_string(s.cols);
 }
 
+// The most rows a shape has: several of the rank update's 16-row panels, fewer under emulation.
+size_t many_rows() { return testing::emulated_run() ? 37 : 300; }
+
 std::vector<Shape> ragged_shapes() {
   std::vector<Shape> r;
-  for (const size_t N : {size_t(1), size_t(5), size_t(300)}) {
+  for (const size_t N : {size_t(1), size_t(5), many_rows()}) {
     for (const int rank : {1, 3, 16, 17, 64}) {
       for (const int cols : {1, 7, 64, 100, 1031}) r.push_back({N, rank, cols});
     }
@@ -217,7 +222,7 @@ std::vector<float> run_all(const KernelTable& k, const Shape& s, const Operands&
 // accumulation cuts its column tiles by the team's size), and for a repeated call. Shapes: many
 // rows; one long row (the rank update's column blocks over threads); many k tiles.
 TEST_P(SimdLora, IdenticalBitsForAnyThreadCount) {
-  for (const Shape& s : {Shape{300, 17, 1031}, Shape{1, 16, 4100}, Shape{70, 300, 33}}) {
+  for (const Shape& s : {Shape{many_rows(), 17, 1031}, Shape{1, 16, 4100}, Shape{70, 300, 33}}) {
     const Operands o(s, 7);
     const std::vector<float> one = run_all(k(), s, o, 1);
     expect_identical(where(GetParam(), s) + ": 1 thread, repeated", run_all(k(), s, o, 1), one);
@@ -266,7 +271,7 @@ TEST_P(SimdLoraBf16, RankUpdateRoundsTheFp32ResultOnce) {
     for (double& x : bound) x *= gamma(s.r + 2.0);
     expect_within("bound: " + at, part(o.ob, widen_bf16(got), true), ref,
                   plus_bf16_rounding(ref, bound));
-    if (s.N == 300 && s.r == 17 && s.cols == 1031) {
+    if (s.N == many_rows() && s.r == 17 && s.cols == 1031) {
       expect_same_bf16("2 threads vs 1: " + at, update(2), got);
       expect_same_bf16("3 threads vs 1: " + at, update(3), got);
     }

@@ -5,8 +5,11 @@
 #include <omp.h>
 
 #include <cmath>
+#include <iterator>
+#include <vector>
 
 #include "simd/scalar/matmul.h"
+#include "tests/simd/emulated.h"
 #include "tests/simd/error_bounds.h"
 
 namespace llmcpu::simd_test {
@@ -28,6 +31,15 @@ constexpr Shape kShapes[] = {{1, 1, 1},     {3, 5, 7},      {17, 33, 29},
                              {31, 64, 50},  {70, 96, 131},  {33, 769, 13},
                              {5, 17, 2003}, {65, 130, 389}, {40, 768, 24},
                              {1100, 40, 70}};
+
+// kShapes, with 600 tokens for 1100 under emulation (tests/simd/emulated.h): still two dW slices.
+std::vector<Shape> shapes() {
+  std::vector<Shape> r(std::begin(kShapes), std::end(kShapes));
+  if (testing::emulated_run()) {
+    for (Shape& s : r) s.N = s.N == 1100 ? 600 : s.N;
+  }
+  return r;
+}
 
 void check_matmul(const KernelTable& k, const Shape& s, bool with_bias, bool with_dinp,
                   unsigned seed) {
@@ -100,12 +112,12 @@ void check_matmul(const KernelTable& k, const Shape& s, bool with_bias, bool wit
 
 TEST_P(SimdMatmul, RaggedShapesWithBias) {
   unsigned seed = 1;
-  for (const Shape& s : kShapes) check_matmul(k(), s, true, true, seed++);
+  for (const Shape& s : shapes()) check_matmul(k(), s, true, true, seed++);
 }
 
 TEST_P(SimdMatmul, RaggedShapesWithoutBiasOrDinp) {
   unsigned seed = 100;
-  for (const Shape& s : kShapes) {
+  for (const Shape& s : shapes()) {
     check_matmul(k(), s, false, seed % 2 == 0, seed);
     ++seed;
   }
@@ -115,7 +127,7 @@ TEST_P(SimdMatmul, RaggedShapesWithoutBiasOrDinp) {
 // for bit, as with it, and writes nothing else.
 TEST_P(SimdMatmul, FrozenWeightGivesTheSameInputGradient) {
   unsigned seed = 300;
-  for (const Shape& s : kShapes) {
+  for (const Shape& s : shapes()) {
     const size_t N = s.N, C = size_t(s.C), OC = size_t(s.OC);
     Random rnd(seed++);
     const std::vector<float> inp = rnd.normal(N * C), weight = rnd.normal(OC * C, 0, 0.5);
@@ -134,7 +146,8 @@ TEST_P(SimdMatmul, FrozenWeightGivesTheSameInputGradient) {
 }
 
 void identical_bits_for_any_thread_count(const KernelTable& k, size_t N) {
-  const int C = 200, OC = 301;
+  // Under emulation (tests/simd/emulated.h) fewer channels: still several column blocks to share.
+  const int C = testing::emulated_run() ? 40 : 200, OC = testing::emulated_run() ? 131 : 301;
   Random rnd(unsigned(9 + N));
   const std::vector<float> inp = rnd.normal(N * C), weight = rnd.normal(size_t(OC) * C);
   const std::vector<float> bias = rnd.normal(OC), dout = rnd.normal(N * OC);
@@ -158,10 +171,11 @@ void identical_bits_for_any_thread_count(const KernelTable& k, size_t N) {
 }
 
 // Every output element has one owner and a fixed order of its sum: the same bits for any thread
-// count, and for a repeated call (no state carried between calls); N = 1100 spans several token
-// slices of dW.
+// count, and for a repeated call (no state carried between calls); N = 1100 spans several of dW's
+// 512-token slices (600 under emulation: two).
 TEST_P(SimdMatmul, IdenticalBitsForAnyThreadCount) {
-  for (const size_t N : {size_t(67), size_t(1100)}) identical_bits_for_any_thread_count(k(), N);
+  const size_t many = testing::emulated_run() ? 600 : 1100;
+  for (const size_t N : {size_t(67), many}) identical_bits_for_any_thread_count(k(), N);
 }
 
 INSTANTIATE_TEST_SUITE_P(Targets, SimdMatmul, ::testing::ValuesIn(vectorized_targets()),

@@ -17,6 +17,7 @@
 #include "simd/scratch.h"
 #include "simd/workspace.h"
 #include "tests/common/team_scratch.h"
+#include "tests/simd/emulated.h"
 #include "tests/simd/error_bounds.h"
 
 namespace llmcpu::simd_test {
@@ -54,6 +55,16 @@ constexpr Gemm kGemms[] = {{1, 1, 1},      {3, 5, 7},     {17, 33, 29},   {70, 9
                            {65, 130, 389}, {5, 17, 2003}, {130, 48, 144}, {130, 48, 48},
                            {130, 48, 192}, {130, 192, 48}};
 
+// kGemms, under emulation (tests/simd/emulated.h) without {65, 130, 389}: the GEMMs are run to see
+// what they allocate, which the others, at the same blocking, show for a fraction of the products.
+std::vector<Gemm> gemms() {
+  std::vector<Gemm> r;
+  for (const Gemm& g : kGemms) {
+    if (!testing::emulated_run() || g.N * size_t(g.C) * size_t(g.OC) < 3000000) r.push_back(g);
+  }
+  return r;
+}
+
 struct Operands {
   std::vector<float> inp, weight, bias, dout, out, dinp, dweight, dbias;
   std::vector<bf16> inp16, weight16;
@@ -89,7 +100,7 @@ class SimdScratch : public ::testing::TestWithParam<std::string> {
 TEST_P(SimdScratch, MatmulAllocatesWhatItsSizingEntriesSay) {
   for (int threads : {1, 2, 3}) {
     with_threads(threads, [&] {
-      for (const Gemm& g : kGemms) {
+      for (const Gemm& g : gemms()) {
         Operands o(g);
         for (bool bias : {false, true}) {
           const size_t held = held_after([&] {
@@ -211,7 +222,7 @@ class SimdBf16Scratch : public ::testing::TestWithParam<std::string> {
 TEST_P(SimdBf16Scratch, MatmulAllocatesWhatItsSizingEntriesSay) {
   for (int threads : {1, 2, 3}) {
     with_threads(threads, [&] {
-      for (const Gemm& g : kGemms) {
+      for (const Gemm& g : gemms()) {
         Operands o(g);
         for (bool bias : {false, true}) {
           const size_t held = held_after([&] {
