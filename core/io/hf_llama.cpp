@@ -189,25 +189,52 @@ void HfLlamaFile::open(const std::string& weights, const std::string& config_sou
       (sharded ? ", " + std::to_string(shards.size()) + " shards" : "") + ", " + config_source;
 }
 
-void HfLlamaFile::load(float* params) const {
+namespace {
+
+// Row r of a (rows, C) tensor as a tensor of its own.
+SafeTensor row_of(const SafeTensor& t, size_t r, size_t C) {
+  SafeTensor row = t;
+  row.shape = {C};
+  row.count = C;
+  row.data = t.data + r * C * dtype_bytes(t.dtype);
+  return row;
+}
+
+}  // namespace
+
+void HfLlamaFile::load(float* params,
+                       const std::function<void(size_t offset, size_t count)>& written) const {
   const ParameterLayout layout(config_);
-  std::fill_n(params, layout.total(), 0.0f);  // the padding rows of wte and lm_head stay zero
-  for (const Piece& p : hf_llama_pieces(config_)) {
-    tensor_to_f32(*tensors_.at(p.name), params + flat_offset(layout, p));
-  }
-  auto head = tensors_.find("lm_head.weight");
-  if (!config_.tied_head || head == tensors_.end()) return;
+  const size_t C = config_.channels, V = config_.vocab_size;
   // A tied model computes its logits with the embedding: a different stored head is another model.
-  const size_t C = config_.channels;
-  std::vector<float> stored(head->second->count);
-  tensor_to_f32(*head->second, stored.data());
-  const float* wte = params + layout.offset(kWte);
-  for (size_t r = 0; r < size_t(config_.vocab_size); ++r) {
-    if (std::memcmp(stored.data() + r * C, wte + r * C, C * sizeof(float)) != 0) {
-      throw FileError(files_.front()->path(),
-                      "tensor 'lm_head.weight' differs from model.embed_tokens.weight (first in "
-                      "row " + std::to_string(r) + ") although tie_word_embeddings is true");
+  // Checked row by row from the files, before anything is read.
+  auto head = tensors_.find("lm_head.weight");
+  if (config_.tied_head && head != tensors_.end()) {
+    const SafeTensor& wte = *tensors_.at("model.embed_tokens.weight");
+    std::vector<float> a(C), b(C);
+    for (size_t r = 0; r < V; ++r) {
+      tensor_to_f32(row_of(*head->second, r, C), a.data());
+      tensor_to_f32(row_of(wte, r, C), b.data());
+      if (std::memcmp(a.data(), b.data(), C * sizeof(float)) != 0) {
+        throw FileError(files_.front()->path(),
+                        "tensor 'lm_head.weight' differs from model.embed_tokens.weight (first in "
+                        "row " + std::to_string(r) + ") although tie_word_embeddings is true");
+      }
     }
+    for (const auto& f : files_) f->let_go(*head->second);
+  }
+  // The padding rows of wte and lm_head stay zero; every other element is a piece's.
+  for (const int role : {int(kWte), int(kLmHead)}) {
+    if (layout.size(role) == 0) continue;
+    float* t = params + layout.offset(role);
+    std::fill(t + V * C, t + layout.size(role), 0.0f);
+  }
+  for (const Piece& p : hf_llama_pieces(config_)) {
+    const SafeTensor& t = *tensors_.at(p.name);
+    const size_t offset = flat_offset(layout, p);
+    tensor_to_f32(t, params + offset);
+    for (const auto& f : files_) f->let_go(t);
+    if (written) written(offset, t.count);
   }
 }
 

@@ -24,6 +24,7 @@
 // (core/io/safetensors.h), GPT-2's files (core/io/hf_gpt2.h).
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -51,8 +52,12 @@ class HfLlamaFile {
   const ModelConfig& config() const { return config_; }
   // "safetensors BF16, llama, 2 shards, config.json" (what was read, for messages).
   const std::string& description() const { return description_; }
-  // Fills a flat fp32 array laid out by ParameterLayout(config()) (F16 and BF16 widened exactly).
-  void load(float* params) const;
+  // Fills a flat fp32 array laid out by ParameterLayout(config()) (F16 and BF16 widened exactly),
+  // a tensor at a time: `written` (may be empty) hears each one's (offset, count) once it is in
+  // place, and the file's pages of it are then let go, so that neither the whole fp32 model nor the
+  // whole mapped file need stay resident while a model that freezes as it is written loads.
+  void load(float* params,
+            const std::function<void(size_t offset, size_t count)>& written = {}) const;
 
  private:
   // Opens the weights (a file, or the shards an index names) and checks them against config_;

@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <memory>
 #include <regex>
+#include <type_traits>
 
 #include "core/io/checkpoint.h"
 #include "core/io/hf_gpt2.h"
@@ -50,7 +51,14 @@ const Family& hf_family(const nlohmann::json& config, const std::string& path) {
 template <class File>
 void opened(std::shared_ptr<const File> file, ModelSource& s) {
   s.config = file->config(), s.description = file->description();
-  s.read_weights = [file](float* params) { file->load(params); };
+  s.reads_by_tensor = std::is_same_v<File, HfLlamaFile>;
+  s.read_weights = [file](float* params, const WeightsWritten& written) {
+    if constexpr (std::is_same_v<File, HfLlamaFile>) {
+      file->load(params, written);
+    } else {
+      file->load(params);
+    }
+  };
 }
 void open_hf_model(const HfModelPaths& paths, ModelSource& s) {
   const nlohmann::json config = paths.config.empty() ? nlohmann::json() : read_json_file(paths.config);
@@ -84,7 +92,7 @@ ModelSource open_model_file(const std::string& path, ModelFormat format,
     const CheckpointInfo info = read_checkpoint_header(path);
     s.config = info.config;
     s.description = "llm.c checkpoint version " + std::to_string(info.version);
-    s.read_weights = [path, config = info.config](float* params) {
+    s.read_weights = [path, config = info.config](float* params, const WeightsWritten&) {
       load_checkpoint(path, config, params);
     };
   }
@@ -153,7 +161,8 @@ namespace {
 
 // The parameters of a model file into `params`, laid out by ParameterLayout(expected); the file
 // must hold a model of that shape.
-void load_parameters(const ModelSource& source, const ModelConfig& expected, float* params) {
+void load_parameters(const ModelSource& source, const ModelConfig& expected, float* params,
+                     const WeightsWritten& written) {
   if (!source.read_weights) {
     throw Error("load_model_file: " + source.spec + " is a preset, not a model file");
   }
@@ -161,7 +170,7 @@ void load_parameters(const ModelSource& source, const ModelConfig& expected, flo
     throw FileError(source.path, "holds a model of shape " + describe(source.config) +
                                      ", expected " + describe(expected));
   }
-  source.read_weights(params);
+  source.read_weights(params, written);
 }
 
 }  // namespace
@@ -173,12 +182,19 @@ LlamaOrigin llama_origin_of(const ModelSource& source) {
   return llama_origin(paths.config, folder.empty() ? "." : folder.string());
 }
 
-void load_model_parameters(const ModelSource& source, float* params) {
-  load_parameters(source, source.config, params);
+WeightsOrigin weights_origin(const ModelSource& source) {
+  if (!source.is_file()) return WeightsOrigin::kInitialised;
+  return source.reads_by_tensor ? WeightsOrigin::kFileByTensor : WeightsOrigin::kFileWhole;
 }
 
+void load_model_parameters(const ModelSource& source, float* params) {
+  load_parameters(source, source.config, params, {});
+}
+
+// A model freezing its base as it is written (Model::begin_freeze) freezes each tensor once read.
 void load_model_file(const ModelSource& source, Model& model) {
-  load_parameters(source, model.config(), model.params_flat());
+  load_parameters(source, model.config(), model.params_flat(),
+                  [&model](size_t offset, size_t count) { model.base_written(offset, count); });
 }
 
 }  // namespace llmcpu

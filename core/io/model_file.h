@@ -22,6 +22,17 @@ enum class ModelFormat {
   kSafetensors,  // a Hugging Face GPT-2: model.safetensors (+ config.json), or their folder
 };
 
+// Where a model's weights come from, for the memory they take while they load.
+enum class WeightsOrigin {
+  kInitialised,   // a preset's: drawn tensor by tensor
+  kFileByTensor,  // a file read a tensor at a time (ModelSource::reads_by_tensor)
+  kFileWhole,     // a file read whole before anything takes another form
+};
+
+// What a weights reader says after each range of the flat parameters it has filled: (offset,
+// count) in floats.
+using WeightsWritten = std::function<void(size_t offset, size_t count)>;
+
 struct ModelSource {
   std::string spec;  // what --model said
   ModelFormat format = ModelFormat::kPreset;
@@ -36,8 +47,14 @@ struct ModelSource {
   std::string hf_config;  // safetensors: the config.json named by --config (empty: the one beside)
   // Reads the weights, laid out by ParameterLayout(config), from the file as it was opened when
   // resolved (its tensors found and checked against the config, its files mapped): a file is
-  // opened and its family decided once. Empty for a preset.
-  std::function<void(float* params)> read_weights;
+  // opened and its family decided once. Empty for a preset. `written` (may be empty) hears of each
+  // range of params once it holds its final values, as a reader that goes tensor by tensor fills
+  // them (Hugging Face Llama-family files; the others say nothing and are taken whole at the end).
+  std::function<void(float* params, const WeightsWritten& written)> read_weights;
+
+  // read_weights fills the parameters tensor by tensor, saying each to `written` as it is done
+  // (Hugging Face Llama-family files), rather than whole.
+  bool reads_by_tensor = false;
 
   bool is_file() const { return format != ModelFormat::kPreset; }
 };
@@ -62,6 +79,8 @@ ModelSource open_model_file(const std::string& path, ModelFormat format,
 // Where a Llama-family model file came from, for the folders written from it: its config.json and
 // the tokenizer files of its folder; empty for anything else (a preset, GPT-2's files).
 LlamaOrigin llama_origin_of(const ModelSource& source);
+
+WeightsOrigin weights_origin(const ModelSource& source);
 
 // Loads a model file's parameters into `model`, whose config must equal the file's.
 void load_model_file(const ModelSource& source, Model& model);

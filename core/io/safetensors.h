@@ -50,6 +50,9 @@ class SafetensorsFile {
   const std::map<std::string, std::string>& metadata() const { return metadata_; }
   // The tensor of that name, or null.
   const SafeTensor* find(const std::string& name) const;
+  // A tensor of this file read and no longer needed: its pages leave resident memory
+  // (MappedFile::let_go); a tensor of another file is left alone.
+  void let_go(const SafeTensor& t) const { file_.let_go(t.data, t.count * dtype_bytes(t.dtype)); }
 
  private:
   MappedFile file_;

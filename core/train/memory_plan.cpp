@@ -107,12 +107,13 @@ MemoryPlan plan_memory(const MemoryRequest& r) {
     const double frozen = r.base_quant != QuantFormat::kNone
                               ? double(QuantizedBase::bytes(r.base_quant, layout))
                               : double(M) * (mixed ? sizeof(bf16) : sizeof(float));
-    // A file's weights are read whole in fp32, then frozen tensor by tensor; an initialised base
-    // has at most one tensor (or a layer's slice of one) in fp32 beside the frozen forms.
+    // A streamed base has at most one tensor (or a layer's slice of one) in fp32 beside the frozen
+    // forms, and, read from a file, that tensor's pages of it (at most 4 bytes an element); a base
+    // read whole is all in fp32 first.
     size_t chunk = 0;
     for (const ParameterSpan& s : layout.spans()) chunk = std::max(chunk, s.count);
-    plan.loading = r.base_streamed ? other + frozen + double(chunk) * sizeof(float)
-                                   : double(P) * sizeof(float);
+    const double in_flight = double(chunk) * sizeof(float) * (r.base_mapped ? 2 : 1);
+    plan.loading = r.base_streamed ? other + frozen + in_flight : double(P) * sizeof(float);
     plan.parameters = other + frozen + A * (sizeof(float) + (mixed ? sizeof(bf16) : 0));
     plan.gradients = A * sizeof(float);
     plan.optimizer = 2 * A * sizeof(float) / (r.zero ? ranks : 1);

@@ -57,9 +57,11 @@ struct MemoryRequest {
   // quantized (int8, nf4) or kept in the bf16 copy alone (none, in bf16); their fp32 master is
   // held only while the base loads.
   QuantFormat base_quant = QuantFormat::kNone;
-  // The frozen base is initialised (a preset), each tensor frozen as it is drawn, rather than
-  // read whole from a file first.
+  // The frozen base is frozen tensor by tensor as it is drawn (a preset) or read (a Hugging Face
+  // Llama-family file), rather than read whole first;
   bool base_streamed = false;
+  // read from a mapped file, whose pages of the tensor being read are resident too.
+  bool base_mapped = false;
 };
 
 // One process's bytes, by what they hold.

@@ -14,7 +14,7 @@ void RunMemory::replan() {
 }
 
 RunMemory plan_run_memory(const TrainOptions& o, const ModelConfig& config,
-                          const Communicator& world, bool base_from_file) {
+                          const Communicator& world, WeightsOrigin weights) {
   llmcpu::validate(config, "model");
   if (o.seq_len > config.max_seq_len) {
     throw UsageError("--seq-len " + std::to_string(o.seq_len) + " exceeds the model's maxT " +
@@ -61,7 +61,8 @@ RunMemory plan_run_memory(const TrainOptions& o, const ModelConfig& config,
     r.lora_parameters = f.parameters;
     r.lora_activation_floats = f.activation_floats;
     r.base_quant = o.base_quant;
-    r.base_streamed = !base_from_file;
+    r.base_streamed = weights != WeightsOrigin::kFileWhole;
+    r.base_mapped = weights == WeightsOrigin::kFileByTensor;
   }
   RunMemory m;
   m.plan = plan_memory(r);

@@ -6,6 +6,7 @@
 #pragma once
 
 #include "core/comm/communicator.h"
+#include "core/io/model_file.h"
 #include "core/model/config.h"
 #include "core/train/memory_plan.h"
 #include "core/train/train_options.h"
@@ -23,8 +24,9 @@ struct RunMemory {
 // Plans a run of `o` for a model of `config` over `world` and refuses (UsageError) a model shape
 // that is not one, a --seq-len past its maxT, or a plan that does not fit: called before the model
 // is allocated. The kernel tables are chosen first (what they take is part of the program planned).
-// base_from_file: the model's weights are read from a file (else initialised, as a preset's).
+// `weights`: where the model's weights come from (what a frozen base holds while it loads).
 RunMemory plan_run_memory(const TrainOptions& o, const ModelConfig& config,
-                          const Communicator& world, bool base_from_file = true);
+                          const Communicator& world,
+                          WeightsOrigin weights = WeightsOrigin::kFileWhole);
 
 }  // namespace llmcpu

@@ -150,7 +150,7 @@ Trainer::Start Trainer::load_model(const CheckpointStore& /*locked*/) {
   Start s;
   if (opt_.resume.empty()) {
     const ModelSource source = resolve_model(opt_.model);  // --model, read once
-    s.memory = plan_run_memory(opt_, source.config, *world_, source.is_file());
+    s.memory = plan_run_memory(opt_, source.config, *world_, weights_origin(source));
     s.model = make_model(source, opt_.seed, &s.origin, opt_.precision, !opt_.lora(),
                          opt_.base_quant, kept_for_copies(source.config));
     s.llama_origin = llama_origin_of(source);
@@ -228,7 +228,7 @@ Trainer::Start Trainer::resume_adapter(Start s) {
   for (const std::string& t : o.train) opt_.lora_train += (opt_.lora_train.empty() ? "" : ",") + t;
   if (!opt_.save_merged.empty()) check_mergeable(point.state().config, lora_->pieces());
   const ModelSource source = resolve_model(opt_.model);
-  s.memory = plan_run_memory(opt_, point.state().config, *world_, source.is_file());
+  s.memory = plan_run_memory(opt_, point.state().config, *world_, weights_origin(source));
   const QuantFormat saved = point.state().base_quant;
   if (opt_.base_quant != QuantFormat::kNone && opt_.base_quant != saved) {
     throw UsageError("--resume " + opt_.resume + ": the run was saved with --base-quant " +

@@ -57,6 +57,18 @@ MappedFile::~MappedFile() {
   if (data_) ::munmap(const_cast<uint8_t*>(data_), size_);
 }
 
+void MappedFile::let_go(const uint8_t* p, size_t bytes) const {
+  if (!data_ || bytes == 0 || p < data_ || bytes > size_ || p - data_ > ptrdiff_t(size_ - bytes)) {
+    return;
+  }
+  // The mapping starts on a page and is never written: its pages come back from the file as they
+  // were, so the range may be rounded out to whole pages.
+  const uintptr_t page = uintptr_t(sysconf(_SC_PAGESIZE));
+  const uintptr_t first = uintptr_t(p) / page * page;
+  const uintptr_t last = (uintptr_t(p) + bytes + page - 1) / page * page;
+  madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
+}
+
 const int32_t* MappedFile::llmc_header(const char* what) const {
   if (size_ < kLlmcHeaderBytes) {
     throw FileError(path_, std::string("too short for a ") + what + ": " + std::to_string(size_) +

@@ -30,6 +30,10 @@ class MappedFile {
   // Throws FileError "file is N bytes, but <expectation> is M bytes (truncated?)" unless the file is
   // exactly `expected` bytes long; `expectation` says what the header implies ("a debug state of ...").
   void expect_size(size_t expected, const std::string& expectation) const;
+  // The pages holding [p, p + bytes), a range inside the mapping, leave this process's resident
+  // memory (read from the file again if touched): a reader done with a part of a large file lets it
+  // go. Nothing outside the mapping is touched.
+  void let_go(const uint8_t* p, size_t bytes) const;
 
  private:
   std::string path_;

@@ -4,6 +4,8 @@
 // into the flat layout, and every malformed folder refused naming the file and the tensor.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -101,6 +103,42 @@ TEST_F(HfLlama, ShardedFolderHoldsTheSameModel) {
   const ModelSource source = open_model_file(sharded);
   EXPECT_NE(source.description.find("3 shards"), std::string::npos) << source.description;
   EXPECT_EQ(load(sharded), load(whole));
+}
+
+// The reader goes tensor by tensor (a model freezing its base as it loads takes each at once): each
+// element but the padding rows' is said exactly once, when it already holds its final value; the
+// padding rows are zero and never said.
+TEST_F(HfLlama, LoadSaysEachTensorOnceInPlace) {
+  for (const std::string variant : {"--no-tie", "--tie"}) {
+    SCOPED_TRACE(variant);
+    const std::string hf = make(variant == "--tie" ? "tied" : "untied",
+                                std::string(kGqa) + " " + variant + " --dtype bf16");
+    const HfLlamaFile file(hf_model_paths(hf));
+    const ParameterLayout layout(file.config());
+    const std::vector<float> whole = load(hf);
+    std::vector<float> params(layout.total(), std::nanf(""));
+    std::vector<int> said(layout.total(), 0);
+    size_t calls = 0;
+    file.load(params.data(), [&](size_t offset, size_t count) {
+      ++calls;
+      ASSERT_LE(offset + count, params.size());
+      for (size_t i = offset; i < offset + count; ++i) {
+        ++said[i];
+        ASSERT_EQ(std::memcmp(&params[i], &whole[i], sizeof(float)), 0) << "element " << i;
+      }
+    });
+    EXPECT_EQ(calls, llama_tensor_names(file.config()).size());
+    const size_t C = 48, V = 333;
+    for (size_t i = 0; i < params.size(); ++i) {
+      bool padding = false;
+      for (const int role : {int(kWte), int(kLmHead)}) {
+        const size_t at = layout.offset(role);
+        padding = padding || (i >= at + V * C && i < at + layout.size(role));
+      }
+      ASSERT_EQ(said[i], padding ? 0 : 1) << "element " << i;
+      if (padding) ASSERT_EQ(params[i], 0.0f) << "element " << i;
+    }
+  }
 }
 
 TEST_F(HfLlama, ReadsTheVerifyReference) {
