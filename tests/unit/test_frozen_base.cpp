@@ -10,6 +10,7 @@
 // - freezing a model that trains its base, or twice, is refused.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <tuple>
@@ -163,6 +164,15 @@ TEST(FrozenBase, ThePlanCountsTheFrozenFormsAndTheLoad) {
   const MemoryPlan none = plan_memory(r);
   EXPECT_DOUBLE_EQ(none.parameters, (P - M - E) * 6 + E * 2 + double(M) * 2 + 1000 * 6);
   EXPECT_DOUBLE_EQ(none.loading, P * 4);
+  // A base frozen as it is drawn or read holds its frozen forms and one span in fp32 while it
+  // loads; read from a mapped file, that span's pages of the file too (4 bytes an element at most).
+  size_t chunk = 0;
+  for (const ParameterSpan& s : layout.spans()) chunk = std::max(chunk, s.count);
+  r.base_streamed = true;
+  EXPECT_DOUBLE_EQ(plan_memory(r).loading, none.parameters - 1000 * 6 + double(chunk) * 4);
+  r.base_mapped = true;
+  EXPECT_DOUBLE_EQ(plan_memory(r).loading, none.parameters - 1000 * 6 + double(chunk) * 8);
+  r.base_streamed = r.base_mapped = false;
   r.base_quant = QuantFormat::kNf4;
   const MemoryPlan nf4 = plan_memory(r);
   EXPECT_DOUBLE_EQ(nf4.parameters, (P - M - E) * 6 + E * 2 +

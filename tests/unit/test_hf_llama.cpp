@@ -136,7 +136,9 @@ TEST_F(HfLlama, LoadSaysEachTensorOnceInPlace) {
         padding = padding || (i >= at + V * C && i < at + layout.size(role));
       }
       ASSERT_EQ(said[i], padding ? 0 : 1) << "element " << i;
-      if (padding) ASSERT_EQ(params[i], 0.0f) << "element " << i;
+      if (padding) {
+        ASSERT_EQ(params[i], 0.0f) << "element " << i;
+      }
     }
   }
 }
