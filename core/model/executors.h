@@ -180,15 +180,15 @@ struct Fp32Executor {
   }
   // out[:, m's columns] += scale u B^T, in place (B^T: m.Bt); fp32 u and B in both executors.
   void lora_up(float* out, size_t ld, const LoraModuleView& m, size_t N, int r, float scale) {
-    k.lora_rank_update(out + m.p.col0, ld, m.u, size_t(r), m.Bt, N, r, int(m.p.rows), scale);
+    k.lora_rank_update(out + m.p.col0, ld, m.u, m.ldu, m.Bt, N, r, int(m.p.rows), scale);
   }
-  // gB = scale dout[:, m's columns] B (N, r); dB += scale dout[:, m's columns]^T u; dout read in
-  // place.
+  // gB = scale dout[:, m's columns] B (N, r; rows m.ldu apart, a stack's columns of its gB);
+  // dB += scale dout[:, m's columns]^T u; dout read in place.
   void lora_up_backward(float* gB, const float* dout, size_t ld, const LoraModuleView& m,
                         size_t N, int r, float scale) {
     const float* d = dout + m.p.col0;
-    k.lora_project(gB, size_t(r), d, ld, m.p.B, N, int(m.p.rows), r, scale);
-    if (m.p.dB) k.lora_outer_accumulate(m.p.dB, d, ld, m.u, size_t(r), N, int(m.p.rows), r, scale);
+    k.lora_project(gB, m.ldu, d, ld, m.p.B, N, int(m.p.rows), r, scale);
+    if (m.p.dB) k.lora_outer_accumulate(m.p.dB, d, ld, m.u, m.ldu, N, int(m.p.rows), r, scale);
   }
   // dA += gB^T inp (inp: the module's input, dropped); dinp += gB A, in place, or with dropout p
   // through dx (N, in) and the mask of `seed`.
@@ -388,7 +388,7 @@ class Bf16Executor : public Fp32Executor {
   }
   // A bf16 output (qkv, fch): widened, updated in fp32, rounded once.
   void lora_up(bf16* out, size_t ld, const LoraModuleView& m, size_t N, int r, float scale) {
-    h_.lora_rank_update(out + m.p.col0, ld, m.u, size_t(r), m.Bt, N, r, int(m.p.rows), scale);
+    h_.lora_rank_update(out + m.p.col0, ld, m.u, m.ldu, m.Bt, N, r, int(m.p.rows), scale);
   }
   void lora_down_backward(float* dinp, float* dx, const float* gB, const bf16* inp,
                           const LoraModuleView& m, size_t N, int r, float p, uint64_t seed) {

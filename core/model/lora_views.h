@@ -74,17 +74,31 @@ struct LoraModuleView {
   LoraModuleParams p;
   const bf16* A16;  // (r, in) bf16(A), or null in fp32
   const float* Bt;  // (r, rows) B transposed, as the forward's rank update reads it
-  float* u;         // (B*T, r) x A^T of the last forward pass
+  float* u;         // (B*T, r) x A^T of the last forward pass, rows ldu apart
+  size_t ldu;       // r, or its site's stacked rank (LoraStack)
+};
+
+// The modules of one site that share its input (q, k and v; gate and up), stacked: their A's one
+// above the other (R = r x modules rows), so that the site's down products are one GEMM each
+// way: U = x As^T (B*T, R) holds every module's u side by side (a module's u is its r columns,
+// ldu R), dAs = gBs^T x, and dx += gBs As. Not with dropout (each module drops its own input).
+struct LoraStack {
+  int R = 0;  // 0: the site's modules go one by one
+  // The stack as one module of rank R (its u is U, its dA the scratch dAs, added into each
+  // module's dA), for the executors' down products.
+  LoraModuleView view{};
 };
 
 // The modules of each layer's four matmuls, and the scratch their passes share (sized for B*T
-// rows): gB (r), and with dropout dx (the widest input) and the dropped input.
+// rows): gB (r, or a stack's R), and with dropout dx (the widest input) and the dropped input.
 struct LoraViews {
   int r = 0;
   float scale = 1.0f;
   std::vector<LoraModuleView> modules;  // by layer, then role, then col0
   // [layer][site]: the modules' range in `modules`; site 0..3 = qkvw, attprojw, fcw, fcprojw.
   std::vector<std::array<std::array<size_t, 2>, 4>> sites;
+  // [layer][site]: its modules stacked (R > 0), or not.
+  std::vector<std::array<LoraStack, 4>> stacks;
   float* gB = nullptr;
   float* dx = nullptr;
   // Dropout: p, whether this pass is a training one, the pass's seed, and the dropped input
@@ -104,10 +118,17 @@ struct LoraViews {
     const auto [begin, end] = sites[size_t(layer)][size_t(s)];
     return {modules.data() + begin, end - begin};
   }
+  const LoraStack* stack(int layer, int s) const {
+    if (stacks.empty()) return nullptr;
+    const LoraStack& st = stacks[size_t(layer)][size_t(s)];
+    return st.R > 0 ? &st : nullptr;
+  }
 };
 
 // The floats Model keeps for the adapters of `modules` (rows, in of each) at rank r over BT rows:
-// each module's u, and the scratch its passes share (Model::lora_activation_bytes).
+// each module's u, and the scratch its passes share (Model::lora_activation_bytes); without
+// dropout, the stacks' fp32 A's and their dA scratch too (at most kLoraMaxStack modules a site).
+inline constexpr int kLoraMaxStack = 3;
 struct LoraModuleShape {
   size_t rows, in;
 };

@@ -325,6 +325,7 @@ class Model {
   AlignedBuffer<bf16> lora_head16_;  // bf16 model: a trained copy of the head, rounded
   bool embedding_from_copy_ = false;  // bf16: what the base gathered from before the adapter
   void plan_lora();
+  void stack_sites(LoraViews& v, float* as, float* das);
   // p_ and g_ at the adapter's trained copies (lora_.tensors), pc_ from them.
   void view_trained_copies();
   AlignedBuffer<int> inputs_;   // (B, T) of the last pass

@@ -18,10 +18,11 @@ int lora_site(int role) {
 }
 
 // The adapters' activations and scratch for BT rows (lora_activation_floats): each module's u,
-// then gB, and with dropout dx and the dropped input.
+// then gB, and with dropout dx and the dropped input; without, the stacks' fp32 A's (As) and dA
+// scratch (dAs).
 struct LoraSizes {
-  size_t u = 0, gB = 0, dx = 0, xd = 0;
-  size_t total() const { return u + gB + dx + xd; }
+  size_t u = 0, gB = 0, dx = 0, xd = 0, As = 0, dAs = 0;
+  size_t total() const { return u + gB + dx + xd + As + dAs; }
 };
 LoraSizes lora_sizes(const LoraParams& lora, size_t BT) {
   LoraSizes s;
@@ -29,9 +30,12 @@ LoraSizes lora_sizes(const LoraParams& lora, size_t BT) {
   for (const LoraModuleParams& m : lora.modules) {
     s.u += BT * size_t(lora.r);
     in = std::max(in, m.in);
+    if (lora.dropout == 0) s.As += size_t(lora.r) * m.in;
   }
-  s.gB = BT * size_t(lora.r);
+  const size_t stack = lora.dropout > 0 ? 1 : size_t(kLoraMaxStack);
+  s.gB = BT * size_t(lora.r) * stack;
   if (lora.dropout > 0) s.dx = s.xd = BT * in;
+  else s.dAs = stack * size_t(lora.r) * in;
   return s;
 }
 std::vector<LoraModuleShape> shapes_of(const LoraParams& lora) {
@@ -137,7 +141,7 @@ void Model::plan_lora() {
   float* bt = lora_bt_.data();
   std::vector<LoraModuleView> modules;
   for (const LoraModuleParams& m : lora_.modules) {
-    modules.push_back({m, bf16_ ? a16 : nullptr, bt, u});
+    modules.push_back({m, bf16_ ? a16 : nullptr, bt, u, r});
     u += BT * r;
     bt += r * m.rows;
     if (bf16_) a16 += r * m.in;
@@ -148,8 +152,38 @@ void Model::plan_lora() {
   v.dx = sizes.dx > 0 ? v.gB + sizes.gB : nullptr;
   v.dropout = lora_.dropout;
   v.xd = sizes.xd > 0 ? v.dx + sizes.dx : nullptr;
+  if (lora_.dropout == 0) stack_sites(v, v.gB + sizes.gB, v.gB + sizes.gB + sizes.As);
   lora_views_ = std::move(v);
   refresh_lora_copies();
+}
+
+// The modules of a site that share its input, stacked (LoraStack): their u side by side in the
+// site's u (which their own u's tile), their bf16 A's one above the other in the model's copy
+// (which they tile too), their fp32 A's copied to `as` (refresh_lora_copies) and dA's product in
+// the shared scratch `das`.
+void Model::stack_sites(LoraViews& v, float* as, float* das) {
+  v.stacks.assign(size_t(config_.num_layers), {});
+  const size_t r = size_t(v.r);
+  for (int l = 0; l < config_.num_layers; ++l) {
+    for (int s = 0; s < 4; ++s) {
+      const auto [begin, end] = v.sites[size_t(l)][size_t(s)];
+      const size_t n = end - begin;
+      if (n < 2 || n > size_t(kLoraMaxStack)) continue;
+      LoraModuleView* first = v.modules.data() + begin;
+      const size_t in = first->p.in;
+      LoraStack& st = v.stacks[size_t(l)][size_t(s)];
+      st.R = int(n * r);
+      st.view = *first;
+      st.view.p.A = as, st.view.p.dA = first->p.dA ? das : nullptr;
+      st.view.p.rows = 0, st.view.p.B = nullptr, st.view.p.dB = nullptr;
+      st.view.ldu = size_t(st.R);
+      for (size_t i = 0; i < n; ++i) {  // each module's u: its r columns of the site's
+        first[i].u = first->u + i * r;
+        first[i].ldu = size_t(st.R);
+      }
+      as += n * r * in;
+    }
+  }
 }
 
 void Model::refresh_lora_copies() {
@@ -160,6 +194,16 @@ void Model::refresh_lora_copies() {
     transpose_into(const_cast<float*>(m.Bt), m.p.B, m.p.rows, size_t(lora_.r));
     if (!bf16_) continue;
     bf16_->bf16_kernels().to_bf16(const_cast<bf16*>(m.A16), m.p.A, size_t(lora_.r) * m.p.in);
+  }
+  for (size_t l = 0; l < lora_views_.stacks.size(); ++l) {  // the stacks' fp32 A's
+    for (int s = 0; s < 4; ++s) {
+      const LoraStack& st = lora_views_.stacks[l][size_t(s)];
+      if (st.R == 0) continue;
+      float* as = const_cast<float*>(st.view.p.A);
+      for (const LoraModuleView& m : lora_views_.site(int(l), s)) {
+        as = std::copy_n(m.p.A, size_t(lora_.r) * m.p.in, as);
+      }
+    }
   }
 }
 

@@ -23,9 +23,11 @@
 #include <cmath>
 #include <cstddef>
 #include <cstring>
+#include <span>
 
 #include "core/model/activations.h"
 #include "core/model/config.h"
+#include "core/model/lora_ops.h"
 #include "core/model/lora_views.h"
 #include "core/model/parameters.h"
 
@@ -149,6 +151,11 @@ template <class X, class G, class O>
 void lora_forward(X& x, const LoraViews* lora, int l, int site, O* out, size_t ld, const G* inp,
                   size_t N) {
   if (!lora) return;
+  if (const LoraStack* st = lora->stack(l, site)) {  // every module's u in one product
+    x.lora_down(st->view.u, inp, st->view, N, st->R);
+    for (const LoraModuleView& m : lora->site(l, site)) x.lora_up(out, ld, m, N, lora->r, lora->scale);
+    return;
+  }
   for (const LoraModuleView& m : lora->site(l, site)) {
     x.lora_down(m.u, lora_input(x, *lora, m, inp, N), m, N, lora->r);
     x.lora_up(out, ld, m, N, lora->r, lora->scale);
@@ -160,6 +167,18 @@ template <class X, class G>
 void lora_backward(X& x, const LoraViews* lora, int l, int site, float* dinp, const float* dout,
                    size_t ld, const G* inp, size_t N) {
   if (!lora) return;
+  if (const LoraStack* st = lora->stack(l, site)) {  // every module's gB, then one product each way
+    const std::span<const LoraModuleView> mods = lora->site(l, site);
+    const size_t r = size_t(lora->r), in = st->view.p.in;
+    for (size_t i = 0; i < mods.size(); ++i) {
+      x.lora_up_backward(lora->gB + i * r, dout, ld, mods[i], N, lora->r, lora->scale);
+    }
+    if (st->view.p.dA) std::fill_n(st->view.p.dA, size_t(st->R) * in, 0.0f);
+    x.lora_down_backward(dinp, lora->dx, lora->gB, inp, st->view, N, st->R, 0.0f, 0);
+    if (!st->view.p.dA) return;
+    for (size_t i = 0; i < mods.size(); ++i) add_into(mods[i].p.dA, st->view.p.dA + i * r * in, r * in);
+    return;
+  }
   for (const LoraModuleView& m : lora->site(l, site)) {
     x.lora_up_backward(lora->gB, dout, ld, m, N, lora->r, lora->scale);
     const G* in = lora_input(x, *lora, m, inp, N);  // the forward's mask again
