@@ -110,7 +110,7 @@ LoraViews recorded_adapters(const ModelConfig& c, const LoraOptions& o) {
   std::vector<LoraModuleView> modules;
   for (const LoraModule& m : select_lora_modules(c, o.targets)) {
     modules.push_back({{m.layer, m.role, m.row0, m.rows, m.in, nullptr, nullptr, nullptr, nullptr},
-                       nullptr, nullptr, nullptr});
+                       nullptr, nullptr, nullptr, size_t(o.r)});
   }
   std::stable_sort(modules.begin(), modules.end(), [](const auto& a, const auto& b) {
     return std::tuple(a.p.layer, lora_site_of(a.p.role), a.p.col0) <
