@@ -138,8 +138,8 @@ struct Bf16Kernels {
 const Bf16Kernels& scalar_bf16_kernels();
 
 // The bf16 table that goes with an fp32 target name (kernels_for_target's names): the best bf16
-// GEMM this CPU runs for that target ("avx512" -> AVX512-BF16 dot products where the CPU has them;
-// the best Arm target -> BFMMLA where the CPU has Arm BF16; else the portable Highway GEMM), or the
+// GEMM this CPU runs for that target ("avx512" -> AVX512-BF16 dot products where the CPU has them
+// and they outrun its fp32 FMAs, bf16_dot_products_first; the best Arm target -> BFMMLA where the CPU has Arm BF16; else the portable Highway GEMM), or the
 // scalar reference for "scalar". Throws UsageError as kernels_for_target does.
 const Bf16Kernels& bf16_kernels_for_target(std::string_view name,
                                            std::string_view what = "kernel target");
@@ -147,6 +147,15 @@ const Bf16Kernels& bf16_kernels_for_target(std::string_view name,
 // The bf16 table that goes with active_kernels(), or the one the environment variable
 // LLMCPU_BF16_TARGET names (a name from available_bf16_targets(), for tests and benchmarks).
 const Bf16Kernels& active_bf16_kernels();
+
+// This core's AVX512-BF16 dot-product FLOP rate over its fp32 FMA rate, measured once on first use
+// (roofs::dpbf16_over_fma; 0 without AVX512-BF16), and whether the tables on those dot products
+// therefore rank before the portable ones, which widen bf16 onto the fp32 FMAs: where the ratio is
+// at least 1 (Zen 4 and 5, about 2). Sapphire and Emerald Rapids issue VDPBF16PS at half their FMA
+// rate (about 0.5): there the portable GEMMs are the faster ones (bench/RESULTS.md), and with AMX
+// oneDNN's AMX table ranks first anyway.
+double bf16_dot_product_ratio();
+bool bf16_dot_products_first();
 
 // Every bf16 table this CPU runs, by its own name: "scalar", then per vectorized target the
 // AVX512-BF16 table ("avx512bf16") or the Arm BF16 one ("neon_bf16", with the best Arm target)

@@ -15,6 +15,7 @@
 #include "simd/hwy/registry.h"
 #include "simd/isa_cap.h"
 #include "simd/kernels.h"
+#include "simd/roofs.h"
 #include "simd/table_registry.h"
 #if LLMCPU_HAVE_X86_KERNELS
 #include "simd/x86/bf16_attention.h"
@@ -77,14 +78,15 @@ struct Entry {
   const Bf16Kernels* table;
 };
 
-// Best first within each fp32 target: the AVX512-BF16 table ranks before the portable ones.
+// Best first within each fp32 target: the AVX512-BF16 tables before the portable ones where this
+// core's dot products outrun its FMAs, after them elsewhere.
 const TableRegistry<Entry>& registry() {
   static const TableRegistry<Entry> tables([] {
     std::vector<Entry> r{{"scalar", "scalar", &scalar_bf16_kernels()}};
     for (const hwy_tables::TargetTables* t : hwy_tables::supported()) {
       const std::string_view fp32 = hwy_tables::target_name(t->hwy_target, false);
       // The best vectorized target gets the GEMM tables: oneDNN's (AMX) first where the CPU has
-      // AMX, then the own AVX512-BF16 one, which measured faster than oneDNN's AVX512-BF16 kernels
+      // AMX, then (bf16_dot_products_first) the own AVX512-BF16 one, which measured faster than oneDNN's AVX512-BF16 kernels
       // on the GPT-2 shapes (bench/RESULTS.md).
       const bool best = t == hwy_tables::supported().front();
 #if LLMCPU_HAVE_ONEDNN
@@ -106,6 +108,11 @@ const TableRegistry<Entry>& registry() {
       }
       if (dnnl_here && amx) r.push_back({dnnl.target, fp32, &dnnl});
 #endif
+      // The tables on AVX512-BF16 dot products: the own one, then oneDNN's without AMX. Without
+      // AVX512-BF16 oneDNN emulates its bf16 products: 2.6-2.9x slower than the portable tables
+      // on every GPT-2 124M GEMM (bench_bf16_gemm with LLMCPU_MAX_ISA=avx512 on a Zen 4,
+      // bench/RESULTS.md), so there it ranks after them (below).
+      std::vector<Entry> dots;
 #if LLMCPU_HAVE_X86_KERNELS
       if (fp32 == "avx512" && x86::has_avx512_bf16()) {
         static Bf16Kernels dot = t->bf16;
@@ -116,20 +123,21 @@ const TableRegistry<Entry>& registry() {
         dot.matmul_forward_scratch = &x86::bf16_matmul_forward_scratch;
         dot.matmul_backward_scratch = &x86::bf16_matmul_backward_scratch;
         use_dot_product_attention(dot);
-        r.push_back({dot.target, fp32, &dot});
+        dots.push_back({dot.target, fp32, &dot});
       }
 #endif
-#if LLMCPU_HAVE_ONEDNN
-      // Without AMX, oneDNN ranks after the AVX512-BF16 table; without AVX512-BF16 either, it
-      // emulates its bf16 products: 2.6-2.9x slower than the portable tables on every GPT-2 124M
-      // GEMM (bench_bf16_gemm with LLMCPU_MAX_ISA=avx512 on a Zen 4, bench/RESULTS.md), so there
-      // it ranks after them (below).
       bool dnnl_dots = false;
 #if LLMCPU_HAVE_X86_KERNELS
       dnnl_dots = x86::has_avx512_bf16();
 #endif
-      if (dnnl_here && !amx && dnnl_dots) r.push_back({dnnl.target, fp32, &dnnl});
+#if LLMCPU_HAVE_ONEDNN
+      if (dnnl_here && !amx && dnnl_dots) dots.push_back({dnnl.target, fp32, &dnnl});
 #endif
+      // They rank before the portable tables only where this core's dot products outrun the fp32
+      // FMAs that the portable GEMMs widen onto (bf16_dot_products_first).
+      const bool dots_first = !dots.empty() && bf16_dot_products_first();
+      (void)dnnl_dots;
+      if (dots_first) r.insert(r.end(), dots.begin(), dots.end());
       (void)best;
       // Arm BF16's table ranks before the portable one (the block at the top).
       const Bf16Kernels* arm = arm_bf16_table(t->bf16, best);
@@ -137,6 +145,7 @@ const TableRegistry<Entry>& registry() {
       // The portable tables, libxsmm's blocks first (as for fp32).
       if (t->has_xsmm) r.push_back({t->bf16_xsmm.target, fp32, &t->bf16_xsmm});
       r.push_back({t->bf16.target, fp32, &t->bf16});
+      if (!dots_first) r.insert(r.end(), dots.begin(), dots.end());
 #if LLMCPU_HAVE_ONEDNN
       if (dnnl_here && !amx && !dnnl_dots) r.push_back({dnnl.target, fp32, &dnnl});
 #endif
@@ -173,6 +182,13 @@ std::string not_here(std::string_view name) {
 }
 
 }  // namespace
+
+double bf16_dot_product_ratio() {
+  static const double ratio = roofs::dpbf16_over_fma();
+  return ratio;
+}
+
+bool bf16_dot_products_first() { return bf16_dot_product_ratio() >= 1.0; }
 
 std::vector<std::string_view> available_bf16_targets() { return registry().names(); }
 

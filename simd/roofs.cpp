@@ -182,6 +182,23 @@ std::string gflops(double f) {
 
 }  // namespace
 
+double dpbf16_over_fma() {
+  if (!cpu_has_avx512bf16()) return 0;
+  // Bursts of 0.1-0.5 ms: long enough for the clock's resolution and the AVX-512 power licence,
+  // short enough that seven of each cost a few ms when the dispatcher first asks.
+  const size_t iterations = size_t(1) << 15;
+  double fma = 0, dot = 0;
+  for (int rep = 0; rep < 7; ++rep) {
+    auto t0 = Clock::now();
+    double flops = fma_loop(iterations, 1.0f + float(rep));
+    fma = std::max(fma, flops / seconds(t0, Clock::now()));
+    t0 = Clock::now();
+    flops = dpbf16_loop(iterations, 1.0f + float(rep));
+    dot = std::max(dot, flops / seconds(t0, Clock::now()));
+  }
+  return fma > 0 ? dot / fma : 0;
+}
+
 Roofs measure(bool with_stream) {
   Roofs r;
   r.fp32 = measure_peak(fma_loop, size_t(1) << 24);

@@ -51,7 +51,6 @@ const Family& hf_family(const nlohmann::json& config, const std::string& path) {
 template <class File>
 void opened(std::shared_ptr<const File> file, ModelSource& s) {
   s.config = file->config(), s.description = file->description();
-  s.reads_by_tensor = std::is_same_v<File, HfLlamaFile>;
   s.read_weights = [file](float* params, const WeightsWritten& written) {
     if constexpr (std::is_same_v<File, HfLlamaFile>) {
       file->load(params, written);
@@ -175,8 +174,15 @@ void load_parameters(const ModelSource& source, const ModelConfig& expected, flo
 
 }  // namespace
 
+namespace {
+// A Hugging Face Llama-family model (HfLlamaFile), not GPT-2's files.
+bool hf_llama(const ModelSource& source) {
+  return source.format == ModelFormat::kSafetensors && !source.config.family().llmc_files;
+}
+}  // namespace
+
 LlamaOrigin llama_origin_of(const ModelSource& source) {
-  if (source.format != ModelFormat::kSafetensors || source.config.family().llmc_files) return {};
+  if (!hf_llama(source)) return {};
   const HfModelPaths paths = hf_model_paths(source.path, source.hf_config);
   const fs::path folder = fs::path(paths.weights).parent_path();
   return llama_origin(paths.config, folder.empty() ? "." : folder.string());
@@ -184,7 +190,7 @@ LlamaOrigin llama_origin_of(const ModelSource& source) {
 
 WeightsOrigin weights_origin(const ModelSource& source) {
   if (!source.is_file()) return WeightsOrigin::kInitialised;
-  return source.reads_by_tensor ? WeightsOrigin::kFileByTensor : WeightsOrigin::kFileWhole;
+  return hf_llama(source) ? WeightsOrigin::kFileByTensor : WeightsOrigin::kFileWhole;
 }
 
 void load_model_parameters(const ModelSource& source, float* params) {

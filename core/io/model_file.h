@@ -25,7 +25,7 @@ enum class ModelFormat {
 // Where a model's weights come from, for the memory they take while they load.
 enum class WeightsOrigin {
   kInitialised,   // a preset's: drawn tensor by tensor
-  kFileByTensor,  // a file read a tensor at a time (ModelSource::reads_by_tensor)
+  kFileByTensor,  // a file read a tensor at a time: a Hugging Face Llama-family folder
   kFileWhole,     // a file read whole before anything takes another form
 };
 
@@ -52,10 +52,6 @@ struct ModelSource {
   // them (Hugging Face Llama-family files; the others say nothing and are taken whole at the end).
   std::function<void(float* params, const WeightsWritten& written)> read_weights;
 
-  // read_weights fills the parameters tensor by tensor, saying each to `written` as it is done
-  // (Hugging Face Llama-family files), rather than whole.
-  bool reads_by_tensor = false;
-
   bool is_file() const { return format != ModelFormat::kPreset; }
 };
 
@@ -80,6 +76,8 @@ ModelSource open_model_file(const std::string& path, ModelFormat format,
 // the tokenizer files of its folder; empty for anything else (a preset, GPT-2's files).
 LlamaOrigin llama_origin_of(const ModelSource& source);
 
+// How `source`'s read_weights fills the parameters: tensor by tensor, saying each to `written` as
+// it is done (Hugging Face Llama-family files), or whole.
 WeightsOrigin weights_origin(const ModelSource& source);
 
 // Loads a model file's parameters into `model`, whose config must equal the file's.

@@ -35,7 +35,7 @@ LoraFootprint lora_footprint(const ModelConfig& config, const LoraOptions& optio
     f.parameters += trained_copy_size(config, role);
   }
   f.activation_floats =
-      lora_activation_floats(options.r, shapes, size_t(B) * T, options.dropout > 0);
+      lora_sizes(options.r, shapes, size_t(B) * T, options.dropout > 0).total();
   return f;
 }
 

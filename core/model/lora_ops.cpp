@@ -26,15 +26,19 @@ LoraViews lora_views_of(const std::vector<LoraModuleView>& modules, int num_laye
   return v;
 }
 
-size_t lora_activation_floats(int r, std::span<const LoraModuleShape> modules, size_t BT,
-                              bool dropout) {
-  size_t in = 0, a = 0;
-  for (const LoraModuleShape& m : modules) in = std::max(in, m.in), a += size_t(r) * m.in;
-  // u per module; gB; with dropout dx and the dropped input, without it the stacks' A's and
-  // their dA scratch (every module counted as stacked).
+LoraSizes lora_sizes(int r, std::span<const LoraModuleShape> modules, size_t BT, bool dropout) {
+  LoraSizes s;
+  size_t in = 0;
+  for (const LoraModuleShape& m : modules) {
+    s.u += BT * size_t(r);
+    in = std::max(in, m.in);
+    if (!dropout) s.As += size_t(r) * m.in;
+  }
   const size_t stack = dropout ? 1 : size_t(kLoraMaxStack);
-  return BT * (size_t(r) * modules.size() + size_t(r) * stack + (dropout ? 2 * in : 0)) +
-         (dropout ? 0 : a + stack * size_t(r) * in);
+  s.gB = BT * size_t(r) * stack;
+  if (dropout) s.dx = s.xd = BT * in;
+  else s.dAs = stack * size_t(r) * in;
+  return s;
 }
 
 namespace {

@@ -125,16 +125,20 @@ struct LoraViews {
   }
 };
 
-// The floats Model keeps for the adapters of `modules` (rows, in of each) at rank r over BT rows:
-// each module's u, and the scratch its passes share (Model::lora_activation_bytes); without
-// dropout, the stacks' fp32 A's and their dA scratch too (at most kLoraMaxStack modules a site).
+// The floats Model keeps for the adapters of `modules` (rows, in of each) at rank r over BT rows,
+// in the order it lays them out: each module's u, then gB (the scratch their passes share); with
+// dropout dx and the dropped input (B*T rows of the widest input), without it the stacks' fp32 A's
+// (As) and their dA scratch (dAs), every module counted as stacked (at most kLoraMaxStack a site).
+// Model::lora_activation_bytes and the memory plans count total().
 inline constexpr int kLoraMaxStack = 3;
 struct LoraModuleShape {
   size_t rows, in;
 };
-// With dropout the dropped input too (B*T rows of the widest input).
-size_t lora_activation_floats(int r, std::span<const LoraModuleShape> modules, size_t BT,
-                              bool dropout);
+struct LoraSizes {
+  size_t u = 0, gB = 0, dx = 0, xd = 0, As = 0, dAs = 0;
+  size_t total() const { return u + gB + dx + xd + As + dAs; }
+};
+LoraSizes lora_sizes(int r, std::span<const LoraModuleShape> modules, size_t BT, bool dropout);
 
 // The sites in the order of LoraViews::sites.
 enum LoraSite : int { kLoraQkv, kLoraAttproj, kLoraFc, kLoraFcproj };

@@ -17,27 +17,6 @@ int lora_site(int role) {
   return site;
 }
 
-// The adapters' activations and scratch for BT rows (lora_activation_floats): each module's u,
-// then gB, and with dropout dx and the dropped input; without, the stacks' fp32 A's (As) and dA
-// scratch (dAs).
-struct LoraSizes {
-  size_t u = 0, gB = 0, dx = 0, xd = 0, As = 0, dAs = 0;
-  size_t total() const { return u + gB + dx + xd + As + dAs; }
-};
-LoraSizes lora_sizes(const LoraParams& lora, size_t BT) {
-  LoraSizes s;
-  size_t in = 0;
-  for (const LoraModuleParams& m : lora.modules) {
-    s.u += BT * size_t(lora.r);
-    in = std::max(in, m.in);
-    if (lora.dropout == 0) s.As += size_t(lora.r) * m.in;
-  }
-  const size_t stack = lora.dropout > 0 ? 1 : size_t(kLoraMaxStack);
-  s.gB = BT * size_t(lora.r) * stack;
-  if (lora.dropout > 0) s.dx = s.xd = BT * in;
-  else s.dAs = stack * size_t(lora.r) * in;
-  return s;
-}
 std::vector<LoraModuleShape> shapes_of(const LoraParams& lora) {
   std::vector<LoraModuleShape> out;
   for (const LoraModuleParams& m : lora.modules) out.push_back({m.rows, m.in});
@@ -127,14 +106,14 @@ const LoraViews* Model::lora_views() const {
 
 size_t Model::lora_activation_bytes(int B, int T) const {
   if (!lora_attached()) return 0;
-  return lora_activation_floats(lora_.r, shapes_of(lora_), size_t(B) * T, lora_.dropout > 0) *
+  return lora_sizes(lora_.r, shapes_of(lora_), size_t(B) * T, lora_.dropout > 0).total() *
          sizeof(float);
 }
 
 void Model::plan_lora() {
   const size_t BT = size_t(arena_.batch()) * arena_.seq_len();
   const size_t r = size_t(lora_.r);
-  const LoraSizes sizes = lora_sizes(lora_, BT);
+  const LoraSizes sizes = lora_sizes(lora_.r, shapes_of(lora_), BT, lora_.dropout > 0);
   lora_acts_ = AlignedBuffer<float>(sizes.total());
   float* u = lora_acts_.data();
   bf16* a16 = lora_a16_.data();

@@ -16,7 +16,9 @@
 #include <gtest/gtest.h>
 #include <omp.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 
@@ -30,6 +32,7 @@
 #include "simd/bf16.h"
 #include "simd/error.h"
 #include "simd/isa_cap.h"
+#include "simd/roofs.h"
 #include "simd/scalar/gelu.h"
 #include "simd/scalar/layernorm.h"
 #include "simd/scalar/matmul.h"
@@ -500,9 +503,42 @@ TEST(SimdBf16Dispatch, EveryFp32TargetHasABf16Table) {
   EXPECT_THROW(bf16_kernels_named("avx1024"), UsageError);
 #if defined(__x86_64__)
   if (__builtin_cpu_supports("avx512bf16") && isa_allows(IsaCap::kAvx512Bf16)) {
-    EXPECT_EQ(bf16_kernels_for_target("avx512").target, "avx512bf16");
+    const std::string_view best = bf16_kernels_for_target("avx512").target;
+    if (bf16_dot_products_first()) {
+      EXPECT_EQ(best, "avx512bf16");
+    } else {
+      EXPECT_TRUE(best == "avx512+xsmm" || best == "avx512") << best;
+    }
   }
 #endif
+}
+
+// The AVX512-BF16 tables rank first exactly where this core's dot products outrun its fp32 FMAs.
+// The dispatcher's short probe must land on the same side of 1 as the roofs' long measure on every
+// thread, where that measure is clearly off a tie (2x either way on the CPUs measured); the
+// ranking then follows the probe.
+TEST(SimdBf16Dispatch, DotProductTablesRankFirstWhereTheyOutrunTheFmas) {
+  const double probe = bf16_dot_product_ratio();
+  const std::vector<std::string_view> names = available_bf16_targets();
+  const auto at = [&](std::string_view n) {
+    return std::find(names.begin(), names.end(), n) - names.begin();
+  };
+  if (!roofs::cpu_has_avx512bf16()) {
+    EXPECT_EQ(probe, 0.0);
+    EXPECT_FALSE(bf16_dot_products_first());
+    EXPECT_EQ(at("avx512bf16"), std::ptrdiff_t(names.size()));
+    GTEST_SKIP() << "not run here: this CPU has no AVX512-BF16 dot products";
+  }
+  EXPECT_EQ(bf16_dot_products_first(), probe >= 1.0) << probe;
+  const roofs::Roofs measured = roofs::measure(false);
+  const double ratio = measured.dpbf16 / measured.fp32;
+  std::printf("dot products / FMAs: probe %.2f, roofs %.0f / %.0f GFLOP/s = %.2f\n", probe,
+              measured.dpbf16 / 1e9, measured.fp32 / 1e9, ratio);
+  if (ratio < 0.8) EXPECT_LT(probe, 1.0) << ratio;
+  if (ratio > 1.25) EXPECT_GE(probe, 1.0) << ratio;
+  // In the ranking: before or after the portable avx512 table.
+  ASSERT_LT(at("avx512"), std::ptrdiff_t(names.size()));
+  EXPECT_EQ(at("avx512bf16") < at("avx512"), bf16_dot_products_first());
 }
 
 #if defined(__aarch64__)
