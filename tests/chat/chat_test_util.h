@@ -1,0 +1,192 @@
+// Helpers of the chat-template tests: where the reference is (node, and the npm packages
+// @huggingface/jinja 0.5.11 and @huggingface/ollama-utils 0.0.18 in the cache folder that
+// tools/fetch-data.sh --tests fills), running it on templates and variables, files, and readable
+// descriptions of where two texts differ.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace llmcpu::testing {
+
+namespace fs = std::filesystem;
+using Json = nlohmann::ordered_json;
+
+inline std::string read_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+inline void write_file(const std::string& path, const std::string& bytes) {
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+inline std::string shell_quote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+// Runs a shell command line: its exit status (-1 when killed) and standard output.
+inline std::pair<int, std::string> run_command(const std::string& cmd) {
+  FILE* pipe = popen(cmd.c_str(), "r");
+  if (!pipe) return {-1, "popen failed"};
+  std::string out;
+  char buf[1 << 16];
+  for (size_t n; (n = fread(buf, 1, sizeof buf, pipe)) > 0;) out.append(buf, n);
+  const int status = pclose(pipe);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+// A scratch folder of this process under the test temporary folder.
+inline std::string scratch_dir(const std::string& name) {
+  const std::string dir = ::testing::TempDir() + "llmcpu_chat_" + name + "_" + std::to_string(::getpid());
+  fs::create_directories(dir);
+  return dir;
+}
+
+// The npm folder of the cache: $LLMCPU_CACHE, else $XDG_CACHE_HOME/llmcpu, else ~/.cache/llmcpu
+// (as tools/fetch-data.sh places it), then npm/node_modules.
+inline std::string npm_modules_dir() {
+  const auto env = [](const char* n) { const char* v = std::getenv(n); return std::string(v ? v : ""); };
+  std::string cache = env("LLMCPU_CACHE");
+  if (cache.empty() && !env("XDG_CACHE_HOME").empty()) cache = env("XDG_CACHE_HOME") + "/llmcpu";
+  if (cache.empty()) cache = env("HOME") + "/.cache/llmcpu";
+  return cache + "/npm/node_modules";
+}
+
+inline std::string unbase64(const std::string& text) {
+  std::string out;
+  uint32_t v = 0;
+  int bits = 0;
+  for (char c : text) {
+    const int d = c >= 'A' && c <= 'Z'   ? c - 'A'
+                  : c >= 'a' && c <= 'z' ? c - 'a' + 26
+                  : c >= '0' && c <= '9' ? c - '0' + 52
+                  : c == '+'             ? 62
+                  : c == '/'             ? 63
+                                         : -1;
+    if (d < 0) continue;
+    v = v << 6 | static_cast<uint32_t>(d);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out += static_cast<char>((v >> bits) & 0xFF);
+    }
+  }
+  return out;
+}
+
+struct ChatReference {
+  std::string node, jinja_dir, ollama_dir;
+  std::string missing;  // why the reference cannot run, with what to do; empty when it can
+};
+
+inline ChatReference find_chat_reference() {
+  ChatReference r;
+  const auto [status, out] = run_command("command -v node 2>/dev/null");
+  r.node = out.substr(0, out.find('\n'));
+  const std::string modules = npm_modules_dir();
+  r.jinja_dir = modules + "/@huggingface/jinja";
+  r.ollama_dir = modules + "/@huggingface/ollama-utils";
+  const char* hint = "; install node with tools/install-deps.sh, then run tools/fetch-data.sh --tests";
+  if (status != 0 || r.node.empty()) {
+    r.missing = std::string("node is not installed") + hint;
+  } else if (!fs::exists(r.jinja_dir + "/package.json")) {
+    r.missing = r.jinja_dir + " is missing" + hint;
+  } else if (!fs::exists(r.ollama_dir + "/package.json")) {
+    r.missing = r.ollama_dir + " is missing" + hint;
+  }
+  return r;
+}
+
+// One rendering by the reference: the text, or the error and whether it came from parsing.
+struct Rendered {
+  bool ok = false;
+  std::string text;
+  std::string stage, error;
+};
+
+// Renders every template with every context; result[t][c]. Fails the test (and returns nothing)
+// when the script fails.
+inline std::vector<std::vector<Rendered>> run_jinja_reference(const ChatReference& ref,
+                                                              const std::vector<std::string>& templates,
+                                                              const std::vector<Json>& contexts) {
+  const std::string dir = scratch_dir("reference");
+  const std::string job = dir + "/job.json";
+  Json j;
+  j["templates"] = templates;
+  j["contexts"] = contexts;
+  write_file(job, j.dump());
+  const std::string cmd = shell_quote(ref.node) + " " +
+                          shell_quote(LLMCPU_CHAT_TEST_DIR "/jinja_reference.mjs") + " " +
+                          shell_quote(ref.jinja_dir) + " " + shell_quote(job) + " 2>" +
+                          shell_quote(job + ".stderr");
+  const auto [status, out] = run_command(cmd);
+  std::vector<std::vector<Rendered>> result;
+  if (status != 0) {
+    ADD_FAILURE() << "the reference failed (status " << status << "): " << cmd << "\n"
+                  << read_file(job + ".stderr");
+    return result;
+  }
+  std::istringstream lines(out);
+  std::string line;
+  for (size_t t = 0; t < templates.size(); ++t) {
+    result.emplace_back();
+    for (size_t c = 0; c < contexts.size(); ++c) {
+      if (!std::getline(lines, line)) {
+        ADD_FAILURE() << "the reference answered for fewer renderings than asked";
+        return {};
+      }
+      const Json r = Json::parse(line);
+      Rendered x;
+      x.ok = r.at("ok").get<bool>();
+      if (x.ok) {
+        x.text = unbase64(r.at("text").get<std::string>());
+      } else {
+        x.stage = r.at("stage").get<std::string>();
+        x.error = r.at("error").get<std::string>();
+      }
+      result.back().push_back(std::move(x));
+    }
+  }
+  fs::remove_all(dir);
+  return result;
+}
+
+// Bytes as a readable quoted string: \n, \t, \\, \" escaped; at most `max` bytes.
+inline std::string quoted(const std::string& s, size_t max = 120) {
+  std::string out = "\"";
+  for (size_t i = 0; i < s.size() && i < max; ++i) {
+    const char c = s[i];
+    out += c == '\n' ? "\\n" : c == '\t' ? "\\t" : c == '"' ? "\\\"" : c == '\\' ? "\\\\" : std::string(1, c);
+  }
+  return out + (s.size() > max ? "\"..." : "\"");
+}
+
+// Where two texts first differ: the byte offset and both sides from a little before it.
+inline std::string text_difference(const std::string& ours, const std::string& ref) {
+  size_t i = 0;
+  while (i < ours.size() && i < ref.size() && ours[i] == ref[i]) ++i;
+  const size_t lo = i >= 24 ? i - 24 : 0;
+  std::ostringstream os;
+  os << "first difference at byte " << i << " (ours " << ours.size() << " bytes, reference "
+     << ref.size() << ")\n      ours[" << lo << "..]: " << quoted(ours.substr(lo), 80)
+     << "\n       ref[" << lo << "..]: " << quoted(ref.substr(lo), 80);
+  return os.str();
+}
+
+}  // namespace llmcpu::testing
