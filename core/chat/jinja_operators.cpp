@@ -1,6 +1,7 @@
 // The evaluator's expressions with operands: attribute and subscript access, slices, calls, unary
 // and binary operators, each with the reference's rules for which kinds of values they take (an
 // operation the reference refuses is refused here too, with its message).
+#include <algorithm>
 #include <cmath>
 
 #include "core/chat/jinja_runtime.h"
