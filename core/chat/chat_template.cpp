@@ -28,7 +28,8 @@ JinjaTemplate& JinjaTemplate::operator=(JinjaTemplate&&) noexcept = default;
 std::string JinjaTemplate::render(const nlohmann::ordered_json& context) const {
   const std::string& origin = impl_->source.origin();
   if (!context.is_object())
-    throw TemplateRuntimeError(origin, {0, 0}, "the variables to render with must be a JSON object");
+    throw TemplateRuntimeError(origin, {0, 0},
+                               "the variables to render with must be a JSON object");
   jinja::Env globals;
   jinja::add_globals(globals);
   for (auto it = context.begin(); it != context.end(); ++it) {
@@ -69,15 +70,17 @@ std::string template_of(const nlohmann::ordered_json& value, const std::string& 
   for (const auto& e : value) {
     if (!e.is_object() || !e.contains("name") || !e["name"].is_string() ||
         !e.contains("template") || !e["template"].is_string())
-      throw FileError(path, "chat_template: every entry of the list must be {name, template} strings");
+      throw FileError(path,
+                      "chat_template: every entry of the list must be {name, template} strings");
     if (e["name"] == "default") return e["template"].get<std::string>();
     names += (names.empty() ? "" : ", ") + e["name"].get<std::string>();
   }
-  throw FileError(path, "chat_template: the list has no template named \"default\" (it has: " +
-                            names + ")");
+  throw FileError(
+      path, "chat_template: the list has no template named \"default\" (it has: " + names + ")");
 }
 
-nlohmann::ordered_json special_tokens_of(const nlohmann::ordered_json& config, const std::string& path) {
+nlohmann::ordered_json special_tokens_of(const nlohmann::ordered_json& config,
+                                         const std::string& path) {
   nlohmann::ordered_json tokens = nlohmann::ordered_json::object();
   for (const char* key : {"bos_token", "eos_token", "unk_token", "sep_token", "pad_token",
                           "cls_token", "mask_token"}) {
@@ -88,8 +91,9 @@ nlohmann::ordered_json special_tokens_of(const nlohmann::ordered_json& config, c
     } else if (v.is_object() && v.contains("content") && v["content"].is_string()) {
       tokens[key] = v["content"];
     } else {
-      throw FileError(path, std::string(key) + ": expected a string or an AddedToken object with "
-                                               "a \"content\" string");
+      throw FileError(path, std::string(key) +
+                                ": expected a string or an AddedToken object with "
+                                "a \"content\" string");
     }
   }
   return tokens;
@@ -142,7 +146,8 @@ nlohmann::ordered_json chat_context(const ChatTemplate& t, const ChatRequest& re
   c["add_generation_prompt"] = request.add_generation_prompt;
   c["tools"] = request.tools;
   c["documents"] = request.documents;
-  for (auto it = t.special_tokens.begin(); it != t.special_tokens.end(); ++it) c[it.key()] = it.value();
+  for (auto it = t.special_tokens.begin(); it != t.special_tokens.end(); ++it)
+    c[it.key()] = it.value();
   for (auto it = request.extra.begin(); it != request.extra.end(); ++it) c[it.key()] = it.value();
   return c;
 }

@@ -38,12 +38,13 @@ class JinjaTemplate {
 // <|im_start|>ROLE\nCONTENT<|im_end|>\n, then <|im_start|>assistant\n for a generation prompt.
 inline constexpr const char* kDefaultChatTemplate =
     "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\\n' + message['content'] "
-    "+ '<|im_end|>' + '\\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' "
+    "+ '<|im_end|>' + '\\n'}}{% endfor %}{% if add_generation_prompt %}{{ "
+    "'<|im_start|>assistant\\n' "
     "}}{% endif %}";
 
 struct ChatTemplate {
-  std::string source;   // the Jinja text
-  std::string origin;   // where it came from: a file's path, or "the built-in ChatML template"
+  std::string source;       // the Jinja text
+  std::string origin;       // where it came from: a file's path, or "the built-in ChatML template"
   bool is_default = false;  // the folder had no template: kDefaultChatTemplate is used
   // bos_token, eos_token, unk_token, sep_token, pad_token, cls_token, mask_token: those the
   // tokenizer_config.json names, as strings (the variables transformers.js passes).

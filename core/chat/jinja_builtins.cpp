@@ -16,7 +16,8 @@ namespace {
 Value split(const std::string& s, const std::vector<Value>& args) {
   const Value sep = args.size() > 0 ? args[0] : Value::null();
   const Value max = args.size() > 1 ? args[1] : Value::integer(-1);
-  if (!sep.is_string() && sep.kind != Kind::kNull) throw ValueError("sep argument must be a string or null");
+  if (!sep.is_string() && sep.kind != Kind::kNull)
+    throw ValueError("sep argument must be a string or null");
   if (max.kind != Kind::kInteger) throw ValueError("maxsplit argument must be a number");
   const long long maxsplit = static_cast<long long>(max.number);
   Array out;
@@ -63,7 +64,8 @@ Value split(const std::string& s, const std::vector<Value>& args) {
 // Python's str.replace(old, new, count=None).
 Value replace(const std::string& s, const std::vector<Value>& args) {
   if (args.size() < 2) throw ValueError("replace() requires at least two arguments");
-  if (!args[0].is_string() || !args[1].is_string()) throw ValueError("replace() arguments must be strings");
+  if (!args[0].is_string() || !args[1].is_string())
+    throw ValueError("replace() arguments must be strings");
   Value count = Value::null();
   if (args.size() > 2) {
     if (args[2].kind == Kind::kKeywords) {
@@ -161,7 +163,8 @@ Value dictsort(const Object& o, const std::vector<Value>& all) {
   const Value reverse = pick(2, "reverse", Value::from_bool(false));
   if (cs.kind != Kind::kBoolean) throw ValueError("case_sensitive must be a boolean");
   if (!by.is_string()) throw ValueError("by must be a string");
-  if (by.string != "key" && by.string != "value") throw ValueError("by must be either 'key' or 'value'");
+  if (by.string != "key" && by.string != "value")
+    throw ValueError("by must be either 'key' or 'value'");
   if (reverse.kind != Kind::kBoolean) throw ValueError("reverse must be a boolean");
   Array items = *pairs(o).array;
   const size_t index = by.string == "key" ? 0 : 1;

@@ -87,7 +87,8 @@ Args Evaluator::arguments(const std::vector<NodePtr>& args, Env& env) {
   }
   for (const NodePtr& n : args) {
     if (n->kind != NodeKind::kKeyword) continue;
-    if (a.keywords.find(n->text)) fail(*n, "Got multiple values for keyword argument '" + n->text + "'");
+    if (a.keywords.find(n->text))
+      fail(*n, "Got multiple values for keyword argument '" + n->text + "'");
     a.keywords.entries.emplace_back(n->text, eval(*n->x, env));
   }
   return a;
@@ -95,22 +96,36 @@ Args Evaluator::arguments(const std::vector<NodePtr>& args, Env& env) {
 
 Value Evaluator::eval_node(const Node& n, Env& env) {
   switch (n.kind) {
-    case NodeKind::kText: return Value::str(n.text);
-    case NodeKind::kComment: return Value::null();
-    case NodeKind::kSet: return set_statement(n, env);
+    case NodeKind::kText:
+      return Value::str(n.text);
+    case NodeKind::kComment:
+      return Value::null();
+    case NodeKind::kSet:
+      return set_statement(n, env);
     case NodeKind::kIf:
       return Value::str(block(eval(*n.x, env).truthy() ? n.body : n.alt, env));
-    case NodeKind::kFor: return for_statement(n, env);
-    case NodeKind::kBreak: throw BreakSignal();
-    case NodeKind::kContinue: throw ContinueSignal();
-    case NodeKind::kMacro: return macro_statement(n, env);
-    case NodeKind::kFilterBlock: return apply_filter(*this, Value::str(block(n.body, env)), *n.x, env);
-    case NodeKind::kIdentifier: return env.lookup(n.text);
-    case NodeKind::kMember: return member(n, env);
-    case NodeKind::kCall: return call(n, env);
-    case NodeKind::kUnary: return unary(n, env);
-    case NodeKind::kBinary: return binary(n, env);
-    case NodeKind::kFilter: return apply_filter(*this, eval(*n.x, env), *n.y, env);
+    case NodeKind::kFor:
+      return for_statement(n, env);
+    case NodeKind::kBreak:
+      throw BreakSignal();
+    case NodeKind::kContinue:
+      throw ContinueSignal();
+    case NodeKind::kMacro:
+      return macro_statement(n, env);
+    case NodeKind::kFilterBlock:
+      return apply_filter(*this, Value::str(block(n.body, env)), *n.x, env);
+    case NodeKind::kIdentifier:
+      return env.lookup(n.text);
+    case NodeKind::kMember:
+      return member(n, env);
+    case NodeKind::kCall:
+      return call(n, env);
+    case NodeKind::kUnary:
+      return unary(n, env);
+    case NodeKind::kBinary:
+      return binary(n, env);
+    case NodeKind::kFilter:
+      return apply_filter(*this, eval(*n.x, env), *n.y, env);
     case NodeKind::kTest: {
       const Value operand = eval(*n.x, env);
       const TestFn test = find_test(n.text);
@@ -119,23 +134,31 @@ Value Evaluator::eval_node(const Node& n, Env& env) {
     }
     case NodeKind::kSelect:
       return eval(*n.y, env).truthy() ? eval(*n.x, env) : Value::undefined();
-    case NodeKind::kTernary: return eval(*n.x, env).truthy() ? eval(*n.y, env) : eval(*n.z, env);
-    case NodeKind::kSlice: fail(n, "a slice outside '[]'");
-    case NodeKind::kKeyword: fail(n, "a keyword argument outside a call");
-    default: return literal(n, env);
+    case NodeKind::kTernary:
+      return eval(*n.x, env).truthy() ? eval(*n.y, env) : eval(*n.z, env);
+    case NodeKind::kSlice:
+      fail(n, "a slice outside '[]'");
+    case NodeKind::kKeyword:
+      fail(n, "a keyword argument outside a call");
+    default:
+      return literal(n, env);
   }
 }
 
 Value Evaluator::literal(const Node& n, Env& env) {
   switch (n.kind) {
-    case NodeKind::kInteger: return Value::integer(n.number);
-    case NodeKind::kFloat: return Value::floating(n.number);
-    case NodeKind::kString: return Value::str(n.text);
+    case NodeKind::kInteger:
+      return Value::integer(n.number);
+    case NodeKind::kFloat:
+      return Value::floating(n.number);
+    case NodeKind::kString:
+      return Value::str(n.text);
     case NodeKind::kArray:
     case NodeKind::kTuple: {
       Array items;
       for (const NodePtr& e : n.args) items.push_back(eval(*e, env));
-      return Value::list(std::move(items), n.kind == NodeKind::kTuple ? Kind::kTuple : Kind::kArray);
+      return Value::list(std::move(items),
+                         n.kind == NodeKind::kTuple ? Kind::kTuple : Kind::kArray);
     }
     case NodeKind::kObject: {
       Object o;
@@ -147,7 +170,8 @@ Value Evaluator::literal(const Node& n, Env& env) {
       }
       return Value::map(std::move(o));
     }
-    default: fail(n, "an unexpected node in an expression");
+    default:
+      fail(n, "an unexpected node in an expression");
   }
 }
 
@@ -157,18 +181,21 @@ Value Evaluator::set_statement(const Node& n, Env& env) {
   if (target.kind == NodeKind::kIdentifier) {
     env.set(target.text, rhs);
   } else if (target.kind == NodeKind::kTuple) {
-    if (!rhs.is_array()) fail(n, std::string("Cannot unpack non-iterable type in set: ") + rhs.type_name());
+    if (!rhs.is_array())
+      fail(n, std::string("Cannot unpack non-iterable type in set: ") + rhs.type_name());
     if (rhs.array->size() != target.args.size())
       fail(n, std::string("Too ") + (target.args.size() > rhs.array->size() ? "few" : "many") +
                   " items to unpack in set");
     for (size_t i = 0; i < target.args.size(); ++i) {
-      if (target.args[i]->kind != NodeKind::kIdentifier) fail(n, "Cannot unpack to non-identifier in set");
+      if (target.args[i]->kind != NodeKind::kIdentifier)
+        fail(n, "Cannot unpack to non-identifier in set");
       env.set(target.args[i]->text, (*rhs.array)[i]);
     }
   } else if (target.kind == NodeKind::kMember) {
     const Value object = eval(*target.x, env);
     if (object.kind != Kind::kNamespace) fail(n, "cannot assign attribute on non-namespace object");
-    if (target.y->kind != NodeKind::kIdentifier) fail(n, "Cannot assign to member with non-identifier property");
+    if (target.y->kind != NodeKind::kIdentifier)
+      fail(n, "Cannot assign to member with non-identifier property");
     object.object->set(target.y->text, rhs);
   } else {
     fail(n, "Invalid LHS inside assignment expression");
@@ -185,7 +212,8 @@ void bind_loop_variable(Evaluator& ev, const Node& var, const Value& item, Env& 
     return;
   }
   for (size_t j = 0; j < var.args.size(); ++j) {
-    if (var.args[j]->kind != NodeKind::kIdentifier) ev.fail(var, "Cannot unpack non-identifier type");
+    if (var.args[j]->kind != NodeKind::kIdentifier)
+      ev.fail(var, "Cannot unpack non-identifier type");
     scope.set(var.args[j]->text, (*item.array)[j]);
   }
 }
@@ -219,7 +247,8 @@ Value Evaluator::for_statement(const Node& n, Env& env) {
     iterable = eval(*n.y, scope);
   }
   if (!iterable.is_array() && !iterable.is_object())
-    fail(n, std::string("Expected iterable or object type in for loop: got ") + iterable.type_name());
+    fail(n,
+         std::string("Expected iterable or object type in for loop: got ") + iterable.type_name());
   std::vector<Value> all;
   if (iterable.is_object()) {
     for (const auto& [k, v] : iterable.object->entries) all.push_back(Value::str(k));
@@ -286,45 +315,46 @@ Value Evaluator::macro_statement(const Node& n, Env& env) {
   }
   const Node* macro = &n;
   env.set(n.text, Value::callable([this, macro, kwargs, varargs](std::vector<Value>& args,
-                                                                   Env& caller) -> Value {
-    Env scope(&caller);
-    std::vector<Value> positional = args;
-    Object keywords;
-    if (!positional.empty() && positional.back().kind == Kind::kKeywords) {
-      keywords = *positional.back().object;
-      positional.pop_back();
-    }
-    std::vector<const Node*> pending;
-    for (size_t i = 0; i < macro->args.size(); ++i) {
-      const Node& p = *macro->args[i];
-      Value v;
-      bool given = i < positional.size();
-      if (given) v = positional[i];
-      if (!given && keywords.find(p.text)) {
-        v = *keywords.find(p.text);
-        given = true;
-        std::erase_if(keywords.entries, [&](const auto& e) { return e.first == p.text; });
-      }
-      if (!given && p.kind == NodeKind::kKeyword) pending.push_back(&p);
-      scope.set(p.text, v);
-    }
-    if (kwargs) {
-      scope.set("kwargs", Value::map(keywords));
-    } else if (!keywords.entries.empty()) {
-      fail(*macro, "macro '" + macro->text + "' takes no keyword argument '" +
-                       keywords.entries[0].first + "'");
-    }
-    if (varargs) {
-      Array rest;
-      for (size_t i = macro->args.size(); i < positional.size(); ++i) rest.push_back(positional[i]);
-      scope.set("varargs", Value::list(std::move(rest)));
-    } else if (positional.size() > macro->args.size()) {
-      fail(*macro, "macro '" + macro->text + "' takes not more than " +
-                       std::to_string(macro->args.size()) + " argument(s)");
-    }
-    for (const Node* p : pending) scope.set(p->text, eval(*p->x, scope));
-    return Value::str(block(macro->body, scope));
-  }));
+                                                                 Env& caller) -> Value {
+            Env scope(&caller);
+            std::vector<Value> positional = args;
+            Object keywords;
+            if (!positional.empty() && positional.back().kind == Kind::kKeywords) {
+              keywords = *positional.back().object;
+              positional.pop_back();
+            }
+            std::vector<const Node*> pending;
+            for (size_t i = 0; i < macro->args.size(); ++i) {
+              const Node& p = *macro->args[i];
+              Value v;
+              bool given = i < positional.size();
+              if (given) v = positional[i];
+              if (!given && keywords.find(p.text)) {
+                v = *keywords.find(p.text);
+                given = true;
+                std::erase_if(keywords.entries, [&](const auto& e) { return e.first == p.text; });
+              }
+              if (!given && p.kind == NodeKind::kKeyword) pending.push_back(&p);
+              scope.set(p.text, v);
+            }
+            if (kwargs) {
+              scope.set("kwargs", Value::map(keywords));
+            } else if (!keywords.entries.empty()) {
+              fail(*macro, "macro '" + macro->text + "' takes no keyword argument '" +
+                               keywords.entries[0].first + "'");
+            }
+            if (varargs) {
+              Array rest;
+              for (size_t i = macro->args.size(); i < positional.size(); ++i)
+                rest.push_back(positional[i]);
+              scope.set("varargs", Value::list(std::move(rest)));
+            } else if (positional.size() > macro->args.size()) {
+              fail(*macro, "macro '" + macro->text + "' takes not more than " +
+                               std::to_string(macro->args.size()) + " argument(s)");
+            }
+            for (const Node* p : pending) scope.set(p->text, eval(*p->x, scope));
+            return Value::str(block(macro->body, scope));
+          }));
   return Value::null();
 }
 

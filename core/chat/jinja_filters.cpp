@@ -14,10 +14,10 @@ namespace {
 
 const std::set<std::string>& known_filters() {
   static const std::set<std::string> kKnown = {
-      "safe",  "tojson",    "list",  "first", "last",       "length",    "reverse", "sort",
-      "join",  "string",    "unique", "upper", "lower",     "title",     "capitalize", "trim",
-      "indent", "int",      "float", "abs",   "items",      "bool",      "default", "selectattr",
-      "rejectattr", "map",  "replace", "dictsort", "keys", "values",   "get"};
+      "safe",       "tojson", "list",    "first",    "last",  "length", "reverse",    "sort",
+      "join",       "string", "unique",  "upper",    "lower", "title",  "capitalize", "trim",
+      "indent",     "int",    "float",   "abs",      "items", "bool",   "default",    "selectattr",
+      "rejectattr", "map",    "replace", "dictsort", "keys",  "values", "get"};
   return kKnown;
 }
 
@@ -26,7 +26,8 @@ std::string indent_lines(const std::string& s, const std::string& pad, bool firs
   size_t start = 0;
   for (size_t line = 0;; ++line) {
     const size_t end = s.find('\n', start);
-    const std::string text = s.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    const std::string text =
+        s.substr(start, end == std::string::npos ? std::string::npos : end - start);
     if (line > 0) out += '\n';
     out += ((!first && line == 0) || (!blank && text.empty())) ? text : pad + text;
     if (end == std::string::npos) break;
@@ -41,13 +42,15 @@ Value attribute_path(const Value& item, const std::string& path) {
   size_t start = 0;
   while (true) {
     const size_t dot = path.find('.', start);
-    const std::string part = path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+    const std::string part =
+        path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
     if (v.is_container()) {
       const Value* next = v.object->find(part);
       v = next ? *next : Value::undefined();
     } else if (v.is_array()) {
       const double i = js_parse_int(part);
-      if (std::isnan(i) || i < 0 || i >= static_cast<double>(v.array->size())) return Value::undefined();
+      if (std::isnan(i) || i < 0 || i >= static_cast<double>(v.array->size()))
+        return Value::undefined();
       v = (*v.array)[static_cast<size_t>(i)];
     } else {
       return Value::undefined();
@@ -61,8 +64,8 @@ Array sorted(const Array& items, bool reverse, bool case_sensitive, const Value&
   Array out = items;
   const auto key = [&](const Value& v) {
     if (attribute.kind == Kind::kNull) return v;
-    return attribute_path(v, attribute.kind == Kind::kInteger ? js_number(attribute.number)
-                                                                : attribute.string);
+    return attribute_path(
+        v, attribute.kind == Kind::kInteger ? js_number(attribute.number) : attribute.string);
   };
   std::stable_sort(out.begin(), out.end(), [&](const Value& a, const Value& b) {
     const int c = compare_values(key(a), key(b), case_sensitive);
@@ -130,8 +133,9 @@ Value plain_filter(const std::string& name, const Value& operand, Env& env) {
   if (operand.is_array()) return plain_array_filter(name, operand);
   if (operand.is_string()) return plain_string_filter(name, operand);
   if (operand.is_number()) {
-    if (name == "abs") return operand.kind == Kind::kInteger ? Value::integer(std::fabs(operand.number))
-                                                              : Value::floating(std::fabs(operand.number));
+    if (name == "abs")
+      return operand.kind == Kind::kInteger ? Value::integer(std::fabs(operand.number))
+                                            : Value::floating(std::fabs(operand.number));
     if (name == "int") return Value::integer(std::floor(operand.number));
     if (name == "float") return Value::floating(operand.number);
     if (name == "string") return Value::str(output_text(operand));
@@ -139,9 +143,11 @@ Value plain_filter(const std::string& name, const Value& operand, Env& env) {
   }
   if (operand.is_object()) {
     if (name == "items" || name == "length") {
-      if (name == "length") return Value::integer(static_cast<double>(operand.object->entries.size()));
+      if (name == "length")
+        return Value::integer(static_cast<double>(operand.object->entries.size()));
       Array pairs;
-      for (const auto& [k, v] : operand.object->entries) pairs.push_back(Value::list({Value::str(k), v}));
+      for (const auto& [k, v] : operand.object->entries)
+        pairs.push_back(Value::list({Value::str(k), v}));
       return Value::list(std::move(pairs));
     }
     const Value b = builtin_member(operand, name);
@@ -195,10 +201,12 @@ Value tojson_filter(Evaluator& ev, const Value& operand, const Node& call, Env& 
 Value select_filter(Evaluator& ev, const std::string& name, const Value& operand, const Node& call,
                     Env& env) {
   for (const Value& item : *operand.array) {
-    if (!item.is_container()) throw ValueError("`" + name + "` can only be applied to array of objects");
+    if (!item.is_container())
+      throw ValueError("`" + name + "` can only be applied to array of objects");
   }
   for (const NodePtr& arg : call.args) {
-    if (arg->kind != NodeKind::kString) throw ValueError("arguments of `" + name + "` must be strings");
+    if (arg->kind != NodeKind::kString)
+      throw ValueError("arguments of `" + name + "` must be strings");
   }
   if (call.args.empty()) throw ValueError("`" + name + "` needs an attribute name");
   const std::string attr = call.args[0]->text;
@@ -211,7 +219,8 @@ Value select_filter(Evaluator& ev, const std::string& name, const Value& operand
   Array out;
   for (const Value& item : *operand.array) {
     const Value* a = item.object->find(attr);
-    const bool pass = a && (test ? test(*a, call.args.size() > 2 ? &argument : nullptr) : a->truthy());
+    const bool pass =
+        a && (test ? test(*a, call.args.size() > 2 ? &argument : nullptr) : a->truthy());
     if (pass == (name == "selectattr")) out.push_back(item);
   }
   return Value::list(std::move(out));
@@ -219,7 +228,8 @@ Value select_filter(Evaluator& ev, const std::string& name, const Value& operand
 
 Value array_call_filter(Evaluator& ev, const std::string& name, const Value& operand,
                         const Node& call, Env& env) {
-  if (name == "selectattr" || name == "rejectattr") return select_filter(ev, name, operand, call, env);
+  if (name == "selectattr" || name == "rejectattr")
+    return select_filter(ev, name, operand, call, env);
   const Args a = ev.arguments(call.args, env);
   if (name == "sort") {
     const Value no = Value::from_bool(false), none = Value::null();
@@ -283,7 +293,8 @@ Value call_filter(Evaluator& ev, const Value& operand, const Node& call, Env& en
     }
     return Value::str(out);
   }
-  if (name == "int" || name == "float") return convert_filter(name, operand, ev.arguments(call.args, env));
+  if (name == "int" || name == "float")
+    return convert_filter(name, operand, ev.arguments(call.args, env));
   if (name == "default") {
     const Args a = ev.arguments(call.args, env);
     const Value fallback = a.positional.empty() ? Value::str("") : a.positional[0];
@@ -299,8 +310,9 @@ Value call_filter(Evaluator& ev, const Value& operand, const Node& call, Env& en
       const Value four = Value::integer(4), no = Value::from_bool(false);
       const Value& width = arg_or(a, 0, "width", four);
       if (width.kind != Kind::kInteger) throw ValueError("width must be a number");
-      return Value::str(indent_lines(operand.string, std::string(static_cast<size_t>(std::max(0.0, width.number)), ' '),
-                                     arg_or(a, 1, "first", no).truthy(), arg_or(a, 2, "blank", no).truthy()));
+      return Value::str(indent_lines(
+          operand.string, std::string(static_cast<size_t>(std::max(0.0, width.number)), ' '),
+          arg_or(a, 1, "first", no).truthy(), arg_or(a, 2, "blank", no).truthy()));
     }
     if (name == "replace") {
       std::vector<Value> args = a.positional;
@@ -342,28 +354,38 @@ TestFn find_test(const std::string& name) {
   static const std::vector<std::pair<std::string, TestFn>> kTests = {
       {"boolean", [](const Value& v, const Value*) { return v.kind == Kind::kBoolean; }},
       {"callable", [](const Value& v, const Value*) { return v.kind == Kind::kFunction; }},
-      {"odd", [](const Value& v, const Value*) {
-         if (v.kind != Kind::kInteger) throw ValueError(std::string("cannot odd on ") + v.type_name());
+      {"odd",
+       [](const Value& v, const Value*) {
+         if (v.kind != Kind::kInteger)
+           throw ValueError(std::string("cannot odd on ") + v.type_name());
          return std::fmod(v.number, 2) != 0;
        }},
-      {"even", [](const Value& v, const Value*) {
-         if (v.kind != Kind::kInteger) throw ValueError(std::string("cannot even on ") + v.type_name());
+      {"even",
+       [](const Value& v, const Value*) {
+         if (v.kind != Kind::kInteger)
+           throw ValueError(std::string("cannot even on ") + v.type_name());
          return std::fmod(v.number, 2) == 0;
        }},
-      {"false", [](const Value& v, const Value*) { return v.kind == Kind::kBoolean && !v.boolean; }},
+      {"false",
+       [](const Value& v, const Value*) { return v.kind == Kind::kBoolean && !v.boolean; }},
       {"true", [](const Value& v, const Value*) { return v.kind == Kind::kBoolean && v.boolean; }},
       {"none", [](const Value& v, const Value*) { return v.kind == Kind::kNull; }},
       {"string", [](const Value& v, const Value*) { return v.is_string(); }},
       {"number", [](const Value& v, const Value*) { return v.is_number(); }},
       {"integer", [](const Value& v, const Value*) { return v.kind == Kind::kInteger; }},
-      {"iterable", [](const Value& v, const Value*) { return v.kind == Kind::kArray || v.is_string(); }},
+      {"iterable",
+       [](const Value& v, const Value*) { return v.kind == Kind::kArray || v.is_string(); }},
       {"mapping", [](const Value& v, const Value*) { return v.is_object(); }},
-      {"sequence", [](const Value& v, const Value*) { return v.is_array() || v.is_object() || v.is_string(); }},
-      {"lower", [](const Value& v, const Value*) { return v.is_string() && v.string == to_lower(v.string); }},
-      {"upper", [](const Value& v, const Value*) { return v.is_string() && v.string == to_upper(v.string); }},
+      {"sequence",
+       [](const Value& v, const Value*) { return v.is_array() || v.is_object() || v.is_string(); }},
+      {"lower", [](const Value& v,
+                   const Value*) { return v.is_string() && v.string == to_lower(v.string); }},
+      {"upper", [](const Value& v,
+                   const Value*) { return v.is_string() && v.string == to_upper(v.string); }},
       {"defined", [](const Value& v, const Value*) { return !v.is_undefined(); }},
       {"undefined", [](const Value& v, const Value*) { return v.is_undefined(); }},
-      {"equalto", [](const Value& v, const Value* b) {
+      {"equalto",
+       [](const Value& v, const Value* b) {
          if (!b) throw ValueError("the test 'equalto' needs a value to compare with");
          return strict_equals(v, *b);
        }},

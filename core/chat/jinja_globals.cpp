@@ -17,7 +17,8 @@ Value make_namespace(std::vector<Value>& args) {
     positional.pop_back();
   }
   if (positional.size() > 1)
-    throw ValueError("namespace expected at most 1 argument, got " + std::to_string(positional.size()));
+    throw ValueError("namespace expected at most 1 argument, got " +
+                     std::to_string(positional.size()));
   Object entries;
   if (positional.size() == 1) {
     const Value& source = positional[0];
@@ -30,7 +31,8 @@ Value make_namespace(std::vector<Value>& args) {
         if (pair.is_string()) {
           for (const std::string& c : code_points(pair.string)) kv.push_back(Value::str(c));
         }
-        if (kv.size() != 2) throw ValueError("namespace expected an object or an iterable of [key, value] pairs");
+        if (kv.size() != 2)
+          throw ValueError("namespace expected an object or an iterable of [key, value] pairs");
         if (!kv[0].is_string()) throw ValueError("namespace keys must be strings");
         entries.set(kv[0].string, kv[1]);
       }
@@ -44,7 +46,8 @@ Value make_namespace(std::vector<Value>& args) {
 
 Value range(std::vector<Value>& args) {
   for (const Value& a : args) {
-    if (!a.is_number()) throw ValueError(std::string("range() takes numbers, got ") + a.type_name());
+    if (!a.is_number())
+      throw ValueError(std::string("range() takes numbers, got ") + a.type_name());
   }
   if (args.empty()) throw ValueError("range() needs at least one argument");
   double start = 0, stop = args[0].number, step = 1;
@@ -64,10 +67,11 @@ Value range(std::vector<Value>& args) {
 // %Y %m %d %b %B %H %M %% of the local time, English month names (node's default locale, en-US);
 // any other %x stays as it is.
 Value strftime_now(std::vector<Value>& args) {
-  if (args.empty() || !args[0].is_string()) throw ValueError("strftime_now() takes a format string");
-  static const char* const kMonths[] = {"January", "February", "March",     "April",
-                                        "May",     "June",     "July",      "August",
-                                        "September", "October", "November", "December"};
+  if (args.empty() || !args[0].is_string())
+    throw ValueError("strftime_now() takes a format string");
+  static const char* const kMonths[] = {"January",   "February", "March",    "April",
+                                        "May",       "June",     "July",     "August",
+                                        "September", "October",  "November", "December"};
   const std::time_t now = std::time(nullptr);
   std::tm tm{};
   localtime_r(&now, &tm);
@@ -83,15 +87,33 @@ Value strftime_now(std::vector<Value>& args) {
     const std::string month = kMonths[tm.tm_mon];
     std::string piece;
     switch (c) {
-      case 'Y': piece = std::to_string(tm.tm_year + 1900); break;
-      case 'm': piece = pad2(tm.tm_mon + 1); break;
-      case 'd': piece = pad2(tm.tm_mday); break;
-      case 'b': piece = month.substr(0, 3); break;
-      case 'B': piece = month; break;
-      case 'H': piece = pad2(tm.tm_hour); break;
-      case 'M': piece = pad2(tm.tm_min); break;
-      case '%': piece = "%"; break;
-      default: out += '%'; continue;
+      case 'Y':
+        piece = std::to_string(tm.tm_year + 1900);
+        break;
+      case 'm':
+        piece = pad2(tm.tm_mon + 1);
+        break;
+      case 'd':
+        piece = pad2(tm.tm_mday);
+        break;
+      case 'b':
+        piece = month.substr(0, 3);
+        break;
+      case 'B':
+        piece = month;
+        break;
+      case 'H':
+        piece = pad2(tm.tm_hour);
+        break;
+      case 'M':
+        piece = pad2(tm.tm_min);
+        break;
+      case '%':
+        piece = "%";
+        break;
+      default:
+        out += '%';
+        continue;
     }
     out += piece;
     ++i;
@@ -102,7 +124,8 @@ Value strftime_now(std::vector<Value>& args) {
 }  // namespace
 
 void add_globals(Env& env) {
-  env.set("namespace", Value::callable([](std::vector<Value>& a, Env&) { return make_namespace(a); }));
+  env.set("namespace",
+          Value::callable([](std::vector<Value>& a, Env&) { return make_namespace(a); }));
   env.set("false", Value::from_bool(false));
   env.set("true", Value::from_bool(true));
   env.set("none", Value::null());
@@ -110,7 +133,8 @@ void add_globals(Env& env) {
             throw RaisedSignal{a.empty() || a[0].is_undefined() ? std::string() : js_text(a[0])};
           }));
   env.set("range", Value::callable([](std::vector<Value>& a, Env&) { return range(a); }));
-  env.set("strftime_now", Value::callable([](std::vector<Value>& a, Env&) { return strftime_now(a); }));
+  env.set("strftime_now",
+          Value::callable([](std::vector<Value>& a, Env&) { return strftime_now(a); }));
   env.set("True", Value::from_bool(true));
   env.set("False", Value::from_bool(false));
   env.set("None", Value::null());

@@ -10,10 +10,31 @@
 namespace llmcpu::jinja {
 
 const char* token_type_name(TokenType t) {
-  static const char* const kNames[] = {
-      "text", "number", "string", "identifier", "'='", "'('", "')'", "'{%'", "'%}'", "'{{'",
-      "'}}'", "'['", "']'", "'{'", "'}'", "','", "'.'", "':'", "'|'", "additive operator",
-      "multiplicative operator", "'**'", "comparison", "unary operator", "comment"};
+  static const char* const kNames[] = {"text",
+                                       "number",
+                                       "string",
+                                       "identifier",
+                                       "'='",
+                                       "'('",
+                                       "')'",
+                                       "'{%'",
+                                       "'%}'",
+                                       "'{{'",
+                                       "'}}'",
+                                       "'['",
+                                       "']'",
+                                       "'{'",
+                                       "'}'",
+                                       "','",
+                                       "'.'",
+                                       "':'",
+                                       "'|'",
+                                       "additive operator",
+                                       "multiplicative operator",
+                                       "'**'",
+                                       "comparison",
+                                       "unary operator",
+                                       "comment"};
   return kNames[static_cast<int>(t)];
 }
 
@@ -48,7 +69,8 @@ Prepared lstrip_blocks(const Prepared& in) {
     if (line_start) {
       size_t j = i;
       while (j < s.size() && (s[j] == ' ' || s[j] == '\t')) ++j;
-      if (j + 1 < s.size() && s[j] == '{' && (s[j + 1] == '#' || s[j + 1] == '%' || s[j + 1] == '-'))
+      if (j + 1 < s.size() && s[j] == '{' &&
+          (s[j + 1] == '#' || s[j + 1] == '%' || s[j + 1] == '-'))
         i = j;
       line_start = false;
       if (i >= s.size()) break;
@@ -165,20 +187,21 @@ struct Fixed {
   const char* text;
   TokenType type;
 };
-const Fixed kFixed[] = {
-    {"{%", TokenType::kOpenStatement}, {"%}", TokenType::kCloseStatement},
-    {"{{", TokenType::kOpenExpression}, {"}}", TokenType::kCloseExpression},
-    {"(", TokenType::kOpenParen}, {")", TokenType::kCloseParen},
-    {"{", TokenType::kOpenCurly}, {"}", TokenType::kCloseCurly},
-    {"[", TokenType::kOpenSquare}, {"]", TokenType::kCloseSquare},
-    {",", TokenType::kComma}, {".", TokenType::kDot}, {":", TokenType::kColon},
-    {"|", TokenType::kPipe}, {"<=", TokenType::kComparison}, {">=", TokenType::kComparison},
-    {"==", TokenType::kComparison}, {"!=", TokenType::kComparison},
-    {"<", TokenType::kComparison}, {">", TokenType::kComparison},
-    {"+", TokenType::kAdditive}, {"-", TokenType::kAdditive}, {"~", TokenType::kAdditive},
-    {"**", TokenType::kPower}, {"*", TokenType::kMultiplicative},
-    {"//", TokenType::kMultiplicative}, {"/", TokenType::kMultiplicative},
-    {"%", TokenType::kMultiplicative}, {"=", TokenType::kEquals}};
+const Fixed kFixed[] = {{"{%", TokenType::kOpenStatement},  {"%}", TokenType::kCloseStatement},
+                        {"{{", TokenType::kOpenExpression}, {"}}", TokenType::kCloseExpression},
+                        {"(", TokenType::kOpenParen},       {")", TokenType::kCloseParen},
+                        {"{", TokenType::kOpenCurly},       {"}", TokenType::kCloseCurly},
+                        {"[", TokenType::kOpenSquare},      {"]", TokenType::kCloseSquare},
+                        {",", TokenType::kComma},           {".", TokenType::kDot},
+                        {":", TokenType::kColon},           {"|", TokenType::kPipe},
+                        {"<=", TokenType::kComparison},     {">=", TokenType::kComparison},
+                        {"==", TokenType::kComparison},     {"!=", TokenType::kComparison},
+                        {"<", TokenType::kComparison},      {">", TokenType::kComparison},
+                        {"+", TokenType::kAdditive},        {"-", TokenType::kAdditive},
+                        {"~", TokenType::kAdditive},        {"**", TokenType::kPower},
+                        {"*", TokenType::kMultiplicative},  {"//", TokenType::kMultiplicative},
+                        {"/", TokenType::kMultiplicative},  {"%", TokenType::kMultiplicative},
+                        {"=", TokenType::kEquals}};
 
 class Lexer {
  public:
@@ -197,7 +220,9 @@ class Lexer {
       if (tokens_.back().value.empty()) tokens_.pop_back();
     }
   }
-  bool starts(const char* s) const { return src_.compare(i_, std::char_traits<char>::length(s), s) == 0; }
+  bool starts(const char* s) const {
+    return src_.compare(i_, std::char_traits<char>::length(s), s) == 0;
+  }
   bool text_next() const;
   void comment();
   std::string quoted(char quote);
@@ -262,9 +287,9 @@ void Lexer::escape(std::string& out) {
     append_utf8(out, cp);
     return;
   }
-  static const std::pair<char, char> kEscapes[] = {{'n', '\n'}, {'t', '\t'}, {'r', '\r'},
-                                                   {'b', '\b'}, {'f', '\f'}, {'v', '\v'},
-                                                   {'\'', '\''}, {'"', '"'}, {'\\', '\\'}};
+  static const std::pair<char, char> kEscapes[] = {{'n', '\n'},  {'t', '\t'}, {'r', '\r'},
+                                                   {'b', '\b'},  {'f', '\f'}, {'v', '\v'},
+                                                   {'\'', '\''}, {'"', '"'},  {'\\', '\\'}};
   for (const auto& [from, to] : kEscapes) {
     if (e == from) {
       out += to;
@@ -294,10 +319,14 @@ std::string Lexer::quoted(char quote) {
 // when digits follow). Returns whether it consumed something.
 bool Lexer::sign() {
   const char c = src_[i_];
-  if (tokens_.empty() || last() == TokenType::kText) fail(i_, std::string("unexpected '") + c + "'");
+  if (tokens_.empty() || last() == TokenType::kText)
+    fail(i_, std::string("unexpected '") + c + "'");
   switch (last()) {
-    case TokenType::kIdentifier: case TokenType::kNumber: case TokenType::kString:
-    case TokenType::kCloseParen: case TokenType::kCloseSquare:
+    case TokenType::kIdentifier:
+    case TokenType::kNumber:
+    case TokenType::kString:
+    case TokenType::kCloseParen:
+    case TokenType::kCloseSquare:
       return false;
     default:
       break;
@@ -329,8 +358,9 @@ std::vector<Token> Lexer::run() {
   while (i_ < src_.size()) {
     if (text_next()) {
       const size_t at = i_;
-      while (i_ < src_.size() && !(src_[i_] == '{' && i_ + 1 < src_.size() &&
-                                   (src_[i_ + 1] == '%' || src_[i_ + 1] == '{' || src_[i_ + 1] == '#')))
+      while (i_ < src_.size() &&
+             !(src_[i_] == '{' && i_ + 1 < src_.size() &&
+               (src_[i_ + 1] == '%' || src_[i_ + 1] == '{' || src_[i_ + 1] == '#')))
         ++i_;
       if (i_ > at) {
         push(TokenType::kText, src_.substr(at, i_ - at), at);

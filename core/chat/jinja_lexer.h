@@ -12,10 +12,31 @@
 namespace llmcpu::jinja {
 
 enum class TokenType {
-  kText, kNumber, kString, kIdentifier, kEquals, kOpenParen, kCloseParen, kOpenStatement,
-  kCloseStatement, kOpenExpression, kCloseExpression, kOpenSquare, kCloseSquare, kOpenCurly,
-  kCloseCurly, kComma, kDot, kColon, kPipe, kAdditive, kMultiplicative, kPower, kComparison,
-  kUnary, kComment
+  kText,
+  kNumber,
+  kString,
+  kIdentifier,
+  kEquals,
+  kOpenParen,
+  kCloseParen,
+  kOpenStatement,
+  kCloseStatement,
+  kOpenExpression,
+  kCloseExpression,
+  kOpenSquare,
+  kCloseSquare,
+  kOpenCurly,
+  kCloseCurly,
+  kComma,
+  kDot,
+  kColon,
+  kPipe,
+  kAdditive,
+  kMultiplicative,
+  kPower,
+  kComparison,
+  kUnary,
+  kComment
 };
 
 const char* token_type_name(TokenType t);

@@ -69,7 +69,8 @@ std::vector<size_t> slice_indices(long long n, const Value& start, const Value& 
   }
   std::vector<size_t> out;
   if (direction == 0) return out;
-  for (long long i = a; direction * i < direction * b; i += s) out.push_back(static_cast<size_t>(i));
+  for (long long i = a; direction * i < direction * b; i += s)
+    out.push_back(static_cast<size_t>(i));
   return out;
 }
 
@@ -81,7 +82,8 @@ Value Evaluator::slice(const Node& n, const Value& object, Env& env) {
   const Value stop = n.y ? eval(*n.y, env) : Value::undefined();
   const Value step = n.z ? eval(*n.z, env) : Value::undefined();
   for (const Value* v : {&start, &stop, &step}) {
-    if (v->kind != Kind::kInteger && !v->is_undefined()) fail(n, "Slice indices must be integers or undefined");
+    if (v->kind != Kind::kInteger && !v->is_undefined())
+      fail(n, "Slice indices must be integers or undefined");
   }
   if (object.is_array()) {
     Array out;
@@ -91,21 +93,25 @@ Value Evaluator::slice(const Node& n, const Value& object, Env& env) {
   }
   const std::vector<std::string> chars = code_points(object.string);
   std::string out;
-  for (size_t i : slice_indices(static_cast<long long>(chars.size()), start, stop, step)) out += chars[i];
+  for (size_t i : slice_indices(static_cast<long long>(chars.size()), start, stop, step))
+    out += chars[i];
   return Value::str(out);
 }
 
 Value Evaluator::call(const Node& n, Env& env) {
   Args a = arguments(n.args, env);
   std::vector<Value> args = std::move(a.positional);
-  if (!a.keywords.entries.empty()) args.push_back(Value::map(std::move(a.keywords), Kind::kKeywords));
+  if (!a.keywords.entries.empty())
+    args.push_back(Value::map(std::move(a.keywords), Kind::kKeywords));
   const Value fn = eval(*n.x, env);
   if (fn.kind != Kind::kFunction) {
     if (n.x->kind == NodeKind::kMember && !n.x->computed && fn.is_undefined()) {
       const Value object = eval(*n.x->x, env);
       if (object.is_string() || object.is_array() || object.is_object())
         unsupported(n, std::string("the method '") + n.x->y->text + "()' of a " +
-                           (object.is_string() ? "string" : object.is_array() ? "list" : "mapping"));
+                           (object.is_string()  ? "string"
+                            : object.is_array() ? "list"
+                                                : "mapping"));
     }
     fail(n, std::string("Cannot call something that is not a function: got ") + fn.type_name());
   }
@@ -167,7 +173,8 @@ Value Evaluator::binary(const Node& n, Env& env) {
     if (r.is_undefined() && membership) return Value::from_bool(op == "not in");
     fail(n, "Cannot perform operation " + op + " on undefined values");
   }
-  if (l.kind == Kind::kNull || r.kind == Kind::kNull) fail(n, "Cannot perform operation on null values");
+  if (l.kind == Kind::kNull || r.kind == Kind::kNull)
+    fail(n, "Cannot perform operation on null values");
   if (op == "~") return Value::str(js_text(l) + js_text(r));
   if (op == "**" && numeric_like(l) && numeric_like(r)) {
     const double a = numeric(l), b = numeric(r);

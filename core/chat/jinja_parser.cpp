@@ -23,9 +23,7 @@ class Parser {
   }
 
  private:
-  size_t here() const {
-    return i_ < tokens_.size() ? tokens_[i_].at : source_.text().size();
-  }
+  size_t here() const { return i_ < tokens_.size() ? tokens_[i_].at : source_.text().size(); }
   [[noreturn]] void fail(const std::string& what) const {
     throw TemplateSyntaxError(source_.origin(), source_.position(here()), what);
   }

@@ -50,8 +50,20 @@ void append_utf8(std::string& out, uint32_t cp) {
 
 bool is_js_space(uint32_t cp) {
   switch (cp) {
-    case 0x09: case 0x0A: case 0x0B: case 0x0C: case 0x0D: case 0x20: case 0xA0: case 0x1680:
-    case 0x2028: case 0x2029: case 0x202F: case 0x205F: case 0x3000: case 0xFEFF:
+    case 0x09:
+    case 0x0A:
+    case 0x0B:
+    case 0x0C:
+    case 0x0D:
+    case 0x20:
+    case 0xA0:
+    case 0x1680:
+    case 0x2028:
+    case 0x2029:
+    case 0x202F:
+    case 0x205F:
+    case 0x3000:
+    case 0xFEFF:
       return true;
     default:
       return cp >= 0x2000 && cp <= 0x200A;
@@ -218,14 +230,29 @@ std::string json_quote(std::string_view s, bool ensure_ascii) {
     const uint32_t cp = decode_utf8(s, i, &n);
     i += n;
     switch (cp) {
-      case '"': out += "\\\""; continue;
-      case '\\': out += "\\\\"; continue;
-      case '\b': out += "\\b"; continue;
-      case '\f': out += "\\f"; continue;
-      case '\n': out += "\\n"; continue;
-      case '\r': out += "\\r"; continue;
-      case '\t': out += "\\t"; continue;
-      default: break;
+      case '"':
+        out += "\\\"";
+        continue;
+      case '\\':
+        out += "\\\\";
+        continue;
+      case '\b':
+        out += "\\b";
+        continue;
+      case '\f':
+        out += "\\f";
+        continue;
+      case '\n':
+        out += "\\n";
+        continue;
+      case '\r':
+        out += "\\r";
+        continue;
+      case '\t':
+        out += "\\t";
+        continue;
+      default:
+        break;
     }
     if (cp < 0x20 || (ensure_ascii && cp >= 0x7F && cp < 0x10000)) {
       std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(cp));
@@ -295,8 +322,8 @@ double js_parse_float(std::string_view s) {
 double js_string_to_number(std::string_view s) {
   const std::string t = trim(s);
   if (t.empty()) return 0;
-  if (t.size() > 2 && t[0] == '0' && (t[1] == 'x' || t[1] == 'X' || t[1] == 'o' || t[1] == 'O' ||
-                                      t[1] == 'b' || t[1] == 'B')) {
+  if (t.size() > 2 && t[0] == '0' &&
+      (t[1] == 'x' || t[1] == 'X' || t[1] == 'o' || t[1] == 'O' || t[1] == 'b' || t[1] == 'B')) {
     const int base = (t[1] == 'x' || t[1] == 'X') ? 16 : (t[1] == 'o' || t[1] == 'O') ? 8 : 2;
     char* end = nullptr;
     const double v = static_cast<double>(std::strtoull(t.c_str() + 2, &end, base));

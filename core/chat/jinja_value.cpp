@@ -84,21 +84,33 @@ Value Value::callable(Function f) {
 
 const char* Value::type_name() const {
   static const char* const kNames[] = {
-      "UndefinedValue", "NullValue",   "BooleanValue", "IntegerValue",
-      "FloatValue",     "StringValue", "ArrayValue",   "TupleValue",
-      "ObjectValue",    "KeywordArgumentsValue", "NamespaceValue", "FunctionValue"};
+      "UndefinedValue", "NullValue",    "BooleanValue", "IntegerValue", "FloatValue",
+      "StringValue",    "ArrayValue",   "TupleValue",   "ObjectValue",  "KeywordArgumentsValue",
+      "NamespaceValue", "FunctionValue"};
   return kNames[static_cast<int>(kind)];
 }
 
 bool Value::truthy() const {
   switch (kind) {
-    case Kind::kUndefined: case Kind::kNull: return false;
-    case Kind::kBoolean: return boolean;
-    case Kind::kInteger: case Kind::kFloat: return number != 0 && !std::isnan(number);
-    case Kind::kString: return !string.empty();
-    case Kind::kArray: case Kind::kTuple: return !array->empty();
-    case Kind::kObject: case Kind::kKeywords: return !object->entries.empty();
-    case Kind::kNamespace: case Kind::kFunction: return true;
+    case Kind::kUndefined:
+    case Kind::kNull:
+      return false;
+    case Kind::kBoolean:
+      return boolean;
+    case Kind::kInteger:
+    case Kind::kFloat:
+      return number != 0 && !std::isnan(number);
+    case Kind::kString:
+      return !string.empty();
+    case Kind::kArray:
+    case Kind::kTuple:
+      return !array->empty();
+    case Kind::kObject:
+    case Kind::kKeywords:
+      return !object->entries.empty();
+    case Kind::kNamespace:
+    case Kind::kFunction:
+      return true;
   }
   return false;
 }
@@ -117,8 +129,10 @@ bool array_index(const std::string& k, double* n) {
 
 Value from_json(const nlohmann::ordered_json& j) {
   switch (j.type()) {
-    case nlohmann::ordered_json::value_t::null: return Value::null();
-    case nlohmann::ordered_json::value_t::boolean: return Value::from_bool(j.get<bool>());
+    case nlohmann::ordered_json::value_t::null:
+      return Value::null();
+    case nlohmann::ordered_json::value_t::boolean:
+      return Value::from_bool(j.get<bool>());
     case nlohmann::ordered_json::value_t::number_integer:
     case nlohmann::ordered_json::value_t::number_unsigned:
       return Value::integer(j.get<double>());
@@ -126,7 +140,8 @@ Value from_json(const nlohmann::ordered_json& j) {
       const double d = j.get<double>();
       return std::isfinite(d) && std::trunc(d) == d ? Value::integer(d) : Value::floating(d);
     }
-    case nlohmann::ordered_json::value_t::string: return Value::str(j.get<std::string>());
+    case nlohmann::ordered_json::value_t::string:
+      return Value::str(j.get<std::string>());
     case nlohmann::ordered_json::value_t::array: {
       Array items;
       for (const auto& e : j) items.push_back(from_json(e));
@@ -154,25 +169,40 @@ Value from_json(const nlohmann::ordered_json& j) {
 
 std::string output_text(const Value& v) {
   switch (v.kind) {
-    case Kind::kUndefined: return "undefined";
-    case Kind::kNull: return "null";
-    case Kind::kBoolean: return v.boolean ? "true" : "false";
-    case Kind::kInteger: return js_number(v.number);
-    case Kind::kFloat: return js_float(v.number);
-    case Kind::kString: return v.string;
-    case Kind::kFunction: throw ValueError("a function cannot be printed");
-    default: return to_json(v, JsonOptions(), 0, false);
+    case Kind::kUndefined:
+      return "undefined";
+    case Kind::kNull:
+      return "null";
+    case Kind::kBoolean:
+      return v.boolean ? "true" : "false";
+    case Kind::kInteger:
+      return js_number(v.number);
+    case Kind::kFloat:
+      return js_float(v.number);
+    case Kind::kString:
+      return v.string;
+    case Kind::kFunction:
+      throw ValueError("a function cannot be printed");
+    default:
+      return to_json(v, JsonOptions(), 0, false);
   }
 }
 
 std::string js_text(const Value& v) {
   switch (v.kind) {
-    case Kind::kUndefined: return "undefined";
-    case Kind::kNull: return "null";
-    case Kind::kBoolean: return v.boolean ? "true" : "false";
-    case Kind::kInteger: case Kind::kFloat: return js_number(v.number);
-    case Kind::kString: return v.string;
-    case Kind::kArray: case Kind::kTuple: {
+    case Kind::kUndefined:
+      return "undefined";
+    case Kind::kNull:
+      return "null";
+    case Kind::kBoolean:
+      return v.boolean ? "true" : "false";
+    case Kind::kInteger:
+    case Kind::kFloat:
+      return js_number(v.number);
+    case Kind::kString:
+      return v.string;
+    case Kind::kArray:
+    case Kind::kTuple: {
       std::string out;
       for (size_t i = 0; i < v.array->size(); ++i) {
         if (i) out += ',';
@@ -180,8 +210,12 @@ std::string js_text(const Value& v) {
       }
       return out;
     }
-    case Kind::kObject: case Kind::kKeywords: case Kind::kNamespace: return "[object Map]";
-    case Kind::kFunction: throw ValueError("a function cannot be turned into text");
+    case Kind::kObject:
+    case Kind::kKeywords:
+    case Kind::kNamespace:
+      return "[object Map]";
+    case Kind::kFunction:
+      throw ValueError("a function cannot be turned into text");
   }
   return "";
 }
@@ -194,14 +228,23 @@ std::string to_json(const Value& v, const JsonOptions& o, int depth, bool undefi
   const std::string item_sep = o.custom_separators ? o.item_separator : o.indent ? "," : ", ";
   const std::string key_sep = o.custom_separators ? o.key_separator : ": ";
   switch (v.kind) {
-    case Kind::kNull: return "null";
-    case Kind::kUndefined: return undefined_as_null ? "null" : "undefined";
-    case Kind::kBoolean: return v.boolean ? "true" : "false";
-    case Kind::kInteger: case Kind::kFloat:
+    case Kind::kNull:
+      return "null";
+    case Kind::kUndefined:
+      return undefined_as_null ? "null" : "undefined";
+    case Kind::kBoolean:
+      return v.boolean ? "true" : "false";
+    case Kind::kInteger:
+    case Kind::kFloat:
       return std::isfinite(v.number) ? js_number(v.number) : "null";
-    case Kind::kString: return json_quote(v.string, o.ensure_ascii);
-    case Kind::kArray: case Kind::kObject: case Kind::kNamespace: break;
-    default: throw ValueError(std::string("Cannot convert to JSON: ") + v.type_name());
+    case Kind::kString:
+      return json_quote(v.string, o.ensure_ascii);
+    case Kind::kArray:
+    case Kind::kObject:
+    case Kind::kNamespace:
+      break;
+    default:
+      throw ValueError(std::string("Cannot convert to JSON: ") + v.type_name());
   }
   const std::string unit(static_cast<size_t>(std::max(o.indent, 0)), ' ');
   std::string base = "\n";
@@ -234,12 +277,19 @@ namespace {
 // 5 object (arrays, maps, functions: compared by identity).
 int js_type(const Value& v) {
   switch (v.kind) {
-    case Kind::kUndefined: return 0;
-    case Kind::kNull: return 1;
-    case Kind::kBoolean: return 2;
-    case Kind::kInteger: case Kind::kFloat: return 3;
-    case Kind::kString: return 4;
-    default: return 5;
+    case Kind::kUndefined:
+      return 0;
+    case Kind::kNull:
+      return 1;
+    case Kind::kBoolean:
+      return 2;
+    case Kind::kInteger:
+    case Kind::kFloat:
+      return 3;
+    case Kind::kString:
+      return 4;
+    default:
+      return 5;
   }
 }
 
@@ -255,11 +305,17 @@ bool strict_equals(const Value& a, const Value& b) {
   const int ta = js_type(a), tb = js_type(b);
   if (ta != tb) return false;
   switch (ta) {
-    case 0: case 1: return true;
-    case 2: return a.boolean == b.boolean;
-    case 3: return a.number == b.number;
-    case 4: return a.string == b.string;
-    default: return identity(a) == identity(b);
+    case 0:
+    case 1:
+      return true;
+    case 2:
+      return a.boolean == b.boolean;
+    case 3:
+      return a.number == b.number;
+    case 4:
+      return a.string == b.string;
+    default:
+      return identity(a) == identity(b);
   }
 }
 
@@ -281,8 +337,7 @@ int compare_values(const Value& a, const Value& b, bool case_sensitive) {
   const auto fail = [&]() -> int {
     throw ValueError(std::string("Cannot compare ") + a.type_name() + " with " + b.type_name());
   };
-  if (a.kind == Kind::kNull || b.kind == Kind::kNull)
-    return a.kind == b.kind ? 0 : fail();
+  if (a.kind == Kind::kNull || b.kind == Kind::kNull) return a.kind == b.kind ? 0 : fail();
   if (a.kind == Kind::kUndefined || b.kind == Kind::kUndefined)
     return a.kind == b.kind ? 0 : fail();
   const auto numeric = [](const Value& v) { return v.is_number() || v.kind == Kind::kBoolean; };

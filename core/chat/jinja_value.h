@@ -37,8 +37,18 @@ using Array = std::vector<Value>;
 using Function = std::function<Value(std::vector<Value>& args, Env& caller)>;
 
 enum class Kind {
-  kUndefined, kNull, kBoolean, kInteger, kFloat, kString, kArray, kTuple, kObject, kKeywords,
-  kNamespace, kFunction
+  kUndefined,
+  kNull,
+  kBoolean,
+  kInteger,
+  kFloat,
+  kString,
+  kArray,
+  kTuple,
+  kObject,
+  kKeywords,
+  kNamespace,
+  kFunction
 };
 
 struct Value {

@@ -54,7 +54,8 @@ inline std::pair<int, std::string> run_command(const std::string& cmd) {
 
 // A scratch folder of this process under the test temporary folder.
 inline std::string scratch_dir(const std::string& name) {
-  const std::string dir = ::testing::TempDir() + "llmcpu_chat_" + name + "_" + std::to_string(::getpid());
+  const std::string dir =
+      ::testing::TempDir() + "llmcpu_chat_" + name + "_" + std::to_string(::getpid());
   fs::create_directories(dir);
   return dir;
 }
@@ -62,7 +63,10 @@ inline std::string scratch_dir(const std::string& name) {
 // The npm folder of the cache: $LLMCPU_CACHE, else $XDG_CACHE_HOME/llmcpu, else ~/.cache/llmcpu
 // (as tools/fetch-data.sh places it), then npm/node_modules.
 inline std::string npm_modules_dir() {
-  const auto env = [](const char* n) { const char* v = std::getenv(n); return std::string(v ? v : ""); };
+  const auto env = [](const char* n) {
+    const char* v = std::getenv(n);
+    return std::string(v ? v : "");
+  };
   std::string cache = env("LLMCPU_CACHE");
   if (cache.empty() && !env("XDG_CACHE_HOME").empty()) cache = env("XDG_CACHE_HOME") + "/llmcpu";
   if (cache.empty()) cache = env("HOME") + "/.cache/llmcpu";
@@ -103,7 +107,8 @@ inline ChatReference find_chat_reference() {
   const std::string modules = npm_modules_dir();
   r.jinja_dir = modules + "/@huggingface/jinja";
   r.ollama_dir = modules + "/@huggingface/ollama-utils";
-  const char* hint = "; install node with tools/install-deps.sh, then run tools/fetch-data.sh --tests";
+  const char* hint =
+      "; install node with tools/install-deps.sh, then run tools/fetch-data.sh --tests";
   if (status != 0 || r.node.empty()) {
     r.missing = std::string("node is not installed") + hint;
   } else if (!fs::exists(r.jinja_dir + "/package.json")) {
@@ -123,19 +128,18 @@ struct Rendered {
 
 // Renders every template with every context; result[t][c]. Fails the test (and returns nothing)
 // when the script fails.
-inline std::vector<std::vector<Rendered>> run_jinja_reference(const ChatReference& ref,
-                                                              const std::vector<std::string>& templates,
-                                                              const std::vector<Json>& contexts) {
+inline std::vector<std::vector<Rendered>> run_jinja_reference(
+    const ChatReference& ref, const std::vector<std::string>& templates,
+    const std::vector<Json>& contexts) {
   const std::string dir = scratch_dir("reference");
   const std::string job = dir + "/job.json";
   Json j;
   j["templates"] = templates;
   j["contexts"] = contexts;
   write_file(job, j.dump());
-  const std::string cmd = shell_quote(ref.node) + " " +
-                          shell_quote(LLMCPU_CHAT_TEST_DIR "/jinja_reference.mjs") + " " +
-                          shell_quote(ref.jinja_dir) + " " + shell_quote(job) + " 2>" +
-                          shell_quote(job + ".stderr");
+  const std::string cmd =
+      shell_quote(ref.node) + " " + shell_quote(LLMCPU_CHAT_TEST_DIR "/jinja_reference.mjs") + " " +
+      shell_quote(ref.jinja_dir) + " " + shell_quote(job) + " 2>" + shell_quote(job + ".stderr");
   const auto [status, out] = run_command(cmd);
   std::vector<std::vector<Rendered>> result;
   if (status != 0) {
@@ -173,7 +177,11 @@ inline std::string quoted(const std::string& s, size_t max = 120) {
   std::string out = "\"";
   for (size_t i = 0; i < s.size() && i < max; ++i) {
     const char c = s[i];
-    out += c == '\n' ? "\\n" : c == '\t' ? "\\t" : c == '"' ? "\\\"" : c == '\\' ? "\\\\" : std::string(1, c);
+    out += c == '\n'   ? "\\n"
+           : c == '\t' ? "\\t"
+           : c == '"'  ? "\\\""
+           : c == '\\' ? "\\\\"
+                       : std::string(1, c);
   }
   return out + (s.size() > max ? "\"..." : "\"");
 }

