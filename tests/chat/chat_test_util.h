@@ -173,7 +173,7 @@ inline std::vector<std::vector<Rendered>> run_jinja_reference(
 }
 
 // Bytes as a readable quoted string: \n, \t, \\, \" escaped; at most `max` bytes.
-inline std::string quoted(const std::string& s, size_t max = 120) {
+inline std::string printable(const std::string& s, size_t max = 120) {
   std::string out = "\"";
   for (size_t i = 0; i < s.size() && i < max; ++i) {
     const char c = s[i];
@@ -193,8 +193,8 @@ inline std::string text_difference(const std::string& ours, const std::string& r
   const size_t lo = i >= 24 ? i - 24 : 0;
   std::ostringstream os;
   os << "first difference at byte " << i << " (ours " << ours.size() << " bytes, reference "
-     << ref.size() << ")\n      ours[" << lo << "..]: " << quoted(ours.substr(lo), 80)
-     << "\n       ref[" << lo << "..]: " << quoted(ref.substr(lo), 80);
+     << ref.size() << ")\n      ours[" << lo << "..]: " << printable(ours.substr(lo), 80)
+     << "\n       ref[" << lo << "..]: " << printable(ref.substr(lo), 80);
   return os.str();
 }
 

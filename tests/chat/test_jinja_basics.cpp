@@ -33,7 +33,7 @@ const std::vector<Snippet>& snippets() {
        "Hi A! Hi B? Hi C."},
       {"a  {%- if true -%}  b  {%- endif -%}  c", "abc"},
       {"{% if true %}\nx\n{% endif %}\ny", "x\ny"},
-      {"  {% if true %}x{% endif %}\n  {{ 'y' }}", "x\n  y"},
+      {"  {% if true %}x{% endif %}\n  {{ 'y' }}", "x  y"},
       {"a {{- ' b ' -}} c", "a b c"},
       {"{# a comment #}x{#- trimmed -#}  y", "xy"},
       {"{% for k, v in obj.items() %}{{ k }}={{ v }},{% endfor %}", "a=1,b=two,"},
@@ -124,16 +124,16 @@ TEST(JinjaSnippets, RenderLikeHuggingFaceJinja) {
   ASSERT_EQ(expected.size(), sources.size());
   for (size_t i = 0; i < sources.size(); ++i) {
     const Rendered& want = expected[i][0];
-    ASSERT_TRUE(want.ok) << "the reference failed on snippet " << i << " " << quoted(sources[i])
+    ASSERT_TRUE(want.ok) << "the reference failed on snippet " << i << " " << printable(sources[i])
                          << ": " << want.error;
     std::string got;
     try {
       got = JinjaTemplate(sources[i], "snippet " + std::to_string(i)).render(snippet_context());
     } catch (const std::exception& e) {
-      ADD_FAILURE() << "snippet " << i << " " << quoted(sources[i]) << " threw: " << e.what();
+      ADD_FAILURE() << "snippet " << i << " " << printable(sources[i]) << " threw: " << e.what();
       continue;
     }
-    EXPECT_EQ(got, want.text) << "snippet " << i << " " << quoted(sources[i]) << ": "
+    EXPECT_EQ(got, want.text) << "snippet " << i << " " << printable(sources[i]) << ": "
                               << text_difference(got, want.text);
     if (!snippets()[i].expected.empty()) {
       EXPECT_EQ(want.text, snippets()[i].expected) << "the reference on snippet " << i;
@@ -163,17 +163,17 @@ TEST(JinjaSnippets, FailWhereTheReferenceFails) {
   const auto expected = run_jinja_reference(ref, sources, {snippet_context()});
   ASSERT_EQ(expected.size(), sources.size());
   for (size_t i = 0; i < sources.size(); ++i) {
-    ASSERT_FALSE(expected[i][0].ok) << "the reference rendered " << quoted(sources[i]);
+    ASSERT_FALSE(expected[i][0].ok) << "the reference rendered " << printable(sources[i]);
     bool threw = false;
     try {
       JinjaTemplate(sources[i], "bad").render(snippet_context());
     } catch (const TemplateRaised& e) {
       threw = true;
-      EXPECT_EQ(e.message(), expected[i][0].error) << quoted(sources[i]);
+      EXPECT_EQ(e.message(), expected[i][0].error) << printable(sources[i]);
     } catch (const TemplateError&) {
       threw = true;
     }
-    EXPECT_TRUE(threw) << quoted(sources[i])
+    EXPECT_TRUE(threw) << printable(sources[i])
                        << " rendered; the reference said: " << expected[i][0].error;
   }
 }

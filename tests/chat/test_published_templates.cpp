@@ -174,9 +174,10 @@ TEST(PublishedTemplates, RenderLikeHuggingFaceJinja) {
       } else if (want.ok && got != want.text) {
         problem = text_difference(got, want.text);
       } else if (!want.ok && ok) {
-        problem = "the reference failed (" + want.error + "), ours rendered " + quoted(got);
+        problem = "the reference failed (" + want.error + "), ours rendered " + printable(got);
       } else if (!want.ok && raised && raised_message != want.error) {
-        problem = "raised " + quoted(raised_message) + ", the reference " + quoted(want.error);
+        problem =
+            "raised " + printable(raised_message) + ", the reference " + printable(want.error);
       }
       if (problem.empty()) {
         ++passed[name];
