@@ -190,7 +190,10 @@ std::string title_case(std::string_view s) {
 std::string capitalize(std::string_view s) {
   const std::u16string u = to_utf16(s);
   if (u.empty()) return "";
-  return to_upper(from_utf16(u.substr(0, 1))) + from_utf16(u.substr(1));
+  // A first unit that is half of a surrogate pair is left as it is (toUpperCase of a lone
+  // surrogate), and the pair joins up again with the rest.
+  if (u[0] >= 0xD800 && u[0] <= 0xDFFF) return std::string(s);
+  return from_utf16(to_utf16(to_upper(from_utf16(u.substr(0, 1)))) + u.substr(1));
 }
 
 std::string js_number(double v) {

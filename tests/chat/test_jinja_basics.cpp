@@ -100,6 +100,25 @@ const std::vector<Snippet>& snippets() {
       {"{{ not true }} {{ true and 'x' }} {{ false or 'y' }} {{ 0 or [] }} {{ 1 < 2 }}", ""},
       {"{%- set x = 1 -%}\n  {%- if x -%}\n    one\n  {%- endif %}\ntail\n", ""},
       {"{{ \"\\u00e9\\x41\\t|\" }}{{ 'a' 'b' }}", ""},
+      // JavaScript's numbers, strings and JSON where Python's would differ.
+      {"{{ 0.1 + 0.2 }}|{{ 10 ** 21 }}|{{ 1 / 3 }}|{{ -7 % 3 }}|"
+       "{{ 7.5 // 2 }}|{{ 0.000001 * 0.1 }}|{{ 100000000000000000000.0 }}|{{ -0.0 }}|{{ 2 ** -1 }}",
+       ""},
+      {"{{ '\U0001F44B\u00e9a'|length }}|{{ emoji[0:2] }}|{{ emoji|capitalize }}|"
+       "{{ '\u00dfx'|upper }}|{{ 'it\u2019s a d\u00e9j\u00e0-vu'|title }}|{{ emoji|tojson(ensure_ascii=true) }}|"
+       "{{ 'a\u00a0b\u3000c'.split() }}|{{ '\u2003x\u2003'|trim }}|{{ 'abc'.replace('', '-') }}|"
+       "{{ 'abc'.replace('', '-', 2) }}|{{ 'a b c d'.split(none, 2) }}|{{ 'x'|join(',') }}",
+       ""},
+      {"{{ nested|tojson(separators=(',', ':')) }}|{{ nested.f }}|{{ nested.list[1][1] }}|"
+       "{{ nested['o']['q'] }}|{{ nested.o.p }}|{{ nested|dictsort(reverse=true) }}|"
+       "{{ people|sort(attribute='name', reverse=true)|map(attribute='name')|join }}",
+       ""},
+      {"{% macro m(a, b=a ~ '!') %}{{ a }}{{ b }}{{ kwargs }}{{ varargs }}{% endmacro %}"
+       "{{ m('x') }}|{{ m('x', 'y', 'z') }}|{{ m('x', c=1) }}",
+       ""},
+      {"{% for a, b in [[1, 2], [3, 4]] %}{{ a + b }}{{ loop.previtem }}{{ loop.nextitem }};{% endfor %}"
+       "{% for x in items %}{% for y in items if y > x %}{{ x }}{{ y }}{{ loop.length }} {% endfor %}{% endfor %}",
+       ""},
   };
   return kSnippets;
 }
@@ -111,7 +130,8 @@ Json snippet_context() {
     "nested": {"list": [1, [2, {}], []], "o": {"p": null, "q": true}, "f": 0.5},
     "people": [{"role": "user", "name": "Ann"}, {"role": "assistant", "name": "Bot"},
                {"role": "user", "name": "Cy"}],
-    "x": "set"
+    "x": "set",
+    "emoji": "\ud83d\udc4b\u00e9t\u00e9"
   })");
 }
 
