@@ -105,13 +105,15 @@ Value Evaluator::call(const Node& n, Env& env) {
     args.push_back(Value::map(std::move(a.keywords), Kind::kKeywords));
   const Value fn = eval(*n.x, env);
   if (fn.kind != Kind::kFunction) {
+    if (n.x->kind == NodeKind::kIdentifier && fn.is_undefined())
+      unsupported(*n.x, "the function '" + n.x->text + "()'");
     if (n.x->kind == NodeKind::kMember && !n.x->computed && fn.is_undefined()) {
       const Value object = eval(*n.x->x, env);
       if (object.is_string() || object.is_array() || object.is_object())
-        unsupported(n, std::string("the method '") + n.x->y->text + "()' of a " +
-                           (object.is_string()  ? "string"
-                            : object.is_array() ? "list"
-                                                : "mapping"));
+        unsupported(*n.x->y, std::string("the method '") + n.x->y->text + "()' of a " +
+                                 (object.is_string()  ? "string"
+                                  : object.is_array() ? "list"
+                                                      : "mapping"));
     }
     fail(n, std::string("Cannot call something that is not a function: got ") + fn.type_name());
   }

@@ -208,6 +208,7 @@ NodePtr Parser::for_statement(size_t at) {
   if (!is_word("in")) fail("expected 'in' after the loop variable, found " + found());
   ++i_;
   n->y = expression();
+  if (is_word("recursive")) unsupported(here(), "a recursive loop ('{% for ... recursive %}')");
   expect(T::kCloseStatement, "'%}'");
   n->body = block({"endfor", "else"}, at, "{% for %}");
   if (is_statement({"else"})) {
@@ -373,7 +374,8 @@ NodePtr Parser::test() {
     }
     if (!is(T::kIdentifier)) fail("expected a test's name after 'is', found " + found());
     n->text = tokens_[i_++].value;
-    if (is(T::kOpenParen)) unsupported(here(), "a test with arguments ('is " + n->text + "(...)')");
+    if (is(T::kOpenParen) || is(T::kNumber) || is(T::kString))
+      unsupported(here(), "a test with an argument ('is " + n->text + " ...')");
     n->x = std::move(operand);
     operand = std::move(n);
   }

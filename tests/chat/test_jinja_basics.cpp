@@ -105,7 +105,8 @@ const std::vector<Snippet>& snippets() {
        "{{ 7.5 // 2 }}|{{ 0.000001 * 0.1 }}|{{ 100000000000000000000.0 }}|{{ -0.0 }}|{{ 2 ** -1 }}",
        ""},
       {"{{ '\U0001F44B\u00e9a'|length }}|{{ emoji[0:2] }}|{{ emoji|capitalize }}|"
-       "{{ '\u00dfx'|upper }}|{{ 'it\u2019s a d\u00e9j\u00e0-vu'|title }}|{{ emoji|tojson(ensure_ascii=true) }}|"
+       "{{ '\u00dfx'|upper }}|{{ 'it\u2019s a d\u00e9j\u00e0-vu'|title }}|{{ "
+       "emoji|tojson(ensure_ascii=true) }}|"
        "{{ 'a\u00a0b\u3000c'.split() }}|{{ '\u2003x\u2003'|trim }}|{{ 'abc'.replace('', '-') }}|"
        "{{ 'abc'.replace('', '-', 2) }}|{{ 'a b c d'.split(none, 2) }}|{{ 'x'|join(',') }}",
        ""},
@@ -116,8 +117,10 @@ const std::vector<Snippet>& snippets() {
       {"{% macro m(a, b=a ~ '!') %}{{ a }}{{ b }}{{ kwargs }}{{ varargs }}{% endmacro %}"
        "{{ m('x') }}|{{ m('x', 'y', 'z') }}|{{ m('x', c=1) }}",
        ""},
-      {"{% for a, b in [[1, 2], [3, 4]] %}{{ a + b }}{{ loop.previtem }}{{ loop.nextitem }};{% endfor %}"
-       "{% for x in items %}{% for y in items if y > x %}{{ x }}{{ y }}{{ loop.length }} {% endfor %}{% endfor %}",
+      {"{% for a, b in [[1, 2], [3, 4]] %}{{ a + b }}{{ loop.previtem }}{{ loop.nextitem }};{% "
+       "endfor %}"
+       "{% for x in items %}{% for y in items if y > x %}{{ x }}{{ y }}{{ loop.length }} {% endfor "
+       "%}{% endfor %}",
        ""},
   };
   return kSnippets;
@@ -222,6 +225,22 @@ TEST(JinjaErrors, UnsupportedFilterAndTestNameTheirPlace) {
   EXPECT_THROW(JinjaTemplate("{{ 3 is divisibleby(3) }}", "t"), TemplateUnsupported);
   EXPECT_THROW(JinjaTemplate("{% include 'other.jinja' %}", "t"), TemplateUnsupported);
   EXPECT_THROW(JinjaTemplate("{{ f(*args) }}", "t"), TemplateUnsupported);
+  EXPECT_THROW(JinjaTemplate("{{ 4 is divisibleby 2 }}", "t"), TemplateUnsupported);
+  EXPECT_THROW(JinjaTemplate("{% for x in y recursive %}{% endfor %}", "t"), TemplateUnsupported);
+  try {
+    JinjaTemplate("{% for x in items %}{{ loop.cycle('a', 'b') }}{% endfor %}", "t")
+        .render(Json{{"items", {1}}});
+    FAIL() << "loop.cycle was accepted";
+  } catch (const TemplateUnsupported& e) {
+    EXPECT_NE(e.construct().find("cycle"), std::string::npos) << e.what();
+    EXPECT_EQ(e.position().str(), "1:29") << e.what();
+  }
+  try {
+    JinjaTemplate("{{ dict(a=1) }}", "t").render(Json::object());
+    FAIL() << "dict() was accepted";
+  } catch (const TemplateUnsupported& e) {
+    EXPECT_NE(e.construct().find("dict"), std::string::npos) << e.what();
+  }
   const JinjaTemplate test("\n{{ 1 is prime }}", "t");
   try {
     test.render(Json::object());
