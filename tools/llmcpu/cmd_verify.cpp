@@ -101,7 +101,7 @@ int VerifyCommand::run(const ArgParser& p) {
   apply_plugin_flags(plugin_, model);
   apply_offload_tolerances(p, model.offload_active(), &tol_);
   if (prec == Precision::kBf16) {  // limits not given on the command line: the bf16 ones
-    const VerifyTolerances& bf16 = bf16_tolerances(model.config());
+    const VerifyTolerances& bf16 = bf16_tolerances(model.config(), lora);
     if (!p.given("tolerance-logits")) tol_.logits = bf16.logits;
     if (!p.given("tolerance-grads")) tol_.grads = bf16.grads;
   }
