@@ -5,7 +5,6 @@
 #pragma once
 
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdint>
@@ -17,6 +16,8 @@
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include "tests/common/process.h"
 
 namespace llmcpu::testing {
 
@@ -33,23 +34,6 @@ inline std::string read_file(const std::string& path) {
 inline void write_file(const std::string& path, const std::string& bytes) {
   std::ofstream f(path, std::ios::binary | std::ios::trunc);
   f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-}
-
-inline std::string shell_quote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
-// Runs a shell command line: its exit status (-1 when killed) and standard output.
-inline std::pair<int, std::string> run_command(const std::string& cmd) {
-  FILE* pipe = popen(cmd.c_str(), "r");
-  if (!pipe) return {-1, "popen failed"};
-  std::string out;
-  char buf[1 << 16];
-  for (size_t n; (n = fread(buf, 1, sizeof buf, pipe)) > 0;) out.append(buf, n);
-  const int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
 }
 
 // A scratch folder of this process under the test temporary folder.
@@ -102,7 +86,7 @@ struct ChatReference {
 
 inline ChatReference find_chat_reference() {
   ChatReference r;
-  const auto [status, out] = run_command("command -v node 2>/dev/null");
+  const auto [status, out] = run_shell("command -v node 2>/dev/null");
   r.node = out.substr(0, out.find('\n'));
   const std::string modules = npm_modules_dir();
   r.jinja_dir = modules + "/@huggingface/jinja";
@@ -140,7 +124,7 @@ inline std::vector<std::vector<Rendered>> run_jinja_reference(
   const std::string cmd =
       shell_quote(ref.node) + " " + shell_quote(LLMCPU_CHAT_TEST_DIR "/jinja_reference.mjs") + " " +
       shell_quote(ref.jinja_dir) + " " + shell_quote(job) + " 2>" + shell_quote(job + ".stderr");
-  const auto [status, out] = run_command(cmd);
+  const auto [status, out] = run_shell(cmd);
   std::vector<std::vector<Rendered>> result;
   if (status != 0) {
     ADD_FAILURE() << "the reference failed (status " << status << "): " << cmd << "\n"

@@ -87,7 +87,7 @@ std::vector<ChatTemplate> load_published(const ChatReference& ref) {
                     shell_quote(LLMCPU_CHAT_TEST_DIR "/ollama_templates.mjs") + " " +
                     shell_quote(ref.ollama_dir);
   for (const std::string& m : models) cmd += " " + shell_quote(m);
-  const auto [status, out] = run_command(cmd + " 2>&1");
+  const auto [status, out] = run_shell(cmd + " 2>&1");
   if (status != 0) {
     ADD_FAILURE() << cmd << "\n" << out;
     return {};
