@@ -139,8 +139,9 @@ const Bf16Kernels& scalar_bf16_kernels();
 
 // The bf16 table that goes with an fp32 target name (kernels_for_target's names): the best bf16
 // GEMM this CPU runs for that target ("avx512" -> AVX512-BF16 dot products where the CPU has them
-// and they outrun its fp32 FMAs, bf16_dot_products_first; the best Arm target -> BFMMLA where the CPU has Arm BF16; else the portable Highway GEMM), or the
-// scalar reference for "scalar". Throws UsageError as kernels_for_target does.
+// and they outrun its fp32 FMAs, bf16_dot_products_first; the best Arm target -> BFMMLA where the
+// CPU has Arm BF16; else the portable Highway GEMM), or the scalar reference for "scalar". Throws
+// UsageError as kernels_for_target does.
 const Bf16Kernels& bf16_kernels_for_target(std::string_view name,
                                            std::string_view what = "kernel target");
 

@@ -86,8 +86,8 @@ const TableRegistry<Entry>& registry() {
     for (const hwy_tables::TargetTables* t : hwy_tables::supported()) {
       const std::string_view fp32 = hwy_tables::target_name(t->hwy_target, false);
       // The best vectorized target gets the GEMM tables: oneDNN's (AMX) first where the CPU has
-      // AMX, then (bf16_dot_products_first) the own AVX512-BF16 one, which measured faster than oneDNN's AVX512-BF16 kernels
-      // on the GPT-2 shapes (bench/RESULTS.md).
+      // AMX, then (where bf16_dot_products_first) the own AVX512-BF16 one, which measured faster
+      // than oneDNN's AVX512-BF16 kernels on the GPT-2 shapes (bench/RESULTS.md).
       const bool best = t == hwy_tables::supported().front();
 #if LLMCPU_HAVE_ONEDNN
       static Bf16Kernels dnnl = t->bf16;
