@@ -101,7 +101,8 @@ typedef struct llmcpu_forward_args {
   uint32_t struct_size;       /* sizeof(llmcpu_forward_args) as the engine was built */
   int32_t logits_position;    /* with the head: LLMCPU_LOGITS_*, or a position t to return */
   const int32_t* inputs;      /* (B,T) tokens; read with LLMCPU_OFFLOAD_EMBEDDING */
-  const int32_t* targets;     /* (B,T) or NULL (no loss); read with LLMCPU_OFFLOAD_HEAD */
+  const int32_t* targets;     /* (B,T) or NULL (no loss); read with LLMCPU_OFFLOAD_HEAD. A
+                                 negative target masks its token: loss 0, no gradient */
   const float* residual_in;   /* (B,T,C) the input of block first_layer, without the embedding */
   float* residual_out;        /* (B,T,C) out: the last block's output, without the head */
   float* losses;              /* (B,T) out: per-token losses, with the head and targets */

@@ -157,6 +157,8 @@ struct KernelTable {
   void (*softcap_forward)(float* x, size_t N, float cap);
   void (*softcap_backward)(float* dx, const float* capped, size_t N, float cap);
 
+  // Fused softmax and cross-entropy over the first V of Vp logits (simd/scalar/softmax_xent.h). A
+  // negative target masks its row (PyTorch's ignore_index): loss 0 and a zero gradient row.
   void (*softmax_xent_forward)(float* losses, float* lse, const float* logits, const int* targets,
                                size_t N, int V, int Vp);
   void (*softmax_xent_backward)(float* logits, const float* lse, const int* targets, float dloss,

@@ -55,10 +55,11 @@ ParameterViews<float> frozen_views(const ParameterLayout& layout, float* sink) {
 }
 
 // The mean of the BT per-token losses, summed in double.
-float mean_loss(const float* losses, size_t BT) {
+// The mean of the counted targets' losses (0 when none counts); masked ones hold 0.
+float mean_loss(const float* losses, size_t BT, size_t counted) {
   double total = 0;
   for (size_t i = 0; i < BT; ++i) total += losses[i];
-  return static_cast<float>(total / double(BT));
+  return counted == 0 ? 0.0f : static_cast<float>(total / double(counted));
 }
 
 }  // namespace
@@ -383,13 +384,11 @@ void Model::take_batch(const int* inputs, const int* targets, int B, int T) {
   }
   const int V = config_.vocab_size;
   const size_t BT = (size_t)B * T;
-  auto check_tokens = [&](const int* tokens, const char* what) {
-    check_tokens_in_vocab(tokens, BT, V, [&](const std::string& problem) {
-      throw ShapeError(std::string(what) + " " + problem);
-    });
-  };
-  check_tokens(inputs, "input");
-  if (targets) check_tokens(targets, "target");
+  check_tokens_in_vocab(inputs, BT, V,
+                        [](const std::string& problem) { throw ShapeError("input " + problem); });
+  counted_ = !targets ? 0 : check_targets_in_vocab(targets, BT, V, [](const std::string& problem) {
+    throw ShapeError("target " + problem);
+  });
   std::memcpy(inputs_.data(), inputs, BT * sizeof(int));
   if (targets) std::memcpy(targets_.data(), targets, BT * sizeof(int));
   refresh_weight_copies();
@@ -401,10 +400,11 @@ template <class X, class A>
 float Model::head(X& x, const A& a, bool targets, float dloss) {
   model_head(x, config_, pc_, g_, a, arena_.grads, targets ? targets_.data() : nullptr, dloss);
   if (!targets) return std::numeric_limits<float>::quiet_NaN();
-  return mean_loss(a.losses, a.BT);
+  return mean_loss(a.losses, a.BT, counted_);
 }
 
-float Model::forward(const int* inputs, const int* targets, int B, int T) {
+float Model::forward(const int* inputs, const int* targets, int B, int T, const int* starts) {
+  if (starts) throw Error("packed rows are not supported yet");
   take_batch(inputs, targets, B, T);
   if (offload_active()) {
     return offloaded_pass(targets != nullptr, std::numeric_limits<float>::quiet_NaN(), nullptr);
@@ -424,12 +424,14 @@ void Model::zero_grad() {
 }
 
 float Model::forward_backward(const int* inputs, const int* targets, int B, int T, float loss_scale,
-                              GradientHook* hook) {
+                              GradientHook* hook, const int* starts) {
+  if (starts) throw Error("packed rows are not supported yet");
   if (!targets) throw Error("forward_backward() needs targets: the loss is what it differentiates");
   take_batch(inputs, targets, B, T);
   grads_zero_ = false;  // the backward pass adds into them
-  // loss = (1/BT) sum of per-token losses, so each token's loss has gradient loss_scale / BT.
-  if (offload_active()) return offloaded_pass(true, loss_scale / float((size_t)B * T), hook);
+  // loss = (1/n) sum of the n counted tokens' losses, so each has gradient loss_scale / n.
+  const float dloss = loss_scale / float(std::max<size_t>(counted_, 1));
+  if (offload_active()) return offloaded_pass(true, dloss, hook);
   float loss = 0;
   // Dropout, where the adapters have it, in this pass only (also when it throws).
   struct TrainingPass {
@@ -439,8 +441,7 @@ float Model::forward_backward(const int* inputs, const int* targets, int B, int 
   } training(lora_views_.training);
   run([&](auto& x, const auto& a) {
     model_forward(x, config_, compute_params(), a, inputs_.data(), B, T, lora_views());
-    // loss = (1/BT) sum of per-token losses, so each token's loss has gradient loss_scale / BT.
-    loss = head(x, a, true, loss_scale / float((size_t)B * T));
+    loss = head(x, a, true, dloss);
     model_backward(
         x, config_, pc_, g_, a, arena_.grads, inputs_.data(), B, T,
         [hook](int l) {
@@ -479,7 +480,7 @@ float Model::offloaded_pass(bool targets, float dloss, GradientHook* hook) {
           if (hook) hook->gradients_ready(l);
         }
       }
-      if (targets) loss = mean_loss(a.losses, BT);
+      if (targets) loss = mean_loss(a.losses, BT, counted_);
       return;
     }
     embed_and_blocks_forward(x, config_, pc_, a, inputs_.data(), B, T, first);

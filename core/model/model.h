@@ -235,21 +235,27 @@ class Model {
   ActivationBytes activation_bytes(int B, int T, const BatchOptions& options = {}) const;
 
   // Forward pass over inputs (B, T), for evaluation and generation. With targets it computes the
-  // per-token losses and returns their mean; without, it returns NaN. The head runs over chunks of
+  // per-token losses and returns the mean over the targets that count (0 when none does); without,
+  // it returns NaN. A negative target is masked (PyTorch's ignore_index): no loss, no gradient. The head runs over chunks of
   // rows; the logits of all rows are kept only when planned with keep_logits. Throws ShapeError if
   // B x T is not the planned shape or a token is outside the vocabulary.
-  float forward(const int* inputs, const int* targets, int B, int T);
+  float forward(const int* inputs, const int* targets, int B, int T, const int* starts = nullptr);
   // The training pass: forward with targets, then adds d(loss_scale * mean loss)/d(params) into
-  // the gradients; returns the mean loss. The head and the loss are fused per chunk of rows: each
-  // chunk's logits become their gradient and go through the head's two backward GEMMs at once, so
-  // the (B, T, Vp) logits never exist whole. With a hook, tells it as each layer's gradients are
-  // complete (see GradientHook).
+  // the gradients, the mean over the counted targets; returns that mean loss. A caller averaging
+  // over several batches by their counts (transformers' num_items_in_batch) passes loss_scale =
+  // this batch's count / the total count (count_targets, core/util/tokens.h). The head and the
+  // loss are fused per chunk of rows: each chunk's logits become their gradient and go through the
+  // head's two backward GEMMs at once, so the (B, T, Vp) logits never exist whole. With a hook,
+  // tells it as each layer's gradients are complete (see GradientHook).
   float forward_backward(const int* inputs, const int* targets, int B, int T,
-                         float loss_scale = 1.0f, GradientHook* hook = nullptr);
+                         float loss_scale = 1.0f, GradientHook* hook = nullptr,
+                         const int* starts = nullptr);
   // Logits of the last forward pass, (B, T, Vp) with the first V of each row meaningful: only when
   // planned with keep_logits (else null).
   const float* logits() const { return arena_.options().keep_logits ? arena_.logits() : nullptr; }
   const ActivationArena& arena() const { return arena_; }
+  // How many targets of the last batch counted (were not masked).
+  size_t counted_targets() const { return counted_; }
 
   // Zeroes the gradients (and a device's), the host's only where they are not known to be zero:
   // mark_gradients_zero() says they are, after an update that cleared all of them on its way
@@ -330,6 +336,7 @@ class Model {
   void view_trained_copies();
   AlignedBuffer<int> inputs_;   // (B, T) of the last pass
   AlignedBuffer<int> targets_;  // (B, T)
+  size_t counted_ = 0;          // the last batch's targets that count (the non-negative ones)
 };
 
 // GPT-2 initialisation: weights N(0, 0.02), the residual projections (attprojw, fcprojw) N(0,

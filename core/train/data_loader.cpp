@@ -113,7 +113,7 @@ DataLoader::Sample DataLoader::next_sample() {
   return {&shards_[pos_.shard_order[pos_.shard]], k * (size_t)B_ * T_};
 }
 
-void DataLoader::next_batch_of(int rank, int ranks, int* inputs, int* targets) {
+void DataLoader::next_batch_of(int rank, int ranks, int* inputs, int* targets, int* /*starts*/) {
   Sample mine{};
   for (int r = 0; r < ranks; ++r) {
     const Sample sample = next_sample();

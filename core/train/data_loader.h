@@ -31,7 +31,11 @@ class DataLoader {
   // Data parallelism: moves over the next `ranks` samples of the stream a single loader reads and
   // fills inputs and targets with the one at `rank`. Every rank's loader stays at the same position,
   // so N ranks together read exactly the samples one rank reads.
-  void next_batch_of(int rank, int ranks, int* inputs, int* targets);
+  void next_batch_of(int rank, int ranks, int* inputs, int* targets, int* starts = nullptr);
+  // Whether the shards carry examples and loss masks (.spans sidecars): then targets may be
+  // masked (-1), and where packed() rows hold whole examples with their `starts`.
+  bool masked() const { return false; }
+  bool packed() const { return false; }
   // Back to the first sample of the first shard (sequential order), as before each validation.
   void reset();
 

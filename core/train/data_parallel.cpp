@@ -156,7 +156,7 @@ double DataParallel::finish_gradients(double loss) {
   const auto [busy, waited] = sync_->wait();
   add_comm(busy, waited);
   world_.all_reduce_sum(&loss, 1);
-  return loss / world_.size();
+  return loss;
 }
 
 double DataParallel::comm_hidden() const {

@@ -48,8 +48,8 @@ class DataParallel {
 
   // An interrupt on any rank (mpirun forwards Ctrl-C to all of them, not at the same moment).
   bool stop_requested();
-  // After the step's backward pass: waits for the gradients' sum and returns the loss averaged
-  // over the ranks. Starts this step's communication account.
+  // After the step's backward pass: waits for the gradients' sum and returns the step's loss, the
+  // sum of the ranks' shares of it (`loss`: this rank's). Starts this step's communication account.
   double finish_gradients(double loss);
   // The communication thread's time (busy) and the part of it the caller waited for.
   void add_comm(double busy_ms, double waited_ms) {

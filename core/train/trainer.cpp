@@ -268,6 +268,8 @@ void Trainer::plan_steps(Model& model, const OffloadOutcome& /*attached*/) {
   model.plan_batch(opt_.batch, opt_.seq_len, {.recompute = opt_.recompute});
   inputs_.resize((size_t)opt_.batch * opt_.seq_len);
   targets_.resize(inputs_.size());
+  starts_.resize(inputs_.size());
+  batches_ = std::make_unique<StepBatches>(opt_.batch, opt_.seq_len, grad_accum_);
   if (opt_.sample_every > 0) {
     const int tokens = std::min(opt_.sample_tokens, model.config().max_seq_len);
     generator_ = std::make_unique<Generator>(model, tokens);
@@ -342,43 +344,6 @@ std::string Trainer::save_checkpoint_now() {
                       *world_, opt_.keep_checkpoints);
 }
 
-float Trainer::validate() {
-  // The same batches as one process reads, each computed by one rank (batch i by rank i % N).
-  const int rank = world_->rank(), ranks = world_->size();
-  val_->reset();
-  const uint64_t batches = std::min<uint64_t>(opt_.val_batches, val_->total_samples());
-  double total = 0;
-  for (uint64_t i = 0; i < batches; i += ranks) {
-    val_->next_batch_of(rank, ranks, inputs_.data(), targets_.data());
-    if (i + rank < batches) {
-      total += model_->forward(inputs_.data(), targets_.data(), opt_.batch, opt_.seq_len);
-    }
-  }
-  world_->all_reduce_sum(&total, 1);
-  return static_cast<float>(total / double(batches));
-}
-
-const std::vector<int>& Trainer::sample(int step) {
-  // Its own RNG, seeded from the run's seed and the step: sampling never disturbs training.
-  Rng rng(opt_.seed ^ (0xA5A5A5A5ull + uint64_t(step) * 0x9E3779B97F4A7C15ull));
-  model_->fetch_device_state(true, false);  // the generator reads the master weights
-  model_->refresh_lora_copies();            // and the adapters as they are now
-  const ModelConfig& c = model_->config();
-  const int eot = opt_.sample_start >= 0 && opt_.sample_start < c.vocab_size ? opt_.sample_start
-                  : c.vocab_size > 50256                                     ? 50256
-                                                                             : c.vocab_size - 1;
-  Generator& gen = *generator_;
-  gen.reset();
-  sample_.clear();
-  int token = eot;
-  while (gen.position() < gen.capacity()) {
-    gen.step(token);
-    token = gen.sample(1.0f, 0, rng, opt_.sample_candidates);
-    sample_.push_back(token);
-  }
-  return sample_;
-}
-
 bool Trainer::run(const TrainObserver& obs) {
   const double tokens_per_step =
       double(size_t(opt_.batch) * opt_.seq_len * grad_accum_) * world_->size();
@@ -441,40 +406,6 @@ bool Trainer::run(const TrainObserver& obs) {
   }
   finish_run(interrupted, obs);
   return !interrupted;
-}
-
-void Trainer::validate_and_sample(int step, bool resumed_here, const TrainObserver& obs) {
-  const bool last = step == opt_.steps;
-  if (val_ && opt_.val_every > 0 && !resumed_here && (step % opt_.val_every == 0 || last)) {
-    const float val_loss = validate();
-    if (obs.on_val) obs.on_val(step, val_loss);
-    reports_->validation(step, val_loss, obs.on_warning);
-  }
-  if (opt_.sample_every > 0 && obs.on_sample && step > 0 && !resumed_here &&
-      (step % opt_.sample_every == 0 || last)) {
-    obs.on_sample(step, sample(step));
-  }
-}
-
-double Trainer::compute_gradients() {
-  Model& m = *model_;
-  const int ranks = world_->size();
-  m.zero_grad();
-  if (lora_) std::fill_n(lora_->grads(), lora_->size(), 0.0f);
-  double loss = 0;
-  for (int micro = 0; micro < grad_accum_; ++micro) {
-    train_->next_batch_of(world_->rank(), ranks, inputs_.data(), targets_.data());
-    // The last micro-batch completes the gradients: their average goes out layer by layer.
-    // Each micro-batch's loss is scaled by 1 / (micro-batches over all ranks): the sum the
-    // ranks' gradients are reduced to is then already their average.
-    // The adapters' dropout masks: from the run's seed and the place in it (a resumed run, and
-    // every rank, draws the same ones).
-    m.set_lora_seed(opt_.seed * 0x9E3779B97F4A7C15ull + uint64_t(step_) * 1024 + uint64_t(micro));
-    loss += m.forward_backward(inputs_.data(), targets_.data(), opt_.batch, opt_.seq_len,
-                               1.0f / float(grad_accum_ * ranks),
-                               micro == grad_accum_ - 1 ? parallel_->sync() : nullptr);
-  }
-  return parallel_->finish_gradients(loss / grad_accum_);
 }
 
 void Trainer::skip_step(int step, double loss, double norm, BadSteps& bad,

@@ -33,6 +33,7 @@
 #include "core/train/lr_schedule.h"
 #include "core/train/run_memory.h"
 #include "core/train/run_reports.h"
+#include "core/train/step_batches.h"
 #include "core/train/train_optimizer.h"
 #include "core/train/train_options.h"
 #include "core/train/training_error.h"
@@ -158,7 +159,7 @@ class Trainer {
 
   // One step of run(): validation and sample, then the micro-batches, the update, the reports.
   void validate_and_sample(int step, bool resumed_here, const TrainObserver& obs);
-  // The step's gradients and its loss (averaged over the micro-batches and ranks).
+  // The step's gradients and its loss (the mean over its counted targets, all ranks).
   double compute_gradients();
   // A step skipped for a non-finite loss or norm: a warning, or after --max-bad-steps in a row a
   // TrainingError (`report` writes the step's figures first).
@@ -201,7 +202,8 @@ class Trainer {
   OffloadOutcome offload_;
   std::unique_ptr<TrainOptimizer> optimizer_;
   std::unique_ptr<Generator> generator_;  // with --sample-every
-  std::vector<int> inputs_, targets_;     // (B, T) one batch of training or validation data
+  std::unique_ptr<StepBatches> batches_;  // the step's training batches
+  std::vector<int> inputs_, targets_, starts_;  // (B, T) one batch of validation data
   std::vector<int> sample_;
   std::vector<double> optimizer_bytes_, master_bytes_;
   std::unique_ptr<RunReports> reports_;

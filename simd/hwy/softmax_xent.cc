@@ -2,9 +2,12 @@
 // simd/scalar/softmax_xent.h):
 //   lse_n = m + log sum_{v<V} exp(z_v - m),  m = max z;   loss_n = lse_n - z_y
 //   backward, in place: dz_v = (exp(z_v - lse_n) - [v == y]) dloss for v < V, 0 for V <= v < Vp
+// A negative target is a masked row: loss and lse 0, gradient row 0.
 // exp and log come from hwy/contrib/math. Rows are independent; threads split them.
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "simd/hwy/softmax_xent.cc"
+#include <algorithm>
+
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 // Must come after foreach_target.h.
 #include "hwy/contrib/math/math-inl.h"
@@ -57,6 +60,10 @@ void SoftmaxXentForward(float* losses, float* lse, const float* logits, const in
   for (size_t n = 0; n < N; ++n) {
     const DF d;
     const float* z = logits + n * size_t(Vp);
+    if (targets[n] < 0) {
+      losses[n] = lse[n] = 0.0f;
+      continue;
+    }
     const float m = RowMax(z, size_t(V));
     const float log_sum = hn::GetLane(hn::Log(d, hn::Set(d, RowSumExp(z, m, size_t(V)))));
     lse[n] = m + log_sum;
@@ -72,6 +79,10 @@ void SoftmaxXentBackward(float* logits, const float* lse, const int* targets, fl
     const DF d;
     const size_t L = hn::Lanes(d);
     float* HWY_RESTRICT z = logits + n * Vp;
+    if (targets[n] < 0) {
+      std::fill(z, z + Vp, 0.0f);
+      continue;
+    }
     const VF vl = hn::Set(d, lse[n]), vd = hn::Set(d, dloss);
     size_t v = 0;
     for (; v + L <= V; v += L) {

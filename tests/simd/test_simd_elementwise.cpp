@@ -201,6 +201,33 @@ TEST_P(SimdElementwise, SoftmaxCrossEntropyWithinDerivedBound) {
   }
 }
 
+// A negative target masks its row (PyTorch's ignore_index): loss and lse exactly 0 and a gradient
+// row of zeros, whatever the logits; the other rows are those of the same call without the mask.
+TEST_P(SimdElementwise, SoftmaxCrossEntropyMaskedRowsAreZero) {
+  const size_t N = 6;
+  const int V = 1000, Vp = 1024;
+  Random rnd(17);
+  const std::vector<float> logits = rnd.normal(N * Vp, 0, 3);
+  const std::vector<int> targets = rnd.tokens(N, V);
+  std::vector<int> masked = targets;
+  masked[1] = -1, masked[4] = -100;
+  std::vector<float> losses(N, 7.0f), lse(N, 7.0f), losses_all(N), lse_all(N);
+  k().softmax_xent_forward(losses.data(), lse.data(), logits.data(), masked.data(), N, V, Vp);
+  k().softmax_xent_forward(losses_all.data(), lse_all.data(), logits.data(), targets.data(), N, V,
+                           Vp);
+  std::vector<float> grad = logits, grad_all = logits;
+  k().softmax_xent_backward(grad.data(), lse.data(), masked.data(), 0.25f, N, V, Vp);
+  k().softmax_xent_backward(grad_all.data(), lse_all.data(), targets.data(), 0.25f, N, V, Vp);
+  for (size_t n = 0; n < N; ++n) {
+    const bool off = masked[n] < 0;
+    EXPECT_EQ(losses[n], off ? 0.0f : losses_all[n]) << "row " << n;
+    EXPECT_EQ(lse[n], off ? 0.0f : lse_all[n]) << "row " << n;
+    for (size_t v = 0; v < size_t(Vp); ++v) {
+      ASSERT_EQ(grad[n * Vp + v], off ? 0.0f : grad_all[n * Vp + v]) << "row " << n << " col " << v;
+    }
+  }
+}
+
 // AdamW against the fp32 reference, which uses the same fp32 constants (decay, 1 - beta1, ...).
 // Relative to exact arithmetic on those constants, each side errs by at most
 //   m' = m + (g - m)(1 - b1):        Em = gamma(3) (|m| + |g - m|(1 - b1))

@@ -2,8 +2,8 @@
 // Fused softmax + cross-entropy backward, in place on the logits, one invocation per element
 // (simd/scalar/softmax_xent.h), target y, dloss = d(total)/d(loss_n):
 //   dz_v = exp(z_v - lse) * dloss - [v == y] dloss   for v < V;   dz_v = 0 for V <= v < Vp
-// The subtraction comes after the product, as the CPU's `z[y] -= dloss`. A target outside [0, V)
-// makes the row's real columns NaN.
+// The subtraction comes after the product, as the CPU's `z[y] -= dloss`. A negative target masks
+// the row (all zero, as on the CPU); a target of V or more makes its real columns NaN.
 #extension GL_GOOGLE_include_directive : require
 
 layout(local_size_x = 256) in;
@@ -29,8 +29,12 @@ void main() {
     return;
   }
   const int y = targets[pc.targets_off + row];
+  if (y < 0) {  // a masked row: no gradient
+    logits[z] = 0.0;
+    return;
+  }
   float d = exp(logits[z] - lse[pc.lse_off + row]) * pc.dloss;
-  if (y < 0 || uint(y) >= pc.V) d = 0.0 / 0.0;
+  if (uint(y) >= pc.V) d = 0.0 / 0.0;
   if (uint(y) == v) d = d - pc.dloss;
   logits[z] = d;
 }

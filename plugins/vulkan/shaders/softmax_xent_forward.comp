@@ -2,8 +2,9 @@
 // Fused softmax + cross-entropy forward, one workgroup per row of Vp logits, the first V real
 // (simd/scalar/softmax_xent.h), target y:
 //   m = max_{v<V} z_v,  lse = m + log sum_{v<V} exp(z_v - m),  loss = lse - z_y
-// fp32 sums (each invocation its strided columns, then workgroup_reduce). A target outside [0, V)
-// gives a NaN loss (the CPU trusts its targets; here a bad one shows instead of reading elsewhere).
+// fp32 sums (each invocation its strided columns, then workgroup_reduce). A negative target masks
+// the row: loss and lse 0, as the CPU's kernels. A target of V or more gives a NaN loss (the CPU
+// trusts its targets; here a bad one shows instead of reading elsewhere).
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 
@@ -34,7 +35,7 @@ void main() {
   const float l = m + log(workgroup_reduce(ls, 0));
   if (lid == 0) {
     const int y = targets[pc.targets_off + row];
-    lse[pc.lse_off + row] = l;
-    losses[pc.losses_off + row] = (y >= 0 && uint(y) < pc.V) ? l - logits[z + uint(y)] : 0.0 / 0.0;
+    lse[pc.lse_off + row] = y < 0 ? 0.0 : l;
+    losses[pc.losses_off + row] = y < 0 ? 0.0 : uint(y) < pc.V ? l - logits[z + uint(y)] : 0.0 / 0.0;
   }
 }
