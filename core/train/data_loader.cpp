@@ -3,6 +3,7 @@
 #include <glob.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <numeric>
 
 #include "simd/error.h"
@@ -33,18 +34,41 @@ std::string too_short(size_t tokens, size_t need) {
          std::to_string(need) + ")";
 }
 
+// Why a shard whose examples fill `rows` rows cannot give a batch of B rows.
+std::string few_rows(size_t rows, int B) {
+  return "its examples fill " + std::to_string(rows) + " rows, fewer than one batch needs (B = " +
+         std::to_string(B) + ")";
+}
+
 }  // namespace
 
 DataLoader::DataLoader(const std::string& pattern, int B, int T, int vocab_size, bool shuffle,
-                       uint64_t seed)
-    : pattern_(pattern), B_(B), T_(T), shuffle_(shuffle), seed_(seed), rng_(seed) {
+                       uint64_t seed, const RowOptions& rows)
+    : pattern_(pattern), row_options_(rows), B_(B), T_(T), shuffle_(shuffle), seed_(seed),
+      rng_(seed) {
   const size_t need = (size_t)B * T + 1;
   size_t largest = 0;
-  for (const std::string& file : expand_glob(pattern)) {
+  const std::vector<std::string> files = expand_glob(pattern);
+  for (const std::string& file : files) {
     TokenShard shard(file);
     shard.check_vocab(vocab_size);
     largest = std::max(largest, shard.size());
-    if (shard.size() < need) {
+    if (std::filesystem::exists(spans_path(file)) != std::filesystem::exists(spans_path(files[0]))) {
+      throw FileError(file, "only some shards of " + pattern + " have a .spans sidecar (" +
+                                spans_path(files[0]) + (spans_.empty() ? " does not exist" : " does") +
+                                ", " + spans_path(file) + " not): every shard needs one, or none");
+    }
+    if (std::filesystem::exists(spans_path(file))) {
+      TokenSpans spans(spans_path(file), shard.size());
+      ExampleRows laid(spans, T, rows, file);
+      if (laid.rows() < size_t(B)) {
+        skipped_.push_back({file, shard.size(), few_rows(laid.rows(), B)});
+        continue;
+      }
+      row_stats_ += laid.stats();
+      spans_.push_back(std::move(spans));
+      rows_.push_back(std::move(laid));
+    } else if (shard.size() < need) {
       skipped_.push_back({file, shard.size(), too_short(shard.size(), need)});
       continue;
     }
@@ -66,6 +90,7 @@ DataLoader::DataLoader(const std::string& pattern, int B, int T, int vocab_size,
 }
 
 uint64_t DataLoader::samples_in(uint32_t shard) const {
+  if (masked()) return rows_[shard].rows() / uint64_t(B_);
   return (shards_[shard].size() - 1) / ((uint64_t)B_ * T_);
 }
 
@@ -110,18 +135,31 @@ DataLoader::Sample DataLoader::next_sample() {
   }
   const uint64_t k = shuffle_ ? pos_.sample_order[pos_.sample] : pos_.sample;
   ++pos_.sample;
-  return {&shards_[pos_.shard_order[pos_.shard]], k * (size_t)B_ * T_};
+  return {pos_.shard_order[pos_.shard], k * (size_t)B_ * (masked() ? 1 : T_)};
 }
 
-void DataLoader::next_batch_of(int rank, int ranks, int* inputs, int* targets, int* /*starts*/) {
+void DataLoader::next_batch_of(int rank, int ranks, int* inputs, int* targets, int* starts) {
   Sample mine{};
   for (int r = 0; r < ranks; ++r) {
     const Sample sample = next_sample();
     if (r == rank) mine = sample;
   }
   const size_t BT = (size_t)B_ * T_;
-  mine.shard->copy(mine.first, BT, inputs);
-  mine.shard->copy(mine.first + 1, BT, targets);
+  const TokenShard& shard = shards_[mine.shard];
+  if (!masked()) {
+    shard.copy(mine.first, BT, inputs);
+    shard.copy(mine.first + 1, BT, targets);
+    return;
+  }
+  if (packed() && !starts) throw Error("packed rows need their starts (next_batch_of's starts)");
+  std::vector<int>& own = scratch_starts_;  // unpacked rows: starts are not the caller's business
+  if (!packed()) own.resize(BT);
+  int* s = packed() ? starts : own.data();
+  for (int b = 0; b < B_; ++b) {
+    const size_t at = size_t(b) * T_;
+    rows_[mine.shard].fill(shard, spans_[mine.shard], mine.first + b, inputs + at, targets + at,
+                           s + at);
+  }
 }
 
 DataPosition DataLoader::position() const {

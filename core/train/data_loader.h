@@ -6,6 +6,10 @@
 // every shard. The whole position is a value (DataPosition) that a training-state file carries, so a
 // resumed run reads exactly the batches the uninterrupted run would have read.
 // Shards of uint16 and of uint32 ids (token_shard.h) may be mixed in one glob.
+// Shards with .spans sidecars (chat and instruction data, core/io/token_spans.h) are read as rows
+// of whole examples instead (core/train/example_rows.h): sample k of a shard is its rows
+// [k*B, k*B + B), targets outside the trained spans are -1, and packed rows come with the starts
+// of their examples. Every shard of a glob has a sidecar, or none has.
 #pragma once
 
 #include <cstdint>
@@ -15,6 +19,8 @@
 
 #include "core/io/data_position.h"
 #include "core/io/token_shard.h"
+#include "core/io/token_spans.h"
+#include "core/train/example_rows.h"
 #include "core/util/rng.h"
 
 namespace llmcpu {
@@ -22,20 +28,29 @@ namespace llmcpu {
 class DataLoader {
  public:
   // `pattern`: a file or a glob (shards are taken in sorted order). A shard holding fewer than
-  // B*T + 1 tokens (one sample) is left out and listed in skipped(). Throws FileError when nothing
-  // matches, no shard holds a sample, a shard is malformed or has a token >= vocab_size.
-  DataLoader(const std::string& pattern, int B, int T, int vocab_size, bool shuffle, uint64_t seed);
+  // B*T + 1 tokens (one sample; with sidecars: fewer than B rows) is left out and listed in
+  // skipped(). Throws FileError when nothing matches, no shard holds a sample, a shard or its
+  // sidecar is malformed, has a token >= vocab_size, or only some shards have sidecars. `rows`:
+  // how shards with sidecars become rows.
+  DataLoader(const std::string& pattern, int B, int T, int vocab_size, bool shuffle, uint64_t seed,
+             const RowOptions& rows = {});
 
   // Fills inputs and targets, B*T ints each, and moves to the next sample.
-  void next_batch(int* inputs, int* targets) { next_batch_of(0, 1, inputs, targets); }
+  void next_batch(int* inputs, int* targets, int* starts = nullptr) {
+    next_batch_of(0, 1, inputs, targets, starts);
+  }
   // Data parallelism: moves over the next `ranks` samples of the stream a single loader reads and
   // fills inputs and targets with the one at `rank`. Every rank's loader stays at the same position,
   // so N ranks together read exactly the samples one rank reads.
+  // `starts` (B*T): the starts of each token's example in its row, filled where packed() (it must
+  // not be null then); otherwise untouched.
   void next_batch_of(int rank, int ranks, int* inputs, int* targets, int* starts = nullptr);
   // Whether the shards carry examples and loss masks (.spans sidecars): then targets may be
-  // masked (-1), and where packed() rows hold whole examples with their `starts`.
-  bool masked() const { return false; }
-  bool packed() const { return false; }
+  // masked (-1); packed(): rows of several examples, which need their starts.
+  bool masked() const { return !spans_.empty(); }
+  bool packed() const { return masked() && row_options_.pack; }
+  // The examples laid into rows, over all shards (masked() only).
+  const RowStats& row_stats() const { return row_stats_; }
   // Back to the first sample of the first shard (sequential order), as before each validation.
   void reset();
 
@@ -58,8 +73,8 @@ class DataLoader {
   uint64_t samples_in(uint32_t shard) const;
   // Where the next sample's B*T + 1 tokens are.
   struct Sample {
-    const TokenShard* shard;
-    size_t first;
+    uint32_t shard;  // index into shards_
+    size_t first;    // its first token, or with sidecars its first row
   };
   Sample next_sample();
   void start_epoch();  // draws the shard order when shuffling, then starts the first shard
@@ -67,6 +82,11 @@ class DataLoader {
 
   std::string pattern_;
   std::vector<TokenShard> shards_;
+  std::vector<TokenSpans> spans_;  // with sidecars: shards_[i]'s, and its rows
+  std::vector<ExampleRows> rows_;
+  RowOptions row_options_;
+  RowStats row_stats_;
+  std::vector<int> scratch_starts_;  // unpacked rows' starts, which no one reads
   std::vector<Skipped> skipped_;
   int B_, T_;
   bool shuffle_;

@@ -12,6 +12,7 @@
 #include "core/model/activations.h"
 #include "core/model/precision.h"
 #include "simd/quant/block_quant.h"
+#include "core/train/example_rows.h"
 #include "core/train/lr_schedule.h"
 
 namespace llmcpu {
@@ -41,6 +42,7 @@ struct TrainOptions {
   double grad_clip = 0.0;  // 0: off
   uint64_t seed = 1337;
   bool shuffle = true;
+  RowOptions rows;  // how shards with .spans sidecars become rows (--pack, --max-len-policy)
   std::string log_path;      // llm.c log lines (s:STEP trl:LOSS, s:STEP tel:LOSS)
   std::string metrics_path;  // a JSON object per line per step (core/report/metrics.h)
   std::string plot_path;     // the loss plot, *.png or *.svg, redrawn at every validation

@@ -278,16 +278,22 @@ void Trainer::plan_steps(Model& model, const OffloadOutcome& /*attached*/) {
 }
 
 void Trainer::open_data(const ModelConfig& c, const std::optional<ResumePoint>& resume) {
+  RowOptions rows = opt_.rows;
+  rows.pad_token = c.pad_token_id >= 0 ? c.pad_token_id : 0;
   train_ = std::make_unique<DataLoader>(opt_.train_data, opt_.batch, opt_.seq_len, c.vocab_size,
-                                        opt_.shuffle, opt_.seed);
+                                        opt_.shuffle, opt_.seed, rows);
   if (!opt_.val_data.empty()) {
     val_ = std::make_unique<DataLoader>(opt_.val_data, opt_.batch, opt_.seq_len, c.vocab_size,
-                                        /*shuffle=*/false, 0);
+                                        /*shuffle=*/false, 0, rows);
   }
   for (const DataLoader* loader : {train_.get(), val_.get()}) {
     if (!loader) continue;
     for (const DataLoader::Skipped& s : loader->skipped()) {
       notes_.push_back(s.file + " " + s.why + ": skipped");
+    }
+    if (loader->masked()) {
+      notes_.push_back(loader->pattern() + ": " +
+                       describe_rows(loader->row_stats(), opt_.seq_len, loader->packed()));
     }
   }
   if (!resume) return;

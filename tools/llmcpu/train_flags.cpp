@@ -107,6 +107,13 @@ void add_train_flags(ArgParser& p, TrainOptions* o, TrainCliExtras* x) {
   p.option("seed", 0, &o->seed, "S", "initialisation and shuffling seed (default 1337)",
            kAnyUint64);
   p.flag("no-shuffle", 0, &x->no_shuffle, "read batches in order: batch k starts at token k*B*T");
+  p.option("pack", 0, &x->choices.pack, "on|off",
+           "data with .spans sidecars (prepare --format chat ...): on (default) packs whole "
+           "examples into each row, attention and positions restarting at each; off gives each "
+           "example a row of its own, padded");
+  p.option("max-len-policy", 0, &x->choices.max_len_policy, "P",
+           "an example longer than --seq-len: truncate (default) keeps its first T tokens, "
+           "refuse stops with its shard and index");
   p.option("val-every", 'v', &o->val_every, "N", "validation loss every N steps (default 0: never)",
            {0, INT32_MAX});
   p.option("val-batches", 'm', &o->val_batches, "N", "batches per validation (default 20)",
@@ -157,6 +164,7 @@ void apply_train_flags(const TrainCliExtras& x, TrainOptions* o) {
   const TrainChoiceFlags& c = x.choices;
   o->precision = parse_precision(c.precision, "--precision");
   o->recompute = parse_recompute(c.recompute, "--recompute");
+  parse_row_flags(c.pack, c.max_len_policy, &o->rows);
   o->base_quant = parse_base_quant(c.base_quant);
   o->lr_schedule = parse_lr_schedule(c.lr_schedule, "--lr-schedule");
   o->zero = c.zero < 0 ? ZeroMode::kDefault : c.zero == 0 ? ZeroMode::kOff : ZeroMode::kOn;

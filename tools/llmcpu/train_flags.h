@@ -23,6 +23,8 @@ struct TrainChoiceFlags {
   std::string recompute = "none";        // --recompute
   std::string memory_limit;              // --memory-limit; empty: the machine's
   std::string base_quant = "none";       // --base-quant
+  std::string pack = "on";               // --pack on|off
+  std::string max_len_policy = "truncate";  // --max-len-policy truncate|refuse
   int zero = -1;                         // --zero 0|1; -1: not given
 };
 
