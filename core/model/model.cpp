@@ -345,6 +345,8 @@ void Model::plan_batch(int B, int T, const BatchOptions& options) {
   if (offload_active()) configure_device();
   inputs_ = AlignedBuffer<int>((size_t)B * T);
   targets_ = AlignedBuffer<int>((size_t)B * T);
+  head_targets_ = AlignedBuffer<int>((size_t)B * T);
+  head_rows_ = AlignedBuffer<uint32_t>((size_t)B * T);
   if (lora_attached()) plan_lora();
 }
 
@@ -396,10 +398,41 @@ void Model::take_batch(const int* inputs, const int* targets, int B, int T) {
 
 // The head over the batch's targets (transformer.h's model_head); the mean loss, or NaN without
 // targets. dloss NaN: no backward.
+// The training pass runs only the rows whose target counts through the head: chat data masks much
+// of a batch (system and user turns, padding), and the head is the largest matmul of a model with
+// a large vocabulary. Those rows of lnf move to the front in place (nothing reads lnf after the
+// head), the head runs over them, and their gradients move back to their rows of d.dln, the
+// others' zero (a masked row's logits have no gradient). Per-token losses end up in that order
+// too; only their sum is used.
 template <class X, class A>
 float Model::head(X& x, const A& a, bool targets, float dloss) {
-  model_head(x, config_, pc_, g_, a, arena_.grads, targets ? targets_.data() : nullptr, dloss);
-  if (!targets) return std::numeric_limits<float>::quiet_NaN();
+  const bool compact = targets && !std::isnan(dloss) && !a.keep_logits && counted_ < a.BT;
+  if (!compact) {
+    model_head(x, config_, pc_, g_, a, arena_.grads, targets ? targets_.data() : nullptr, dloss);
+    if (!targets) return std::numeric_limits<float>::quiet_NaN();
+    return mean_loss(a.losses, a.BT, counted_);
+  }
+  const size_t C = size_t(config_.channels), row_bytes = C * sizeof(*a.lnf);
+  size_t n = 0;
+  for (size_t i = 0; i < a.BT; ++i) {
+    if (targets_[i] < 0) continue;
+    if (i != n) std::memcpy(a.lnf + n * C, a.lnf + i * C, row_bytes);
+    head_rows_[n] = uint32_t(i), head_targets_[n] = targets_[i];
+    ++n;
+  }
+  A counted = a;
+  counted.BT = n;
+  if (n > 0) model_head(x, config_, pc_, g_, counted, arena_.grads, head_targets_.data(), dloss);
+  std::fill(a.losses + n, a.losses + a.BT, 0.0f);
+  float* dln = arena_.grads.dln;
+  size_t next = a.BT;  // rows [i + 1, next) of d.dln hold no counted row: zero
+  for (size_t k = n; k-- > 0;) {  // from the last: row k moves to head_rows_[k] >= k
+    const size_t i = head_rows_[k];
+    std::fill(dln + (i + 1) * C, dln + next * C, 0.0f);
+    if (i != k) std::memcpy(dln + i * C, dln + k * C, C * sizeof(float));
+    next = i;
+  }
+  std::fill(dln, dln + next * C, 0.0f);
   return mean_loss(a.losses, a.BT, counted_);
 }
 

@@ -337,6 +337,8 @@ class Model {
   AlignedBuffer<int> inputs_;   // (B, T) of the last pass
   AlignedBuffer<int> targets_;  // (B, T)
   size_t counted_ = 0;          // the last batch's targets that count (the non-negative ones)
+  AlignedBuffer<int> head_targets_;    // (B, T) the counted targets, in order (head())
+  AlignedBuffer<uint32_t> head_rows_;  // (B, T) the rows they came from
 };
 
 // GPT-2 initialisation: weights N(0, 0.02), the residual projections (attprojw, fcprojw) N(0,
