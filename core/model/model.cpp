@@ -344,6 +344,7 @@ void Model::plan_batch(int B, int T, const BatchOptions& options) {
   if (offload_active()) configure_device();
   inputs_ = AlignedBuffer<int>((size_t)B * T);
   targets_ = AlignedBuffer<int>((size_t)B * T);
+  plan_packing(B, T);
   if (lora_attached()) plan_lora();
 }
 
@@ -363,14 +364,27 @@ ActivationBytes Model::activation_bytes(int B, int T, const BatchOptions& option
                                 {precision_, options.recompute, options.keep_logits});
 }
 
-template <class F>
-void Model::run(F&& f) {
-  if (bf16_) return f(*bf16_, arena_.acts_bf16);
-  Fp32Executor x{kernels_, quant_.get()};
-  f(x, arena_.acts);
+template <class A>
+A Model::batch_views(const A& a) const {
+  if (!packed_) return a;
+  A v = a;
+  v.starts = starts_.data(), v.positions = positions_.data();
+  if (!a.rope_cos) return v;
+  const size_t n = size_t(arena_.batch()) * size_t(arena_.seq_len()) * (config_.head_size() / 2);
+  float* t = const_cast<float*>(token_rope_.data());
+  v.rope_cos = t, v.rope_sin = t + n;
+  if (a.rope_cos_local) v.rope_cos_local = t + 2 * n, v.rope_sin_local = t + 3 * n;
+  return v;
 }
 
-void Model::take_batch(const int* inputs, const int* targets, int B, int T) {
+template <class F>
+void Model::run(F&& f) {
+  if (bf16_) return f(*bf16_, batch_views(arena_.acts_bf16));
+  Fp32Executor x{kernels_, quant_.get()};
+  f(x, batch_views(arena_.acts));
+}
+
+void Model::take_batch(const int* inputs, const int* targets, int B, int T, const int* starts) {
   if (B != arena_.batch() || T != arena_.seq_len()) {
     const std::string shape = std::to_string(B) + " x " + std::to_string(T);
     throw ShapeError(arena_.batch() == 0
@@ -390,6 +404,7 @@ void Model::take_batch(const int* inputs, const int* targets, int B, int T) {
   };
   check_tokens(inputs, "input");
   if (targets) check_tokens(targets, "target");
+  take_starts(starts, B, T);
   std::memcpy(inputs_.data(), inputs, BT * sizeof(int));
   if (targets) std::memcpy(targets_.data(), targets, BT * sizeof(int));
   refresh_weight_copies();
@@ -404,8 +419,8 @@ float Model::head(X& x, const A& a, bool targets, float dloss) {
   return mean_loss(a.losses, a.BT);
 }
 
-float Model::forward(const int* inputs, const int* targets, int B, int T) {
-  take_batch(inputs, targets, B, T);
+float Model::forward(const int* inputs, const int* targets, int B, int T, const int* starts) {
+  take_batch(inputs, targets, B, T, starts);
   if (offload_active()) {
     return offloaded_pass(targets != nullptr, std::numeric_limits<float>::quiet_NaN(), nullptr);
   }
@@ -424,9 +439,9 @@ void Model::zero_grad() {
 }
 
 float Model::forward_backward(const int* inputs, const int* targets, int B, int T, float loss_scale,
-                              GradientHook* hook) {
+                              GradientHook* hook, const int* starts) {
   if (!targets) throw Error("forward_backward() needs targets: the loss is what it differentiates");
-  take_batch(inputs, targets, B, T);
+  take_batch(inputs, targets, B, T, starts);
   grads_zero_ = false;  // the backward pass adds into them
   // loss = (1/BT) sum of per-token losses, so each token's loss has gradient loss_scale / BT.
   if (offload_active()) return offloaded_pass(true, loss_scale / float((size_t)B * T), hook);

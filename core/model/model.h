@@ -238,14 +238,19 @@ class Model {
   // per-token losses and returns their mean; without, it returns NaN. The head runs over chunks of
   // rows; the logits of all rows are kept only when planned with keep_logits. Throws ShapeError if
   // B x T is not the planned shape or a token is outside the vocabulary.
-  float forward(const int* inputs, const int* targets, int B, int T);
+  // starts (B, T), or null: packed rows (core/model/packing.h), where starts[b*T + t] is where the
+  // example holding token t begins; each example attends to itself alone and its positions
+  // (rotary, or GPT-2's table) start at 0. Throws ShapeError for starts that are not a packing,
+  // Error with a device attached (a plugin's blocks take no starts).
+  float forward(const int* inputs, const int* targets, int B, int T, const int* starts = nullptr);
   // The training pass: forward with targets, then adds d(loss_scale * mean loss)/d(params) into
   // the gradients; returns the mean loss. The head and the loss are fused per chunk of rows: each
   // chunk's logits become their gradient and go through the head's two backward GEMMs at once, so
   // the (B, T, Vp) logits never exist whole. With a hook, tells it as each layer's gradients are
   // complete (see GradientHook).
   float forward_backward(const int* inputs, const int* targets, int B, int T,
-                         float loss_scale = 1.0f, GradientHook* hook = nullptr);
+                         float loss_scale = 1.0f, GradientHook* hook = nullptr,
+                         const int* starts = nullptr);
   // Logits of the last forward pass, (B, T, Vp) with the first V of each row meaningful: only when
   // planned with keep_logits (else null).
   const float* logits() const { return arena_.options().keep_logits ? arena_.logits() : nullptr; }
@@ -263,7 +268,14 @@ class Model {
   template <class F>
   void run(F&& f);
   // Checks the shape and tokens and keeps the batch for the passes.
-  void take_batch(const int* inputs, const int* targets, int B, int T);
+  void take_batch(const int* inputs, const int* targets, int B, int T, const int* starts);
+  // Packed rows: checks and keeps the batch's starts (null: none), the tokens' positions and
+  // their rope tables (model_packing.cpp); the buffers sized for B x T.
+  void take_starts(const int* starts, int B, int T);
+  void plan_packing(int B, int T);
+  // The arena's views with the batch's packing (a itself when the batch is not packed).
+  template <class A>
+  A batch_views(const A& a) const;
   // The head over chunks of rows: logits, with targets the losses, and with dloss (the gradient of
   // each token's loss; NaN: none) the logits' gradient through both head GEMMs (d.dln, g.wte).
   // Returns the mean loss (NaN without targets).
@@ -330,6 +342,12 @@ class Model {
   void view_trained_copies();
   AlignedBuffer<int> inputs_;   // (B, T) of the last pass
   AlignedBuffer<int> targets_;  // (B, T)
+  // The last pass's packing (packed_): starts and positions (B, T), and rope models' tables at
+  // those positions, (B*T, D/2) each: cos, sin, then Gemma 3's local cos, sin.
+  bool packed_ = false;
+  AlignedBuffer<int> starts_;
+  AlignedBuffer<int> positions_;
+  AlignedBuffer<float> token_rope_;
 };
 
 // GPT-2 initialisation: weights N(0, 0.02), the residual projections (attprojw, fcprojw) N(0,
