@@ -333,6 +333,20 @@ size_t BackwardScratch(size_t T, size_t hs) {
          2 * Lines(hs * kBwdB) + Lines(hs);
 }
 
+// D[t] = dy_t . y_t for t < T (rows at dy + t*lddy, y + t*ldy); a bf16 y is widened into row (hs).
+template <typename OutT>
+void RowDots(float* D, const float* dy, size_t lddy, const OutT* y, size_t ldy, size_t T, size_t hs,
+             float* row) {
+  for (size_t t = 0; t < T; ++t) {
+    if constexpr (std::is_same_v<OutT, float>) {
+      D[t] = Dot(dy + t * lddy, y + t * ldy, hs);
+    } else {
+      CopyToF32(row, y + t * ldy, hs);
+      D[t] = Dot(dy + t * lddy, row, hs);
+    }
+  }
+}
+
 // One (batch, query head): dq (T rows at dq + t*ldd) overwritten, and the head's share of its
 // key/value head's dk, dv (rows at d* + t*ldd) written (add_kv false: the group's first head) or
 // added (add_kv true), from dy (rows at dy + t*lddy), y (rows at y + t*ldy, float or bf16) and
@@ -351,15 +365,7 @@ void BackwardHead(const HeadQKV& x, size_t T, size_t hs, const float* dy, size_t
   float* dpt = st + Lines(kBwdB * kBwdB);  // dP^T, then dS^T
   float* dkt = dpt + Lines(kBwdB * kBwdB);  // dK_j^T: key u's row at dkt + (u - u0)*hs
   float* dvt = dkt + Lines(hs * kBwdB);
-  float* row = dvt + Lines(hs * kBwdB);
-  for (size_t t = 0; t < T; ++t) {
-    if constexpr (std::is_same_v<OutT, float>) {
-      D[t] = Dot(dy + t * lddy, y + t * ldy, hs);
-    } else {
-      CopyToF32(row, y + t * ldy, hs);
-      D[t] = Dot(dy + t * lddy, row, hs);
-    }
-  }
+  RowDots(D, dy, lddy, y, ldy, T, hs, dvt + Lines(hs * kBwdB));
   Zero(dqt, hs * T);
   for (size_t u0 = 0; u0 < T; u0 += kBwdB) {
     const size_t nk = std::min(kBwdB, T - u0), u1 = u0 + nk;
