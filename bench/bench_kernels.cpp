@@ -6,7 +6,8 @@
 //   ./build/bench_kernels --benchmark_filter=lora           LoRA's passes, N=4096, r=16, cols=1536
 //   ./build/bench_kernels --benchmark_filter=attention      materialized and flash, T = 64..2048,
 //                                                           and flash with a window at T = 4096,
-//                                                           8192
+//                                                           8192, and over packed rows at 2048
+//                                                           (and their examples, T = 512)
 //   ./build/bench_kernels --profile_step=avx512             time per kernel in a training step
 // Each row reports GFLOP/s, GB/s of compulsory traffic (every tensor read or written once), and
 // roof%: the time the kernel would take on this machine's roofline, max(FLOPs / FMA peak, bytes /
@@ -307,6 +308,45 @@ std::vector<std::pair<std::string, Bench>> kernels() {
       measure(s, w, {5 * prod, double(2 * n3c + 2 * nc + nl) * F}, [&](size_t c) {
         k.flash_attention_backward(w.get(c, 3), w.get(c, 4), w.get(c, 0), w.get(c, 2), w.get(c, 1),
                                    1, t, NH, NH, hs, opt);
+      });
+    });
+  }
+  // Flash attention over packed rows (AttentionOptions::starts): B = 2 rows of T = 2048, each of
+  // 4 examples of 512 tokens, against flash_attention_T2048 above (the same rows unpacked) and
+  // against its examples as rows of their own (B = 8, T = 512, the same 4096 tokens): the blocks of
+  // other examples are skipped, so a row costs its examples' 4 (512 x 513 / 2) pairs, about a
+  // quarter of the row's 2048 x 2049 / 2. FLOPs over those pairs, as above.
+  for (const bool packed : {true, false}) {
+    constexpr int kExamples = 4, n = 2048 / kExamples;
+    const int t = packed ? 2048 : n, b = 4096 / t;
+    const size_t nc = size_t(b) * t * C, n3c = 3 * nc, nl = size_t(b) * NH * t;
+    const double prod = double(hs) * n * (n + 1) * (4096 / n) * NH;
+    std::vector<int> starts(size_t(b) * t);
+    for (size_t i = 0; i < starts.size(); ++i) starts[i] = int(i % size_t(t)) / n * n;
+    const auto options = [=] {
+      return AttentionOptions{.starts = packed ? starts.data() : nullptr};
+    };
+    const std::string key = packed ? "flash_attention_packed4_T2048" : "flash_attention_T512";
+    r.emplace_back(key + "_fwd", [=](benchmark::State& s, const KernelTable& k) {
+      bool fresh;
+      Work& w = work(key, {nc, nl, n3c, n3c, nc}, &fresh);
+      measure(s, w, {2 * prod, double(n3c + nc + nl) * F}, [&](size_t c) {
+        k.flash_attention_forward(w.get(c, 0), w.get(c, 1), w.get(c, 2), b, t, NH, NH, hs,
+                                  options());
+      });
+    });
+    r.emplace_back(key + "_bwd", [=](benchmark::State& s, const KernelTable& k) {
+      bool fresh;
+      Work& w = work(key, {nc, nl, n3c, n3c, nc}, &fresh);
+      if (fresh) {  // out and lse must be the forward's
+        for (size_t c = 0; c < w.copies; ++c) {
+          k.flash_attention_forward(w.get(c, 0), w.get(c, 1), w.get(c, 2), b, t, NH, NH, hs,
+                                    options());
+        }
+      }
+      measure(s, w, {5 * prod, double(2 * n3c + 2 * nc + nl) * F}, [&](size_t c) {
+        k.flash_attention_backward(w.get(c, 3), w.get(c, 4), w.get(c, 0), w.get(c, 2), w.get(c, 1),
+                                   b, t, NH, NH, hs, options());
       });
     });
   }

@@ -23,8 +23,9 @@ void Model::take_starts(const int* starts, int B, int T) {
   packed_ = false;
   if (!starts) return;
   if (offload_active()) {
-    throw Error("packed rows are not supported with a device plugin: its blocks attend across "
-                "the whole row (leave --plugin out, or give one example per row)");
+    throw Error(
+        "packed rows are not supported with a device plugin: its blocks attend across "
+        "the whole row (leave --plugin out, or give one example per row)");
   }
   check_starts(starts, B, T);
   const size_t BT = size_t(B) * size_t(T);

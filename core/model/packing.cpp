@@ -13,7 +13,8 @@ void check_starts(const int* starts, int B, int T) {
     for (int t = 0; t < T; ++t) {
       const int prev = t == 0 ? 0 : row[t - 1];
       if (row[t] == prev || row[t] == t) continue;
-      const std::string at = "starts[row " + std::to_string(b) + ", token " + std::to_string(t) + "]";
+      const std::string at =
+          "starts[row " + std::to_string(b) + ", token " + std::to_string(t) + "]";
       throw ShapeError(at + " = " + std::to_string(row[t]) + ": expected " +
                        (t == 0 ? std::string("0 (a row begins an example)")
                                : std::to_string(prev) + " (the example of token " +

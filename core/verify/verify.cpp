@@ -41,9 +41,9 @@ VerifyReport verify_against_state(Model& model, const DebugState& ref, const Ver
   // The logits are kept for the comparison only: training never holds them all.
   model.plan_batch(ref.B, ref.T, {.recompute = recompute, .keep_logits = true});
   model.zero_grad();
-  const float loss = model.forward_backward(ref.inputs.data(), ref.targets.data(), ref.B, ref.T,
-                                            1.0f, nullptr,
-                                            ref.starts.empty() ? nullptr : ref.starts.data());
+  const float loss =
+      model.forward_backward(ref.inputs.data(), ref.targets.data(), ref.B, ref.T, 1.0f, nullptr,
+                             ref.starts.empty() ? nullptr : ref.starts.data());
   model.fetch_device_state(false, true);  // a device's gradients, for the comparison
   std::vector<float> logits(BT * V);
   for (size_t r = 0; r < BT; ++r) {

@@ -395,8 +395,8 @@ void BackwardHead(const HeadQKV& x, size_t T, size_t hs, const float* dy, size_t
                                   dp + r0, kBwdB, false);
         for (size_t t = ta; t < tb; ++t) {  // every key row of the block is set (zeros if masked)
           SoftmaxGradColumn(st + (t - t0) * kBwdB, dpt + (t - t0) * kBwdB,
-                            std::max(keys.first_key(t), u0) - u0, std::min(u1, t + 1) - u0, nk, scale,
-                            cap, lse[t], D[t]);
+                            std::max(keys.first_key(t), u0) - u0, std::min(u1, t + 1) - u0, nk,
+                            scale, cap, lse[t], D[t]);
         }
         // dQ^T(i, t) += sum_u K_j^T(i, u) dS^T(u, t)  (K read in place).
         GemmBlock<BLayout::kCols>(hs, tb - ta, r - r0, x.k + (u0 + r0) * x.ld, x.ld, dp + r0, kBwdB,

@@ -3,7 +3,8 @@
 // key/value head it reads (h / (NH/NKV)), with the scale, window and soft-cap of
 // attention_options.h, in groups of 6 query rows against key blocks of kKeyBlock from the 64 keys
 // holding the group's first query's first key (attention_first_key: 0 without a window or packed
-// examples) up to the diagonal, with per row t a running max m, a running sum l and an accumulator o (D), all fp32:
+// examples) up to the diagonal, with per row t a running max m, a running sum l and an
+// accumulator o (D), all fp32:
 //   S^T = K_j Q^T                       (bf16 products, fp32 sums; keys down, one query a column)
 //   X = scale S, or c tanh(scale S / c) with a soft-cap c (capped in place, then scale 1)
 //   m' = max(m, max_u X_tu);  p_tu = exp(X_tu - m')   (0 for keys t does not see; one rounding)

@@ -1,8 +1,9 @@
 // Flash attention's backward pass on AVX512-BF16 dot products (see bf16_attention.h), as
 // FlashAttention-2: per (batch, key/value head g), per query head h of its group, per key block j
 // of 64 keys against the query rows t >= its first key that see one of its keys (up to
-// attention_query_end: the window's end, or in a packed row its example's), in groups of 6, with the scale, window and soft-cap c of attention_options.h,
-// dO = bf16(dout) and D_t = dO_t . out_t (the saved bf16 out; fp32 sums):
+// attention_query_end: the window's end, or in a packed row its example's), in groups of 6, with
+// the scale, window and soft-cap c of attention_options.h, dO = bf16(dout) and D_t = dO_t . out_t
+// (the saved bf16 out; fp32 sums):
 //   S^T = K_j Q^T;  dP^T = V_j dO^T                      (bf16 products, fp32 sums)
 //   P = exp(scale S - lse_t)  (0 for keys t does not see; one rounding: FMA)
 //   dS = (P (dP - D_t)) scale  (fp32)

@@ -42,10 +42,11 @@ namespace {
 // gradient.
 TEST(AttentionOptionsReference, BackwardIsTheGradientOfTheForward) {
   const std::vector<int> starts = random_starts(2, 13, {5, 2}, 7);  // packed rows
-  const OptionCase cases[] = {{{1, 13, 4, 2, 5}, {.scale = 0.7f, .window = 4, .softcap = 1.0f}},
-                              {{2, 9, 3, 1, 6}, {.window = 1}},
-                              {{1, 11, 2, 2, 7}, {.scale = 0.9f, .softcap = 0.5f}},
-                              {{2, 13, 4, 2, 5}, {.window = 4, .softcap = 1.0f, .starts = starts.data()}}};
+  const OptionCase cases[] = {
+      {{1, 13, 4, 2, 5}, {.scale = 0.7f, .window = 4, .softcap = 1.0f}},
+      {{2, 9, 3, 1, 6}, {.window = 1}},
+      {{1, 11, 2, 2, 7}, {.scale = 0.9f, .softcap = 0.5f}},
+      {{2, 13, 4, 2, 5}, {.window = 4, .softcap = 1.0f, .starts = starts.data()}}};
   for (const OptionCase& c : cases) {
     const FlashShape& sh = c.sh;
     Random rnd(unsigned(sh.T));

@@ -79,7 +79,8 @@ Bf16Bounds bf16_bounds(const Bf16Kernels& k, const Reference& r, const OptionCas
                dot ? flash_backward_bounds(r.qkv, r.dout, r.out_in, r.lse_in, c.sh, rho, c.opt)
                    : r.dqkv_bound};
   for (size_t j = 0; j < b.forward.out.size(); ++j) {  // out rounded once (flushed if tiny)
-    b.forward.out[j] += kBf16HalfUlp * (std::fabs(r.out[j]) + b.forward.out[j]) + (dot ? 0x1p-126 : 0.0);
+    b.forward.out[j] +=
+        kBf16HalfUlp * (std::fabs(r.out[j]) + b.forward.out[j]) + (dot ? 0x1p-126 : 0.0);
   }
   return b;
 }

@@ -88,8 +88,8 @@ Pass separate_passes(Model& m, const Batch& b) {
     while (i + n < BT && b.starts[i + n] == b.starts[i] && (i + n) % size_t(b.T) != 0) ++n;
     const float scale = float(n) / float(BT);
     m.plan_batch(1, int(n));
-    loss += double(scale) * m.forward_backward(b.inputs.data() + i, b.targets.data() + i, 1,
-                                               int(n), scale);
+    loss += double(scale) *
+            m.forward_backward(b.inputs.data() + i, b.targets.data() + i, 1, int(n), scale);
     i += n;
   }
   return {float(loss), std::vector<float>(m.grads_flat(), m.grads_flat() + m.num_parameters())};
@@ -114,14 +114,22 @@ std::pair<double, std::string> worst_error(const Model& m, const Pass& got, cons
 }
 
 ModelConfig llama_config(const json& extra = json::object()) {
-  json cfg = {{"model_type", "llama"},       {"hidden_size", 48},
-              {"intermediate_size", 80},     {"num_hidden_layers", 3},
-              {"num_attention_heads", 6},    {"num_key_value_heads", 2},
-              {"max_position_embeddings", 64}, {"vocab_size", kV},
-              {"rms_norm_eps", 1e-5},        {"tie_word_embeddings", false},
-              {"rope_scaling", {{"rope_type", "llama3"}, {"factor", 4.0},
-                                {"low_freq_factor", 1.0}, {"high_freq_factor", 4.0},
-                                {"original_max_position_embeddings", 16}}}};
+  json cfg = {{"model_type", "llama"},
+              {"hidden_size", 48},
+              {"intermediate_size", 80},
+              {"num_hidden_layers", 3},
+              {"num_attention_heads", 6},
+              {"num_key_value_heads", 2},
+              {"max_position_embeddings", 64},
+              {"vocab_size", kV},
+              {"rms_norm_eps", 1e-5},
+              {"tie_word_embeddings", false},
+              {"rope_scaling",
+               {{"rope_type", "llama3"},
+                {"factor", 4.0},
+                {"low_freq_factor", 1.0},
+                {"high_freq_factor", 4.0},
+                {"original_max_position_embeddings", 16}}}};
   cfg.update(extra);
   return read_llama_config(cfg, "config.json");
 }
@@ -137,14 +145,18 @@ ModelConfig gpt2_config() {
 
 // The configurations, and each model's weights (random, every op mattering).
 std::vector<std::pair<std::string, ModelConfig>> configs() {
-  return {{"llama", llama_config()},
-          {"mistral window 5", llama_config({{"model_type", "mistral"}, {"sliding_window", 5},
-                                             {"rope_scaling", nullptr}})},
-          {"gemma3", llama_config({{"model_type", "gemma3_text"}, {"head_dim", 16},
-                                   {"num_attention_heads", 4}, {"sliding_window", 4},
-                                   {"sliding_window_pattern", 2}, {"rope_local_base_freq", 100.0},
-                                   {"rope_scaling", nullptr}})},
-          {"gpt2", gpt2_config()}};
+  return {
+      {"llama", llama_config()},
+      {"mistral window 5",
+       llama_config({{"model_type", "mistral"}, {"sliding_window", 5}, {"rope_scaling", nullptr}})},
+      {"gemma3", llama_config({{"model_type", "gemma3_text"},
+                               {"head_dim", 16},
+                               {"num_attention_heads", 4},
+                               {"sliding_window", 4},
+                               {"sliding_window_pattern", 2},
+                               {"rope_local_base_freq", 100.0},
+                               {"rope_scaling", nullptr}})},
+      {"gpt2", gpt2_config()}};
 }
 
 std::unique_ptr<Model> model_of(const ModelConfig& c, Precision p = Precision::kFp32) {
@@ -164,7 +176,8 @@ TEST(PackedRows, EqualTheirExamplesOneByOne) {
     EXPECT_LE(error, 1e-6) << where;
     // The same rows unpacked (every token sees the row before it, positions from the row's
     // start) are far from the examples: the comparison above can fail.
-    const auto [apart, what] = worst_error(*m, packed_pass(*m, b, Recompute::kNone, false), separate);
+    const auto [apart, what] =
+        worst_error(*m, packed_pass(*m, b, Recompute::kNone, false), separate);
     EXPECT_GT(apart, 1e-2) << what;
   }
 }
@@ -226,8 +239,9 @@ TEST(PackedRows, StartsThatAreNotAPackingAreRefused) {
   };
   std::vector<int> s = b.starts;
   s[kT + 3] = 2;  // row 1, token 3: neither its predecessor's start (0) nor 3
-  EXPECT_EQ(message(s), "starts[row 1, token 3] = 2: expected 0 (the example of token 2) or 3 "
-                        "(a new example)");
+  EXPECT_EQ(message(s),
+            "starts[row 1, token 3] = 2: expected 0 (the example of token 2) or 3 "
+            "(a new example)");
   s = b.starts;
   s[kT] = 5;
   EXPECT_EQ(message(s), "starts[row 1, token 0] = 5: expected 0 (a row begins an example)");
