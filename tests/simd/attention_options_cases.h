@@ -168,4 +168,31 @@ inline const Reference& packed_reference(size_t i, bool bf16_case) {
       .first->second;
 }
 
+// A table's results on a case (out widened from bf16 in the bf16 tables).
+struct Results {
+  std::vector<float> out, lse, dqkv;
+};
+
+inline void expect_identical_results(const std::string& where, const Results& got,
+                                     const Results& ref) {
+  expect_identical("out" + where, got.out, ref.out);
+  expect_identical("lse" + where, got.lse, ref.lse);
+  expect_identical("dqkv" + where, got.dqkv, ref.dqkv);
+}
+
+// Rows of one example each (starts all 0) give the bits of the call without starts, on two cases
+// (with and without a window and soft-cap): run(reference, shape, options) -> Results.
+template <class Run>
+void expect_one_example_per_row_is_plain(const std::string& table, bool bf16_case, Run run) {
+  for (size_t i : {size_t(0), multi_query_case()}) {
+    const OptionCase& c = kCases[i];
+    const Reference& r = reference(i, bf16_case);
+    const std::vector<int> zeros(size_t(c.sh.B) * size_t(c.sh.T), 0);
+    AttentionOptions opt = c.opt;
+    opt.starts = zeros.data();
+    expect_identical_results(" " + table + c.name() + " one example per row", run(r, c.sh, opt),
+                             run(r, c.sh, c.opt));
+  }
+}
+
 }  // namespace llmcpu::simd_test

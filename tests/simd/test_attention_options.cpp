@@ -159,10 +159,6 @@ class AttentionOptions32 : public ::testing::TestWithParam<std::string> {
   const KernelTable& k() const { return kernels_for_target(GetParam()); }
 };
 
-struct Results {
-  std::vector<float> out, lse, dqkv;
-};
-
 Results run(const KernelTable& k, const Reference& r, const FlashShape& sh,
             const AttentionOptions& opt) {
   Results x{std::vector<float>(r.out.size(), NAN), std::vector<float>(r.lse.size(), NAN),
@@ -205,18 +201,11 @@ TEST_P(AttentionOptions32, PackedRowsWithinDerivedBound) {
 // Rows of one example each (starts all 0) are the call without starts, bit for bit, with and
 // without a window and soft-cap; and packed rows give the same bits on every thread count.
 TEST_P(AttentionOptions32, OneExamplePerRowIsThePlainCall) {
-  for (size_t i : {size_t(0), multi_query_case()}) {
-    const OptionCase& c = kCases[i];
-    const Reference& r = reference(i, false);
-    const std::vector<int> zeros(size_t(c.sh.B) * size_t(c.sh.T), 0);
-    AttentionOptions opt = c.opt;
-    opt.starts = zeros.data();
-    const Results a = run(k(), r, c.sh, c.opt), b = run(k(), r, c.sh, opt);
-    const std::string where = " " + GetParam() + c.name() + " one example per row";
-    expect_identical("out" + where, b.out, a.out);
-    expect_identical("lse" + where, b.lse, a.lse);
-    expect_identical("dqkv" + where, b.dqkv, a.dqkv);
-  }
+  expect_one_example_per_row_is_plain(
+      GetParam(), false,
+      [&](const Reference& r, const FlashShape& sh, const AttentionOptions& opt) {
+        return run(k(), r, sh, opt);
+      });
   const int saved = omp_get_max_threads();
   const OptionCase& c = packed_cases()[0].c;
   const Reference& r = packed_reference(0, false);
@@ -224,10 +213,8 @@ TEST_P(AttentionOptions32, OneExamplePerRowIsThePlainCall) {
   omp_set_num_threads(3);
   const Results other = run(k(), r, c.sh, c.opt);
   omp_set_num_threads(saved);
-  const std::string where = " " + GetParam() + packed_cases()[0].name() + " 3 threads";
-  expect_identical("out" + where, other.out, first.out);
-  expect_identical("lse" + where, other.lse, first.lse);
-  expect_identical("dqkv" + where, other.dqkv, first.dqkv);
+  expect_identical_results(" " + GetParam() + packed_cases()[0].name() + " 3 threads", other,
+                           first);
 }
 
 // A window of T keys or more masks nothing, and an explicit 1/sqrt(D) is the default's float: the

@@ -44,10 +44,6 @@ bool dot_product_attention(const Bf16Kernels& t) {
 #endif
 }
 
-struct Results {
-  std::vector<float> out, lse, dqkv;  // out widened from bf16
-};
-
 Results run(const Bf16Kernels& k, const Reference& r, const FlashShape& sh,
             const AttentionOptions& opt) {
   std::vector<bf16> out(r.out.size(), 0x7fc0);  // NaN: every element must be written
@@ -116,18 +112,10 @@ TEST_P(AttentionOptionsBf16, PackedRowsWithinDerivedBound) {
 
 // Rows of one example each (starts all 0) are the call without starts, bit for bit.
 TEST_P(AttentionOptionsBf16, OneExamplePerRowIsThePlainCall) {
-  for (size_t i : {size_t(0), multi_query_case()}) {
-    const OptionCase& c = kCases[i];
-    const Reference& r = reference(i, true);
-    const std::vector<int> zeros(size_t(c.sh.B) * size_t(c.sh.T), 0);
-    AttentionOptions opt = c.opt;
-    opt.starts = zeros.data();
-    const Results a = run(k(), r, c.sh, c.opt), b = run(k(), r, c.sh, opt);
-    const std::string where = " " + GetParam() + c.name() + " one example per row";
-    expect_identical("out" + where, b.out, a.out);
-    expect_identical("lse" + where, b.lse, a.lse);
-    expect_identical("dqkv" + where, b.dqkv, a.dqkv);
-  }
+  expect_one_example_per_row_is_plain(
+      GetParam(), true, [&](const Reference& r, const FlashShape& sh, const AttentionOptions& opt) {
+        return run(k(), r, sh, opt);
+      });
 }
 
 // A window of T keys or more masks nothing: the same bits as without one (with a soft-cap too).
