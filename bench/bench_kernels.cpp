@@ -6,7 +6,8 @@
 //   ./build/bench_kernels --benchmark_filter=lora           LoRA's passes, N=4096, r=16, cols=1536
 //   ./build/bench_kernels --benchmark_filter=attention      materialized and flash, T = 64..2048,
 //                                                           and flash with a window at T = 4096,
-//                                                           8192
+//                                                           8192, and over packed rows at 2048
+//                                                           (and their examples, T = 512)
 //   ./build/bench_kernels --profile_step=avx512             time per kernel in a training step
 // Each row reports GFLOP/s, GB/s of compulsory traffic (every tensor read or written once), and
 // roof%: the time the kernel would take on this machine's roofline, max(FLOPs / FMA peak, bytes /
@@ -131,6 +132,43 @@ constexpr MatmulShape kMatmuls[] = {{"qkv", C, 3 * C, true},
                                     {"fcproj", 4 * C, C, true},
                                     {"lm_head", C, Vp, false}};
 
+// Flash attention's rows key_fwd and key_bwd: b rows of t tokens, NH heads of hs, prod the FLOPs
+// of one product over the pairs the call computes (2 forward, 5 backward), with `opt` and, for
+// packed rows, `starts` (the rows keep their own copy, which opt.starts then points at). Bytes:
+// qkv, out, lse, dout and dqkv.
+void add_flash_rows(std::vector<std::pair<std::string, Bench>>& r, const std::string& key, int b,
+                    int t, int hs, double prod, AttentionOptions opt,
+                    std::vector<int> starts = {}) {
+  const size_t nc = size_t(b) * t * C, n3c = 3 * nc, nl = size_t(b) * NH * t;
+  const auto options = [opt, starts] {
+    AttentionOptions o = opt;
+    if (!starts.empty()) o.starts = starts.data();
+    return o;
+  };
+  // out, lse, qkv, dqkv, dout
+  r.emplace_back(key + "_fwd", [=](benchmark::State& s, const KernelTable& k) {
+    bool fresh;
+    Work& w = work(key, {nc, nl, n3c, n3c, nc}, &fresh);
+    measure(s, w, {2 * prod, double(n3c + nc + nl) * F}, [&](size_t c) {
+      k.flash_attention_forward(w.get(c, 0), w.get(c, 1), w.get(c, 2), b, t, NH, NH, hs, options());
+    });
+  });
+  r.emplace_back(key + "_bwd", [=](benchmark::State& s, const KernelTable& k) {
+    bool fresh;
+    Work& w = work(key, {nc, nl, n3c, n3c, nc}, &fresh);
+    if (fresh) {  // out and lse must be the forward's
+      for (size_t c = 0; c < w.copies; ++c) {
+        k.flash_attention_forward(w.get(c, 0), w.get(c, 1), w.get(c, 2), b, t, NH, NH, hs,
+                                  options());
+      }
+    }
+    measure(s, w, {5 * prod, double(2 * n3c + 2 * nc + nl) * F}, [&](size_t c) {
+      k.flash_attention_backward(w.get(c, 3), w.get(c, 4), w.get(c, 0), w.get(c, 2), w.get(c, 1), b,
+                                 t, NH, NH, hs, options());
+    });
+  });
+}
+
 std::vector<std::pair<std::string, Bench>> kernels() {
   std::vector<std::pair<std::string, Bench>> r;
   const size_t NC = BT * C, N4C = BT * 4 * C, N3C = BT * 3 * C;
@@ -253,30 +291,7 @@ std::vector<std::pair<std::string, Bench>> kernels() {
         });
       });
     }
-    // out, lse, qkv, dqkv, dout
-    const std::string key = "flash_attention" + at;
-    r.emplace_back(key + "_fwd", [=](benchmark::State& s, const KernelTable& k) {
-      bool fresh;
-      Work& w = work(key, {nc, nl, n3c, n3c, nc}, &fresh);
-      measure(s, w, {2 * prod, double(n3c + nc + nl) * F}, [&](size_t c) {
-        k.flash_attention_forward(w.get(c, 0), w.get(c, 1), w.get(c, 2), b, t, NH, NH, hs,
-                                  AttentionOptions{});
-      });
-    });
-    r.emplace_back(key + "_bwd", [=](benchmark::State& s, const KernelTable& k) {
-      bool fresh;
-      Work& w = work(key, {nc, nl, n3c, n3c, nc}, &fresh);
-      if (fresh) {  // out and lse must be the forward's
-        for (size_t c = 0; c < w.copies; ++c) {
-          k.flash_attention_forward(w.get(c, 0), w.get(c, 1), w.get(c, 2), b, t, NH, NH, hs,
-                                    AttentionOptions{});
-        }
-      }
-      measure(s, w, {5 * prod, double(2 * n3c + 2 * nc + nl) * F}, [&](size_t c) {
-        k.flash_attention_backward(w.get(c, 3), w.get(c, 4), w.get(c, 0), w.get(c, 2), w.get(c, 1),
-                                   b, t, NH, NH, hs, AttentionOptions{});
-      });
-    });
+    add_flash_rows(r, "flash_attention" + at, b, t, hs, prod, AttentionOptions{});
   }
   // Flash attention with a sliding window of W = 512 keys (Mistral's, Gemma's local layers) at
   // T = 4096 and 8192 (B = 1): blocks outside the window are skipped, so the time grows as T W,
@@ -284,31 +299,24 @@ std::vector<std::pair<std::string, Bench>> kernels() {
   // window keeps, sum_t min(t + 1, W) per head.
   for (const int t : {4096, 8192}) {
     constexpr int kWindow = 512;
-    const size_t nc = size_t(t) * C, n3c = 3 * nc, nl = size_t(NH) * t;
     const double pairs = kWindow * (kWindow + 1) / 2.0 + double(t - kWindow) * kWindow;
     const double prod = 2 * pairs * hs * NH;  // one windowed product
-    const AttentionOptions opt{.window = kWindow};
-    const std::string key = "flash_attention_W512_T" + std::to_string(t);
-    r.emplace_back(key + "_fwd", [=](benchmark::State& s, const KernelTable& k) {
-      bool fresh;
-      Work& w = work(key, {nc, nl, n3c, n3c, nc}, &fresh);
-      measure(s, w, {2 * prod, double(n3c + nc + nl) * F}, [&](size_t c) {
-        k.flash_attention_forward(w.get(c, 0), w.get(c, 1), w.get(c, 2), 1, t, NH, NH, hs, opt);
-      });
-    });
-    r.emplace_back(key + "_bwd", [=](benchmark::State& s, const KernelTable& k) {
-      bool fresh;
-      Work& w = work(key, {nc, nl, n3c, n3c, nc}, &fresh);
-      if (fresh) {  // out and lse must be the forward's
-        for (size_t c = 0; c < w.copies; ++c) {
-          k.flash_attention_forward(w.get(c, 0), w.get(c, 1), w.get(c, 2), 1, t, NH, NH, hs, opt);
-        }
-      }
-      measure(s, w, {5 * prod, double(2 * n3c + 2 * nc + nl) * F}, [&](size_t c) {
-        k.flash_attention_backward(w.get(c, 3), w.get(c, 4), w.get(c, 0), w.get(c, 2), w.get(c, 1),
-                                   1, t, NH, NH, hs, opt);
-      });
-    });
+    add_flash_rows(r, "flash_attention_W512_T" + std::to_string(t), 1, t, hs, prod,
+                   AttentionOptions{.window = kWindow});
+  }
+  // Flash attention over packed rows (AttentionOptions::starts): B = 2 rows of T = 2048, each of
+  // 4 examples of 512 tokens, against flash_attention_T2048 above (the same rows unpacked) and
+  // against its examples as rows of their own (B = 8, T = 512, the same 4096 tokens): the blocks of
+  // other examples are skipped, so a row costs its examples' 4 (512 x 513 / 2) pairs, about a
+  // quarter of the row's 2048 x 2049 / 2. FLOPs over those pairs, as above.
+  for (const bool packed : {true, false}) {
+    constexpr int kExamples = 4, n = 2048 / kExamples;
+    const int t = packed ? 2048 : n, b = 4096 / t;
+    const double prod = double(hs) * n * (n + 1) * (4096 / n) * NH;
+    std::vector<int> starts(size_t(b) * t);
+    for (size_t i = 0; i < starts.size(); ++i) starts[i] = int(i % size_t(t)) / n * n;
+    add_flash_rows(r, packed ? "flash_attention_packed4_T2048" : "flash_attention_T512", b, t, hs,
+                   prod, AttentionOptions{}, packed ? starts : std::vector<int>{});
   }
   r.emplace_back("attention_decode", [=](benchmark::State& s, const KernelTable& k) {
     bool fresh;

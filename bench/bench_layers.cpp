@@ -4,7 +4,8 @@
 //   ./build/bench_layers                                    every table (scalar is slow: minutes)
 //   ./build/bench_layers --benchmark_filter='^avx512bf16/'  one table
 //   ./build/bench_layers --benchmark_filter='/(to_|adamw)'  conversions and AdamW, every table
-//   ./build/bench_layers --benchmark_filter=attention       flash attention, T = 64 to 2048
+//   ./build/bench_layers --benchmark_filter=attention       flash attention, T = 64 to 2048, and
+//                                                           packed rows at 2048
 // roof% is the time the kernel would take on the roofline, max(FLOPs / peak, bytes / bandwidth),
 // over the measured time. The roofs are measured at start with the same threads (bench/roofs.h):
 // the GEMMs against the bf16 peak (AMX where present, else AVX512-BF16 dot products), the other
@@ -23,6 +24,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "bench/roofs.h"
@@ -203,20 +205,28 @@ std::vector<Layer> layers() {
   // Flash attention on bf16 q, k, v, against the FMA peak (the portable tables widen to fp32; the
   // AVX512-BF16 ones run bf16 dot products, whose peak is about twice that), GPT-2's heads
   // (NH = 12, hs = 64) at the bench's T = 64 (B = 4) and at T = 256, 1024, 2048 with B*T = 4096
-  // (B = 16, 4, 2). FLOPs: causal products of hs*T(T+1) per head, 2 forward and 5 backward (as
-  // bench_kernels, where the fp32 and the materialized kernels are). Bytes: qkv and out in bf16,
-  // lse, dout and dqkv in fp32. The backward's out and lse come from the default bf16 table.
-  for (const int t : {T, 256, 1024, 2048}) {
-    const int b = t == T ? B : 4096 / t, nh = 12, hs = C / nh;
+  // (B = 16, 4, 2), and at T = 2048 over packed rows of 4 examples of 512 (AttentionOptions::
+  // starts: the blocks of other examples skipped). FLOPs: causal products of hs*n(n+1) per head and
+  // example of n tokens, 2 forward and 5 backward (as bench_kernels, where the fp32 and the
+  // materialized kernels are). Bytes: qkv and out in bf16, lse, dout and dqkv in fp32. The
+  // backward's out and lse come from the default bf16 table.
+  for (const auto& [t, examples] : {std::pair{T, 1}, {256, 1}, {1024, 1}, {2048, 1}, {2048, 4}}) {
+    const int b = t == T ? B : 4096 / t, nh = 12, hs = C / nh, n = t / examples;
     const size_t nc = size_t(b) * t * C, n3c = 3 * nc, nl = size_t(b) * nh * t;
-    const double prod = double(hs) * t * (t + 1) * b * nh;
-    const std::string key = "flash_attention" + (t == T ? "" : "_T" + std::to_string(t));
+    const double prod = double(hs) * n * (n + 1) * examples * b * nh;
+    std::vector<int> starts(size_t(b) * t);
+    for (size_t i = 0; i < starts.size(); ++i) starts[i] = int(i % size_t(t)) / n * n;
+    const std::string key = "flash_attention" + std::string(examples > 1 ? "_packed4" : "") +
+                            (t == T ? "" : "_T" + std::to_string(t));
+    const auto options = [=] {
+      return AttentionOptions{.starts = examples > 1 ? starts.data() : nullptr};
+    };
     // out, lse, qkv, dqkv, dout
     const std::vector<Tensor> spec = {b16(nc), f32(nl), b16(n3c), f32(n3c), f32(nc)};
     const auto forward = [=](Work& w) {
       for (size_t c = 0; c < w.copies; ++c) {
         active_bf16_kernels().flash_attention_forward(w.h(c, 0), w.f(c, 1), w.h(c, 2), b, t, nh, nh,
-                                                      hs, AttentionOptions{});
+                                                      hs, options());
       }
     };
     r.push_back({key + "_fwd",
@@ -225,7 +235,7 @@ std::vector<Layer> layers() {
                  {2 * prod, 2.0 * (n3c + nc) + 4.0 * nl},
                  [=](const Bf16Kernels& k, Work& w, size_t c) {
                    k.flash_attention_forward(w.h(c, 0), w.f(c, 1), w.h(c, 2), b, t, nh, nh, hs,
-                                             AttentionOptions{});
+                                             options());
                  },
                  forward});
     r.push_back({key + "_bwd",
@@ -234,7 +244,7 @@ std::vector<Layer> layers() {
                  {5 * prod, 2.0 * (n3c + nc) + 4.0 * (n3c + nc + nl)},
                  [=](const Bf16Kernels& k, Work& w, size_t c) {
                    k.flash_attention_backward(w.f(c, 3), w.f(c, 4), w.h(c, 0), w.h(c, 2), w.f(c, 1),
-                                              b, t, nh, nh, hs, AttentionOptions{});
+                                              b, t, nh, nh, hs, options());
                  },
                  forward});
   }

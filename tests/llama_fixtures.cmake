@@ -6,7 +6,7 @@
 # scratch folder.
 set(llama_script ${CMAKE_CURRENT_SOURCE_DIR}/fixtures/make_llama_fixture.py)
 set(llama_cases mha gqa3 mqa qwen2 head24 bf16 shards long phi3 phi3tie swa qwen3 gemma gemma2
-    gemma2bf16 gemma3 gemma3shards)
+    gemma2bf16 gemma3 gemma3shards packed packedswa)
 # NAME: the fixture script's arguments, B, T, and how much of it runs (all: verify, verify in bf16
 # and train; verify: only the fp32 verify).
 set(llama_mha    "--layers 2 --hidden 48 --heads 4 --intermediate 80 --vocab 333 --max-seq-len 64 --no-tie")
@@ -34,6 +34,11 @@ set(llama_gemma2  "--model-type gemma2 --layers 2 --hidden 48 --heads 4 --kv-hea
 set(llama_gemma2bf16 "--model-type gemma2 --layers 3 --hidden 48 --heads 6 --kv-heads 2 --intermediate 80 --vocab 333 --max-seq-len 64 --no-tie --sliding-window 4 --attn-softcap 0.8 --final-softcap 2 --dtype bf16")
 set(llama_gemma3  "--model-type gemma3_text --layers 3 --hidden 48 --heads 4 --kv-heads 2 --head-dim 16 --intermediate 80 --vocab 333 --max-seq-len 64 --sliding-window 5 --layer-types sliding,full,sliding --rope-scaling linear:4 --final-softcap 1.5 --query-pre-attn-scalar 32")
 set(llama_gemma3shards "--model-type gemma3_text --layers 4 --hidden 48 --heads 4 --kv-heads 1 --intermediate 80 --vocab 333 --max-seq-len 64 --no-tie --sliding-window 3 --sliding-window-pattern 2 --shards 3")
+# Packed rows (the reference's rows cut into examples, each attending to itself at positions from
+# 0, verify passing their starts): examples of 1 to 17 tokens, with llama3 rope scaling; and with
+# Mistral's window shorter than most of them. The training steps run on unpacked rows.
+set(llama_packed    "--layers 2 --hidden 48 --heads 6 --kv-heads 2 --intermediate 80 --vocab 333 --max-seq-len 64 --no-tie --rope-scaling llama3:4,1,4,16 --example-lengths 6,1,8,2/17")
+set(llama_packedswa "--model-type mistral --layers 2 --hidden 48 --heads 6 --kv-heads 2 --intermediate 80 --vocab 333 --max-seq-len 64 --no-tie --sliding-window 5 --example-lengths 1,9,7/3,1,13")
 set(llama_long   "--layers 2 --hidden 48 --heads 6 --kv-heads 2 --intermediate 80 --vocab 400 --max-seq-len 1024 --tie --rope-theta 500000 --rope-scaling llama3:8,1,4,256")
 foreach(case ${llama_cases})
   set(B 2)

@@ -20,6 +20,9 @@ struct DebugState {
   std::vector<float> logits;  // (B, T, V)
   float loss = 0;
   std::vector<float> grads;   // flat, ParameterLayout order
+  // (B, T) packed rows' example starts (Model::forward's starts); empty: one sequence per row. A
+  // Llama-family reference may have them; llm.c's files have none.
+  std::vector<int> starts;
 };
 
 // Loads a state made for a model of shape `config`. Throws FileError naming the file and the problem:

@@ -273,6 +273,10 @@ DebugState load_llama_reference(const std::string& path, const ModelConfig& c) {
       }
     }
   }
+  if (file.find("starts")) {  // packed rows (checked by the model)
+    s.starts.resize(B * T);
+    tensor_to_i32(get("starts", TensorDtype::kI32, {B, T}), s.starts.data());
+  }
   tensor_to_f32(get("logits", TensorDtype::kF32, {B, T, V}), s.logits.data());
   tensor_to_f32(get("loss", TensorDtype::kF32, {}), &s.loss);
   const ParameterLayout layout(c);

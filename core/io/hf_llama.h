@@ -88,7 +88,8 @@ void save_hf_llama(const std::string& folder, const ModelConfig& config, const f
 // make_llama_fixture.py writes them): a safetensors file of `inputs` and `targets` (I32 (B, T)),
 // `logits` (F32 (B, T, V)), `loss` (F32, shape ()) and `grad.NAME` (F32) for every parameter
 // tensor NAME of the model under its Hugging Face name (a tied model has no lm_head: the
-// embedding's gradient holds the head's part). Read into the form of an llm.c debug state (the
+// embedding's gradient holds the head's part), and optionally `starts` (I32 (B, T)) for rows packed
+// with several examples (core/model/packing.h). Read into the form of an llm.c debug state (the
 // gradients in the flat layout, wte's padding rows zero). FileError naming the file and the tensor
 // when one is missing or of another dtype or shape, or a token is outside the vocabulary.
 DebugState load_llama_reference(const std::string& path, const ModelConfig& config);

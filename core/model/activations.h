@@ -80,6 +80,9 @@ struct LayerActivations {
   bool recompute_layernorm;  // backward recomputes ln2 and ln1 from their inputs and statistics
   bool recompute_layer;      // backward runs the block's forward again first (all but residual3
                              // are one buffer shared by the layers)
+  // Packed rows (core/model/packing.h): (B, T) where each token's example begins, its attention's
+  // starts; null: one sequence per row. The rope tables are then (B*T, D/2), one row per token.
+  const int* starts;
 };
 
 template <typename G>
@@ -127,6 +130,11 @@ struct ActivationViews {
   size_t head_rows;     // rows of one chunk of the head (all BT when the logits are kept)
   bool keep_logits;
   Recompute recompute;
+  // A batch of packed rows (core/model/packing.h; Model points these at its batch, null
+  // otherwise): (B, T) each token's example start and its position in the example; the rope
+  // tables above are then the tokens' own, (B*T, D/2).
+  const int* starts;
+  const int* positions;
 
   // The views of layer l (0 <= l < L). This is the one place the per-layer offsets are written.
   LayerActivations<G> layer(int l) const {
@@ -161,7 +169,8 @@ struct ActivationViews {
             .rope_sin_local = rope_sin_local,
             .recompute_gelu = gelu,
             .recompute_layernorm = ln,
-            .recompute_layer = block};
+            .recompute_layer = block,
+            .starts = starts};
   }
   // The last layer's output, the head's input: (B, T, C).
   const float* output() const { return residual3 + size_t(L - 1) * BT * C; }

@@ -347,6 +347,7 @@ void Model::plan_batch(int B, int T, const BatchOptions& options) {
   targets_ = AlignedBuffer<int>((size_t)B * T);
   head_targets_ = AlignedBuffer<int>((size_t)B * T);
   head_rows_ = AlignedBuffer<uint32_t>((size_t)B * T);
+  plan_packing(B, T);
   if (lora_attached()) plan_lora();
 }
 
@@ -366,14 +367,27 @@ ActivationBytes Model::activation_bytes(int B, int T, const BatchOptions& option
                                 {precision_, options.recompute, options.keep_logits});
 }
 
-template <class F>
-void Model::run(F&& f) {
-  if (bf16_) return f(*bf16_, arena_.acts_bf16);
-  Fp32Executor x{kernels_, quant_.get()};
-  f(x, arena_.acts);
+template <class A>
+A Model::batch_views(const A& a) const {
+  if (!packed_) return a;
+  A v = a;
+  v.starts = starts_.data(), v.positions = positions_.data();
+  if (!a.rope_cos) return v;
+  const size_t n = size_t(arena_.batch()) * size_t(arena_.seq_len()) * (config_.head_size() / 2);
+  float* t = const_cast<float*>(token_rope_.data());
+  v.rope_cos = t, v.rope_sin = t + n;
+  if (a.rope_cos_local) v.rope_cos_local = t + 2 * n, v.rope_sin_local = t + 3 * n;
+  return v;
 }
 
-void Model::take_batch(const int* inputs, const int* targets, int B, int T) {
+template <class F>
+void Model::run(F&& f) {
+  if (bf16_) return f(*bf16_, batch_views(arena_.acts_bf16));
+  Fp32Executor x{kernels_, quant_.get()};
+  f(x, batch_views(arena_.acts));
+}
+
+void Model::take_batch(const int* inputs, const int* targets, int B, int T, const int* starts) {
   if (B != arena_.batch() || T != arena_.seq_len()) {
     const std::string shape = std::to_string(B) + " x " + std::to_string(T);
     throw ShapeError(arena_.batch() == 0
@@ -391,6 +405,7 @@ void Model::take_batch(const int* inputs, const int* targets, int B, int T) {
   counted_ = !targets ? 0 : check_targets_in_vocab(targets, BT, V, [](const std::string& problem) {
     throw ShapeError("target " + problem);
   });
+  take_starts(starts, B, T);
   std::memcpy(inputs_.data(), inputs, BT * sizeof(int));
   if (targets) std::memcpy(targets_.data(), targets, BT * sizeof(int));
   refresh_weight_copies();
@@ -437,8 +452,7 @@ float Model::head(X& x, const A& a, bool targets, float dloss) {
 }
 
 float Model::forward(const int* inputs, const int* targets, int B, int T, const int* starts) {
-  if (starts) throw Error("packed rows are not supported yet");
-  take_batch(inputs, targets, B, T);
+  take_batch(inputs, targets, B, T, starts);
   if (offload_active()) {
     return offloaded_pass(targets != nullptr, std::numeric_limits<float>::quiet_NaN(), nullptr);
   }
@@ -458,9 +472,8 @@ void Model::zero_grad() {
 
 float Model::forward_backward(const int* inputs, const int* targets, int B, int T, float loss_scale,
                               GradientHook* hook, const int* starts) {
-  if (starts) throw Error("packed rows are not supported yet");
   if (!targets) throw Error("forward_backward() needs targets: the loss is what it differentiates");
-  take_batch(inputs, targets, B, T);
+  take_batch(inputs, targets, B, T, starts);
   grads_zero_ = false;  // the backward pass adds into them
   // loss = (1/n) sum of the n counted tokens' losses, so each has gradient loss_scale / n.
   const float dloss = loss_scale / float(std::max<size_t>(counted_, 1));

@@ -236,9 +236,14 @@ class Model {
 
   // Forward pass over inputs (B, T), for evaluation and generation. With targets it computes the
   // per-token losses and returns the mean over the targets that count (0 when none does); without,
-  // it returns NaN. A negative target is masked (PyTorch's ignore_index): no loss, no gradient. The head runs over chunks of
-  // rows; the logits of all rows are kept only when planned with keep_logits. Throws ShapeError if
+  // it returns NaN. A negative target is masked (PyTorch's ignore_index): no loss, no gradient.
+  // The head runs over chunks of rows; the logits of all rows are kept only when planned with
+  // keep_logits. Throws ShapeError if
   // B x T is not the planned shape or a token is outside the vocabulary.
+  // starts (B, T), or null: packed rows (core/model/packing.h), where starts[b*T + t] is where the
+  // example holding token t begins; each example attends to itself alone and its positions
+  // (rotary, or GPT-2's table) start at 0. Throws ShapeError for starts that are not a packing,
+  // Error with a device attached (a plugin's blocks take no starts).
   float forward(const int* inputs, const int* targets, int B, int T, const int* starts = nullptr);
   // The training pass: forward with targets, then adds d(loss_scale * mean loss)/d(params) into
   // the gradients, the mean over the counted targets; returns that mean loss. A caller averaging
@@ -269,7 +274,14 @@ class Model {
   template <class F>
   void run(F&& f);
   // Checks the shape and tokens and keeps the batch for the passes.
-  void take_batch(const int* inputs, const int* targets, int B, int T);
+  void take_batch(const int* inputs, const int* targets, int B, int T, const int* starts);
+  // Packed rows: checks and keeps the batch's starts (null: none), the tokens' positions and
+  // their rope tables (model_packing.cpp); the buffers sized for B x T.
+  void take_starts(const int* starts, int B, int T);
+  void plan_packing(int B, int T);
+  // The arena's views with the batch's packing (a itself when the batch is not packed).
+  template <class A>
+  A batch_views(const A& a) const;
   // The head over chunks of rows: logits, with targets the losses, and with dloss (the gradient of
   // each token's loss; NaN: none) the logits' gradient through both head GEMMs (d.dln, g.wte).
   // Returns the mean loss (NaN without targets).
@@ -339,6 +351,12 @@ class Model {
   size_t counted_ = 0;          // the last batch's targets that count (the non-negative ones)
   AlignedBuffer<int> head_targets_;    // (B, T) the counted targets, in order (head())
   AlignedBuffer<uint32_t> head_rows_;  // (B, T) the rows they came from
+  // The last pass's packing (packed_): starts and positions (B, T), and rope models' tables at
+  // those positions, (B*T, D/2) each: cos, sin, then Gemma 3's local cos, sin.
+  bool packed_ = false;
+  AlignedBuffer<int> starts_;
+  AlignedBuffer<int> positions_;
+  AlignedBuffer<float> token_rope_;
 };
 
 // GPT-2 initialisation: weights N(0, 0.02), the residual projections (attprojw, fcprojw) N(0,

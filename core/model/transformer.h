@@ -12,6 +12,8 @@
 // norm is LayerNorm (GPT-2) or RMSNorm (Llama); act is GELU (GPT-2) or SwiGLU of fch = [gate | up]
 // (Llama); a bias the model lacks is null. The embedding is wte[token] (+ wpe[position], GPT-2);
 // the head is lnf = norm(last residual3), logits = lnf head^T (wte, or Llama's untied lm_head).
+// In packed rows (a.starts, a.positions: core/model/packing.h) attention stays inside each example
+// and positions (rotary or learned) restart with each.
 // The backward pass runs the same ops in reverse; the residual stream's gradient (dresidual) flows
 // unchanged into both branches of each sum. The head's matmul, the loss and its gradient run fused
 // over chunks of rows (model_head). Deliberately not here: the mean of the losses and the loss
@@ -29,6 +31,7 @@
 #include "core/model/config.h"
 #include "core/model/lora_ops.h"
 #include "core/model/lora_views.h"
+#include "core/model/packing.h"
 #include "core/model/parameters.h"
 
 namespace llmcpu {
@@ -75,6 +78,22 @@ struct BlockShape {
 // Gemma's embedding scale, sqrt(C) rounded to fp32 (transformers' normalizer in the hidden
 // states' dtype).
 inline float embedding_scale(const ModelConfig& c) { return float(std::sqrt(double(c.channels))); }
+
+// Layer l's attention over the batch: the layer's scale, window and soft-cap, and in packed rows
+// (a.starts) each example attending to itself alone.
+template <class G>
+AttentionOptions layer_attention(const BlockShape& s, int l, const LayerActivations<G>& a) {
+  AttentionOptions o = s.attention(l);
+  o.starts = a.starts;
+  return o;
+}
+
+// The rows of a batch's rotary tables: T (position t % T of row r), or in packed rows B*T (one
+// row per token, at its position in its example).
+template <class G>
+int rope_rows(const BlockShape& s, const LayerActivations<G>& a) {
+  return a.starts ? int(s.BT) : s.T;
+}
 
 // The ops whose variant the architecture picks. norm: LayerNorm or RMSNorm over N rows.
 template <class X, class G>
@@ -203,8 +222,9 @@ void block_forward(X& x, int l, const LayerParams<float>& p,
   const bool local = s.config->local_rope(l);  // Gemma 3's sliding layers rotate by their own base
   const float* cos = local ? a.rope_cos_local : a.rope_cos;
   const float* sin = local ? a.rope_sin_local : a.rope_sin;
-  if (s.rope) x.rope_forward(a.qkv, cos, sin, BT, s.T, s.NH + s.NKV, s.D, s.QKV);
-  x.attention_forward(l, a.atty, a.lse, a.qkv, s.B, s.T, s.NH, s.NKV, s.D, s.attention(l));
+  if (s.rope) x.rope_forward(a.qkv, cos, sin, BT, rope_rows(s, a), s.NH + s.NKV, s.D, s.QKV);
+  x.attention_forward(l, a.atty, a.lse, a.qkv, s.B, s.T, s.NH, s.NKV, s.D,
+                      layer_attention(s, l, a));
   if (s.post_norms) {  // residual2 = residual + norm(attn_out)
     x.matmul_forward(a.attn_out, a.atty, p.attprojw, p.attprojb, BT, s.A, s.C);
     lora_forward(x, lora, l, kLoraAttproj, a.attn_out, s.C, a.atty, BT);
@@ -261,11 +281,11 @@ void block_backward(X& x, int l, const LayerParams<float>& p, const LayerParams<
   x.matmul_backward(d.datty, dp.attprojw, dp.attprojb, dattn, a.atty, p.attprojw, BT, s.A, s.C);
   lora_backward(x, lora, l, kLoraAttproj, d.datty, dattn, s.C, a.atty, BT);
   x.attention_backward(l, d.dqkv, d.datty, a.atty, a.qkv, a.lse, s.B, s.T, s.NH, s.NKV, s.D,
-                       s.attention(l));
+                       layer_attention(s, l, a));
   const bool local = s.config->local_rope(l);
   const float* cos = local ? a.rope_cos_local : a.rope_cos;
   const float* sin = local ? a.rope_sin_local : a.rope_sin;
-  if (s.rope) x.rope_backward(d.dqkv, cos, sin, BT, s.T, s.NH + s.NKV, s.D, s.QKV);
+  if (s.rope) x.rope_backward(d.dqkv, cos, sin, BT, rope_rows(s, a), s.NH + s.NKV, s.D, s.QKV);
   if (s.qk_norm) {
     x.head_rmsnorm_backward(d.dqkv, dp.q_norm, dp.k_norm, a.qk_saved, a.qk_rstd, p.q_norm,
                             p.k_norm, BT, s.NH, s.NKV, s.D, s.QKV, s.norm_offset);
@@ -285,8 +305,11 @@ template <class X>
 void embed_and_blocks_forward(X& x, const ModelConfig& c, const ParameterViews<float>& p,
                               const ActivationViews<typename X::Act>& a, const int* inputs, int B,
                               int T, int end, const LoraViews* lora = nullptr) {
-  // p.wpe is null in a model without a position table.
-  x.encoder_forward(a.encoded, inputs, p.wte, p.wpe, B, T, c.channels);
+  // p.wpe is null in a model without a position table; in packed rows its rows are the tokens'
+  // positions in their examples.
+  const bool packed_wpe = p.wpe && a.positions;
+  x.encoder_forward(a.encoded, inputs, p.wte, packed_wpe ? nullptr : p.wpe, B, T, c.channels);
+  if (packed_wpe) add_position_rows(a.encoded, p.wpe, a.positions, size_t(B) * T, c.channels);
   if (c.family().embed_scale) x.scale(a.encoded, embedding_scale(c), size_t(B) * T * c.channels);
   const BlockShape s = BlockShape::of(c, B, T);
   for (int l = 0; l < end; ++l) block_forward(x, l, p.layer(l), a.layer(l), s, lora);
@@ -373,7 +396,9 @@ void blocks_and_embed_backward(X& x, const ModelConfig& c, const ParameterViews<
   // nn.Embedding(padding_idx): the pad row keeps what the head gave it, nothing from the lookup.
   const bool pad_row = g.wte && c.pad_token_id >= 0;
   if (pad_row) x.copy_floats(d.pad_row, g.wte + pad * C, C);
-  x.encoder_backward(g.wte, g.wpe, d.dresidual, inputs, B, T, c.channels);
+  const bool packed_wpe = g.wpe && a.positions;
+  x.encoder_backward(g.wte, packed_wpe ? nullptr : g.wpe, d.dresidual, inputs, B, T, c.channels);
+  if (packed_wpe) position_rows_backward(g.wpe, d.dresidual, a.positions, size_t(B) * T, C);
   if (pad_row) x.copy_floats(g.wte + pad * C, d.pad_row, C);
   done(-1);
 }

@@ -41,7 +41,9 @@ VerifyReport verify_against_state(Model& model, const DebugState& ref, const Ver
   // The logits are kept for the comparison only: training never holds them all.
   model.plan_batch(ref.B, ref.T, {.recompute = recompute, .keep_logits = true});
   model.zero_grad();
-  const float loss = model.forward_backward(ref.inputs.data(), ref.targets.data(), ref.B, ref.T);
+  const float loss =
+      model.forward_backward(ref.inputs.data(), ref.targets.data(), ref.B, ref.T, 1.0f, nullptr,
+                             ref.starts.empty() ? nullptr : ref.starts.data());
   model.fetch_device_state(false, true);  // a device's gradients, for the comparison
   std::vector<float> logits(BT * V);
   for (size_t r = 0; r < BT; ++r) {
@@ -68,6 +70,7 @@ VerifyReport verify_against_state(Model& model, const DebugState& ref, const Ver
     ours->T = ref.T;
     ours->inputs = ref.inputs;
     ours->targets = ref.targets;
+    ours->starts = ref.starts;
     ours->logits = std::move(logits);
     ours->loss = loss;
     ours->grads.assign(model.grads_flat(), model.grads_flat() + model.num_parameters());

@@ -128,7 +128,8 @@ struct VerifyReport {
   bool ok = false;
 };
 
-// Runs forward and backward on `ref`'s batch (with `recompute`, as training would). If `ours` is
+// Runs forward and backward on `ref`'s batch (packed rows with its starts, if any; with
+// `recompute`, as training would). If `ours` is
 // non-null it receives this program's batch, logits, loss and gradients in debug-state form.
 VerifyReport verify_against_state(Model& model, const DebugState& ref, const VerifyTolerances& tol,
                                   DebugState* ours = nullptr,

@@ -190,7 +190,7 @@ void AttentionBackward(float* dqkv, float* /*scratch*/, const float* dout, const
 void AttentionDecode(float* out, float* scores, const float* q, const float* kcache,
                      const float* vcache, int pos, int NH, int NKV, int D,
                      const AttentionOptions& opt) {
-  const size_t first = size_t(attention_first_key(opt, pos));  // the window's first cache row
+  const size_t first = size_t(window_first_key(opt, pos));  // the window's first cache row
   const size_t hs = size_t(D), ld = size_t(NKV) * hs, n = size_t(pos) + 1 - first;
   const size_t G = size_t(NH / NKV);
   const float scale = attention_scale<float>(opt, D), cap = opt.softcap;

@@ -4,18 +4,21 @@
 // the scale, window and soft-cap of attention_options.h. Per (batch, query head), with Q, dY the
 // query head's (T, hs) slices and K, V its key/value head's: forward, per block of query rows
 // against the key blocks from the one holding the block's first query's first key (0 without a
-// window) up to the diagonal, with per row t a running max m, a running sum l and an accumulator o:
+// window or packed examples: attention_first_key) up to the diagonal, with per row t a running max
+// m, a running sum l and an accumulator o:
 //   S = Q K_j^T;  X = scale S, or c tanh(scale S / c) with the soft-cap c;
-//   m' = max(m, max_u X_tu);  P_tu = exp(X_tu - m')   (0 for u > t and for u <= t - window)
+//   m' = max(m, max_u X_tu);  P_tu = exp(X_tu - m')   (0 for the keys t does not see)
 //   l <- exp(m - m') l + sum_u P_tu;  o <- exp(m - m') o + sum_u P_tu v_u;  m <- m'
 //   and at the end y_t = o / l, lse_t = m + log(l).
 // Backward, per key block j (dK_j, dV_j accumulated there) against the query blocks i >= j that
-// see one of its keys (i < j + window), with D_t = dY_t . Y_t computed first:
+// see one of its keys (up to attention_query_end: the window's or the example's end), with
+// D_t = dY_t . Y_t computed first:
 //   S = Q_i K_j^T;  P = exp(X - lse) (0 where masked);  dP = dY_i V_j^T;
 //   dS = scale P * (dP - D) (times 1 - tanh^2(scale S / c) with a soft-cap);
 //   dV_j += P^T dY_i;  dK_j += dS^T Q_i;  dQ_i += dS K_j.
 // A window of W keys makes both passes O(T (W + block)): blocks outside it are skipped, and in a
-// tile of query columns only the key rows from its first query's first key are computed.
+// tile of query columns only the key rows from its first query's first key are computed; so are
+// the blocks of other examples in a packed row (opt.starts).
 // Every product runs on the micro-kernel of gemm-inl.h, column-major as in attention.cc: a score
 // block is kept as S^T (keys down, one query per column), so the keys come packed (K_j^T, and V_j^T
 // in the backward pass) and Q, dY, V are read in place from a copy of the heads gathered into the
@@ -147,11 +150,6 @@ HWY_INLINE void ScaleRow(float* HWY_RESTRICT x, size_t n, float a) {
   if (i < n) StoreTail(hn::Mul(LoadTail(d, x + i, n - i), va), d, x + i, n - i);
 }
 
-// The first key query row t sees, as attention_first_key.
-HWY_INLINE size_t FirstKey(size_t t, size_t window) {
-  return window > 0 && t + 1 > window ? t + 1 - window : 0;
-}
-
 // The online softmax of query row t over one key block. s[lo, n) holds the scores of the keys t
 // sees (raw q_t . k_u, or already capped with scale 1), s[0, lo) and s[n, r) masked ones. On return
 // s[0, r) holds P = exp(scale s - m') on [lo, n) and zeros elsewhere, with
@@ -270,12 +268,13 @@ size_t ForwardScratch(size_t T, size_t hs) {
          2 * Lines(kFwdBq);
 }
 
-// One (batch, head): y (T rows at y + t*ldy, OutT float or bf16) and lse[0, T).
+// One (batch, head): y (T rows at y + t*ldy, OutT float or bf16) and lse[0, T); keys: the keys
+// each query of the head's batch row sees.
 template <typename OutT>
 void ForwardHead(const HeadQKV& x, size_t T, size_t hs, OutT* y, size_t ldy, float* lse, float* ws,
-                 const AttentionOptions& opt) {
+                 const AttentionRow& keys) {
+  const AttentionOptions& opt = keys.opt;
   const float scale = attention_scale<float>(opt, int(hs)), cap = opt.softcap;
-  const size_t W = size_t(opt.window);
   float* kt = ws;  // panel j: K_j^T, column-major kFwdBk x hs
   float* st = kt + Lines((T + kFwdBk - 1) / kFwdBk * kFwdBk * hs);
   float* ot = st + Lines(kFwdBk * kFwdBq);  // O^T: row t's accumulator at ot + (t - t0)*hs
@@ -291,21 +290,21 @@ void ForwardHead(const HeadQKV& x, size_t T, size_t hs, OutT* y, size_t ldy, flo
     for (size_t t = 0; t < nq; ++t) m[t] = -INFINITY, l[t] = 0.0f;
     Zero(ot, hs * nq);
     // Key blocks from the one holding the block's first query's first key up to the diagonal.
-    for (size_t u0 = FirstKey(t0, W) / kFwdBk * kFwdBk; u0 < t1; u0 += kFwdBk) {
+    for (size_t u0 = keys.first_key(t0) / kFwdBk * kFwdBk; u0 < t1; u0 += kFwdBk) {
       const size_t u1 = std::min(u0 + kFwdBk, t1);
       const float* ktj = kt + u0 * hs;
       for (size_t jt = 0, tiles = Tiles(nq); jt < tiles; ++jt) {
         const size_t ta = t0 + TileBegin(nq, jt), tb = t0 + TileBegin(nq, jt + 1);
-        if (FirstKey(ta, W) >= u1) continue;     // the block is before every query's window
+        if (keys.first_key(ta) >= u1) continue;  // the block is before every query's first key
         const size_t r = std::min(u1, tb) - u0;  // key rows the tile's last query needs
-        const size_t r0 = std::max(FirstKey(ta, W), u0) - u0;  // and its first query
+        const size_t r0 = std::max(keys.first_key(ta), u0) - u0;  // and its first query
         float* s = st + (ta - t0) * kFwdBk;
         // S^T(u, t) = sum_i K_j^T(u, i) Q^T(i, t).
         GemmBlock<BLayout::kCols>(r - r0, tb - ta, hs, ktj + r0, kFwdBk, x.q + ta * x.ld, x.ld,
                                   s + r0, kFwdBk, false);
         for (size_t t = ta; t < tb; ++t) {
           float* col = st + (t - t0) * kFwdBk;
-          const size_t n = std::min(u1, t + 1) - u0, lo = std::max(FirstKey(t, W), u0) - u0;
+          const size_t n = std::min(u1, t + 1) - u0, lo = std::max(keys.first_key(t), u0) - u0;
           if (cap > 0 && lo < n) SoftCapRow(col + lo, n - lo, scale / cap, cap);
           OnlineSoftmaxColumn(col, lo, n, r, cap > 0 ? 1.0f : scale, m[t - t0], l[t - t0],
                               ot + (t - t0) * hs, hs);
@@ -334,25 +333,10 @@ size_t BackwardScratch(size_t T, size_t hs) {
          2 * Lines(hs * kBwdB) + Lines(hs);
 }
 
-// One (batch, query head): dq (T rows at dq + t*ldd) overwritten, and the head's share of its
-// key/value head's dk, dv (rows at d* + t*ldd) written (add_kv false: the group's first head) or
-// added (add_kv true), from dy (rows at dy + t*lddy), y (rows at y + t*ldy, float or bf16) and
-// lse[0, T).
+// D[t] = dy_t . y_t for t < T (rows at dy + t*lddy, y + t*ldy); a bf16 y is widened into row (hs).
 template <typename OutT>
-void BackwardHead(const HeadQKV& x, size_t T, size_t hs, const float* dy, size_t lddy,
-                  const OutT* y, size_t ldy, const float* lse, float* dq, float* dk, float* dv,
-                  size_t ldd, bool add_kv, float* ws, const AttentionOptions& opt) {
-  const float scale = attention_scale<float>(opt, int(hs)), cap = opt.softcap;
-  const size_t W = size_t(opt.window);
-  float* D = ws;
-  float* dqt = D + Lines(T);  // dQ^T: row t at dqt + t*hs
-  float* ktj = dqt + Lines(hs * T);
-  float* vtj = ktj + Lines(kBwdB * hs);
-  float* st = vtj + Lines(kBwdB * hs);     // S^T, then P^T: query t's column at st + (t - t0)*kBwdB
-  float* dpt = st + Lines(kBwdB * kBwdB);  // dP^T, then dS^T
-  float* dkt = dpt + Lines(kBwdB * kBwdB);  // dK_j^T: key u's row at dkt + (u - u0)*hs
-  float* dvt = dkt + Lines(hs * kBwdB);
-  float* row = dvt + Lines(hs * kBwdB);
+void RowDots(float* D, const float* dy, size_t lddy, const OutT* y, size_t ldy, size_t T, size_t hs,
+             float* row) {
   for (size_t t = 0; t < T; ++t) {
     if constexpr (std::is_same_v<OutT, float>) {
       D[t] = Dot(dy + t * lddy, y + t * ldy, hs);
@@ -361,6 +345,27 @@ void BackwardHead(const HeadQKV& x, size_t T, size_t hs, const float* dy, size_t
       D[t] = Dot(dy + t * lddy, row, hs);
     }
   }
+}
+
+// One (batch, query head): dq (T rows at dq + t*ldd) overwritten, and the head's share of its
+// key/value head's dk, dv (rows at d* + t*ldd) written (add_kv false: the group's first head) or
+// added (add_kv true), from dy (rows at dy + t*lddy), y (rows at y + t*ldy, float or bf16) and
+// lse[0, T); keys: the keys each query of the head's batch row sees.
+template <typename OutT>
+void BackwardHead(const HeadQKV& x, size_t T, size_t hs, const float* dy, size_t lddy,
+                  const OutT* y, size_t ldy, const float* lse, float* dq, float* dk, float* dv,
+                  size_t ldd, bool add_kv, float* ws, const AttentionRow& keys) {
+  const AttentionOptions& opt = keys.opt;
+  const float scale = attention_scale<float>(opt, int(hs)), cap = opt.softcap;
+  float* D = ws;
+  float* dqt = D + Lines(T);  // dQ^T: row t at dqt + t*hs
+  float* ktj = dqt + Lines(hs * T);
+  float* vtj = ktj + Lines(kBwdB * hs);
+  float* st = vtj + Lines(kBwdB * hs);     // S^T, then P^T: query t's column at st + (t - t0)*kBwdB
+  float* dpt = st + Lines(kBwdB * kBwdB);  // dP^T, then dS^T
+  float* dkt = dpt + Lines(kBwdB * kBwdB);  // dK_j^T: key u's row at dkt + (u - u0)*hs
+  float* dvt = dkt + Lines(hs * kBwdB);
+  RowDots(D, dy, lddy, y, ldy, T, hs, dvt + Lines(hs * kBwdB));
   Zero(dqt, hs * T);
   for (size_t u0 = 0; u0 < T; u0 += kBwdB) {
     const size_t nk = std::min(kBwdB, T - u0), u1 = u0 + nk;
@@ -368,14 +373,19 @@ void BackwardHead(const HeadQKV& x, size_t T, size_t hs, const float* dy, size_t
     PackColumns(vtj, kBwdB, x.v + u0 * x.ld, x.ld, nk, hs);
     Zero(dkt, hs * nk);
     Zero(dvt, hs * nk);
-    // The queries that see a key of the block: from its first key to the window's end.
-    const size_t t_end = W > 0 ? std::min(T, u1 + W - 1) : T;
+    // The queries that see a key of the block: from its first key to the last that sees its last
+    // (the window's end, or its example's).
+    const size_t t_end = keys.query_end(u1);
+    size_t tile_end[kBwdB];  // the same for each tile of the block's keys
+    for (size_t jt = 0, tiles = Tiles(nk); jt < tiles; ++jt) {
+      tile_end[jt] = keys.query_end(u0 + TileBegin(nk, jt + 1));
+    }
     for (size_t t0 = u0; t0 < t_end; t0 += kBwdB) {  // query blocks on and below the diagonal
       const size_t nq = std::min(kBwdB, t_end - t0), t1 = t0 + nq;
       for (size_t jt = 0, tiles = Tiles(nq); jt < tiles; ++jt) {
         const size_t ta = t0 + TileBegin(nq, jt), tb = t0 + TileBegin(nq, jt + 1);
         const size_t r = std::min(u1, tb) - u0;  // key rows the tile's last query needs
-        const size_t r0 = std::max(FirstKey(ta, W), u0) - u0;  // and its first query
+        const size_t r0 = std::max(keys.first_key(ta), u0) - u0;  // and its first query
         float* s = st + (ta - t0) * kBwdB;
         float* dp = dpt + (ta - t0) * kBwdB;
         // S^T(u, t) = sum_i K_j^T(u, i) Q^T(i, t);  dP^T(u, t) = sum_i V_j^T(u, i) dY^T(i, t).
@@ -385,8 +395,8 @@ void BackwardHead(const HeadQKV& x, size_t T, size_t hs, const float* dy, size_t
                                   dp + r0, kBwdB, false);
         for (size_t t = ta; t < tb; ++t) {  // every key row of the block is set (zeros if masked)
           SoftmaxGradColumn(st + (t - t0) * kBwdB, dpt + (t - t0) * kBwdB,
-                            std::max(FirstKey(t, W), u0) - u0, std::min(u1, t + 1) - u0, nk, scale,
-                            cap, lse[t], D[t]);
+                            std::max(keys.first_key(t), u0) - u0, std::min(u1, t + 1) - u0, nk,
+                            scale, cap, lse[t], D[t]);
         }
         // dQ^T(i, t) += sum_u K_j^T(i, u) dS^T(u, t)  (K read in place).
         GemmBlock<BLayout::kCols>(hs, tb - ta, r - r0, x.k + (u0 + r0) * x.ld, x.ld, dp + r0, kBwdB,
@@ -396,7 +406,7 @@ void BackwardHead(const HeadQKV& x, size_t T, size_t hs, const float* dy, size_t
       // the queries t >= the tile's first key that see one of its keys (the others see zeros).
       for (size_t jt = 0, tiles = Tiles(nk); jt < tiles; ++jt) {
         const size_t ua = u0 + TileBegin(nk, jt), ub = u0 + TileBegin(nk, jt + 1);
-        const size_t ts = std::max(t0, ua), te = W > 0 ? std::min(t1, ub + W - 1) : t1;
+        const size_t ts = std::max(t0, ua), te = std::min(t1, tile_end[jt]);
         if (ts >= te) continue;
         const size_t off = (ts - t0) * kBwdB + (ua - u0);
         GemmBlock<BLayout::kRows>(hs, ub - ua, te - ts, dy + ts * lddy, lddy, st + off, kBwdB,
@@ -442,7 +452,8 @@ void Forward(InT* out, float* lse, const InT* qkv, int B, int T_, int NH_, int N
     GatherRows(ws + hs, 3 * hs, xb + (NH + g) * hs, R, T, hs);
     GatherRows(ws + 2 * hs, 3 * hs, xb + (NH + NKV + g) * hs, R, T, hs);
     ForwardHead(HeadQKV{ws, ws + hs, ws + 2 * hs, 3 * hs}, T, hs, out + b * T * NH * hs + h * hs,
-                NH * hs, lse + (b * NH + h) * T, ws + Lines(3 * T * hs), opt);
+                NH * hs, lse + (b * NH + h) * T, ws + Lines(3 * T * hs),
+                AttentionRow{opt, int(b), T_});
   });
 }
 
@@ -466,7 +477,7 @@ void Backward(float* dqkv, const float* dout, const InT* out, const InT* qkv, co
       BackwardHead(HeadQKV{ws, ws + hs, ws + 2 * hs, 3 * hs}, T, hs, dy, hs,
                    out + b * T * OR + h * hs, OR, lse + (b * NH + h) * T, dxb + h * hs,
                    dxb + (NH + g) * hs, dxb + (NH + NKV + g) * hs, R, h > g * G, ws + gathered,
-                   opt);
+                   AttentionRow{opt, int(b), T_});
     }
   });
 }

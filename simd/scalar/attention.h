@@ -128,14 +128,14 @@ struct HeadLayout {
 // One new query position against a KV cache (generation): for each query head h, with t = pos and
 // g = h / (NH / NKV) its key/value head, and s_u the (capped) score of attention_options.h,
 //   y_h = sum_u softmax_u(s_u) v_u,g,   s_u from scale q_h . k_u,g,   over the keys t sees
-// (rows max(0, t - window + 1) .. t with a window, else 0 .. t).
+// (rows max(0, t - window + 1) .. t with a window, else 0 .. t; one sequence: opt.starts unread).
 // q and out are (NH*D); kcache and vcache are (maxT, NKV*D) with rows 0..pos filled; scores is
 // (pos+1) scratch.
 template <typename F>
 void attention_decode(F* out, F* scores, const F* q, const F* kcache, const F* vcache, int pos,
                       int NH, int NKV, int D, const AttentionOptions& opt) {
   const F scale = attention_scale<F>(opt, D), cap = F(opt.softcap);
-  const int first = attention_first_key(opt, pos);
+  const int first = window_first_key(opt, pos);
   const size_t kv_row = size_t(NKV) * D;
   for (int h = 0; h < NH; ++h) {
     const size_t g = size_t(h / (NH / NKV)) * D;  // its key/value head's offset in a cache row
@@ -169,8 +169,8 @@ namespace llmcpu::scalar {
 // attention, but instead of the (B,NH,T,T) matrix it keeps per row the log-sum-exp of the scores,
 // from which the backward pass recomputes the probabilities. Per query head h, with g its key/value
 // head, x_u = scale q_t . k_u (q of head h, k and v of head g), s_u = x_u, or c tanh(x_u / c) with
-// the soft-cap c (attention_options.h), over the keys u that t sees (u <= t, and u > t - window
-// with a window), and m = max_u s_u:
+// the soft-cap c (attention_options.h), over the keys u that t sees (u <= t, u > t - window with a
+// window, u >= the start of t's example in a packed row), and m = max_u s_u:
 //   lse_t = m + log sum_u exp(s_u - m)             (the max folded in: no overflow)
 //   p_u   = exp(s_u - lse_t)                       (= softmax_u(s), the row of att)
 //   y_t   = sum_u p_u v_u
@@ -196,7 +196,7 @@ void flash_attention_forward(F* out,        // (B,T,NH*D)
       std::vector<F> s(T);  // the scores of one row
       for (int t = 0; t < T; ++t) {
         const F* q = x + t * R + at.q(h);
-        const int first = attention_first_key(opt, t);
+        const int first = attention_first_key(opt, b, T, t);
         F maxval = -INFINITY;
         for (int u = first; u <= t; ++u) {
           s[u] = scale * dot(q, x + u * R + at.k(g), D);
@@ -249,7 +249,7 @@ void flash_attention_backward(F* dqkv,        // (B,T,(NH+2*NKV)*D) overwritten
           const F Dt = dot(dy, out + ((size_t)b * T + t) * OR + at.q(h), D);
           const F l = lse[((size_t)b * NH + h) * T + t];
           F* dq = dx + t * R + at.q(h);
-          for (int u = attention_first_key(opt, t); u <= t; ++u) {
+          for (int u = attention_first_key(opt, b, T, t); u <= t; ++u) {
             const F* k = x + u * R + at.k(g);
             const F* v = x + u * R + at.v(g);
             F* dk = dx + u * R + at.k(g);

@@ -2,8 +2,9 @@
 // the blocks share. Per (batch, query head), with Q the head's (T, D) rows and K, V those of the
 // key/value head it reads (h / (NH/NKV)), with the scale, window and soft-cap of
 // attention_options.h, in groups of 6 query rows against key blocks of kKeyBlock from the 64 keys
-// holding the group's first query's first key (0 without a window) up to the diagonal, with per row
-// t a running max m, a running sum l and an accumulator o (D), all fp32:
+// holding the group's first query's first key (attention_first_key: 0 without a window or packed
+// examples) up to the diagonal, with per row t a running max m, a running sum l and an
+// accumulator o (D), all fp32:
 //   S^T = K_j Q^T                       (bf16 products, fp32 sums; keys down, one query a column)
 //   X = scale S, or c tanh(scale S / c) with a soft-cap c (capped in place, then scale 1)
 //   m' = max(m, max_u X_tu);  p_tu = exp(X_tu - m')   (0 for keys t does not see; one rounding)
@@ -117,10 +118,12 @@ LLMCPU_AVX512BF16 void SoftmaxRow(const float* s, size_t lo, size_t n, size_t le
   if (lo < n) l += _mm512_reduce_add_ps(sum);
 }
 
-// Query rows [ta, ta + nr) of one head: their out rows (at y + t*ldy) and lse.
+// Query rows [ta, ta + nr) of one head: their out rows (at y + t*ldy) and lse; keys: what each
+// query of the head's batch row sees.
 LLMCPU_AVX512BF16 void ForwardGroup(const ForwardScratch& w, size_t T, size_t D, size_t ta,
                                     size_t nr, bf16* y, size_t ldy, float* lse,
-                                    const AttentionOptions& opt) {
+                                    const AttentionRow& keys) {
+  const AttentionOptions& opt = keys.opt;
   const size_t Tk = RoundUp(T, kLanes), Dp = RoundUp(D, 2), Dc = RoundUp(D, kLanes);
   const size_t tb = ta + nr;
   const float scale = attention_scale<float>(opt, int(D)), cap = opt.softcap;
@@ -128,7 +131,7 @@ LLMCPU_AVX512BF16 void ForwardGroup(const ForwardScratch& w, size_t T, size_t D,
   for (size_t j = 0; j < nr; ++j) m[j] = -INFINITY, l[j] = 0.0f;
   std::fill(w.o, w.o + nr * Dc, 0.0f);
   // Key blocks from the panel of 64 holding the group's first query's first key to the diagonal.
-  const size_t start = size_t(attention_first_key(opt, int(ta))) / kLanes * kLanes;
+  const size_t start = keys.first_key(ta) / kLanes * kLanes;
   for (size_t u0 = start; u0 < tb; u0 += kKeyBlock) {
     const size_t u1 = std::min(u0 + kKeyBlock, tb), len = RoundUp(u1 - u0, 2);
     for (size_t k0 = u0; k0 < u1; k0 += kLanes) {  // S^T(u, t) = sum_i K(u, i) Q(t, i)
@@ -137,8 +140,7 @@ LLMCPU_AVX512BF16 void ForwardGroup(const ForwardScratch& w, size_t T, size_t D,
     }
     for (size_t j = 0; j < nr; ++j) {
       const size_t t = ta + j, n = t + 1 > u0 ? std::min(u1, t + 1) - u0 : 0;
-      const size_t first = size_t(attention_first_key(opt, int(t))),
-                   lo = first > u0 ? first - u0 : 0;
+      const size_t first = keys.first_key(t), lo = first > u0 ? first - u0 : 0;
       float* s = w.st + j * kKeyBlock;
       if (cap > 0) SoftCapRow(s, lo, n, scale / cap, cap);
       SoftmaxRow(s, lo, n, len, cap > 0 ? 1.0f : scale, m[j], l[j], w.o + j * Dc, D,
@@ -192,7 +194,7 @@ void bf16_flash_attention_forward(bf16* out, float* lse, const bf16* qkv, int B,
     CopyRows(w.q, Dp, xb + h * D, R, T, D);
     for (size_t ta = 0; ta < T; ta += kCols) {
       ForwardGroup(w, T, D, ta, std::min(kCols, T - ta), out + b * T * NH * D + h * D, NH * D,
-                   lse + (b * NH + h) * T, opt);
+                   lse + (b * NH + h) * T, AttentionRow{opt, int(b), T_});
     }
   });
 }

@@ -1,8 +1,9 @@
 // Flash attention's backward pass on AVX512-BF16 dot products (see bf16_attention.h), as
 // FlashAttention-2: per (batch, key/value head g), per query head h of its group, per key block j
-// of 64 keys against the query rows t >= its first key that see one of its keys (t < its last key
-// + window), in groups of 6, with the scale, window and soft-cap c of attention_options.h,
-// dO = bf16(dout) and D_t = dO_t . out_t (the saved bf16 out; fp32 sums):
+// of 64 keys against the query rows t >= its first key that see one of its keys (up to
+// attention_query_end: the window's end, or in a packed row its example's), in groups of 6, with
+// the scale, window and soft-cap c of attention_options.h, dO = bf16(dout) and D_t = dO_t . out_t
+// (the saved bf16 out; fp32 sums):
 //   S^T = K_j Q^T;  dP^T = V_j dO^T                      (bf16 products, fp32 sums)
 //   P = exp(scale S - lse_t)  (0 for keys t does not see; one rounding: FMA)
 //   dS = (P (dP - D_t)) scale  (fp32)
@@ -137,7 +138,8 @@ LLMCPU_AVX512BF16 void GradPair(const BackwardScratch& w, size_t j, bool odd, co
 // Key block [u0, u1) of query head h against query rows [ta, ta + nr): S^T, dP^T, P, dS, dQ.
 LLMCPU_AVX512BF16 void BackwardGroup(const BackwardScratch& w, size_t T, size_t D, size_t u0,
                                      size_t u1, size_t ta, size_t nr, const float* lse,
-                                     const AttentionOptions& opt) {
+                                     const AttentionRow& keys) {
+  const AttentionOptions& opt = keys.opt;
   const size_t Tk = RoundUp(T, kLanes), Dp = RoundUp(D, 2), Dc = RoundUp(D, kLanes);
   const size_t tb = ta + nr, rk = std::min(u1, tb) - u0;  // keys the group's last query needs
   TileAny(rk, nr, Dp / 2, w.kp + u0 * Dp, w.q + ta * Dp, Dp, 2, w.st, kKeys, false);
@@ -146,7 +148,7 @@ LLMCPU_AVX512BF16 void BackwardGroup(const BackwardScratch& w, size_t T, size_t 
   const size_t chunks = (u1 - u0 + 15) / 16;  // the dK, dV tiles read these lanes of every pair
   // The first key of query t relative to the block (0 when before it).
   const auto lo = [&](size_t t) {
-    const size_t first = size_t(attention_first_key(opt, int(t)));
+    const size_t first = keys.first_key(t);
     return first > u0 ? first - u0 : 0;
   };
   for (size_t j = 0; j < nr; j += 2) {
@@ -154,7 +156,7 @@ LLMCPU_AVX512BF16 void BackwardGroup(const BackwardScratch& w, size_t T, size_t 
     const bool odd = j + 1 == nr;
     const float l2[2] = {lse[t], odd ? 0.0f : lse[t + 1]};
     const float d2[2] = {w.Dt[t], odd ? 0.0f : w.Dt[t + 1]};
-    const size_t lo2[2] = {lo(t), lo(t + 1)};
+    const size_t lo2[2] = {lo(t), odd ? 0 : lo(t + 1)};  // t + 1 may be past the row
     const size_t n2[2] = {std::min(u1, t + 1) - u0, std::min(u1, t + 2) - u0};
     GradPair(w, j, odd, lo2, n2, chunks, scale, opt.softcap, l2, d2, (t - u0) / 2);
   }
@@ -169,11 +171,11 @@ LLMCPU_AVX512BF16 void BackwardGroup(const BackwardScratch& w, size_t T, size_t 
 // dK^T(i, u) += sum_t Q(t, i) dS(t, u): A = dO (Q) packed along the queries, B_u = key u's lanes of
 // the interleaved P (dS), so the tiles write dV, dK rows.
 void BackwardKeyBlock(const BackwardScratch& w, size_t T, size_t D, size_t u0, const float* lse,
-                      const AttentionOptions& opt) {
+                      const AttentionRow& keys) {
   const size_t Tk = RoundUp(T, kLanes), Dc = RoundUp(D, kLanes), u1 = std::min(u0 + kKeys, T);
-  const size_t W = size_t(opt.window), te = W > 0 ? std::min(T, u1 + W - 1) : T;
+  const size_t te = keys.query_end(u1);
   for (size_t ta = u0; ta < te; ta += kCols) {
-    BackwardGroup(w, T, D, u0, u1, ta, std::min(kCols, te - ta), lse, opt);
+    BackwardGroup(w, T, D, u0, u1, ta, std::min(kCols, te - ta), lse, keys);
   }
   const size_t pairs = (te - u0 + 1) / 2;
   for (size_t d0 = 0; d0 < D; d0 += kLanes) {
@@ -200,7 +202,7 @@ LLMCPU_AVX512BF16 void StoreRows(float* dx, size_t R, const float* x, size_t ldx
 // One (batch b, key/value head g): dqkv's columns of its query heads, key head and value head.
 void BackwardPair(const BackwardScratch& w, float* dx, const float* dout, const bf16* out,
                   const bf16* x, const float* lse, size_t T, size_t NH, size_t NKV, size_t D,
-                  size_t g, const AttentionOptions& opt) {
+                  size_t g, const AttentionRow& keys) {
   const size_t R = (NH + 2 * NKV) * D, OR = NH * D, G = NH / NKV;
   const size_t Tk = RoundUp(T, kLanes), Dc = RoundUp(D, kLanes);
   const size_t Dp = RoundUp(D, 2);
@@ -214,7 +216,7 @@ void BackwardPair(const BackwardScratch& w, float* dx, const float* dout, const 
   for (size_t h = g * G; h < (g + 1) * G; ++h) {
     GatherHead(w, T, D, x + h * D, R, dout + h * D, out + h * D, OR);
     std::fill(w.dq, w.dq + T * Dc, 0.0f);
-    for (size_t u0 = 0; u0 < T; u0 += kKeys) BackwardKeyBlock(w, T, D, u0, lse + h * T, opt);
+    for (size_t u0 = 0; u0 < T; u0 += kKeys) BackwardKeyBlock(w, T, D, u0, lse + h * T, keys);
     StoreRows(dx + h * D, R, w.dq, Dc, T, D);
   }
   StoreRows(dx + (NH + g) * D, R, w.dk, Dc, T, D);
@@ -231,7 +233,7 @@ void bf16_flash_attention_backward(float* dqkv, const float* dout, const bf16* o
   for_each_pair(B, NKV_, BackwardScratch(nullptr, T, D).floats, [&](size_t b, size_t g, float* ws) {
     const BackwardScratch w(ws, T, D);
     BackwardPair(w, dqkv + b * T * R, dout + b * T * OR, out + b * T * OR, qkv + b * T * R,
-                 lse + b * NH * T, T, NH, NKV, D, g, opt);
+                 lse + b * NH * T, T, NH, NKV, D, g, AttentionRow{opt, int(b), T_});
   });
 }
 

@@ -1,10 +1,13 @@
 // The cases of the attention-options tests (test_attention_options.cpp, fp32 tables, and
 // test_bf16_attention_options.cpp, bf16 tables) and their references, computed once per process:
 // inputs, the plain double attention of attention_reference.h on them, and the fp32 bounds of
-// flash_attention_bounds.h with the case's options.
+// flash_attention_bounds.h with the case's options; also rows packed with several examples
+// (opt.starts), cut at random.
 #pragma once
 
+#include <algorithm>
 #include <map>
+#include <random>
 #include <string>
 #include <utility>
 #include <vector>
@@ -67,15 +70,12 @@ inline std::vector<double> widen_bf16_values(const std::vector<bf16>& v) {
   return r;
 }
 
-// Case i's reference; bf16_case: q, k, v and the backward's out rounded to bf16.
-inline const Reference& reference(size_t i, bool bf16_case) {
-  static std::map<std::pair<size_t, bool>, Reference> cache;
-  const auto key = std::make_pair(i, bf16_case);
-  if (auto it = cache.find(key); it != cache.end()) return it->second;
-  const OptionCase& c = kCases[i];
+// The reference of case c on inputs drawn from `seed`; bf16_case: q, k, v and the backward's out
+// rounded to bf16.
+inline Reference make_reference(const OptionCase& c, unsigned seed, bool bf16_case) {
   const FlashShape& sh = c.sh;
   const size_t rows = size_t(sh.B) * size_t(sh.T);
-  Random rnd(unsigned(i * 17 + 3));
+  Random rnd(seed);
   Reference r;
   r.qkv_f = rnd.normal(rows * sh.row());
   r.dout_f = rnd.normal(rows * sh.out_row());
@@ -95,7 +95,104 @@ inline const Reference& reference(size_t i, bool bf16_case) {
   }
   r.dqkv = plain_attention_backward(r.qkv, r.dout, r.out_in, r.lse_in, sh, c.opt);
   r.dqkv_bound = flash_backward_bounds(r.qkv, r.dout, r.out_in, r.lse_in, sh, 0, c.opt);
-  return cache.emplace(key, std::move(r)).first->second;
+  return r;
+}
+
+// Case i's reference, made once per process.
+inline const Reference& reference(size_t i, bool bf16_case) {
+  static std::map<std::pair<size_t, bool>, Reference> cache;
+  const auto key = std::make_pair(i, bf16_case);
+  if (auto it = cache.find(key); it != cache.end()) return it->second;
+  return cache.emplace(key, make_reference(kCases[i], unsigned(i * 17 + 3), bf16_case))
+      .first->second;
+}
+
+// Packed rows (opt.starts): each row of a case cut into examples of random lengths from 1 to its
+// row's `longest` (cycled over the rows; 1: every token its own example; T: a few long ones, or
+// one), drawn from `seed`: starts (B, T) as attention_options.h describes them.
+inline std::vector<int> random_starts(int B, int T, const std::vector<int>& longest,
+                                      unsigned seed) {
+  std::mt19937 gen(seed);
+  std::vector<int> starts(size_t(B) * size_t(T));
+  for (int b = 0; b < B; ++b) {
+    const int most = longest[size_t(b) % longest.size()];
+    for (int t0 = 0; t0 < T;) {
+      const int n = std::uniform_int_distribution<int>(1, most)(gen);
+      for (int t = t0; t < std::min(T, t0 + n); ++t) starts[size_t(b) * size_t(T) + size_t(t)] = t0;
+      t0 += n;
+    }
+  }
+  return starts;
+}
+
+struct PackedCase {
+  OptionCase c;  // c.opt.starts points at starts
+  std::vector<int> starts;
+  std::string name() const {
+    int examples = 0;
+    for (size_t i = 0; i < starts.size(); ++i) examples += starts[i] == int(i % size_t(c.sh.T));
+    return c.name() + " examples=" + std::to_string(examples);
+  }
+};
+
+// Rows of several examples, with lengths 1 (alone, and rows of them) to past the kernels' blocks
+// (the fp32 forward's 256 keys, the backward's 64, the bf16 kernels' 64 and 6), with and without
+// the options of kCases: windows shorter and longer than the examples, soft-caps, scales;
+// multi-head, grouped-query and multi-query.
+inline const std::vector<PackedCase>& packed_cases() {
+  static const std::vector<PackedCase> cases = [] {
+    const std::pair<OptionCase, std::vector<int>> specs[] = {
+        {{{2, 150, 4, 2, 24}, {}}, {60, 8}},
+        {{{1, 300, 3, 1, 40}, {.scale = 0.35f, .window = 100, .softcap = 1.5f}}, {140}},
+        {{{2, 97, 2, 2, 24}, {.window = 2}}, {40, 3}},
+        {{{1, 130, 4, 1, 24}, {.scale = 0.5f, .softcap = 0.75f}}, {6}},
+        {{{2, 200, 6, 3, 40}, {.window = 17}}, {90, 1}},
+        {{{1, 520, 2, 1, 40}, {.window = 257}}, {400}},
+        {{{3, 65, 2, 2, 64}, {.scale = 0.3f}}, {65, 20, 2}}};
+    std::vector<PackedCase> r;
+    for (const auto& [c, longest] : specs) {
+      r.push_back({c, random_starts(c.sh.B, c.sh.T, longest, unsigned(r.size() + 1))});
+    }
+    for (PackedCase& p : r) p.c.opt.starts = p.starts.data();
+    return r;
+  }();
+  return cases;
+}
+
+// Packed case i's reference, made once per process.
+inline const Reference& packed_reference(size_t i, bool bf16_case) {
+  static std::map<std::pair<size_t, bool>, Reference> cache;
+  const auto key = std::make_pair(i, bf16_case);
+  if (auto it = cache.find(key); it != cache.end()) return it->second;
+  return cache.emplace(key, make_reference(packed_cases()[i].c, unsigned(i * 29 + 5), bf16_case))
+      .first->second;
+}
+
+// A table's results on a case (out widened from bf16 in the bf16 tables).
+struct Results {
+  std::vector<float> out, lse, dqkv;
+};
+
+inline void expect_identical_results(const std::string& where, const Results& got,
+                                     const Results& ref) {
+  expect_identical("out" + where, got.out, ref.out);
+  expect_identical("lse" + where, got.lse, ref.lse);
+  expect_identical("dqkv" + where, got.dqkv, ref.dqkv);
+}
+
+// Rows of one example each (starts all 0) give the bits of the call without starts, on two cases
+// (with and without a window and soft-cap): run(reference, shape, options) -> Results.
+template <class Run>
+void expect_one_example_per_row_is_plain(const std::string& table, bool bf16_case, Run run) {
+  for (size_t i : {size_t(0), multi_query_case()}) {
+    const OptionCase& c = kCases[i];
+    const Reference& r = reference(i, bf16_case);
+    const std::vector<int> zeros(size_t(c.sh.B) * size_t(c.sh.T), 0);
+    AttentionOptions opt = c.opt;
+    opt.starts = zeros.data();
+    expect_identical_results(" " + table + c.name() + " one example per row", run(r, c.sh, opt),
+                             run(r, c.sh, c.opt));
+  }
 }
 
 }  // namespace llmcpu::simd_test

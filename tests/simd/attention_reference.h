@@ -1,6 +1,7 @@
 // Attention with the options of simd/attention_options.h written out plainly in double, for the
 // tests of those options: O(T^2) explicit loops over every (query t, key u) pair, the mask applied
-// by its definition (t sees u when u <= t and, with a window W, u > t - W), independent of the
+// by its definition (t sees u when u <= t and, with a window W, u > t - W, and in a packed row u is
+// not before the start of t's example: u >= starts[b*T + t]), independent of the
 // kernels and of simd/scalar/attention.h. The backward pass is the analytic gradient of the forward
 // (test_attention_options.cpp checks it against central differences).
 //   x_u = scale q_t . k_u;   s_u = c tanh(x_u / c) with a soft-cap c, else x_u
@@ -19,9 +20,10 @@
 
 namespace llmcpu::simd_test {
 
-// Whether query t sees key u.
-inline bool sees(const AttentionOptions& opt, size_t t, size_t u) {
-  return u <= t && (opt.window <= 0 || u + size_t(opt.window) > t);
+// Whether query t of batch row b (of T) sees key u.
+inline bool sees(const AttentionOptions& opt, size_t b, size_t T, size_t t, size_t u) {
+  const bool same_example = !opt.starts || int(u) >= opt.starts[b * T + t];
+  return u <= t && (opt.window <= 0 || u + size_t(opt.window) > t) && same_example;
 }
 
 // The score of query q against key k (D values each), and tanh(x / c) in *th with a soft-cap.
@@ -54,7 +56,7 @@ inline PlainForward plain_attention_forward(const std::vector<double>& qkv, cons
       for (size_t t = 0; t < T; ++t) {
         double m = -INFINITY, th;
         for (size_t u = 0; u < T; ++u) {
-          s[u] = sees(opt, t, u)
+          s[u] = sees(opt, b, T, t, u)
                      ? plain_score(x + t * R + sh.q(h), x + u * R + sh.k(h), D, opt, &th)
                      : -INFINITY;
           m = std::max(m, s[u]);
@@ -93,7 +95,7 @@ inline std::vector<double> plain_attention_backward(
         double Dt = 0;
         for (size_t i = 0; i < D; ++i) Dt += dy[i] * y[i];
         for (size_t u = 0; u < T; ++u) {
-          if (!sees(opt, t, u)) continue;
+          if (!sees(opt, b, T, t, u)) continue;
           double th;
           const double s = plain_score(x + t * R + sh.q(h), x + u * R + sh.k(h), D, opt, &th);
           const double p = std::exp(s - lse[(b * NH + h) * T + t]);

@@ -34,8 +34,9 @@
 // Not covered: exp results below fp32's normal range (inputs here keep scores within a few units).
 //
 // Options (attention_options.h). A given scale replaces 1/sqrt(hs) (gamma(3) still covers its
-// product). A window restricts every sum over u to the n keys t sees (u > t - window): t + 1
-// becomes n, s_0 the first key's score, and a key's dk, dv sum over G (queries that see it) terms.
+// product). A window, or a packed row's examples, restricts every sum over u to the n keys t sees
+// (u > t - window, u >= the start of t's example): t + 1 becomes n, s_0 the first key's score,
+// and a key's dk, dv sum over G (queries that see it) terms.
 // A soft-cap c: with x = scale q.k, the kernels round tanh's argument x / c (scale / c or x / c,
 // and the product: gamma(4) with scale's own roundings), take tanh within kTanhUlps and multiply by
 // c. With Dx = scale gamma(hs) sum|q k| + gamma(4) |x| (c times the argument's error) and tanh
@@ -142,7 +143,7 @@ inline FlashForwardBounds flash_forward_bounds(const std::vector<double>& qkv,
     for (size_t h = 0; h < NH; ++h) {
       for (size_t t = 0; t < T; ++t) {
         const double* q = qkv.data() + (b * T + t) * ld + sh.q(h);
-        const size_t f = size_t(attention_first_key(opt, int(t)));  // the first key t sees
+        const size_t f = size_t(attention_first_key(opt, int(b), sh.T, int(t)));  // t's first key
         const double n = double(t - f) + 1;                          // and how many
         for (size_t u = f; u <= t; ++u) {
           const double* k = qkv.data() + (b * T + u) * ld + sh.k(h);
@@ -200,10 +201,12 @@ inline std::vector<double> flash_backward_bounds(const std::vector<double>& qkv,
   const size_t B = size_t(sh.B), T = size_t(sh.T), NH = size_t(sh.NH), hs = size_t(sh.D);
   const size_t R = sh.row(), OR = sh.out_row(), G = sh.group();
   const double scale = attention_scale<double>(opt, sh.D), cap = opt.softcap;
-  // The first key query t sees, and the number of queries that see key u.
-  const auto first = [&](size_t t) { return size_t(attention_first_key(opt, int(t))); };
-  const auto seen_by = [&](size_t u) {
-    return double(opt.window > 0 ? std::min(T, u + size_t(opt.window)) - u : T - u);
+  // The first key query t of row b sees, and the number of queries that see key u.
+  const auto first = [&](size_t b, size_t t) {
+    return size_t(attention_first_key(opt, int(b), sh.T, int(t)));
+  };
+  const auto seen_by = [&](size_t b, size_t u) {
+    return double(attention_query_end(opt, int(b), sh.T, int(u) + 1)) - double(u);
   };
   const double flush = rho > 0 ? 1.0 : 0.0;  // flushed() applies on the dot-product kernels only
   const double Min = std::max({1.0, max_abs(qkv), (1 + rho) * max_abs(dout), max_abs(out)});
@@ -226,7 +229,7 @@ inline std::vector<double> flash_backward_bounds(const std::vector<double>& qkv,
           double D = 0, dD = 0;
           for (size_t i = 0; i < hs; ++i) D += dy[i] * y[i], dD += std::fabs(dy[i] * y[i]);
           dD = dD * gd;
-          for (size_t u = first(t); u <= t; ++u) {
+          for (size_t u = first(b, t); u <= t; ++u) {
             const double *k = at(u, sh.k(h)), *v = at(u, sh.v(h));
             double qk = 0, qk_mag = 0, dp = 0, dp_mag = 0;
             for (size_t i = 0; i < hs; ++i) {
@@ -260,7 +263,7 @@ inline std::vector<double> flash_backward_bounds(const std::vector<double>& qkv,
         std::vector<double> bq(T * hs, 0.0), mq(T * hs, 0.0);
         for (size_t t = 0; t < T; ++t) {
           const double *q = at(t, sh.q(h)), *dy = dout.data() + (b * T + t) * OR + sh.q(h);
-          for (size_t u = first(t); u <= t; ++u) {
+          for (size_t u = first(b, t); u <= t; ++u) {
             const double* k = at(u, sh.k(h));
             const double dds = ddS[t * T + u], ds = std::fabs(dS[t * T + u]) + dds;
             const double p = P[t * T + u], pr = p * (1 + relP[t * T + u]) + flush * 0x1p-126;
@@ -275,14 +278,14 @@ inline std::vector<double> flash_backward_bounds(const std::vector<double>& qkv,
         }
         for (size_t t = 0; t < T; ++t) {
           for (size_t i = 0; i < hs; ++i) {
-            const double n = double(t - first(t)) + 1;  // the keys t sees
+            const double n = double(t - first(b, t)) + 1;  // the keys t sees
             bound[(b * T + t) * R + sh.q(h) + i] =
                 bq[t * hs + i] + gamma(n) * mq[t * hs + i] + flush * flushed(n, M);
           }
         }
       }
       for (size_t t = 0; t < T; ++t) {
-        const double terms = double(G) * seen_by(t);
+        const double terms = double(G) * seen_by(b, t);
         for (size_t i = 0; i < hs; ++i) {
           double* row = bound.data() + (b * T + t) * R + i;
           row[sh.k(g * G)] = bk[t * hs + i] + gamma(terms) * mk[t * hs + i] + flush * flushed(terms, M);

@@ -9,6 +9,10 @@
 //   windows that cut the kernels' blocks (T not a multiple of them), window 1, windows of T and
 //   more, soft-caps of 0.75 to 2 on scores of a few units (tanh far from linear), scales other than
 //   1/sqrt(D), multi-head, grouped-query and multi-query, D = 24, 40, 64;
+// - packed rows (opt.starts: examples cut at random, of 1 to 400 tokens, with and without the
+//   options) likewise, every table; unpacking them moves the reference far beyond the bounds, the
+//   scalar reference in double is the plain attention, rows of one example are the plain call bit
+//   for bit;
 // - a window of T or more, and the scale 1/sqrt(D) given explicitly, are the plain call bit for
 //   bit; the results do not depend on the thread count;
 // - the decode at position pos is the reference's row pos (rows max(0, pos - window + 1) .. pos),
@@ -24,6 +28,7 @@
 #include <vector>
 
 #include "simd/kernels.h"
+#include "simd/scalar/attention.h"
 #include "tests/simd/attention_options_cases.h"
 #include "tests/simd/attention_reference.h"
 #include "tests/simd/error_bounds.h"
@@ -36,9 +41,12 @@ namespace {
 // each is O(h^2 |J'''|) + O(eps |J| / h), about 1e-10 here, far inside 1e-7 of the largest
 // gradient.
 TEST(AttentionOptionsReference, BackwardIsTheGradientOfTheForward) {
-  const OptionCase cases[] = {{{1, 13, 4, 2, 5}, {.scale = 0.7f, .window = 4, .softcap = 1.0f}},
-                              {{2, 9, 3, 1, 6}, {.window = 1}},
-                              {{1, 11, 2, 2, 7}, {.scale = 0.9f, .softcap = 0.5f}}};
+  const std::vector<int> starts = random_starts(2, 13, {5, 2}, 7);  // packed rows
+  const OptionCase cases[] = {
+      {{1, 13, 4, 2, 5}, {.scale = 0.7f, .window = 4, .softcap = 1.0f}},
+      {{2, 9, 3, 1, 6}, {.window = 1}},
+      {{1, 11, 2, 2, 7}, {.scale = 0.9f, .softcap = 0.5f}},
+      {{2, 13, 4, 2, 5}, {.window = 4, .softcap = 1.0f, .starts = starts.data()}}};
   for (const OptionCase& c : cases) {
     const FlashShape& sh = c.sh;
     Random rnd(unsigned(sh.T));
@@ -98,13 +106,57 @@ TEST(AttentionOptionsReference, EveryOptionMovesTheResultsFarBeyondTheBounds) {
   }
 }
 
+// Packing each row into its examples moves out, lse and dqkv by more than 100 times the largest
+// bound: a kernel that attended across examples would fail.
+TEST(AttentionOptionsReference, PackingMovesTheResultsFarBeyondTheBounds) {
+  for (size_t i = 0; i < packed_cases().size(); ++i) {
+    const OptionCase& c = packed_cases()[i].c;
+    if (!run_case(c)) continue;
+    const Reference& r = packed_reference(i, false);
+    AttentionOptions whole = c.opt;
+    whole.starts = nullptr;
+    const PlainForward f = plain_attention_forward(r.qkv, c.sh, whole);
+    const std::vector<double> dqkv =
+        plain_attention_backward(r.qkv, r.dout, r.out_in, r.lse_in, c.sh, whole);
+    const std::string where = " unpacked" + packed_cases()[i].name();
+    EXPECT_GT(bounds_apart(f.out, r.out, r.bounds.out), 100.0) << "out" << where;
+    EXPECT_GT(bounds_apart(f.lse, r.lse, r.bounds.lse), 100.0) << "lse" << where;
+    EXPECT_GT(bounds_apart(dqkv, r.dqkv, r.dqkv_bound), 100.0) << "dqkv" << where;
+  }
+}
+
+// The scalar flash reference (simd/scalar/attention.h) in double is the plain attention on packed
+// rows: both sum at most T D terms of magnitude at most max|x| in double, gamma(T D) = 3.7e-12 at
+// T D = 520 * 64 with u = 2^-53, so they agree within 1e-10 of the largest value.
+TEST(AttentionOptionsReference, ScalarFlashIsThePlainAttentionOnPackedRows) {
+  for (size_t i = 0; i < packed_cases().size(); ++i) {
+    const OptionCase& c = packed_cases()[i].c;
+    if (!run_case(c)) continue;
+    const Reference& r = packed_reference(i, false);
+    const FlashShape& sh = c.sh;
+    std::vector<double> out(r.out.size()), lse(r.lse.size()), dqkv(r.qkv.size());
+    scalar::flash_attention_forward<double>(out.data(), lse.data(), r.qkv.data(), sh.B, sh.T, sh.NH,
+                                            sh.NKV, sh.D, c.opt);
+    scalar::flash_attention_backward<double>(dqkv.data(), r.dout.data(), r.out_in.data(),
+                                             r.qkv.data(), r.lse_in.data(), sh.B, sh.T, sh.NH,
+                                             sh.NKV, sh.D, c.opt);
+    const std::string where = packed_cases()[i].name();
+    const auto near = [&](const char* what, const std::vector<double>& a,
+                          const std::vector<double>& b) {
+      const double tol = 1e-10 * std::max(1.0, max_abs(b));
+      for (size_t j = 0; j < a.size(); ++j) {
+        ASSERT_NEAR(a[j], b[j], tol) << what << where << " element " << j;
+      }
+    };
+    near("out", out, r.out);
+    near("lse", lse, r.lse);
+    near("dqkv", dqkv, r.dqkv);
+  }
+}
+
 class AttentionOptions32 : public ::testing::TestWithParam<std::string> {
  protected:
   const KernelTable& k() const { return kernels_for_target(GetParam()); }
-};
-
-struct Results {
-  std::vector<float> out, lse, dqkv;
 };
 
 Results run(const KernelTable& k, const Reference& r, const FlashShape& sh,
@@ -131,6 +183,38 @@ TEST_P(AttentionOptions32, WithinDerivedBound) {
     expect_within("lse" + where, x.lse, r.lse, r.bounds.lse);
     expect_within("dqkv" + where, x.dqkv, r.dqkv, r.dqkv_bound);
   }
+}
+
+TEST_P(AttentionOptions32, PackedRowsWithinDerivedBound) {
+  for (size_t i = 0; i < packed_cases().size(); ++i) {
+    const OptionCase& c = packed_cases()[i].c;
+    if (!run_case(c)) continue;
+    const Reference& r = packed_reference(i, false);
+    const Results x = run(k(), r, c.sh, c.opt);
+    const std::string where = " " + GetParam() + packed_cases()[i].name();
+    expect_within("out" + where, x.out, r.out, r.bounds.out);
+    expect_within("lse" + where, x.lse, r.lse, r.bounds.lse);
+    expect_within("dqkv" + where, x.dqkv, r.dqkv, r.dqkv_bound);
+  }
+}
+
+// Rows of one example each (starts all 0) are the call without starts, bit for bit, with and
+// without a window and soft-cap; and packed rows give the same bits on every thread count.
+TEST_P(AttentionOptions32, OneExamplePerRowIsThePlainCall) {
+  expect_one_example_per_row_is_plain(
+      GetParam(), false,
+      [&](const Reference& r, const FlashShape& sh, const AttentionOptions& opt) {
+        return run(k(), r, sh, opt);
+      });
+  const int saved = omp_get_max_threads();
+  const OptionCase& c = packed_cases()[0].c;
+  const Reference& r = packed_reference(0, false);
+  const Results first = run(k(), r, c.sh, c.opt);
+  omp_set_num_threads(3);
+  const Results other = run(k(), r, c.sh, c.opt);
+  omp_set_num_threads(saved);
+  expect_identical_results(" " + GetParam() + packed_cases()[0].name() + " 3 threads", other,
+                           first);
 }
 
 // A window of T keys or more masks nothing, and an explicit 1/sqrt(D) is the default's float: the

@@ -8,6 +8,8 @@
 //   subnormals flushed), then out rounded once;
 // - a window of T or more is the plain call bit for bit, and the results do not depend on the
 //   thread count;
+// - packed rows (opt.starts) within the same bounds; rows of one example are the plain call bit
+//   for bit;
 // - the tanh of the dot-product kernels within kTanhUlps of tanh.
 #include <gtest/gtest.h>
 #include <omp.h>
@@ -42,10 +44,6 @@ bool dot_product_attention(const Bf16Kernels& t) {
 #endif
 }
 
-struct Results {
-  std::vector<float> out, lse, dqkv;  // out widened from bf16
-};
-
 Results run(const Bf16Kernels& k, const Reference& r, const FlashShape& sh,
             const AttentionOptions& opt) {
   std::vector<bf16> out(r.out.size(), 0x7fc0);  // NaN: every element must be written
@@ -64,26 +62,60 @@ class AttentionOptionsBf16 : public ::testing::TestWithParam<std::string> {
   const Bf16Kernels& k() const { return bf16_kernels_named(GetParam()); }
 };
 
-TEST_P(AttentionOptionsBf16, WithinDerivedBound) {
-  const bool dot = dot_product_attention(k());
+// The bounds of case c (reference r) on this table: the fp32 ones on the widening tables, with
+// rho = 2^-8 on the dot-product ones, and out rounded to bf16 once.
+struct Bf16Bounds {
+  FlashForwardBounds forward;
+  std::vector<double> dqkv;
+};
+Bf16Bounds bf16_bounds(const Bf16Kernels& k, const Reference& r, const OptionCase& c) {
+  const bool dot = dot_product_attention(k);
   const double rho = dot ? kBf16HalfUlp : 0.0;
+  Bf16Bounds b{dot ? flash_forward_bounds(r.qkv, r.lse, c.sh, rho, c.opt) : r.bounds,
+               dot ? flash_backward_bounds(r.qkv, r.dout, r.out_in, r.lse_in, c.sh, rho, c.opt)
+                   : r.dqkv_bound};
+  for (size_t j = 0; j < b.forward.out.size(); ++j) {  // out rounded once (flushed if tiny)
+    b.forward.out[j] +=
+        kBf16HalfUlp * (std::fabs(r.out[j]) + b.forward.out[j]) + (dot ? 0x1p-126 : 0.0);
+  }
+  return b;
+}
+
+TEST_P(AttentionOptionsBf16, WithinDerivedBound) {
   for (size_t i = 0; i < std::size(kCases); ++i) {
     const OptionCase& c = kCases[i];
     if (!run_case(c)) continue;
     const Reference& r = reference(i, true);
     const Results x = run(k(), r, c.sh, c.opt);
-    FlashForwardBounds fb = dot ? flash_forward_bounds(r.qkv, r.lse, c.sh, rho, c.opt) : r.bounds;
-    for (size_t j = 0; j < fb.out.size(); ++j) {  // out rounded once (flushed if tiny)
-      fb.out[j] += kBf16HalfUlp * (std::fabs(r.out[j]) + fb.out[j]) + (dot ? 0x1p-126 : 0.0);
-    }
-    const std::vector<double> dqkv_bound =
-        dot ? flash_backward_bounds(r.qkv, r.dout, r.out_in, r.lse_in, c.sh, rho, c.opt)
-            : r.dqkv_bound;
+    const Bf16Bounds b = bf16_bounds(k(), r, c);
     const std::string where = " " + GetParam() + c.name();
-    expect_within("bf16 out" + where, x.out, r.out, fb.out);
-    expect_within("bf16 lse" + where, x.lse, r.lse, fb.lse);
-    expect_within("bf16 dqkv" + where, x.dqkv, r.dqkv, dqkv_bound);
+    expect_within("bf16 out" + where, x.out, r.out, b.forward.out);
+    expect_within("bf16 lse" + where, x.lse, r.lse, b.forward.lse);
+    expect_within("bf16 dqkv" + where, x.dqkv, r.dqkv, b.dqkv);
   }
+}
+
+// Packed rows (attention_options_cases.h's packed_cases) within the same bounds.
+TEST_P(AttentionOptionsBf16, PackedRowsWithinDerivedBound) {
+  for (size_t i = 0; i < packed_cases().size(); ++i) {
+    const OptionCase& c = packed_cases()[i].c;
+    if (!run_case(c)) continue;
+    const Reference& r = packed_reference(i, true);
+    const Results x = run(k(), r, c.sh, c.opt);
+    const Bf16Bounds b = bf16_bounds(k(), r, c);
+    const std::string where = " " + GetParam() + packed_cases()[i].name();
+    expect_within("bf16 out" + where, x.out, r.out, b.forward.out);
+    expect_within("bf16 lse" + where, x.lse, r.lse, b.forward.lse);
+    expect_within("bf16 dqkv" + where, x.dqkv, r.dqkv, b.dqkv);
+  }
+}
+
+// Rows of one example each (starts all 0) are the call without starts, bit for bit.
+TEST_P(AttentionOptionsBf16, OneExamplePerRowIsThePlainCall) {
+  expect_one_example_per_row_is_plain(
+      GetParam(), true, [&](const Reference& r, const FlashShape& sh, const AttentionOptions& opt) {
+        return run(k(), r, sh, opt);
+      });
 }
 
 // A window of T keys or more masks nothing: the same bits as without one (with a soft-cap too).
