@@ -1,5 +1,6 @@
 // Helpers of the tests of `prepare` on JSON records: shards and their spans sidecars read back as
-// examples (ids and trained spans relative to each example), and JSON Lines written from values.
+// examples (ids and trained spans relative to each example), JSON Lines written from values, and a
+// test fixture of the tiny tokenizer with a hand-written chat template.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -9,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "core/data/prepare.h"
 #include "core/io/token_shard.h"
 #include "core/io/token_spans.h"
 #include "tests/tokenizer/test_util.h"
@@ -50,5 +52,29 @@ inline std::string jsonl(const std::vector<nlohmann::ordered_json>& records) {
   for (const auto& r : records) text += r.dump() + "\n";
   return text;
 }
+
+// [role]content| per message, then [assistant] for a generation prompt.
+inline constexpr const char* kBracketTemplate =
+    "{% for m in messages %}[{{ m.role }}]{{ m.content }}|{% endfor %}"
+    "{% if add_generation_prompt %}[assistant]{% endif %}";
+
+// The tiny tokenizer's folder with kBracketTemplate as its chat_template.jinja; options() of a run
+// on JSON records with no val split.
+class RecordPrepareTest : public TinyPrepareTest {
+ protected:
+  void SetUp() override {
+    TinyPrepareTest::SetUp();
+    write_file(folder_ + "/tok/chat_template.jinja", kBracketTemplate);
+  }
+  PrepareOptions options(const std::string& format, const std::vector<std::string>& inputs) {
+    PrepareOptions o;
+    o.inputs = inputs;
+    o.out_dir = folder_ + "/out";
+    o.format = format;
+    o.tokenizer_dir = folder_ + "/tok";
+    o.val_tokens = 0;
+    return o;
+  }
+};
 
 }  // namespace llmcpu::testing

@@ -17,28 +17,11 @@ namespace {
 using namespace llmcpu::testing;
 using Json = nlohmann::ordered_json;
 
-constexpr const char* kTemplate =
-    "{% for m in messages %}[{{ m.role }}]{{ m.content }}|{% endfor %}"
-    "{% if add_generation_prompt %}[assistant]{% endif %}";
-
 const char* const kGood =
     R"({"messages": [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello"}]})";
 
-class PrepareExamples : public TinyPrepareTest {
+class PrepareExamples : public RecordPrepareTest {
  protected:
-  void SetUp() override {
-    TinyPrepareTest::SetUp();
-    write_file(folder_ + "/tok/chat_template.jinja", kTemplate);
-  }
-  PrepareOptions options(const std::string& format, const std::vector<std::string>& inputs) {
-    PrepareOptions o;
-    o.inputs = inputs;
-    o.out_dir = folder_ + "/out";
-    o.format = format;
-    o.tokenizer_dir = folder_ + "/tok";
-    o.val_tokens = 0;
-    return o;
-  }
   // `count` chat records of 1..4 rounds with answers of random lengths (seeded).
   std::string many_records(int count) {
     std::mt19937 rng(7);

@@ -16,16 +16,11 @@ namespace {
 using namespace llmcpu::testing;
 using Json = nlohmann::ordered_json;
 
-// [role]content| per message, then [assistant] for a generation prompt.
-constexpr const char* kTemplate =
-    "{% for m in messages %}[{{ m.role }}]{{ m.content }}|{% endfor %}"
-    "{% if add_generation_prompt %}[assistant]{% endif %}";
-
 struct Turn {
   std::string role, content;
 };
 
-// The example kTemplate makes of `turns`: the bytes as ids, each assistant turn's content and '|'
+// The example kBracketTemplate makes of `turns`: the bytes as ids, each assistant turn's content and '|'
 // trained.
 ShardExample by_hand(const std::vector<Turn>& turns) {
   ShardExample e;
@@ -53,21 +48,8 @@ const std::vector<Turn> kFirst = {{"system", "Be brief."},
                                   {"assistant", "Ok, bye."}};
 const std::vector<Turn> kSecond = {{"user", "2+2?"}, {"assistant", "4"}};
 
-class PrepareRecords : public TinyPrepareTest {
+class PrepareRecords : public RecordPrepareTest {
  protected:
-  void SetUp() override {
-    TinyPrepareTest::SetUp();
-    write_file(folder_ + "/tok/chat_template.jinja", kTemplate);
-  }
-  PrepareOptions options(const std::string& format, const std::vector<std::string>& inputs) {
-    PrepareOptions o;
-    o.inputs = inputs;
-    o.out_dir = folder_ + "/out";
-    o.format = format;
-    o.tokenizer_dir = folder_ + "/tok";
-    o.val_tokens = 0;
-    return o;
-  }
   std::vector<ShardExample> run(const PrepareOptions& o) {
     last_ = prepare_shards(*tok_, o);
     std::vector<std::string> files = last_.val_files;
