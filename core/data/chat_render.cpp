@@ -17,10 +17,13 @@ ChatRenderer::ChatRenderer(const ChatTemplate& t) : template_(t), jinja_(t.sourc
 std::string ChatRenderer::render(const Json& messages, size_t n, bool generation_prompt,
                                  const std::string& where) const {
   ChatRequest request;
-  request.messages = n == messages.size() ? messages : Json(messages.begin(), messages.begin() + n);
   request.add_generation_prompt = generation_prompt;
+  // The messages go in after chat_context has made the context (in their place, first), so that
+  // they are copied once, not twice.
+  Json context = chat_context(template_, request);
+  context["messages"] = Json(messages.begin(), messages.begin() + static_cast<ptrdiff_t>(n));
   try {
-    return jinja_.render(chat_context(template_, request));
+    return jinja_.render(context);
   } catch (const TemplateError& e) {
     throw RecordError(where, "messages",
                       "the chat template failed on the first " + std::to_string(n) + " messages" +
