@@ -102,7 +102,9 @@ uint64_t input_bytes(const std::vector<std::string>& inputs) {
     if (!fs::is_regular_file(st)) throw FileError(in, "input is not a regular file");
     const uintmax_t size = fs::file_size(in, ec);
     if (ec) throw FileError(in, "cannot read its size: " + ec.message());
-    if (size == 0) throw FileError(in, "input file is empty (each input file is one document)");
+    if (size == 0) {
+      throw FileError(in, "input file is empty (each input file is one document, or records)");
+    }
     total += size;
   }
   return total;

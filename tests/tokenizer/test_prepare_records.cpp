@@ -20,8 +20,8 @@ struct Turn {
   std::string role, content;
 };
 
-// The example kBracketTemplate makes of `turns`: the bytes as ids, each assistant turn's content and '|'
-// trained.
+// The example kBracketTemplate makes of `turns`: the bytes as ids, each assistant turn's content
+// and '|' trained.
 ShardExample by_hand(const std::vector<Turn>& turns) {
   ShardExample e;
   std::string text;
