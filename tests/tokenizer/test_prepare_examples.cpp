@@ -8,6 +8,7 @@
 
 #include "core/data/prepare.h"
 #include "core/data/records.h"
+#include "core/data/shard_writer.h"
 #include "simd/error.h"
 #include "tests/tokenizer/test_examples_util.h"
 
@@ -167,6 +168,35 @@ TEST_F(PrepareExamples, ShardsHoldWholeExamplesAndThreadsGiveTheSameBytes) {
   for (size_t i = 0; i + 1 < one.train_files.size(); ++i) {
     EXPECT_LE(TokenShard(one.train_files[i]).size(), 600u) << i;
   }
+}
+
+TEST_F(PrepareExamples, AnExampleLongerThanAShardIsAShardOfItsOwn) {
+  // Examples of 5, 12, 3, 3 and 3 tokens into shards of 4 with 2 val tokens: val takes the first
+  // example whole (at least one), the 12-token example makes a shard of its own, and each 3 fits.
+  ShardWriter w(folder_, "w", 4, 2, 2);
+  std::vector<std::vector<int>> examples;
+  for (int n : {5, 12, 3, 3, 3}) {
+    examples.emplace_back();
+    for (int i = 0; i < n; ++i) examples.back().push_back(int(examples.size()) * 10 + i);
+    w.add_example(examples.back().data(), examples.back().size(), {{1, size_t(n)}});
+  }
+  w.finish();
+  ASSERT_EQ(w.val_files().size(), 1u);
+  const std::vector<ShardExample> val = read_examples(w.val_files());
+  ASSERT_EQ(val.size(), 1u);
+  EXPECT_EQ(val[0].ids, examples[0]);
+  std::vector<size_t> sizes;
+  for (const std::string& f : w.train_files()) sizes.push_back(TokenShard(f).size());
+  EXPECT_EQ(sizes, (std::vector<size_t>{12, 3, 3, 3}));
+  const std::vector<ShardExample> train = read_examples(w.train_files());
+  ASSERT_EQ(train.size(), 4u);
+  for (size_t i = 0; i < train.size(); ++i) {
+    EXPECT_EQ(train[i].ids, examples[i + 1]);
+    EXPECT_EQ(train[i].spans,
+              (std::vector<std::pair<uint64_t, uint64_t>>{{1, examples[i + 1].size()}}));
+  }
+  std::vector<int> more = {1, 2};
+  EXPECT_THROW(w.add(more.data(), more.size()), UsageError);  // a stream after examples
 }
 
 TEST_F(PrepareExamples, StaleSidecarsAreRemovedOrReported) {
