@@ -6,7 +6,9 @@
 #include <regex>
 #include <set>
 
+#include "core/data/chat_records.h"
 #include "core/data/document_split.h"
+#include "core/data/record_prepare.h"
 #include "core/data/shard_writer.h"
 #include "core/io/token_shard.h"
 #include "core/util/file.h"
@@ -20,7 +22,8 @@ namespace fs = std::filesystem;
 
 constexpr size_t kPieceBytes = size_t{1} << 20;
 
-// Lists shards called NAME_val_NNNNNN.bin / NAME_train_NNNNNN.bin in dir that are not in `ours`.
+// Lists shards called NAME_val_NNNNNN.bin / NAME_train_NNNNNN.bin in dir, and their sidecars
+// (.spans), that are not in `ours`.
 std::vector<std::string> stale_shards(const std::string& dir, const std::string& name,
                                       const std::set<std::string>& ours) {
   std::vector<std::string> out;
@@ -29,7 +32,7 @@ std::vector<std::string> stale_shards(const std::string& dir, const std::string&
     if (std::string_view("\\^$.|?*+()[]{}").find(c) != std::string_view::npos) quoted += '\\';
     quoted += c;
   }
-  const std::regex pattern(quoted + "_(val|train)_[0-9]{6}\\.bin");
+  const std::regex pattern(quoted + "_(val|train)_[0-9]{6}\\.(bin|spans)");
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
     const std::string file = entry.path().filename().string();
@@ -57,8 +60,9 @@ int shard_width(const Tokenizer& tokenizer, const PrepareOptions& o) {
 }
 
 // The options a run needs before anything is read: inputs, an output folder, a plain name, a
-// tokenizer that can encode.
-void check_options(const Tokenizer& tokenizer, const PrepareOptions& o) {
+// tokenizer that can encode (and name a document token where the format puts one), a format, and
+// inputs of one kind in --format text.
+void check_options(const Tokenizer& tokenizer, const PrepareOptions& o, bool records) {
   if (o.inputs.empty()) throw UsageError("prepare: no input files (--input FILE...)");
   if (o.out_dir.empty()) throw UsageError("prepare: --out-dir is required");
   if (o.name.empty() || o.name.find('/') != std::string::npos) {
@@ -70,7 +74,18 @@ void check_options(const Tokenizer& tokenizer, const PrepareOptions& o) {
                      " can only decode; give a tokenizer.json or a folder with encoder.json and "
                      "vocab.bpe");
   }
-  if (tokenizer.document_token() < 0) {
+  const DataFormat format = parse_data_format(o.format);
+  const bool text = format == DataFormat::kText;
+  if (text && records && !std::all_of(o.inputs.begin(), o.inputs.end(), is_json_input)) {
+    throw UsageError(
+        "prepare: --format text takes plain text files or JSON records (.jsonl, .json), not "
+        "both in one run");
+  }
+  if (records && o.split_on != "file") {
+    throw UsageError("prepare: --split-on " + o.split_on +
+                     " cuts plain text files; a JSON record is one example");
+  }
+  if ((text || format == DataFormat::kCompletion) && tokenizer.document_token() < 0) {
     throw UsageError("prepare: the tokenizer " + tokenizer.source() +
                      " names no token to put between documents (neither BOS nor EOS); give its "
                      "tokenizer_config.json with eos_token beside it");
@@ -87,7 +102,9 @@ uint64_t input_bytes(const std::vector<std::string>& inputs) {
     if (!fs::is_regular_file(st)) throw FileError(in, "input is not a regular file");
     const uintmax_t size = fs::file_size(in, ec);
     if (ec) throw FileError(in, "cannot read its size: " + ec.message());
-    if (size == 0) throw FileError(in, "input file is empty (each input file is one document)");
+    if (size == 0) {
+      throw FileError(in, "input file is empty (each input file is one document, or records)");
+    }
     total += size;
   }
   return total;
@@ -161,7 +178,9 @@ size_t next_safe_cut(std::string_view text, size_t from, size_t target) {
 
 PrepareResult prepare_shards(const Tokenizer& tokenizer, const PrepareOptions& o,
                              const std::function<void(const PrepareProgress&)>& progress) {
-  check_options(tokenizer, o);
+  const bool records =
+      o.format != "text" || std::any_of(o.inputs.begin(), o.inputs.end(), is_json_input);
+  check_options(tokenizer, o, records);
   const int token_bytes = shard_width(tokenizer, o);
   const DocumentSplit split(o.split_on);
   PrepareProgress p;
@@ -171,12 +190,18 @@ PrepareResult prepare_shards(const Tokenizer& tokenizer, const PrepareOptions& o
 
   ShardWriter writer(o.out_dir, o.name, o.shard_tokens, o.val_tokens, token_bytes);
   const auto start = Clock::now();
-  for (const std::string& in : o.inputs) {
-    encode_input(in, tokenizer, split, writer, p, start, progress);
+  PrepareResult r;
+  r.examples_mode = records;
+  if (records) {
+    RecordRun run{tokenizer, o, writer, p, r, start, progress};
+    prepare_records(run);
+  } else {
+    for (const std::string& in : o.inputs) {
+      encode_input(in, tokenizer, split, writer, p, start, progress);
+    }
   }
   writer.finish();
 
-  PrepareResult r;
   r.val_files = writer.val_files();
   r.train_files = writer.train_files();
   r.val_tokens = writer.val_tokens();
@@ -185,6 +210,10 @@ PrepareResult prepare_shards(const Tokenizer& tokenizer, const PrepareOptions& o
   r.seconds = seconds_since(start);
   std::set<std::string> ours(r.val_files.begin(), r.val_files.end());
   ours.insert(r.train_files.begin(), r.train_files.end());
+  if (records) {
+    for (const auto* files : {&r.val_files, &r.train_files})
+      for (const std::string& f : *files) ours.insert(spans_path(f));
+  }
   r.stale_files = stale_shards(o.out_dir, o.name, ours);
   return r;
 }

@@ -3,13 +3,17 @@
 // llm.c's rule). Like llm.c's data scripts, every document is preceded by the tokenizer's document
 // token (<|endoftext|> for GPT-2, BOS where a tokenizer adds one, as for Llama 3), so the stream
 // reads [sep, doc 1 ..., sep, doc 2 ..., ...]; the stream is split into val and train shards by
-// ShardWriter, with uint32 ids where the tokenizer's vocabulary has more than 65536 tokens and uint16
-// ids otherwise (llm.c writes GPT-2's as uint16, Llama 3's as uint32; PrepareOptions::token_bytes
-// overrides the choice). Documents are encoded with Tokenizer::encode_document: a special token's
-// text inside a document is encoded as text, as llm.c's scripts do (split_special_tokens). With
-// GPT-2's files large documents are encoded in pieces of about a megabyte, cut where GPT-2's
-// pre-tokenisation cannot join across the cut, so the ids are those of encoding each document
-// whole; a tokenizer.json's documents are encoded whole.
+// ShardWriter, with uint32 ids where the tokenizer's vocabulary has more than 65536 tokens and
+// uint16 ids otherwise (llm.c writes GPT-2's as uint16, Llama 3's as uint32;
+// PrepareOptions::token_bytes overrides the choice). Documents are encoded with
+// Tokenizer::encode_document: a special token's text inside a document is encoded as text, as
+// llm.c's scripts do (split_special_tokens). With GPT-2's files large documents are encoded in
+// pieces of about a megabyte, cut where GPT-2's pre-tokenisation cannot join across the cut, so the
+// ids are those of encoding each document whole; a tokenizer.json's documents are encoded whole.
+// JSON records (--format chat, instruction, completion, or text with .jsonl/.json inputs) become
+// examples instead (record_prepare.h): rendered through the chat template where they are
+// conversations, encoded on several threads, written in input order, never cut by a shard, each
+// shard with its spans sidecar of trained tokens (docs/formats.md).
 // Not here: downloading data, any cleaning or normalisation of the text.
 #pragma once
 
@@ -31,6 +35,12 @@ struct PrepareOptions {
   int64_t shard_tokens = 100'000'000;
   std::string split_on = "file";  // --split-on: file, blank-lines, lines or regex:PATTERN
   int token_bytes = 0;  // --token-bytes: 2 (uint16 ids) or 4 (uint32); 0: from the vocabulary
+  std::string format = "text";  // --format: text, chat, instruction or completion
+  std::string train_on;       // --train-on: assistant, completion or all; "": the format's default
+  std::string chat_template;  // --chat-template FILE; "": the tokenizer folder's
+  std::string tokenizer_dir;  // the folder of the chat template and special tokens
+  bool skip_bad = false;      // --skip-bad: count malformed records instead of stopping
+  int threads = 0;            // --threads: for JSON records; 0: every core OpenMP offers
 };
 
 struct PrepareProgress {
@@ -46,6 +56,13 @@ struct PrepareResult {
   double seconds = 0;
   // Shards named like ours in out_dir that this run did not write (left over from an earlier run).
   std::vector<std::string> stale_files;
+  // JSON records: the examples written, the records skipped (--skip-bad) and the first few
+  // reasons, the examples whose span boundaries needed the common-prefix rule
+  // (example_tokens.h), and notes for the user (the built-in chat template is used, ...).
+  bool examples_mode = false;
+  uint64_t examples = 0, skipped = 0, approximate = 0;
+  std::vector<std::string> skip_reasons;
+  std::vector<std::string> notes;
 };
 
 // Checks every input (exists, non-empty) and the output folder (created if missing, writable)

@@ -7,12 +7,20 @@
 // token_bytes bytes: 2 (uint16, GPT-2's shards) or 4 (uint32, llm.c's shards for vocabularies past
 // 65536). With val_tokens unset, val is 10% of all tokens, at most one shard; until that is known
 // (the end of the stream, or 10 shards' worth of tokens) the tokens wait in memory, token_bytes
-// each. Not here: tokenizing, reading inputs, choosing the width (prepare.h).
+// each. Examples (add_example, for chat and other JSON records) are never cut: every shard then
+// starts and ends at an example boundary, val holds the first whole examples up to val_tokens (at
+// least one), a shard holds the whole examples that fit shard_tokens (at least one, so an example
+// longer than a shard makes a longer shard), the same tail rule applies, and every shard gets its
+// spans sidecar (core/io/token_spans.h). Before a shard is written, a sidecar left beside its path
+// by an earlier run is removed, so a shard never meets a sidecar that is not its own.
+// Not here: tokenizing, reading inputs, choosing the width (prepare.h).
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
+
+#include "core/io/token_spans.h"
 
 namespace llmcpu {
 
@@ -27,6 +35,10 @@ class ShardWriter {
 
   // Throws ShapeError for an id that does not fit the shards' width (nothing of ids is added then).
   void add(const int* ids, size_t n);
+  // Adds one example of n >= 1 tokens whose trained targets are `spans` (of its own tokens:
+  // sorted, disjoint, begin >= 1). Not to be mixed with add(): UsageError. ShapeError for an id
+  // that does not fit, or an example past an llm.c shard's 2^31-1 tokens.
+  void add_example(const int* ids, size_t n, const std::vector<TokenSpan>& spans);
   // Writes what is left. Throws Error when no token is left for training.
   void finish();
 
@@ -42,8 +54,13 @@ class ShardWriter {
 
  private:
   size_t min_tail() const { return shard_tokens_ / 2; }
+  void append(const int* ids, size_t n);
   void drain(bool final);
+  bool drain_val(bool final);
+  size_t fit(size_t want) const;
   void write_next(bool val, size_t n);
+  void write_spans(const std::string& path, size_t n);
+  uint64_t written() const { return val_written_ + train_written_; }
 
   std::string dir_, name_;
   size_t shard_tokens_;
@@ -53,6 +70,13 @@ class ShardWriter {
   size_t head_ = 0;               // ... from token head_ on
   uint64_t total_ = 0, val_written_ = 0, train_written_ = 0;
   std::vector<std::string> val_files_, train_files_;
+  // Examples (add_example): each pending example's first token and each pending span, as positions
+  // in the whole stream; those before starts_head_ / spans_head_ are written.
+  enum class Mode { kUnknown, kStream, kExamples } mode_ = Mode::kUnknown;
+  bool val_snapped_ = false;  // val_left_ ends at an example boundary
+  std::vector<uint64_t> starts_;
+  std::vector<TokenSpan> spans_;
+  size_t starts_head_ = 0, spans_head_ = 0;
 };
 
 }  // namespace llmcpu

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <string_view>
 #include <vector>
 
 #include "simd/error.h"
@@ -14,7 +15,9 @@ constexpr size_t kCountsOffset = 8;  // num_tokens, num_examples, num_spans: uin
 constexpr size_t kUsedHeaderBytes = 32;
 
 std::string range_text(uint64_t begin, uint64_t end) {
-  return "[" + std::to_string(begin) + ", " + std::to_string(end) + ")";
+  std::string text = "[";  // appended, not added: g++ 12 warns falsely on literal + string
+  text.append(std::to_string(begin)).append(", ").append(std::to_string(end)).append(")");
+  return text;
 }
 
 // Example starts: 0 first, strictly increasing, each < num_tokens.
@@ -74,12 +77,13 @@ void check_spans(const std::string& path, uint64_t num_tokens, std::span<const u
 }  // namespace
 
 std::string spans_path(const std::string& shard_path) {
-  const std::string bin = ".bin";
-  if (shard_path.size() >= bin.size() &&
-      shard_path.compare(shard_path.size() - bin.size(), bin.size(), bin) == 0) {
-    return shard_path.substr(0, shard_path.size() - bin.size()) + ".spans";
+  const std::string_view bin = ".bin";
+  std::string path = shard_path;
+  if (path.size() >= bin.size() && std::string_view(path).substr(path.size() - bin.size()) == bin) {
+    path.resize(path.size() - bin.size());
   }
-  return shard_path + ".spans";
+  path.append(".spans");  // appended, not added: g++ 12 warns falsely on string + literal
+  return path;
 }
 
 TokenSpans::TokenSpans(const std::string& path, uint64_t shard_tokens) : file_(path) {

@@ -16,6 +16,7 @@
 #include "core/io/debug_state.h"
 #include "core/io/hf_gpt2.h"
 #include "core/io/token_shard.h"
+#include "core/io/token_spans.h"
 #include "core/io/train_state.h"
 #include "core/model/model.h"
 #include "core/model/parameters.h"
@@ -92,6 +93,25 @@ void checkpoints() {
   put("checkpoint", "bad_magic.bin", with_int32(bytes, 0, 20240327));
   put("checkpoint", "version_4.bin", with_int32(bytes, 1, 4));
   put("checkpoint", "header_only.bin", bytes.substr(0, kLlmcHeaderBytes));
+}
+
+// Spans sidecars: three examples of a 20-token shard with their spans, and broken copies (cut
+// short, a wrong magic, a span over its example's first token).
+void token_spans_files() {
+  const std::vector<uint64_t> starts = {0, 8, 15};
+  const std::vector<TokenSpan> spans = {{2, 5}, {6, 8}, {9, 15}, {16, 20}};
+  const std::string bytes =
+      written([&](const std::string& p) { write_token_spans(p, 20, starts, spans); });
+  put("token_spans", "three_examples.spans", bytes);
+  put("token_spans", "truncated.spans", bytes.substr(0, bytes.size() - 8));
+  put("token_spans", "bad_magic.spans", with_int32(bytes, 0, 20240520));
+  std::string first = bytes;
+  const uint64_t eight = 8;
+  std::memcpy(first.data() + 1024 + 8 * starts.size() + 16 * 2, &eight, 8);  // span 2 = [8, 15)
+  put("token_spans", "span_at_example_start.spans", first);
+  put("token_spans", "one_example.spans", written([&](const std::string& p) {
+        write_token_spans(p, 3, std::vector<uint64_t>{0}, std::vector<TokenSpan>{});
+      }));
 }
 
 void token_shards() {
@@ -527,6 +547,7 @@ int main(int argc, char** argv) {
   try {
     checkpoints();
     token_shards();
+    token_spans_files();
     debug_states();
     safetensors_files();
     train_states();

@@ -27,16 +27,17 @@ struct Sidecar {
   int64_t num_examples = -1, num_spans = -1;
 
   Bytes bytes() const {
-    Bytes f(1024, 0);
-    std::memcpy(&f[0], &magic, 4);
-    std::memcpy(&f[4], &version, 4);
     const uint64_t ne = num_examples < 0 ? starts.size() : uint64_t(num_examples);
     const uint64_t ns = num_spans < 0 ? bounds.size() / 2 : uint64_t(num_spans);
+    Bytes f(1024 + 8 * (starts.size() + bounds.size()), 0);
+    std::memcpy(&f[0], &magic, 4);
+    std::memcpy(&f[4], &version, 4);
     std::memcpy(&f[8], &num_tokens, 8);
     std::memcpy(&f[16], &ne, 8);
     std::memcpy(&f[24], &ns, 8);
-    append(f, starts.data(), starts.size());
-    append(f, bounds.data(), bounds.size());
+    if (!starts.empty()) std::memcpy(&f[1024], starts.data(), 8 * starts.size());
+    if (!bounds.empty())
+      std::memcpy(&f[1024 + 8 * starts.size()], bounds.data(), 8 * bounds.size());
     return f;
   }
 };

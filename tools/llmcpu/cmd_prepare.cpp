@@ -1,12 +1,16 @@
 // `llmcpu prepare`: text files -> llm.c token shards (NAME_val_000000.bin, NAME_train_000000.bin,
-// ...) of uint16 or uint32 ids, with a progress bar on standard error when it is a terminal.
+// ...) of uint16 or uint32 ids, with a progress bar on standard error when it is a terminal; JSON
+// records (chat, instruction, completion, text) -> shards of whole examples, each with its spans
+// sidecar of trained tokens (NAME_train_000000.spans).
 #include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "core/data/chat_records.h"
 #include "core/data/document_split.h"
 #include "core/data/prepare.h"
 #include "core/tokenizer/tokenizer.h"
@@ -47,11 +51,39 @@ void draw_bar(const PrepareProgress& p) {
   std::fflush(stderr);
 }
 
+// JSON records: examples, sidecars, skipped records and their first reasons.
+void print_examples(const PrepareResult& r) {
+  std::printf("prepare: %llu examples, each shard with its .spans sidecar of trained tokens\n",
+              static_cast<unsigned long long>(r.examples));
+  if (r.approximate > 0) {
+    std::fprintf(stderr,
+                 "prepare: note: %llu examples had a span boundary inside a token; it went with "
+                 "the text after the boundary (docs/formats.md)\n",
+                 static_cast<unsigned long long>(r.approximate));
+  }
+  if (r.skipped == 0) return;
+  std::fprintf(stderr, "prepare: skipped %llu malformed records (--skip-bad); the first:\n",
+               static_cast<unsigned long long>(r.skipped));
+  for (const std::string& why : r.skip_reasons) std::fprintf(stderr, "  %s\n", why.c_str());
+}
+
 class PrepareCommand : public Command {
  public:
   void add_flags(ArgParser& p) override {
     p.list_option("input", 'i', &o_.inputs, "FILE...",
-                  "text files, one document each, in this order");
+                  "text files, one document each, or JSON records (.jsonl, .json), in this order");
+    p.option("format", 0, &o_.format, "FORMAT",
+             "text (default: text files, or JSON records with a `text` field), chat (messages or "
+             "ShareGPT conversations), instruction (Alpaca) or completion (prompt, completion)");
+    p.option("train-on", 0, &o_.train_on, "WHAT",
+             "the trained tokens: assistant (default for chat, instruction: the assistant turns), "
+             "completion (default for completion) or all");
+    p.option("chat-template", 0, &o_.chat_template, "FILE",
+             "a Jinja chat template (default: the tokenizer folder's; ChatML where it has none)");
+    p.flag("skip-bad", 0, &o_.skip_bad,
+           "leave malformed records out and count them (default: stop at the first)");
+    p.option("threads", 0, &o_.threads, "N",
+             "threads that encode JSON records (default: every core)", {1, 1024});
     p.option("out-dir", 'o', &o_.out_dir, "DIR", "where the shards go (created if missing)");
     p.option("name", 0, &o_.name, "NAME", "shard name prefix (default: data)");
     p.option("val-tokens", 0, &o_.val_tokens, "N",
@@ -75,6 +107,8 @@ class PrepareCommand : public Command {
     if (o_.inputs.empty()) throw UsageError("prepare: --input FILE... is required");
     if (o_.out_dir.empty()) throw UsageError("prepare: --out-dir DIR is required");
     DocumentSplit{o_.split_on};  // the rule's words and pattern
+    parse_data_format(o_.format);
+    if (!o_.train_on.empty()) parse_train_on(o_.train_on);
     if (!token_bytes_.empty()) {
       if (token_bytes_ != "2" && token_bytes_ != "4") {
         throw UsageError("prepare: --token-bytes " + token_bytes_ + " must be 2 or 4");
@@ -95,6 +129,9 @@ int PrepareCommand::run(const ArgParser&) {
       tokenizer_path_.empty() ? default_tokenizer_dir() : tokenizer_path_;
   const Tokenizer tok = Tokenizer::load(tokenizer_path);
   print_tokenizer_notes(tok, "prepare");
+  o_.tokenizer_dir = std::filesystem::is_directory(tokenizer_path)
+                         ? tokenizer_path
+                         : std::filesystem::path(tokenizer_path).parent_path().string();
 
   const bool tty = ::isatty(STDERR_FILENO);
   double last_draw = -1;
@@ -106,6 +143,7 @@ int PrepareCommand::run(const ArgParser&) {
     }
   });
   if (tty) std::fputc('\n', stderr);
+  for (const std::string& note : r.notes) std::fprintf(stderr, "%s\n", note.c_str());
 
   std::fprintf(stderr, "prepare: %zu files, %.1f MB in %.2f s (%.1f MB/s), %s tokens\n",
                o_.inputs.size(), r.bytes / 1e6, r.seconds,
@@ -116,6 +154,7 @@ int PrepareCommand::run(const ArgParser&) {
   std::printf("prepare: %llu val tokens, %llu train tokens\n",
               static_cast<unsigned long long>(r.val_tokens),
               static_cast<unsigned long long>(r.train_tokens));
+  if (r.examples_mode) print_examples(r);
   for (const std::string& f : r.stale_files) {
     std::fprintf(stderr,
                  "prepare: warning: %s is left over from an earlier run (not written now)\n",
