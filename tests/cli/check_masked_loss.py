@@ -14,6 +14,10 @@ Runs `llmcpu train` for a few AdamW steps of 4 micro-batches of B rows: in one p
   on:  examples packed into rows in order while they fit, attention within each example and its
        positions restarting at 0 (the block-diagonal mask and position ids of transformers'
        DataCollatorWithFlattening).
+--plugin P [--offload-layers N|all]: the one-process run with that part of the model on P's
+device (the CPU computes the rest; with all, the device computes the head and the masked loss).
+Resuming: a shuffled run stopped after 2 steps and resumed (--resume) logs the same losses, digit
+for digit, as the same run uninterrupted: the rows and their order are exactly those again.
 PyTorch (float64) computes the same steps from the published semantics: per step the rows of its 4
 micro-batches, cross-entropy with ignore_index over every row at once with reduction "sum", divided
 by the number of counted targets (transformers' Trainer with num_items_in_batch), then AdamW. The
@@ -172,25 +176,53 @@ def read_log(path):
     return train, val
 
 
-def llmcpu_run(a, workdir, ranks):
-    log = os.path.join(workdir, f"log_{a.pack}_{ranks}.txt")
-    cmd = [a.llmcpu, "train", "--model", os.path.join(workdir, "model.bin"),
-           "--train-data", os.path.join(workdir, "train.bin"),
-           "--val-data", os.path.join(workdir, "val.bin"), "--val-every", str(STEPS),
-           "--val-batches", str(VAL_BATCHES), "--batch", str(B), "--seq-len", str(T),
-           "--total-batch", str(B * T * MICRO), "--steps", str(STEPS), "--lr", "1e-3",
-           "--weight-decay", "0.01", "--no-shuffle", "--pack", a.pack, "--log", log]
-    if ranks > 1:
-        cmd = ["timeout", "300", a.mpirun, "-np", str(ranks), "--oversubscribe", "--bind-to",
-               "none", "-x", "OMP_NUM_THREADS=1"] + cmd
+def train(a, args, what, prefix=()):
+    cmd = list(prefix) + [a.llmcpu, "train"] + args
     print(" ".join(cmd))
     run = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                          timeout=400)
     print(run.stdout)
     if run.returncode != 0:
-        fail(f"llmcpu train at {ranks} rank(s) exited with {run.returncode}")
+        fail(f"llmcpu train ({what}) exited with {run.returncode}")
+    return run.stdout
+
+
+def check_resume(a, workdir):
+    """A shuffled run of STEPS steps against the same run stopped at 2 and resumed."""
+    common = ["--model", os.path.join(workdir, "model.bin"),
+              "--train-data", os.path.join(workdir, "train.bin"), "--batch", str(B),
+              "--seq-len", str(T), "--total-batch", str(B * T * MICRO), "--lr", "1e-3",
+              "--seed", "11", "--pack", a.pack]
+    whole, part = (os.path.join(workdir, f"resume_{n}.txt") for n in ("whole", "part"))
+    ckpt = os.path.join(workdir, "resume_ckpt")
+    train(a, common + ["--steps", str(STEPS), "--log", whole], "shuffled")
+    train(a, common + ["--steps", "2", "--checkpoint-dir", ckpt], "first 2 steps")
+    train(a, common + ["--steps", str(STEPS), "--resume", ckpt, "--log", part], "resumed")
+    ref, resumed = read_log(whole)[0], read_log(part)[0]
+    for step in range(2, STEPS):
+        print(f"resume step {step}: {resumed.get(step)}, uninterrupted {ref[step]}")
+        if resumed.get(step) != ref[step]:
+            fail(f"the resumed run's step {step} logged {resumed.get(step)}, the uninterrupted "
+                 f"run's {ref[step]}")
+
+
+def llmcpu_run(a, workdir, ranks):
+    log = os.path.join(workdir, f"log_{a.pack}_{ranks}.txt")
+    args = ["--model", os.path.join(workdir, "model.bin"),
+            "--train-data", os.path.join(workdir, "train.bin"),
+            "--val-data", os.path.join(workdir, "val.bin"), "--val-every", str(STEPS),
+            "--val-batches", str(VAL_BATCHES), "--batch", str(B), "--seq-len", str(T),
+            "--total-batch", str(B * T * MICRO), "--steps", str(STEPS), "--lr", "1e-3",
+            "--weight-decay", "0.01", "--no-shuffle", "--pack", a.pack, "--log", log]
+    prefix = []
+    if a.plugin:
+        args += ["--plugin", a.plugin, "--offload-layers", a.offload_layers]
+    if ranks > 1:
+        prefix = ["timeout", "300", a.mpirun, "-np", str(ranks), "--oversubscribe", "--bind-to",
+                  "none", "-x", "OMP_NUM_THREADS=1"]
+    out = train(a, args, f"{ranks} rank(s)", prefix)
     rows_note = "examples packed into" if a.pack == "on" else "one example per row"
-    if rows_note not in run.stdout:
+    if rows_note not in out:
         fail(f"train did not say how it laid out the examples ('{rows_note}')")
     return read_log(log)
 
@@ -202,6 +234,9 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--pack", choices=["on", "off"], required=True)
     ap.add_argument("--mpirun", help="also run at 2 ranks under this mpirun")
+    ap.add_argument("--plugin", help="an offload plugin: the run goes through it")
+    ap.add_argument("--offload-layers", default="all")
+    ap.add_argument("--resume", action="store_true", help="also check a resumed shuffled run")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
 
@@ -244,6 +279,8 @@ def main():
             print(f"{ranks} rank(s) validation at {step}: {val[step]:.6f}, PyTorch {ref:.6f}")
             if abs(val[step] - ref) > LOSS_LIMIT:
                 fail(f"{ranks} rank(s) validation at step {step}: {val[step]} against {ref}")
+    if a.resume:
+        check_resume(a, a.out)
     if 2 in runs:
         for step in range(STEPS):
             one, two = runs[1][0][step], runs[2][0][step]
