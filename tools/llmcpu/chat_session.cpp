@@ -88,8 +88,10 @@ ChatSession::ChatSession(const Model& model, const Tokenizer& tok, const ChatTem
       gen_(model, options.context),
       rng_(options.seed) {
   if (!tok.can_encode()) {
-    throw UsageError("chat needs a tokenizer that can encode (a tokenizer.json, or a folder with "
-                     "encoder.json and vocab.bpe), not " + tok.source());
+    throw UsageError(
+        "chat needs a tokenizer that can encode (a tokenizer.json, or a folder with "
+        "encoder.json and vocab.bpe), not " +
+        tok.source());
   }
   reset();
 }

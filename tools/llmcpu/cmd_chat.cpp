@@ -7,9 +7,12 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "core/chat/chat_template.h"
 #include "core/model/config.h"
@@ -30,42 +33,57 @@ constexpr int kDefaultContextCap = 8192;
 
 // One line of JSONL input.
 struct ChatInput {
-  enum Kind { kMessage, kReset, kExit } kind = kMessage;
-  std::string role, content;
+  enum Kind { kMessages, kReset, kExit } kind = kMessages;
+  bool whole = false;  // {"messages": [...]}: they replace the conversation (but --system's)
+  std::vector<std::pair<std::string, std::string>> messages;  // (role, content)
 };
 
-// {"role": "user"|"system"|"assistant", "content": TEXT}, {"content": TEXT} (a user's), or
-// {"command": "reset"|"exit"}. UsageError naming the line and what was expected.
+using Fail = std::function<void(const std::string&)>;
+
+// {"role": "user"|"system"|"assistant", "content": TEXT}, or {"content": TEXT} (a user's).
+std::pair<std::string, std::string> message_of(const nlohmann::json& j, const Fail& fail) {
+  if (!j.is_object()) fail("a message is a JSON " + std::string(j.type_name()) + ", not an object");
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    if (it.key() != "role" && it.key() != "content") fail("unknown key \"" + it.key() + "\"");
+  }
+  if (!j.contains("content") || !j["content"].is_string()) fail("no \"content\" string");
+  std::string role = "user";
+  if (j.contains("role")) {
+    const nlohmann::json& r = j["role"];
+    if (r != "user" && r != "system" && r != "assistant") fail("\"role\" is " + r.dump());
+    role = r.get<std::string>();
+  }
+  return {role, j["content"].get<std::string>()};
+}
+
+// A message, {"messages": [message, ...]} or {"command": "reset"|"exit"}. UsageError naming the
+// line and what was expected.
 ChatInput parse_input_line(const std::string& line, long number) {
-  const std::string where = "standard input line " + std::to_string(number) + ": ";
-  const auto fail = [&](const std::string& problem) {
-    throw UsageError(where + problem +
+  const Fail fail = [&](const std::string& problem) {
+    throw UsageError("standard input line " + std::to_string(number) + ": " + problem +
                      "; expected a JSON object {\"role\": \"user\", \"content\": TEXT} (or role "
-                     "\"system\" or \"assistant\", for history), {\"content\": TEXT} or "
-                     "{\"command\": \"reset\" or \"exit\"}");
+                     "\"system\" or \"assistant\", for history), {\"content\": TEXT}, "
+                     "{\"messages\": [such objects]} or {\"command\": \"reset\" or \"exit\"}");
   };
   const nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
   if (j.is_discarded()) fail("not valid JSON");
   if (!j.is_object()) fail("a JSON " + std::string(j.type_name()) + ", not an object");
   ChatInput in;
+  for (const char* alone : {"command", "messages"}) {
+    if (j.contains(alone) && j.size() != 1)
+      fail(std::string(1, '"').append(alone).append("\" comes alone"));
+  }
   if (j.contains("command")) {
     const nlohmann::json& c = j["command"];
-    if (j.size() != 1) fail("\"command\" comes alone");
-    if (c == "reset") in.kind = ChatInput::kReset;
-    else if (c == "exit") in.kind = ChatInput::kExit;
-    else fail("\"command\" is " + c.dump());
-    return in;
-  }
-  for (auto it = j.begin(); it != j.end(); ++it) {
-    if (it.key() != "role" && it.key() != "content") fail("unknown key \"" + it.key() + "\"");
-  }
-  if (!j.contains("content") || !j["content"].is_string()) fail("no \"content\" string");
-  in.content = j["content"].get<std::string>();
-  in.role = "user";
-  if (j.contains("role")) {
-    const nlohmann::json& r = j["role"];
-    if (r != "user" && r != "system" && r != "assistant") fail("\"role\" is " + r.dump());
-    in.role = r.get<std::string>();
+    if (c != "reset" && c != "exit") fail("\"command\" is " + c.dump());
+    in.kind = c == "reset" ? ChatInput::kReset : ChatInput::kExit;
+  } else if (j.contains("messages")) {
+    const nlohmann::json& m = j["messages"];
+    if (!m.is_array() || m.empty()) fail("\"messages\" is not a list of messages");
+    in.whole = true;
+    for (const nlohmann::json& message : m) in.messages.push_back(message_of(message, fail));
+  } else {
+    in.messages.push_back(message_of(j, fail));
   }
   return in;
 }
@@ -130,8 +148,8 @@ ChatSession ChatCommand::open_session(const GenerationModel& loaded, const ArgPa
                                     : std::filesystem::path(source.path).parent_path().string();
   std::vector<int> ends = chat_end_tokens(tok, t, model_dir);
   std::string names;
-  for (int id : ends) names += (names.empty() ? "" : ", ") + tok.decode_token(id) + " (" +
-                               std::to_string(id) + ")";
+  for (int id : ends)
+    names += (names.empty() ? "" : ", ") + tok.decode_token(id) + " (" + std::to_string(id) + ")";
   std::fprintf(stderr, "chat: replies end at %s\n",
                names.empty() ? "--max-tokens only: no end token is known" : names.c_str());
   const int maxT = loaded.model().config().max_seq_len;
@@ -169,8 +187,9 @@ void ChatCommand::run_jsonl(ChatSession& session) {
       session.reset();
       continue;
     }
-    session.add(in.role, in.content);
-    if (in.role != "user") continue;  // history
+    if (in.whole) session.reset();
+    for (const auto& [role, content] : in.messages) session.add(role, content);
+    if (in.messages.back().first != "user") continue;  // history
     const ChatReply r = session.reply([](std::string_view) {});
     nlohmann::ordered_json out = {{"role", "assistant"},
                                   {"content", r.text},
@@ -209,7 +228,8 @@ void ChatCommand::run_terminal(ChatSession& session) {
     std::fputs("\n", stdout);
     if (show_prompt_) std::fprintf(stderr, "chat: the prompt was:\n%s\n", r.prompt.c_str());
     if (r.stop == ChatStop::kContext) {
-      std::fprintf(stdout, "(the conversation fills the context of %d tokens: /reset starts again)\n",
+      std::fprintf(stdout,
+                   "(the conversation fills the context of %d tokens: /reset starts again)\n",
                    session.context());
     }
   }

@@ -90,7 +90,8 @@ int SampleCommand::run(const ArgParser&) {
   };
   while (generated < tokens_) {
     // Only ids the tokenizer can decode (Qwen3's rows past its 151669 tokens are never drawn).
-    const int next = gen.sample(static_cast<float>(flags_.temperature), flags_.top_k, rng, tok.vocab_size());
+    const int next =
+        gen.sample(static_cast<float>(flags_.temperature), flags_.top_k, rng, tok.vocab_size());
     ++generated;
     if (next == tok.eot_token()) break;
     show(text.push(next));

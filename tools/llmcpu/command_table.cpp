@@ -7,6 +7,7 @@ namespace llmcpu {
 
 // The order is the usage's, and the fuzz target's byte 0 picks a command by its index here (the
 // committed seeds in tests/fuzz/corpus/cli/ rely on it): add new commands at the end.
+// size: table (the commands, one entry each)
 const std::vector<CommandInfo>& command_table() {
   static const std::vector<CommandInfo> table = {
       {"train", "train or fine-tune a GPT-2 or Llama-family model on a token shard",
@@ -86,8 +87,9 @@ const std::vector<CommandInfo>& command_table() {
        "streams as it is generated; /reset forgets the conversation (not --system), /exit or\n"
        "Ctrl-D quits. Otherwise (or --jsonl) each input line is a JSON object\n"
        "{\"role\": \"user\", \"content\": TEXT} (role system or assistant: history, no reply),\n"
-       "{\"content\": TEXT} or {\"command\": \"reset\"|\"exit\"}, and each user message gets\n"
-       "one line {\"role\": \"assistant\", \"content\": TEXT, \"tokens\": N,\n"
+       "{\"content\": TEXT}, {\"messages\": [such objects]} (the whole conversation after\n"
+       "--system's message) or {\"command\": \"reset\"|\"exit\"}; each user message (last)\n"
+       "gets one line {\"role\": \"assistant\", \"content\": TEXT, \"tokens\": N,\n"
        "\"stop\": \"eos\"|\"length\"|\"context\"}; a malformed line stops the program with\n"
        "status 2 and a message naming the line. A reply ends at the model's end tokens\n"
        "(generation_config.json's eos_token_id, the tokenizer's eos_token, the template's end\n"

@@ -1,8 +1,9 @@
 // What `sample` and `chat` generate from, and the flags that say so: the model (--model: an llm.c
 // checkpoint or a Hugging Face model), a PEFT LoRA adapter on it (--adapter), the tokenizer
 // (--tokenizer, else the one beside the model, else GPT-2's default folder) and the sampling
-// flags (--temperature, --top-k, --seed). Loaded once, for generation through core/model/generate.h.
-// Not here: what each command does with them (its prompt, its loop, its output).
+// flags (--temperature, --top-k, --seed). Loaded once, for generation through
+// core/model/generate.h. Not here: what each command does with them (its prompt, its loop, its
+// output).
 #pragma once
 
 #include <cstdint>
