@@ -118,3 +118,11 @@ add_test(NAME lora_reference_self_check
 add_test(NAME llama_readme_commands
          COMMAND ${LLMCPU_DEBIAN_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/cli/check_readme_llama.py
                  $<TARGET_FILE:llmcpu> ${PROJECT_SOURCE_DIR} ${fresh}/readme_llama)
+# `llmcpu chat` on a folder in SmolLM2's layout with SmolLM2-Instruct's published template: the
+# rendered prompts against @huggingface/jinja and tokenizers.js, two turns of greedy replies (the
+# cache kept) against a PyTorch argmax loop, generation_config.json's eos_token_id
+# (tests/cli/check_chat_reference.py): about 30 s.
+add_test(NAME chat_reference
+         COMMAND ${LLMCPU_DEBIAN_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/cli/check_chat_reference.py
+                 $<TARGET_FILE:llmcpu> ${PROJECT_SOURCE_DIR} ${fresh}/chat_reference)
+set_tests_properties(chat_reference PROPERTIES PASS_REGULAR_EXPRESSION "check_chat_reference.py: OK")

@@ -36,8 +36,9 @@ install gnuplot-nox
 command -v npm >/dev/null 2>&1 || install npm
 if [ "$mode" = all ]; then
   # Tests and benchmarks: GoogleTest, Google Benchmark, PyTorch for the reference fixtures;
-  # universal-ctags finds the functions whose lengths ctest core_sizes checks.
-  install libgtest-dev libbenchmark-dev python3 python3-torch python3-numpy universal-ctags
+  # universal-ctags finds the functions whose lengths ctest core_sizes checks; tmux runs
+  # `llmcpu chat` on a terminal as a person types.
+  install libgtest-dev libbenchmark-dev python3 python3-torch python3-numpy universal-ctags tmux
   # Open MPI: data-parallel training under mpirun (core/comm), and its tests at 1 to 4 ranks.
   install openmpi-bin libopenmpi-dev
   # oneDNN: its bf16 matmul, measured against llmcpu's GEMMs (bench_bf16_gemm), AMX where present.

@@ -151,6 +151,14 @@ const float* Generator::step(int token) {
   return acts_.acts.logits;
 }
 
+void Generator::rewind(int position) {
+  if (position < 0 || position > pos_) {
+    throw ShapeError("cannot rewind generation to position " + std::to_string(position) +
+                     ": it holds positions 0.." + std::to_string(pos_ - 1));
+  }
+  pos_ = position;  // the cache's rows past it are overwritten by the next steps
+}
+
 int Generator::sample(float temperature, int top_k, Rng& rng, int candidates) {
   const int V = model_.config().vocab_size;
   const int n = candidates > 0 && candidates < V ? candidates : V;

@@ -24,6 +24,11 @@ class Generator {
 
   // Forgets the sequence so far.
   void reset() { pos_ = 0; }
+  // Keeps the first `position` positions of the sequence and forgets the rest: the next step runs
+  // at `position` (a conversation whose history was rendered differently goes back to the part
+  // both share). The logits of the last step are then stale until the next step. Throws
+  // ShapeError unless 0 <= position <= position().
+  void rewind(int position);
   // Runs `token` at the next position and returns the logits there: (Vp), the first V meaningful.
   // Throws ShapeError when the cache is full or the token is outside the vocabulary.
   const float* step(int token);

@@ -511,6 +511,11 @@ const std::vector<std::string>& HfTokenizer::notes() const { return impl_->notes
 int HfTokenizer::eos_token() const { return impl_->eos; }
 int HfTokenizer::bos_token() const { return impl_->bos; }
 bool HfTokenizer::adds_bos() const { return impl_->adds_bos; }
+bool HfTokenizer::is_special(int id) const {
+  for (const AddedToken& t : impl_->added)
+    if (t.id == id && t.special) return true;
+  return false;
+}
 
 void HfTokenizer::encode(std::string_view text, bool add_special_tokens, std::vector<int>& out,
                          bool split_special_tokens) const {

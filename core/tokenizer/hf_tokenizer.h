@@ -43,6 +43,8 @@ class HfTokenizer {
   const std::vector<std::string>& notes() const;
   int eos_token() const;  // -1 if none is known
   int bos_token() const;  // -1 if none is known
+  // Whether `id` is an added token marked special (<|im_end|>, <|eot_id|>, <end_of_turn>, ...).
+  bool is_special(int id) const;
   // Whether encoding with special tokens (or the config's add_bos_token) starts with bos_token().
   bool adds_bos() const;
   // The token before each document in token shards: BOS when the tokenizer adds one, else EOS

@@ -385,6 +385,9 @@ Tokenizer Tokenizer::load(const std::string& path) {
 bool Tokenizer::can_encode() const { return hf_ || impl_->can_encode; }
 int Tokenizer::eot_token() const { return hf_ ? hf_->eos_token() : impl_->eot; }
 int Tokenizer::document_token() const { return hf_ ? hf_->document_token() : impl_->eot; }
+bool Tokenizer::is_special_token(int id) const {
+  return hf_ ? hf_->is_special(id) : id == impl_->eot;
+}
 int Tokenizer::vocab_size() const { return hf_ ? hf_->vocab_size() : impl_->vocab_size(); }
 bool Tokenizer::cuts_at_newlines() const { return !hf_; }
 const std::vector<std::string>& Tokenizer::notes() const {

@@ -50,6 +50,9 @@ class Tokenizer {
   // where the tokenizer adds one (Llama), else eot_token(), as llm.c's data scripts do.
   int document_token() const;
   int vocab_size() const;
+  // Whether `id` is a control token rather than text: a tokenizer.json's added token marked
+  // special (<|im_end|>, <|eot_id|>, ...); for GPT-2's files, end-of-text.
+  bool is_special_token(int id) const;
   // Whether encoding may be cut just before a '\n' that follows printable ASCII without changing
   // the ids (prepare.h's next_safe_cut): true for GPT-2's files only.
   bool cuts_at_newlines() const;

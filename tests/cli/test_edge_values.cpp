@@ -182,9 +182,10 @@ std::map<std::string, Base> bases(const std::string& command, const fs::path& di
     std::ofstream(dir / "text.txt") << "Hello, world. The quick brown fox.\n\nA second one.\n";
     std::ofstream(dir / "log.txt") << "s:0 trl:5.5\ns:0 tel:5.6\ns:1 trl:5.1\ns:1 tel:5.2\n";
   }
-  // train and sample print text: their model's vocabulary is the tiny tokenizer's.
-  const std::string tok_model =
-      command == "train" || command == "sample" ? model_of_the_tiny_tokenizer(dir) : "";
+  // train, sample and chat print text: their model's vocabulary is the tiny tokenizer's.
+  const std::string tok_model = command == "train" || command == "sample" || command == "chat"
+                                    ? model_of_the_tiny_tokenizer(dir)
+                                    : "";
   const std::string tok_train = (dir / "tok_train.bin").string();
   // A plugin that is not there: the run falls back to the CPU, and the offload flags' values are
   // still read and checked.
@@ -237,6 +238,11 @@ std::map<std::string, Base> bases(const std::string& command, const fs::path& di
        {{(dir / "log.txt").string(), "--output", (dir / "loss.svg").string()},
         {{"--width", "--height"}}}},
       {"version", {{}, {}}},
+      // Standard input is empty: the model, tokenizer and template load, no turn runs.
+      {"chat",
+       {{"--model", tok_model, "--tokenizer", tiny_tokenizer(), "--max-tokens", "4", "--threads",
+         "1"},
+        {{"--max-tokens", "--context"}}}},
   };
 }
 

@@ -2,7 +2,7 @@
 // The reference for the tokenizer.json tests: tokenizers.js (the npm package
 // @huggingface/tokenizers 0.2.0, which tools/fetch-data.sh installs) run on a tokenizer folder and a
 // list of texts.
-//   node hf_reference.mjs PACKAGE_DIR TOKENIZER_DIR TEXTS_JSON
+//   node hf_reference.mjs PACKAGE_DIR TOKENIZER_DIR TEXTS_JSON [IDS_JSON]
 // PACKAGE_DIR: the package's folder (.../node_modules/@huggingface/tokenizers). TOKENIZER_DIR:
 // tokenizer.json and, if there, tokenizer_config.json ({} when not). TEXTS_JSON: a JSON array of
 // base64 strings, each text's bytes, which are read as UTF-8 with invalid sequences replaced by
@@ -15,13 +15,15 @@
 //    "ids_document": the ids without special tokens from a tokenizer whose special added tokens are
 //    left out (Hugging Face's split_special_tokens: their text is encoded as text),
 //    "decoded": decode(ids) as base64 of its UTF-8 (null for no ids), "decoded_special": the same}
+// then, with IDS_JSON (a JSON array of arrays of ids), one line per array:
+//   {"decoded": decode(ids) as base64 of its UTF-8 (null for no ids)}
 // Runs on node 18.
 import fs from 'fs';
 import path from 'path';
 import {pathToFileURL} from 'url';
 
 const VERSION = '0.2.0';
-const [packageDir, tokenizerDir, textsJson] = process.argv.slice(2);
+const [packageDir, tokenizerDir, textsJson, idsJson] = process.argv.slice(2);
 if (!packageDir || !tokenizerDir || !textsJson) {
   process.stderr.write('usage: hf_reference.mjs PACKAGE_DIR TOKENIZER_DIR TEXTS_JSON\n');
   process.exit(2);
@@ -83,3 +85,6 @@ texts.forEach((b64, i) => {
     fail(`text ${i} of ${textsJson}: ${e.stack}`);
   }
 });
+if (idsJson) {
+  readJson(idsJson).forEach((ids) => process.stdout.write(JSON.stringify({decoded: decoded(ids)}) + '\n'));
+}

@@ -22,21 +22,23 @@
 
 namespace llmcpu::testing {
 
-// The preset's text: L=2 C=48 NH=6 NKV=2 (D=8) H=80, V tokens, maxT=64, untied, llama3 scaling of
-// an original context of 16.
-inline std::string llama_preset_text(int V, int kv_heads = 2) {
+// The preset's text: L=2 C=48 NH=6 NKV=2 (D=8) H=80, V tokens, maxT=64 (or max_len), untied,
+// llama3 scaling of an original context of 16.
+inline std::string llama_preset_text(int V, int kv_heads = 2, int max_len = 64) {
   return "model_type = \"llama\"\nhidden_size = 48\nintermediate_size = 80\n"
          "num_hidden_layers = 2\nnum_attention_heads = 6\nnum_key_value_heads = " +
          std::to_string(kv_heads) +
-         "\nmax_position_embeddings = 64\nvocab_size = " + std::to_string(V) +
+         "\nmax_position_embeddings = " + std::to_string(max_len) +
+         "\nvocab_size = " + std::to_string(V) +
          "\nrope_theta = 10000.0\nrms_norm_eps = 1e-5\ntie_word_embeddings = false\n"
          "[rope_scaling]\nrope_type = \"llama3\"\nfactor = 4.0\nlow_freq_factor = 1.0\n"
          "high_freq_factor = 4.0\noriginal_max_position_embeddings = 16\n";
 }
 
 // Writes the preset to `path` and returns its architecture.
-inline ModelConfig write_llama_preset(const std::string& path, int V, int kv_heads = 2) {
-  std::ofstream(path) << llama_preset_text(V, kv_heads);
+inline ModelConfig write_llama_preset(const std::string& path, int V, int kv_heads = 2,
+                                      int max_len = 64) {
+  std::ofstream(path) << llama_preset_text(V, kv_heads, max_len);
   return load_model_preset(path);
 }
 
@@ -75,17 +77,24 @@ inline std::string utf8(int cp) {
   return s;
 }
 
-// A byte-level BPE tokenizer.json without merges: ids 0..255 are the bytes, 256 is <s> (BOS,
-// added before every text), 257 is </s> (EOS); tokenizer_config.json and special_tokens_map.json
-// name them. Into `dir`.
-inline void write_byte_tokenizer(const std::string& dir) {
+// A byte-level BPE tokenizer.json without merges: ids 0..n-1 are `bytes` in that order, then the
+// special added tokens `specials`, of which the first is BOS (added before every text) and the
+// second EOS; tokenizer_config.json and special_tokens_map.json name them. Into `dir`.
+inline void write_byte_level_tokenizer(const std::string& dir,
+                                       const std::vector<unsigned char>& bytes,
+                                       const std::vector<std::string>& specials) {
   using nlohmann::json;
   json vocab = json::object();
-  for (int b = 0; b < 256; ++b) vocab[utf8(byte_to_unicode((unsigned char)b))] = b;
-  const auto added = [](int id, const char* content) {
+  for (size_t i = 0; i < bytes.size(); ++i) vocab[utf8(byte_to_unicode(bytes[i]))] = int(i);
+  const auto added = [](size_t id, const std::string& content) {
     return json{{"id", id},        {"content", content},  {"single_word", false}, {"lstrip", false},
                 {"rstrip", false}, {"normalized", false}, {"special", true}};
   };
+  json added_tokens = json::array();
+  for (size_t i = 0; i < specials.size(); ++i)
+    added_tokens.push_back(added(bytes.size() + i, specials[i]));
+  const std::string& bos = specials.at(0);
+  const size_t bos_id = bytes.size();
   const json byte_level = {{"type", "ByteLevel"},
                            {"add_prefix_space", false},
                            {"trim_offsets", true},
@@ -94,18 +103,18 @@ inline void write_byte_tokenizer(const std::string& dir) {
       {"version", "1.0"},
       {"truncation", nullptr},
       {"padding", nullptr},
-      {"added_tokens", {added(256, "<s>"), added(257, "</s>")}},
+      {"added_tokens", added_tokens},
       {"normalizer", nullptr},
       {"pre_tokenizer", byte_level},
       {"post_processor",
        {{"type", "TemplateProcessing"},
         {"single",
-         {{{"SpecialToken", {{"id", "<s>"}, {"type_id", 0}}}},
+         {{{"SpecialToken", {{"id", bos}, {"type_id", 0}}}},
           {{"Sequence", {{"id", "A"}, {"type_id", 0}}}}}},
         {"pair",
          {{{"Sequence", {{"id", "A"}, {"type_id", 0}}}},
           {{"Sequence", {{"id", "B"}, {"type_id", 1}}}}}},
-        {"special_tokens", {{"<s>", {{"id", "<s>"}, {"ids", {256}}, {"tokens", {"<s>"}}}}}}}},
+        {"special_tokens", {{bos, {{"id", bos}, {"ids", {bos_id}}, {"tokens", {bos}}}}}}}},
       {"decoder", byte_level},
       {"model",
        {{"type", "BPE"},
@@ -120,12 +129,20 @@ inline void write_byte_tokenizer(const std::string& dir) {
         {"merges", json::array()}}}};
   std::ofstream(dir + "/tokenizer.json") << tok.dump(1);
   std::ofstream(dir + "/tokenizer_config.json") << json{
-      {"bos_token", "<s>"},
-      {"eos_token", "</s>"},
+      {"bos_token", bos},
+      {"eos_token", specials.at(1)},
       {"add_bos_token", true},
       {"tokenizer_class", "PreTrainedTokenizerFast"}}.dump(2);
   std::ofstream(dir + "/special_tokens_map.json")
-      << json{{"bos_token", "<s>"}, {"eos_token", "</s>"}}.dump(2);
+      << json{{"bos_token", bos}, {"eos_token", specials.at(1)}}.dump(2);
+}
+
+// The byte-level tokenizer of every byte: ids 0..255 are the bytes, 256 is <s> (BOS, added before
+// every text), 257 is </s> (EOS).
+inline void write_byte_tokenizer(const std::string& dir) {
+  std::vector<unsigned char> bytes(256);
+  for (int b = 0; b < 256; ++b) bytes[b] = static_cast<unsigned char>(b);
+  write_byte_level_tokenizer(dir, bytes, {"<s>", "</s>"});
 }
 
 // A Hugging Face folder of the preset's model (random weights, F32) whose config.json also holds

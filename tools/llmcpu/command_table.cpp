@@ -7,6 +7,7 @@ namespace llmcpu {
 
 // The order is the usage's, and the fuzz target's byte 0 picks a command by its index here (the
 // committed seeds in tests/fuzz/corpus/cli/ rely on it): add new commands at the end.
+// size: table (the commands, one entry each)
 const std::vector<CommandInfo>& command_table() {
   static const std::vector<CommandInfo> table = {
       {"train", "train or fine-tune a GPT-2 or Llama-family model on a token shard",
@@ -80,6 +81,23 @@ const std::vector<CommandInfo>& command_table() {
        "Prints this build (version, commit, compiler, kernel targets, optional parts) and the\n"
        "CPU it runs on; also `llmcpu --version`.",
        make_version_command},
+      {"chat", "talk with a model through its chat template (KV cache kept across turns)",
+       "A conversation with a model through its own chat template (the tokenizer folder's, or\n"
+       "--chat-template; ChatML where it has none). On a terminal: type a message, the reply\n"
+       "streams as it is generated; /reset forgets the conversation (not --system), /exit or\n"
+       "Ctrl-D quits. Otherwise (or --jsonl) each input line is a JSON object\n"
+       "{\"role\": \"user\", \"content\": TEXT} (role system or assistant: history, no reply),\n"
+       "{\"content\": TEXT}, {\"messages\": [such objects]} (the whole conversation after\n"
+       "--system's message) or {\"command\": \"reset\"|\"exit\"}; each user message (last)\n"
+       "gets one line {\"role\": \"assistant\", \"content\": TEXT, \"tokens\": N,\n"
+       "\"stop\": \"eos\"|\"length\"|\"context\"}; a malformed line stops the program with\n"
+       "status 2 and a message naming the line. A reply ends at the model's end tokens\n"
+       "(generation_config.json's eos_token_id, the tokenizer's eos_token, the template's end\n"
+       "of turn), at --max-tokens, or when the context is full.\n"
+       "Sampling flags and defaults are sample's (--temperature 0: greedy).\n"
+       "usage: llmcpu chat --model DIR [--adapter DIR] [--system TEXT] [--chat-template FILE]\n"
+       "                   [--temperature T] [--top-k K] [--seed S] [--max-tokens N] [--jsonl]",
+       make_chat_command},
   };
   return table;
 }

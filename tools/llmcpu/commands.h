@@ -59,5 +59,6 @@ std::unique_ptr<Command> make_version_command();
 std::unique_ptr<Command> make_bench_command();
 std::unique_ptr<Command> make_plot_command();
 std::unique_ptr<Command> make_convert_command();
+std::unique_ptr<Command> make_chat_command();
 
 }  // namespace llmcpu
