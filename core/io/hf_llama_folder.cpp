@@ -12,8 +12,9 @@ namespace llmcpu {
 namespace fs = std::filesystem;
 
 const std::vector<std::string>& tokenizer_file_names() {
-  static const std::vector<std::string> names = {"tokenizer.json", "tokenizer_config.json",
-                                                 "special_tokens_map.json", "tokenizer.model"};
+  static const std::vector<std::string> names = {
+      "tokenizer.json",  "tokenizer_config.json", "special_tokens_map.json",
+      "tokenizer.model", "chat_template.jinja",   "generation_config.json"};
   return names;
 }
 

@@ -23,8 +23,9 @@
 namespace llmcpu {
 
 // The tokenizer's files a model folder may hold, which a written folder copies:
-// tokenizer.json, tokenizer_config.json, special_tokens_map.json and SentencePiece's
-// tokenizer.model.
+// tokenizer.json, tokenizer_config.json, special_tokens_map.json, SentencePiece's tokenizer.model,
+// and what chatting with the model reads beside them: a chat_template.jinja and the
+// generation_config.json (its end-of-reply tokens).
 const std::vector<std::string>& tokenizer_file_names();
 
 // Where a Llama-family model came from, as far as the folders written from it carry it over.

@@ -291,6 +291,11 @@ void Trainer::open_data(const ModelConfig& c, const std::optional<ResumePoint>& 
     for (const DataLoader::Skipped& s : loader->skipped()) {
       notes_.push_back(s.file + " " + s.why + ": skipped");
     }
+    if (loader->packed() && model_->offload_active()) {
+      throw UsageError("--plugin: " + loader->pattern() +
+                       " packs examples into rows, which a device's blocks cannot keep apart; "
+                       "--pack off gives each example a row of its own");
+    }
     if (loader->masked()) {
       notes_.push_back(loader->pattern() + ": " +
                        describe_rows(loader->row_stats(), opt_.seq_len, loader->packed()));

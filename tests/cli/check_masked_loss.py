@@ -15,7 +15,8 @@ Runs `llmcpu train` for a few AdamW steps of 4 micro-batches of B rows: in one p
        positions restarting at 0 (the block-diagonal mask and position ids of transformers'
        DataCollatorWithFlattening).
 --plugin P [--offload-layers N|all]: the one-process run with that part of the model on P's
-device (the CPU computes the rest; with all, the device computes the head and the masked loss).
+device (the CPU computes the rest; with all, the device computes the head and the masked loss),
+and a packed run with the plugin is refused before its first step.
 Resuming: a shuffled run stopped after 2 steps and resumed (--resume) logs the same losses, digit
 for digit, as the same run uninterrupted: the rows and their order are exactly those again.
 PyTorch (float64) computes the same steps from the published semantics: per step the rows of its 4
@@ -281,6 +282,16 @@ def main():
                 fail(f"{ranks} rank(s) validation at step {step}: {val[step]} against {ref}")
     if a.resume:
         check_resume(a, a.out)
+    if a.plugin:  # packed rows cannot go to the device: refused by name before any step
+        cmd = [a.llmcpu, "train", "--model", os.path.join(a.out, "model.bin"), "--train-data",
+               os.path.join(a.out, "train.bin"), "--batch", str(B), "--seq-len", str(T),
+               "--steps", "1", "--pack", "on", "--plugin", a.plugin, "--offload-layers", "all"]
+        run = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                             timeout=400)
+        print(run.stdout)
+        stepped = re.search(r"step +1/", run.stdout)
+        if run.returncode == 0 or "--pack off" not in run.stdout or stepped:
+            fail("a packed run with a device plugin was not refused before its first step")
     if 2 in runs:
         for step in range(STEPS):
             one, two = runs[1][0][step], runs[2][0][step]

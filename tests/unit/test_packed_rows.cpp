@@ -14,6 +14,7 @@
 // plugin are refused; rows of one example each are the pass without starts, bit for bit.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -221,6 +222,48 @@ TEST(PackedRows, Bf16WithinTheBf16Limits) {
     EXPECT_LE(compare_tensors("loss", &packed.loss, &separate.loss, 1, 0).rel_error, tol.logits);
     const auto [error, where] = worst_error(*m32, packed, separate);
     EXPECT_LE(error, tol.grads) << where;
+  }
+}
+
+// Masked targets (-1: chat data's prompts and padding). The training pass runs only the counted
+// rows through the head (Model::head); planned with keep_logits it runs every row, the masked ones
+// with no loss and no gradient. Both give the same gradients but for the order of fp32 sums (the
+// head's weight gradient sums over fewer rows): within 1e-6 as above, in fp32 and bf16. The loss is
+// the mean over the counted targets of -log softmax, computed here in double from the kept logits.
+TEST(PackedRows, MaskedTargetsSkipTheHeadAndCountOnlyTheirOwn) {
+  for (const auto& [name, c] : configs()) {
+    for (const Precision p : {Precision::kFp32, Precision::kBf16}) {
+      SCOPED_TRACE(name + (p == Precision::kBf16 ? " bf16" : " fp32"));
+      Batch b = packed_batch(kRows, kT, kV);
+      size_t counted = 0;
+      for (size_t i = 0; i < b.targets.size(); ++i) {
+        if (i % 3 != 0 || i < size_t(kT) / 2) b.targets[i] = -1;
+        counted += b.targets[i] >= 0;
+      }
+      auto m = model_of(c, p);
+      const Pass skipped = packed_pass(*m, b);
+      m->plan_batch(b.B, b.T, {.keep_logits = true});
+      m->zero_grad();
+      const float kept_loss = m->forward_backward(b.inputs.data(), b.targets.data(), b.B, b.T,
+                                                  1.0f, nullptr, b.starts.data());
+      const Pass kept{kept_loss,
+                      std::vector<float>(m->grads_flat(), m->grads_flat() + m->num_parameters())};
+      const auto [error, where] = worst_error(*m, skipped, kept);
+      EXPECT_LE(error, 1e-6) << where;
+      double total = 0;
+      const int Vp = c.padded_vocab_size;
+      for (size_t i = 0; i < b.targets.size(); ++i) {
+        if (b.targets[i] < 0) continue;
+        const float* z = m->logits() + i * Vp;
+        double mx = z[0], sum = 0;
+        for (int v = 1; v < kV; ++v) mx = std::max(mx, double(z[v]));
+        for (int v = 0; v < kV; ++v) sum += std::exp(double(z[v]) - mx);
+        total += mx + std::log(sum) - double(z[b.targets[i]]);
+      }
+      const double mean = total / double(counted);
+      EXPECT_NEAR(skipped.loss, mean, 1e-6 * std::fabs(mean));
+      EXPECT_NEAR(kept.loss, mean, 1e-6 * std::fabs(mean));
+    }
   }
 }
 
