@@ -54,8 +54,8 @@ ParameterViews<float> frozen_views(const ParameterLayout& layout, float* sink) {
   return v;
 }
 
-// The mean of the BT per-token losses, summed in double.
-// The mean of the counted targets' losses (0 when none counts); masked ones hold 0.
+// The mean of the counted targets' losses, summed in double over the BT per-token losses (a masked
+// one holds 0); 0 when none counts.
 float mean_loss(const float* losses, size_t BT, size_t counted) {
   double total = 0;
   for (size_t i = 0; i < BT; ++i) total += losses[i];

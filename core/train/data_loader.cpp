@@ -49,17 +49,20 @@ DataLoader::DataLoader(const std::string& pattern, int B, int T, int vocab_size,
   const size_t need = (size_t)B * T + 1;
   size_t largest = 0;
   const std::vector<std::string> files = expand_glob(pattern);
+  const std::string first_spans = spans_path(files[0]);
+  const bool sidecars = std::filesystem::exists(first_spans);
   for (const std::string& file : files) {
     TokenShard shard(file);
     shard.check_vocab(vocab_size);
     largest = std::max(largest, shard.size());
-    if (std::filesystem::exists(spans_path(file)) != std::filesystem::exists(spans_path(files[0]))) {
+    const std::string own_spans = spans_path(file);
+    if (std::filesystem::exists(own_spans) != sidecars) {
       throw FileError(file, "only some shards of " + pattern + " have a .spans sidecar (" +
-                                spans_path(files[0]) + (spans_.empty() ? " does not exist" : " does") +
-                                ", " + spans_path(file) + " not): every shard needs one, or none");
+                                first_spans + (sidecars ? " does, " : " does not, ") + own_spans +
+                                (sidecars ? " not" : " does") + "): every shard needs one, or none");
     }
-    if (std::filesystem::exists(spans_path(file))) {
-      TokenSpans spans(spans_path(file), shard.size());
+    if (sidecars) {
+      TokenSpans spans(own_spans, shard.size());
       ExampleRows laid(spans, T, rows, file);
       if (laid.rows() < size_t(B)) {
         skipped_.push_back({file, shard.size(), few_rows(laid.rows(), B)});

@@ -11,8 +11,8 @@ std::string describe_rows(const RowStats& s, int T, bool packed) {
   const double positions = double(s.rows) * T;
   char share[32];
   std::snprintf(share, sizeof share, "%.1f%%", positions > 0 ? 100.0 * s.padding / positions : 0.0);
-  std::string text = std::to_string(s.examples) + (packed ? " examples packed into " : " examples in ") +
-                     std::to_string(s.rows) + " rows of " + std::to_string(T) + " tokens" +
+  std::string text = std::to_string(s.examples) +
+                     (packed ? " examples packed into " : " examples in ") + std::to_string(s.rows) + " rows of " + std::to_string(T) + " tokens" +
                      (packed ? "" : ", one example per row") + " (" + share + " padding), " +
                      std::to_string(s.targets) + " targets counted";
   if (s.truncated > 0) {

@@ -10,16 +10,19 @@
 
 namespace llmcpu {
 
-// Calls fail(message) for the first token of tokens[0..n) outside 0..vocab_size-1, with message
-// "token 50257 at position 2 is outside the model's vocabulary 0..50256"; `fail` must throw.
+// "token 50257 at position 2 is outside the model's vocabulary 0..50256".
+inline std::string outside_vocab(long long token, size_t position, int vocab_size) {
+  return "token " + std::to_string(token) + " at position " + std::to_string(position) +
+         " is outside the model's vocabulary 0.." + std::to_string(vocab_size - 1);
+}
+
+// Calls fail(outside_vocab(...)) for the first token of tokens[0..n) outside 0..vocab_size-1;
+// `fail` must throw.
 template <typename Token, typename Fail>
 void check_tokens_in_vocab(const Token* tokens, size_t n, int vocab_size, Fail&& fail) {
   for (size_t i = 0; i < n; ++i) {
     const long long t = tokens[i];  // widened: the same test for signed and unsigned ids
-    if (t < 0 || t >= vocab_size) {
-      fail("token " + std::to_string(t) + " at position " + std::to_string(i) +
-           " is outside the model's vocabulary 0.." + std::to_string(vocab_size - 1));
-    }
+    if (t < 0 || t >= vocab_size) fail(outside_vocab(t, i, vocab_size));
   }
 }
 
@@ -30,10 +33,7 @@ size_t check_targets_in_vocab(const int* targets, size_t n, int vocab_size, Fail
   size_t counted = 0;
   for (size_t i = 0; i < n; ++i) {
     if (targets[i] < 0) continue;
-    if (targets[i] >= vocab_size) {
-      fail("token " + std::to_string(targets[i]) + " at position " + std::to_string(i) +
-           " is outside the model's vocabulary 0.." + std::to_string(vocab_size - 1));
-    }
+    if (targets[i] >= vocab_size) fail(outside_vocab(targets[i], i, vocab_size));
     ++counted;
   }
   return counted;
