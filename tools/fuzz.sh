@@ -129,30 +129,25 @@ for name in $targets; do
 done
 wait
 
-status=0
-summary=""
+# The summary first, then each failed target's log tail and how to run its input again, and last
+# a line naming the failed targets: a log cut to its tail still says what failed and why.
+echo "== fuzz: summary"
+failed=""
 for name in $targets; do
   line=$(cat "$build/fuzz-$name.result" 2>/dev/null || echo "FAILED fuzz_$name: no result")
-  case "$line" in
-    FAILED\ *)
-      status=1
-      line=${line#FAILED }
-      log="$build/fuzz-$name.log"
-      tail -n 60 "$log"
-      input=$(sed -n 's/.*Test unit written to \(.*\)$/\1/p' "$log" | tail -n 1)
-      echo "(full output: $log)"
-      [ -n "$input" ] && echo "run it again: OMP_NUM_THREADS=1 $build/fuzz_$name $input"
-      ;;
-  esac
-  echo "$line"
-  summary="$summary
-  $line"
+  echo "  ${line#FAILED }"
+  case "$line" in FAILED\ *) failed="$failed fuzz_$name" ;; esac
 done
-
-echo "== fuzz: summary$summary"
-if [ "$status" -ne 0 ]; then
-  echo "fuzz: FAILED (logs in $build/fuzz-*.log)"
-else
-  echo "fuzz: all passed"
+for target in $failed; do
+  name=${target#fuzz_}
+  log="$build/fuzz-$name.log"
+  echo "== $target failed; the end of $log:"
+  tail -n 40 "$log" 2>/dev/null
+  input=$(sed -n 's/.*Test unit written to \(.*\)$/\1/p' "$log" 2>/dev/null | tail -n 1)
+  [ -n "$input" ] && echo "run it again: OMP_NUM_THREADS=1 $build/$target $input"
+done
+if [ -n "$failed" ]; then
+  echo "fuzz: FAILED:$failed (logs in $build/fuzz-*.log)"
+  exit 1
 fi
-exit "$status"
+echo "fuzz: all passed"

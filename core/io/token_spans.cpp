@@ -117,9 +117,16 @@ TokenSpans::TokenSpans(const std::string& path, uint64_t shard_tokens) : file_(p
                               std::to_string(num_tokens_) + " spans for " +
                               std::to_string(num_tokens_) + " tokens");
   }
-  file_.expect_size(kLlmcHeaderBytes + 8 * num_examples + 16 * num_spans,
-                    "its header says " + std::to_string(num_examples) + " examples and " +
-                        std::to_string(num_spans) + " spans, which");
+  // A crafted num_tokens near 2^64 lets the counts wrap 8 * num_examples + 16 * num_spans, so
+  // they are held to the words the file has before the size is computed from them.
+  const std::string counted = "its header says " + std::to_string(num_examples) +
+                              " examples and " + std::to_string(num_spans) + " spans, which";
+  const uint64_t body_words = (file_.size() - kLlmcHeaderBytes) / 8;
+  if (num_examples > body_words || num_spans > (body_words - num_examples) / 2) {
+    throw FileError(path, "file is " + std::to_string(file_.size()) + " bytes, too short: " +
+                              counted + " take more (truncated?)");
+  }
+  file_.expect_size(kLlmcHeaderBytes + 8 * num_examples + 16 * num_spans, counted);
   const auto* words = reinterpret_cast<const uint64_t*>(file_.data() + kLlmcHeaderBytes);
   starts_ = {words, static_cast<size_t>(num_examples)};
   bounds_ = {words + num_examples, static_cast<size_t>(2 * num_spans)};

@@ -9,6 +9,8 @@
 //   - number flags and config keys took "nan" and "inf" (`--temperature nan` sampled the last token
 //     every time, `weight_decay = inf` passed train's checks), and a value with a NUL inside was
 //     read up to the NUL;
+//   - a spans sidecar whose counts wrap 8 * num_examples + 16 * num_spans around to its length was
+//     accepted, and its starts were then read far past the file;
 //   - exceptions thrown inside OpenMP regions (per-thread scratch that cannot be allocated, a GEMM
 //     kernel libxsmm cannot make) reached the runtime, which calls std::terminate.
 #include <fcntl.h>
@@ -28,6 +30,7 @@
 #include <vector>
 
 #include "core/io/debug_state.h"
+#include "core/io/token_spans.h"
 #include "core/model/config.h"
 #include "core/model/parameters.h"
 #include "core/runtime/plan.h"
@@ -251,6 +254,25 @@ TEST(FuzzRegressions, TokenizerJsonDropoutAndFarIdsAreRefusedByName) {
     }
     fs::remove(tmp);
   }
+}
+
+// tests/fuzz/regressions/token_spans/counts_that_wrap_the_size.spans: num_tokens 2^63,
+// 2^61 + 1 examples and 2^60 spans, which wrap the sidecar's size around to 1032 bytes, its real
+// length (one start, 0). The shard's count is the sidecar's own, as in fuzz_token_spans.
+TEST(FuzzRegressions, SpansSidecarWhoseCountsWrapTheSizeIsRefused) {
+  const fs::path input = fs::path(LLMCPU_FIXTURE_DIR) /
+                         "../fuzz/regressions/token_spans/counts_that_wrap_the_size.spans";
+  const std::string path = temp_path("shard.spans");
+  fs::copy_file(input, path, fs::copy_options::overwrite_existing);
+  ASSERT_EQ(fs::file_size(path), kLlmcHeaderBytes + 8);
+  try {
+    TokenSpans spans(path, uint64_t(1) << 63);
+    FAIL() << "a sidecar of one word was accepted for " << spans.num_examples() << " examples";
+  } catch (const FileError& e) {
+    EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("too short"), std::string::npos) << e.what();
+  }
+  fs::remove(path);
 }
 
 }  // namespace
