@@ -5,11 +5,14 @@
 
   bench/lora_peer.py --preset smollm2-360m [--batch 4 --seq 1024 --r 16 --alpha 32 --steps 2
                      --warmup 1 --threads N --precision bf16 --skip-torch --skip-full
-                     --base-quant int8,nf4]
+                     --base-quant int8,nf4 --rounds 1]
 
 Prints each one's median step time (ms) after the warm-up steps, the ratios the issue asks for
 (LoRA / full fine-tuning, PyTorch / llmcpu LoRA), the CPU, and a markdown row for
-bench/RESULTS.md. Every run sees the same random tokens (B x T per step).
+bench/RESULTS.md. Every run sees the same random tokens (B x T per step). With --rounds N the
+llmcpu runs are repeated N times, the order turned round each time (full, LoRA, then LoRA, full,
+...), and the LoRA / full ratio is the median of the rounds' own ratios: on a machine whose speed
+drifts, a pair of runs next to each other is what compares.
 
 The PyTorch side is written from PEFT's semantics (PEFT itself is not packaged for Debian):
 peer_pytorch_llama.build_model's model (transformers' LlamaForCausalLM / Qwen2ForCausalLM, plain
@@ -108,6 +111,8 @@ def main():
                     help="also time llmcpu's LoRA step on these quantized bases (a comma list of "
                          "int8, nf4), each as a ratio to the LoRA step on the base as loaded")
     ap.add_argument("--skip-llmcpu", action="store_true", help="PyTorch's run only")
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="llmcpu's runs this many times, in turned order; ratios per round")
     a = ap.parse_args()
     a.config = llama.read_preset(a.preset)
     a.vocab = a.config.V
@@ -115,26 +120,40 @@ def main():
     print(f"CPU: {peer.cpu_description()}; {a.threads} threads; {a.preset} B={a.batch} "
           f"T={a.seq} {a.precision}, LoRA r={a.r} alpha={a.alpha:g} all-linear", flush=True)
     rows = {}
+    rounds = []
     with tempfile.TemporaryDirectory() as work:
         if not a.skip_llmcpu:
             lora = ["--lora", str(a.r), "--lora-alpha", f"{a.alpha:g}"]
             runs = ([] if a.skip_full else [("full", [])]) + [("lora", lora)]
             runs += [(q, lora + ["--base-quant", q]) for q in a.base_quant.split(",") if q]
-            for name, extra in runs:
-                ms, note = time_llmcpu(a, work, extra)
-                print(f"llmcpu {name}: {ms} ms ({note})", flush=True)
-                rows[name] = ms
+            for i in range(max(1, a.rounds)):
+                this = {}
+                for name, extra in (runs if i % 2 == 0 else runs[::-1]):
+                    ms, note = time_llmcpu(a, work, extra)
+                    print(f"llmcpu {name} (round {i + 1}): {ms} ms ({note})", flush=True)
+                    this[name] = ms
+                rounds.append(this)
+            for name, _ in runs:
+                got = [r[name] for r in rounds if r[name]]
+                rows[name] = statistics.median(got) if len(got) == len(rounds) else None
     if not a.skip_torch:
         import torch
         torch.set_num_threads(a.threads)
         ms, n = time_torch_lora(torch, a)
         print(f"PyTorch {torch.__version__} LoRA: {ms:.0f} ms ({n} adapter parameters)")
         rows["torch"] = ms
-    if rows.get("full") and rows.get("lora"):
-        print(f"LoRA / full fine-tuning step: {rows['lora'] / rows['full']:.3f}")
+    def ratio(top, bottom, what):
+        if not (rows.get(top) and rows.get(bottom)):
+            return
+        each = [r[top] / r[bottom] for r in rounds]
+        line = f"{what}: {statistics.median(each):.3f}"
+        if len(each) > 1:
+            line += " (median of the rounds: " + ", ".join(f"{x:.3f}" for x in each) + ")"
+        print(line)
+
+    ratio("lora", "full", "LoRA / full fine-tuning step")
     for q in [q for q in a.base_quant.split(",") if q]:
-        if rows.get(q) and rows.get("lora"):
-            print(f"LoRA on a {q} base / on the {a.precision} base: {rows[q] / rows['lora']:.3f}")
+        ratio(q, "lora", f"LoRA on a {q} base / on the {a.precision} base")
     if rows.get("torch") and rows.get("lora"):
         print(f"PyTorch LoRA / llmcpu LoRA step: {rows['torch'] / rows['lora']:.2f}")
 

@@ -117,16 +117,18 @@ TokenSpans::TokenSpans(const std::string& path, uint64_t shard_tokens) : file_(p
                               std::to_string(num_tokens_) + " spans for " +
                               std::to_string(num_tokens_) + " tokens");
   }
-  // A crafted num_tokens near 2^64 lets the counts wrap 8 * num_examples + 16 * num_spans, so
-  // they are held to the words the file has before the size is computed from them.
+  // A crafted num_tokens near 2^64 lets 8 * num_examples + 16 * num_spans wrap around to a small
+  // file's length: the size is computed with the wrap detected.
   const std::string counted = "its header says " + std::to_string(num_examples) +
                               " examples and " + std::to_string(num_spans) + " spans, which";
-  const uint64_t body_words = (file_.size() - kLlmcHeaderBytes) / 8;
-  if (num_examples > body_words || num_spans > (body_words - num_examples) / 2) {
-    throw FileError(path, "file is " + std::to_string(file_.size()) + " bytes, too short: " +
-                              counted + " take more (truncated?)");
+  uint64_t starts_bytes = 0, spans_bytes = 0, expected = 0;
+  if (__builtin_mul_overflow(num_examples, uint64_t(8), &starts_bytes) ||
+      __builtin_mul_overflow(num_spans, uint64_t(16), &spans_bytes) ||
+      __builtin_add_overflow(starts_bytes, spans_bytes, &expected) ||
+      __builtin_add_overflow(expected, uint64_t(kLlmcHeaderBytes), &expected)) {
+    throw FileError(path, counted + " would be more than 2^64 bytes: the header is corrupt");
   }
-  file_.expect_size(kLlmcHeaderBytes + 8 * num_examples + 16 * num_spans, counted);
+  file_.expect_size(expected, counted);
   const auto* words = reinterpret_cast<const uint64_t*>(file_.data() + kLlmcHeaderBytes);
   starts_ = {words, static_cast<size_t>(num_examples)};
   bounds_ = {words + num_examples, static_cast<size_t>(2 * num_spans)};
