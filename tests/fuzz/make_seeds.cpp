@@ -14,6 +14,7 @@
 
 #include "core/io/checkpoint.h"
 #include "core/io/debug_state.h"
+#include "core/io/gguf.h"
 #include "core/io/hf_gpt2.h"
 #include "core/io/token_shard.h"
 #include "core/io/token_spans.h"
@@ -112,6 +113,45 @@ void token_spans_files() {
   put("token_spans", "one_example.spans", written([&](const std::string& p) {
         write_token_spans(p, 3, std::vector<uint64_t>{0}, std::vector<TokenSpan>{});
       }));
+}
+
+// GGUF files: metadata of every value type and a tensor of each type llmcpu reads, with the
+// default and a wider alignment; a cut copy and one whose tensor runs past the end.
+void gguf_files() {
+  for (uint32_t alignment : {32u, 64u}) {
+    GgufWriter w(alignment);
+    w.set("general.architecture", GgufValue::string("llama"));
+    w.set("llama.block_count", GgufValue::u32(1));
+    w.set("llama.rope.freq_base", GgufValue::f32(10000.0f));
+    w.set("tokenizer.ggml.add_bos_token", GgufValue::boolean(true));
+    w.set("tokenizer.ggml.tokens", GgufValue::strings_array({"<s>", "a", "\xe2\x96\x81" "b"}));
+    w.set("tokenizer.ggml.scores", GgufValue::f32_array({0.0f, -1.0f, -2.5f}));
+    w.set("tokenizer.ggml.token_type", GgufValue::i32_array({3, 1, 1}));
+    w.set("general.file_type", GgufValue::u64(0));
+    const GgmlType types[] = {GgmlType::kF32, GgmlType::kF16, GgmlType::kBf16, GgmlType::kQ8_0,
+                              GgmlType::kQ4_0, GgmlType::kQ4_K, GgmlType::kQ6_K};
+    for (GgmlType t : types) {
+      const uint64_t row = ggml_block_elements(t) == 1 ? 3 : ggml_block_elements(t);
+      w.add_tensor(std::string("blk.0.") + ggml_type_name(t) + ".weight", {row, 2}, t);
+    }
+    const std::string bytes = written([&](const std::string& p) {
+      w.write(p, [](size_t i, uint8_t* out) { out[0] = uint8_t(i + 1); });
+    });
+    put("gguf", "all_types_" + std::to_string(alignment) + ".gguf", bytes);
+    if (alignment == 32) put("gguf", "truncated.gguf", bytes.substr(0, bytes.size() - 5));
+  }
+  GgufWriter one;
+  one.add_tensor("token_embd.weight", {4, 3}, GgmlType::kF32);
+  const std::string bytes = written([&](const std::string& p) {
+    one.write(p, [](size_t, uint8_t* out) { out[0] = 1; });
+  });
+  put("gguf", "one_tensor.gguf", bytes);
+  // ne[1] = 7, more rows than the data holds: after the 24-byte header, the name (8 + 17 bytes),
+  // n_dims (4) and ne[0] (8).
+  std::string past = bytes;
+  const uint64_t rows = 7;
+  std::memcpy(past.data() + 24 + 8 + 17 + 4 + 8, &rows, 8);
+  put("gguf", "past_the_end.gguf", past);
 }
 
 void token_shards() {
@@ -550,6 +590,7 @@ int main(int argc, char** argv) {
     token_spans_files();
     debug_states();
     safetensors_files();
+    gguf_files();
     train_states();
     resume_folders();
     tokenizer_files();
