@@ -48,7 +48,7 @@ enum class GgufType : uint32_t {
   kI64 = 11,
   kF64 = 12,
 };
-const char* gguf_type_name(GgufType t);  // "u32", "string", ...; "type N" for an unknown one
+const char* gguf_type_name(GgufType t);  // "u32", "string", ...; "unknown type" for another
 
 // Tensor types (ggml_type) that llmcpu reads or writes.
 enum class GgmlType : uint32_t {
@@ -73,11 +73,13 @@ size_t ggml_block_bytes(GgmlType t);
 struct GgufValue {
   GgufType type = GgufType::kU32;
   GgufType elem = GgufType::kU8;  // an array's element type
-  uint64_t bits = 0;              // a scalar number: u64, i64 or f64 bits (see above)
+  uint64_t bits = 0;              // a scalar number, in the form above
   std::string str;                // a string
   std::vector<uint64_t> numbers;  // an array of numbers or bools, as `bits`
   std::vector<std::string> strings;
 
+  // A scalar of type t whose `bits` are already in the form above.
+  static GgufValue scalar(GgufType t, uint64_t bits);
   static GgufValue u32(uint32_t v);
   static GgufValue i32(int32_t v);
   static GgufValue u64(uint64_t v);

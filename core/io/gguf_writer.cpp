@@ -66,31 +66,16 @@ class Bytes {
 
 }  // namespace
 
-GgufValue GgufValue::u32(uint32_t v) {
+GgufValue GgufValue::scalar(GgufType t, uint64_t bits) {
   GgufValue g;
-  g.type = GgufType::kU32, g.bits = v;
+  g.type = t, g.bits = bits;
   return g;
 }
-GgufValue GgufValue::i32(int32_t v) {
-  GgufValue g;
-  g.type = GgufType::kI32, g.bits = uint64_t(int64_t(v));
-  return g;
-}
-GgufValue GgufValue::u64(uint64_t v) {
-  GgufValue g;
-  g.type = GgufType::kU64, g.bits = v;
-  return g;
-}
-GgufValue GgufValue::f32(float v) {
-  GgufValue g;
-  g.type = GgufType::kF32, g.bits = std::bit_cast<uint32_t>(v);
-  return g;
-}
-GgufValue GgufValue::boolean(bool v) {
-  GgufValue g;
-  g.type = GgufType::kBool, g.bits = v ? 1 : 0;
-  return g;
-}
+GgufValue GgufValue::u32(uint32_t v) { return scalar(GgufType::kU32, v); }
+GgufValue GgufValue::i32(int32_t v) { return scalar(GgufType::kI32, uint64_t(int64_t(v))); }
+GgufValue GgufValue::u64(uint64_t v) { return scalar(GgufType::kU64, v); }
+GgufValue GgufValue::f32(float v) { return scalar(GgufType::kF32, std::bit_cast<uint32_t>(v)); }
+GgufValue GgufValue::boolean(bool v) { return scalar(GgufType::kBool, v ? 1 : 0); }
 GgufValue GgufValue::string(std::string v) {
   GgufValue g;
   g.type = GgufType::kString, g.str = std::move(v);

@@ -83,9 +83,7 @@ TEST_F(GgufTest, EveryValueTypeAndTensorTypeComesBack) {
   GgufWriter w(64);
   std::vector<std::pair<std::string, GgufValue>> want;
   auto scalar = [&](const char* key, GgufType t, uint64_t bits) {
-    GgufValue v;
-    v.type = t, v.bits = bits;
-    want.emplace_back(key, v);
+    want.emplace_back(key, GgufValue::scalar(t, bits));
   };
   scalar("u8", GgufType::kU8, 200);
   scalar("i8", GgufType::kI8, uint64_t(int64_t(-100)));

@@ -71,9 +71,7 @@ TEST_F(GgufReference, ReadsWhatLlmcpuWrites) {
     GgufWriter w(alignment);
     std::vector<std::pair<std::string, GgufValue>> kv;
     auto scalar = [&](const char* key, GgufType t, uint64_t bits) {
-      GgufValue v;
-      v.type = t, v.bits = bits;
-      kv.emplace_back(key, v);
+      kv.emplace_back(key, GgufValue::scalar(t, bits));
     };
     scalar("t.u8", GgufType::kU8, 255);
     scalar("t.i8", GgufType::kI8, uint64_t(int64_t(-128)));
